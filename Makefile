@@ -1,0 +1,69 @@
+# The two commands of the README: `make run` and `make test`. Everything else supports them.
+SHELL := /bin/bash
+.DEFAULT_GOAL := run
+PORT ?= 8000
+HOST ?= 127.0.0.1
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# Development settings for `make run`; production reads the same variables (see README).
+RUN_ENV := DEBUG=$${DEBUG:-true}
+PYTEST_ARGS ?=
+
+.PHONY: run test test-only install chromium lint bench clean
+
+# A Python >= 3.12 (Django 6): $PYTHON if set, else the first suitable one on this machine.
+$(STAMP): pyproject.toml
+	@set -e; \
+	if [ ! -x "$(PY)" ] || ! "$(PY)" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then \
+	  interpreter=""; \
+	  for candidate in "$${PYTHON:-}" python3.13 python3.12 python3 \
+	      $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.1[2-9]*/bin/python3 /root/.pyenv/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -rV) \
+	      /usr/bin/python3.13 /usr/bin/python3.12 /usr/local/bin/python3.13 /usr/local/bin/python3.12; do \
+	    [ -n "$$candidate" ] || continue; \
+	    path=$$(command -v "$$candidate" 2>/dev/null) || continue; \
+	    if "$$path" -c 'import sys, venv; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then interpreter=$$path; break; fi; \
+	  done; \
+	  if [ -z "$$interpreter" ]; then \
+	    echo "error: Statecraft needs Python 3.12 or newer (Django 6) and none was found." >&2; \
+	    echo "       Install one (e.g. apt-get install python3.12, or pyenv install 3.13) or run: make PYTHON=/path/to/python3.12 ..." >&2; \
+	    exit 1; \
+	  fi; \
+	  echo "Creating $(VENV) with $$interpreter ($$("$$interpreter" -V))"; \
+	  rm -rf "$(VENV)"; "$$interpreter" -m venv "$(VENV)"; \
+	fi; \
+	"$(PY)" -m pip install --quiet --upgrade pip; \
+	"$(PY)" -m pip install --quiet --editable '.[dev]'; \
+	touch "$(STAMP)"
+
+install: $(STAMP)
+
+run: $(STAMP)
+	@$(RUN_ENV) $(PY) manage.py migrate --no-input
+	@$(RUN_ENV) $(PY) manage.py load_demo
+	@echo "Serving Statecraft on http://$(HOST):$(PORT)/  (admin: http://$(HOST):$(PORT)/admin/)"
+	@$(RUN_ENV) $(PY) manage.py runserver "$(HOST):$(PORT)"
+
+# Debian's Chromium for the browser tests (Playwright's own browser download is not used).
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then \
+	  echo "Installing Debian's chromium for the browser tests"; \
+	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+test: $(STAMP) chromium test-only
+
+test-only:
+	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+bench: $(STAMP)
+	$(PY) -m pip install --quiet --editable '.[dev,bench]'
+	$(PY) bench/compile_bench.py
+
+clean:
+	rm -rf $(VENV) staticfiles

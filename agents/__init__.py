@@ -1,0 +1,1 @@
+"""The domain app: apps, variables, schemas, tools, agents and callbacks."""

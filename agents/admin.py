@@ -1,0 +1,203 @@
+"""The operators' admin site: every model, with inlines, search, filters and constant queries."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest
+
+from agents import services
+from agents.models import Agent, AgentApp, AppShare, Callback, Schema, Tool, Variable
+
+READONLY = ("created_at", "updated_at", "version")
+
+
+class ServiceCheckedForm(forms.ModelForm):
+    """Runs the services' checks on the unsaved object, so the admin obeys the designer's rules."""
+
+    check = staticmethod(lambda obj: [])
+
+    def _post_clean(self) -> None:
+        super()._post_clean()
+        if self.errors:
+            return
+        for diagnostic in type(self).check(self.instance):
+            field = diagnostic.field if diagnostic.field in self.fields else None
+            self.add_error(field, diagnostic.message)
+
+
+def checked_form(model_: type, checker) -> type[forms.ModelForm]:  # type: ignore[no-untyped-def]
+    meta = type("Meta", (), {"model": model_, "fields": "__all__"})
+    return type(f"{model_.__name__}AdminForm", (ServiceCheckedForm,), {"Meta": meta, "check": staticmethod(checker)})
+
+
+class VersionedAdmin(admin.ModelAdmin):
+    readonly_fields = READONLY
+
+    def save_model(self, request: HttpRequest, obj, form, change) -> None:  # type: ignore[no-untyped-def]
+        if change:
+            obj.version += 1
+        super().save_model(request, obj, form, change)
+
+
+class VariableInline(admin.TabularInline):
+    model = Variable
+    form = checked_form(Variable, services.variable_problems)
+    extra = 0
+    fields = ("name", "type", "item_type", "schema", "default", "description")
+    show_change_link = True
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Variable]:
+        return super().get_queryset(request).select_related("schema")
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
+        if db_field.name == "schema" and request.resolver_match and "object_id" in request.resolver_match.kwargs:
+            kwargs["queryset"] = Schema.objects.filter(app_id=request.resolver_match.kwargs["object_id"])
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+class SchemaInline(admin.TabularInline):
+    model = Schema
+    form = checked_form(Schema, services.schema_problems)
+    extra = 0
+    fields = ("name", "description")
+    show_change_link = True
+
+
+class ToolInline(admin.TabularInline):
+    model = Tool
+    form = checked_form(Tool, services.tool_problems)
+    extra = 0
+    fields = ("name", "kind", "description", "mock_enabled")
+    show_change_link = True
+
+
+class AgentInline(admin.TabularInline):
+    model = Agent
+    form = checked_form(Agent, services.agent_problems)
+    extra = 0
+    fields = ("display_name", "is_root", "description")
+    show_change_link = True
+
+
+class AppShareInline(admin.TabularInline):
+    model = AppShare
+    extra = 0
+    fields = ("user", "role")
+    autocomplete_fields = ("user",)
+
+
+@admin.register(AgentApp)
+class AgentAppAdmin(VersionedAdmin):
+    list_display = ("name", "owner", "variable_count", "agent_count", "tool_count", "updated_at")
+    list_select_related = ("owner",)
+    list_filter = ("updated_at", "owner")
+    search_fields = ("name", "description", "owner__username")
+    inlines = (VariableInline, SchemaInline, ToolInline, AgentInline, AppShareInline)
+    autocomplete_fields = ("owner",)
+    date_hierarchy = "updated_at"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AgentApp]:
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                _variable_count=Count("variables", distinct=True),
+                _agent_count=Count("agents", distinct=True),
+                _tool_count=Count("tools", distinct=True),
+            )
+        )
+
+    @admin.display(description="variables", ordering="_variable_count")
+    def variable_count(self, obj: AgentApp) -> int:
+        return obj._variable_count  # type: ignore[attr-defined]
+
+    @admin.display(description="agents", ordering="_agent_count")
+    def agent_count(self, obj: AgentApp) -> int:
+        return obj._agent_count  # type: ignore[attr-defined]
+
+    @admin.display(description="tools", ordering="_tool_count")
+    def tool_count(self, obj: AgentApp) -> int:
+        return obj._tool_count  # type: ignore[attr-defined]
+
+
+@admin.register(Variable)
+class VariableAdmin(VersionedAdmin):
+    form = checked_form(Variable, services.variable_problems)
+    list_display = ("name", "app", "type", "item_type", "schema", "default", "updated_at")
+    list_select_related = ("app", "schema")
+    list_filter = ("type", "item_type")
+    search_fields = ("name", "description", "app__name")
+    autocomplete_fields = ("app", "schema")
+
+
+
+@admin.register(Schema)
+class SchemaAdmin(VersionedAdmin):
+    form = checked_form(Schema, services.schema_problems)
+    list_display = ("name", "app", "variable_count", "updated_at")
+    list_select_related = ("app",)
+    search_fields = ("name", "description", "app__name")
+    autocomplete_fields = ("app",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Schema]:
+        return super().get_queryset(request).annotate(_variable_count=Count("variables"))
+
+    @admin.display(description="used by", ordering="_variable_count")
+    def variable_count(self, obj: Schema) -> int:
+        return obj._variable_count  # type: ignore[attr-defined]
+
+
+@admin.register(Tool)
+class ToolAdmin(VersionedAdmin):
+    form = checked_form(Tool, services.tool_problems)
+    list_display = ("name", "app", "kind", "mock_enabled", "updated_at")
+    list_select_related = ("app",)
+    list_filter = ("kind", "mock_enabled")
+    search_fields = ("name", "description", "app__name")
+    autocomplete_fields = ("app",)
+
+
+class CallbackInline(admin.StackedInline):
+    model = Callback
+    extra = 0
+    fields = ("kind", "order", "code")
+
+
+@admin.register(Agent)
+class AgentAdmin(VersionedAdmin):
+    form = checked_form(Agent, services.agent_problems)
+    list_display = ("display_name", "app", "is_root", "tool_count", "updated_at")
+    list_select_related = ("app",)
+    list_filter = ("is_root",)
+    search_fields = ("display_name", "description", "instructions", "app__name")
+    autocomplete_fields = ("app",)
+    filter_horizontal = ("tools", "children")
+    inlines = (CallbackInline,)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Agent]:
+        return super().get_queryset(request).annotate(_tool_count=Count("tools"))
+
+    @admin.display(description="tools", ordering="_tool_count")
+    def tool_count(self, obj: Agent) -> int:
+        return obj._tool_count  # type: ignore[attr-defined]
+
+
+@admin.register(Callback)
+class CallbackAdmin(VersionedAdmin):
+    form = checked_form(Callback, services.callback_problems)
+    list_display = ("__str__", "agent", "kind", "order", "updated_at")
+    list_select_related = ("agent", "agent__app")
+    list_filter = ("kind",)
+    search_fields = ("code", "agent__display_name", "agent__app__name")
+    autocomplete_fields = ("agent",)
+
+
+@admin.register(AppShare)
+class AppShareAdmin(VersionedAdmin):
+    list_display = ("app", "user", "role", "updated_at")
+    list_select_related = ("app", "user")
+    list_filter = ("role",)
+    search_fields = ("app__name", "user__username")
+    autocomplete_fields = ("app", "user")

@@ -1,0 +1,8 @@
+"""Django app config for the domain."""
+
+from django.apps import AppConfig
+
+
+class AgentsConfig(AppConfig):
+    name = "agents"
+    verbose_name = "Agent apps"

@@ -1,0 +1,122 @@
+"""Frozen descriptions of an app, the input of lint, simulation and formats.
+
+Models build these with ``to_spec()``; the core never sees a Django object.
+JSON-like values (defaults, schemas, mocks) are plain dicts/lists: treat them
+as read-only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class VariableType(StrEnum):
+    TEXT = "text"
+    NUMBER = "number"
+    BOOLEAN = "boolean"
+    OBJECT = "object"
+    LIST = "list"
+
+
+class ToolKind(StrEnum):
+    PYTHON = "python"
+    OPENAPI = "openapi"
+    MCP = "mcp"
+
+
+class CallbackKind(StrEnum):
+    BEFORE_AGENT = "before_agent"
+    AFTER_AGENT = "after_agent"
+    BEFORE_MODEL = "before_model"
+    AFTER_MODEL = "after_model"
+    BEFORE_TOOL = "before_tool"
+    AFTER_TOOL = "after_tool"
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaSpec:
+    name: str
+    schema: dict[str, Any]
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class VariableSpec:
+    """A declared variable. `default` None means "no default".
+
+    For a list, `item_type` is the type of its items (never LIST); for an
+    object, or a list of objects, `schema` names a SchemaSpec of the app.
+    """
+
+    name: str
+    type: VariableType
+    default: Any = None
+    description: str = ""
+    item_type: VariableType | None = None
+    schema: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolMock:
+    """What a tool does in simulation without running code."""
+
+    state: dict[str, Any] = field(default_factory=dict)
+    response: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    kind: ToolKind
+    description: str = ""
+    python_code: str = ""
+    openapi: dict[str, Any] | None = None
+    mcp_url: str = ""
+    mcp_headers: tuple[tuple[str, str], ...] = ()
+    mock: ToolMock | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallbackSpec:
+    kind: CallbackKind
+    code: str
+    order: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    name: str  # the display name, as `{@AGENT: name}` writes it
+    instructions: str = ""
+    description: str = ""
+    tools: tuple[str, ...] = ()
+    children: tuple[str, ...] = ()
+    callbacks: tuple[CallbackSpec, ...] = ()
+    is_root: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AppSpec:
+    name: str
+    description: str = ""
+    variables: tuple[VariableSpec, ...] = ()
+    schemas: tuple[SchemaSpec, ...] = ()
+    tools: tuple[ToolSpec, ...] = ()
+    agents: tuple[AgentSpec, ...] = ()
+
+    def variable(self, name: str) -> VariableSpec | None:
+        return next((v for v in self.variables if v.name == name), None)
+
+    def schema(self, name: str) -> SchemaSpec | None:
+        return next((s for s in self.schemas if s.name == name), None)
+
+    def tool(self, name: str) -> ToolSpec | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+    def agent(self, name: str) -> AgentSpec | None:
+        return next((a for a in self.agents if a.name == name), None)
+
+    def default_values(self) -> dict[str, Any]:
+        """Variable name -> default, for variables that have one."""
+        return {v.name: v.default for v in self.variables if v.default is not None}

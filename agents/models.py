@@ -1,0 +1,320 @@
+"""The domain's tables: apps, their variables, schemas, tools, agents and callbacks."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models.functions import Lower
+
+from agents.core import spec
+
+NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+NAME_MAX_LENGTH = 64
+
+
+class TimestampedModel(models.Model):
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    # Optimistic locking: a save names the version it read; services refuse a stale one.
+    version = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        abstract = True
+
+
+class VariableType(models.TextChoices):
+    TEXT = spec.VariableType.TEXT, "Text"
+    NUMBER = spec.VariableType.NUMBER, "Number"
+    BOOLEAN = spec.VariableType.BOOLEAN, "Yes/No"
+    OBJECT = spec.VariableType.OBJECT, "Custom object"
+    LIST = spec.VariableType.LIST, "List"
+
+
+class ToolKind(models.TextChoices):
+    PYTHON = spec.ToolKind.PYTHON, "Python"
+    OPENAPI = spec.ToolKind.OPENAPI, "OpenAPI"
+    MCP = spec.ToolKind.MCP, "MCP"
+
+
+class CallbackKind(models.TextChoices):
+    BEFORE_AGENT = spec.CallbackKind.BEFORE_AGENT, "Before agent"
+    AFTER_AGENT = spec.CallbackKind.AFTER_AGENT, "After agent"
+    BEFORE_MODEL = spec.CallbackKind.BEFORE_MODEL, "Before model"
+    AFTER_MODEL = spec.CallbackKind.AFTER_MODEL, "After model"
+    BEFORE_TOOL = spec.CallbackKind.BEFORE_TOOL, "Before tool"
+    AFTER_TOOL = spec.CallbackKind.AFTER_TOOL, "After tool"
+
+
+class ShareRole(models.TextChoices):
+    VIEWER = "viewer", "Viewer"
+    EDITOR = "editor", "Editor"
+
+
+class AgentApp(TimestampedModel):
+    """What CX Agent Studio calls an app: variables, schemas, tools and agents."""
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_apps"
+    )
+
+    class Meta:
+        ordering = ["name", "id"]
+        verbose_name = "app"
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "name"], name="agentapp_unique_name_per_owner"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_spec(self) -> spec.AppSpec:
+        """The core's view of the app; prefetch related rows to keep this query-free."""
+        schemas = list(self.schemas.all())
+        schema_names = {s.pk: s.name for s in schemas}
+        return spec.AppSpec(
+            name=self.name,
+            description=self.description,
+            variables=tuple(v.to_spec(schema_names) for v in self.variables.all()),
+            schemas=tuple(s.to_spec() for s in schemas),
+            tools=tuple(t.to_spec() for t in self.tools.all()),
+            agents=tuple(a.to_spec() for a in self.agents.all()),
+        )
+
+
+class AppShare(TimestampedModel):
+    """Access to an app for a user other than its owner."""
+
+    app = models.ForeignKey(AgentApp, on_delete=models.CASCADE, related_name="shares")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="app_shares"
+    )
+    role = models.CharField(max_length=10, choices=ShareRole.choices, default=ShareRole.VIEWER)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["app", "user"], name="appshare_unique_user_per_app"),
+            models.CheckConstraint(
+                condition=models.Q(role__in=ShareRole.values), name="appshare_role_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} → {self.app} ({self.role})"
+
+
+class Schema(TimestampedModel):
+    """A JSON Schema (draft 2020-12) for custom objects, reusable by the app's variables."""
+
+    app = models.ForeignKey(AgentApp, on_delete=models.CASCADE, related_name="schemas")
+    name = models.CharField(max_length=NAME_MAX_LENGTH)
+    description = models.TextField(blank=True)
+    json_schema = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["app", "name"], name="schema_unique_name_per_app"),
+            models.CheckConstraint(
+                condition=models.Q(name__regex=NAME_PATTERN), name="schema_name_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_spec(self) -> spec.SchemaSpec:
+        return spec.SchemaSpec(name=self.name, schema=self.json_schema, description=self.description)
+
+
+class Variable(TimestampedModel):
+    app = models.ForeignKey(AgentApp, on_delete=models.CASCADE, related_name="variables")
+    name = models.CharField(max_length=NAME_MAX_LENGTH)
+    type = models.CharField(max_length=10, choices=VariableType.choices, default=VariableType.TEXT)
+    item_type = models.CharField(
+        max_length=10,
+        choices=[c for c in VariableType.choices if c[0] != VariableType.LIST],
+        blank=True,
+        help_text="For a list: the type of its items.",
+    )
+    schema = models.ForeignKey(
+        Schema,
+        on_delete=models.PROTECT,
+        related_name="variables",
+        null=True,
+        blank=True,
+        help_text="For a custom object, or a list of custom objects.",
+    )
+    # None means "no default"; any other JSON value is the default.
+    default = models.JSONField(null=True, blank=True)
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["app", "name"], name="variable_unique_name_per_app"),
+            models.CheckConstraint(
+                condition=models.Q(name__regex=NAME_PATTERN), name="variable_name_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(type__in=VariableType.values), name="variable_type_valid"
+            ),
+            models.CheckConstraint(
+                condition=(
+                    models.Q(type=VariableType.LIST, item_type__in=VariableType.values)
+                    & ~models.Q(item_type=VariableType.LIST)
+                )
+                | (~models.Q(type=VariableType.LIST) & models.Q(item_type="")),
+                name="variable_item_type_only_for_lists",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(type=VariableType.OBJECT, schema__isnull=False)
+                | models.Q(type=VariableType.LIST, item_type=VariableType.OBJECT, schema__isnull=False)
+                | (
+                    models.Q(schema__isnull=True)
+                    & ~models.Q(type=VariableType.OBJECT)
+                    & ~models.Q(item_type=VariableType.OBJECT)
+                ),
+                name="variable_schema_only_for_objects",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def type_label(self) -> str:
+        if self.type == VariableType.LIST:
+            item = self.schema.name if self.item_type == VariableType.OBJECT and self.schema else (
+                VariableType(self.item_type).label if self.item_type else "?"
+            )
+            return f"List of {item}"
+        if self.type == VariableType.OBJECT and self.schema:
+            return self.schema.name
+        return VariableType(self.type).label
+
+    def to_spec(self, schema_names: dict[int, str] | None = None) -> spec.VariableSpec:
+        if self.schema_id is None:
+            schema_name = None
+        elif schema_names is not None:
+            schema_name = schema_names[self.schema_id]
+        else:
+            schema_name = self.schema.name
+        return spec.VariableSpec(
+            name=self.name,
+            type=spec.VariableType(self.type),
+            default=self.default,
+            description=self.description,
+            item_type=spec.VariableType(self.item_type) if self.item_type else None,
+            schema=schema_name,
+        )
+
+
+class Tool(TimestampedModel):
+    app = models.ForeignKey(AgentApp, on_delete=models.CASCADE, related_name="tools")
+    name = models.CharField(max_length=NAME_MAX_LENGTH)
+    kind = models.CharField(max_length=10, choices=ToolKind.choices, default=ToolKind.PYTHON)
+    description = models.TextField(blank=True)
+    python_code = models.TextField(blank=True, help_text="Python tool: a function named like the tool.")
+    openapi_spec = models.JSONField(
+        null=True, blank=True, help_text="OpenAPI tool: an OpenAPI 3 document with one operation."
+    )
+    mcp_url = models.URLField(blank=True, help_text="MCP tool: Streamable-HTTP server URL.")
+    mcp_headers = models.JSONField(
+        default=dict, blank=True, help_text='MCP tool: headers, e.g. {"X-User": "$context.variables.user_id"}.'
+    )
+    mock_enabled = models.BooleanField(default=False)
+    mock_state = models.JSONField(
+        default=dict, blank=True, help_text="Mock: variable values the tool sets when called."
+    )
+    mock_response = models.JSONField(null=True, blank=True, help_text="Mock: the JSON response.")
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["app", "name"], name="tool_unique_name_per_app"),
+            models.CheckConstraint(condition=models.Q(name__regex=NAME_PATTERN), name="tool_name_valid"),
+            models.CheckConstraint(condition=models.Q(kind__in=ToolKind.values), name="tool_kind_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_spec(self) -> spec.ToolSpec:
+        mock = (
+            spec.ToolMock(state=dict(self.mock_state or {}), response=self.mock_response)
+            if self.mock_enabled
+            else None
+        )
+        return spec.ToolSpec(
+            name=self.name,
+            kind=spec.ToolKind(self.kind),
+            description=self.description,
+            python_code=self.python_code,
+            openapi=self.openapi_spec,
+            mcp_url=self.mcp_url,
+            mcp_headers=tuple((str(k), str(v)) for k, v in (self.mcp_headers or {}).items()),
+            mock=mock,
+        )
+
+
+class Agent(TimestampedModel):
+    app = models.ForeignKey(AgentApp, on_delete=models.CASCADE, related_name="agents")
+    display_name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    instructions = models.TextField(blank=True)
+    is_root = models.BooleanField(default=False)
+    tools = models.ManyToManyField(Tool, related_name="agents", blank=True)
+    children = models.ManyToManyField(
+        "self", symmetrical=False, related_name="parents", blank=True
+    )
+
+    class Meta:
+        ordering = ["-is_root", "display_name", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                Lower("display_name"), "app", name="agent_unique_display_name_per_app"
+            ),
+            models.UniqueConstraint(
+                fields=["app"], condition=models.Q(is_root=True), name="agent_one_root_per_app"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.display_name
+
+    def to_spec(self) -> spec.AgentSpec:
+        return spec.AgentSpec(
+            name=self.display_name,
+            instructions=self.instructions,
+            description=self.description,
+            tools=tuple(t.name for t in self.tools.all()),
+            children=tuple(c.display_name for c in self.children.all()),
+            callbacks=tuple(c.to_spec() for c in self.callbacks.all()),
+            is_root=self.is_root,
+        )
+
+
+class Callback(TimestampedModel):
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="callbacks")
+    kind = models.CharField(max_length=20, choices=CallbackKind.choices)
+    order = models.PositiveIntegerField(default=0)
+    code = models.TextField(help_text="Python; may update state like a tool.")
+
+    class Meta:
+        ordering = ["kind", "order", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "kind", "order"], name="callback_unique_order_per_kind"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(kind__in=CallbackKind.values), name="callback_kind_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} #{self.order}"
+
+    def to_spec(self) -> spec.CallbackSpec:
+        return spec.CallbackSpec(kind=spec.CallbackKind(self.kind), code=self.code, order=self.order)

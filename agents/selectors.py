@@ -1,0 +1,93 @@
+"""Reads that pages and the API need, permission-checked, in a fixed number of queries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Prefetch, Q, QuerySet
+from django.http import Http404
+
+from agents.models import Agent, AgentApp, AppShare, ShareRole, Tool, Variable
+
+
+@dataclass(frozen=True)
+class Access:
+    """What a user may do with one app."""
+
+    role: str  # "owner", "editor" or "viewer"
+
+    @property
+    def can_edit(self) -> bool:
+        return self.role in ("owner", "editor")
+
+    @property
+    def is_owner(self) -> bool:
+        return self.role == "owner"
+
+
+def apps_visible_to(user: AbstractBaseUser) -> QuerySet[AgentApp]:
+    """Apps the user owns or that were shared with them."""
+    return (
+        AgentApp.objects.filter(Q(owner=user) | Q(shares__user=user))
+        .distinct()
+        .select_related("owner")
+    )
+
+
+def app_list(user: AbstractBaseUser, *, search: str = "") -> QuerySet[AgentApp]:
+    apps = apps_visible_to(user).annotate(
+        variable_count=Count("variables", distinct=True),
+        agent_count=Count("agents", distinct=True),
+    )
+    if search:
+        apps = apps.filter(Q(name__icontains=search) | Q(description__icontains=search))
+    return apps.order_by("-updated_at", "id")
+
+
+def app_access(user: AbstractBaseUser, app: AgentApp) -> Access | None:
+    if app.owner_id == user.pk:
+        return Access("owner")
+    share = AppShare.objects.filter(app=app, user=user).values_list("role", flat=True).first()
+    return Access(share) if share else None
+
+
+def app_for_user(
+    user: AbstractBaseUser, app_id: int, *, edit: bool = False, queryset: QuerySet | None = None
+) -> tuple[AgentApp, Access]:
+    """The app if the user may see it (404 otherwise) — and may edit it when `edit` (403)."""
+    if not user.is_authenticated:
+        raise PermissionDenied("Sign in first.")
+    queryset = queryset if queryset is not None else AgentApp.objects.all()
+    app = queryset.filter(pk=app_id).first()
+    if app is None:
+        raise Http404("No such app.")
+    access = app_access(user, app)
+    if access is None:
+        raise Http404("No such app.")
+    if edit and not access.can_edit:
+        raise PermissionDenied("You can view this app but not change it; ask its owner for editor access.")
+    return app, access
+
+
+def app_with_everything(app_id: int) -> QuerySet[AgentApp]:
+    """An app and every row the designer shows, in a constant number of queries."""
+    return AgentApp.objects.filter(pk=app_id).select_related("owner").prefetch_related(
+        Prefetch("variables", queryset=Variable.objects.select_related("schema")),
+        "schemas",
+        Prefetch("tools", queryset=Tool.objects.all()),
+        Prefetch(
+            "agents",
+            queryset=Agent.objects.prefetch_related(
+                Prefetch("tools", queryset=Tool.objects.only("id", "name", "app_id")),
+                Prefetch("children", queryset=Agent.objects.only("id", "display_name", "app_id")),
+                "callbacks",
+            ),
+        ),
+        Prefetch("shares", queryset=AppShare.objects.select_related("user")),
+    )
+
+
+def shared_roles() -> list[str]:
+    return list(ShareRole.values)

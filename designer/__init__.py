@@ -1,0 +1,1 @@
+"""Statecraft's Django project: settings, root URLs and the designer UI."""

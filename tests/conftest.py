@@ -1,0 +1,50 @@
+"""Shared fixtures: users, a demo app, and a signed-in client."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# Playwright's sync API runs an event loop in the test thread; Django must allow ORM calls there.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture
+def user(django_user_model):
+    return django_user_model.objects.create_user(username="ada", password="pw-ada-123456")
+
+
+@pytest.fixture
+def other_user(django_user_model):
+    return django_user_model.objects.create_user(username="bob", password="pw-bob-123456")
+
+
+@pytest.fixture
+def staff(django_user_model):
+    return django_user_model.objects.create_superuser(
+        username="operator", password="pw-op-123456", email="op@example.com"
+    )
+
+
+@pytest.fixture
+def signed_in(client, user):
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def demo_apps(user):
+    from agents.demo import load_demo
+
+    return load_demo(user)
+
+
+@pytest.fixture
+def bank(demo_apps):
+    return next(a for a in demo_apps if a.name == "Bank demo")
+
+
+@pytest.fixture
+def shop(demo_apps):
+    return next(a for a in demo_apps if a.name == "Shopping assistant")
