@@ -1,0 +1,915 @@
+"""Child-process side of the sandbox: runs untrusted tool and callback code.
+
+This file is executed as a *script* by :mod:`agents.sandbox.host`::
+
+    python -I -S -B /path/to/runner.py
+
+``-I`` ignores every ``PYTHON*`` environment variable and the user site, ``-S`` skips
+``site`` (no ``.pth`` hooks, no site-packages), ``-B`` writes no byte code.  The parent passes
+the directory that holds ``RestrictedPython`` in the request and the child appends that single
+directory to ``sys.path``.  Nothing here imports Django or any other part of the project.
+
+Protocol: the parent writes one JSON document on stdin and closes it::
+
+    {"rp_path": "...", "state": {...}, "declared": [...] | null,
+     "context_values": {...}, "limits": {...},
+     "calls": [{"code": "...", "entry": "...", "kind": "tool"|"callback", "args": {...}}]}
+
+The child answers with exactly one JSON document on stdout::
+
+    {"protections": [...], "results": [{"ok": ..., "return_value": ..., "writes": [[n, v]],
+      "removed": [...], "state": {...}, "stdout": "...", "stdout_truncated": bool,
+      "undeclared": [...], "error": null | {"kind", "message", "line", "traceback"},
+      "duration_ms": ...}]}
+
+Calls run one after the other; the state a call leaves (including the writes made before a
+failure) is the state the next call starts from.
+
+Order of events in the child: read the request; import everything the user code may need
+(nothing can be imported from disk later); then drop OS privileges (new network/IPC/UTS
+namespaces, ``chroot`` into the empty working directory, become ``nobody``, resource limits);
+then compile and run the user code under RestrictedPython; then write the answer and
+``os._exit``.  See ``agents/sandbox/__init__.py`` for the whole security model.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import operator
+import os
+import resource
+import signal
+import sys
+import time
+import types
+
+USER_FILENAME_PREFIX = {"tool": "tool", "callback": "callback"}
+NOBODY = 65534
+MAX_JSON_DEPTH = 64
+MAX_INT_BITS = 1024
+
+# Modules user code may import; each is handed out as a read-only namespace holding the
+# module's public, non-module attributes (so ``json.decoder`` & co. are unreachable).
+ALLOWED_MODULES = ("json", "math", "re", "datetime", "decimal", "statistics", "string")
+# Attribute names that are refused at run time on top of RestrictedPython's compile-time
+# checks (names starting with "_" and the inspect attributes are refused as well).
+EXTRA_BLOCKED_ATTRIBUTES = frozenset({"mro", "f_trace_lines", "f_trace_opcodes"})
+
+
+# --------------------------------------------------------------------------- exceptions
+
+
+class SandboxTimeout(BaseException):
+    """Raised inside user code when the wall-clock or CPU budget is spent.
+
+    A ``BaseException`` so that ``except Exception:`` in user code does not swallow it.
+    """
+
+
+class Forbidden:
+    """Mixin marking an exception raised because user code tried something forbidden."""
+
+
+class ForbiddenImport(Forbidden, ImportError):
+    pass
+
+
+class ForbiddenAttribute(Forbidden, AttributeError):
+    pass
+
+
+class ForbiddenOperation(Forbidden, NotImplementedError):
+    pass
+
+
+class NotSerializable(TypeError):
+    """A value written to state (or returned) is not JSON-serializable."""
+
+
+# ------------------------------------------------------------------------ JSON checking
+
+
+def to_json_value(value, path="value", depth=0):
+    """Return a plain-JSON deep copy of *value* or raise :class:`NotSerializable`.
+
+    Accepted: None, bool, int, finite float, str, list/tuple, dict with str keys.
+    """
+    if depth > MAX_JSON_DEPTH:
+        raise NotSerializable(f"{path} is nested too deeply (or contains itself)")
+    # Built-in methods only (dict.items, str(), float()): a subclass defined by user code
+    # must not get its own code run here.
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        value = int(value)
+        if value.bit_length() > MAX_INT_BITS:
+            raise NotSerializable(f"{path} is an integer too large for JSON")
+        return value
+    if isinstance(value, float):
+        value = float(value)
+        if value != value or value in (float("inf"), float("-inf")):
+            raise NotSerializable(f"{path} is {value!r}, which JSON cannot represent")
+        return value
+    if isinstance(value, (list, tuple)):
+        return [to_json_value(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        out = {}
+        for k, v in dict.items(value):
+            if not isinstance(k, str):
+                raise NotSerializable(f"{path} has a key {k!r} that is not a string")
+            out[str(k)] = to_json_value(v, f"{path}[{k!r}]", depth + 1)
+        return out
+    raise NotSerializable(
+        f"{path} is of type {type(value).__name__}, which is not JSON-serializable"
+    )
+
+
+# ------------------------------------------------------------------------ the context
+
+
+class State:
+    """``context.state`` / ``context.variables``: a dict-like view that records writes."""
+
+    _guarded_writes = True  # RestrictedPython's write guard lets item assignment through
+    __slots__ = ("_data", "_recorder")  # and no attribute can be added or replaced
+
+    def __init__(self, data, recorder):
+        self._data = data
+        self._recorder = recorder
+
+    def __getitem__(self, name):
+        return self._data[name]
+
+    def __setitem__(self, name, value):
+        self._recorder.set(name, value)
+
+    def __delitem__(self, name):
+        if name not in self._data:
+            raise KeyError(name)
+        self._recorder.remove(name)
+
+    def __contains__(self, name):
+        return name in self._data
+
+    def __iter__(self):
+        return iter(list(self._data))
+
+    def __len__(self):
+        return len(self._data)
+
+    def __repr__(self):
+        return f"State({self._data!r})"
+
+    def get(self, name, default=None):
+        return self._data.get(name, default)
+
+    def keys(self):
+        return list(self._data.keys())
+
+    def values(self):
+        return list(self._data.values())
+
+    def items(self):
+        return list(self._data.items())
+
+    def to_dict(self):
+        return dict(self._data)
+
+    def update(self, other=(), **kwargs):
+        for name, value in dict(other, **kwargs).items():
+            self._recorder.set(name, value)
+
+    def setdefault(self, name, default=None):
+        if name not in self._data:
+            self._recorder.set(name, default)
+        return self._data[name]
+
+    def pop(self, name, *default):
+        if name not in self._data:
+            if default:
+                return default[0]
+            raise KeyError(name)
+        value = self._data[name]
+        self._recorder.remove(name)
+        return value
+
+
+class Recorder:
+    """Applies writes to the live state and records them in order."""
+
+    def __init__(self, data):
+        self.data = data
+        self.writes = []  # [name, json value]
+        self.removed = []  # names whose write was a removal (in order)
+
+    def set(self, name, value):
+        if not isinstance(name, str):
+            raise TypeError(f"variable names are strings, not {type(name).__name__}")
+        name = str(name)
+        snapshot = to_json_value(value, f"the value written to {name!r}")
+        self.data[name] = value
+        self.writes.append([name, snapshot])
+
+    def remove(self, name):
+        if not isinstance(name, str):
+            raise TypeError(f"variable names are strings, not {type(name).__name__}")
+        name = str(name)
+        self.data.pop(name, None)
+        self.writes.append([name, None])
+        self.removed.append(name)
+
+
+class Context:
+    """The global ``context`` (also passed as ``callback_context`` / ``tool_context``)."""
+
+    def __init__(self, state, values):
+        self.state = state
+        self.variables = state
+        for key, value in values.items():
+            if (
+                isinstance(key, str)
+                and key.isidentifier()
+                and not key.startswith("_")
+                and not hasattr(self, key)
+            ):
+                setattr(self, key, value)
+
+    def get_variable(self, name, default=None):
+        return self.state.get(name, default)
+
+    def set_variable(self, name, value):
+        self.state[name] = value
+
+    def remove_variable(self, name):
+        self.state._recorder.remove(name)
+
+    def __repr__(self):
+        return "<context>"
+
+
+# ----------------------------------------------------------------------- print capture
+
+
+class PrintSink:
+    """Everything a call prints, in order, capped at *limit* characters."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.parts = []
+        self.size = 0
+        self.truncated = False
+
+    def write(self, text):
+        room = self.limit - self.size
+        if room <= 0:
+            self.truncated = self.truncated or bool(text)
+            return
+        if len(text) > room:
+            text = text[:room]
+            self.truncated = True
+        self.parts.append(text)
+        self.size += len(text)
+
+    def text(self):
+        return "".join(self.parts)
+
+
+SINK = PrintSink(64 * 1024)
+
+
+class LimitedPrintCollector:
+    """RestrictedPython ``_print_``: one per function; all write to the call's SINK."""
+
+    def __init__(self, _getattr_=None):
+        self._getattr_ = _getattr_
+
+    def write(self, text):
+        SINK.write(str(text) if not isinstance(text, str) else text)
+
+    def __call__(self):  # the value of the name ``printed``
+        return SINK.text()
+
+    def _call_print(self, *objects, **kwargs):
+        if kwargs.get("file") is None:
+            kwargs["file"] = self
+        else:
+            self._getattr_(kwargs["file"], "write")
+        print(*objects, **kwargs)
+
+
+# ------------------------------------------------------------------------ modules
+
+
+class SandboxModule:
+    """What ``import json`` gives user code: a read-only copy of the public attributes."""
+
+    def __init__(self, name, attributes):
+        self.__dict__.update(attributes)
+        object.__setattr__(self, "_SandboxModule__name", name)
+
+    def __getattr__(self, attr):
+        raise AttributeError(
+            f"module {self.__name!r} has no attribute {attr!r} (or not in the sandbox)"
+        )
+
+    def __repr__(self):
+        return f"<module {self.__name!r} (sandbox)>"
+
+
+# Builtins added to RestrictedPython's safe set (it leaves them to Zope's guards; here memory
+# and time are bounded by the OS, and no object they reach gives more than user code has).
+EXTRA_BUILTINS = (
+    *("all", "any", "ascii", "bin", "bytearray", "dict", "enumerate", "filter", "format"),
+    *("frozenset", "iter", "list", "map", "max", "min", "next", "reversed", "set", "sorted"),
+    *("sum", "tuple", "zip", "staticmethod", "classmethod", "property", "range"),
+)
+
+# Builtins deliberately withheld; using one is reported as "forbidden", not a NameError.
+WITHHELD_BUILTINS = frozenset(
+    {
+        *("open", "input", "eval", "exec", "compile", "globals", "locals", "vars", "dir"),
+        *("type", "object", "super", "memoryview", "help", "exit", "quit", "breakpoint"),
+    }
+)
+
+
+# ------------------------------------------------------------------------ the policy
+
+
+def build_policy():
+    """Return a RestrictingNodeTransformer that also allows ``x[k] += v`` / ``o.a += v``."""
+    from RestrictedPython.transformer import (
+        INSPECT_ATTRIBUTES,
+        IOPERATOR_TO_STR,
+        RestrictingNodeTransformer,
+        copy_locations,
+    )
+
+    class Policy(RestrictingNodeTransformer):
+        def visit_AugAssign(self, node):
+            target = node.target
+            if isinstance(target, ast.Subscript):
+                call = ast.Call(
+                    func=ast.Name("_inplaceitem_", ast.Load()),
+                    args=[
+                        self.visit(target.value),
+                        self.visit(target.slice),
+                        ast.Constant(IOPERATOR_TO_STR[type(node.op)]),
+                        self.visit(node.value),
+                    ],
+                    keywords=[],
+                )
+            elif isinstance(target, ast.Attribute):
+                if target.attr.startswith("_") or target.attr in INSPECT_ATTRIBUTES:
+                    self.error(node, f'"{target.attr}" is an invalid attribute name.')
+                    return node
+                call = ast.Call(
+                    func=ast.Name("_inplaceattr_", ast.Load()),
+                    args=[
+                        self.visit(target.value),
+                        ast.Constant(target.attr),
+                        ast.Constant(IOPERATOR_TO_STR[type(node.op)]),
+                        self.visit(node.value),
+                    ],
+                    keywords=[],
+                )
+            else:
+                return super().visit_AugAssign(node)
+            new_node = ast.Expr(value=call)
+            copy_locations(new_node, node)
+            ast.fix_missing_locations(new_node)
+            return new_node
+
+    return Policy, INSPECT_ATTRIBUTES
+
+
+INPLACE_OPERATORS = {
+    "+=": operator.iadd,
+    "-=": operator.isub,
+    "*=": operator.imul,
+    "/=": operator.itruediv,
+    "%=": operator.imod,
+    "**=": operator.ipow,
+    "<<=": operator.ilshift,
+    ">>=": operator.irshift,
+    "|=": operator.ior,
+    "^=": operator.ixor,
+    "&=": operator.iand,
+    "//=": operator.ifloordiv,
+    "@=": operator.imatmul,
+}
+
+
+# ------------------------------------------------------------------------ environment
+
+
+class Sandbox:
+    """Everything user code can reach, built once per child (fresh globals per call)."""
+
+    def __init__(self):
+        import string
+
+        from RestrictedPython import compile_restricted_exec
+        from RestrictedPython.Guards import (
+            full_write_guard,
+            guarded_iter_unpack_sequence,
+            guarded_unpack_sequence,
+            safe_builtins,
+        )
+
+        self.unpack_sequence = guarded_unpack_sequence
+        self.iter_unpack_sequence = guarded_iter_unpack_sequence
+        from RestrictedPython.Utilities import utility_builtins
+
+        self.compile_restricted_exec = compile_restricted_exec
+        self.policy, inspect_attributes = build_policy()
+        self.blocked_attributes = frozenset(inspect_attributes) | EXTRA_BLOCKED_ATTRIBUTES
+        self.blocked_types = (
+            types.ModuleType,
+            types.FrameType,
+            types.CodeType,
+            types.TracebackType,
+        )
+        self.string_module = string
+        self.full_write_guard = full_write_guard
+        self.user_classes: set[type] = set()
+        self.modules = {name: self._module_proxy(name) for name in ALLOWED_MODULES}
+        # Warm lazily imported helpers now: nothing can be imported once chrooted.
+        import _strptime  # noqa: F401 - used by datetime.strptime
+        import unicodedata  # noqa: F401 - used by "\N{...}" escapes at compile time
+
+        builtins = dict(safe_builtins)
+        builtins.update(utility_builtins)
+        # Modules are imported, not builtins (and random is left out: runs must repeat).
+        for name in ("random", "whrandom", "string", "math"):
+            builtins.pop(name, None)
+        import builtins as real
+
+        for name in EXTRA_BUILTINS:
+            builtins[name] = getattr(real, name)
+        builtins["getattr"] = self.guarded_getattr
+        builtins["setattr"] = self.guarded_setattr
+        builtins["delattr"] = self.guarded_delattr
+        builtins["hasattr"] = self.guarded_hasattr
+        builtins["__import__"] = self.guarded_import
+        self.builtins = builtins
+        # Warm the compiler (and the policy) once.
+        self.compile_restricted_exec("x = 1", "<warmup>", policy=self.policy)
+
+    # -- modules
+
+    def _module_proxy(self, name):
+        module = __import__(name)
+        public = {}
+        # The module's declared API (__all__) when it has one: statistics, for instance,
+        # also holds helpers it imported (namedtuple, itemgetter...).
+        for attr in getattr(module, "__all__", None) or dir(module):
+            if attr.startswith("_"):
+                continue
+            value = getattr(module, attr)
+            if isinstance(value, types.ModuleType):
+                continue
+            if name == "string" and attr == "Formatter":
+                continue
+            public[attr] = value
+        return SandboxModule(name, public)
+
+    def guarded_import(self, name, globals=None, locals=None, fromlist=(), level=0):
+        if type(fromlist) is list and name in sys.modules:
+            # C code (PyImport_Import, e.g. datetime.strptime -> _strptime) imports through
+            # the builtins of the calling frame, passing a *list*; it ignores the return
+            # value and reads sys.modules itself.  User code cannot produce this call: the
+            # import statement passes None or a tuple, and the name __import__ is refused.
+            return None
+        if level != 0:
+            raise ForbiddenImport("relative imports are not allowed in the sandbox")
+        if name not in self.modules:
+            allowed = ", ".join(ALLOWED_MODULES)
+            raise ForbiddenImport(
+                f"import of {name!r} is not allowed in the sandbox (allowed: {allowed})"
+            )
+        return self.modules[name]
+
+    # -- attribute access
+
+    def guarded_getattr(self, obj, name, *default):
+        if not isinstance(name, str):
+            raise TypeError("attribute name must be a string")
+        if name.startswith("_"):
+            raise ForbiddenAttribute(
+                f'"{name}" is an invalid attribute name because it starts with "_"'
+            )
+        if name in self.blocked_attributes:
+            raise ForbiddenAttribute(f'"{name}" is a restricted attribute in the sandbox')
+        if name in ("format", "format_map") and (
+            isinstance(obj, str) or (isinstance(obj, type) and issubclass(obj, str))
+        ):
+            raise ForbiddenOperation(
+                "str.format() is not available in the sandbox; use an f-string or %"
+            )
+        if isinstance(obj, self.string_module.Formatter) or (
+            isinstance(obj, type) and issubclass(obj, self.string_module.Formatter)
+        ):
+            raise ForbiddenOperation("string.Formatter is not available in the sandbox")
+        try:
+            value = getattr(obj, name)
+        except AttributeError:
+            if default:
+                return default[0]
+            raise
+        if isinstance(value, self.blocked_types):
+            raise ForbiddenAttribute(f'"{name}" leads to an object the sandbox does not expose')
+        return value
+
+    def guarded_hasattr(self, obj, name):
+        try:
+            self.guarded_getattr(obj, name)
+        except AttributeError:
+            return False
+        return True
+
+    # -- writes
+
+    @staticmethod
+    def _check_write_name(name):
+        if not isinstance(name, str):
+            raise TypeError("attribute name must be a string")
+        if name.startswith("_"):
+            raise ForbiddenAttribute(
+                f'"{name}" is an invalid attribute name because it starts with "_"'
+            )
+
+    def guarded_setattr(self, obj, name, value):
+        self._check_write_name(name)
+        setattr(self.guarded_write(obj), name, value)
+
+    def guarded_delattr(self, obj, name):
+        self._check_write_name(name)
+        delattr(self.guarded_write(obj), name)
+
+    def guarded_write(self, obj):
+        if type(obj) in self.user_classes or (isinstance(obj, type) and obj in self.user_classes):
+            return obj
+        return self.full_write_guard(obj)
+
+    def make_class(self, name, bases, namespace, **kwargs):
+        cls = type(name, bases, namespace, **kwargs)
+        self.user_classes.add(cls)
+        return cls
+
+    def inplace_item(self, obj, key, op, value):
+        current = obj[key]
+        self.guarded_write(obj)[key] = INPLACE_OPERATORS[op](current, value)
+
+    def inplace_attr(self, obj, name, op, value):
+        current = self.guarded_getattr(obj, name)
+        setattr(self.guarded_write(obj), name, INPLACE_OPERATORS[op](current, value))
+
+    def globals_for(self, filename, context):
+        return {
+            "__builtins__": self.builtins,
+            "__name__": filename,
+            "__metaclass__": self.make_class,
+            "_getattr_": self.guarded_getattr,
+            "_getitem_": operator.getitem,
+            "_getiter_": iter,
+            "_write_": self.guarded_write,
+            "_inplacevar_": lambda op, x, y: INPLACE_OPERATORS[op](x, y),
+            "_inplaceitem_": self.inplace_item,
+            "_inplaceattr_": self.inplace_attr,
+            "_unpack_sequence_": self.unpack_sequence,
+            "_iter_unpack_sequence_": self.iter_unpack_sequence,
+            "_apply_": lambda f, *a, **kw: f(*a, **kw),
+            "_print_": LimitedPrintCollector,
+            "context": context,
+        }
+
+
+# ------------------------------------------------------------------------ OS protections
+
+
+def apply_os_protections(limits, n_calls):
+    """Drop what the OS lets us drop; return the list of protections that are active."""
+    active = []
+    is_root = os.geteuid() == 0
+
+    # Network (and IPC, hostname) namespaces: a fresh network namespace has only a
+    # loopback interface that is down, so no connection can be made, not even to localhost.
+    netns = False
+    flags = os.CLONE_NEWNET | os.CLONE_NEWIPC | os.CLONE_NEWUTS
+    try:
+        os.unshare(flags)
+        netns = True
+    except (OSError, AttributeError):
+        try:  # unprivileged: a user namespace lets us create the others
+            os.unshare(os.CLONE_NEWUSER | flags)
+            netns = True
+        except (OSError, AttributeError):
+            pass
+    if netns:
+        active.append("netns")
+
+    # Both need privileges (root, or the capabilities a new user namespace gives for
+    # chroot); without them they simply fail and are not reported.
+    try:
+        os.chroot(".")  # the parent made cwd a fresh, empty, root-owned 0700 directory
+        os.chdir("/")
+        active.append("chroot")
+    except OSError:
+        pass
+    if is_root:
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            active.append("uid_nobody")
+        except OSError:
+            pass
+
+    cpu_used = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
+    cpu_soft = int(cpu_used + limits["cpu_time_s"] * n_calls + 1)
+    rlimits = [
+        ("rlimit_cpu", resource.RLIMIT_CPU, cpu_soft, cpu_soft + 1),
+        ("rlimit_as", resource.RLIMIT_AS, limits["memory_bytes"], limits["memory_bytes"]),
+        ("rlimit_fsize", resource.RLIMIT_FSIZE, 0, 0),
+        (
+            "rlimit_nofile",
+            resource.RLIMIT_NOFILE,
+            limits["max_open_files"],
+            limits["max_open_files"],
+        ),
+        ("rlimit_core", resource.RLIMIT_CORE, 0, 0),
+    ]
+    if hasattr(resource, "RLIMIT_NPROC"):
+        rlimits.append(("rlimit_nproc", resource.RLIMIT_NPROC, 0, 0))
+    for label, which, soft, hard in rlimits:
+        try:
+            resource.setrlimit(which, (soft, hard))
+        except (OSError, ValueError):
+            continue
+        # RLIMIT_NPROC is not enforced for (real) root, even inside a user namespace.
+        if label == "rlimit_nproc" and is_root and "uid_nobody" not in active:
+            continue
+        active.append(label)
+    active.append("restricted_python")
+    return active
+
+
+# ------------------------------------------------------------------------ running a call
+
+
+def _on_timeout(signum, frame):
+    raise SandboxTimeout(
+        "CPU time limit exceeded" if signum == signal.SIGXCPU else "time limit exceeded"
+    )
+
+
+def user_traceback(tb, filename, source_lines):
+    """Return (line, text) for the frames of *tb* that belong to the user code."""
+    frames = []
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == filename:
+            frames.append((tb.tb_lineno, code.co_name))
+        tb = tb.tb_next
+    if not frames:
+        return None, ""
+    out = ["Traceback (most recent call last):"]
+    for lineno, name in frames[-20:]:
+        out.append(f'  File "{filename}", line {lineno}, in {name}')
+        if lineno and 0 < lineno <= len(source_lines):
+            out.append("    " + source_lines[lineno - 1].strip())
+    return frames[-1][0], "\n".join(out)
+
+
+def describe(exc):
+    if type(exc) is NameError and getattr(exc, "name", None) in WITHHELD_BUILTINS:
+        return f"NameError: {exc.name!r} is not available in the sandbox"
+    try:
+        text = str(exc)
+    except BaseException:  # user-defined __str__ may do anything
+        text = ""
+    name = type(exc).__name__
+    return f"{name}: {text}" if text else name
+
+
+def classify(exc):
+    if isinstance(exc, SandboxTimeout):
+        return "timeout"
+    if isinstance(exc, MemoryError):
+        return "memory"
+    if isinstance(exc, Forbidden):
+        return "forbidden"
+    if isinstance(exc, NotSerializable):
+        return "serialization"
+    if type(exc) is NameError and getattr(exc, "name", None) in WITHHELD_BUILTINS:
+        return "forbidden"
+    return "exception"
+
+
+def call_arguments(func, kind, args, context):
+    """Keyword arguments for *func*: tools get **args; callbacks get what they declare."""
+    kwargs = dict(args)
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return kwargs
+    params = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    accepts_any = bool(code.co_flags & 0x08)  # CO_VARKEYWORDS
+    for name in ("tool_context", "callback_context"):
+        if name in params and name not in kwargs:
+            kwargs[name] = context
+    if kind == "callback":
+        if not accepts_any:
+            kwargs = {k: v for k, v in kwargs.items() if k in params}
+        defaults = len(func.__defaults__ or ())
+        required = params[: code.co_argcount - defaults]
+        for name in required:
+            kwargs.setdefault(name, None)
+    return kwargs
+
+
+def run_call(sandbox, call, state_data, declared, context_values, limits):
+    kind = call.get("kind", "tool")
+    entry = call["entry"]
+    code_text = call["code"]
+    filename = f"<{USER_FILENAME_PREFIX.get(kind, 'code')}:{entry}>"
+    source_lines = code_text.splitlines()
+    recorder = Recorder(state_data)
+    state = State(state_data, recorder)
+    context = Context(state, context_values)
+    global SINK
+    SINK = PrintSink(limits["max_print_chars"])
+    result = {
+        "ok": False,
+        "return_value": None,
+        "error": None,
+    }
+    started = time.perf_counter()
+    signal.setitimer(signal.ITIMER_REAL, limits["wall_time_s"])
+    try:
+        try:
+            tree = ast.parse(code_text, filename, "exec")
+        except SyntaxError as exc:
+            result["error"] = {
+                "kind": "syntax",
+                "message": f"{type(exc).__name__}: {exc.msg}",
+                "line": exc.lineno,
+                "traceback": "",
+            }
+            raise _Done from None
+        compiled = sandbox.compile_restricted_exec(tree, filename, policy=sandbox.policy)
+        if compiled.errors:
+            first = compiled.errors[0]
+            line = None
+            if first.startswith("Line "):
+                head = first[5:].split(":", 1)[0]
+                line = int(head) if head.isdigit() else None
+            result["error"] = {
+                "kind": "forbidden",
+                "message": "; ".join(compiled.errors),
+                "line": line,
+                "traceback": "",
+            }
+            raise _Done
+        namespace = sandbox.globals_for(filename, context)
+        exec(compiled.code, namespace)
+        func = namespace.get(entry)
+        if not callable(func):
+            result["error"] = {
+                "kind": "entry_not_found",
+                "message": f"the code does not define a function named {entry!r}",
+                "line": None,
+                "traceback": "",
+            }
+            raise _Done
+        value = func(**call_arguments(func, kind, call.get("args") or {}, context))
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        try:
+            result["return_value"] = to_json_value(value, "the return value")
+            result["ok"] = True
+        except NotSerializable as exc:
+            result["error"] = {
+                "kind": "serialization",
+                "message": str(exc),
+                "line": None,
+                "traceback": "",
+            }
+    except _Done:
+        pass
+    except BaseException as exc:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        line, trace = user_traceback(exc.__traceback__, filename, source_lines)
+        result["error"] = {
+            "kind": classify(exc),
+            "message": describe(exc),
+            "line": line,
+            "traceback": trace,
+        }
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    result["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
+    result["stdout"] = SINK.text()
+    result["stdout_truncated"] = SINK.truncated
+    result["writes"] = recorder.writes
+    result["removed"] = recorder.removed
+    written = [name for name, _ in recorder.writes]
+    result["undeclared"] = (
+        sorted({n for n in written if n not in declared}) if declared is not None else []
+    )
+    return result
+
+
+class _Done(Exception):
+    """Internal: stop processing a call whose error is already recorded."""
+
+
+def final_state(state_data):
+    out = {}
+    for name, value in state_data.items():
+        try:
+            out[name] = to_json_value(value, name)
+        except NotSerializable:
+            out[name] = None
+    return out
+
+
+def main():
+    raw = sys.stdin.buffer.read()
+    request = json.loads(raw)
+    del raw
+    out = os.fdopen(os.dup(1), "wb")
+    rp_path = request.get("rp_path")
+    if rp_path:
+        sys.path.append(rp_path)
+    limits = request["limits"]
+    calls = request["calls"]
+    declared = request.get("declared")
+    declared = set(declared) if declared is not None else None
+    context_values = request.get("context_values") or {}
+    state_data = dict(request.get("state") or {})
+
+    import warnings
+
+    warnings.simplefilter("ignore")
+    sandbox = Sandbox()
+    signal.signal(signal.SIGALRM, _on_timeout)
+    signal.signal(signal.SIGXCPU, _on_timeout)
+    protections = apply_os_protections(limits, len(calls))
+
+    cap = limits["max_output_bytes"]
+    # Output is JSON with ensure_ascii (the default): a lone surrogate ("\ud800") in a user
+    # string must not make the encoding fail.
+    results = []
+    for call in calls:
+        before = final_state(state_data)
+        try:
+            result = run_call(sandbox, call, state_data, declared, context_values, limits)
+            result["state"] = final_state(state_data)
+            size = len(json.dumps(result))
+        except BaseException as exc:
+            result = failed_result(classify(exc), describe(exc))
+            size = 0
+        if size > cap:
+            # Too large to send back: drop the call's effects so that the next call (and
+            # the parent) continue from the state before it.
+            state_data.clear()
+            state_data.update(before)
+            result = failed_result(
+                "output_too_large",
+                f"the result is {size} bytes, more than the {cap} allowed",
+                stdout=result["stdout"][:1000],
+            )
+        if "state" not in result:
+            result["state"] = final_state(state_data)
+        results.append(result)
+
+    response = {"protections": protections, "results": results}
+    payload = json.dumps(response).encode("ascii")
+    if len(payload) > cap:  # every result fits alone, not all together
+        message = f"the results are {len(payload)} bytes together, more than {cap}"
+        response["results"] = [failed_result("output_too_large", message) for _ in results]
+        payload = json.dumps(response).encode("ascii")
+    out.write(payload)
+    out.flush()
+    os._exit(0)
+
+
+def failed_result(kind, message, stdout=""):
+    return {
+        "ok": False,
+        "return_value": None,
+        "error": {"kind": kind, "message": message, "line": None, "traceback": ""},
+        "writes": [],
+        "removed": [],
+        "stdout": stdout,
+        "stdout_truncated": bool(stdout),
+        "undeclared": [],
+        "duration_ms": None,
+    }
+
+
+if __name__ == "__main__":
+    main()
