@@ -1,0 +1,1092 @@
+"""Lint an app: every problem a designer can fix, with a position or a field (SPEC §3).
+
+``lint_agent`` is what the live preview calls on every keystroke with the
+unsaved instructions: it parses the text once and does a dictionary lookup per
+reference; the analysis of tool and callback code is cached by code text
+(``analyze_code``), so only instructions are re-read.
+
+Diagnostics about instructions carry ``line``/``column``/``start``/``end`` and
+``field="agents.<name>.instructions"``; the others carry a ``field`` such as
+``variables.<name>.default``, ``tools.<name>.python_code`` (with the line and
+column in the code), ``tools.<name>.mcp_headers.<Header>``. ``subject`` is the
+agent, variable, tool or schema the diagnostic belongs to.
+
+Codes: the SC3xx codes of ``CODES`` below, plus the codes of the checks lint
+reuses unchanged — the syntax diagnostics of ``parse`` (SC1xx), value checks
+of defaults and mock states by ``types.validate_value`` (SC2xx) and schema
+checks by ``schemas.check_schema``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.core.code_analysis import (
+    KIND_NULL,
+    CodeAnalysis,
+    StateWrite,
+    analyze_code,
+    context_refs,
+)
+from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.parse import Lexeme, Scan, TokenKind, positions
+from agents.core.schemas import check_schema
+from agents.core.spec import AgentSpec, AppSpec, ToolKind, ToolSpec, VariableSpec, VariableType
+from agents.core.types import is_missing, resolve_local_ref, validate_value
+
+__all__ = ["CODES", "lint_agent", "lint_app"]
+
+CODES: dict[str, str] = {
+    "SC301": "Static reference `{{x}}` to an undeclared variable (it stays as written).",
+    "SC302": "Dynamic reference `{x}` to an undeclared variable (at run time: empty text).",
+    "SC303": "An `{% if %}`/`{% elif %}` condition reads a variable the app does not declare.",
+    "SC304": "`{@TOOL: x}` names a tool the app does not declare.",
+    "SC305": "`{@TOOL: x}` names a tool of the app that this agent may not call.",
+    "SC306": "`{@AGENT: x}` names no agent of the app (display names must match exactly).",
+    "SC308": "An agent's tool list names a tool the app does not declare.",
+    "SC309": "An agent's sub-agent list names an agent the app does not have.",
+    "SC310": "Static reference to a variable a tool or callback updates: the model never sees it.",
+    "SC311": "A variable is never referenced (instructions, conditions, tools) nor updated.",
+    "SC312": "A tool the agent may call is never mentioned with `{@TOOL: x}` in its instructions.",
+    "SC313": "There is no agent with this name in the app.",
+    "SC314": "The app has no root agent, or more than one.",
+    "SC320": "A custom-object variable has no schema, or names a schema the app does not have.",
+    "SC321": "Static path `{{a.b}}` that the variable's schema does not have.",
+    "SC322": "Static path `{{a.b}}` the schema does not declare but allows (extra properties).",
+    "SC323": "Static path into a variable or part that is not an object (or a list without index).",
+    "SC330": "A variable name is not snake_case.",
+    "SC331": "A variable name is not allowed (letters, digits, `_`; no leading digit; max 64).",
+    "SC332": "Two variables, tools, agents or schemas have the same name.",
+    "SC333": "A variable has no description (CX Agent Studio requires one on export).",
+    "SC334": "A tool has no description (for a Python tool, no docstring either).",
+    "SC340": "A tool or callback writes a variable the app does not declare.",
+    "SC341": "A tool or callback writes a value that does not fit the variable's type or schema.",
+    "SC342": "A tool or callback writes a variable whose name is computed: it cannot be checked.",
+    "SC343": "A tool or callback reads or removes a variable the app does not declare.",
+    "SC344": "A tool's mock sets a variable the app does not declare.",
+    "SC350": "A Python tool's code has no function named like the tool.",
+    "SC351": "Python code (tool or callback) has a syntax error.",
+    "SC352": "An OpenAPI tool has no document, or not exactly one operation.",
+    "SC353": "An MCP tool has no server URL.",
+    "SC360": "`$context.…` in a tool names no built-in session value.",
+    "SC361": "`$context.variables.<name>` in a tool names a variable the app does not declare.",
+    "SC362": "`x-ces-session-context` not on a header/query parameter, or not a `$context` value.",
+}
+
+_VALID_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+_SNAKE_CASE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*", re.ASCII)
+_MAX_NAME = 64
+_FUZZY_BUDGET = 50  # distinct unknown names per call that get a "did you mean"
+_HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
+_SESSION_CONTEXT = "x-ces-session-context"
+_TYPE_WORDS = {
+    VariableType.TEXT: "Text",
+    VariableType.NUMBER: "Number",
+    VariableType.BOOLEAN: "Yes/No",
+    VariableType.OBJECT: "Custom object",
+    VariableType.LIST: "List",
+}
+_KIND_WORDS = {
+    "number": "a number",
+    "text": "text",
+    "boolean": "a yes/no value",
+    "object": "an object",
+    "list": "a list",
+    "null": "None",
+}
+_SCALAR_SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "null"})
+_SCHEMA_TYPE_WORDS = {
+    "string": "text",
+    "number": "a number",
+    "integer": "a number",
+    "boolean": "a yes/no value",
+    "null": "null",
+}
+_UNDECIDABLE_KEYWORDS = (
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "if",
+    "dependentSchemas",
+    "$dynamicRef",
+    "unevaluatedProperties",
+)
+
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+
+# ---------------------------------------------------------------------------
+# What an app declares, looked up once per call
+
+
+@dataclass(slots=True)
+class _Writer:
+    label: str  # "the tool LookupBalance", "the before_model callback of Root"
+    field: str
+    subject: str
+    analysis: CodeAnalysis | None = None
+
+
+@dataclass(slots=True)
+class _Index:
+    app: AppSpec
+    variables: dict[str, VariableSpec]
+    tools: dict[str, ToolSpec]
+    agents: dict[str, AgentSpec]
+    schemas: dict[str, dict[str, Any]]
+    written_by: dict[str, list[str]]  # variable -> labels of what writes it
+    _names: dict[str, _Names] = field(default_factory=dict)
+    _suggestions: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    _fuzzy_left: int = _FUZZY_BUDGET
+
+    def suggest(self, kind: str, name: str) -> str:
+        """`` Did you mean `x`?`` for a near miss among declared names, else ``""``.
+
+        Fuzzy matching costs a scan of the declared names, so it is done for the
+        first `_FUZZY_BUDGET` distinct misses of a call only (a text full of
+        unknown names must still lint quickly); after that only case is forgiven.
+        """
+        key = (kind, name)
+        if key not in self._suggestions:
+            names = self._names.get(kind)
+            if names is None:
+                source = {"variable": self.variables, "tool": self.tools}.get(kind, self.agents)
+                names = self._names[kind] = _Names(source)
+            self._fuzzy_left -= 1
+            self._suggestions[key] = names.near(name, fuzzy=self._fuzzy_left >= 0)
+        match = self._suggestions[key]
+        return f" Did you mean `{match}`?" if match else ""
+
+
+class _Names:
+    """Declared names, ready for "did you mean" look-ups."""
+
+    __slots__ = ("folded", "names")
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.names = list(names)
+        self.folded: dict[str, str] = {}
+        for name in reversed(self.names):  # the first declared wins
+            self.folded[name.casefold()] = name
+
+    def near(self, name: str, *, fuzzy: bool = True) -> str | None:
+        same_but_case = self.folded.get(name.casefold())
+        if same_but_case is not None or not fuzzy:
+            return same_but_case
+        matches = difflib.get_close_matches(name, self.names, n=1, cutoff=0.75)
+        return matches[0] if matches else None
+
+
+def _near_match(name: str, names: list[str]) -> str | None:
+    return _Names(names).near(name)
+
+
+def _callback_writers(agent: AgentSpec) -> Iterable[_Writer]:
+    for index, callback in enumerate(agent.callbacks):
+        yield _Writer(
+            label=f"the {str(callback.kind).replace('_', ' ')} callback of {agent.name}",
+            field=f"agents.{agent.name}.callbacks.{index}.code",
+            subject=agent.name,
+            analysis=analyze_code(callback.code, filename="<callback>"),
+        )
+
+
+def _tool_writer(tool: ToolSpec) -> _Writer:
+    analysis = None
+    if tool.kind is ToolKind.PYTHON:
+        analysis = analyze_code(tool.python_code, filename=f"<tool {tool.name}>")
+    return _Writer(
+        label=f"the tool {tool.name}",
+        field=f"tools.{tool.name}.python_code",
+        subject=tool.name,
+        analysis=analysis,
+    )
+
+
+def _index(app: AppSpec) -> _Index:
+    variables: dict[str, VariableSpec] = {}
+    for variable in app.variables:
+        variables.setdefault(variable.name, variable)
+    tools: dict[str, ToolSpec] = {}
+    for tool in app.tools:
+        tools.setdefault(tool.name, tool)
+    agents: dict[str, AgentSpec] = {}
+    for agent in app.agents:
+        agents.setdefault(agent.name, agent)
+    schemas = {s.name: s.schema for s in app.schemas if isinstance(s.schema, dict)}
+    written_by: dict[str, list[str]] = {}
+
+    def add(name: str, label: str) -> None:
+        labels = written_by.setdefault(name, [])
+        if label not in labels:
+            labels.append(label)
+
+    for tool in app.tools:
+        writer = _tool_writer(tool)
+        if writer.analysis is not None:
+            for name in writer.analysis.written_names:
+                add(name, writer.label)
+        if tool.mock is not None and isinstance(tool.mock.state, dict):
+            for name in tool.mock.state:
+                add(str(name), writer.label)
+    for agent in app.agents:
+        for writer in _callback_writers(agent):
+            assert writer.analysis is not None
+            for name in writer.analysis.written_names:
+                add(name, writer.label)
+    return _Index(app, variables, tools, agents, schemas, written_by)
+
+
+# ---------------------------------------------------------------------------
+# Public entry points
+
+
+def lint_app(app: AppSpec) -> tuple[Diagnostic, ...]:
+    """Every diagnostic of the app: variables, schemas, tools, then each agent in turn."""
+    index = _index(app)
+    found: list[Diagnostic] = []
+    used: set[str] = set()
+    found.extend(_lint_names(app))
+    found.extend(_lint_variables(index))
+    found.extend(_lint_schemas(app))
+    for tool in app.tools:
+        found.extend(_lint_tool(index, tool, used))
+    if app.agents:
+        roots = [a.name for a in app.agents if a.is_root]
+        if not roots:
+            found.append(
+                Diagnostic(
+                    "SC314",
+                    W,
+                    "The app has no root agent: mark the agent that starts "
+                    "each conversation as root.",
+                    field="agents",
+                )
+            )
+        elif len(roots) > 1:
+            found.append(
+                Diagnostic(
+                    "SC314",
+                    E,
+                    f"The app has {len(roots)} root agents "
+                    f"({', '.join(roots)}); only one can start the conversation.",
+                    field="agents",
+                )
+            )
+    agent_found: list[Diagnostic] = []
+    for agent in app.agents:
+        agent_found.extend(_lint_agent(index, agent, agent.instructions, used))
+    found.extend(_lint_unused(index, used))
+    found.extend(agent_found)
+    return tuple(found)
+
+
+def lint_agent(
+    app: AppSpec, agent_name: str, *, instructions: str | None = None
+) -> tuple[Diagnostic, ...]:
+    """Diagnostics of one agent: its instructions (or the unsaved `instructions`), tools, callbacks.
+
+    App-wide problems (variables, schemas, tools, unused variables) are left to ``lint_app``.
+    """
+    index = _index(app)
+    agent = index.agents.get(agent_name)
+    if agent is None:
+        return (
+            Diagnostic(
+                "SC313",
+                E,
+                f"The app has no agent named {agent_name!r}.{index.suggest('agent', agent_name)}",
+                field="agents",
+                subject=agent_name,
+            ),
+        )
+    text = agent.instructions if instructions is None else instructions
+    return tuple(_lint_agent(index, agent, text, set()))
+
+
+# ---------------------------------------------------------------------------
+# Instructions
+
+
+def _lint_agent(index: _Index, agent: AgentSpec, text: str, used: set[str]) -> list[Diagnostic]:
+    """Diagnostics of one agent. `used` collects the variables its text and callbacks read.
+
+    The instructions are scanned once with the parser's ``Scan`` (what ``parse``
+    and ``compile_instructions`` share) rather than ``parse``: references repeat,
+    so each distinct brace group is judged once, and positions are computed only
+    for the groups that have a problem. Building a token per reference would cost
+    several times the whole lint on a long text.
+    """
+    name = agent.name
+    where = f"agents.{name}.instructions"
+    scan = Scan(text if isinstance(text, str) else str(text))
+    found: list[Diagnostic] = [
+        dataclasses.replace(d, field=d.field or where, subject=d.subject or name)
+        for d in scan.diagnostics()
+    ]
+    agent_tools = frozenset(agent.tools)
+    mentioned: set[str] = set()
+    problems_of: dict[str, tuple[tuple[str, Severity, str], ...]] = {}
+    lexemes = scan.lexemes  # may be the parser's cache of every group ever seen
+    for raw in set(scan.parts[1::2]):
+        problems = _lexeme_problems(index, agent, agent_tools, lexemes[raw], used, mentioned)
+        if problems:
+            problems_of[raw] = problems
+    if problems_of:
+        parts, ends, demoted = scan.parts, scan.ends, scan.kinds
+        hits: list[tuple[int, int, tuple[tuple[str, Severity, str], ...]]] = []
+        for position, raw in enumerate(parts[1::2]):
+            problems = problems_of.get(raw)
+            if problems is not None:
+                index_in_parts = 2 * position + 1
+                if demoted.get(index_in_parts) is TokenKind.TEXT:
+                    continue  # a stray `{% elif %}`: parse reported it, it is not a condition
+                hits.append((ends[index_in_parts - 1], ends[index_in_parts], problems))
+        if hits:
+            lines = positions(text, [start for start, _, _ in hits])
+            for start, end, problems in hits:
+                line, column = lines[start]
+                for code, severity, message in problems:
+                    found.append(
+                        Diagnostic(code, severity, message, line, column, start, end, where, name)
+                    )
+            found.sort(key=lambda d: d.start if d.start is not None else 0)
+
+    for tool_name in agent.tools:
+        if tool_name not in index.tools:
+            found.append(
+                Diagnostic(
+                    "SC308",
+                    E,
+                    f"{name} may call `{tool_name}`, but the app has no such tool."
+                    f"{index.suggest('tool', tool_name)}",
+                    field=f"agents.{name}.tools",
+                    subject=name,
+                )
+            )
+        elif tool_name not in mentioned:
+            found.append(
+                Diagnostic(
+                    "SC312",
+                    INFO,
+                    f"{name} may call the tool {tool_name}, but its instructions never mention "
+                    f"it: say when to use it with `{{@TOOL: {tool_name}}}`.",
+                    field=f"agents.{name}.tools",
+                    subject=name,
+                )
+            )
+    for child in agent.children:
+        if child not in index.agents:
+            found.append(
+                Diagnostic(
+                    "SC309",
+                    E,
+                    f"{name} lists `{child}` as a sub-agent, but the app has no agent by that "
+                    f"name.{index.suggest('agent', child)}",
+                    field=f"agents.{name}.children",
+                    subject=name,
+                )
+            )
+    for writer in _callback_writers(agent):
+        found.extend(_lint_code(index, writer, used))
+    return found
+
+
+def _lexeme_problems(
+    index: _Index,
+    agent: AgentSpec,
+    agent_tools: frozenset[str],
+    lexeme: Lexeme,
+    used: set[str],
+    mentioned: set[str],
+) -> tuple[tuple[str, Severity, str], ...]:
+    """(code, severity, message) for one distinct brace group, wherever it is."""
+    kind = lexeme.kind
+    if kind is TokenKind.STATIC:
+        used.add(lexeme.path[0])
+        return _static_problems(index, lexeme.path, in_condition=False)
+    if kind is TokenKind.IF or kind is TokenKind.ELIF:
+        if lexeme.condition is None:
+            return ()  # parse reported it
+        found: list[tuple[str, Severity, str]] = []
+        for path in lexeme.condition.references:
+            used.add(path[0])
+            found.extend(_static_problems(index, path, in_condition=True))
+        return tuple(found)
+    if kind is TokenKind.DYNAMIC:
+        used.add(lexeme.name)
+    elif kind is TokenKind.TOOL:
+        mentioned.add(lexeme.name)
+    elif kind is not TokenKind.AGENT:
+        return ()
+    problem = _reference_problem(index, agent, agent_tools, kind, lexeme.name)
+    return (problem,) if problem is not None else ()
+
+
+def _reference_problem(
+    index: _Index, agent: AgentSpec, agent_tools: frozenset[str], kind: TokenKind, name: str
+) -> tuple[str, Severity, str] | None:
+    if kind is TokenKind.DYNAMIC:
+        if name in index.variables:
+            return None
+        return (
+            "SC302",
+            E,
+            f"`{{{name}}}`: no variable `{name}` is declared. At run time an undeclared "
+            f"`{{{name}}}` silently becomes empty text.{index.suggest('variable', name)}",
+        )
+    if kind is TokenKind.TOOL:
+        if name not in index.tools:
+            return (
+                "SC304",
+                E,
+                f"`{{@TOOL: {name}}}`: the app has no tool `{name}`.{index.suggest('tool', name)}",
+            )
+        if name not in agent_tools:
+            return (
+                "SC305",
+                E,
+                f"`{{@TOOL: {name}}}`: {agent.name} may not call {name}; "
+                "add it to the agent's tools.",
+            )
+        return None
+    if kind is TokenKind.AGENT and name not in index.agents:
+        return (
+            "SC306",
+            E,
+            f"`{{@AGENT: {name}}}`: the app has no agent named `{name}` (display names must "
+            f"match exactly).{index.suggest('agent', name)}",
+        )
+    return None
+
+
+def _static_problems(
+    index: _Index, path: tuple[str, ...], *, in_condition: bool
+) -> tuple[tuple[str, Severity, str], ...]:
+    first = path[0]
+    dotted = ".".join(path)
+    shown = f"The condition reads `{dotted}`" if in_condition else f"`{{{{{dotted}}}}}`"
+    variable = index.variables.get(first)
+    if variable is None:
+        hint = index.suggest("variable", first)
+        if in_condition:
+            return (
+                (
+                    "SC303",
+                    E,
+                    f"{shown}, but no variable `{first}` is declared (it counts as empty, "
+                    f"null).{hint}",
+                ),
+            )
+        return (
+            (
+                "SC301",
+                E,
+                f"{shown}: no variable `{first}` is declared, so the prompt keeps "
+                f"`{{{{{dotted}}}}}` as written.{hint}",
+            ),
+        )
+    problems: list[tuple[str, Severity, str]] = []
+    writers = index.written_by.get(first)
+    if writers:
+        who = _join(writers)
+        verb = "updates" if len(writers) == 1 else "update"
+        if in_condition:
+            message = (
+                f"{shown}, which {who} {verb} during the conversation: conditions use the "
+                "value at session start, so the model never sees the update."
+            )
+        else:
+            message = (
+                f"{shown} is filled in once, before the model call, but {who} {verb} "
+                f"`{first}` during the conversation: the model never sees the update. "
+                f"Write `{{{first}}}` to give it the latest value."
+            )
+        problems.append(("SC310", W, message))
+    if len(path) > 1:
+        problem = _path_problem(index, variable, path, shown)
+        if problem is not None:
+            problems.append(problem)
+    return tuple(problems)
+
+
+def _join(labels: list[str]) -> str:
+    if len(labels) == 1:
+        return labels[0]
+    if len(labels) <= 3:
+        return ", ".join(labels[:-1]) + " and " + labels[-1]
+    return f"{labels[0]}, {labels[1]} and {len(labels) - 2} more"
+
+
+# ---------------------------------------------------------------------------
+# Static paths into typed values
+
+
+def _path_problem(
+    index: _Index, variable: VariableSpec, path: tuple[str, ...], shown: str
+) -> tuple[str, Severity, str] | None:
+    name = variable.name
+    rest = path[1:]
+    vtype = variable.type
+    if vtype in (VariableType.TEXT, VariableType.NUMBER, VariableType.BOOLEAN):
+        return (
+            "SC323",
+            E,
+            f"{shown}: `{name}` is {_TYPE_WORDS[vtype]}, not an object, so it has no part "
+            f"`{rest[0]}`. Write `{{{{{name}}}}}`.",
+        )
+    if vtype is VariableType.LIST:
+        if not rest[0].isdigit():
+            return (
+                "SC323",
+                E,
+                f"{shown}: `{name}` is a list; pick an item by its number first, "
+                f"e.g. `{{{{{name}.0}}}}` for the first one.",
+            )
+        item_path = (f"{name}.{rest[0]}",)
+        rest = rest[1:]
+        if not rest:
+            return None
+        if variable.item_type is not VariableType.OBJECT:
+            words = _TYPE_WORDS[variable.item_type] if variable.item_type else "values"
+            return (
+                "SC323",
+                E,
+                f"{shown}: the items of `{name}` are {words}, not objects, so they have no "
+                f"part `{rest[0]}`.",
+            )
+        walked = item_path[0]
+    else:
+        walked = name
+    schema = index.schemas.get(variable.schema or "")
+    if schema is None:
+        return None  # SC320 says the schema is missing
+    return _walk_schema(schema, rest, walked, shown)
+
+
+def _schema_types(node: dict[str, Any]) -> set[str]:
+    declared = node.get("type")
+    if isinstance(declared, str):
+        return {declared}
+    if isinstance(declared, list):
+        return {t for t in declared if isinstance(t, str)}
+    return set()
+
+
+def _follow_refs(root: dict[str, Any], node: Any) -> Any:
+    for _ in range(32):
+        if not isinstance(node, dict) or not isinstance(node.get("$ref"), str):
+            return node
+        if len(node) > 1 and any(
+            k not in ("$ref", "description", "title", "$comment") for k in node
+        ):
+            return None  # $ref next to other keywords: too subtle to judge statically
+        target = resolve_local_ref(root, node["$ref"])
+        if is_missing(target):
+            return None
+        node = target
+    return None
+
+
+def _walk_schema(
+    root: dict[str, Any], segments: tuple[str, ...], walked: str, shown: str
+) -> tuple[str, Severity, str] | None:
+    node: Any = root
+    for segment in segments:
+        node = _follow_refs(root, node)
+        if not isinstance(node, dict):
+            return None  # `true`, an unresolvable $ref: nothing to say
+        types = _schema_types(node)
+        properties = node.get("properties")
+        if isinstance(properties, dict) and segment in properties:
+            node = properties[segment]
+            walked = f"{walked}.{segment}"
+            continue
+        is_array = "array" in types or "items" in node or "prefixItems" in node
+        if segment.isdigit() and is_array:
+            prefix = node.get("prefixItems")
+            position = int(segment)
+            if isinstance(prefix, list) and position < len(prefix):
+                node = prefix[position]
+            elif isinstance(node.get("items"), dict):
+                node = node["items"]
+            else:
+                return None
+            walked = f"{walked}.{segment}"
+            continue
+        if types and types <= _SCALAR_SCHEMA_TYPES:
+            words = " or ".join(sorted({_SCHEMA_TYPE_WORDS[t] for t in types}))
+            return (
+                "SC323",
+                E,
+                f"{shown}: `{walked}` is {words} in the schema, not an object, so it has no "
+                f"part `{segment}`.",
+            )
+        if is_array and "object" not in types:
+            return (
+                "SC323",
+                E,
+                f"{shown}: `{walked}` is a list; pick an item by its number, e.g. `{walked}.0`.",
+            )
+        if any(keyword in node for keyword in _UNDECIDABLE_KEYWORDS):
+            return None
+        patterns = node.get("patternProperties")
+        if isinstance(patterns, dict):
+            matched = next(
+                (sub for pattern, sub in patterns.items() if _search(pattern, segment)), None
+            )
+            if matched is not None:
+                node = matched
+                walked = f"{walked}.{segment}"
+                continue
+        additional = node.get("additionalProperties", True)
+        known = list(properties) if isinstance(properties, dict) else []
+        if additional is False:
+            close = _near_match(segment, known)
+            if close:
+                hint = f" Did you mean `{walked}.{close}`?"
+            elif known:
+                hint = f" It has {', '.join(f'`{k}`' for k in known[:8])}."
+            else:
+                hint = ""
+            return (
+                "SC321",
+                W,
+                f"{shown}: the schema of `{walked}` has no property `{segment}`, so the "
+                f"prompt keeps the reference as written.{hint}",
+            )
+        if isinstance(additional, dict) and additional:
+            node = additional
+            walked = f"{walked}.{segment}"
+            continue
+        close = _near_match(segment, known)
+        hint = f" Did you mean `{walked}.{close}`?" if close else ""
+        return (
+            "SC322",
+            INFO,
+            f"{shown}: the schema of `{walked}` does not declare `{segment}` (it allows "
+            f"other properties, so this works only if a value has it).{hint}",
+        )
+    return None
+
+
+def _search(pattern: Any, text: str) -> bool:
+    try:
+        return isinstance(pattern, str) and re.search(pattern, text) is not None
+    except re.error:
+        return False
+
+
+# ---------------------------------------------------------------------------
+# Declarations: names, variables, schemas
+
+
+def _lint_names(app: AppSpec) -> Iterable[Diagnostic]:
+    for collection, items in (
+        ("variables", app.variables),
+        ("tools", app.tools),
+        ("agents", app.agents),
+        ("schemas", app.schemas),
+    ):
+        seen: set[str] = set()
+        reported: set[str] = set()
+        for item in items:
+            if item.name in seen and item.name not in reported:
+                reported.add(item.name)
+                yield Diagnostic(
+                    "SC332",
+                    E,
+                    f"Two {collection} are named `{item.name}`: names must be unique in an app.",
+                    field=f"{collection}.{item.name}.name",
+                    subject=item.name,
+                )
+            seen.add(item.name)
+
+
+def _lint_variables(index: _Index) -> Iterable[Diagnostic]:
+    schemas = index.schemas
+    for variable in index.app.variables:
+        name = variable.name
+        prefix = f"variables.{name}"
+        if not _VALID_NAME.fullmatch(name) or len(name) > _MAX_NAME:
+            yield Diagnostic(
+                "SC331",
+                E,
+                f"`{name}` is not a valid variable name: use letters, digits and underscores, "
+                f"not starting with a digit, at most {_MAX_NAME} characters.",
+                field=f"{prefix}.name",
+                subject=name,
+            )
+        elif not _SNAKE_CASE.fullmatch(name):
+            yield Diagnostic(
+                "SC330",
+                W,
+                f"`{name}` is not snake_case (the convention is `{_snake(name)}`).",
+                field=f"{prefix}.name",
+                subject=name,
+            )
+        if not (variable.description or "").strip():
+            yield Diagnostic(
+                "SC333",
+                W,
+                f"`{name}` has no description: CX Agent Studio requires one on export, and the "
+                "model reads it to understand the variable.",
+                field=f"{prefix}.description",
+                subject=name,
+            )
+        needs_schema = variable.type is VariableType.OBJECT or (
+            variable.type is VariableType.LIST and variable.item_type is VariableType.OBJECT
+        )
+        if needs_schema and variable.schema not in schemas:
+            what = "A list of objects"
+            if variable.type is VariableType.OBJECT:
+                what = "A custom object"
+            if variable.schema:
+                message = (
+                    f"`{name}` uses the schema `{variable.schema}`, which the app does not have."
+                )
+            else:
+                message = f"{what} needs a schema: choose one for `{name}`."
+            yield Diagnostic("SC320", E, message, field=f"{prefix}.schema", subject=name)
+        if variable.default is not None:
+            for diagnostic in validate_value(variable.default, variable, schemas):
+                if diagnostic.code != "SC206":  # SC320 above says it in lint's words
+                    yield diagnostic
+
+
+def _snake(name: str) -> str:
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name)
+    snake = re.sub(r"_+", "_", spaced.lower()).strip("_")
+    return snake or name.lower()
+
+
+def _lint_schemas(app: AppSpec) -> Iterable[Diagnostic]:
+    for schema in app.schemas:
+        where = f"schemas.{schema.name}"
+        for diagnostic in check_schema(schema.schema):
+            inner = diagnostic.field
+            yield dataclasses.replace(
+                diagnostic,
+                field=(f"{where}{inner}" if inner.startswith("#") else f"{where}.{inner}")
+                if inner
+                else where,
+                subject=diagnostic.subject or schema.name,
+            )
+
+
+def _lint_unused(index: _Index, used: set[str]) -> Iterable[Diagnostic]:
+    if "\0all" in used:  # `$context.variables` hands every variable to a tool
+        return
+    for variable in index.app.variables:
+        name = variable.name
+        if name in used or name in index.written_by:
+            continue
+        yield Diagnostic(
+            "SC311",
+            W,
+            f"`{name}` is never used: no instructions reference it (`{{{{{name}}}}}`, "
+            f"`{{{name}}}` or in a condition), no tool reads or updates it.",
+            field=f"variables.{name}",
+            subject=name,
+        )
+
+
+# ---------------------------------------------------------------------------
+# Tools and callbacks
+
+
+def _lint_tool(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Diagnostic]:
+    name = tool.name
+    description = (tool.description or "").strip()
+    if tool.kind is ToolKind.PYTHON:
+        writer = _tool_writer(tool)
+        analysis = writer.analysis
+        assert analysis is not None
+        if analysis.syntax_error is None and name not in analysis.functions:
+            defined = ", ".join(f"`{f}`" for f in analysis.functions)
+            found = f" (it defines {defined})" if defined else ""
+            yield Diagnostic(
+                "SC350",
+                E,
+                f"The code of {name} has no function named `{name}`{found}: the runtime calls "
+                "the function whose name is the tool's name.",
+                field=f"tools.{name}.python_code",
+                subject=name,
+            )
+        if not description:
+            description = (analysis.docstring_of(name) or "").strip()
+        yield from _lint_code(index, writer, used)
+    elif tool.kind is ToolKind.OPENAPI:
+        yield from _lint_openapi(index, tool, used)
+    elif tool.kind is ToolKind.MCP:
+        yield from _lint_mcp(index, tool, used)
+    if not description:
+        hint = " or a docstring" if tool.kind is ToolKind.PYTHON else ""
+        yield Diagnostic(
+            "SC334",
+            W,
+            f"The tool {name} has no description{hint}: the model reads it to decide when to "
+            "call the tool, and CX Agent Studio expects one.",
+            field=f"tools.{name}.description",
+            subject=name,
+        )
+    if tool.mock is not None:
+        yield from _lint_mock(index, tool)
+
+
+def _lint_mock(index: _Index, tool: ToolSpec) -> Iterable[Diagnostic]:
+    assert tool.mock is not None
+    state = tool.mock.state
+    if not isinstance(state, Mapping):
+        return
+    for key, value in state.items():
+        where = f"tools.{tool.name}.mock.state.{key}"
+        variable = index.variables.get(str(key))
+        if variable is None:
+            yield Diagnostic(
+                "SC344",
+                E,
+                f"The mock of {tool.name} sets `{key}`, which the app does not declare."
+                f"{index.suggest('variable', str(key))}",
+                field=where,
+                subject=tool.name,
+            )
+            continue
+        for diagnostic in validate_value(value, variable, index.schemas, field=where):
+            if diagnostic.code != "SC206":
+                yield dataclasses.replace(
+                    diagnostic,
+                    severity=E,
+                    message=f"The mock of {tool.name}: {diagnostic.message}",
+                    subject=tool.name,
+                )
+
+
+def _lint_code(index: _Index, writer: _Writer, used: set[str]) -> Iterable[Diagnostic]:
+    analysis = writer.analysis
+    if analysis is None:
+        return
+    where, subject = writer.field, writer.subject
+    label = writer.label[0].upper() + writer.label[1:]
+    if analysis.syntax_error is not None:
+        yield dataclasses.replace(analysis.syntax_error, field=where, subject=subject)
+        return
+    variables = index.variables
+    for read in analysis.reads:
+        if read.name is None:
+            continue
+        used.add(read.name)
+        if read.name not in variables:
+            yield Diagnostic(
+                "SC343",
+                W,
+                f"{label} reads `{read.name}`, which the app does not declare.",
+                read.line,
+                read.column,
+                field=where,
+                subject=subject,
+            )
+    for write in analysis.writes:
+        yield from _write_problems(index, write, label, where, subject)
+
+
+def _write_problems(
+    index: _Index, write: StateWrite, label: str, where: str, subject: str
+) -> Iterable[Diagnostic]:
+    def diagnostic(code: str, severity: Severity, message: str) -> Diagnostic:
+        return Diagnostic(
+            code, severity, message, write.line, write.column, field=where, subject=subject
+        )
+
+    name = write.name
+    if name is None:
+        verb = "removes" if write.removal else "updates"
+        yield diagnostic(
+            "SC342",
+            INFO,
+            f"{label} {verb} a variable whose name is computed: Statecraft can't check it. "
+            'Use the name as text, e.g. `context.state["name"] = value`.',
+        )
+        return
+    variable = index.variables.get(name)
+    if variable is None:
+        hint = index.suggest("variable", name)
+        if write.removal:
+            yield diagnostic(
+                "SC343", W, f"{label} removes `{name}`, which the app does not declare.{hint}"
+            )
+        else:
+            yield diagnostic(
+                "SC340",
+                E,
+                f"{label} writes `{name}`, which the app does not declare: declare it, or fix "
+                f"the name.{hint}",
+            )
+        return
+    if write.removal:
+        return
+    if write.literal:
+        problems = validate_value(write.value, variable, index.schemas, field=where)
+        problems = tuple(p for p in problems if p.code != "SC206")
+        if problems:
+            yield diagnostic(
+                "SC341",
+                W,
+                f"{label} sets `{name}` to {_shown(write.value)}, which does not fit it: "
+                f"{problems[0].message}",
+            )
+        return
+    kind = write.value_kind
+    if kind is None or kind == KIND_NULL or kind == variable.type.value:
+        return
+    yield diagnostic(
+        "SC341",
+        W,
+        f"{label} sets `{name}` to {_KIND_WORDS.get(kind, kind)}, but `{name}` is "
+        f"{_TYPE_WORDS[variable.type]}.",
+    )
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _context_problems(
+    index: _Index, text: str, tool: str, where: str, used: set[str]
+) -> Iterable[Diagnostic]:
+    for ref in context_refs(text):
+        if ref.all_variables:
+            used.add("\0all")
+            continue
+        if ref.builtin:
+            continue
+        variable = ref.variable
+        if variable is not None:
+            used.add(variable)
+            if variable not in index.variables:
+                yield Diagnostic(
+                    "SC361",
+                    E,
+                    f"`{ref.raw}` in {tool}: the app has no variable `{variable}`."
+                    f"{index.suggest('variable', variable)}",
+                    start=ref.start,
+                    end=ref.end,
+                    field=where,
+                    subject=tool,
+                )
+            continue
+        shown = ref.raw if ref.path else "`$context` alone"
+        close = _near_match(ref.path[0], sorted(_BUILTINS)) if ref.path else None
+        hint = f" Did you mean `$context.{close}`?" if close else ""
+        yield Diagnostic(
+            "SC360",
+            E,
+            f"`{shown}` in {tool} is not a built-in: use $context.project_id, project_number, "
+            f"location, app_id, session_id, turn_index, variables or variables.<name>.{hint}",
+            start=ref.start,
+            end=ref.end,
+            field=where,
+            subject=tool,
+        )
+
+
+_BUILTINS = (
+    "project_id",
+    "project_number",
+    "location",
+    "app_id",
+    "session_id",
+    "turn_index",
+    "variables",
+)
+
+
+def _lint_openapi(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Diagnostic]:
+    name = tool.name
+    document = tool.openapi
+    prefix = f"tools.{name}.openapi"
+    if not isinstance(document, dict) or not document:
+        yield Diagnostic(
+            "SC352",
+            E,
+            f"The OpenAPI tool {name} has no OpenAPI document.",
+            field=prefix,
+            subject=name,
+        )
+        return
+    paths = document.get("paths")
+    operations = 0
+    if isinstance(paths, dict):
+        for item in paths.values():
+            if isinstance(item, dict):
+                operations += sum(1 for key in item if str(key).lower() in _HTTP_METHODS)
+    if operations != 1:
+        yield Diagnostic(
+            "SC352",
+            E,
+            f"The OpenAPI document of {name} has {operations} operations; a tool needs "
+            "exactly one.",
+            field=f"{prefix}.paths",
+            subject=name,
+        )
+    # Walk every string of the document (iteratively: documents can be deep).
+    stack: list[tuple[Any, str]] = [(document, prefix)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, dict):
+            if _SESSION_CONTEXT in node:
+                yield from _session_context_problems(node, name, where)
+            for key, value in reversed(list(node.items())):
+                stack.append((value, f"{where}.{key}"))
+        elif isinstance(node, list):
+            for position in range(len(node) - 1, -1, -1):
+                stack.append((node[position], f"{where}.{position}"))
+        elif isinstance(node, str) and "$context" in node:
+            yield from _context_problems(index, node, name, where, used)
+
+
+def _session_context_problems(
+    parameter: dict[str, Any], tool: str, where: str
+) -> Iterable[Diagnostic]:
+    value = parameter[_SESSION_CONTEXT]
+    location = parameter.get("in")
+    field_name = f"{where}.{_SESSION_CONTEXT}"
+    if not isinstance(value, str) or not context_refs(value):
+        yield Diagnostic(
+            "SC362",
+            W,
+            f"In {tool}, `{_SESSION_CONTEXT}` should be a built-in like `$context.session_id`, "
+            f"not {value!r}.",
+            field=field_name,
+            subject=tool,
+        )
+    if location is not None and location not in ("header", "query"):
+        yield Diagnostic(
+            "SC362",
+            W,
+            f"In {tool}, the parameter `{parameter.get('name', '?')}` is in the {location}: "
+            "only header and query parameters can take a session value.",
+            field=field_name,
+            subject=tool,
+        )
+
+
+def _lint_mcp(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Diagnostic]:
+    name = tool.name
+    if not (tool.mcp_url or "").strip():
+        yield Diagnostic(
+            "SC353",
+            E,
+            f"The MCP tool {name} has no server URL.",
+            field=f"tools.{name}.mcp_url",
+            subject=name,
+        )
+    for header, value in tool.mcp_headers:
+        where = f"tools.{name}.mcp_headers.{header}"
+        yield from _context_problems(index, value, name, where, used)
