@@ -1,0 +1,204 @@
+"""Time `simulate` on a 50-turn scenario: Python tools in the real sandbox, and with a fake.
+
+Run: .venv/bin/python bench/simulate_bench.py [--turns 50] [--repeats 20]
+Prints total and per-turn milliseconds, and peak RSS of this process and of the sandbox
+children (``resource.getrusage``). Not a test: timings depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from agents.core.simulate import CodeCall, CodeResult, simulate
+from agents.core.spec import (
+    AgentSpec,
+    AppSpec,
+    CallbackKind,
+    CallbackSpec,
+    ScenarioSpec,
+    StepKind,
+    StepSpec,
+    ToolKind,
+    ToolSpec,
+    VariableSpec,
+    VariableType,
+)
+
+LOOKUP_BALANCE = '''
+def LookupBalance(account_id):
+    """Look up the balance of an account."""
+    balance = 1000 + 10 * len(account_id) + context.state.get("lookups", 0)
+    context.state["current_account_balance"] = balance
+    context.state["lookups"] = context.state.get("lookups", 0) + 1
+    return {"account_id": account_id, "balance": balance, "currency": "EUR"}
+'''
+ADD_NOTE = '''
+def AddNote(text):
+    """Remember a note about the customer."""
+    notes = list(context.state.get("notes", []))
+    notes.append(text)
+    context.state["notes"] = notes[-5:]
+    return {"saved": True, "count": len(notes)}
+'''
+BEFORE_MODEL = """
+def before_model_callback(callback_context):
+    callback_context.state["model_calls"] = callback_context.state.get("model_calls", 0) + 1
+"""
+INSTRUCTIONS = (
+    "You are a banking assistant for {{bank_name}}.\n"
+    "If the user asks for their balance, call the {@TOOL: LookupBalance}.\n"
+    "Always share the {current_account_balance} with the user.\n"
+    "Use {@TOOL: AddNote} to remember what matters; notes so far: {notes}.\n"
+)
+
+
+def build(turns: int) -> tuple[AppSpec, ScenarioSpec]:
+    T = VariableType
+    app = AppSpec(
+        name="bank",
+        variables=(
+            VariableSpec("bank_name", T.TEXT, default="Statecraft Bank"),
+            VariableSpec("current_account_balance", T.NUMBER),
+            VariableSpec("lookups", T.NUMBER, default=0),
+            VariableSpec("notes", T.LIST, item_type=T.TEXT, default=[]),
+            VariableSpec("model_calls", T.NUMBER, default=0),
+        ),
+        tools=(
+            ToolSpec("LookupBalance", ToolKind.PYTHON, python_code=LOOKUP_BALANCE),
+            ToolSpec("AddNote", ToolKind.PYTHON, python_code=ADD_NOTE),
+        ),
+        agents=(
+            AgentSpec(
+                "Banker",
+                instructions=INSTRUCTIONS,
+                tools=("LookupBalance", "AddNote"),
+                callbacks=(CallbackSpec(CallbackKind.BEFORE_MODEL, BEFORE_MODEL),),
+                is_root=True,
+            ),
+        ),
+    )
+    steps: list[StepSpec] = []
+    for turn in range(turns):
+        steps.append(StepSpec(StepKind.USER, text=f"Turn {turn}: what is my balance now?"))
+        if turn % 2 == 0:
+            steps.append(
+                StepSpec(StepKind.TOOL, tool="LookupBalance", args={"account_id": f"A-{turn}"})
+            )
+        else:
+            steps.append(StepSpec(StepKind.TOOL, tool="AddNote", args={"text": f"asked {turn}"}))
+        steps.append(StepSpec(StepKind.AGENT, text=f"Here you go (turn {turn})."))
+    scenario = ScenarioSpec("bench", "Banker", steps=tuple(steps), token_budget=1500)
+    return app, scenario
+
+
+def sandbox_runner() -> Any:
+    from agents.sandbox.host import run_code
+
+    def run(call: CodeCall) -> CodeResult:
+        result = run_code(
+            call.code,
+            entry=call.entry,
+            kind=call.kind,
+            args=call.args,
+            state=call.state,
+            context_values=call.context_values,
+        )
+        error = result.error
+        return CodeResult(
+            ok=result.ok,
+            return_value=result.return_value,
+            writes=result.writes,
+            removed=result.removed,
+            error=f"{error.kind}: {error.message}" if error else None,
+            error_line=error.line if error else None,
+            stdout=result.stdout,
+        )
+
+    return run
+
+
+def fake_runner(call: CodeCall) -> CodeResult:
+    """The same effects as the code above, computed in Python (no process, no exec)."""
+    state = call.state
+    if call.entry == "LookupBalance":
+        balance = 1000 + 10 * len(call.args["account_id"]) + state.get("lookups", 0)
+        writes = (
+            ("current_account_balance", balance),
+            ("lookups", state.get("lookups", 0) + 1),
+        )
+        value: Any = {"account_id": call.args["account_id"], "balance": balance, "currency": "EUR"}
+    elif call.entry == "AddNote":
+        notes = [*state.get("notes", []), call.args["text"]]
+        writes = (("notes", notes[-5:]),)
+        value = {"saved": True, "count": len(notes)}
+    else:
+        writes = (("model_calls", state.get("model_calls", 0) + 1),)
+        value = None
+    return CodeResult(True, value, writes, (), None, None)
+
+
+def peak_rss_mb(who: int) -> float:
+    # ru_maxrss is in KiB on Linux.
+    return resource.getrusage(who).ru_maxrss / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=20)
+    options = parser.parse_args()
+    app, scenario = build(options.turns)
+
+    fake_times: list[float] = []
+    for _ in range(options.repeats):
+        started = time.perf_counter()
+        fake = simulate(app, scenario, run_code=fake_runner)
+        fake_times.append((time.perf_counter() - started) * 1000)
+    assert not fake.diagnostics or all(d.code == "SC413" for d in fake.diagnostics)
+
+    runner = sandbox_runner()
+    started = time.perf_counter()
+    real = simulate(app, scenario, run_code=runner)
+    real_ms = (time.perf_counter() - started) * 1000
+    errors = [d for d in real.diagnostics if d.code != "SC413"]
+    if errors:
+        print("sandbox errors:", *(d.message for d in errors[:3]), sep="\n  ")
+    same = real.final_state == fake.final_state and [e.text for e in real.events] == [
+        e.text for e in fake.events
+    ]
+
+    turns = len(real.turns)
+    code_calls = sum(1 for s in scenario.steps if s.kind is StepKind.TOOL) + sum(
+        1 for s in scenario.steps if s.kind is StepKind.AGENT
+    )
+    best, median = min(fake_times), statistics.median(fake_times)
+    print(f"scenario: {turns} turns, {len(scenario.steps)} steps, {code_calls} code calls")
+    print(
+        f"  events {len(real.events)}, final window {len(real.turns[-1].model_input)} events, "
+        f"{sum(d.code == 'SC413' for d in real.diagnostics)} forget warnings"
+    )
+    print(
+        f"real sandbox : total {real_ms:8.1f} ms   per turn {real_ms / turns:7.2f} ms   "
+        f"per code call {real_ms / code_calls:6.2f} ms"
+    )
+    print(
+        f"fake runner  : total {median:8.2f} ms (best {best:.2f}, median of {options.repeats})"
+        f"   per turn {median / turns:7.3f} ms"
+    )
+    print(f"real and fake runs give the same history and state: {same}")
+    print(f"peak RSS: this process {peak_rss_mb(resource.RUSAGE_SELF):.1f} MB, ", end="")
+    # A child's ru_maxrss counts the pages it shared with this process between fork and
+    # exec, so it is an upper bound that cannot go below the parent's size at the fork.
+    print(f"largest sandbox child {peak_rss_mb(resource.RUSAGE_CHILDREN):.1f} MB (fork incl.)")
+
+
+if __name__ == "__main__":
+    main()
