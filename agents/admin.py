@@ -8,7 +8,17 @@ from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
 from agents import services
-from agents.models import Agent, AgentApp, AppShare, Callback, Schema, Tool, Variable
+from agents.models import (
+    Agent,
+    AgentApp,
+    AppShare,
+    Callback,
+    Scenario,
+    ScenarioStep,
+    Schema,
+    Tool,
+    Variable,
+)
 
 READONLY = ("created_at", "updated_at", "version")
 
@@ -201,3 +211,30 @@ class AppShareAdmin(VersionedAdmin):
     list_filter = ("role",)
     search_fields = ("app__name", "user__username")
     autocomplete_fields = ("app", "user")
+
+
+class ScenarioStepInline(admin.TabularInline):
+    model = ScenarioStep
+    extra = 0
+    fields = ("order", "kind", "text", "tool", "args", "callback_kind")
+
+
+@admin.register(Scenario)
+class ScenarioAdmin(VersionedAdmin):
+    list_display = ("name", "agent", "app_name", "channel", "token_budget", "step_count", "updated_at")
+    list_select_related = ("agent", "agent__app")
+    list_filter = ("channel", "modality", "use_mocks")
+    search_fields = ("name", "agent__display_name", "agent__app__name")
+    autocomplete_fields = ("agent",)
+    inlines = (ScenarioStepInline,)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Scenario]:
+        return super().get_queryset(request).annotate(_step_count=Count("steps"))
+
+    @admin.display(description="app", ordering="agent__app__name")
+    def app_name(self, obj: Scenario) -> str:
+        return obj.agent.app.name
+
+    @admin.display(description="steps", ordering="_step_count")
+    def step_count(self, obj: Scenario) -> int:
+        return obj._step_count  # type: ignore[attr-defined]

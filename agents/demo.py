@@ -27,12 +27,24 @@ The tool will update the {current_account_balance} variable.
 Always share the {current_account_balance} with the user.
 """
 
+SHOPPING_SCRIPT = """user: I'd like the blue running shoes, two pairs please.
+tool: AddToCart {"product_id": "shoe-blue-42", "quantity": 2}
+agent: Done — two pairs are in your cart.
+"""
+
 LOOKUP_BALANCE_CODE = '''def LookupBalance(account_id: str = "primary") -> dict:
     """Looks up the balance of the user's account and stores it in current_account_balance."""
     balance = 1250
     context.state["current_account_balance"] = balance
     return {"account_id": account_id, "balance": balance, "currency": "EUR"}
 '''
+
+BANKING_SCRIPT = """user: Hi! What is the balance of my current account?
+tool: LookupBalance {"account_id": "primary"}
+agent: Your current account balance is 1,250 EUR.
+user: Thanks. Is that enough to pay a 900 EUR invoice?
+agent: Yes — after paying it you would have 350 EUR left.
+"""
 
 ADD_TO_CART_CODE = '''def AddToCart(product_id: str, quantity: int = 1) -> dict:
     """Adds a product to the cart and updates the cart total."""
@@ -106,10 +118,11 @@ def _shopping(owner: AbstractBaseUser) -> AgentApp:
         description="Adds a product to the cart and updates the cart total.",
     )
     root = app.agents.get(is_root=True)
-    services.agent_update(
+    root = services.agent_update(
         agent=root, display_name="Shopping Assistant", instructions=SHOPPING_INSTRUCTIONS,
         description="Helps customers find and buy products.", tools=[tool],
     )
+    services.scenario_save(agent=root, name="Buy a product", steps_script=SHOPPING_SCRIPT)
     return app
 
 
@@ -136,8 +149,9 @@ def _banking(owner: AbstractBaseUser) -> AgentApp:
         mock_response={"balance": 1250, "currency": "EUR"},
     )
     root = app.agents.get(is_root=True)
-    services.agent_update(
+    root = services.agent_update(
         agent=root, display_name="banking_agent", instructions=BANKING_INSTRUCTIONS,
         description="Answers questions about the user's accounts.", tools=[tool],
     )
+    services.scenario_save(agent=root, name="Balance question", steps_script=BANKING_SCRIPT)
     return app

@@ -318,3 +318,96 @@ class Callback(TimestampedModel):
 
     def to_spec(self) -> spec.CallbackSpec:
         return spec.CallbackSpec(kind=spec.CallbackKind(self.kind), code=self.code, order=self.order)
+
+
+class StepKind(models.TextChoices):
+    USER = spec.StepKind.USER, "User message"
+    AGENT = spec.StepKind.AGENT, "Agent message"
+    TOOL = spec.StepKind.TOOL, "Tool call"
+    CALLBACK = spec.StepKind.CALLBACK, "Callback run"
+
+
+class Channel(models.TextChoices):
+    WEB = "web", "web"
+    API = "api", "api"
+    TELEPHONY = "telephony", "telephony"
+
+
+class Modality(models.TextChoices):
+    TEXT = "text", "text"
+    VOICE = "voice", "voice"
+
+
+class Scenario(TimestampedModel):
+    """A scripted session with an agent: inputs, a context-window budget and steps."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="scenarios")
+    name = models.CharField(max_length=200)
+    session_values = models.JSONField(
+        default=dict, blank=True, help_text="Initial variable values overriding defaults."
+    )
+    channel = models.CharField(max_length=10, choices=Channel.choices, default=Channel.WEB)
+    modality = models.CharField(max_length=10, choices=Modality.choices, default=Modality.TEXT)
+    session_id = models.CharField(max_length=100, default="session-1")
+    project_id = models.CharField(max_length=100, default="my-project")
+    project_number = models.CharField(max_length=30, default="123456789")
+    location = models.CharField(max_length=50, default="us-central1")
+    token_budget = models.PositiveIntegerField(default=8000)
+    use_mocks = models.BooleanField(default=False, help_text="Use tool mocks even when a tool has code.")
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "name"], name="scenario_unique_name_per_agent"),
+            models.CheckConstraint(condition=models.Q(token_budget__gte=1), name="scenario_budget_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_spec(self, *, app_id: str = "") -> spec.ScenarioSpec:
+        return spec.ScenarioSpec(
+            name=self.name,
+            agent=self.agent.display_name,
+            session=spec.SessionSpec(
+                values=dict(self.session_values or {}),
+                channel=self.channel,
+                modality=self.modality,
+                session_id=self.session_id,
+                app_id=app_id,
+                project_id=self.project_id,
+                project_number=self.project_number,
+                location=self.location,
+            ),
+            steps=tuple(step.to_spec() for step in self.steps.all()),
+            token_budget=self.token_budget,
+            use_mocks=self.use_mocks,
+        )
+
+
+class ScenarioStep(TimestampedModel):
+    scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="steps")
+    order = models.PositiveIntegerField(default=0)
+    kind = models.CharField(max_length=10, choices=StepKind.choices, default=StepKind.USER)
+    text = models.TextField(blank=True, help_text="User or agent message.")
+    tool = models.CharField(max_length=NAME_MAX_LENGTH, blank=True, help_text="Tool call: the tool's name.")
+    args = models.JSONField(default=dict, blank=True, help_text="Tool call: its arguments (JSON object).")
+    callback_kind = models.CharField(max_length=20, choices=CallbackKind.choices, blank=True)
+
+    class Meta:
+        ordering = ["order", "id"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(kind__in=StepKind.values), name="step_kind_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.order}. {self.get_kind_display()}"
+
+    def to_spec(self) -> spec.StepSpec:
+        return spec.StepSpec(
+            kind=spec.StepKind(self.kind),
+            text=self.text,
+            tool=self.tool,
+            args=dict(self.args or {}),
+            callback=spec.CallbackKind(self.callback_kind) if self.callback_kind else None,
+        )

@@ -9,7 +9,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Prefetch, Q, QuerySet
 from django.http import Http404
 
-from agents.models import Agent, AgentApp, AppShare, ShareRole, Tool, Variable
+from agents.models import Agent, AgentApp, AppShare, Scenario, Tool, Variable
 
 
 @dataclass(frozen=True)
@@ -83,11 +83,8 @@ def app_with_everything(app_id: int) -> QuerySet[AgentApp]:
                 Prefetch("tools", queryset=Tool.objects.only("id", "name", "app_id")),
                 Prefetch("children", queryset=Agent.objects.only("id", "display_name", "app_id")),
                 "callbacks",
+                Prefetch("scenarios", queryset=Scenario.objects.prefetch_related("steps")),
             ),
         ),
         Prefetch("shares", queryset=AppShare.objects.select_related("user")),
     )
-
-
-def shared_roles() -> list[str]:
-    return list(ShareRole.values)

@@ -828,7 +828,7 @@ def _guess_type(schema: dict[str, Any]) -> str | None:
     if isinstance(declared, str):
         return declared
     if isinstance(declared, list):
-        real = [kind for kind in declared if kind != "null"]
+        real = [kind for kind in declared if isinstance(kind, str) and kind != "null"]
         return real[0] if real else "null"
     if any(
         k in schema for k in ("properties", "required", "additionalProperties", "patternProperties")

@@ -1,0 +1,84 @@
+"""Server time of the live preview and simulation fragments for the demo apps.
+
+Run on purpose (not part of the test suite):
+
+    .venv/bin/python bench/preview_bench.py [--runs 200]
+
+It migrates a throwaway SQLite database, loads the demo apps, signs in, and
+times complete requests through Django's test client (URL routing, session,
+permission checks, queries, compile, lint, template rendering), i.e. the
+server's share of a keystroke. Prints median, p95 and max per fragment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=200)
+    args = parser.parse_args()
+
+    workdir = tempfile.mkdtemp(prefix="statecraft-bench-")
+    os.environ["DATABASE_URL"] = f"sqlite:///{workdir}/bench.sqlite3"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.test import Client
+    from django.test.utils import setup_test_environment
+    from django.urls import reverse
+
+    setup_test_environment()
+    call_command("migrate", verbosity=0)
+    from agents.demo import ensure_demo_user, load_demo
+
+    user = ensure_demo_user()
+    apps = load_demo(user)
+    client = Client()
+    client.force_login(user)
+
+    print(f"{'fragment':<44} {'median ms':>10} {'p95 ms':>8} {'max ms':>8}")
+    for app in apps:
+        agent = app.agents.get(is_root=True)
+        cases = {
+            f"preview  · {app.name}": (
+                reverse("agent-preview", args=[app.pk, agent.pk]),
+                {"instructions": agent.instructions, "channel": "web", "modality": "text"},
+            ),
+            f"simulate · {app.name} (sandboxed Python)": (
+                reverse("agent-simulate", args=[app.pk, agent.pk]),
+                {"instructions": agent.instructions},
+            ),
+            f"simulate · {app.name} (tool mocks)": (
+                reverse("agent-simulate", args=[app.pk, agent.pk]),
+                {"instructions": agent.instructions, "use_mocks": "on"},
+            ),
+        }
+        for label, (url, data) in cases.items():
+            runs = args.runs if label.startswith("preview") else max(10, args.runs // 10)
+            client.post(url, data, headers={"HX-Request": "true"})  # warm caches and imports
+            timings = []
+            for _ in range(runs):
+                start = time.perf_counter()
+                response = client.post(url, data, headers={"HX-Request": "true"})
+                timings.append((time.perf_counter() - start) * 1000)
+                assert response.status_code == 200, response.status_code
+            timings.sort()
+            p95 = timings[int(len(timings) * 0.95) - 1]
+            print(f"{label:<44} {statistics.median(timings):>10.2f} {p95:>8.2f} {timings[-1]:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()

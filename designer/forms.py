@@ -1,0 +1,214 @@
+"""Designer forms: they parse what a designer types; the services decide what is valid."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+
+from agents.core import types as core_types
+from agents.core.spec import VariableType as CoreType
+from agents.core.script import format_script
+from agents.models import (
+    AgentApp,
+    CallbackKind,
+    Channel,
+    Modality,
+    Scenario,
+    Schema,
+    Tool,
+    ToolKind,
+    Variable,
+    VariableType,
+)
+
+ITEM_TYPE_CHOICES = [("", "—")] + [c for c in VariableType.choices if c[0] != VariableType.LIST]
+
+
+def _json_field_value(raw: str, field: str, *, allow_empty: bool = True) -> Any:
+    """Parse a JSON text field; an error says where (line, column) and what was expected."""
+    if not raw.strip():
+        if allow_empty:
+            return None
+        raise forms.ValidationError("Enter JSON here.", code="required")
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise forms.ValidationError(
+            f"Line {exc.lineno}, column {exc.colno}: {exc.msg}. Check the JSON syntax.",
+            code="json",
+        ) from exc
+
+
+class VariableForm(forms.Form):
+    """Name, type and description as typed; the default is typed as text and parsed by type."""
+
+    name = forms.CharField(max_length=64, strip=True)
+    type = forms.ChoiceField(choices=VariableType.choices, initial=VariableType.TEXT)
+    item_type = forms.ChoiceField(choices=ITEM_TYPE_CHOICES, required=False)
+    schema = forms.ModelChoiceField(queryset=Schema.objects.none(), required=False, empty_label="—")
+    default = forms.CharField(required=False, strip=False)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    update_references = forms.BooleanField(required=False, initial=True)
+
+    def __init__(self, *args: Any, app: AgentApp, schemas: list[Schema] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.app = app
+        self.fields["schema"].queryset = Schema.objects.filter(app=app)
+        self.schema_list = schemas if schemas is not None else list(app.schemas.all())
+
+    @classmethod
+    def for_variable(cls, variable: Variable, *, app: AgentApp, schemas: list[Schema] | None = None) -> VariableForm:
+        return cls(
+            app=app,
+            schemas=schemas,
+            initial={
+                "name": variable.name,
+                "type": variable.type,
+                "item_type": variable.item_type,
+                "schema": variable.schema_id,
+                "default": core_types.format_form_value(
+                    variable.default,
+                    CoreType(variable.type),
+                    CoreType(variable.item_type) if variable.item_type else None,
+                ),
+                "description": variable.description,
+                "version": variable.version,
+            },
+        )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        var_type = data.get("type")
+        if not var_type:
+            return data
+        item_type = data.get("item_type") or None
+        schema = data.get("schema")
+        raw = data.get("default", "")
+        parsed = core_types.parse_form_value(
+            raw,
+            CoreType(var_type),
+            item_type=CoreType(item_type) if item_type else None,
+            schema=schema.json_schema if schema else None,
+        )
+        for message in parsed.errors:
+            self.add_error("default", message)
+        data["default_value"] = parsed.value
+        return data
+
+
+class SchemaForm(forms.Form):
+    name = forms.CharField(max_length=64, strip=True)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    json_schema = forms.CharField(strip=False, widget=forms.Textarea(attrs={"rows": 14}))
+    version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+    def clean_json_schema(self) -> Any:
+        value = _json_field_value(self.cleaned_data["json_schema"], "json_schema", allow_empty=False)
+        if not isinstance(value, dict):
+            raise forms.ValidationError("A schema is a JSON object, like {\"type\": \"object\"}.")
+        return value
+
+
+class ToolForm(forms.Form):
+    name = forms.CharField(max_length=64, strip=True)
+    kind = forms.ChoiceField(choices=ToolKind.choices, initial=ToolKind.PYTHON)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    python_code = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 10}))
+    openapi_spec = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 10}))
+    mcp_url = forms.URLField(required=False, assume_scheme="https")
+    mcp_headers = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3}))
+    mock_enabled = forms.BooleanField(required=False)
+    mock_state = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3}))
+    mock_response = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3}))
+    version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+    @classmethod
+    def for_tool(cls, tool: Tool) -> ToolForm:
+        def dump(value: Any) -> str:
+            return "" if value in (None, {}) else json.dumps(value, indent=2, ensure_ascii=False)
+
+        return cls(
+            initial={
+                "name": tool.name, "kind": tool.kind, "description": tool.description,
+                "python_code": tool.python_code, "openapi_spec": dump(tool.openapi_spec),
+                "mcp_url": tool.mcp_url, "mcp_headers": dump(tool.mcp_headers),
+                "mock_enabled": tool.mock_enabled, "mock_state": dump(tool.mock_state),
+                "mock_response": dump(tool.mock_response), "version": tool.version,
+            }
+        )
+
+    def clean_openapi_spec(self) -> Any:
+        return _json_field_value(self.cleaned_data["openapi_spec"], "openapi_spec")
+
+    def clean_mcp_headers(self) -> Any:
+        return _json_field_value(self.cleaned_data["mcp_headers"], "mcp_headers") or {}
+
+    def clean_mock_state(self) -> Any:
+        return _json_field_value(self.cleaned_data["mock_state"], "mock_state") or {}
+
+    def clean_mock_response(self) -> Any:
+        return _json_field_value(self.cleaned_data["mock_response"], "mock_response")
+
+    def service_fields(self) -> dict[str, Any]:
+        data = dict(self.cleaned_data)
+        data.pop("version", None)
+        return data
+
+
+class AgentForm(forms.Form):
+    display_name = forms.CharField(max_length=200, strip=True)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    is_root = forms.BooleanField(required=False)
+    tools = forms.ModelMultipleChoiceField(queryset=Tool.objects.none(), required=False,
+                                           widget=forms.CheckboxSelectMultiple)
+    version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, app: AgentApp, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["tools"].queryset = Tool.objects.filter(app=app)
+
+
+class CallbackForm(forms.Form):
+    kind = forms.ChoiceField(choices=CallbackKind.choices)
+    code = forms.CharField(strip=False, widget=forms.Textarea(attrs={"rows": 8}))
+    version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+
+class ScenarioForm(forms.Form):
+    name = forms.CharField(max_length=200, strip=True)
+    steps_script = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 8}))
+    session_values = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3}))
+    channel = forms.ChoiceField(choices=Channel.choices, initial=Channel.WEB)
+    modality = forms.ChoiceField(choices=Modality.choices, initial=Modality.TEXT)
+    session_id = forms.CharField(max_length=100, initial="session-1")
+    project_id = forms.CharField(max_length=100, initial="my-project")
+    project_number = forms.CharField(max_length=30, initial="123456789")
+    location = forms.CharField(max_length=50, initial="us-central1")
+    token_budget = forms.IntegerField(min_value=1, initial=8000)
+    use_mocks = forms.BooleanField(required=False)
+    version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+    @classmethod
+    def for_scenario(cls, scenario: Scenario) -> ScenarioForm:
+        return cls(initial={
+            "name": scenario.name,
+            "steps_script": format_script(tuple(s.to_spec() for s in scenario.steps.all())),
+            "session_values": json.dumps(scenario.session_values, indent=2, ensure_ascii=False)
+            if scenario.session_values else "",
+            "channel": scenario.channel, "modality": scenario.modality,
+            "session_id": scenario.session_id, "project_id": scenario.project_id,
+            "project_number": scenario.project_number, "location": scenario.location,
+            "token_budget": scenario.token_budget, "use_mocks": scenario.use_mocks,
+            "version": scenario.version,
+        })
+
+    def clean_session_values(self) -> Any:
+        return _json_field_value(self.cleaned_data["session_values"], "session_values") or {}
+
+    def service_fields(self) -> dict[str, Any]:
+        data = dict(self.cleaned_data)
+        data.pop("version", None)
+        return data

@@ -1,0 +1,133 @@
+"""The simulated conversation beside the preview: scenario in, timeline view-model out.
+
+The core simulates (pure, deterministic); this module chooses the scenario,
+hands the core a code runner that goes through the sandbox, and shapes the
+result for the template.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from agents.core.render import render_value
+from agents.core.simulate import CodeCall, CodeResult, SimulationResult, simulate
+from agents.models import Agent, AgentApp, Scenario
+from agents.sandbox import host as sandbox
+
+
+def sandbox_runner(call: CodeCall) -> CodeResult:
+    """Run tool or callback code in the sandbox child process; never raises.
+
+    Results are memoised on the call's full input (code, entry, arguments, state,
+    context): re-simulating while the designer types the instructions then costs no
+    process start. Code that reads the clock sees the time of its first run.
+    """
+    key = json.dumps(
+        [call.code, call.entry, call.kind, call.args, call.state, call.context_values],
+        sort_keys=True, default=str,
+    )
+    cached = _RESULTS.get(key)
+    if cached is not None:
+        _RESULTS.move_to_end(key)
+        return cached
+    result = sandbox.run_code(
+        call.code, entry=call.entry, kind=call.kind, args=call.args, state=call.state,
+        context_values=call.context_values,
+    )
+    error = result.error
+    outcome = CodeResult(
+        ok=result.ok, return_value=result.return_value, writes=result.writes,
+        removed=result.removed, error=f"{error.kind}: {error.message}" if error else None,
+        error_line=error.line if error else None, stdout=result.stdout,
+    )
+    _RESULTS[key] = outcome
+    if len(_RESULTS) > _CACHE_SIZE:
+        _RESULTS.popitem(last=False)
+    return outcome
+
+
+_CACHE_SIZE = 512
+_RESULTS: OrderedDict[str, CodeResult] = OrderedDict()
+
+
+@dataclass
+class StateRow:
+    name: str
+    value: str
+    changed: bool
+
+
+@dataclass
+class TurnView:
+    index: int
+    events: list[Any]
+    state: list[StateRow]
+    builtins: dict[str, str]
+    http: list[Any]
+    warnings: list[Any]
+    tokens_used: int
+    budget: int
+    dropped: set[int]
+
+    @property
+    def meter_percent(self) -> int:
+        return min(100, round(100 * self.tokens_used / self.budget)) if self.budget else 0
+
+
+@dataclass
+class Conversation:
+    scenarios: list[Scenario]
+    scenario: Scenario | None
+    result: SimulationResult | None = None
+    turns: list[TurnView] = field(default_factory=list)
+    diagnostics: list[Any] = field(default_factory=list)
+    use_mocks: bool = False
+    budget: int = 0
+
+
+def build_conversation(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Conversation:
+    scenarios = list(agent.scenarios.all())
+    wanted = str(params.get("scenario", "") or "")
+    scenario = next((s for s in scenarios if str(s.pk) == wanted), None) or next(iter(scenarios), None)
+    conversation = Conversation(scenarios=scenarios, scenario=scenario)
+    if scenario is None:
+        return conversation
+    spec = app.to_spec()
+    instructions = params.get("instructions")
+    if instructions is not None:
+        spec = replace(
+            spec,
+            agents=tuple(
+                replace(a, instructions=instructions) if a.name == agent.display_name else a
+                for a in spec.agents
+            ),
+        )
+    scenario_spec = scenario.to_spec(app_id=f"apps/{app.pk}")
+    use_mocks = scenario_spec.use_mocks or params.get("use_mocks") in ("on", "true", "1")
+    if use_mocks != scenario_spec.use_mocks:
+        scenario_spec = replace(scenario_spec, use_mocks=use_mocks)
+    result = simulate(spec, scenario_spec, run_code=sandbox_runner)
+    conversation.result = result
+    conversation.use_mocks = use_mocks
+    conversation.budget = scenario_spec.token_budget
+    conversation.diagnostics = list(result.diagnostics)
+    events = result.events
+    for turn in result.turns:
+        conversation.turns.append(
+            TurnView(
+                index=turn.index,
+                events=[events[i] for i in turn.events],
+                state=[StateRow(k, render_value(v), k in turn.changed) for k, v in turn.state_after.items()],
+                builtins={k: v if isinstance(v, str) else render_value(v) for k, v in turn.builtins.items()},
+                http=list(turn.http),
+                warnings=list(turn.warnings),
+                tokens_used=turn.tokens_used,
+                budget=scenario_spec.token_budget,
+                dropped=set(turn.dropped),
+            )
+        )
+    return conversation

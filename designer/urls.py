@@ -1,0 +1,44 @@
+"""Root URLs: the designer pages and fragments, the API, the admin site, sign-in, health."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from designer import views
+
+app_patterns = [
+    path("", views.app_designer, name="app-designer"),
+    path("duplicate", views.app_duplicate, name="app-duplicate"),
+    path("delete", views.app_delete, name="app-delete"),
+    path("variables/new", views.variable_new, name="variable-new"),
+    path("variables/default-field", views.variable_default_field, name="variable-default-field"),
+    path("variables/<int:variable_id>/edit", views.variable_edit, name="variable-edit"),
+    path("variables/<int:variable_id>/delete", views.variable_delete, name="variable-delete"),
+    path("variables/<int:variable_id>/usage", views.variable_usage, name="variable-usage"),
+    path("schemas/new", views.schema_new, name="schema-new"),
+    path("schemas/example", views.schema_example, name="schema-example"),
+    path("schemas/<int:schema_id>/edit", views.schema_edit, name="schema-edit"),
+    path("schemas/<int:schema_id>/delete", views.schema_delete, name="schema-delete"),
+    path("tools/new", views.tool_new, name="tool-new"),
+    path("tools/<int:tool_id>/edit", views.tool_edit, name="tool-edit"),
+    path("tools/<int:tool_id>/delete", views.tool_delete, name="tool-delete"),
+    path("agents/new", views.agent_new, name="agent-new"),
+    path("agents/<int:agent_id>/edit", views.agent_edit, name="agent-edit"),
+    path("agents/<int:agent_id>/delete", views.agent_delete, name="agent-delete"),
+    path("agents/<int:agent_id>/instructions", views.agent_instructions, name="agent-instructions"),
+    path("agents/<int:agent_id>/preview", views.agent_preview, name="agent-preview"),
+    path("agents/<int:agent_id>/simulate", views.agent_simulate, name="agent-simulate"),
+    path("agents/<int:agent_id>/scenarios/new", views.scenario_new, name="scenario-new"),
+    path("agents/<int:agent_id>/scenarios/<int:scenario_id>/edit", views.scenario_edit, name="scenario-edit"),
+    path("agents/<int:agent_id>/scenarios/<int:scenario_id>/delete", views.scenario_delete, name="scenario-delete"),
+]
+
+urlpatterns = [
+    path("", views.app_list, name="app-list"),
+    path("healthz", views.healthz, name="healthz"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("apps/new", views.app_create, name="app-create"),
+    path("apps/<int:app_id>/", include(app_patterns)),
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,647 @@
+"""The designer's pages and their HTMX fragments (function views; one URL, page or fragment)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db import connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import reswap, retarget, trigger_client_event
+
+from agents import selectors, services
+from agents.core import types as core_types
+from agents.core.spec import VariableType as CoreType
+from agents.models import Agent, AgentApp, Scenario, Schema, Tool, Variable
+from designer import preview as preview_builder
+from designer import simulation
+from designer.forms import AgentForm, ScenarioForm, SchemaForm, ToolForm, VariableForm
+
+DESIGNER = "agents/app_designer.html"
+APP_CHANGED = "app-changed"
+
+
+# ---------------------------------------------------------------- plumbing
+
+
+@require_GET
+def healthz(request: HttpRequest) -> HttpResponse:
+    """Liveness and database check for load balancers."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except Exception as exc:  # any database failure means "not healthy"
+        return JsonResponse({"status": "error", "database": str(exc)}, status=503)
+    return JsonResponse({"status": "ok", "database": "ok"})
+
+
+def _fragment_or_redirect(
+    request: HttpRequest, app: AgentApp, fragment: str, context: dict[str, Any], *, changed: bool = True
+) -> HttpResponse:
+    """htmx gets the updated fragment (and an event for the other regions); a plain POST redirects."""
+    if not request.htmx:
+        return redirect(_designer_url(app, request))
+    response = render(request, f"{DESIGNER}#{fragment}", context)
+    retarget(response, f"#{fragment}")
+    reswap(response, "outerHTML")
+    if changed:
+        trigger_client_event(response, APP_CHANGED, {})
+    return response
+
+
+def _designer_url(app: AgentApp, request: HttpRequest) -> str:
+    url = reverse("app-designer", args=[app.pk])
+    agent = request.POST.get("agent") or request.GET.get("agent")
+    return f"{url}?agent={agent}" if agent else url
+
+
+def _form_response(request: HttpRequest, fragment: str, context: dict[str, Any]) -> HttpResponse:
+    """An invalid form comes back with its errors: 200 for htmx (it swaps only 2xx), 400 otherwise."""
+    template = f"{DESIGNER}#{fragment}" if request.htmx else "agents/form_page.html"
+    context.setdefault("fragment", fragment)
+    return render(request, template, context, status=200 if request.htmx else 400)
+
+
+def _apply_service_errors(form: Any, error: services.ServiceError) -> None:
+    for field, problems in error.field_errors().items():
+        target = field if field in form.fields else None
+        for problem in problems:
+            form.add_error(target, problem)
+
+
+def _loaded_app(request: HttpRequest, app_id: int, *, edit: bool = False) -> tuple[AgentApp, selectors.Access]:
+    return selectors.app_for_user(
+        request.user, app_id, edit=edit, queryset=selectors.app_with_everything(app_id)
+    )
+
+
+def _designer_context(request: HttpRequest, app: AgentApp, access: selectors.Access) -> dict[str, Any]:
+    agents = list(app.agents.all())
+    wanted = request.GET.get("agent") or request.POST.get("agent")
+    agent = next((a for a in agents if str(a.pk) == wanted), None) or next(iter(agents), None)
+    variables = list(app.variables.all())
+    return {
+        "app": app,
+        "access": access,
+        "agents": agents,
+        "agent": agent,
+        "variables": variables,
+        "schemas": list(app.schemas.all()),
+        "tools": list(app.tools.all()),
+        "usage": preview_builder.usage_by_variable(app),
+        "preview": preview_builder.build_preview(app, agent, request.GET) if agent else None,
+        "conversation": simulation.build_conversation(app, agent, request.GET) if agent else None,
+    }
+
+
+# ---------------------------------------------------------------- app list
+
+
+@login_required
+@require_GET
+def app_list(request: HttpRequest) -> HttpResponse:
+    search = request.GET.get("q", "").strip()
+    apps = selectors.app_list(request.user, search=search)
+    template = "agents/app_list.html#app-table" if request.htmx else "agents/app_list.html"
+    return render(request, template, {"apps": apps, "search": search, "form_errors": {}})
+
+
+@login_required
+@require_POST
+def app_create(request: HttpRequest) -> HttpResponse:
+    name = request.POST.get("name", "")
+    description = request.POST.get("description", "")
+    try:
+        app = services.app_create(owner=request.user, name=name, description=description)
+    except services.ServiceError as exc:
+        return render(
+            request,
+            "agents/app_list.html",
+            {"apps": selectors.app_list(request.user), "search": "", "form_errors": exc.field_errors(),
+             "typed": {"name": name, "description": description}},
+            status=200 if request.htmx else 400,
+        )
+    return redirect("app-designer", app_id=app.pk)
+
+
+@login_required
+@require_POST
+def app_duplicate(request: HttpRequest, app_id: int) -> HttpResponse:
+    app, _ = selectors.app_for_user(request.user, app_id)
+    copy = services.app_duplicate(app=app, owner=request.user)
+    messages.success(request, f"Duplicated “{app.name}” as “{copy.name}”.")
+    return redirect("app-list")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def app_delete(request: HttpRequest, app_id: int) -> HttpResponse:
+    app, access = selectors.app_for_user(request.user, app_id)
+    if not access.is_owner:
+        raise PermissionDenied("Only the owner can delete an app.")
+    if request.method == "POST":
+        name = app.name
+        services.app_delete(app=app)
+        messages.success(request, f"Deleted “{name}”.")
+        return redirect("app-list")
+    return render(request, "agents/app_delete.html", {"app": app})
+
+
+# ---------------------------------------------------------------- designer page
+
+
+@login_required
+@require_GET
+def app_designer(request: HttpRequest, app_id: int) -> HttpResponse:
+    app, access = _loaded_app(request, app_id)
+    context = _designer_context(request, app, access)
+    fragment = request.GET.get("fragment") if request.htmx else None
+    if fragment in {"variable-list", "schema-list", "tool-list", "agent-list", "usage-panel"}:
+        return render(request, f"{DESIGNER}#{fragment}", context)
+    return render(request, DESIGNER, context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def agent_preview(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
+    """The live preview: compile the (unsaved) instructions with the session values typed."""
+    app, access = _loaded_app(request, app_id)
+    agent = next((a for a in app.agents.all() if a.pk == agent_id), None)
+    if agent is None:
+        return HttpResponse("No such agent.", status=404)
+    params = request.POST if request.method == "POST" else request.GET
+    preview = preview_builder.build_preview(app, agent, params)
+    return render(request, f"{DESIGNER}#preview-panel", {"app": app, "agent": agent, "preview": preview, "access": access})
+
+
+@login_required
+@require_POST
+def agent_instructions(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
+    """Save the instructions; a stale version is refused and nothing typed is lost."""
+    app, _ = selectors.app_for_user(request.user, app_id, edit=True)
+    agent = get_object_or_404(Agent, pk=agent_id, app=app)
+    version = _int_or_none(request.POST.get("version"))
+    try:
+        agent = services.agent_update(
+            agent=agent, instructions=request.POST.get("instructions", ""), expected_version=version
+        )
+    except services.ServiceError as exc:
+        status_text = exc.diagnostics[0].message
+        return render(
+            request, f"{DESIGNER}#save-status",
+            {"agent": agent, "save_error": status_text, "saved_version": version},
+        ) if request.htmx else HttpResponse(status_text, status=409)
+    if not request.htmx:
+        return redirect(_designer_url(app, request))
+    response = render(request, f"{DESIGNER}#save-status", {"agent": agent, "saved_version": agent.version})
+    trigger_client_event(response, APP_CHANGED, {})
+    return response
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+# ---------------------------------------------------------------- variables
+
+
+def _variable_context(request: HttpRequest, app: AgentApp, access: selectors.Access, **extra: Any) -> dict[str, Any]:
+    context = {
+        "app": app, "access": access, "variables": list(app.variables.all()),
+        "schemas": list(app.schemas.all()), "usage": preview_builder.usage_by_variable(app),
+        "agent_id": request.POST.get("agent") or request.GET.get("agent") or "",
+    }
+    context.update(extra)
+    return context
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def variable_new(request: HttpRequest, app_id: int) -> HttpResponse:
+    app, access = _loaded_app(request, app_id, edit=True)
+    schemas = list(app.schemas.all())
+    if request.method == "GET":
+        initial = {"name": request.GET.get("name", ""), "type": request.GET.get("type", "text")}
+        form = VariableForm(app=app, schemas=schemas, initial=initial)
+        return _form_response(request, "variable-form", {"app": app, "form": form, "variable": None})
+    form = VariableForm(request.POST, app=app, schemas=schemas)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            services.variable_create(
+                app=app, name=data["name"], type=data["type"], item_type=data["item_type"],
+                schema=data["schema"], default=data["default_value"], description=data["description"],
+            )
+        except services.ServiceError as exc:
+            _apply_service_errors(form, exc)
+        else:
+            app, access = _loaded_app(request, app_id)
+            return _fragment_or_redirect(request, app, "variable-list", _variable_context(request, app, access))
+    return _form_response(request, "variable-form", {"app": app, "form": form, "variable": None})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def variable_edit(request: HttpRequest, app_id: int, variable_id: int) -> HttpResponse:
+    app, access = _loaded_app(request, app_id, edit=True)
+    variable = next((v for v in app.variables.all() if v.pk == variable_id), None)
+    if variable is None:
+        return HttpResponse("No such variable.", status=404)
+    schemas = list(app.schemas.all())
+    if request.method == "GET":
+        form = VariableForm.for_variable(variable, app=app, schemas=schemas)
+        return _form_response(request, "variable-form", {"app": app, "form": form, "variable": variable})
+    form = VariableForm(request.POST, app=app, schemas=schemas)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            services.variable_update(
+                update_references=data["update_references"],
+                variable=variable, name=data["name"], type=data["type"], item_type=data["item_type"],
+                schema=data["schema"], default=data["default_value"],
+                description=data["description"], expected_version=data["version"],
+            )
+        except services.ServiceError as exc:
+            _apply_service_errors(form, exc)
+        else:
+            app, access = _loaded_app(request, app_id)
+            return _fragment_or_redirect(request, app, "variable-list", _variable_context(request, app, access))
+    return _form_response(request, "variable-form", {"app": app, "form": form, "variable": variable})
+
+
+@login_required
+@require_POST
+def variable_delete(request: HttpRequest, app_id: int, variable_id: int) -> HttpResponse:
+    app, _ = selectors.app_for_user(request.user, app_id, edit=True)
+    services.variable_delete(variable=get_object_or_404(Variable, pk=variable_id, app=app))
+    app, access = _loaded_app(request, app_id)
+    return _fragment_or_redirect(request, app, "variable-list", _variable_context(request, app, access))
+
+
+@login_required
+@require_GET
+def variable_default_field(request: HttpRequest, app_id: int) -> HttpResponse:
+    """Swap only the default's widget when the type changes; the rest of the form stays as typed."""
+    app, _ = _loaded_app(request, app_id, edit=True)
+    form = VariableForm(request.GET, app=app, schemas=list(app.schemas.all()))
+    return render(request, f"{DESIGNER}#default-field", {"app": app, "form": form})
+
+
+# ---------------------------------------------------------------- schemas
+
+
+def _schema_context(request: HttpRequest, app: AgentApp, access: selectors.Access) -> dict[str, Any]:
+    return {"app": app, "access": access, "schemas": list(app.schemas.all()),
+            "agent_id": request.POST.get("agent") or request.GET.get("agent") or ""}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def schema_new(request: HttpRequest, app_id: int) -> HttpResponse:
+    app, access = _loaded_app(request, app_id, edit=True)
+    if request.method == "GET":
+        starter = {"type": "object", "properties": {}, "required": []}
+        form = SchemaForm(initial={"json_schema": json.dumps(starter, indent=2)})
+        return _form_response(request, "schema-form", {"app": app, "form": form, "schema": None})
+    form = SchemaForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            services.schema_create(app=app, name=data["name"], json_schema=data["json_schema"],
+                                   description=data["description"])
+        except services.ServiceError as exc:
+            _apply_service_errors(form, exc)
+        else:
+            app, access = _loaded_app(request, app_id)
+            return _fragment_or_redirect(request, app, "schema-list", _schema_context(request, app, access))
+    return _form_response(request, "schema-form", {"app": app, "form": form, "schema": None})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def schema_edit(request: HttpRequest, app_id: int, schema_id: int) -> HttpResponse:
+    app, access = _loaded_app(request, app_id, edit=True)
+    schema = next((s for s in app.schemas.all() if s.pk == schema_id), None)
+    if schema is None:
+        return HttpResponse("No such schema.", status=404)
+    if request.method == "GET":
+        form = SchemaForm(initial={
+            "name": schema.name, "description": schema.description, "version": schema.version,
+            "json_schema": json.dumps(schema.json_schema, indent=2, ensure_ascii=False),
+        })
+        return _form_response(request, "schema-form", {"app": app, "form": form, "schema": schema})
+    form = SchemaForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            services.schema_update(schema=schema, name=data["name"], json_schema=data["json_schema"],
+                                   description=data["description"], expected_version=data["version"])
+        except services.ServiceError as exc:
+            _apply_service_errors(form, exc)
+        else:
+            app, access = _loaded_app(request, app_id)
+            return _fragment_or_redirect(request, app, "schema-list", _schema_context(request, app, access))
+    return _form_response(request, "schema-form", {"app": app, "form": form, "schema": schema})
+
+
+@login_required
+@require_POST
+def schema_delete(request: HttpRequest, app_id: int, schema_id: int) -> HttpResponse:
+    app, access = selectors.app_for_user(request.user, app_id, edit=True)
+    schema = get_object_or_404(Schema, pk=schema_id, app=app)
+    try:
+        services.schema_delete(schema=schema)
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+        app, access = _loaded_app(request, app_id)
+        context = _schema_context(request, app, access)
+        context["schema_error"] = str(exc)
+        return _fragment_or_redirect(request, app, "schema-list", context, changed=False)
+    app, access = _loaded_app(request, app_id)
+    return _fragment_or_redirect(request, app, "schema-list", _schema_context(request, app, access))
+
+
+@login_required
+@require_POST
+def schema_example(request: HttpRequest, app_id: int) -> HttpResponse:
+    """An example value generated from the schema being edited (JSON in, JSON out)."""
+    selectors.app_for_user(request.user, app_id)
+    try:
+        schema = json.loads(request.POST.get("json_schema", ""))
+    except json.JSONDecodeError as exc:
+        return JsonResponse({"error": f"Line {exc.lineno}, column {exc.colno}: {exc.msg}."})
+    return JsonResponse({"example": core_types.example_value(schema)})
+
+
+# ---------------------------------------------------------------- tools
+
+
+def _tool_context(request: HttpRequest, app: AgentApp, access: selectors.Access) -> dict[str, Any]:
+    return {"app": app, "access": access, "tools": list(app.tools.all()),
+            "agent_id": request.POST.get("agent") or request.GET.get("agent") or ""}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def tool_new(request: HttpRequest, app_id: int) -> HttpResponse:
+    app, access = _loaded_app(request, app_id, edit=True)
+    if request.method == "GET":
+        form = ToolForm(initial={"kind": request.GET.get("kind", "python")})
+        return _form_response(request, "tool-form", {"app": app, "form": form, "tool": None})
+    form = ToolForm(request.POST)
+    if form.is_valid():
+        fields = form.service_fields()
+        name = fields.pop("name")
+        try:
+            tool = services.tool_create(app=app, name=name, **fields)
+            agent = _agent_from_request(request, app)
+            if agent is not None:
+                services.agent_update(agent=agent, tools=[*agent.tools.all(), tool])
+        except services.ServiceError as exc:
+            _apply_service_errors(form, exc)
+        else:
+            app, access = _loaded_app(request, app_id)
+            return _fragment_or_redirect(request, app, "tool-list", _tool_context(request, app, access))
+    return _form_response(request, "tool-form", {"app": app, "form": form, "tool": None})
+
+
+def _agent_from_request(request: HttpRequest, app: AgentApp) -> Agent | None:
+    wanted = request.POST.get("agent") or request.GET.get("agent")
+    return Agent.objects.filter(app=app, pk=_int_or_none(wanted)).first() if wanted else None
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def tool_edit(request: HttpRequest, app_id: int, tool_id: int) -> HttpResponse:
+    app, access = _loaded_app(request, app_id, edit=True)
+    tool = next((t for t in app.tools.all() if t.pk == tool_id), None)
+    if tool is None:
+        return HttpResponse("No such tool.", status=404)
+    if request.method == "GET":
+        return _form_response(request, "tool-form", {"app": app, "form": ToolForm.for_tool(tool), "tool": tool})
+    form = ToolForm(request.POST)
+    if form.is_valid():
+        fields = form.service_fields()
+        try:
+            services.tool_update(tool=tool, expected_version=form.cleaned_data["version"], **fields)
+        except services.ServiceError as exc:
+            _apply_service_errors(form, exc)
+        else:
+            app, access = _loaded_app(request, app_id)
+            return _fragment_or_redirect(request, app, "tool-list", _tool_context(request, app, access))
+    return _form_response(request, "tool-form", {"app": app, "form": form, "tool": tool})
+
+
+@login_required
+@require_POST
+def tool_delete(request: HttpRequest, app_id: int, tool_id: int) -> HttpResponse:
+    app, _ = selectors.app_for_user(request.user, app_id, edit=True)
+    services.tool_delete(tool=get_object_or_404(Tool, pk=tool_id, app=app))
+    app, access = _loaded_app(request, app_id)
+    return _fragment_or_redirect(request, app, "tool-list", _tool_context(request, app, access))
+
+
+# ---------------------------------------------------------------- agents
+
+
+def _agent_list_context(request: HttpRequest, app: AgentApp, access: selectors.Access, agent: Agent | None) -> dict[str, Any]:
+    return {"app": app, "access": access, "agents": list(app.agents.all()), "agent": agent}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def agent_new(request: HttpRequest, app_id: int) -> HttpResponse:
+    app, access = _loaded_app(request, app_id, edit=True)
+    if request.method == "GET":
+        form = AgentForm(app=app)
+        return _form_response(request, "agent-form", {"app": app, "form": form, "edited": None})
+    form = AgentForm(request.POST, app=app)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            agent = services.agent_create(
+                app=app, display_name=data["display_name"], description=data["description"],
+                is_root=data["is_root"] or None, tools=list(data["tools"]),
+            )
+        except services.ServiceError as exc:
+            _apply_service_errors(form, exc)
+        else:
+            if request.htmx:
+                response = HttpResponse(status=204)
+                response["HX-Redirect"] = f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}"
+                return response
+            return redirect(f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}")
+    return _form_response(request, "agent-form", {"app": app, "form": form, "edited": None})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def agent_edit(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
+    app, access = _loaded_app(request, app_id, edit=True)
+    agent = next((a for a in app.agents.all() if a.pk == agent_id), None)
+    if agent is None:
+        return HttpResponse("No such agent.", status=404)
+    if request.method == "GET":
+        form = AgentForm(app=app, initial={
+            "display_name": agent.display_name, "description": agent.description,
+            "is_root": agent.is_root, "tools": [t.pk for t in agent.tools.all()], "version": agent.version,
+        })
+        return _form_response(request, "agent-form", {"app": app, "form": form, "edited": agent})
+    form = AgentForm(request.POST, app=app)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            services.agent_update(
+                agent=agent, display_name=data["display_name"], description=data["description"],
+                is_root=data["is_root"] or None, tools=list(data["tools"]),
+                expected_version=data["version"],
+            )
+        except services.ServiceError as exc:
+            _apply_service_errors(form, exc)
+        else:
+            if request.htmx:
+                response = HttpResponse(status=204)
+                response["HX-Redirect"] = f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}"
+                return response
+            return redirect(f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}")
+    return _form_response(request, "agent-form", {"app": app, "form": form, "edited": agent})
+
+
+@login_required
+@require_POST
+def agent_delete(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
+    app, _ = selectors.app_for_user(request.user, app_id, edit=True)
+    agent = get_object_or_404(Agent, pk=agent_id, app=app)
+    try:
+        services.agent_delete(agent=agent)
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+    url = reverse("app-designer", args=[app.pk])
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)
+
+
+# ---------------------------------------------------------------- usage
+
+
+@login_required
+@require_GET
+def variable_usage(request: HttpRequest, app_id: int, variable_id: int) -> HttpResponse:
+    app, access = _loaded_app(request, app_id)
+    variable = next((v for v in app.variables.all() if v.pk == variable_id), None)
+    if variable is None:
+        return HttpResponse("No such variable.", status=404)
+    usage = preview_builder.usage_by_variable(app).get(variable.name)
+    template = f"{DESIGNER}#usage-detail" if request.htmx else "agents/form_page.html"
+    return render(request, template, {"app": app, "variable": variable, "var_usage": usage,
+                                      "fragment": "usage-detail"})
+
+
+# ---------------------------------------------------------------- scenarios and the simulated conversation
+
+
+def _agent_of(app: AgentApp, agent_id: int) -> Agent | None:
+    return next((a for a in app.agents.all() if a.pk == agent_id), None)
+
+
+def _conversation(request: HttpRequest, app: AgentApp, access: selectors.Access, agent: Agent, params: Any) -> HttpResponse:
+    context = {"app": app, "access": access, "agent": agent,
+               "conversation": simulation.build_conversation(app, agent, params)}
+    return render(request, f"{DESIGNER}#conversation-panel", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def agent_simulate(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
+    """Run the chosen scenario against the (unsaved) instructions; the conversation fragment."""
+    app, access = _loaded_app(request, app_id)
+    agent = _agent_of(app, agent_id)
+    if agent is None:
+        return HttpResponse("No such agent.", status=404)
+    return _conversation(request, app, access, agent, request.POST if request.method == "POST" else request.GET)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def scenario_new(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
+    app, access = _loaded_app(request, app_id, edit=True)
+    agent = _agent_of(app, agent_id)
+    if agent is None:
+        return HttpResponse("No such agent.", status=404)
+    context = {"app": app, "agent": agent, "scenario": None}
+    if request.method == "GET":
+        context["form"] = ScenarioForm(initial={"name": f"Scenario {agent.scenarios.count() + 1}",
+                                                "steps_script": "user: Hello!\n"})
+        return _form_response(request, "scenario-form", context)
+    form = ScenarioForm(request.POST)
+    context["form"] = form
+    if form.is_valid():
+        try:
+            scenario = services.scenario_save(agent=agent, **form.service_fields())
+        except services.ServiceError as exc:
+            _apply_service_errors(form, exc)
+        else:
+            return _after_scenario_save(request, app, access, agent, scenario.pk)
+    return _form_response(request, "scenario-form", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def scenario_edit(request: HttpRequest, app_id: int, agent_id: int, scenario_id: int) -> HttpResponse:
+    app, access = _loaded_app(request, app_id, edit=True)
+    agent = _agent_of(app, agent_id)
+    scenario = next((s for s in agent.scenarios.all() if s.pk == scenario_id), None) if agent else None
+    if scenario is None:
+        return HttpResponse("No such scenario.", status=404)
+    context = {"app": app, "agent": agent, "scenario": scenario}
+    if request.method == "GET":
+        context["form"] = ScenarioForm.for_scenario(scenario)
+        return _form_response(request, "scenario-form", context)
+    form = ScenarioForm(request.POST)
+    context["form"] = form
+    if form.is_valid():
+        try:
+            services.scenario_save(agent=agent, scenario=scenario, expected_version=form.cleaned_data["version"],
+                                   **form.service_fields())
+        except services.ServiceError as exc:
+            _apply_service_errors(form, exc)
+        else:
+            return _after_scenario_save(request, app, access, agent, scenario.pk)
+    return _form_response(request, "scenario-form", context)
+
+
+@login_required
+@require_POST
+def scenario_delete(request: HttpRequest, app_id: int, agent_id: int, scenario_id: int) -> HttpResponse:
+    app, _ = selectors.app_for_user(request.user, app_id, edit=True)
+    scenario = get_object_or_404(Scenario, pk=scenario_id, agent_id=agent_id, agent__app=app)
+    services.scenario_delete(scenario=scenario)
+    app, access = _loaded_app(request, app_id)
+    agent = _agent_of(app, agent_id)
+    if not request.htmx:
+        return redirect(f"{reverse('app-designer', args=[app.pk])}?agent={agent_id}")
+    return _conversation(request, app, access, agent, {})
+
+
+def _after_scenario_save(request: HttpRequest, app: AgentApp, access: selectors.Access, agent: Agent, scenario_id: int) -> HttpResponse:
+    if not request.htmx:
+        return redirect(f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}&scenario={scenario_id}")
+    app, access = _loaded_app(request, app.pk)
+    agent = _agent_of(app, agent.pk)
+    response = _conversation(request, app, access, agent, {"scenario": str(scenario_id)})
+    retarget(response, "#conversation-panel")
+    reswap(response, "outerHTML")
+    return response

@@ -1,0 +1,340 @@
+// Statecraft designer: editor highlighting, autocomplete, diagnostics, inline forms, schema builder.
+// Plain JS, no dependencies; htmx does the server round trips.
+(function () {
+  "use strict";
+
+  const REF = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\s*\}\}|\{@(TOOL|AGENT):\s*([^{}\n]+?)\s*\}|\{%\s*(?:if|elif|else|endif)\b[^%\n]*%\}|\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}/g;
+
+  function escapeHtml(text) {
+    return text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));
+  }
+
+  function readJson(id, fallback) {
+    const node = document.getElementById(id);
+    if (!node) return fallback;
+    try { return JSON.parse(node.textContent); } catch (e) { return fallback; }
+  }
+
+  // ------------------------------------------------------------ editor highlighting
+
+  const editor = document.getElementById("instructions");
+  const layer = document.getElementById("instructions-highlight");
+
+  function classify(match) {
+    if (match[0].startsWith("{{")) return "static";
+    if (match[2]) return match[2] === "TOOL" ? "tool" : "agent";
+    if (match[0].startsWith("{%")) return "cond";
+    return "dynamic";
+  }
+
+  function highlight() {
+    if (!editor || !layer) return;
+    const text = editor.value;
+    const data = readJson("completion-data", { variables: [], tools: [], agents: [] });
+    const known = new Set(data.variables.map((v) => v.name));
+    const problems = readJson("diagnostic-data", []).filter((d) => d.severity !== "info");
+    // Marks: [start, end, className]; references first, diagnostics squiggle on top.
+    const marks = [];
+    REF.lastIndex = 0;
+    let m;
+    while ((m = REF.exec(text))) {
+      const kind = classify(m);
+      let cls = "hl hl-" + kind;
+      if ((kind === "static" && !known.has(m[1].split(".")[0])) || (kind === "dynamic" && !known.has(m[4]))) cls += " hl-unknown";
+      marks.push([m.index, m.index + m[0].length, cls]);
+    }
+    const bounds = new Set([0, text.length]);
+    marks.forEach(([s, e]) => { bounds.add(s); bounds.add(e); });
+    problems.forEach((p) => { if (p.start != null && p.start < text.length) { bounds.add(p.start); bounds.add(Math.min(p.end, text.length)); } });
+    const points = Array.from(bounds).sort((a, b) => a - b);
+    let html = "";
+    for (let i = 0; i < points.length - 1; i++) {
+      const s = points[i], e = points[i + 1];
+      const classes = [];
+      const ref = marks.find(([ms, me]) => ms <= s && e <= me);
+      if (ref) classes.push(ref[2]);
+      const prob = problems.find((p) => p.start <= s && e <= Math.max(p.end, p.start + 1));
+      if (prob) classes.push("squiggle squiggle-" + prob.severity);
+      const chunk = escapeHtml(text.slice(s, e));
+      html += classes.length ? `<span class="${classes.join(" ")}">${chunk}</span>` : chunk;
+    }
+    layer.innerHTML = html + "\n";
+    syncScroll();
+  }
+
+  function syncScroll() {
+    if (!editor || !layer) return;
+    layer.parentElement.scrollTop = editor.scrollTop;
+    layer.parentElement.scrollLeft = editor.scrollLeft;
+  }
+
+  // ------------------------------------------------------------ autocomplete
+
+  const list = document.getElementById("completion-list");
+  let items = [];
+  let active = 0;
+  let context = null; // {start, kind, prefix}
+
+  function completionContext() {
+    const pos = editor.selectionStart;
+    const before = editor.value.slice(Math.max(0, pos - 120), pos);
+    let m;
+    if ((m = before.match(/\{@(TOOL|AGENT):\s*([^{}\n]*)$/))) return { kind: m[1].toLowerCase(), prefix: m[2], start: pos - m[2].length };
+    if ((m = before.match(/\{@([A-Za-z]*)$/))) return { kind: "at", prefix: m[1], start: pos - m[1].length };
+    if ((m = before.match(/\{\{\s*([A-Za-z0-9_.]*)$/))) return { kind: "static", prefix: m[1], start: pos - m[1].length };
+    if ((m = before.match(/(?:^|[^{])\{\s*([A-Za-z0-9_]*)$/))) return { kind: "dynamic", prefix: m[1], start: pos - m[1].length };
+    return null;
+  }
+
+  function suggestions(ctx) {
+    const data = readJson("completion-data", { variables: [], tools: [], agents: [], agentTools: [] });
+    const p = ctx.prefix.toLowerCase();
+    if (ctx.kind === "at") {
+      return ["TOOL", "AGENT"].filter((k) => k.toLowerCase().startsWith(p)).map((k) => ({ label: k, detail: k === "TOOL" ? "tool reference" : "sub-agent reference", insert: k + ": ", reopen: true }));
+    }
+    if (ctx.kind === "tool") {
+      return data.tools.filter((t) => t.toLowerCase().includes(p)).map((t) => ({ label: t, detail: data.agentTools.includes(t) ? "tool of this agent" : "not attached to this agent", insert: t + "}" }));
+    }
+    if (ctx.kind === "agent") {
+      return data.agents.filter((a) => a.toLowerCase().includes(p)).map((a) => ({ label: a, detail: "agent", insert: a + "}" }));
+    }
+    const close = ctx.kind === "static" ? "}}" : "}";
+    return data.variables.filter((v) => v.name.toLowerCase().includes(p)).map((v) => ({ label: v.name, detail: v.type + (v.default !== "" ? " · " + v.default : ""), insert: v.name + close }));
+  }
+
+  function openCompletion() {
+    context = completionContext();
+    items = context ? suggestions(context) : [];
+    if (!items.length) return closeCompletion();
+    active = Math.min(active, items.length - 1);
+    list.innerHTML = items.map((it, i) =>
+      `<li role="option" id="completion-${i}" class="completion-item${i === active ? " active" : ""}" aria-selected="${i === active}" data-index="${i}">` +
+      `<span class="completion-label">${escapeHtml(it.label)}</span><span class="completion-detail">${escapeHtml(it.detail)}</span></li>`).join("");
+    list.hidden = false;
+    editor.setAttribute("aria-expanded", "true");
+    editor.setAttribute("aria-activedescendant", "completion-" + active);
+    positionList();
+  }
+
+  function positionList() {
+    // Place the list under the caret line, measured with a mirror of the text before the caret.
+    const mirror = document.createElement("div");
+    const style = getComputedStyle(editor);
+    ["fontFamily", "fontSize", "lineHeight", "padding", "width", "whiteSpace", "wordWrap", "letterSpacing", "tabSize"].forEach((k) => { mirror.style[k] = style[k]; });
+    mirror.style.position = "absolute"; mirror.style.visibility = "hidden"; mirror.style.whiteSpace = "pre-wrap"; mirror.style.overflowWrap = "break-word";
+    mirror.textContent = editor.value.slice(0, editor.selectionStart);
+    const caret = document.createElement("span"); caret.textContent = "\u200b"; mirror.appendChild(caret);
+    editor.parentElement.appendChild(mirror);
+    const top = caret.offsetTop - editor.scrollTop + parseFloat(style.lineHeight || "20");
+    const left = Math.min(caret.offsetLeft, editor.clientWidth - 260);
+    mirror.remove();
+    list.style.top = top + "px";
+    list.style.left = Math.max(8, left) + "px";
+  }
+
+  function closeCompletion() {
+    if (!list) return;
+    list.hidden = true; items = []; active = 0; context = null;
+    editor && editor.setAttribute("aria-expanded", "false");
+    editor && editor.removeAttribute("aria-activedescendant");
+  }
+
+  function accept(index) {
+    const it = items[index];
+    if (!it || !context) return;
+    const end = editor.selectionStart;
+    editor.setRangeText(it.insert, context.start, end, "end");
+    closeCompletion();
+    editor.dispatchEvent(new Event("input", { bubbles: true }));
+    if (it.reopen) openCompletion();
+  }
+
+  if (editor) {
+    editor.addEventListener("input", () => { highlight(); openCompletion(); });
+    editor.addEventListener("scroll", syncScroll);
+    editor.addEventListener("click", closeCompletion);
+    editor.addEventListener("blur", () => setTimeout(closeCompletion, 150));
+    editor.addEventListener("keydown", (e) => {
+      if ((e.ctrlKey || e.metaKey) && e.key === "s") {
+        e.preventDefault();
+        document.body.dispatchEvent(new Event("save-now"));
+        return;
+      }
+      if (!list || list.hidden) return;
+      if (e.key === "ArrowDown") { e.preventDefault(); active = (active + 1) % items.length; openCompletion(); }
+      else if (e.key === "ArrowUp") { e.preventDefault(); active = (active - 1 + items.length) % items.length; openCompletion(); }
+      else if (e.key === "Enter" || e.key === "Tab") { e.preventDefault(); accept(active); }
+      else if (e.key === "Escape") { e.preventDefault(); closeCompletion(); }
+    });
+    list.addEventListener("mousedown", (e) => {
+      const li = e.target.closest("[data-index]");
+      if (li) { e.preventDefault(); accept(Number(li.dataset.index)); }
+    });
+    highlight();
+  }
+
+  // ------------------------------------------------------------ diagnostics: jump, announce
+
+  document.addEventListener("click", (e) => {
+    const jump = e.target.closest(".diag-jump");
+    if (!jump || !editor || jump.dataset.start === "") return;
+    const start = Number(jump.dataset.start), end = Number(jump.dataset.end || start);
+    editor.focus();
+    editor.setSelectionRange(start, end);
+    // Scroll the caret's line into view.
+    const line = editor.value.slice(0, start).split("\n").length;
+    const lineHeight = parseFloat(getComputedStyle(editor).lineHeight) || 20;
+    editor.scrollTop = Math.max(0, (line - 3) * lineHeight);
+    syncScroll();
+  });
+
+  let lastAnnounced = "";
+  let previewScroll = 0;
+  document.body.addEventListener("htmx:beforeSwap", (e) => {
+    const pane = document.querySelector(".pane-preview");
+    if (pane && e.detail.target && e.detail.target.id === "preview-panel") previewScroll = pane.scrollTop;
+  });
+
+  document.body.addEventListener("htmx:afterSwap", (e) => {
+    const target = e.detail.target;
+    if (target && target.id === "preview-panel" || document.getElementById("preview-panel") === e.detail.elt) {
+      const pane = document.querySelector(".pane-preview");
+      if (pane) pane.scrollTop = previewScroll;
+    }
+    const counts = document.querySelector(".diag-counts");
+    const announcer = document.getElementById("announcer");
+    if (counts && announcer) {
+      const text = counts.textContent.replace(/\s+/g, " ").trim();
+      if (text !== lastAnnounced) { announcer.textContent = "Problems: " + text; lastAnnounced = text; }
+    }
+    highlight();
+    const focus = e.detail.elt && e.detail.elt.querySelector && (e.detail.elt.querySelector("[data-autofocus]") || (e.detail.target && e.detail.target.querySelector && e.detail.target.querySelector("[data-autofocus]")));
+    if (focus) { focus.focus(); if (focus.select) focus.select(); }
+    initForms(document);
+  });
+
+  // ------------------------------------------------------------ inline forms
+
+  document.addEventListener("keydown", (e) => {
+    if (e.key !== "Escape") return;
+    const form = e.target.closest && e.target.closest("[data-inline-form]");
+    if (!form) return;
+    const cancel = form.querySelector("[data-cancel]");
+    if (cancel) { e.preventDefault(); cancel.click(); }
+  });
+
+  document.addEventListener("keydown", (e) => {
+    // Ctrl/Cmd+Enter submits an inline form from a textarea (Enter already submits from inputs).
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+      const form = e.target.closest && e.target.closest("[data-inline-form]");
+      if (form) { e.preventDefault(); form.requestSubmit(); }
+    }
+  });
+
+  function initForms(root) {
+    root.querySelectorAll("[data-kind-select]").forEach((select) => {
+      const form = select.closest("form");
+      const apply = () => form.querySelectorAll("[data-kind]").forEach((el) => { el.hidden = el.dataset.kind !== select.value; });
+      if (!select.dataset.bound) { select.addEventListener("change", apply); select.dataset.bound = "1"; }
+      apply();
+    });
+    root.querySelectorAll("[data-schema-editor]").forEach(initSchemaEditor);
+  }
+
+  // ------------------------------------------------------------ schema builder (form <-> JSON)
+
+  const PROP_TYPES = ["string", "number", "integer", "boolean", "object", "array"];
+
+  function initSchemaEditor(form) {
+    if (form.dataset.bound) return;
+    form.dataset.bound = "1";
+    const json = form.querySelector("[data-schema-json]");
+    const rows = form.querySelector(".builder-rows");
+    const builder = form.querySelector("[data-schema-builder]");
+
+    function parse() { try { const v = JSON.parse(json.value); return v && typeof v === "object" && !Array.isArray(v) ? v : null; } catch (e) { return null; } }
+
+    function renderRows() {
+      const schema = parse();
+      if (!schema) { builder.classList.add("disabled"); builder.title = "Fix the JSON below to edit properties here"; return; }
+      builder.classList.remove("disabled"); builder.title = "";
+      const props = schema.properties || {};
+      const required = new Set(schema.required || []);
+      rows.innerHTML = Object.keys(props).map((name) => {
+        const p = props[name] || {};
+        const type = Array.isArray(p.type) ? p.type[0] : (p.type || "string");
+        const opts = PROP_TYPES.map((t) => `<option${t === type ? " selected" : ""}>${t}</option>`).join("");
+        return `<div class="builder-row" data-prop="${escapeHtml(name)}">` +
+          `<input class="mono" aria-label="Property name" value="${escapeHtml(name)}" data-f="name">` +
+          `<select aria-label="Type of ${escapeHtml(name)}" data-f="type">${opts}</select>` +
+          `<input type="checkbox" aria-label="${escapeHtml(name)} is required" data-f="required"${required.has(name) ? " checked" : ""}>` +
+          `<button type="button" class="btn btn-icon btn-quiet" aria-label="Remove ${escapeHtml(name)}" data-f="remove">×</button>` +
+          `<input class="builder-desc" aria-label="Description of ${escapeHtml(name)}" placeholder="description" value="${escapeHtml(p.description || "")}" data-f="description">` +
+          `<input class="builder-enum mono" aria-label="Allowed values of ${escapeHtml(name)}" placeholder="enum: a, b, c" value="${escapeHtml((p.enum || []).join(", "))}" data-f="enum">` +
+          `</div>`;
+      }).join("");
+    }
+
+    function writeBack() {
+      const schema = parse() || { type: "object" };
+      const oldProps = schema.properties || {};
+      const props = {};
+      const required = [];
+      rows.querySelectorAll(".builder-row").forEach((row) => {
+        const name = row.querySelector('[data-f="name"]').value.trim();
+        if (!name) return;
+        const prev = oldProps[row.dataset.prop] || {};
+        const p = Object.assign({}, prev);
+        const type = row.querySelector('[data-f="type"]').value;
+        p.type = type;
+        if (type === "object" && !p.properties) p.properties = {};
+        if (type === "array" && !p.items) p.items = { type: "string" };
+        if (type !== "object") delete p.properties;
+        if (type !== "array") delete p.items;
+        const desc = row.querySelector('[data-f="description"]').value;
+        if (desc) p.description = desc; else delete p.description;
+        const en = row.querySelector('[data-f="enum"]').value.split(",").map((s) => s.trim()).filter(Boolean);
+        if (en.length) p.enum = en.map((v) => (type === "number" || type === "integer") && !isNaN(Number(v)) ? Number(v) : v); else delete p.enum;
+        props[name] = p;
+        if (row.querySelector('[data-f="required"]').checked) required.push(name);
+        row.dataset.prop = name;
+      });
+      schema.type = schema.type || "object";
+      schema.properties = props;
+      if (required.length) schema.required = required; else delete schema.required;
+      json.value = JSON.stringify(schema, null, 2);
+    }
+
+    rows.addEventListener("input", writeBack);
+    rows.addEventListener("change", writeBack);
+    rows.addEventListener("click", (e) => {
+      if (e.target.dataset.f === "remove") { e.target.closest(".builder-row").remove(); writeBack(); }
+    });
+    form.querySelector("[data-add-property]").addEventListener("click", () => {
+      const schema = parse() || { type: "object", properties: {} };
+      schema.properties = schema.properties || {};
+      let n = 1; while (schema.properties["property_" + n]) n++;
+      schema.properties["property_" + n] = { type: "string" };
+      json.value = JSON.stringify(schema, null, 2);
+      renderRows();
+      const last = rows.querySelector(".builder-row:last-child [data-f=name]");
+      if (last) { last.focus(); last.select(); }
+    });
+    json.addEventListener("input", renderRows);
+    form.querySelector("[data-example]").addEventListener("click", () => {
+      const body = new FormData();
+      body.append("json_schema", json.value);
+      body.append("csrfmiddlewaretoken", form.querySelector("[name=csrfmiddlewaretoken]").value);
+      fetch(form.dataset.exampleUrl, { method: "POST", body, headers: { "X-CSRFToken": body.get("csrfmiddlewaretoken") } })
+        .then((r) => r.json())
+        .then((data) => {
+          const box = form.querySelector(".example-box");
+          box.hidden = false;
+          box.querySelector("[data-example-out]").textContent = data.error ? data.error : JSON.stringify(data.example, null, 2);
+        });
+    });
+    renderRows();
+  }
+
+  initForms(document);
+})();

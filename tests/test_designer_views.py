@@ -1,0 +1,219 @@
+"""Designer views through the real URL conf: pages vs fragments, forms, permissions, queries."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from agents import services
+from agents.models import Agent, Variable
+
+pytestmark = pytest.mark.django_db
+HX = {"HX-Request": "true"}
+
+
+def url(name, *args):
+    return reverse(name, args=args)
+
+
+def test_designer_page_shows_three_panes(signed_in, shop):
+    body = signed_in.get(url("app-designer", shop.pk)).content.decode()
+    assert 'id="variable-list"' in body and 'id="instructions"' in body and 'id="preview-panel"' in body
+    assert "No refunds after 30 days" in body  # the compiled prompt
+    assert "<html" in body
+
+
+def test_designer_fragment_for_htmx(signed_in, shop):
+    response = signed_in.get(url("app-designer", shop.pk), {"fragment": "variable-list"}, headers=HX)
+    body = response.content.decode()
+    assert body.lstrip().startswith('<section id="variable-list"')
+    assert "<html" not in body and "business_rules" in body
+
+
+def _queries(client, path) -> int:
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get(path).status_code == 200
+    return len(ctx.captured_queries)
+
+
+def test_designer_query_count_constant_10_vs_200_variables(signed_in, user):
+    app = services.app_create(owner=user, name="Many")
+    Variable.objects.bulk_create(Variable(app=app, name=f"v{i}", type="text", default="x") for i in range(10))
+    few = _queries(signed_in, url("app-designer", app.pk))
+    Variable.objects.bulk_create(Variable(app=app, name=f"w{i}", type="number", default=i) for i in range(190))
+    many = _queries(signed_in, url("app-designer", app.pk))
+    assert few == many
+
+
+def test_preview_fragment_compiles_unsaved_text_with_session_values(signed_in, shop):
+    agent = shop.agents.get()
+    response = signed_in.post(
+        url("agent-preview", shop.pk, agent.pk),
+        {"instructions": "Rules: {{business_rules}} / {cart_total} / {{customer.first_name}}",
+         "value__customer": '{"first_name": "Grace", "tier": "silver"}', "channel": "web", "modality": "text"},
+        headers=HX,
+    )
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="preview-panel"')
+    assert "No refunds after 30 days" in body and "Grace" in body
+    assert 'chip-dynamic' in body and "{cart_total}" in body
+
+
+def test_preview_reports_undeclared_reference(signed_in, shop):
+    agent = shop.agents.get()
+    body = signed_in.post(url("agent-preview", shop.pk, agent.pk), {"instructions": "Hi {{nobody}}"}, headers=HX).content.decode()
+    assert "nobody" in body and "diag-" in body
+    assert "{{nobody}}" in body  # stays literally
+
+
+def test_variable_create_returns_list_fragment_and_triggers_refresh(signed_in, shop):
+    response = signed_in.post(
+        url("variable-new", shop.pk),
+        {"name": "tags", "type": "list", "item_type": "text", "default": 'a, "b, c"', "description": "d"},
+        headers=HX,
+    )
+    assert response.status_code == 200
+    assert response["HX-Trigger"].startswith('{"app-changed"')
+    assert response["HX-Retarget"] == "#variable-list"
+    assert Variable.objects.get(app=shop, name="tags").default == ["a", "b, c"]
+
+
+def test_invalid_variable_form_keeps_what_was_typed(signed_in, shop):
+    response = signed_in.post(
+        url("variable-new", shop.pk),
+        {"name": "1 bad", "type": "number", "default": "abc", "description": "typed text stays"},
+        headers=HX,
+    )
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "typed text stays" in body and 'value="1 bad"' in body and 'value="abc"' in body
+    assert "not a number" in body
+    assert not Variable.objects.filter(app=shop, name="1 bad").exists()
+
+
+def test_invalid_form_without_htmx_is_a_400_page(signed_in, shop):
+    response = signed_in.post(url("variable-new", shop.pk), {"name": "", "type": "text"})
+    assert response.status_code == 400
+    assert "<html" in response.content.decode()
+
+
+def test_plain_post_redirects(signed_in, shop):
+    response = signed_in.post(url("variable-new", shop.pk), {"name": "note", "type": "text", "default": "x"})
+    assert response.status_code == 302
+
+
+def test_type_change_swaps_only_the_default_widget(signed_in, shop):
+    response = signed_in.get(
+        url("variable-default-field", shop.pk),
+        {"name": "keep", "type": "boolean", "description": "kept", "default": ""}, headers=HX,
+    )
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div class="default-field"')
+    assert 'type="radio"' in body and 'name="name"' not in body
+    body = signed_in.get(url("variable-default-field", shop.pk), {"type": "list", "item_type": "object"}, headers=HX).content.decode()
+    assert 'name="schema"' in body and 'name="item_type"' in body
+
+
+def test_object_default_checked_against_schema(signed_in, shop):
+    customer = shop.variables.get(name="customer")
+    response = signed_in.post(
+        url("variable-edit", shop.pk, customer.pk),
+        {"name": "customer", "type": "object", "schema": customer.schema_id,
+         "default": '{"first_name": "Ada", "tier": "platinum"}', "version": customer.version},
+        headers=HX,
+    )
+    body = response.content.decode()
+    assert "platinum" in body and "error-text" in body
+    customer.refresh_from_db()
+    assert customer.default["tier"] == "gold"
+
+
+def test_rename_updates_references(signed_in, shop):
+    variable = shop.variables.get(name="business_rules")
+    signed_in.post(
+        url("variable-edit", shop.pk, variable.pk),
+        {"name": "store_rules", "type": "text", "default": variable.default, "version": variable.version,
+         "update_references": "on"},
+        headers=HX,
+    )
+    agent = shop.agents.get()
+    assert "{{store_rules}}" in agent.instructions and "business_rules" not in agent.instructions
+
+
+def test_tool_rename_updates_function_and_references(signed_in, shop):
+    tool = shop.tools.get(name="AddToCart")
+    signed_in.post(
+        url("tool-edit", shop.pk, tool.pk),
+        {"name": "PutInCart", "kind": "python", "python_code": tool.python_code, "version": tool.version},
+        headers=HX,
+    )
+    tool.refresh_from_db()
+    assert "def PutInCart(" in tool.python_code
+    assert "{@TOOL: PutInCart}" in shop.agents.get().instructions
+
+
+def test_instructions_save_and_stale_version(signed_in, shop):
+    agent = shop.agents.get()
+    path = url("agent-instructions", shop.pk, agent.pk)
+    response = signed_in.post(path, {"instructions": "v2", "version": agent.version}, headers=HX)
+    assert "Saved" in response.content.decode()
+    response = signed_in.post(path, {"instructions": "stale", "version": agent.version}, headers=HX)
+    assert "changed by someone else" in response.content.decode()
+    assert Agent.objects.get(pk=agent.pk).instructions == "v2"
+
+
+def test_viewer_can_preview_but_not_edit(client, other_user, shop):
+    services.app_share(app=shop, user=other_user, role="viewer")
+    client.force_login(other_user)
+    agent = shop.agents.get()
+    assert client.get(url("app-designer", shop.pk)).status_code == 200
+    assert client.post(url("agent-preview", shop.pk, agent.pk), {"instructions": "x"}).status_code == 200
+    assert client.post(url("variable-new", shop.pk), {"name": "x", "type": "text"}).status_code == 403
+    assert client.post(url("agent-instructions", shop.pk, agent.pk), {"instructions": "x"}).status_code == 403
+    variable = shop.variables.first()
+    assert client.post(url("variable-delete", shop.pk, variable.pk)).status_code == 403
+
+
+def test_stranger_gets_404_everywhere(client, other_user, shop):
+    client.force_login(other_user)
+    agent = shop.agents.get()
+    assert client.post(url("agent-preview", shop.pk, agent.pk), {"instructions": "x"}).status_code == 404
+    assert client.get(url("variable-new", shop.pk)).status_code == 404
+
+
+def test_schema_form_errors_and_example(signed_in, shop):
+    response = signed_in.post(url("schema-new", shop.pk), {"name": "Bad", "json_schema": '{"type": "banana"}'}, headers=HX)
+    body = response.content.decode()
+    assert "banana" in body and "error-text" in body
+    response = signed_in.post(url("schema-new", shop.pk), {"name": "Bad", "json_schema": "{oops"}, headers=HX)
+    assert "Line 1, column 2" in response.content.decode()
+    example = signed_in.post(
+        url("schema-example", shop.pk),
+        {"json_schema": '{"type": "object", "properties": {"n": {"type": "integer", "minimum": 3}}, "required": ["n"]}'},
+    ).json()["example"]
+    assert example["n"] >= 3
+
+
+def test_schema_in_use_cannot_be_deleted(signed_in, shop):
+    schema = shop.schemas.get(name="Customer")
+    body = signed_in.post(url("schema-delete", shop.pk, schema.pk), headers=HX).content.decode()
+    assert "used by customer" in body
+
+
+def test_usage_fragment(signed_in, shop):
+    variable = shop.variables.get(name="cart_total")
+    body = signed_in.get(url("variable-usage", shop.pk, variable.pk), headers=HX).content.decode()
+    assert "Shopping Assistant" in body and "tool AddToCart" in body
+
+
+def test_agent_create_and_edit(signed_in, shop):
+    response = signed_in.post(url("agent-new", shop.pk), {"display_name": "Billing Helper"}, headers=HX)
+    assert response.status_code == 204 and "agent=" in response["HX-Redirect"]
+    billing = shop.agents.get(display_name="Billing Helper")
+    root = shop.agents.get(is_root=True)
+    services.agent_update(agent=root, instructions="Transfer to {@AGENT: Billing Helper}.")
+    signed_in.post(url("agent-edit", shop.pk, billing.pk), {"display_name": "Billing", "version": billing.version}, headers=HX)
+    root.refresh_from_db()
+    assert "{@AGENT: Billing}" in root.instructions

@@ -1,0 +1,84 @@
+"""Health check, sign-in and the app list, through the real URL conf."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from agents import services
+from agents.models import AgentApp
+
+pytestmark = pytest.mark.django_db
+
+
+def test_healthz_checks_the_database(client):
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "database": "ok"}
+
+
+def test_pages_need_sign_in(client):
+    response = client.get(reverse("app-list"))
+    assert response.status_code == 302
+    assert reverse("login") in response["Location"]
+
+
+def test_demo_sign_in_works(client):
+    from django.core.management import call_command
+
+    call_command("load_demo")
+    call_command("load_demo")  # idempotent
+    response = client.post(
+        reverse("login"), {"username": "demo", "password": "statecraft-demo"}, follow=True
+    )
+    body = response.content.decode()
+    assert "Bank demo" in body and "Shopping assistant" in body
+
+
+def test_app_list_search_returns_fragment_to_htmx(signed_in, demo_apps):
+    response = signed_in.get(reverse("app-list"), {"q": "bank"}, headers={"HX-Request": "true"})
+    body = response.content.decode()
+    assert body.lstrip().startswith('<section id="app-table"')
+    assert "Bank demo" in body and "Shopping assistant" not in body
+    assert "<html" not in body
+
+
+def test_app_list_query_count_does_not_grow(signed_in, user, django_assert_num_queries):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    services.app_create(owner=user, name="One")
+    with CaptureQueriesContext(connection) as few:
+        signed_in.get(reverse("app-list"))
+    for i in range(10):
+        services.app_create(owner=user, name=f"More {i}")
+    with CaptureQueriesContext(connection) as many:
+        signed_in.get(reverse("app-list"))
+    assert len(few.captured_queries) == len(many.captured_queries)
+
+
+def test_create_app_with_empty_name_keeps_the_form(signed_in):
+    response = signed_in.post(reverse("app-create"), {"name": "  ", "description": "kept"})
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert "Give the app a name" in body and "kept" in body
+
+
+def test_create_duplicate_delete(signed_in, user):
+    response = signed_in.post(reverse("app-create"), {"name": "Mine"})
+    app = AgentApp.objects.get(name="Mine")
+    assert response["Location"] == reverse("app-designer", args=[app.pk])
+    signed_in.post(reverse("app-duplicate", args=[app.pk]))
+    assert AgentApp.objects.filter(name="Mine (copy)").exists()
+    assert signed_in.get(reverse("app-delete", args=[app.pk])).status_code == 200
+    signed_in.post(reverse("app-delete", args=[app.pk]))
+    assert not AgentApp.objects.filter(pk=app.pk).exists()
+
+
+def test_other_users_apps_are_invisible(client, other_user, shop):
+    client.force_login(other_user)
+    assert client.get(reverse("app-designer", args=[shop.pk])).status_code == 404
+    assert client.post(reverse("app-delete", args=[shop.pk])).status_code == 404
+    services.app_share(app=shop, user=other_user, role="viewer")
+    assert client.get(reverse("app-designer", args=[shop.pk])).status_code == 200
+    assert client.post(reverse("app-delete", args=[shop.pk])).status_code == 403
