@@ -120,3 +120,49 @@ class AppSpec:
     def default_values(self) -> dict[str, Any]:
         """Variable name -> default, for variables that have one."""
         return {v.name: v.default for v in self.variables if v.default is not None}
+
+
+class StepKind(StrEnum):
+    USER = "user"
+    AGENT = "agent"
+    TOOL = "tool"
+    CALLBACK = "callback"
+
+
+@dataclass(frozen=True, slots=True)
+class StepSpec:
+    """One scripted step: a user or agent message, a tool call, or a callback run.
+
+    `tool` names the tool and `args` its arguments (TOOL); `callback` is the
+    callback kind to run, all callbacks of that kind in order (CALLBACK).
+    """
+
+    kind: StepKind
+    text: str = ""
+    tool: str = ""
+    args: dict[str, Any] = field(default_factory=dict)
+    callback: CallbackKind | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSpec:
+    """Session inputs: values overriding defaults and the built-in context."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    channel: str = "web"
+    modality: str = "text"
+    session_id: str = "session-1"
+    app_id: str = ""
+    project_id: str = "my-project"
+    project_number: str = "123456789"
+    location: str = "us-central1"
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioSpec:
+    name: str
+    agent: str  # display name of the agent the scenario talks to
+    session: SessionSpec = field(default_factory=SessionSpec)
+    steps: tuple[StepSpec, ...] = ()
+    token_budget: int = 8000
+    use_mocks: bool = False  # run tool mocks even when a tool has code
