@@ -41,6 +41,19 @@ from agents.models import (
 )
 
 NAME_RE = re.compile(NAME_PATTERN)
+
+CODES: dict[str, str] = {
+    "SC001": "A field has a value the object cannot be saved with.",
+    "SC002": "Someone else saved the object since you opened it (no lost update).",
+    "SC003": "A name is missing, too long or has characters a name cannot have.",
+    "SC004": "A name is already used in this app.",
+    "SC005": "An unknown variable type, tool kind or callback kind.",
+    "SC006": "A custom object has no schema, or a schema of another app.",
+    "SC007": "Python code of a tool or callback does not parse.",
+    "SC008": "A JSON field has the wrong shape (object expected).",
+    "SC009": "A scenario setting is out of range (budget, channel, modality).",
+    "SC010": "A scenario sets a variable the app does not declare.",
+}
 UNSET: Any = object()
 
 

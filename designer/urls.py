@@ -10,6 +10,7 @@ app_patterns = [
     path("", views.app_designer, name="app-designer"),
     path("duplicate", views.app_duplicate, name="app-duplicate"),
     path("delete", views.app_delete, name="app-delete"),
+    path("share", views.app_share, name="app-share"),
     path("variables/new", views.variable_new, name="variable-new"),
     path("variables/default-field", views.variable_default_field, name="variable-default-field"),
     path("variables/<int:variable_id>/edit", views.variable_edit, name="variable-edit"),

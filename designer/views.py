@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import connection
@@ -645,3 +646,42 @@ def _after_scenario_save(request: HttpRequest, app: AgentApp, access: selectors.
     retarget(response, "#conversation-panel")
     reswap(response, "outerHTML")
     return response
+
+
+# ---------------------------------------------------------------- sharing
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def app_share(request: HttpRequest, app_id: int) -> HttpResponse:
+    """Owner shares the app with other users as viewer or editor (SPEC §6)."""
+    app, access = selectors.app_for_user(request.user, app_id)
+    errors: dict[str, list[str]] = {}
+    typed = {"username": "", "role": "viewer"}
+    if request.method == "POST":
+        if not access.is_owner:
+            raise PermissionDenied("Only the owner can share this app.")
+        User = get_user_model()
+        if "remove" in request.POST:
+            user = User.objects.filter(pk=_int_or_none(request.POST.get("remove"))).first()
+            if user is not None:
+                services.app_unshare(app=app, user=user)
+            return redirect("app-share", app_id=app.pk)
+        typed = {"username": request.POST.get("username", "").strip(), "role": request.POST.get("role", "viewer")}
+        user = User.objects.filter(username=typed["username"]).first()
+        if user is None:
+            errors["username"] = [f"No user named '{typed['username']}'. Check the spelling of their username."]
+        else:
+            try:
+                services.app_share(app=app, user=user, role=typed["role"])
+            except services.ServiceError as exc:
+                errors = exc.field_errors()
+            else:
+                messages.success(request, f"Shared “{app.name}” with {user.get_username()} as {typed['role']}.")
+                return redirect("app-share", app_id=app.pk)
+    shares = app.shares.select_related("user").order_by("user__username")
+    return render(
+        request, "agents/app_share.html",
+        {"app": app, "access": access, "shares": shares, "errors": errors, "typed": typed},
+        status=400 if errors else 200,
+    )

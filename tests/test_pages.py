@@ -82,3 +82,22 @@ def test_other_users_apps_are_invisible(client, other_user, shop):
     services.app_share(app=shop, user=other_user, role="viewer")
     assert client.get(reverse("app-designer", args=[shop.pk])).status_code == 200
     assert client.post(reverse("app-delete", args=[shop.pk])).status_code == 403
+
+
+def test_owner_shares_and_unshares(signed_in, shop, other_user):
+    url = reverse("app-share", args=[shop.pk])
+    response = signed_in.post(url, {"username": "nobody-here", "role": "viewer"})
+    assert response.status_code == 400 and "No user named" in response.content.decode()
+    signed_in.post(url, {"username": other_user.username, "role": "editor"})
+    assert shop.shares.get().role == "editor"
+    signed_in.post(url, {"remove": other_user.pk})
+    assert not shop.shares.exists()
+
+
+def test_only_owner_can_share(client, shop, other_user, django_user_model):
+    services.app_share(app=shop, user=other_user, role="editor")
+    client.force_login(other_user)
+    url = reverse("app-share", args=[shop.pk])
+    assert client.get(url).status_code == 200
+    third = django_user_model.objects.create_user(username="carol", password="x-123456789")
+    assert client.post(url, {"username": third.username, "role": "viewer"}).status_code == 403

@@ -1,15 +1,25 @@
 """Statecraft's core: pure Python (stdlib + jsonschema) parse, compile, lint, types, simulate.
 
-Nothing here imports Django; models hand in frozen `spec` dataclasses.
+Nothing here imports Django; models hand in frozen `spec` dataclasses and get
+frozen results back. Problems are `Diagnostic` values, never exceptions.
 """
 
+from agents.core.compile import CompileResult, Span, compile_instructions
 from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.lint import lint_agent, lint_app
+from agents.core.parse import ParseResult, Token, TokenKind, parse
+from agents.core.render import render_value
+from agents.core.simulate import SimulationResult, simulate
 from agents.core.spec import (
     AgentSpec,
     AppSpec,
     CallbackKind,
     CallbackSpec,
+    ScenarioSpec,
     SchemaSpec,
+    SessionSpec,
+    StepKind,
+    StepSpec,
     ToolKind,
     ToolMock,
     ToolSpec,
@@ -22,12 +32,39 @@ __all__ = [
     "AppSpec",
     "CallbackKind",
     "CallbackSpec",
+    "CompileResult",
     "Diagnostic",
+    "ParseResult",
+    "ScenarioSpec",
     "SchemaSpec",
+    "SessionSpec",
     "Severity",
+    "SimulationResult",
+    "Span",
+    "StepKind",
+    "StepSpec",
+    "Token",
+    "TokenKind",
     "ToolKind",
     "ToolMock",
     "ToolSpec",
     "VariableSpec",
     "VariableType",
+    "compile_instructions",
+    "lint_agent",
+    "lint_app",
+    "parse",
+    "render_value",
+    "simulate",
 ]
+
+
+def all_codes() -> dict[str, str]:
+    """Every diagnostic code of the core, with its one-line meaning (the README's table)."""
+    from agents.core import code_analysis, http, lint, parse, schemas, script, types
+    from agents.core import simulate as simulation
+
+    codes: dict[str, str] = {}
+    for module in (parse, types, schemas, lint, simulation, http, script, code_analysis):
+        codes.update(getattr(module, "CODES", {}))
+    return dict(sorted(codes.items()))
