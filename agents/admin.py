@@ -238,3 +238,12 @@ class ScenarioAdmin(VersionedAdmin):
     @admin.display(description="steps", ordering="_step_count")
     def step_count(self, obj: Scenario) -> int:
         return obj._step_count  # type: ignore[attr-defined]
+
+
+@admin.register(ScenarioStep)
+class ScenarioStepAdmin(VersionedAdmin):
+    list_display = ("__str__", "scenario", "kind", "tool", "updated_at")
+    list_select_related = ("scenario", "scenario__agent")
+    list_filter = ("kind",)
+    search_fields = ("text", "tool", "scenario__name")
+    autocomplete_fields = ("scenario",)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -165,6 +166,18 @@ def build_preview(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Pre
         completion=completion_data(spec, agent.display_name),
         counts=counts,
     )
+
+
+_UNDECLARED_VARIABLE_CODES = {"SC301", "SC302", "SC303"}
+_NAME_IN_BACKTICKS = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
+
+
+def undeclared_name(diagnostic: Diagnostic) -> str:
+    """The variable an "undeclared variable" diagnostic names, so the page can offer to create it."""
+    if diagnostic.code not in _UNDECLARED_VARIABLE_CODES:
+        return ""
+    match = _NAME_IN_BACKTICKS.search(diagnostic.message)
+    return match.group(1) if match else ""
 
 
 def _app_diagnostics(spec: AppSpec) -> tuple[Diagnostic, ...]:

@@ -6,11 +6,21 @@ import pytest
 from django.urls import reverse
 
 from agents import services
-from agents.models import Agent, AgentApp, AppShare, Callback, Scenario, Schema, Tool, Variable
+from agents.models import (
+    Agent,
+    AgentApp,
+    AppShare,
+    Callback,
+    Scenario,
+    ScenarioStep,
+    Schema,
+    Tool,
+    Variable,
+)
 
 pytestmark = pytest.mark.django_db
 
-MODELS = [AgentApp, Variable, Schema, Tool, Agent, Callback, AppShare, Scenario]
+MODELS = [AgentApp, Variable, Schema, Tool, Agent, Callback, AppShare, Scenario, ScenarioStep]
 
 
 @pytest.fixture
@@ -28,7 +38,7 @@ def _populate(owner, n: int) -> None:
         root = app.agents.get()
         services.agent_update(agent=root, tools=[tool])
         services.callback_create(agent=root, kind="before_model", code="x = 1")
-        Scenario.objects.create(agent=root, name="s")
+        services.scenario_save(agent=root, name="s", steps_script="user: hi")
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
@@ -50,8 +60,8 @@ def test_changelist_query_count_is_constant(admin_client_signed, staff, user, mo
 def test_change_and_add_pages_open(admin_client_signed, shop, other_user, model):
     if model is AppShare:
         services.app_share(app=shop, user=other_user, role="viewer")
-    if model is Scenario:
-        Scenario.objects.create(agent=shop.agents.get(), name="s")
+    if model in (Scenario, ScenarioStep):
+        services.scenario_save(agent=shop.agents.get(), name="s", steps_script="user: hi")
     if model is Callback:
         services.callback_create(agent=shop.agents.get(), kind="after_tool", code="pass")
     obj = model.objects.first()

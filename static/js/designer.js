@@ -241,9 +241,10 @@
     root.querySelectorAll("[data-schema-editor]").forEach(initSchemaEditor);
   }
 
-  // ------------------------------------------------------------ schema builder (form <-> JSON)
+  // ------------------------------------------------------------ schema builder (form <-> JSON, nested)
 
   const PROP_TYPES = ["string", "number", "integer", "boolean", "object", "array"];
+  const ITEM_TYPES = ["string", "number", "integer", "boolean", "object"];
 
   function initSchemaEditor(form) {
     if (form.dataset.bound) return;
@@ -253,79 +254,142 @@
     const builder = form.querySelector("[data-schema-builder]");
 
     function parse() { try { const v = JSON.parse(json.value); return v && typeof v === "object" && !Array.isArray(v) ? v : null; } catch (e) { return null; } }
+    function at(root, path) { let node = root; for (const key of path) { node = node && node[key]; } return node; }
+    function typeOf(p) { return Array.isArray(p.type) ? p.type.find((t) => t !== "null") || "string" : (p.type || (p.properties ? "object" : "string")); }
+    function write(schema) { json.value = JSON.stringify(schema, null, 2); }
+    function options(list, selected) { return list.map((t) => `<option${t === selected ? " selected" : ""}>${t}</option>`).join(""); }
 
-    function renderRows() {
+    function renderObject(schema, objPath, depth) {
+      const obj = at(schema, objPath) || {};
+      const props = obj.properties || {};
+      const required = new Set(obj.required || []);
+      let html = "";
+      Object.keys(props).forEach((name) => {
+        const p = props[name] || {};
+        const path = objPath.concat(["properties", name]);
+        const type = typeOf(p);
+        const label = escapeHtml(name);
+        const enc = escapeHtml(JSON.stringify(path));
+        html += `<div class="builder-row" style="--depth:${depth}" data-path="${enc}">` +
+          `<input class="mono" aria-label="Property name" value="${label}" data-f="name">` +
+          `<select aria-label="Type of ${label}" data-f="type">${options(PROP_TYPES, type)}</select>` +
+          `<input type="checkbox" aria-label="${label} is required" title="required" data-f="required"${required.has(name) ? " checked" : ""}>` +
+          `<button type="button" class="btn btn-icon btn-quiet" aria-label="Remove ${label}" data-f="remove">×</button>` +
+          `<input class="builder-desc" aria-label="Description of ${label}" placeholder="description" value="${escapeHtml(p.description || "")}" data-f="description">` +
+          (type === "array"
+            ? `<label class="builder-items small">items <select aria-label="Item type of ${label}" data-f="items">${options(ITEM_TYPES, typeOf(p.items || {}))}</select></label>`
+            : (type === "object" ? "" : `<input class="builder-enum mono" aria-label="Allowed values of ${label}" placeholder="enum: a, b, c" value="${escapeHtml((p.enum || []).join(", "))}" data-f="enum">`)) +
+          `</div>`;
+        if (type === "object") html += renderObject(schema, path, depth + 1) + addButton(path, depth + 1, name);
+        if (type === "array" && p.items && typeOf(p.items) === "object") {
+          html += renderObject(schema, path.concat(["items"]), depth + 1) + addButton(path.concat(["items"]), depth + 1, name + " items");
+        }
+      });
+      return html;
+    }
+
+    function addButton(path, depth, owner) {
+      return `<button type="button" class="btn btn-small btn-quiet builder-add" style="--depth:${depth}" data-add="${escapeHtml(JSON.stringify(path))}">+ property of ${escapeHtml(owner)}</button>`;
+    }
+
+    function render(focusPath) {
       const schema = parse();
       if (!schema) { builder.classList.add("disabled"); builder.title = "Fix the JSON below to edit properties here"; return; }
       builder.classList.remove("disabled"); builder.title = "";
-      const props = schema.properties || {};
-      const required = new Set(schema.required || []);
-      rows.innerHTML = Object.keys(props).map((name) => {
-        const p = props[name] || {};
-        const type = Array.isArray(p.type) ? p.type[0] : (p.type || "string");
-        const opts = PROP_TYPES.map((t) => `<option${t === type ? " selected" : ""}>${t}</option>`).join("");
-        return `<div class="builder-row" data-prop="${escapeHtml(name)}">` +
-          `<input class="mono" aria-label="Property name" value="${escapeHtml(name)}" data-f="name">` +
-          `<select aria-label="Type of ${escapeHtml(name)}" data-f="type">${opts}</select>` +
-          `<input type="checkbox" aria-label="${escapeHtml(name)} is required" data-f="required"${required.has(name) ? " checked" : ""}>` +
-          `<button type="button" class="btn btn-icon btn-quiet" aria-label="Remove ${escapeHtml(name)}" data-f="remove">×</button>` +
-          `<input class="builder-desc" aria-label="Description of ${escapeHtml(name)}" placeholder="description" value="${escapeHtml(p.description || "")}" data-f="description">` +
-          `<input class="builder-enum mono" aria-label="Allowed values of ${escapeHtml(name)}" placeholder="enum: a, b, c" value="${escapeHtml((p.enum || []).join(", "))}" data-f="enum">` +
-          `</div>`;
-      }).join("");
+      rows.innerHTML = renderObject(schema, [], 0);
+      if (focusPath) {
+        const row = rows.querySelector(`[data-path="${CSS.escape(JSON.stringify(focusPath))}"] [data-f=name]`);
+        if (row) { row.focus(); row.select(); }
+      }
     }
 
-    function writeBack() {
-      const schema = parse() || { type: "object" };
-      const oldProps = schema.properties || {};
-      const props = {};
-      const required = [];
-      rows.querySelectorAll(".builder-row").forEach((row) => {
-        const name = row.querySelector('[data-f="name"]').value.trim();
-        if (!name) return;
-        const prev = oldProps[row.dataset.prop] || {};
-        const p = Object.assign({}, prev);
-        const type = row.querySelector('[data-f="type"]').value;
-        p.type = type;
-        if (type === "object" && !p.properties) p.properties = {};
-        if (type === "array" && !p.items) p.items = { type: "string" };
-        if (type !== "object") delete p.properties;
-        if (type !== "array") delete p.items;
-        const desc = row.querySelector('[data-f="description"]').value;
-        if (desc) p.description = desc; else delete p.description;
-        const en = row.querySelector('[data-f="enum"]').value.split(",").map((s) => s.trim()).filter(Boolean);
-        if (en.length) p.enum = en.map((v) => (type === "number" || type === "integer") && !isNaN(Number(v)) ? Number(v) : v); else delete p.enum;
-        props[name] = p;
-        if (row.querySelector('[data-f="required"]').checked) required.push(name);
-        row.dataset.prop = name;
-      });
-      schema.type = schema.type || "object";
-      schema.properties = props;
-      if (required.length) schema.required = required; else delete schema.required;
-      json.value = JSON.stringify(schema, null, 2);
-    }
-
-    rows.addEventListener("input", writeBack);
-    rows.addEventListener("change", writeBack);
-    rows.addEventListener("click", (e) => {
-      if (e.target.dataset.f === "remove") { e.target.closest(".builder-row").remove(); writeBack(); }
-    });
-    form.querySelector("[data-add-property]").addEventListener("click", () => {
+    function addProperty(objPath) {
       const schema = parse() || { type: "object", properties: {} };
-      schema.properties = schema.properties || {};
-      let n = 1; while (schema.properties["property_" + n]) n++;
-      schema.properties["property_" + n] = { type: "string" };
-      json.value = JSON.stringify(schema, null, 2);
-      renderRows();
-      const last = rows.querySelector(".builder-row:last-child [data-f=name]");
-      if (last) { last.focus(); last.select(); }
+      const obj = objPath.length ? at(schema, objPath) : schema;
+      obj.type = obj.type || "object";
+      obj.properties = obj.properties || {};
+      let n = 1; while (obj.properties["property_" + n]) n++;
+      obj.properties["property_" + n] = { type: "string" };
+      write(schema);
+      render(objPath.concat(["properties", "property_" + n]));
+    }
+
+    function onChange(e) {
+      const row = e.target.closest(".builder-row");
+      const field = e.target.dataset.f;
+      if (!row || !field) return;
+      const schema = parse();
+      if (!schema) return;
+      const path = JSON.parse(row.dataset.path);
+      const name = path[path.length - 1];
+      const parent = at(schema, path.slice(0, -2));
+      const prop = at(schema, path);
+      if (field === "name") {
+        const next = e.target.value.trim();
+        if (!next || next === name || parent.properties[next]) { e.target.value = name; return; }
+        parent.properties = Object.fromEntries(Object.entries(parent.properties).map(([k, v]) => [k === name ? next : k, v]));
+        if (parent.required) parent.required = parent.required.map((r) => (r === name ? next : r));
+        write(schema); render();
+      } else if (field === "type") {
+        const type = e.target.value;
+        prop.type = type;
+        if (type === "object") { prop.properties = prop.properties || {}; } else { delete prop.properties; delete prop.required; }
+        if (type === "array") { prop.items = prop.items || { type: "string" }; } else { delete prop.items; }
+        if (type === "object" || type === "array" || type === "boolean") delete prop.enum;
+        write(schema); render();
+      } else if (field === "items") {
+        prop.items = Object.assign({}, prop.items || {}, { type: e.target.value });
+        if (e.target.value === "object") prop.items.properties = prop.items.properties || {};
+        else { delete prop.items.properties; delete prop.items.required; }
+        write(schema); render();
+      } else if (field === "required") {
+        const req = new Set(parent.required || []);
+        if (e.target.checked) req.add(name); else req.delete(name);
+        if (req.size) parent.required = Object.keys(parent.properties).filter((k) => req.has(k)); else delete parent.required;
+        write(schema);
+      }
+    }
+
+    function onInput(e) {
+      const row = e.target.closest(".builder-row");
+      const field = e.target.dataset.f;
+      if (!row || (field !== "description" && field !== "enum")) return;
+      const schema = parse();
+      if (!schema) return;
+      const prop = at(schema, JSON.parse(row.dataset.path));
+      if (field === "description") {
+        if (e.target.value) prop.description = e.target.value; else delete prop.description;
+      } else {
+        const type = typeOf(prop);
+        const values = e.target.value.split(",").map((v) => v.trim()).filter(Boolean)
+          .map((v) => (type === "number" || type === "integer") && !isNaN(Number(v)) ? Number(v) : v);
+        if (values.length) prop.enum = values; else delete prop.enum;
+      }
+      write(schema);
+    }
+
+    rows.addEventListener("change", onChange);
+    rows.addEventListener("input", onInput);
+    rows.addEventListener("click", (e) => {
+      if (e.target.dataset.f === "remove") {
+        const schema = parse();
+        const path = JSON.parse(e.target.closest(".builder-row").dataset.path);
+        const parent = at(schema, path.slice(0, -2));
+        const name = path[path.length - 1];
+        delete parent.properties[name];
+        if (parent.required) { parent.required = parent.required.filter((r) => r !== name); if (!parent.required.length) delete parent.required; }
+        write(schema); render();
+      } else if (e.target.dataset.add) {
+        addProperty(JSON.parse(e.target.dataset.add));
+      }
     });
-    json.addEventListener("input", renderRows);
+    form.querySelector("[data-add-property]").addEventListener("click", () => addProperty([]));
+    json.addEventListener("input", () => render());
     form.querySelector("[data-example]").addEventListener("click", () => {
       const body = new FormData();
       body.append("json_schema", json.value);
-      body.append("csrfmiddlewaretoken", form.querySelector("[name=csrfmiddlewaretoken]").value);
-      fetch(form.dataset.exampleUrl, { method: "POST", body, headers: { "X-CSRFToken": body.get("csrfmiddlewaretoken") } })
+      const token = form.querySelector("[name=csrfmiddlewaretoken]").value;
+      fetch(form.dataset.exampleUrl, { method: "POST", body, headers: { "X-CSRFToken": token } })
         .then((r) => r.json())
         .then((data) => {
           const box = form.querySelector(".example-box");
@@ -333,7 +397,7 @@
           box.querySelector("[data-example-out]").textContent = data.error ? data.error : JSON.stringify(data.example, null, 2);
         });
     });
-    renderRows();
+    render();
   }
 
   initForms(document);
