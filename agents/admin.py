@@ -39,7 +39,11 @@ class ServiceCheckedForm(forms.ModelForm):
 
 def checked_form(model_: type, checker) -> type[forms.ModelForm]:  # type: ignore[no-untyped-def]
     meta = type("Meta", (), {"model": model_, "fields": "__all__"})
-    return type(f"{model_.__name__}AdminForm", (ServiceCheckedForm,), {"Meta": meta, "check": staticmethod(checker)})
+    return type(
+        f"{model_.__name__}AdminForm",
+        (ServiceCheckedForm,),
+        {"Meta": meta, "check": staticmethod(checker)},
+    )
 
 
 class VersionedAdmin(admin.ModelAdmin):
@@ -62,8 +66,14 @@ class VariableInline(admin.TabularInline):
         return super().get_queryset(request).select_related("schema")
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
-        if db_field.name == "schema" and request.resolver_match and "object_id" in request.resolver_match.kwargs:
-            kwargs["queryset"] = Schema.objects.filter(app_id=request.resolver_match.kwargs["object_id"])
+        if (
+            db_field.name == "schema"
+            and request.resolver_match
+            and "object_id" in request.resolver_match.kwargs
+        ):
+            kwargs["queryset"] = Schema.objects.filter(
+                app_id=request.resolver_match.kwargs["object_id"]
+            )
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
@@ -140,7 +150,6 @@ class VariableAdmin(VersionedAdmin):
     list_filter = ("type", "item_type")
     search_fields = ("name", "description", "app__name")
     autocomplete_fields = ("app", "schema")
-
 
 
 @admin.register(Schema)
@@ -221,7 +230,15 @@ class ScenarioStepInline(admin.TabularInline):
 
 @admin.register(Scenario)
 class ScenarioAdmin(VersionedAdmin):
-    list_display = ("name", "agent", "app_name", "channel", "token_budget", "step_count", "updated_at")
+    list_display = (
+        "name",
+        "agent",
+        "app_name",
+        "channel",
+        "token_budget",
+        "step_count",
+        "updated_at",
+    )
     list_select_related = ("agent", "agent__app")
     list_filter = ("channel", "modality", "use_mocks")
     search_fields = ("name", "agent__display_name", "agent__app__name")

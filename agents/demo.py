@@ -69,7 +69,9 @@ CUSTOMER_SCHEMA = {
 def ensure_demo_user() -> AbstractBaseUser:
     """The demo sign-in, a designer who may also use the admin site."""
     User = get_user_model()
-    user, _ = User.objects.get_or_create(username=DEMO_USERNAME, defaults={"email": "demo@example.com"})
+    user, _ = User.objects.get_or_create(
+        username=DEMO_USERNAME, defaults={"email": "demo@example.com"}
+    )
     user.is_staff = True
     user.is_superuser = True
     user.set_password(DEMO_PASSWORD)
@@ -88,39 +90,60 @@ def _shopping(owner: AbstractBaseUser) -> AgentApp:
     if existing:
         return existing
     app = services.app_create(
-        owner=owner, name="Shopping assistant",
+        owner=owner,
+        name="Shopping assistant",
         description="The seeds' retail example: static business rules and a customer object.",
     )
     customer = services.schema_create(
-        app=app, name="Customer", json_schema=CUSTOMER_SCHEMA,
+        app=app,
+        name="Customer",
+        json_schema=CUSTOMER_SCHEMA,
         description="Who the assistant is talking to.",
     )
     services.variable_create(
-        app=app, name="business_rules", type="text",
+        app=app,
+        name="business_rules",
+        type="text",
         default="No refunds after 30 days. Free shipping over 50 EUR.",
         description="Rigid business rules, compiled into the prompt.",
     )
     services.variable_create(
-        app=app, name="customer", type="object", schema=customer,
+        app=app,
+        name="customer",
+        type="object",
+        schema=customer,
         default={"first_name": "Ada", "tier": "gold"},
         description="The signed-in customer.",
     )
     services.variable_create(
-        app=app, name="languages", type="list", item_type="text", default=["French", "German"],
+        app=app,
+        name="languages",
+        type="list",
+        item_type="text",
+        default=["French", "German"],
         description="Languages the customer speaks, preferred first.",
     )
     services.variable_create(
-        app=app, name="cart_total", type="number", default=0,
+        app=app,
+        name="cart_total",
+        type="number",
+        default=0,
         description="Total of the cart, updated by AddToCart.",
     )
     tool = services.tool_create(
-        app=app, name="AddToCart", kind="python", python_code=ADD_TO_CART_CODE,
+        app=app,
+        name="AddToCart",
+        kind="python",
+        python_code=ADD_TO_CART_CODE,
         description="Adds a product to the cart and updates the cart total.",
     )
     root = app.agents.get(is_root=True)
     root = services.agent_update(
-        agent=root, display_name="Shopping Assistant", instructions=SHOPPING_INSTRUCTIONS,
-        description="Helps customers find and buy products.", tools=[tool],
+        agent=root,
+        display_name="Shopping Assistant",
+        instructions=SHOPPING_INSTRUCTIONS,
+        description="Helps customers find and buy products.",
+        tools=[tool],
     )
     services.scenario_save(agent=root, name="Buy a product", steps_script=SHOPPING_SCRIPT)
     return app
@@ -131,27 +154,39 @@ def _banking(owner: AbstractBaseUser) -> AgentApp:
     if existing:
         return existing
     app = services.app_create(
-        owner=owner, name="Bank demo",
+        owner=owner,
+        name="Bank demo",
         description="The seeds' banking example: a Python tool updates a dynamic variable.",
     )
     services.variable_create(
-        app=app, name="current_account_balance", type="number",
+        app=app,
+        name="current_account_balance",
+        type="number",
         description="Balance of the user's current account, set by LookupBalance.",
     )
     services.variable_create(
-        app=app, name="authenticated", type="boolean", default=False,
+        app=app,
+        name="authenticated",
+        type="boolean",
+        default=False,
         description="Whether the user has been authenticated.",
     )
     tool = services.tool_create(
-        app=app, name="LookupBalance", kind="python", python_code=LOOKUP_BALANCE_CODE,
+        app=app,
+        name="LookupBalance",
+        kind="python",
+        python_code=LOOKUP_BALANCE_CODE,
         description="Looks up the balance of the user's account.",
         mock_state={"current_account_balance": 1250},
         mock_response={"balance": 1250, "currency": "EUR"},
     )
     root = app.agents.get(is_root=True)
     root = services.agent_update(
-        agent=root, display_name="banking_agent", instructions=BANKING_INSTRUCTIONS,
-        description="Answers questions about the user's accounts.", tools=[tool],
+        agent=root,
+        display_name="banking_agent",
+        instructions=BANKING_INSTRUCTIONS,
+        description="Answers questions about the user's accounts.",
+        tools=[tool],
     )
     services.scenario_save(agent=root, name="Balance question", steps_script=BANKING_SCRIPT)
     return app

@@ -7,6 +7,7 @@ from django.db import models
 from django.db.models.functions import Lower
 
 from agents.core import spec
+from agents.core.types import type_label
 
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 NAME_MAX_LENGTH = 64
@@ -63,7 +64,9 @@ class AgentApp(TimestampedModel):
         ordering = ["name", "id"]
         verbose_name = "app"
         constraints = [
-            models.UniqueConstraint(fields=["owner", "name"], name="agentapp_unique_name_per_owner"),
+            models.UniqueConstraint(
+                fields=["owner", "name"], name="agentapp_unique_name_per_owner"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -125,7 +128,9 @@ class Schema(TimestampedModel):
         return self.name
 
     def to_spec(self) -> spec.SchemaSpec:
-        return spec.SchemaSpec(name=self.name, schema=self.json_schema, description=self.description)
+        return spec.SchemaSpec(
+            name=self.name, schema=self.json_schema, description=self.description
+        )
 
 
 class Variable(TimestampedModel):
@@ -170,7 +175,9 @@ class Variable(TimestampedModel):
             ),
             models.CheckConstraint(
                 condition=models.Q(type=VariableType.OBJECT, schema__isnull=False)
-                | models.Q(type=VariableType.LIST, item_type=VariableType.OBJECT, schema__isnull=False)
+                | models.Q(
+                    type=VariableType.LIST, item_type=VariableType.OBJECT, schema__isnull=False
+                )
                 | (
                     models.Q(schema__isnull=True)
                     & ~models.Q(type=VariableType.OBJECT)
@@ -185,14 +192,12 @@ class Variable(TimestampedModel):
 
     @property
     def type_label(self) -> str:
-        if self.type == VariableType.LIST:
-            item = self.schema.name if self.item_type == VariableType.OBJECT and self.schema else (
-                VariableType(self.item_type).label if self.item_type else "?"
-            )
-            return f"List of {item}"
-        if self.type == VariableType.OBJECT and self.schema:
-            return self.schema.name
-        return VariableType(self.type).label
+        """`Number`, `Customer`, `List of Text` (reads `schema`: select_related it)."""
+        return type_label(
+            spec.VariableType(self.type),
+            spec.VariableType(self.item_type) if self.item_type else None,
+            self.schema.name if self.schema_id else None,
+        )
 
     def to_spec(self, schema_names: dict[int, str] | None = None) -> spec.VariableSpec:
         if self.schema_id is None:
@@ -216,13 +221,17 @@ class Tool(TimestampedModel):
     name = models.CharField(max_length=NAME_MAX_LENGTH)
     kind = models.CharField(max_length=10, choices=ToolKind.choices, default=ToolKind.PYTHON)
     description = models.TextField(blank=True)
-    python_code = models.TextField(blank=True, help_text="Python tool: a function named like the tool.")
+    python_code = models.TextField(
+        blank=True, help_text="Python tool: a function named like the tool."
+    )
     openapi_spec = models.JSONField(
         null=True, blank=True, help_text="OpenAPI tool: an OpenAPI 3 document with one operation."
     )
     mcp_url = models.URLField(blank=True, help_text="MCP tool: Streamable-HTTP server URL.")
     mcp_headers = models.JSONField(
-        default=dict, blank=True, help_text='MCP tool: headers, e.g. {"X-User": "$context.variables.user_id"}.'
+        default=dict,
+        blank=True,
+        help_text='MCP tool: headers, e.g. {"X-User": "$context.variables.user_id"}.',
     )
     mock_enabled = models.BooleanField(default=False)
     mock_state = models.JSONField(
@@ -234,8 +243,12 @@ class Tool(TimestampedModel):
         ordering = ["name", "id"]
         constraints = [
             models.UniqueConstraint(fields=["app", "name"], name="tool_unique_name_per_app"),
-            models.CheckConstraint(condition=models.Q(name__regex=NAME_PATTERN), name="tool_name_valid"),
-            models.CheckConstraint(condition=models.Q(kind__in=ToolKind.values), name="tool_kind_valid"),
+            models.CheckConstraint(
+                condition=models.Q(name__regex=NAME_PATTERN), name="tool_name_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(kind__in=ToolKind.values), name="tool_kind_valid"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -266,9 +279,7 @@ class Agent(TimestampedModel):
     instructions = models.TextField(blank=True)
     is_root = models.BooleanField(default=False)
     tools = models.ManyToManyField(Tool, related_name="agents", blank=True)
-    children = models.ManyToManyField(
-        "self", symmetrical=False, related_name="parents", blank=True
-    )
+    children = models.ManyToManyField("self", symmetrical=False, related_name="parents", blank=True)
 
     class Meta:
         ordering = ["-is_root", "display_name", "id"]
@@ -317,7 +328,9 @@ class Callback(TimestampedModel):
         return f"{self.get_kind_display()} #{self.order}"
 
     def to_spec(self) -> spec.CallbackSpec:
-        return spec.CallbackSpec(kind=spec.CallbackKind(self.kind), code=self.code, order=self.order)
+        return spec.CallbackSpec(
+            kind=spec.CallbackKind(self.kind), code=self.code, order=self.order
+        )
 
 
 class StepKind(models.TextChoices):
@@ -353,13 +366,19 @@ class Scenario(TimestampedModel):
     project_number = models.CharField(max_length=30, default="123456789")
     location = models.CharField(max_length=50, default="us-central1")
     token_budget = models.PositiveIntegerField(default=8000)
-    use_mocks = models.BooleanField(default=False, help_text="Use tool mocks even when a tool has code.")
+    use_mocks = models.BooleanField(
+        default=False, help_text="Use tool mocks even when a tool has code."
+    )
 
     class Meta:
         ordering = ["name", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["agent", "name"], name="scenario_unique_name_per_agent"),
-            models.CheckConstraint(condition=models.Q(token_budget__gte=1), name="scenario_budget_positive"),
+            models.UniqueConstraint(
+                fields=["agent", "name"], name="scenario_unique_name_per_agent"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(token_budget__gte=1), name="scenario_budget_positive"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -390,14 +409,20 @@ class ScenarioStep(TimestampedModel):
     order = models.PositiveIntegerField(default=0)
     kind = models.CharField(max_length=10, choices=StepKind.choices, default=StepKind.USER)
     text = models.TextField(blank=True, help_text="User or agent message.")
-    tool = models.CharField(max_length=NAME_MAX_LENGTH, blank=True, help_text="Tool call: the tool's name.")
-    args = models.JSONField(default=dict, blank=True, help_text="Tool call: its arguments (JSON object).")
+    tool = models.CharField(
+        max_length=NAME_MAX_LENGTH, blank=True, help_text="Tool call: the tool's name."
+    )
+    args = models.JSONField(
+        default=dict, blank=True, help_text="Tool call: its arguments (JSON object)."
+    )
     callback_kind = models.CharField(max_length=20, choices=CallbackKind.choices, blank=True)
 
     class Meta:
         ordering = ["order", "id"]
         constraints = [
-            models.CheckConstraint(condition=models.Q(kind__in=StepKind.values), name="step_kind_valid"),
+            models.CheckConstraint(
+                condition=models.Q(kind__in=StepKind.values), name="step_kind_valid"
+            ),
         ]
 
     def __str__(self) -> str:

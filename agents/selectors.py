@@ -67,24 +67,32 @@ def app_for_user(
     if access is None:
         raise Http404("No such app.")
     if edit and not access.can_edit:
-        raise PermissionDenied("You can view this app but not change it; ask its owner for editor access.")
+        raise PermissionDenied(
+            "You can view this app but not change it; ask its owner for editor access."
+        )
     return app, access
 
 
 def app_with_everything(app_id: int) -> QuerySet[AgentApp]:
     """An app and every row the designer shows, in a constant number of queries."""
-    return AgentApp.objects.filter(pk=app_id).select_related("owner").prefetch_related(
-        Prefetch("variables", queryset=Variable.objects.select_related("schema")),
-        "schemas",
-        Prefetch("tools", queryset=Tool.objects.all()),
-        Prefetch(
-            "agents",
-            queryset=Agent.objects.prefetch_related(
-                Prefetch("tools", queryset=Tool.objects.only("id", "name", "app_id")),
-                Prefetch("children", queryset=Agent.objects.only("id", "display_name", "app_id")),
-                "callbacks",
-                Prefetch("scenarios", queryset=Scenario.objects.prefetch_related("steps")),
+    return (
+        AgentApp.objects.filter(pk=app_id)
+        .select_related("owner")
+        .prefetch_related(
+            Prefetch("variables", queryset=Variable.objects.select_related("schema")),
+            "schemas",
+            Prefetch("tools", queryset=Tool.objects.all()),
+            Prefetch(
+                "agents",
+                queryset=Agent.objects.prefetch_related(
+                    Prefetch("tools", queryset=Tool.objects.only("id", "name", "app_id")),
+                    Prefetch(
+                        "children", queryset=Agent.objects.only("id", "display_name", "app_id")
+                    ),
+                    "callbacks",
+                    Prefetch("scenarios", queryset=Scenario.objects.prefetch_related("steps")),
+                ),
             ),
-        ),
-        Prefetch("shares", queryset=AppShare.objects.select_related("user")),
+            Prefetch("shares", queryset=AppShare.objects.select_related("user")),
+        )
     )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import replace
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -102,7 +102,7 @@ def _check_version(obj: Model, expected_version: int | None) -> None:
 
 
 def _save(obj: Model) -> None:
-    """Save and bump the version; a unique constraint hit by a concurrent write becomes a ServiceError."""
+    """Save and bump the version; a concurrent unique-constraint hit becomes a ServiceError."""
     if obj.pk is not None:
         obj.version += 1
     try:
@@ -110,7 +110,11 @@ def _save(obj: Model) -> None:
             obj.save()
     except IntegrityError as exc:
         raise ServiceError(
-            [_error("name", "That name was just taken by another save in this app; choose another.")]
+            [
+                _error(
+                    "name", "That name was just taken by another save in this app; choose another."
+                )
+            ]
         ) from exc
 
 
@@ -162,7 +166,10 @@ def app_create(*, owner: AbstractBaseUser, name: str, description: str = "") -> 
 
 @transaction.atomic
 def app_update(
-    *, app: AgentApp, name: str | None = None, description: str | None = None,
+    *,
+    app: AgentApp,
+    name: str | None = None,
+    description: str | None = None,
     expected_version: int | None = None,
 ) -> AgentApp:
     app = _locked(AgentApp, app.pk)
@@ -172,7 +179,9 @@ def app_update(
         if not name:
             raise ServiceError([_error("name", "Give the app a name.")])
         if AgentApp.objects.filter(owner=app.owner, name=name).exclude(pk=app.pk).exists():
-            raise ServiceError([_error("name", f"You already have an app named '{name}'.", "SC004")])
+            raise ServiceError(
+                [_error("name", f"You already have an app named '{name}'.", "SC004")]
+            )
         app.name = name
     if description is not None:
         app.description = description
@@ -228,7 +237,8 @@ def schema_problems(schema: Schema) -> list[Diagnostic]:
                 diagnostics.append(
                     _error(
                         "json_schema",
-                        f"The default of variable '{variable.name}' would no longer fit: {d.message}",
+                        f"The default of variable '{variable.name}' would no longer fit: "
+                        f"{d.message}",
                         d.code,
                     )
                 )
@@ -240,9 +250,7 @@ def _errors_only(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
 
 
 @transaction.atomic
-def schema_create(
-    *, app: AgentApp, name: str, json_schema: Any, description: str = ""
-) -> Schema:
+def schema_create(*, app: AgentApp, name: str, json_schema: Any, description: str = "") -> Schema:
     schema = Schema(app=app, name=name, json_schema=json_schema, description=description)
     _raise_if(schema_problems(schema))
     _save(schema)
@@ -251,8 +259,12 @@ def schema_create(
 
 @transaction.atomic
 def schema_update(
-    *, schema: Schema, name: str | None = None, json_schema: Any = UNSET,
-    description: str | None = None, expected_version: int | None = None,
+    *,
+    schema: Schema,
+    name: str | None = None,
+    json_schema: Any = UNSET,
+    description: str | None = None,
+    expected_version: int | None = None,
 ) -> Schema:
     schema = _locked(Schema, schema.pk)
     _check_version(schema, expected_version)
@@ -336,12 +348,18 @@ def variable_problems(variable: Variable) -> list[Diagnostic]:
     needs_schema = VariableType.OBJECT in (variable.type, variable.item_type)
     if needs_schema and variable.schema_id is None:
         diagnostics.append(
-            _error("schema", "A custom object needs a schema: pick one or create it first.", "SC006")
+            _error(
+                "schema", "A custom object needs a schema: pick one or create it first.", "SC006"
+            )
         )
         return diagnostics
     if not needs_schema:
         variable.schema = None
-    if variable.schema_id is not None and variable.app_id and variable.schema.app_id != variable.app_id:
+    if (
+        variable.schema_id is not None
+        and variable.app_id
+        and variable.schema.app_id != variable.app_id
+    ):
         diagnostics.append(_error("schema", "That schema belongs to another app.", "SC006"))
         return diagnostics
     if variable.default is not None:
@@ -356,12 +374,23 @@ def variable_problems(variable: Variable) -> list[Diagnostic]:
 
 @transaction.atomic
 def variable_create(
-    *, app: AgentApp, name: str, type: str, default: Any = None, description: str = "",
-    item_type: str = "", schema: Schema | None = None,
+    *,
+    app: AgentApp,
+    name: str,
+    type: str,
+    default: Any = None,
+    description: str = "",
+    item_type: str = "",
+    schema: Schema | None = None,
 ) -> Variable:
     variable = Variable(
-        app=app, name=name, type=type, default=default, description=description,
-        item_type=item_type or "", schema=schema,
+        app=app,
+        name=name,
+        type=type,
+        default=default,
+        description=description,
+        item_type=item_type or "",
+        schema=schema,
     )
     _raise_if(variable_problems(variable))
     _save(variable)
@@ -370,9 +399,15 @@ def variable_create(
 
 @transaction.atomic
 def variable_update(
-    *, variable: Variable, name: str | None = None, type: str | None = None,
-    default: Any = UNSET, description: str | None = None, item_type: str | None = None,
-    schema: Schema | None | Any = UNSET, expected_version: int | None = None,
+    *,
+    variable: Variable,
+    name: str | None = None,
+    type: str | None = None,
+    default: Any = UNSET,
+    description: str | None = None,
+    item_type: str | None = None,
+    schema: Schema | Any | None = UNSET,
+    expected_version: int | None = None,
     update_references: bool = False,
 ) -> Variable:
     """Change a variable; a new name with `update_references` also rewrites every reference."""
@@ -415,26 +450,43 @@ def tool_problems(tool: Tool) -> list[Diagnostic]:
             ast.parse(tool.python_code)
         except SyntaxError as exc:
             diagnostics.append(
-                _error("python_code", f"Line {exc.lineno}: {exc.msg}. Fix the Python syntax.", "SC007")
+                _error(
+                    "python_code", f"Line {exc.lineno}: {exc.msg}. Fix the Python syntax.", "SC007"
+                )
             )
     if tool.openapi_spec is not None and not isinstance(tool.openapi_spec, dict):
-        diagnostics.append(_error("openapi_spec", "The OpenAPI document must be a JSON object.", "SC008"))
+        diagnostics.append(
+            _error("openapi_spec", "The OpenAPI document must be a JSON object.", "SC008")
+        )
     if not isinstance(tool.mcp_headers, dict) or not all(
         isinstance(v, str) for v in tool.mcp_headers.values()
     ):
         diagnostics.append(
-            _error("mcp_headers", 'Headers must be a JSON object of strings, e.g. {"X-Id": "abc"}.', "SC008")
+            _error(
+                "mcp_headers",
+                'Headers must be a JSON object of strings, e.g. {"X-Id": "abc"}.',
+                "SC008",
+            )
         )
     if not isinstance(tool.mock_state, dict):
         diagnostics.append(
-            _error("mock_state", 'Mock state must be a JSON object: {"variable_name": value}.', "SC008")
+            _error(
+                "mock_state", 'Mock state must be a JSON object: {"variable_name": value}.', "SC008"
+            )
         )
     return diagnostics
 
 
 _TOOL_FIELDS = (
-    "kind", "description", "python_code", "openapi_spec", "mcp_url", "mcp_headers",
-    "mock_enabled", "mock_state", "mock_response",
+    "kind",
+    "description",
+    "python_code",
+    "openapi_spec",
+    "mcp_url",
+    "mcp_headers",
+    "mock_enabled",
+    "mock_state",
+    "mock_response",
 )
 
 
@@ -494,7 +546,9 @@ def agent_problems(agent: Agent) -> list[Diagnostic]:
     return diagnostics
 
 
-def _set_agent_links(agent: Agent, tools: Sequence[Tool] | None, children: Sequence[Agent] | None) -> None:
+def _set_agent_links(
+    agent: Agent, tools: Sequence[Tool] | None, children: Sequence[Agent] | None
+) -> None:
     if tools is not None:
         if any(t.app_id != agent.app_id for t in tools):
             raise ServiceError([_error("tools", "A tool of another app cannot be attached.")])
@@ -531,14 +585,23 @@ def _has_cycle(start: Agent) -> bool:
 
 @transaction.atomic
 def agent_create(
-    *, app: AgentApp, display_name: str, instructions: str = "", description: str = "",
-    is_root: bool | None = None, tools: Sequence[Tool] = (), children: Sequence[Agent] = (),
+    *,
+    app: AgentApp,
+    display_name: str,
+    instructions: str = "",
+    description: str = "",
+    is_root: bool | None = None,
+    tools: Sequence[Tool] = (),
+    children: Sequence[Agent] = (),
 ) -> Agent:
     if is_root is None:
         is_root = not app.agents.exists()
     agent = Agent(
-        app=app, display_name=display_name.strip(), instructions=instructions,
-        description=description, is_root=is_root,
+        app=app,
+        display_name=display_name.strip(),
+        instructions=instructions,
+        description=description,
+        is_root=is_root,
     )
     _raise_if(agent_problems(agent))
     if is_root:
@@ -550,9 +613,14 @@ def agent_create(
 
 @transaction.atomic
 def agent_update(
-    *, agent: Agent, display_name: str | None = None, instructions: str | None = None,
-    description: str | None = None, is_root: bool | None = None,
-    tools: Sequence[Tool] | None = None, children: Sequence[Agent] | None = None,
+    *,
+    agent: Agent,
+    display_name: str | None = None,
+    instructions: str | None = None,
+    description: str | None = None,
+    is_root: bool | None = None,
+    tools: Sequence[Tool] | None = None,
+    children: Sequence[Agent] | None = None,
     expected_version: int | None = None,
 ) -> Agent:
     agent = _locked(Agent, agent.pk)
@@ -590,7 +658,9 @@ def callback_problems(callback: Callback) -> list[Diagnostic]:
     diagnostics: list[Diagnostic] = []
     if callback.kind not in CallbackKind.values:
         diagnostics.append(
-            _error("kind", "Choose when the callback runs: before/after agent, model or tool.", "SC005")
+            _error(
+                "kind", "Choose when the callback runs: before/after agent, model or tool.", "SC005"
+            )
         )
     if not callback.code.strip():
         diagnostics.append(_error("code", "The callback needs Python code.", "SC007"))
@@ -617,8 +687,12 @@ def callback_create(*, agent: Agent, kind: str, code: str, order: int | None = N
 
 @transaction.atomic
 def callback_update(
-    *, callback: Callback, code: str | None = None, kind: str | None = None,
-    order: int | None = None, expected_version: int | None = None,
+    *,
+    callback: Callback,
+    code: str | None = None,
+    kind: str | None = None,
+    order: int | None = None,
+    expected_version: int | None = None,
 ) -> Callback:
     callback = _locked(Callback, callback.pk)
     _check_version(callback, expected_version)
@@ -653,14 +727,20 @@ def app_duplicate(*, app: AgentApp, owner: AbstractBaseUser, name: str | None = 
     schema_map: dict[int, Schema] = {}
     for schema in app.schemas.all():
         schema_map[schema.pk] = Schema.objects.create(
-            app=copy, name=schema.name, description=schema.description,
+            app=copy,
+            name=schema.name,
+            description=schema.description,
             json_schema=schema.json_schema,
         )
     Variable.objects.bulk_create(
         Variable(
-            app=copy, name=v.name, type=v.type, item_type=v.item_type,
+            app=copy,
+            name=v.name,
+            type=v.type,
+            item_type=v.item_type,
             schema=schema_map.get(v.schema_id) if v.schema_id else None,
-            default=v.default, description=v.description,
+            default=v.default,
+            description=v.description,
         )
         for v in app.variables.all()
     )
@@ -677,8 +757,11 @@ def app_duplicate(*, app: AgentApp, owner: AbstractBaseUser, name: str | None = 
     originals = list(app.agents.prefetch_related("tools", "children", "callbacks"))
     for agent in originals:
         agent_map[agent.pk] = Agent.objects.create(
-            app=copy, display_name=agent.display_name, description=agent.description,
-            instructions=agent.instructions, is_root=agent.is_root,
+            app=copy,
+            display_name=agent.display_name,
+            description=agent.description,
+            instructions=agent.instructions,
+            is_root=agent.is_root,
         )
     for agent in originals:
         new = agent_map[agent.pk]
@@ -703,7 +786,10 @@ def _rename_in_expression(source: str, old: str, new: str) -> str:
 
 
 def rewrite_references(
-    text: str, *, variable: tuple[str, str] | None = None, tool: tuple[str, str] | None = None,
+    text: str,
+    *,
+    variable: tuple[str, str] | None = None,
+    tool: tuple[str, str] | None = None,
     agent: tuple[str, str] | None = None,
 ) -> str:
     """Instructions with every reference to a renamed variable, tool or agent updated."""
@@ -711,16 +797,18 @@ def rewrite_references(
     position = 0
     for token in parse_instructions(text).tokens:
         replacement = None
-        if variable and token.kind in (TokenKind.STATIC, TokenKind.DYNAMIC) and token.path[:1] == (variable[0],):
-            replacement = _rename_in_expression(token.raw, *variable)
-        elif variable and token.kind in (TokenKind.IF, TokenKind.ELIF):
+        if (
+            variable
+            and token.kind in (TokenKind.STATIC, TokenKind.DYNAMIC)
+            and token.path[:1] == (variable[0],)
+        ) or (variable and token.kind in (TokenKind.IF, TokenKind.ELIF)):
             replacement = _rename_in_expression(token.raw, *variable)
         elif tool and token.kind is TokenKind.TOOL and token.name == tool[0]:
             replacement = token.raw.replace(tool[0], tool[1], 1)
         elif agent and token.kind is TokenKind.AGENT and token.name == agent[0]:
             replacement = token.raw.replace(agent[0], agent[1], 1)
         if replacement is not None and replacement != token.raw:
-            out.append(text[position:token.start])
+            out.append(text[position : token.start])
             out.append(replacement)
             position = token.end
     out.append(text[position:])
@@ -729,7 +817,11 @@ def rewrite_references(
 
 def _rename_in_json(value: Any, old: str, new: str) -> Any:
     if isinstance(value, str):
-        return re.sub(r"\$context\.variables\." + re.escape(old) + r"(?!\w)", f"$context.variables.{new}", value)
+        return re.sub(
+            r"\$context\.variables\." + re.escape(old) + r"(?!\w)",
+            f"$context.variables.{new}",
+            value,
+        )
     if isinstance(value, list):
         return [_rename_in_json(v, old, new) for v in value]
     if isinstance(value, dict):
@@ -738,7 +830,9 @@ def _rename_in_json(value: Any, old: str, new: str) -> Any:
 
 
 @transaction.atomic
-def variable_rename(*, variable: Variable, new_name: str, expected_version: int | None = None) -> Variable:
+def variable_rename(
+    *, variable: Variable, new_name: str, expected_version: int | None = None
+) -> Variable:
     """Rename a variable and every reference to it: instructions, tool headers, OpenAPI, mocks."""
     variable = _locked(Variable, variable.pk)
     _check_version(variable, expected_version)
@@ -771,8 +865,10 @@ def tool_rename(*, tool: Tool, new_name: str, expected_version: int | None = Non
     _raise_if(_name_diagnostics(new_name) + _unique(Tool, tool, what="tool"))
     if tool.python_code:
         tool.python_code = re.sub(
-            r"^(\s*def\s+)" + re.escape(old) + r"(\s*\()", rf"\g<1>{new_name}\g<2>",
-            tool.python_code, flags=re.MULTILINE,
+            r"^(\s*def\s+)" + re.escape(old) + r"(\s*\()",
+            rf"\g<1>{new_name}\g<2>",
+            tool.python_code,
+            flags=re.MULTILINE,
         )
     _save(tool)
     for agent in Agent.objects.select_for_update().filter(app_id=tool.app_id):
@@ -813,16 +909,28 @@ def _scenario_problems(scenario: Scenario, steps: Sequence[StepSpec]) -> list[Di
         .exclude(pk=scenario.pk)
         .exists()
     ):
-        diagnostics.append(_error("name", f"This agent already has a scenario named '{scenario.name}'.", "SC004"))
+        diagnostics.append(
+            _error("name", f"This agent already has a scenario named '{scenario.name}'.", "SC004")
+        )
     if scenario.token_budget is None or scenario.token_budget < 1:
-        diagnostics.append(_error("token_budget", "The context window needs at least 1 token.", "SC009"))
+        diagnostics.append(
+            _error("token_budget", "The context window needs at least 1 token.", "SC009")
+        )
     if scenario.channel not in Channel.values:
-        diagnostics.append(_error("channel", f"Channel must be one of {', '.join(Channel.values)}.", "SC009"))
+        diagnostics.append(
+            _error("channel", f"Channel must be one of {', '.join(Channel.values)}.", "SC009")
+        )
     if scenario.modality not in Modality.values:
-        diagnostics.append(_error("modality", f"Modality must be one of {', '.join(Modality.values)}.", "SC009"))
+        diagnostics.append(
+            _error("modality", f"Modality must be one of {', '.join(Modality.values)}.", "SC009")
+        )
     values = scenario.session_values
     if not isinstance(values, dict):
-        diagnostics.append(_error("session_values", 'Session values are one JSON object: {"name": value}.', "SC008"))
+        diagnostics.append(
+            _error(
+                "session_values", 'Session values are one JSON object: {"name": value}.', "SC008"
+            )
+        )
         return diagnostics
     app = scenario.agent.app
     variables = {v.name: v for v in app.variables.select_related("schema")}
@@ -830,7 +938,9 @@ def _scenario_problems(scenario: Scenario, steps: Sequence[StepSpec]) -> list[Di
     for name, value in values.items():
         variable = variables.get(name)
         if variable is None:
-            diagnostics.append(_error("session_values", f"'{name}' is not a declared variable.", "SC010"))
+            diagnostics.append(
+                _error("session_values", f"'{name}' is not a declared variable.", "SC010")
+            )
             continue
         for d in core_types.validate_value(value, _variable_spec(variable), schemas):
             if d.severity is Severity.ERROR:
@@ -840,11 +950,21 @@ def _scenario_problems(scenario: Scenario, steps: Sequence[StepSpec]) -> list[Di
 
 @transaction.atomic
 def scenario_save(
-    *, agent: Agent, scenario: Scenario | None = None, name: str, steps_script: str = "",
-    session_values: Any = None, channel: str = "web", modality: str = "text",
-    session_id: str = "session-1", project_id: str = "my-project",
-    project_number: str = "123456789", location: str = "us-central1",
-    token_budget: int = 8000, use_mocks: bool = False, expected_version: int | None = None,
+    *,
+    agent: Agent,
+    scenario: Scenario | None = None,
+    name: str,
+    steps_script: str = "",
+    session_values: Any = None,
+    channel: str = "web",
+    modality: str = "text",
+    session_id: str = "session-1",
+    project_id: str = "my-project",
+    project_number: str = "123456789",
+    location: str = "us-central1",
+    token_budget: int = 8000,
+    use_mocks: bool = False,
+    expected_version: int | None = None,
 ) -> Scenario:
     """Create (`scenario` None) or update a scenario; its steps come from the step script."""
     if scenario is None:
@@ -866,8 +986,13 @@ def scenario_save(
     scenario.steps.all().delete()
     ScenarioStep.objects.bulk_create(
         ScenarioStep(
-            scenario=scenario, order=i, kind=step.kind.value, text=step.text, tool=step.tool,
-            args=step.args, callback_kind=step.callback.value if step.callback else "",
+            scenario=scenario,
+            order=i,
+            kind=step.kind.value,
+            text=step.text,
+            tool=step.tool,
+            args=step.args,
+            callback_kind=step.callback.value if step.callback else "",
         )
         for i, step in enumerate(parsed.steps)
     )

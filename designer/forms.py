@@ -8,8 +8,8 @@ from typing import Any
 from django import forms
 
 from agents.core import types as core_types
-from agents.core.spec import VariableType as CoreType
 from agents.core.script import format_script
+from agents.core.spec import VariableType as CoreType
 from agents.models import (
     AgentApp,
     CallbackKind,
@@ -53,14 +53,18 @@ class VariableForm(forms.Form):
     version = forms.IntegerField(required=False, widget=forms.HiddenInput)
     update_references = forms.BooleanField(required=False, initial=True)
 
-    def __init__(self, *args: Any, app: AgentApp, schemas: list[Schema] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, app: AgentApp, schemas: list[Schema] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.app = app
         self.fields["schema"].queryset = Schema.objects.filter(app=app)
         self.schema_list = schemas if schemas is not None else list(app.schemas.all())
 
     @classmethod
-    def for_variable(cls, variable: Variable, *, app: AgentApp, schemas: list[Schema] | None = None) -> VariableForm:
+    def for_variable(
+        cls, variable: Variable, *, app: AgentApp, schemas: list[Schema] | None = None
+    ) -> VariableForm:
         return cls(
             app=app,
             schemas=schemas,
@@ -106,9 +110,11 @@ class SchemaForm(forms.Form):
     version = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
     def clean_json_schema(self) -> Any:
-        value = _json_field_value(self.cleaned_data["json_schema"], "json_schema", allow_empty=False)
+        value = _json_field_value(
+            self.cleaned_data["json_schema"], "json_schema", allow_empty=False
+        )
         if not isinstance(value, dict):
-            raise forms.ValidationError("A schema is a JSON object, like {\"type\": \"object\"}.")
+            raise forms.ValidationError('A schema is a JSON object, like {"type": "object"}.')
         return value
 
 
@@ -116,13 +122,23 @@ class ToolForm(forms.Form):
     name = forms.CharField(max_length=64, strip=True)
     kind = forms.ChoiceField(choices=ToolKind.choices, initial=ToolKind.PYTHON)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    python_code = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 10}))
-    openapi_spec = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 10}))
+    python_code = forms.CharField(
+        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 10})
+    )
+    openapi_spec = forms.CharField(
+        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 10})
+    )
     mcp_url = forms.URLField(required=False, assume_scheme="https")
-    mcp_headers = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3}))
+    mcp_headers = forms.CharField(
+        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
+    )
     mock_enabled = forms.BooleanField(required=False)
-    mock_state = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3}))
-    mock_response = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3}))
+    mock_state = forms.CharField(
+        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
+    )
+    mock_response = forms.CharField(
+        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
+    )
     version = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
     @classmethod
@@ -132,11 +148,17 @@ class ToolForm(forms.Form):
 
         return cls(
             initial={
-                "name": tool.name, "kind": tool.kind, "description": tool.description,
-                "python_code": tool.python_code, "openapi_spec": dump(tool.openapi_spec),
-                "mcp_url": tool.mcp_url, "mcp_headers": dump(tool.mcp_headers),
-                "mock_enabled": tool.mock_enabled, "mock_state": dump(tool.mock_state),
-                "mock_response": dump(tool.mock_response), "version": tool.version,
+                "name": tool.name,
+                "kind": tool.kind,
+                "description": tool.description,
+                "python_code": tool.python_code,
+                "openapi_spec": dump(tool.openapi_spec),
+                "mcp_url": tool.mcp_url,
+                "mcp_headers": dump(tool.mcp_headers),
+                "mock_enabled": tool.mock_enabled,
+                "mock_state": dump(tool.mock_state),
+                "mock_response": dump(tool.mock_response),
+                "version": tool.version,
             }
         )
 
@@ -162,8 +184,9 @@ class AgentForm(forms.Form):
     display_name = forms.CharField(max_length=200, strip=True)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     is_root = forms.BooleanField(required=False)
-    tools = forms.ModelMultipleChoiceField(queryset=Tool.objects.none(), required=False,
-                                           widget=forms.CheckboxSelectMultiple)
+    tools = forms.ModelMultipleChoiceField(
+        queryset=Tool.objects.none(), required=False, widget=forms.CheckboxSelectMultiple
+    )
     version = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, app: AgentApp, **kwargs: Any) -> None:
@@ -179,8 +202,12 @@ class CallbackForm(forms.Form):
 
 class ScenarioForm(forms.Form):
     name = forms.CharField(max_length=200, strip=True)
-    steps_script = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 8}))
-    session_values = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3}))
+    steps_script = forms.CharField(
+        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 8})
+    )
+    session_values = forms.CharField(
+        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
+    )
     channel = forms.ChoiceField(choices=Channel.choices, initial=Channel.WEB)
     modality = forms.ChoiceField(choices=Modality.choices, initial=Modality.TEXT)
     session_id = forms.CharField(max_length=100, initial="session-1")
@@ -193,17 +220,24 @@ class ScenarioForm(forms.Form):
 
     @classmethod
     def for_scenario(cls, scenario: Scenario) -> ScenarioForm:
-        return cls(initial={
-            "name": scenario.name,
-            "steps_script": format_script(tuple(s.to_spec() for s in scenario.steps.all())),
-            "session_values": json.dumps(scenario.session_values, indent=2, ensure_ascii=False)
-            if scenario.session_values else "",
-            "channel": scenario.channel, "modality": scenario.modality,
-            "session_id": scenario.session_id, "project_id": scenario.project_id,
-            "project_number": scenario.project_number, "location": scenario.location,
-            "token_budget": scenario.token_budget, "use_mocks": scenario.use_mocks,
-            "version": scenario.version,
-        })
+        return cls(
+            initial={
+                "name": scenario.name,
+                "steps_script": format_script(tuple(s.to_spec() for s in scenario.steps.all())),
+                "session_values": json.dumps(scenario.session_values, indent=2, ensure_ascii=False)
+                if scenario.session_values
+                else "",
+                "channel": scenario.channel,
+                "modality": scenario.modality,
+                "session_id": scenario.session_id,
+                "project_id": scenario.project_id,
+                "project_number": scenario.project_number,
+                "location": scenario.location,
+                "token_budget": scenario.token_budget,
+                "use_mocks": scenario.use_mocks,
+                "version": scenario.version,
+            }
+        )
 
     def clean_session_values(self) -> Any:
         return _json_field_value(self.cleaned_data["session_values"], "session_values") or {}

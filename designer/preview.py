@@ -17,7 +17,7 @@ from agents.core.compile import compile_instructions
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.parse import TokenKind, parse
 from agents.core.render import render_value
-from agents.core.spec import AppSpec, VariableType
+from agents.core.spec import AppSpec
 from agents.models import Agent, AgentApp
 
 CHANNELS = ("web", "api", "telephony")
@@ -48,7 +48,9 @@ class Preview:
     counts: dict[str, int] = field(default_factory=dict)
 
 
-def _session_values(spec: AppSpec, params: Mapping[str, Any]) -> tuple[dict[str, Any], list[SessionValue], str, str]:
+def _session_values(
+    spec: AppSpec, params: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[SessionValue], str, str]:
     """Defaults, then a pasted JSON object, then per-variable fields: later wins."""
     values = spec.default_values()
     rows: list[SessionValue] = []
@@ -70,12 +72,20 @@ def _session_values(spec: AppSpec, params: Mapping[str, Any]) -> tuple[dict[str,
     schemas = {s.name: s.schema for s in spec.schemas}
     for variable in spec.variables:
         typed = params.get(f"value__{variable.name}", "") or ""
-        default_text = core_types.format_form_value(variable.default, variable.type, variable.item_type)
-        row = SessionValue(variable.name, _type_label(variable.type, variable.item_type, variable.schema),
-                           default_text, typed)
+        default_text = core_types.format_form_value(
+            variable.default, variable.type, variable.item_type
+        )
+        row = SessionValue(
+            variable.name,
+            core_types.type_label(variable.type, variable.item_type, variable.schema),
+            default_text,
+            typed,
+        )
         if typed.strip():
             parsed = core_types.parse_form_value(
-                typed, variable.type, item_type=variable.item_type,
+                typed,
+                variable.type,
+                item_type=variable.item_type,
                 schema=schemas.get(variable.schema or ""),
             )
             if parsed.errors:
@@ -86,15 +96,6 @@ def _session_values(spec: AppSpec, params: Mapping[str, Any]) -> tuple[dict[str,
     return values, rows, values_json, json_error
 
 
-def _type_label(type_: VariableType, item_type: VariableType | None, schema: str | None) -> str:
-    labels = {"text": "Text", "number": "Number", "boolean": "Yes/No", "object": "Custom object", "list": "List"}
-    if type_ is VariableType.LIST:
-        return f"List of {schema if item_type is VariableType.OBJECT and schema else labels.get(item_type or '', '?')}"
-    if type_ is VariableType.OBJECT and schema:
-        return schema
-    return labels[type_]
-
-
 def _render_compiled(text: str, spans: tuple[Any, ...]) -> SafeString:
     """Escape the compiled text and wrap each span: substituted values and kept references."""
     out: list[str] = []
@@ -102,17 +103,20 @@ def _render_compiled(text: str, spans: tuple[Any, ...]) -> SafeString:
     for span in sorted(spans, key=lambda s: s.start):
         if span.start < position:
             continue
-        out.append(escape(text[position:span.start]))
-        piece = escape(text[span.start:span.end])
+        out.append(escape(text[position : span.start]))
+        piece = escape(text[span.start : span.end])
         if span.kind == "static":
             out.append(
                 f'<mark class="ref ref-static" title="from {{{{{escape(span.name)}}}}}" '
                 f'data-ref="{escape(span.name)}">{piece}</mark>'
             )
         else:
-            title = {"dynamic": "dynamic variable — its value arrives as a state update",
-                     "tool": "tool reference", "agent": "sub-agent reference",
-                     "missing": "no value: stays literally in the prompt"}.get(span.kind, span.kind)
+            title = {
+                "dynamic": "dynamic variable — its value arrives as a state update",
+                "tool": "tool reference",
+                "agent": "sub-agent reference",
+                "missing": "no value: stays literally in the prompt",
+            }.get(span.kind, span.kind)
             out.append(
                 f'<span class="chip chip-{escape(span.kind)}" title="{title}" '
                 f'data-ref="{escape(span.name)}">{piece}</span>'
@@ -127,8 +131,11 @@ def completion_data(spec: AppSpec, agent_name: str | None) -> str:
     return json.dumps(
         {
             "variables": [
-                {"name": v.name, "type": _type_label(v.type, v.item_type, v.schema),
-                 "default": "" if v.default is None else render_value(v.default)[:60]}
+                {
+                    "name": v.name,
+                    "type": core_types.type_label(v.type, v.item_type, v.schema),
+                    "default": "" if v.default is None else render_value(v.default)[:60],
+                }
                 for v in spec.variables
             ],
             "tools": [t.name for t in spec.tools],
@@ -173,7 +180,7 @@ _NAME_IN_BACKTICKS = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
 
 
 def undeclared_name(diagnostic: Diagnostic) -> str:
-    """The variable an "undeclared variable" diagnostic names, so the page can offer to create it."""
+    """The variable an "undeclared variable" diagnostic names, so the page offers to create it."""
     if diagnostic.code not in _UNDECLARED_VARIABLE_CODES:
         return ""
     match = _NAME_IN_BACKTICKS.search(diagnostic.message)
@@ -201,15 +208,23 @@ def _merge(*groups: tuple[Diagnostic, ...]) -> list[Diagnostic]:
 
 @dataclass
 class VariableUsage:
-    static: list[str] = field(default_factory=list)   # agent names, once per reference
+    static: list[str] = field(default_factory=list)  # agent names, once per reference
     dynamic: list[str] = field(default_factory=list)
     conditions: list[str] = field(default_factory=list)
-    writers: list[str] = field(default_factory=list)  # "tool LookupBalance", "callback before_model #0 of agent"
+    writers: list[str] = field(
+        default_factory=list
+    )  # "tool LookupBalance", "callback before_model #0 of agent"
     headers: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> int:
-        return len(self.static) + len(self.dynamic) + len(self.conditions) + len(self.writers) + len(self.headers)
+        return (
+            len(self.static)
+            + len(self.dynamic)
+            + len(self.conditions)
+            + len(self.writers)
+            + len(self.headers)
+        )
 
 
 def usage_by_variable(app: AgentApp) -> dict[str, VariableUsage]:
@@ -232,7 +247,11 @@ def usage_by_variable(app: AgentApp) -> dict[str, VariableUsage]:
                         f"{callback.get_kind_display().lower()} callback of {agent.display_name}"
                     )
     for tool in app.tools.all():
-        writers = {w.name for w in code_analysis.analyze_code(tool.python_code).writes} if tool.python_code else set()
+        writers = (
+            {w.name for w in code_analysis.analyze_code(tool.python_code).writes}
+            if tool.python_code
+            else set()
+        )
         if tool.mock_enabled:
             writers |= set((tool.mock_state or {}).keys())
         for name in writers:

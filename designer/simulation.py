@@ -28,21 +28,30 @@ def sandbox_runner(call: CodeCall) -> CodeResult:
     """
     key = json.dumps(
         [call.code, call.entry, call.kind, call.args, call.state, call.context_values],
-        sort_keys=True, default=str,
+        sort_keys=True,
+        default=str,
     )
     cached = _RESULTS.get(key)
     if cached is not None:
         _RESULTS.move_to_end(key)
         return cached
     result = sandbox.run_code(
-        call.code, entry=call.entry, kind=call.kind, args=call.args, state=call.state,
+        call.code,
+        entry=call.entry,
+        kind=call.kind,
+        args=call.args,
+        state=call.state,
         context_values=call.context_values,
     )
     error = result.error
     outcome = CodeResult(
-        ok=result.ok, return_value=result.return_value, writes=result.writes,
-        removed=result.removed, error=f"{error.kind}: {error.message}" if error else None,
-        error_line=error.line if error else None, stdout=result.stdout,
+        ok=result.ok,
+        return_value=result.return_value,
+        writes=result.writes,
+        removed=result.removed,
+        error=f"{error.kind}: {error.message}" if error else None,
+        error_line=error.line if error else None,
+        stdout=result.stdout,
     )
     _RESULTS[key] = outcome
     if len(_RESULTS) > _CACHE_SIZE:
@@ -92,7 +101,9 @@ class Conversation:
 def build_conversation(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Conversation:
     scenarios = list(agent.scenarios.all())
     wanted = str(params.get("scenario", "") or "")
-    scenario = next((s for s in scenarios if str(s.pk) == wanted), None) or next(iter(scenarios), None)
+    scenario = next((s for s in scenarios if str(s.pk) == wanted), None) or next(
+        iter(scenarios), None
+    )
     conversation = Conversation(scenarios=scenarios, scenario=scenario)
     if scenario is None:
         return conversation
@@ -121,8 +132,14 @@ def build_conversation(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -
             TurnView(
                 index=turn.index,
                 events=[events[i] for i in turn.events],
-                state=[StateRow(k, render_value(v), k in turn.changed) for k, v in turn.state_after.items()],
-                builtins={k: v if isinstance(v, str) else render_value(v) for k, v in turn.builtins.items()},
+                state=[
+                    StateRow(k, render_value(v), k in turn.changed)
+                    for k, v in turn.state_after.items()
+                ],
+                builtins={
+                    k: v if isinstance(v, str) else render_value(v)
+                    for k, v in turn.builtins.items()
+                },
                 http=list(turn.http),
                 warnings=list(turn.warnings),
                 tokens_used=turn.tokens_used,

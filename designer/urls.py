@@ -30,8 +30,16 @@ app_patterns = [
     path("agents/<int:agent_id>/preview", views.agent_preview, name="agent-preview"),
     path("agents/<int:agent_id>/simulate", views.agent_simulate, name="agent-simulate"),
     path("agents/<int:agent_id>/scenarios/new", views.scenario_new, name="scenario-new"),
-    path("agents/<int:agent_id>/scenarios/<int:scenario_id>/edit", views.scenario_edit, name="scenario-edit"),
-    path("agents/<int:agent_id>/scenarios/<int:scenario_id>/delete", views.scenario_delete, name="scenario-delete"),
+    path(
+        "agents/<int:agent_id>/scenarios/<int:scenario_id>/edit",
+        views.scenario_edit,
+        name="scenario-edit",
+    ),
+    path(
+        "agents/<int:agent_id>/scenarios/<int:scenario_id>/delete",
+        views.scenario_delete,
+        name="scenario-delete",
+    ),
 ]
 
 urlpatterns = [

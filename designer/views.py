@@ -18,7 +18,6 @@ from django_htmx.http import reswap, retarget, trigger_client_event
 
 from agents import selectors, services
 from agents.core import types as core_types
-from agents.core.spec import VariableType as CoreType
 from agents.models import Agent, AgentApp, Scenario, Schema, Tool, Variable
 from designer import preview as preview_builder
 from designer import simulation
@@ -44,9 +43,14 @@ def healthz(request: HttpRequest) -> HttpResponse:
 
 
 def _fragment_or_redirect(
-    request: HttpRequest, app: AgentApp, fragment: str, context: dict[str, Any], *, changed: bool = True
+    request: HttpRequest,
+    app: AgentApp,
+    fragment: str,
+    context: dict[str, Any],
+    *,
+    changed: bool = True,
 ) -> HttpResponse:
-    """htmx gets the updated fragment (and an event for the other regions); a plain POST redirects."""
+    """htmx gets the updated fragment (and an event for other regions); a plain POST redirects."""
     if not request.htmx:
         return redirect(_designer_url(app, request))
     response = render(request, f"{DESIGNER}#{fragment}", context)
@@ -64,7 +68,7 @@ def _designer_url(app: AgentApp, request: HttpRequest) -> str:
 
 
 def _form_response(request: HttpRequest, fragment: str, context: dict[str, Any]) -> HttpResponse:
-    """An invalid form comes back with its errors: 200 for htmx (it swaps only 2xx), 400 otherwise."""
+    """An invalid form comes back with its errors: 200 for htmx (it swaps 2xx only), else 400."""
     template = f"{DESIGNER}#{fragment}" if request.htmx else "agents/form_page.html"
     context.setdefault("fragment", fragment)
     return render(request, template, context, status=200 if request.htmx else 400)
@@ -77,13 +81,17 @@ def _apply_service_errors(form: Any, error: services.ServiceError) -> None:
             form.add_error(target, problem)
 
 
-def _loaded_app(request: HttpRequest, app_id: int, *, edit: bool = False) -> tuple[AgentApp, selectors.Access]:
+def _loaded_app(
+    request: HttpRequest, app_id: int, *, edit: bool = False
+) -> tuple[AgentApp, selectors.Access]:
     return selectors.app_for_user(
         request.user, app_id, edit=edit, queryset=selectors.app_with_everything(app_id)
     )
 
 
-def _designer_context(request: HttpRequest, app: AgentApp, access: selectors.Access) -> dict[str, Any]:
+def _designer_context(
+    request: HttpRequest, app: AgentApp, access: selectors.Access
+) -> dict[str, Any]:
     agents = list(app.agents.all())
     wanted = request.GET.get("agent") or request.POST.get("agent")
     agent = next((a for a in agents if str(a.pk) == wanted), None) or next(iter(agents), None)
@@ -125,8 +133,12 @@ def app_create(request: HttpRequest) -> HttpResponse:
         return render(
             request,
             "agents/app_list.html",
-            {"apps": selectors.app_list(request.user), "search": "", "form_errors": exc.field_errors(),
-             "typed": {"name": name, "description": description}},
+            {
+                "apps": selectors.app_list(request.user),
+                "search": "",
+                "form_errors": exc.field_errors(),
+                "typed": {"name": name, "description": description},
+            },
             status=200 if request.htmx else 400,
         )
     return redirect("app-designer", app_id=app.pk)
@@ -179,7 +191,11 @@ def agent_preview(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespo
         return HttpResponse("No such agent.", status=404)
     params = request.POST if request.method == "POST" else request.GET
     preview = preview_builder.build_preview(app, agent, params)
-    return render(request, f"{DESIGNER}#preview-panel", {"app": app, "agent": agent, "preview": preview, "access": access})
+    return render(
+        request,
+        f"{DESIGNER}#preview-panel",
+        {"app": app, "agent": agent, "preview": preview, "access": access},
+    )
 
 
 @login_required
@@ -195,13 +211,20 @@ def agent_instructions(request: HttpRequest, app_id: int, agent_id: int) -> Http
         )
     except services.ServiceError as exc:
         status_text = exc.diagnostics[0].message
-        return render(
-            request, f"{DESIGNER}#save-status",
-            {"agent": agent, "save_error": status_text, "saved_version": version},
-        ) if request.htmx else HttpResponse(status_text, status=409)
+        return (
+            render(
+                request,
+                f"{DESIGNER}#save-status",
+                {"agent": agent, "save_error": status_text, "saved_version": version},
+            )
+            if request.htmx
+            else HttpResponse(status_text, status=409)
+        )
     if not request.htmx:
         return redirect(_designer_url(app, request))
-    response = render(request, f"{DESIGNER}#save-status", {"agent": agent, "saved_version": agent.version})
+    response = render(
+        request, f"{DESIGNER}#save-status", {"agent": agent, "saved_version": agent.version}
+    )
     trigger_client_event(response, APP_CHANGED, {})
     return response
 
@@ -216,10 +239,15 @@ def _int_or_none(value: str | None) -> int | None:
 # ---------------------------------------------------------------- variables
 
 
-def _variable_context(request: HttpRequest, app: AgentApp, access: selectors.Access, **extra: Any) -> dict[str, Any]:
+def _variable_context(
+    request: HttpRequest, app: AgentApp, access: selectors.Access, **extra: Any
+) -> dict[str, Any]:
     context = {
-        "app": app, "access": access, "variables": list(app.variables.all()),
-        "schemas": list(app.schemas.all()), "usage": preview_builder.usage_by_variable(app),
+        "app": app,
+        "access": access,
+        "variables": list(app.variables.all()),
+        "schemas": list(app.schemas.all()),
+        "usage": preview_builder.usage_by_variable(app),
         "agent_id": request.POST.get("agent") or request.GET.get("agent") or "",
     }
     context.update(extra)
@@ -234,20 +262,29 @@ def variable_new(request: HttpRequest, app_id: int) -> HttpResponse:
     if request.method == "GET":
         initial = {"name": request.GET.get("name", ""), "type": request.GET.get("type", "text")}
         form = VariableForm(app=app, schemas=schemas, initial=initial)
-        return _form_response(request, "variable-form", {"app": app, "form": form, "variable": None})
+        return _form_response(
+            request, "variable-form", {"app": app, "form": form, "variable": None}
+        )
     form = VariableForm(request.POST, app=app, schemas=schemas)
     if form.is_valid():
         data = form.cleaned_data
         try:
             services.variable_create(
-                app=app, name=data["name"], type=data["type"], item_type=data["item_type"],
-                schema=data["schema"], default=data["default_value"], description=data["description"],
+                app=app,
+                name=data["name"],
+                type=data["type"],
+                item_type=data["item_type"],
+                schema=data["schema"],
+                default=data["default_value"],
+                description=data["description"],
             )
         except services.ServiceError as exc:
             _apply_service_errors(form, exc)
         else:
             app, access = _loaded_app(request, app_id)
-            return _fragment_or_redirect(request, app, "variable-list", _variable_context(request, app, access))
+            return _fragment_or_redirect(
+                request, app, "variable-list", _variable_context(request, app, access)
+            )
     return _form_response(request, "variable-form", {"app": app, "form": form, "variable": None})
 
 
@@ -261,23 +298,34 @@ def variable_edit(request: HttpRequest, app_id: int, variable_id: int) -> HttpRe
     schemas = list(app.schemas.all())
     if request.method == "GET":
         form = VariableForm.for_variable(variable, app=app, schemas=schemas)
-        return _form_response(request, "variable-form", {"app": app, "form": form, "variable": variable})
+        return _form_response(
+            request, "variable-form", {"app": app, "form": form, "variable": variable}
+        )
     form = VariableForm(request.POST, app=app, schemas=schemas)
     if form.is_valid():
         data = form.cleaned_data
         try:
             services.variable_update(
                 update_references=data["update_references"],
-                variable=variable, name=data["name"], type=data["type"], item_type=data["item_type"],
-                schema=data["schema"], default=data["default_value"],
-                description=data["description"], expected_version=data["version"],
+                variable=variable,
+                name=data["name"],
+                type=data["type"],
+                item_type=data["item_type"],
+                schema=data["schema"],
+                default=data["default_value"],
+                description=data["description"],
+                expected_version=data["version"],
             )
         except services.ServiceError as exc:
             _apply_service_errors(form, exc)
         else:
             app, access = _loaded_app(request, app_id)
-            return _fragment_or_redirect(request, app, "variable-list", _variable_context(request, app, access))
-    return _form_response(request, "variable-form", {"app": app, "form": form, "variable": variable})
+            return _fragment_or_redirect(
+                request, app, "variable-list", _variable_context(request, app, access)
+            )
+    return _form_response(
+        request, "variable-form", {"app": app, "form": form, "variable": variable}
+    )
 
 
 @login_required
@@ -286,7 +334,9 @@ def variable_delete(request: HttpRequest, app_id: int, variable_id: int) -> Http
     app, _ = selectors.app_for_user(request.user, app_id, edit=True)
     services.variable_delete(variable=get_object_or_404(Variable, pk=variable_id, app=app))
     app, access = _loaded_app(request, app_id)
-    return _fragment_or_redirect(request, app, "variable-list", _variable_context(request, app, access))
+    return _fragment_or_redirect(
+        request, app, "variable-list", _variable_context(request, app, access)
+    )
 
 
 @login_required
@@ -301,9 +351,15 @@ def variable_default_field(request: HttpRequest, app_id: int) -> HttpResponse:
 # ---------------------------------------------------------------- schemas
 
 
-def _schema_context(request: HttpRequest, app: AgentApp, access: selectors.Access) -> dict[str, Any]:
-    return {"app": app, "access": access, "schemas": list(app.schemas.all()),
-            "agent_id": request.POST.get("agent") or request.GET.get("agent") or ""}
+def _schema_context(
+    request: HttpRequest, app: AgentApp, access: selectors.Access
+) -> dict[str, Any]:
+    return {
+        "app": app,
+        "access": access,
+        "schemas": list(app.schemas.all()),
+        "agent_id": request.POST.get("agent") or request.GET.get("agent") or "",
+    }
 
 
 @login_required
@@ -318,13 +374,19 @@ def schema_new(request: HttpRequest, app_id: int) -> HttpResponse:
     if form.is_valid():
         data = form.cleaned_data
         try:
-            services.schema_create(app=app, name=data["name"], json_schema=data["json_schema"],
-                                   description=data["description"])
+            services.schema_create(
+                app=app,
+                name=data["name"],
+                json_schema=data["json_schema"],
+                description=data["description"],
+            )
         except services.ServiceError as exc:
             _apply_service_errors(form, exc)
         else:
             app, access = _loaded_app(request, app_id)
-            return _fragment_or_redirect(request, app, "schema-list", _schema_context(request, app, access))
+            return _fragment_or_redirect(
+                request, app, "schema-list", _schema_context(request, app, access)
+            )
     return _form_response(request, "schema-form", {"app": app, "form": form, "schema": None})
 
 
@@ -336,22 +398,33 @@ def schema_edit(request: HttpRequest, app_id: int, schema_id: int) -> HttpRespon
     if schema is None:
         return HttpResponse("No such schema.", status=404)
     if request.method == "GET":
-        form = SchemaForm(initial={
-            "name": schema.name, "description": schema.description, "version": schema.version,
-            "json_schema": json.dumps(schema.json_schema, indent=2, ensure_ascii=False),
-        })
+        form = SchemaForm(
+            initial={
+                "name": schema.name,
+                "description": schema.description,
+                "version": schema.version,
+                "json_schema": json.dumps(schema.json_schema, indent=2, ensure_ascii=False),
+            }
+        )
         return _form_response(request, "schema-form", {"app": app, "form": form, "schema": schema})
     form = SchemaForm(request.POST)
     if form.is_valid():
         data = form.cleaned_data
         try:
-            services.schema_update(schema=schema, name=data["name"], json_schema=data["json_schema"],
-                                   description=data["description"], expected_version=data["version"])
+            services.schema_update(
+                schema=schema,
+                name=data["name"],
+                json_schema=data["json_schema"],
+                description=data["description"],
+                expected_version=data["version"],
+            )
         except services.ServiceError as exc:
             _apply_service_errors(form, exc)
         else:
             app, access = _loaded_app(request, app_id)
-            return _fragment_or_redirect(request, app, "schema-list", _schema_context(request, app, access))
+            return _fragment_or_redirect(
+                request, app, "schema-list", _schema_context(request, app, access)
+            )
     return _form_response(request, "schema-form", {"app": app, "form": form, "schema": schema})
 
 
@@ -388,8 +461,12 @@ def schema_example(request: HttpRequest, app_id: int) -> HttpResponse:
 
 
 def _tool_context(request: HttpRequest, app: AgentApp, access: selectors.Access) -> dict[str, Any]:
-    return {"app": app, "access": access, "tools": list(app.tools.all()),
-            "agent_id": request.POST.get("agent") or request.GET.get("agent") or ""}
+    return {
+        "app": app,
+        "access": access,
+        "tools": list(app.tools.all()),
+        "agent_id": request.POST.get("agent") or request.GET.get("agent") or "",
+    }
 
 
 @login_required
@@ -412,7 +489,9 @@ def tool_new(request: HttpRequest, app_id: int) -> HttpResponse:
             _apply_service_errors(form, exc)
         else:
             app, access = _loaded_app(request, app_id)
-            return _fragment_or_redirect(request, app, "tool-list", _tool_context(request, app, access))
+            return _fragment_or_redirect(
+                request, app, "tool-list", _tool_context(request, app, access)
+            )
     return _form_response(request, "tool-form", {"app": app, "form": form, "tool": None})
 
 
@@ -429,7 +508,9 @@ def tool_edit(request: HttpRequest, app_id: int, tool_id: int) -> HttpResponse:
     if tool is None:
         return HttpResponse("No such tool.", status=404)
     if request.method == "GET":
-        return _form_response(request, "tool-form", {"app": app, "form": ToolForm.for_tool(tool), "tool": tool})
+        return _form_response(
+            request, "tool-form", {"app": app, "form": ToolForm.for_tool(tool), "tool": tool}
+        )
     form = ToolForm(request.POST)
     if form.is_valid():
         fields = form.service_fields()
@@ -439,7 +520,9 @@ def tool_edit(request: HttpRequest, app_id: int, tool_id: int) -> HttpResponse:
             _apply_service_errors(form, exc)
         else:
             app, access = _loaded_app(request, app_id)
-            return _fragment_or_redirect(request, app, "tool-list", _tool_context(request, app, access))
+            return _fragment_or_redirect(
+                request, app, "tool-list", _tool_context(request, app, access)
+            )
     return _form_response(request, "tool-form", {"app": app, "form": form, "tool": tool})
 
 
@@ -455,14 +538,16 @@ def tool_delete(request: HttpRequest, app_id: int, tool_id: int) -> HttpResponse
 # ---------------------------------------------------------------- agents
 
 
-def _agent_list_context(request: HttpRequest, app: AgentApp, access: selectors.Access, agent: Agent | None) -> dict[str, Any]:
+def _agent_list_context(
+    request: HttpRequest, app: AgentApp, access: selectors.Access, agent: Agent | None
+) -> dict[str, Any]:
     return {"app": app, "access": access, "agents": list(app.agents.all()), "agent": agent}
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def agent_new(request: HttpRequest, app_id: int) -> HttpResponse:
-    app, access = _loaded_app(request, app_id, edit=True)
+    app, _ = _loaded_app(request, app_id, edit=True)
     if request.method == "GET":
         form = AgentForm(app=app)
         return _form_response(request, "agent-form", {"app": app, "form": form, "edited": None})
@@ -471,15 +556,20 @@ def agent_new(request: HttpRequest, app_id: int) -> HttpResponse:
         data = form.cleaned_data
         try:
             agent = services.agent_create(
-                app=app, display_name=data["display_name"], description=data["description"],
-                is_root=data["is_root"] or None, tools=list(data["tools"]),
+                app=app,
+                display_name=data["display_name"],
+                description=data["description"],
+                is_root=data["is_root"] or None,
+                tools=list(data["tools"]),
             )
         except services.ServiceError as exc:
             _apply_service_errors(form, exc)
         else:
             if request.htmx:
                 response = HttpResponse(status=204)
-                response["HX-Redirect"] = f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}"
+                response["HX-Redirect"] = (
+                    f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}"
+                )
                 return response
             return redirect(f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}")
     return _form_response(request, "agent-form", {"app": app, "form": form, "edited": None})
@@ -488,23 +578,32 @@ def agent_new(request: HttpRequest, app_id: int) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def agent_edit(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
-    app, access = _loaded_app(request, app_id, edit=True)
+    app, _ = _loaded_app(request, app_id, edit=True)
     agent = next((a for a in app.agents.all() if a.pk == agent_id), None)
     if agent is None:
         return HttpResponse("No such agent.", status=404)
     if request.method == "GET":
-        form = AgentForm(app=app, initial={
-            "display_name": agent.display_name, "description": agent.description,
-            "is_root": agent.is_root, "tools": [t.pk for t in agent.tools.all()], "version": agent.version,
-        })
+        form = AgentForm(
+            app=app,
+            initial={
+                "display_name": agent.display_name,
+                "description": agent.description,
+                "is_root": agent.is_root,
+                "tools": [t.pk for t in agent.tools.all()],
+                "version": agent.version,
+            },
+        )
         return _form_response(request, "agent-form", {"app": app, "form": form, "edited": agent})
     form = AgentForm(request.POST, app=app)
     if form.is_valid():
         data = form.cleaned_data
         try:
             services.agent_update(
-                agent=agent, display_name=data["display_name"], description=data["description"],
-                is_root=data["is_root"] or None, tools=list(data["tools"]),
+                agent=agent,
+                display_name=data["display_name"],
+                description=data["description"],
+                is_root=data["is_root"] or None,
+                tools=list(data["tools"]),
                 expected_version=data["version"],
             )
         except services.ServiceError as exc:
@@ -512,7 +611,9 @@ def agent_edit(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse
         else:
             if request.htmx:
                 response = HttpResponse(status=204)
-                response["HX-Redirect"] = f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}"
+                response["HX-Redirect"] = (
+                    f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}"
+                )
                 return response
             return redirect(f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}")
     return _form_response(request, "agent-form", {"app": app, "form": form, "edited": agent})
@@ -541,26 +642,35 @@ def agent_delete(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespon
 @login_required
 @require_GET
 def variable_usage(request: HttpRequest, app_id: int, variable_id: int) -> HttpResponse:
-    app, access = _loaded_app(request, app_id)
+    app, _ = _loaded_app(request, app_id)
     variable = next((v for v in app.variables.all() if v.pk == variable_id), None)
     if variable is None:
         return HttpResponse("No such variable.", status=404)
     usage = preview_builder.usage_by_variable(app).get(variable.name)
     template = f"{DESIGNER}#usage-detail" if request.htmx else "agents/form_page.html"
-    return render(request, template, {"app": app, "variable": variable, "var_usage": usage,
-                                      "fragment": "usage-detail"})
+    return render(
+        request,
+        template,
+        {"app": app, "variable": variable, "var_usage": usage, "fragment": "usage-detail"},
+    )
 
 
-# ---------------------------------------------------------------- scenarios and the simulated conversation
+# ---------------------------------------------------------------- scenarios, simulated conversation
 
 
 def _agent_of(app: AgentApp, agent_id: int) -> Agent | None:
     return next((a for a in app.agents.all() if a.pk == agent_id), None)
 
 
-def _conversation(request: HttpRequest, app: AgentApp, access: selectors.Access, agent: Agent, params: Any) -> HttpResponse:
-    context = {"app": app, "access": access, "agent": agent,
-               "conversation": simulation.build_conversation(app, agent, params)}
+def _conversation(
+    request: HttpRequest, app: AgentApp, access: selectors.Access, agent: Agent, params: Any
+) -> HttpResponse:
+    context = {
+        "app": app,
+        "access": access,
+        "agent": agent,
+        "conversation": simulation.build_conversation(app, agent, params),
+    }
     return render(request, f"{DESIGNER}#conversation-panel", context)
 
 
@@ -572,7 +682,9 @@ def agent_simulate(request: HttpRequest, app_id: int, agent_id: int) -> HttpResp
     agent = _agent_of(app, agent_id)
     if agent is None:
         return HttpResponse("No such agent.", status=404)
-    return _conversation(request, app, access, agent, request.POST if request.method == "POST" else request.GET)
+    return _conversation(
+        request, app, access, agent, request.POST if request.method == "POST" else request.GET
+    )
 
 
 @login_required
@@ -584,8 +696,12 @@ def scenario_new(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespon
         return HttpResponse("No such agent.", status=404)
     context = {"app": app, "agent": agent, "scenario": None}
     if request.method == "GET":
-        context["form"] = ScenarioForm(initial={"name": f"Scenario {agent.scenarios.count() + 1}",
-                                                "steps_script": "user: Hello!\n"})
+        context["form"] = ScenarioForm(
+            initial={
+                "name": f"Scenario {agent.scenarios.count() + 1}",
+                "steps_script": "user: Hello!\n",
+            }
+        )
         return _form_response(request, "scenario-form", context)
     form = ScenarioForm(request.POST)
     context["form"] = form
@@ -601,10 +717,14 @@ def scenario_new(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespon
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def scenario_edit(request: HttpRequest, app_id: int, agent_id: int, scenario_id: int) -> HttpResponse:
+def scenario_edit(
+    request: HttpRequest, app_id: int, agent_id: int, scenario_id: int
+) -> HttpResponse:
     app, access = _loaded_app(request, app_id, edit=True)
     agent = _agent_of(app, agent_id)
-    scenario = next((s for s in agent.scenarios.all() if s.pk == scenario_id), None) if agent else None
+    scenario = (
+        next((s for s in agent.scenarios.all() if s.pk == scenario_id), None) if agent else None
+    )
     if scenario is None:
         return HttpResponse("No such scenario.", status=404)
     context = {"app": app, "agent": agent, "scenario": scenario}
@@ -615,8 +735,12 @@ def scenario_edit(request: HttpRequest, app_id: int, agent_id: int, scenario_id:
     context["form"] = form
     if form.is_valid():
         try:
-            services.scenario_save(agent=agent, scenario=scenario, expected_version=form.cleaned_data["version"],
-                                   **form.service_fields())
+            services.scenario_save(
+                agent=agent,
+                scenario=scenario,
+                expected_version=form.cleaned_data["version"],
+                **form.service_fields(),
+            )
         except services.ServiceError as exc:
             _apply_service_errors(form, exc)
         else:
@@ -626,7 +750,9 @@ def scenario_edit(request: HttpRequest, app_id: int, agent_id: int, scenario_id:
 
 @login_required
 @require_POST
-def scenario_delete(request: HttpRequest, app_id: int, agent_id: int, scenario_id: int) -> HttpResponse:
+def scenario_delete(
+    request: HttpRequest, app_id: int, agent_id: int, scenario_id: int
+) -> HttpResponse:
     app, _ = selectors.app_for_user(request.user, app_id, edit=True)
     scenario = get_object_or_404(Scenario, pk=scenario_id, agent_id=agent_id, agent__app=app)
     services.scenario_delete(scenario=scenario)
@@ -637,9 +763,13 @@ def scenario_delete(request: HttpRequest, app_id: int, agent_id: int, scenario_i
     return _conversation(request, app, access, agent, {})
 
 
-def _after_scenario_save(request: HttpRequest, app: AgentApp, access: selectors.Access, agent: Agent, scenario_id: int) -> HttpResponse:
+def _after_scenario_save(
+    request: HttpRequest, app: AgentApp, access: selectors.Access, agent: Agent, scenario_id: int
+) -> HttpResponse:
     if not request.htmx:
-        return redirect(f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}&scenario={scenario_id}")
+        return redirect(
+            f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}&scenario={scenario_id}"
+        )
     app, access = _loaded_app(request, app.pk)
     agent = _agent_of(app, agent.pk)
     response = _conversation(request, app, access, agent, {"scenario": str(scenario_id)})
@@ -667,21 +797,29 @@ def app_share(request: HttpRequest, app_id: int) -> HttpResponse:
             if user is not None:
                 services.app_unshare(app=app, user=user)
             return redirect("app-share", app_id=app.pk)
-        typed = {"username": request.POST.get("username", "").strip(), "role": request.POST.get("role", "viewer")}
+        typed = {
+            "username": request.POST.get("username", "").strip(),
+            "role": request.POST.get("role", "viewer"),
+        }
         user = User.objects.filter(username=typed["username"]).first()
         if user is None:
-            errors["username"] = [f"No user named '{typed['username']}'. Check the spelling of their username."]
+            errors["username"] = [
+                f"No user named '{typed['username']}'. Check the spelling of their username."
+            ]
         else:
             try:
                 services.app_share(app=app, user=user, role=typed["role"])
             except services.ServiceError as exc:
                 errors = exc.field_errors()
             else:
-                messages.success(request, f"Shared “{app.name}” with {user.get_username()} as {typed['role']}.")
+                messages.success(
+                    request, f"Shared “{app.name}” with {user.get_username()} as {typed['role']}."
+                )
                 return redirect("app-share", app_id=app.pk)
     shares = app.shares.select_related("user").order_by("user__username")
     return render(
-        request, "agents/app_share.html",
+        request,
+        "agents/app_share.html",
         {"app": app, "access": access, "shares": shares, "errors": errors, "typed": typed},
         status=400 if errors else 200,
     )

@@ -5,7 +5,7 @@ import os
 os.environ.setdefault("SECRET_KEY", "tests-only-not-secret")
 os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
 
-from designer.settings import *  # noqa: E402,F403
+from designer.settings import *  # noqa: F403
 
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

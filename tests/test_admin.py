@@ -42,7 +42,9 @@ def _populate(owner, n: int) -> None:
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
-def test_changelist_query_count_is_constant(admin_client_signed, staff, user, model, django_assert_max_num_queries):
+def test_changelist_query_count_is_constant(
+    admin_client_signed, staff, user, model, django_assert_max_num_queries
+):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -76,11 +78,21 @@ def test_admin_refuses_an_invalid_default(admin_client_signed, shop):
     url = reverse("admin:agents_variable_change", args=[variable.pk])
     response = admin_client_signed.post(
         url,
-        {"app": shop.pk, "name": "cart_total", "type": "number", "item_type": "", "schema": "",
-         "default": '"lots"', "description": "x", "version": variable.version},
+        {
+            "app": shop.pk,
+            "name": "cart_total",
+            "type": "number",
+            "item_type": "",
+            "schema": "",
+            "default": '"lots"',
+            "description": "x",
+            "version": variable.version,
+        },
     )
     assert response.status_code == 200
-    assert "not a number" in response.content.decode() or "is not of type" in response.content.decode()
+    assert (
+        "not a number" in response.content.decode() or "is not of type" in response.content.decode()
+    )
     variable.refresh_from_db()
     assert variable.default == 0
 

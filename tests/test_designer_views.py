@@ -20,13 +20,19 @@ def url(name, *args):
 
 def test_designer_page_shows_three_panes(signed_in, shop):
     body = signed_in.get(url("app-designer", shop.pk)).content.decode()
-    assert 'id="variable-list"' in body and 'id="instructions"' in body and 'id="preview-panel"' in body
+    assert (
+        'id="variable-list"' in body
+        and 'id="instructions"' in body
+        and 'id="preview-panel"' in body
+    )
     assert "No refunds after 30 days" in body  # the compiled prompt
     assert "<html" in body
 
 
 def test_designer_fragment_for_htmx(signed_in, shop):
-    response = signed_in.get(url("app-designer", shop.pk), {"fragment": "variable-list"}, headers=HX)
+    response = signed_in.get(
+        url("app-designer", shop.pk), {"fragment": "variable-list"}, headers=HX
+    )
     body = response.content.decode()
     assert body.lstrip().startswith('<section id="variable-list"')
     assert "<html" not in body and "business_rules" in body
@@ -40,9 +46,13 @@ def _queries(client, path) -> int:
 
 def test_designer_query_count_constant_10_vs_200_variables(signed_in, user):
     app = services.app_create(owner=user, name="Many")
-    Variable.objects.bulk_create(Variable(app=app, name=f"v{i}", type="text", default="x") for i in range(10))
+    Variable.objects.bulk_create(
+        Variable(app=app, name=f"v{i}", type="text", default="x") for i in range(10)
+    )
     few = _queries(signed_in, url("app-designer", app.pk))
-    Variable.objects.bulk_create(Variable(app=app, name=f"w{i}", type="number", default=i) for i in range(190))
+    Variable.objects.bulk_create(
+        Variable(app=app, name=f"w{i}", type="number", default=i) for i in range(190)
+    )
     many = _queries(signed_in, url("app-designer", app.pk))
     assert few == many
 
@@ -51,19 +61,25 @@ def test_preview_fragment_compiles_unsaved_text_with_session_values(signed_in, s
     agent = shop.agents.get()
     response = signed_in.post(
         url("agent-preview", shop.pk, agent.pk),
-        {"instructions": "Rules: {{business_rules}} / {cart_total} / {{customer.first_name}}",
-         "value__customer": '{"first_name": "Grace", "tier": "silver"}', "channel": "web", "modality": "text"},
+        {
+            "instructions": "Rules: {{business_rules}} / {cart_total} / {{customer.first_name}}",
+            "value__customer": '{"first_name": "Grace", "tier": "silver"}',
+            "channel": "web",
+            "modality": "text",
+        },
         headers=HX,
     )
     body = response.content.decode()
     assert body.lstrip().startswith('<div id="preview-panel"')
     assert "No refunds after 30 days" in body and "Grace" in body
-    assert 'chip-dynamic' in body and "{cart_total}" in body
+    assert "chip-dynamic" in body and "{cart_total}" in body
 
 
 def test_preview_reports_undeclared_reference(signed_in, shop):
     agent = shop.agents.get()
-    body = signed_in.post(url("agent-preview", shop.pk, agent.pk), {"instructions": "Hi {{nobody}}"}, headers=HX).content.decode()
+    body = signed_in.post(
+        url("agent-preview", shop.pk, agent.pk), {"instructions": "Hi {{nobody}}"}, headers=HX
+    ).content.decode()
     assert "nobody" in body and "diag-" in body
     assert "{{nobody}}" in body  # stays literally
 
@@ -71,7 +87,13 @@ def test_preview_reports_undeclared_reference(signed_in, shop):
 def test_variable_create_returns_list_fragment_and_triggers_refresh(signed_in, shop):
     response = signed_in.post(
         url("variable-new", shop.pk),
-        {"name": "tags", "type": "list", "item_type": "text", "default": 'a, "b, c"', "description": "d"},
+        {
+            "name": "tags",
+            "type": "list",
+            "item_type": "text",
+            "default": 'a, "b, c"',
+            "description": "d",
+        },
         headers=HX,
     )
     assert response.status_code == 200
@@ -100,19 +122,24 @@ def test_invalid_form_without_htmx_is_a_400_page(signed_in, shop):
 
 
 def test_plain_post_redirects(signed_in, shop):
-    response = signed_in.post(url("variable-new", shop.pk), {"name": "note", "type": "text", "default": "x"})
+    response = signed_in.post(
+        url("variable-new", shop.pk), {"name": "note", "type": "text", "default": "x"}
+    )
     assert response.status_code == 302
 
 
 def test_type_change_swaps_only_the_default_widget(signed_in, shop):
     response = signed_in.get(
         url("variable-default-field", shop.pk),
-        {"name": "keep", "type": "boolean", "description": "kept", "default": ""}, headers=HX,
+        {"name": "keep", "type": "boolean", "description": "kept", "default": ""},
+        headers=HX,
     )
     body = response.content.decode()
     assert body.lstrip().startswith('<div class="default-field"')
     assert 'type="radio"' in body and 'name="name"' not in body
-    body = signed_in.get(url("variable-default-field", shop.pk), {"type": "list", "item_type": "object"}, headers=HX).content.decode()
+    body = signed_in.get(
+        url("variable-default-field", shop.pk), {"type": "list", "item_type": "object"}, headers=HX
+    ).content.decode()
     assert 'name="schema"' in body and 'name="item_type"' in body
 
 
@@ -120,8 +147,13 @@ def test_object_default_checked_against_schema(signed_in, shop):
     customer = shop.variables.get(name="customer")
     response = signed_in.post(
         url("variable-edit", shop.pk, customer.pk),
-        {"name": "customer", "type": "object", "schema": customer.schema_id,
-         "default": '{"first_name": "Ada", "tier": "platinum"}', "version": customer.version},
+        {
+            "name": "customer",
+            "type": "object",
+            "schema": customer.schema_id,
+            "default": '{"first_name": "Ada", "tier": "platinum"}',
+            "version": customer.version,
+        },
         headers=HX,
     )
     body = response.content.decode()
@@ -134,8 +166,13 @@ def test_rename_updates_references(signed_in, shop):
     variable = shop.variables.get(name="business_rules")
     signed_in.post(
         url("variable-edit", shop.pk, variable.pk),
-        {"name": "store_rules", "type": "text", "default": variable.default, "version": variable.version,
-         "update_references": "on"},
+        {
+            "name": "store_rules",
+            "type": "text",
+            "default": variable.default,
+            "version": variable.version,
+            "update_references": "on",
+        },
         headers=HX,
     )
     agent = shop.agents.get()
@@ -146,7 +183,12 @@ def test_tool_rename_updates_function_and_references(signed_in, shop):
     tool = shop.tools.get(name="AddToCart")
     signed_in.post(
         url("tool-edit", shop.pk, tool.pk),
-        {"name": "PutInCart", "kind": "python", "python_code": tool.python_code, "version": tool.version},
+        {
+            "name": "PutInCart",
+            "kind": "python",
+            "python_code": tool.python_code,
+            "version": tool.version,
+        },
         headers=HX,
     )
     tool.refresh_from_db()
@@ -169,9 +211,17 @@ def test_viewer_can_preview_but_not_edit(client, other_user, shop):
     client.force_login(other_user)
     agent = shop.agents.get()
     assert client.get(url("app-designer", shop.pk)).status_code == 200
-    assert client.post(url("agent-preview", shop.pk, agent.pk), {"instructions": "x"}).status_code == 200
-    assert client.post(url("variable-new", shop.pk), {"name": "x", "type": "text"}).status_code == 403
-    assert client.post(url("agent-instructions", shop.pk, agent.pk), {"instructions": "x"}).status_code == 403
+    assert (
+        client.post(url("agent-preview", shop.pk, agent.pk), {"instructions": "x"}).status_code
+        == 200
+    )
+    assert (
+        client.post(url("variable-new", shop.pk), {"name": "x", "type": "text"}).status_code == 403
+    )
+    assert (
+        client.post(url("agent-instructions", shop.pk, agent.pk), {"instructions": "x"}).status_code
+        == 403
+    )
     variable = shop.variables.first()
     assert client.post(url("variable-delete", shop.pk, variable.pk)).status_code == 403
 
@@ -179,19 +229,28 @@ def test_viewer_can_preview_but_not_edit(client, other_user, shop):
 def test_stranger_gets_404_everywhere(client, other_user, shop):
     client.force_login(other_user)
     agent = shop.agents.get()
-    assert client.post(url("agent-preview", shop.pk, agent.pk), {"instructions": "x"}).status_code == 404
+    assert (
+        client.post(url("agent-preview", shop.pk, agent.pk), {"instructions": "x"}).status_code
+        == 404
+    )
     assert client.get(url("variable-new", shop.pk)).status_code == 404
 
 
 def test_schema_form_errors_and_example(signed_in, shop):
-    response = signed_in.post(url("schema-new", shop.pk), {"name": "Bad", "json_schema": '{"type": "banana"}'}, headers=HX)
+    response = signed_in.post(
+        url("schema-new", shop.pk), {"name": "Bad", "json_schema": '{"type": "banana"}'}, headers=HX
+    )
     body = response.content.decode()
     assert "banana" in body and "error-text" in body
-    response = signed_in.post(url("schema-new", shop.pk), {"name": "Bad", "json_schema": "{oops"}, headers=HX)
+    response = signed_in.post(
+        url("schema-new", shop.pk), {"name": "Bad", "json_schema": "{oops"}, headers=HX
+    )
     assert "Line 1, column 2" in response.content.decode()
     example = signed_in.post(
         url("schema-example", shop.pk),
-        {"json_schema": '{"type": "object", "properties": {"n": {"type": "integer", "minimum": 3}}, "required": ["n"]}'},
+        {
+            "json_schema": '{"type": "object", "properties": {"n": {"type": "integer", "minimum": 3}}, "required": ["n"]}'
+        },
     ).json()["example"]
     assert example["n"] >= 3
 
@@ -209,11 +268,17 @@ def test_usage_fragment(signed_in, shop):
 
 
 def test_agent_create_and_edit(signed_in, shop):
-    response = signed_in.post(url("agent-new", shop.pk), {"display_name": "Billing Helper"}, headers=HX)
+    response = signed_in.post(
+        url("agent-new", shop.pk), {"display_name": "Billing Helper"}, headers=HX
+    )
     assert response.status_code == 204 and "agent=" in response["HX-Redirect"]
     billing = shop.agents.get(display_name="Billing Helper")
     root = shop.agents.get(is_root=True)
     services.agent_update(agent=root, instructions="Transfer to {@AGENT: Billing Helper}.")
-    signed_in.post(url("agent-edit", shop.pk, billing.pk), {"display_name": "Billing", "version": billing.version}, headers=HX)
+    signed_in.post(
+        url("agent-edit", shop.pk, billing.pk),
+        {"display_name": "Billing", "version": billing.version},
+        headers=HX,
+    )
     root.refresh_from_db()
     assert "{@AGENT: Billing}" in root.instructions

@@ -69,7 +69,12 @@ def test_to_spec_carries_everything(shop, django_assert_max_num_queries):
     app = app_with_everything(shop.pk).get()
     with django_assert_max_num_queries(0):
         spec = app.to_spec()
-    assert {v.name for v in spec.variables} == {"business_rules", "customer", "languages", "cart_total"}
+    assert {v.name for v in spec.variables} == {
+        "business_rules",
+        "customer",
+        "languages",
+        "cart_total",
+    }
     customer = spec.variable("customer")
     assert customer.schema == "Customer"
     assert spec.variable("languages").default == ["French", "German"]

@@ -22,7 +22,12 @@ def test_app_create_makes_a_root_agent(app):
 
 @pytest.mark.parametrize(
     ("name", "expected"),
-    [("1st", "not a valid name"), ("my var", "not a valid name"), ("", "required"), ("x" * 65, "too long")],
+    [
+        ("1st", "not a valid name"),
+        ("my var", "not a valid name"),
+        ("", "required"),
+        ("x" * 65, "too long"),
+    ],
 )
 def test_variable_bad_name_is_refused_with_the_field(app, name, expected):
     with pytest.raises(services.ServiceError) as info:
@@ -64,11 +69,14 @@ def test_default_must_fit_the_type(app):
 
 def test_default_must_fit_the_schema(app):
     schema = services.schema_create(
-        app=app, name="Customer",
+        app=app,
+        name="Customer",
         json_schema={"type": "object", "properties": {"age": {"type": "integer", "minimum": 0}}},
     )
     with pytest.raises(services.ServiceError) as info:
-        services.variable_create(app=app, name="customer", type="object", schema=schema, default={"age": -3})
+        services.variable_create(
+            app=app, name="customer", type="object", schema=schema, default={"age": -3}
+        )
     assert "default" in info.value.field_errors()
 
 
@@ -80,13 +88,20 @@ def test_schema_must_pass_the_metaschema(app):
 
 def test_schema_change_that_breaks_a_default_is_refused(app):
     schema = services.schema_create(
-        app=app, name="Customer", json_schema={"type": "object", "properties": {"age": {"type": "integer"}}}
+        app=app,
+        name="Customer",
+        json_schema={"type": "object", "properties": {"age": {"type": "integer"}}},
     )
-    services.variable_create(app=app, name="customer", type="object", schema=schema, default={"age": 30})
+    services.variable_create(
+        app=app, name="customer", type="object", schema=schema, default={"age": 30}
+    )
     with pytest.raises(services.ServiceError) as info:
         services.schema_update(
             schema=schema,
-            json_schema={"type": "object", "properties": {"age": {"type": "integer", "maximum": 10}}},
+            json_schema={
+                "type": "object",
+                "properties": {"age": {"type": "integer", "maximum": 10}},
+            },
         )
     assert "customer" in info.value.field_errors()["json_schema"][0]
     schema.refresh_from_db()

@@ -40,7 +40,9 @@ def test_banking_scenario_shows_state_update_and_turns(signed_in, bank):
 
 def test_tool_error_is_a_step_error_not_a_crash(signed_in, bank):
     tool = bank.tools.get()
-    services.tool_update(tool=tool, python_code="def LookupBalance(account_id=''):\n    return 1 / 0\n")
+    services.tool_update(
+        tool=tool, python_code="def LookupBalance(account_id=''):\n    return 1 / 0\n"
+    )
     agent = bank.agents.get()
     response = signed_in.post(reverse("agent-simulate", args=[bank.pk, agent.pk]), headers=HX)
     body = response.content.decode()
@@ -54,7 +56,9 @@ def test_writing_a_wrong_type_is_reported(signed_in, bank):
         tool=tool,
         python_code="def LookupBalance(account_id=''):\n    context.state['current_account_balance'] = 'lots'\n",
     )
-    body = signed_in.post(reverse("agent-simulate", args=[bank.pk, bank.agents.get().pk]), headers=HX).content.decode()
+    body = signed_in.post(
+        reverse("agent-simulate", args=[bank.pk, bank.agents.get().pk]), headers=HX
+    ).content.decode()
     assert "LookupBalance" in body and "current_account_balance" in body and "event-error" in body
 
 
@@ -62,9 +66,18 @@ def test_scenario_create_edit_delete(signed_in, bank):
     agent = bank.agents.get()
     response = signed_in.post(
         reverse("scenario-new", args=[bank.pk, agent.pk]),
-        {"name": "Short", "steps_script": "user: Hi\nagent: Hello", "session_values": '{"authenticated": true}',
-         "channel": "web", "modality": "text", "session_id": "s-9", "project_id": "p", "project_number": "1",
-         "location": "eu", "token_budget": "50"},
+        {
+            "name": "Short",
+            "steps_script": "user: Hi\nagent: Hello",
+            "session_values": '{"authenticated": true}',
+            "channel": "web",
+            "modality": "text",
+            "session_id": "s-9",
+            "project_id": "p",
+            "project_number": "1",
+            "location": "eu",
+            "token_budget": "50",
+        },
         headers=HX,
     )
     assert response.status_code == 200 and response["HX-Retarget"] == "#conversation-panel"
@@ -73,9 +86,19 @@ def test_scenario_create_edit_delete(signed_in, bank):
     assert "s-9" in response.content.decode()
     bad = signed_in.post(
         reverse("scenario-edit", args=[bank.pk, agent.pk, scenario.pk]),
-        {"name": "Short", "steps_script": "tool: LookupBalance nope", "session_values": '{"ghost": 1}',
-         "channel": "web", "modality": "text", "session_id": "s", "project_id": "p", "project_number": "1",
-         "location": "eu", "token_budget": "50", "version": scenario.version},
+        {
+            "name": "Short",
+            "steps_script": "tool: LookupBalance nope",
+            "session_values": '{"ghost": 1}',
+            "channel": "web",
+            "modality": "text",
+            "session_id": "s",
+            "project_id": "p",
+            "project_number": "1",
+            "location": "eu",
+            "token_budget": "50",
+            "version": scenario.version,
+        },
         headers=HX,
     ).content.decode()
     assert "not valid JSON" in bad and "ghost" in bad and "tool: LookupBalance nope" in bad
@@ -87,13 +110,18 @@ def test_small_budget_drops_events_and_warns(signed_in, bank):
     agent = bank.agents.get()
     scenario = agent.scenarios.get()
     services.scenario_save(
-        agent=agent, scenario=scenario, name=scenario.name, token_budget=90,
+        agent=agent,
+        scenario=scenario,
+        name=scenario.name,
+        token_budget=90,
         steps_script=(
             "user: What is my balance?\ntool: LookupBalance {}\nagent: 1250 EUR.\n"
             "user: Tell me a long story about the history of banking in Europe, please, in detail.\n"
             "agent: Once upon a time there were many banks, and they kept ledgers of accounts."
         ),
     )
-    body = signed_in.post(reverse("agent-simulate", args=[bank.pk, agent.pk]), {"use_mocks": "on"}, headers=HX).content.decode()
+    body = signed_in.post(
+        reverse("agent-simulate", args=[bank.pk, agent.pk]), {"use_mocks": "on"}, headers=HX
+    ).content.decode()
     assert "dropped" in body
     assert "may forget current_account_balance" in body

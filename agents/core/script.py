@@ -36,8 +36,9 @@ class ParsedScript:
 
 
 def _error(code: str, message: str, line: int) -> Diagnostic:
-    return Diagnostic(code=code, severity=Severity.ERROR, message=message, line=line, column=1,
-                      field="steps")
+    return Diagnostic(
+        code=code, severity=Severity.ERROR, message=message, line=line, column=1, field="steps"
+    )
 
 
 def parse_script(text: str) -> ParsedScript:
@@ -54,12 +55,14 @@ def parse_script(text: str) -> ParsedScript:
         elif raw and raw[-1][1] in ("user", "agent", "tool"):
             raw[-1][2].append(line)
         else:
-            problems.append(_error(
-                "SC451",
-                f"Line {number}: start a step with user:, agent:, tool: or callback: "
-                f"(got {stripped[:40]!r}).",
-                number,
-            ))
+            problems.append(
+                _error(
+                    "SC451",
+                    f"Line {number}: start a step with user:, agent:, tool: or callback: "
+                    f"(got {stripped[:40]!r}).",
+                    number,
+                )
+            )
     steps: list[StepSpec] = []
     for number, kind, body_lines in raw:
         body = "\n".join(body_lines).strip()
@@ -68,7 +71,9 @@ def parse_script(text: str) -> ParsedScript:
         elif kind == "tool":
             match = _TOOL.match(body)
             if not match:
-                problems.append(_error("SC451", f"Line {number}: write the tool name after tool:.", number))
+                problems.append(
+                    _error("SC451", f"Line {number}: write the tool name after tool:.", number)
+                )
                 continue
             name, rest = match.group(1), match.group(2).strip()
             args: object = {}
@@ -76,16 +81,24 @@ def parse_script(text: str) -> ParsedScript:
                 try:
                     args = json.loads(rest)
                 except json.JSONDecodeError as exc:
-                    problems.append(_error(
-                        "SC452", f"Line {number}: the arguments of {name} are not valid JSON ({exc.msg}).",
-                        number,
-                    ))
+                    problems.append(
+                        _error(
+                            "SC452",
+                            f"Line {number}: the arguments of {name} are not valid JSON "
+                            f"({exc.msg}).",
+                            number,
+                        )
+                    )
                     continue
             if not isinstance(args, dict):
-                problems.append(_error(
-                    "SC452", f'Line {number}: the arguments of {name} must be a JSON object, like {{"id": 1}}.',
-                    number,
-                ))
+                problems.append(
+                    _error(
+                        "SC452",
+                        f"Line {number}: the arguments of {name} must be a JSON object, "
+                        'like {"id": 1}.',
+                        number,
+                    )
+                )
                 continue
             steps.append(StepSpec(kind=StepKind.TOOL, tool=name, args=args))
         else:
@@ -93,7 +106,13 @@ def parse_script(text: str) -> ParsedScript:
                 callback = CallbackKind(body.strip().lower())
             except ValueError:
                 kinds = ", ".join(k.value for k in CallbackKind)
-                problems.append(_error("SC453", f"Line {number}: '{body}' is not a callback kind ({kinds}).", number))
+                problems.append(
+                    _error(
+                        "SC453",
+                        f"Line {number}: '{body}' is not a callback kind ({kinds}).",
+                        number,
+                    )
+                )
                 continue
             steps.append(StepSpec(kind=StepKind.CALLBACK, callback=callback))
     return ParsedScript(tuple(steps), tuple(problems))

@@ -83,6 +83,28 @@ _TYPE_SCHEMAS: dict[VariableType, dict[str, Any]] = {
 # JSON Schema of a variable
 
 
+TYPE_LABELS: dict[VariableType, str] = {
+    VariableType.TEXT: "Text",
+    VariableType.NUMBER: "Number",
+    VariableType.BOOLEAN: "Yes/No",
+    VariableType.OBJECT: "Custom object",
+    VariableType.LIST: "List",
+}
+
+
+def type_label(
+    type: VariableType, item_type: VariableType | None = None, schema: str | None = None
+) -> str:
+    """How a designer reads a type: `Number`, `Customer`, `List of Text`, `List of Customer`."""
+    if type is VariableType.LIST:
+        if item_type is VariableType.OBJECT and schema:
+            return f"List of {schema}"
+        return f"List of {TYPE_LABELS[item_type] if item_type else '?'}"
+    if type is VariableType.OBJECT and schema:
+        return schema
+    return TYPE_LABELS[type]
+
+
 def json_schema_for(
     variable: VariableSpec, schemas: Mapping[str, dict[str, Any]]
 ) -> dict[str, Any]:
