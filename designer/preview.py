@@ -202,6 +202,9 @@ def _merge(*groups: tuple[Diagnostic, ...]) -> list[Diagnostic]:
             if key not in seen:
                 seen.add(key)
                 merged.append(d)
+    # An undeclared variable has no value either; saying it twice is noise.
+    undeclared_at = {d.start for d in merged if d.code in _UNDECLARED_VARIABLE_CODES}
+    merged = [d for d in merged if not (d.code == "SC120" and d.start in undeclared_at)]
     merged.sort(key=lambda d: (SEVERITY_ORDER[d.severity], d.line or 10**9, d.column or 0))
     return merged
 

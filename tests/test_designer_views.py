@@ -282,3 +282,12 @@ def test_agent_create_and_edit(signed_in, shop):
     )
     root.refresh_from_db()
     assert "{@AGENT: Billing}" in root.instructions
+
+
+def test_undeclared_static_reference_is_reported_once_with_a_fix(signed_in, shop):
+    agent = shop.agents.get()
+    body = signed_in.post(
+        url("agent-preview", shop.pk, agent.pk), {"instructions": "Hi {{ghost}}"}, headers=HX
+    ).content.decode()
+    assert body.count("SC301") == 1 and "SC120" not in body
+    assert "Create variable ghost" in body and "?name=ghost" in body
