@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from django.conf import settings
 from django.db import models
 from django.db.models.functions import Lower
@@ -11,6 +13,10 @@ from agents.core.types import type_label
 
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 NAME_MAX_LENGTH = 64
+
+
+def instructions_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 class TimestampedModel(models.Model):
@@ -294,6 +300,11 @@ class Agent(TimestampedModel):
 
     def __str__(self) -> str:
         return self.display_name
+
+    @property
+    def instructions_hash(self) -> str:
+        """Fingerprint of the saved instructions: the editor's base for a conflict-free save."""
+        return instructions_hash(self.instructions)
 
     def to_spec(self) -> spec.AgentSpec:
         return spec.AgentSpec(

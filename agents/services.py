@@ -643,6 +643,36 @@ def agent_update(
 
 
 @transaction.atomic
+def agent_save_instructions(
+    *, agent: Agent, instructions: str, base_hash: str | None = None
+) -> Agent:
+    """Save an agent's instructions from the editor.
+
+    `base_hash` fingerprints the text the editor started from: if the saved text has
+    changed since (another editor, or a rename rewriting references), the save is
+    refused, so nobody's words are silently overwritten. Other agent fields (tools,
+    description) may change meanwhile without conflict.
+    """
+    agent = _locked(Agent, agent.pk)
+    if base_hash is not None and base_hash != agent.instructions_hash:
+        raise StaleObjectError(
+            [
+                _error(
+                    "instructions",
+                    "These instructions were changed elsewhere since you opened them (another "
+                    "editor, or a rename that updated references). Copy your text, reload, "
+                    "and apply your change again.",
+                    "SC002",
+                )
+            ]
+        )
+    if instructions != agent.instructions:
+        agent.instructions = instructions
+        _save(agent)
+    return agent
+
+
+@transaction.atomic
 def agent_delete(*, agent: Agent) -> None:
     if agent.is_root and agent.app.agents.exclude(pk=agent.pk).exists():
         raise ServiceError(

@@ -18,7 +18,7 @@ from django_htmx.http import reswap, retarget, trigger_client_event
 
 from agents import selectors, services
 from agents.core import types as core_types
-from agents.models import Agent, AgentApp, Scenario, Schema, Tool, Variable
+from agents.models import Agent, AgentApp, Scenario, Schema, Tool, Variable, instructions_hash
 from designer import preview as preview_builder
 from designer import simulation
 from designer.forms import AgentForm, ScenarioForm, SchemaForm, ToolForm, VariableForm
@@ -57,8 +57,18 @@ def _fragment_or_redirect(
     retarget(response, f"#{fragment}")
     reswap(response, "outerHTML")
     if changed:
-        trigger_client_event(response, APP_CHANGED, {})
+        _announce_change(response, app)
     return response
+
+
+def _announce_change(response: HttpResponse, app: AgentApp) -> None:
+    """Tell the page the app changed, with each agent's instructions fingerprint: a rename
+    may have rewritten the instructions open in the editor, which then reloads them."""
+    fingerprints = {
+        pk: instructions_hash(text)
+        for pk, text in Agent.objects.filter(app=app).values_list("pk", "instructions")
+    }
+    trigger_client_event(response, APP_CHANGED, {"instructions": fingerprints}, after="settle")
 
 
 def _designer_url(app: AgentApp, request: HttpRequest) -> str:
@@ -199,33 +209,31 @@ def agent_preview(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespo
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def agent_instructions(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
-    """Save the instructions; a stale version is refused and nothing typed is lost."""
-    app, _ = selectors.app_for_user(request.user, app_id, edit=True)
+    """GET: the saved instructions and their fingerprint (JSON). POST: save them; if the
+    saved text changed since the editor loaded it, the save is refused and nothing is lost."""
+    app, _ = selectors.app_for_user(request.user, app_id, edit=request.method == "POST")
     agent = get_object_or_404(Agent, pk=agent_id, app=app)
-    version = _int_or_none(request.POST.get("version"))
+    if request.method == "GET":
+        return JsonResponse({"instructions": agent.instructions, "hash": agent.instructions_hash})
     try:
-        agent = services.agent_update(
-            agent=agent, instructions=request.POST.get("instructions", ""), expected_version=version
+        agent = services.agent_save_instructions(
+            agent=agent,
+            instructions=request.POST.get("instructions", ""),
+            base_hash=request.POST.get("base_hash") or None,
         )
     except services.ServiceError as exc:
         status_text = exc.diagnostics[0].message
-        return (
-            render(
-                request,
-                f"{DESIGNER}#save-status",
-                {"agent": agent, "save_error": status_text, "saved_version": version},
-            )
-            if request.htmx
-            else HttpResponse(status_text, status=409)
+        if not request.htmx:
+            return HttpResponse(status_text, status=409)
+        return render(
+            request, f"{DESIGNER}#save-status", {"agent": agent, "save_error": status_text}
         )
     if not request.htmx:
         return redirect(_designer_url(app, request))
-    response = render(
-        request, f"{DESIGNER}#save-status", {"agent": agent, "saved_version": agent.version}
-    )
-    trigger_client_event(response, APP_CHANGED, {})
+    response = render(request, f"{DESIGNER}#save-status", {"agent": agent, "saved": True})
+    _announce_change(response, app)
     return response
 
 
@@ -248,7 +256,7 @@ def _variable_context(
         "variables": list(app.variables.all()),
         "schemas": list(app.schemas.all()),
         "usage": preview_builder.usage_by_variable(app),
-        "agent_id": request.POST.get("agent") or request.GET.get("agent") or "",
+        "agent_id": _agent_param(request),
     }
     context.update(extra)
     return context
@@ -345,7 +353,8 @@ def variable_default_field(request: HttpRequest, app_id: int) -> HttpResponse:
     """Swap only the default's widget when the type changes; the rest of the form stays as typed."""
     app, _ = _loaded_app(request, app_id, edit=True)
     form = VariableForm(request.GET, app=app, schemas=list(app.schemas.all()))
-    return render(request, f"{DESIGNER}#default-field", {"app": app, "form": form})
+    uid = request.GET.get("form_uid", "new")
+    return render(request, f"{DESIGNER}#default-field", {"app": app, "form": form, "uid": uid})
 
 
 # ---------------------------------------------------------------- schemas
@@ -358,7 +367,7 @@ def _schema_context(
         "app": app,
         "access": access,
         "schemas": list(app.schemas.all()),
-        "agent_id": request.POST.get("agent") or request.GET.get("agent") or "",
+        "agent_id": _agent_param(request),
     }
 
 
@@ -465,7 +474,7 @@ def _tool_context(request: HttpRequest, app: AgentApp, access: selectors.Access)
         "app": app,
         "access": access,
         "tools": list(app.tools.all()),
-        "agent_id": request.POST.get("agent") or request.GET.get("agent") or "",
+        "agent_id": _agent_param(request),
     }
 
 
@@ -475,7 +484,11 @@ def tool_new(request: HttpRequest, app_id: int) -> HttpResponse:
     app, access = _loaded_app(request, app_id, edit=True)
     if request.method == "GET":
         form = ToolForm(initial={"kind": request.GET.get("kind", "python")})
-        return _form_response(request, "tool-form", {"app": app, "form": form, "tool": None})
+        return _form_response(
+            request,
+            "tool-form",
+            {"app": app, "form": form, "tool": None, "agent_id": _agent_param(request)},
+        )
     form = ToolForm(request.POST)
     if form.is_valid():
         fields = form.service_fields()
@@ -495,8 +508,12 @@ def tool_new(request: HttpRequest, app_id: int) -> HttpResponse:
     return _form_response(request, "tool-form", {"app": app, "form": form, "tool": None})
 
 
+def _agent_param(request: HttpRequest) -> str:
+    return request.POST.get("agent") or request.GET.get("agent") or ""
+
+
 def _agent_from_request(request: HttpRequest, app: AgentApp) -> Agent | None:
-    wanted = request.POST.get("agent") or request.GET.get("agent")
+    wanted = _agent_param(request)
     return Agent.objects.filter(app=app, pk=_int_or_none(wanted)).first() if wanted else None
 
 

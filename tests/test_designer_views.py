@@ -97,7 +97,7 @@ def test_variable_create_returns_list_fragment_and_triggers_refresh(signed_in, s
         headers=HX,
     )
     assert response.status_code == 200
-    assert response["HX-Trigger"].startswith('{"app-changed"')
+    assert response["HX-Trigger-After-Settle"].startswith('{"app-changed"')
     assert response["HX-Retarget"] == "#variable-list"
     assert Variable.objects.get(app=shop, name="tags").default == ["a", "b, c"]
 
@@ -196,14 +196,24 @@ def test_tool_rename_updates_function_and_references(signed_in, shop):
     assert "{@TOOL: PutInCart}" in shop.agents.get().instructions
 
 
-def test_instructions_save_and_stale_version(signed_in, shop):
+def test_instructions_save_and_conflict(signed_in, shop):
     agent = shop.agents.get()
     path = url("agent-instructions", shop.pk, agent.pk)
-    response = signed_in.post(path, {"instructions": "v2", "version": agent.version}, headers=HX)
-    assert "Saved" in response.content.decode()
-    response = signed_in.post(path, {"instructions": "stale", "version": agent.version}, headers=HX)
-    assert "changed by someone else" in response.content.decode()
+    base = agent.instructions_hash
+    response = signed_in.post(path, {"instructions": "v2", "base_hash": base}, headers=HX)
+    body = response.content.decode()
+    assert "Saved" in body and Agent.objects.get(pk=agent.pk).instructions_hash in body
+    assert '"instructions"' in response["HX-Trigger-After-Settle"]
+    # A second editor still holding the old text is refused; the first editor's words stay.
+    response = signed_in.post(path, {"instructions": "stale", "base_hash": base}, headers=HX)
+    assert "changed elsewhere" in response.content.decode()
     assert Agent.objects.get(pk=agent.pk).instructions == "v2"
+    # Attaching a tool does not make the editor's text stale.
+    fresh = Agent.objects.get(pk=agent.pk)
+    services.agent_update(agent=fresh, tools=[])
+    response = signed_in.post(path, {"instructions": "v3", "base_hash": fresh.instructions_hash}, headers=HX)
+    assert "Saved" in response.content.decode()
+    assert signed_in.get(path).json() == {"instructions": "v3", "hash": Agent.objects.get(pk=agent.pk).instructions_hash}
 
 
 def test_viewer_can_preview_but_not_edit(client, other_user, shop):

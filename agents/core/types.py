@@ -793,9 +793,13 @@ def example_value(schema: Any) -> Any:
     (or ``minItems``), text that honours ``format``/``minLength``/``maxLength``
     (and ``pattern`` when a simple candidate matches), numbers within
     ``minimum``/``maximum``. Local ``$ref`` are followed; recursion stops after
-    a few levels.
+    a few levels. A schema too malformed to follow gives ``None`` (never raises:
+    the schema itself is checked and reported by ``check_schema``).
     """
-    return _example(schema, schema, 0)
+    try:
+        return _example(schema, schema, 0)
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError):
+        return None
 
 
 def _example(schema: Any, root: Any, depth: int) -> Any:
@@ -872,7 +876,8 @@ def _example_object(schema: dict[str, Any], root: Any, depth: int) -> dict[str, 
     result: dict[str, Any] = {}
     properties = schema.get("properties")
     properties = properties if isinstance(properties, dict) else {}
-    required = [name for name in schema.get("required", []) if isinstance(name, str)]
+    listed = schema.get("required")
+    required = [name for name in listed if isinstance(name, str)] if isinstance(listed, list) else []
     deep = depth >= _MAX_EXAMPLE_DEPTH // 2  # past this, only what is required
     for name, subschema in properties.items():
         if deep and name not in required:

@@ -213,6 +213,27 @@
     initForms(document);
   });
 
+  // ------------------------------------------------------------ renames elsewhere rewrite the open editor
+
+  document.body.addEventListener("app-changed", (e) => {
+    const form = document.getElementById("instructions-form");
+    const fingerprints = e.detail && e.detail.instructions;
+    if (!form || !editor || !fingerprints) return;
+    const saved = fingerprints[form.dataset.agentId];
+    const base = document.getElementById("instructions-base");
+    if (saved === undefined || !base || saved === base.value) return;
+    fetch(form.dataset.instructionsUrl, { headers: { Accept: "application/json" } })
+      .then((r) => r.json())
+      .then((data) => {
+        const caret = Math.min(editor.selectionStart, data.instructions.length);
+        editor.value = data.instructions;
+        document.getElementById("instructions-base").value = data.hash;
+        editor.setSelectionRange(caret, caret);
+        highlight();
+        htmx.trigger(form, "input-synced");
+      });
+  });
+
   // ------------------------------------------------------------ inline forms
 
   document.addEventListener("keydown", (e) => {

@@ -1,0 +1,153 @@
+"""Playwright fixtures for the browser tests: one Chromium per worker, a fresh page per test.
+
+A failed test leaves a screenshot in tests/artifacts/<test name>.png.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+# Playwright's sync API runs an event loop in the test thread; Django must allow ORM calls there.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+VIEWPORT = {"width": 1440, "height": 900}
+
+expect.set_options(timeout=10_000)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Remember each phase's report on the item, so fixtures can see whether the test failed."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        yield browser
+        browser.close()
+
+
+def _artifact_name(nodeid: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid.split("::")[-1])[:150]
+
+
+@pytest.fixture
+def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """A fresh context and page; `page.js_errors` collects the page's uncaught JS errors."""
+    context = browser.new_context(viewport=VIEWPORT, locale="en-US")
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.js_errors = errors  # type: ignore[attr-defined]
+    yield page
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        # A crashed page must not hide the test's own failure.
+        with contextlib.suppress(Exception):
+            page.screenshot(
+                path=str(ARTIFACTS / f"{_artifact_name(request.node.nodeid)}.png"), full_page=True
+            )
+    context.close()
+
+
+@pytest.fixture
+def signed_in_page(page: Page, live_server, user) -> Page:
+    """A page signed in as ada through the real login form, showing the app list."""
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("Username").fill("ada")
+    page.get_by_label("Password").fill("pw-ada-123456")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Your apps")).to_be_visible()
+    return page
+
+
+# ------------ a trip-planner app, built in the database
+
+TRAVELLER_SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}},
+    "required": ["name"],
+}
+
+
+@pytest.fixture
+def trip_app(user):
+    """'Trip planner' with one variable of each type, a schema and a sub-agent.
+
+    For the tests that are about the editor and the preview; the test that creates
+    them through the forms is test_browser_forms.py::test_add_one_variable_of_each_type.
+    """
+    from agents import services
+
+    app = services.app_create(owner=user, name="Trip planner")
+    traveller = services.schema_create(app=app, name="Traveller", json_schema=TRAVELLER_SCHEMA)
+    services.variable_create(
+        app=app, name="greeting", type="text", default="Hello", description="How to greet."
+    )
+    services.variable_create(
+        app=app, name="budget", type="number", default=1500, description="Budget in EUR."
+    )
+    services.variable_create(
+        app=app,
+        name="vip",
+        type="boolean",
+        default=True,
+        description="Whether the traveller is a VIP.",
+    )
+    services.variable_create(
+        app=app,
+        name="traveller",
+        type="object",
+        schema=traveller,
+        default={"name": "Ada", "age": 36},
+        description="Who travels.",
+    )
+    services.variable_create(
+        app=app,
+        name="cities",
+        type="list",
+        item_type="text",
+        default=["Paris", "Rome, Lazio"],
+        description="Where to.",
+    )
+    services.agent_create(app=app, display_name="Booking helper", description="Books things.")
+    return app
+
+
+@pytest.fixture
+def open_designer(signed_in_page: Page, live_server):
+    """Open an app's designer page as the signed-in designer; waits for the compiled prompt."""
+
+    def open_(app) -> Page:
+        signed_in_page.goto(f"{live_server.url}/apps/{app.pk}/")
+        expect(signed_in_page.locator("#compiled")).to_be_visible()
+        return signed_in_page
+
+    return open_

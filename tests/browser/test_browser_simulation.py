@@ -1,0 +1,53 @@
+"""The banking scenario on the designer page, as a designer sees it (real sandbox, real browser)."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
+
+
+@pytest.fixture
+def bank_app(user):
+    from agents.demo import load_demo
+
+    return next(a for a in load_demo(user) if a.name == "Bank demo")
+
+
+def test_banking_scenario_shows_state_update_new_state_and_turn_index(open_designer, bank_app):
+    page: Page = open_designer(bank_app)
+    conversation = page.locator("#conversation-panel")
+    first_turn = conversation.locator(".turn").first
+    expect(first_turn.locator(".turn-index")).to_have_text("turn 0")
+    expect(first_turn.locator(".event-user")).to_contain_text("balance of my current account")
+    update = first_turn.locator(".event-state_update")
+    expect(update.locator(".msg")).to_have_text(
+        "<state_update>current_account_balance: 1250</state_update>"
+    )
+    first_turn.locator("details.state summary").click()
+    changed = first_turn.locator(".state-table tr.changed")
+    expect(changed).to_contain_text("current_account_balance")
+    expect(changed).to_contain_text("1250")
+    second_turn = conversation.locator(".turn").nth(1)
+    expect(second_turn.locator(".turn-index")).to_have_text("turn 1")
+    expect(second_turn.locator(".state-table.builtins")).to_contain_text("$context.turn_index")
+
+
+def test_editing_instructions_resimulates_and_a_failing_tool_is_a_step_error(
+    open_designer, bank_app
+):
+    from agents import services
+
+    page: Page = open_designer(bank_app)
+    services.tool_update(
+        tool=bank_app.tools.get(),
+        python_code="def LookupBalance(account_id=''):\n    return 1 / 0\n",
+    )
+    editor = page.locator("#instructions")
+    editor.focus()
+    page.keyboard.press("End")
+    editor.press_sequentially(" ok")
+    error = page.locator("#conversation-panel .event-error").first
+    expect(error).to_contain_text("ZeroDivisionError")
+    expect(page.locator("#conversation-panel .turn")).to_have_count(2)
