@@ -211,9 +211,14 @@ def test_instructions_save_and_conflict(signed_in, shop):
     # Attaching a tool does not make the editor's text stale.
     fresh = Agent.objects.get(pk=agent.pk)
     services.agent_update(agent=fresh, tools=[])
-    response = signed_in.post(path, {"instructions": "v3", "base_hash": fresh.instructions_hash}, headers=HX)
+    response = signed_in.post(
+        path, {"instructions": "v3", "base_hash": fresh.instructions_hash}, headers=HX
+    )
     assert "Saved" in response.content.decode()
-    assert signed_in.get(path).json() == {"instructions": "v3", "hash": Agent.objects.get(pk=agent.pk).instructions_hash}
+    assert signed_in.get(path).json() == {
+        "instructions": "v3",
+        "hash": Agent.objects.get(pk=agent.pk).instructions_hash,
+    }
 
 
 def test_viewer_can_preview_but_not_edit(client, other_user, shop):

@@ -877,7 +877,8 @@ def _example_object(schema: dict[str, Any], root: Any, depth: int) -> dict[str, 
     properties = schema.get("properties")
     properties = properties if isinstance(properties, dict) else {}
     listed = schema.get("required")
-    required = [name for name in listed if isinstance(name, str)] if isinstance(listed, list) else []
+    listed = listed if isinstance(listed, list) else []
+    required = [name for name in listed if isinstance(name, str)]
     deep = depth >= _MAX_EXAMPLE_DEPTH // 2  # past this, only what is required
     for name, subschema in properties.items():
         if deep and name not in required:
