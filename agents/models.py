@@ -10,6 +10,7 @@ from django.db.models.functions import Lower
 
 from agents.core import spec
 from agents.core.types import type_label
+from agents.fields import OrderedJSONField
 
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 NAME_MAX_LENGTH = 64
@@ -119,7 +120,7 @@ class Schema(TimestampedModel):
     app = models.ForeignKey(AgentApp, on_delete=models.CASCADE, related_name="schemas")
     name = models.CharField(max_length=NAME_MAX_LENGTH)
     description = models.TextField(blank=True)
-    json_schema = models.JSONField(default=dict)
+    json_schema = OrderedJSONField(default=dict)
 
     class Meta:
         ordering = ["name", "id"]
@@ -158,7 +159,7 @@ class Variable(TimestampedModel):
         help_text="For a custom object, or a list of custom objects.",
     )
     # None means "no default"; any other JSON value is the default.
-    default = models.JSONField(null=True, blank=True)
+    default = OrderedJSONField(null=True, blank=True)
     description = models.TextField(blank=True)
 
     class Meta:
@@ -230,20 +231,20 @@ class Tool(TimestampedModel):
     python_code = models.TextField(
         blank=True, help_text="Python tool: a function named like the tool."
     )
-    openapi_spec = models.JSONField(
+    openapi_spec = OrderedJSONField(
         null=True, blank=True, help_text="OpenAPI tool: an OpenAPI 3 document with one operation."
     )
     mcp_url = models.URLField(blank=True, help_text="MCP tool: Streamable-HTTP server URL.")
-    mcp_headers = models.JSONField(
+    mcp_headers = OrderedJSONField(
         default=dict,
         blank=True,
         help_text='MCP tool: headers, e.g. {"X-User": "$context.variables.user_id"}.',
     )
     mock_enabled = models.BooleanField(default=False)
-    mock_state = models.JSONField(
+    mock_state = OrderedJSONField(
         default=dict, blank=True, help_text="Mock: variable values the tool sets when called."
     )
-    mock_response = models.JSONField(null=True, blank=True, help_text="Mock: the JSON response.")
+    mock_response = OrderedJSONField(null=True, blank=True, help_text="Mock: the JSON response.")
 
     class Meta:
         ordering = ["name", "id"]
@@ -367,7 +368,7 @@ class Scenario(TimestampedModel):
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="scenarios")
     name = models.CharField(max_length=200)
-    session_values = models.JSONField(
+    session_values = OrderedJSONField(
         default=dict, blank=True, help_text="Initial variable values overriding defaults."
     )
     channel = models.CharField(max_length=10, choices=Channel.choices, default=Channel.WEB)
@@ -423,7 +424,7 @@ class ScenarioStep(TimestampedModel):
     tool = models.CharField(
         max_length=NAME_MAX_LENGTH, blank=True, help_text="Tool call: the tool's name."
     )
-    args = models.JSONField(
+    args = OrderedJSONField(
         default=dict, blank=True, help_text="Tool call: its arguments (JSON object)."
     )
     callback_kind = models.CharField(max_length=20, choices=CallbackKind.choices, blank=True)

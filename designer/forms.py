@@ -11,6 +11,7 @@ from agents.core import types as core_types
 from agents.core.script import format_script
 from agents.core.spec import VariableType as CoreType
 from agents.models import (
+    Agent,
     AgentApp,
     CallbackKind,
     Channel,
@@ -109,6 +110,17 @@ class SchemaForm(forms.Form):
     json_schema = forms.CharField(strip=False, widget=forms.Textarea(attrs={"rows": 14}))
     version = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
+    @classmethod
+    def for_schema(cls, schema: Schema) -> SchemaForm:
+        return cls(
+            initial={
+                "name": schema.name,
+                "description": schema.description,
+                "version": schema.version,
+                "json_schema": json.dumps(schema.json_schema, indent=2, ensure_ascii=False),
+            }
+        )
+
     def clean_json_schema(self) -> Any:
         value = _json_field_value(
             self.cleaned_data["json_schema"], "json_schema", allow_empty=False
@@ -174,11 +186,6 @@ class ToolForm(forms.Form):
     def clean_mock_response(self) -> Any:
         return _json_field_value(self.cleaned_data["mock_response"], "mock_response")
 
-    def service_fields(self) -> dict[str, Any]:
-        data = dict(self.cleaned_data)
-        data.pop("version", None)
-        return data
-
 
 class AgentForm(forms.Form):
     display_name = forms.CharField(max_length=200, strip=True)
@@ -192,6 +199,19 @@ class AgentForm(forms.Form):
     def __init__(self, *args: Any, app: AgentApp, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["tools"].queryset = Tool.objects.filter(app=app)
+
+    @classmethod
+    def for_agent(cls, agent: Agent, *, app: AgentApp) -> AgentForm:
+        return cls(
+            app=app,
+            initial={
+                "display_name": agent.display_name,
+                "description": agent.description,
+                "is_root": agent.is_root,
+                "tools": [t.pk for t in agent.tools.all()],
+                "version": agent.version,
+            },
+        )
 
 
 class CallbackForm(forms.Form):
@@ -241,8 +261,3 @@ class ScenarioForm(forms.Form):
 
     def clean_session_values(self) -> Any:
         return _json_field_value(self.cleaned_data["session_values"], "session_values") or {}
-
-    def service_fields(self) -> dict[str, Any]:
-        data = dict(self.cleaned_data)
-        data.pop("version", None)
-        return data

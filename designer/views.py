@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import connection
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -89,6 +91,50 @@ def _apply_service_errors(form: Any, error: services.ServiceError) -> None:
         target = field if field in form.fields else None
         for problem in problems:
             form.add_error(target, problem)
+
+
+def _inline_form(
+    request: HttpRequest,
+    *,
+    fragment: str,
+    context: dict[str, Any],
+    blank: Callable[[], forms.Form],
+    bound: Callable[[QueryDict], forms.Form],
+    save: Callable[[Any], HttpResponse],
+) -> HttpResponse:
+    """The life of an inline form: GET shows it; POST validates, saves through a service
+    (whose errors land on their fields) and answers what `save` returns; an invalid form
+    comes back with its errors and everything typed."""
+    if request.method == "GET":
+        return _form_response(request, fragment, {**context, "form": blank()})
+    form = bound(request.POST)
+    if form.is_valid():
+        try:
+            return save(form.cleaned_data)
+        except services.ServiceError as exc:
+            _apply_service_errors(form, exc)
+    return _form_response(request, fragment, {**context, "form": form})
+
+
+def _updated_list(
+    request: HttpRequest,
+    app_id: int,
+    fragment: str,
+    list_context: Callable[[HttpRequest, AgentApp, selectors.Access], dict[str, Any]],
+) -> HttpResponse:
+    app, access = _loaded_app(request, app_id)
+    return _fragment_or_redirect(request, app, fragment, list_context(request, app, access))
+
+
+def _to_agent_page(request: HttpRequest, app: AgentApp, agent: Agent | None) -> HttpResponse:
+    url = reverse("app-designer", args=[app.pk])
+    if agent is not None:
+        url = f"{url}?agent={agent.pk}"
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)
 
 
 def _loaded_app(
@@ -262,77 +308,63 @@ def _variable_context(
     return context
 
 
+def _variable_fields(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": data["name"],
+        "type": data["type"],
+        "item_type": data["item_type"],
+        "schema": data["schema"],
+        "default": data["default_value"],
+        "description": data["description"],
+    }
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def variable_new(request: HttpRequest, app_id: int) -> HttpResponse:
-    app, access = _loaded_app(request, app_id, edit=True)
+    app, _ = _loaded_app(request, app_id, edit=True)
     schemas = list(app.schemas.all())
-    if request.method == "GET":
-        initial = {"name": request.GET.get("name", ""), "type": request.GET.get("type", "text")}
-        form = VariableForm(app=app, schemas=schemas, initial=initial)
-        return _form_response(
-            request, "variable-form", {"app": app, "form": form, "variable": None}
-        )
-    form = VariableForm(request.POST, app=app, schemas=schemas)
-    if form.is_valid():
-        data = form.cleaned_data
-        try:
-            services.variable_create(
-                app=app,
-                name=data["name"],
-                type=data["type"],
-                item_type=data["item_type"],
-                schema=data["schema"],
-                default=data["default_value"],
-                description=data["description"],
-            )
-        except services.ServiceError as exc:
-            _apply_service_errors(form, exc)
-        else:
-            app, access = _loaded_app(request, app_id)
-            return _fragment_or_redirect(
-                request, app, "variable-list", _variable_context(request, app, access)
-            )
-    return _form_response(request, "variable-form", {"app": app, "form": form, "variable": None})
+
+    def save(data: dict[str, Any]) -> HttpResponse:
+        services.variable_create(app=app, **_variable_fields(data))
+        return _updated_list(request, app_id, "variable-list", _variable_context)
+
+    initial = {"name": request.GET.get("name", ""), "type": request.GET.get("type", "text")}
+    return _inline_form(
+        request,
+        fragment="variable-form",
+        context={"app": app, "variable": None},
+        blank=lambda: VariableForm(app=app, schemas=schemas, initial=initial),
+        bound=lambda data: VariableForm(data, app=app, schemas=schemas),
+        save=save,
+    )
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def variable_edit(request: HttpRequest, app_id: int, variable_id: int) -> HttpResponse:
-    app, access = _loaded_app(request, app_id, edit=True)
+    app, _ = _loaded_app(request, app_id, edit=True)
     variable = next((v for v in app.variables.all() if v.pk == variable_id), None)
     if variable is None:
         return HttpResponse("No such variable.", status=404)
     schemas = list(app.schemas.all())
-    if request.method == "GET":
-        form = VariableForm.for_variable(variable, app=app, schemas=schemas)
-        return _form_response(
-            request, "variable-form", {"app": app, "form": form, "variable": variable}
+
+    def save(data: dict[str, Any]) -> HttpResponse:
+        services.variable_update(
+            variable=variable,
+            update_references=data["update_references"],
+            expected_version=data["version"],
+            **_variable_fields(data),
         )
-    form = VariableForm(request.POST, app=app, schemas=schemas)
-    if form.is_valid():
-        data = form.cleaned_data
-        try:
-            services.variable_update(
-                update_references=data["update_references"],
-                variable=variable,
-                name=data["name"],
-                type=data["type"],
-                item_type=data["item_type"],
-                schema=data["schema"],
-                default=data["default_value"],
-                description=data["description"],
-                expected_version=data["version"],
-            )
-        except services.ServiceError as exc:
-            _apply_service_errors(form, exc)
-        else:
-            app, access = _loaded_app(request, app_id)
-            return _fragment_or_redirect(
-                request, app, "variable-list", _variable_context(request, app, access)
-            )
-    return _form_response(
-        request, "variable-form", {"app": app, "form": form, "variable": variable}
+        return _updated_list(request, app_id, "variable-list", _variable_context)
+
+    return _inline_form(
+        request,
+        fragment="variable-form",
+        context={"app": app, "variable": variable},
+        blank=lambda: VariableForm.for_variable(variable, app=app, schemas=schemas),
+        bound=lambda data: VariableForm(data, app=app, schemas=schemas),
+        save=save,
     )
 
 
@@ -374,67 +406,54 @@ def _schema_context(
 @login_required
 @require_http_methods(["GET", "POST"])
 def schema_new(request: HttpRequest, app_id: int) -> HttpResponse:
-    app, access = _loaded_app(request, app_id, edit=True)
-    if request.method == "GET":
-        starter = {"type": "object", "properties": {}, "required": []}
-        form = SchemaForm(initial={"json_schema": json.dumps(starter, indent=2)})
-        return _form_response(request, "schema-form", {"app": app, "form": form, "schema": None})
-    form = SchemaForm(request.POST)
-    if form.is_valid():
-        data = form.cleaned_data
-        try:
-            services.schema_create(
-                app=app,
-                name=data["name"],
-                json_schema=data["json_schema"],
-                description=data["description"],
-            )
-        except services.ServiceError as exc:
-            _apply_service_errors(form, exc)
-        else:
-            app, access = _loaded_app(request, app_id)
-            return _fragment_or_redirect(
-                request, app, "schema-list", _schema_context(request, app, access)
-            )
-    return _form_response(request, "schema-form", {"app": app, "form": form, "schema": None})
+    app, _ = _loaded_app(request, app_id, edit=True)
+    starter = {"type": "object", "properties": {}, "required": []}
+
+    def save(data: dict[str, Any]) -> HttpResponse:
+        services.schema_create(
+            app=app,
+            name=data["name"],
+            json_schema=data["json_schema"],
+            description=data["description"],
+        )
+        return _updated_list(request, app_id, "schema-list", _schema_context)
+
+    return _inline_form(
+        request,
+        fragment="schema-form",
+        context={"app": app, "schema": None},
+        blank=lambda: SchemaForm(initial={"json_schema": json.dumps(starter, indent=2)}),
+        bound=SchemaForm,
+        save=save,
+    )
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def schema_edit(request: HttpRequest, app_id: int, schema_id: int) -> HttpResponse:
-    app, access = _loaded_app(request, app_id, edit=True)
+    app, _ = _loaded_app(request, app_id, edit=True)
     schema = next((s for s in app.schemas.all() if s.pk == schema_id), None)
     if schema is None:
         return HttpResponse("No such schema.", status=404)
-    if request.method == "GET":
-        form = SchemaForm(
-            initial={
-                "name": schema.name,
-                "description": schema.description,
-                "version": schema.version,
-                "json_schema": json.dumps(schema.json_schema, indent=2, ensure_ascii=False),
-            }
+
+    def save(data: dict[str, Any]) -> HttpResponse:
+        services.schema_update(
+            schema=schema,
+            name=data["name"],
+            json_schema=data["json_schema"],
+            description=data["description"],
+            expected_version=data["version"],
         )
-        return _form_response(request, "schema-form", {"app": app, "form": form, "schema": schema})
-    form = SchemaForm(request.POST)
-    if form.is_valid():
-        data = form.cleaned_data
-        try:
-            services.schema_update(
-                schema=schema,
-                name=data["name"],
-                json_schema=data["json_schema"],
-                description=data["description"],
-                expected_version=data["version"],
-            )
-        except services.ServiceError as exc:
-            _apply_service_errors(form, exc)
-        else:
-            app, access = _loaded_app(request, app_id)
-            return _fragment_or_redirect(
-                request, app, "schema-list", _schema_context(request, app, access)
-            )
-    return _form_response(request, "schema-form", {"app": app, "form": form, "schema": schema})
+        return _updated_list(request, app_id, "schema-list", _schema_context)
+
+    return _inline_form(
+        request,
+        fragment="schema-form",
+        context={"app": app, "schema": schema},
+        blank=lambda: SchemaForm.for_schema(schema),
+        bound=SchemaForm,
+        save=save,
+    )
 
 
 @login_required
@@ -481,31 +500,24 @@ def _tool_context(request: HttpRequest, app: AgentApp, access: selectors.Access)
 @login_required
 @require_http_methods(["GET", "POST"])
 def tool_new(request: HttpRequest, app_id: int) -> HttpResponse:
-    app, access = _loaded_app(request, app_id, edit=True)
-    if request.method == "GET":
-        form = ToolForm(initial={"kind": request.GET.get("kind", "python")})
-        return _form_response(
-            request,
-            "tool-form",
-            {"app": app, "form": form, "tool": None, "agent_id": _agent_param(request)},
-        )
-    form = ToolForm(request.POST)
-    if form.is_valid():
-        fields = form.service_fields()
-        name = fields.pop("name")
-        try:
-            tool = services.tool_create(app=app, name=name, **fields)
-            agent = _agent_from_request(request, app)
-            if agent is not None:
-                services.agent_update(agent=agent, tools=[*agent.tools.all(), tool])
-        except services.ServiceError as exc:
-            _apply_service_errors(form, exc)
-        else:
-            app, access = _loaded_app(request, app_id)
-            return _fragment_or_redirect(
-                request, app, "tool-list", _tool_context(request, app, access)
-            )
-    return _form_response(request, "tool-form", {"app": app, "form": form, "tool": None})
+    app, _ = _loaded_app(request, app_id, edit=True)
+
+    def save(data: dict[str, Any]) -> HttpResponse:
+        fields = {k: v for k, v in data.items() if k != "version"}
+        tool = services.tool_create(app=app, **fields)
+        agent = _agent_from_request(request, app)
+        if agent is not None:  # added from an agent's page: that agent may call it
+            services.agent_update(agent=agent, tools=[*agent.tools.all(), tool])
+        return _updated_list(request, app_id, "tool-list", _tool_context)
+
+    return _inline_form(
+        request,
+        fragment="tool-form",
+        context={"app": app, "tool": None, "agent_id": _agent_param(request)},
+        blank=lambda: ToolForm(initial={"kind": request.GET.get("kind", "python")}),
+        bound=ToolForm,
+        save=save,
+    )
 
 
 def _agent_param(request: HttpRequest) -> str:
@@ -520,27 +532,24 @@ def _agent_from_request(request: HttpRequest, app: AgentApp) -> Agent | None:
 @login_required
 @require_http_methods(["GET", "POST"])
 def tool_edit(request: HttpRequest, app_id: int, tool_id: int) -> HttpResponse:
-    app, access = _loaded_app(request, app_id, edit=True)
+    app, _ = _loaded_app(request, app_id, edit=True)
     tool = next((t for t in app.tools.all() if t.pk == tool_id), None)
     if tool is None:
         return HttpResponse("No such tool.", status=404)
-    if request.method == "GET":
-        return _form_response(
-            request, "tool-form", {"app": app, "form": ToolForm.for_tool(tool), "tool": tool}
-        )
-    form = ToolForm(request.POST)
-    if form.is_valid():
-        fields = form.service_fields()
-        try:
-            services.tool_update(tool=tool, expected_version=form.cleaned_data["version"], **fields)
-        except services.ServiceError as exc:
-            _apply_service_errors(form, exc)
-        else:
-            app, access = _loaded_app(request, app_id)
-            return _fragment_or_redirect(
-                request, app, "tool-list", _tool_context(request, app, access)
-            )
-    return _form_response(request, "tool-form", {"app": app, "form": form, "tool": tool})
+
+    def save(data: dict[str, Any]) -> HttpResponse:
+        fields = {k: v for k, v in data.items() if k != "version"}
+        services.tool_update(tool=tool, expected_version=data["version"], **fields)
+        return _updated_list(request, app_id, "tool-list", _tool_context)
+
+    return _inline_form(
+        request,
+        fragment="tool-form",
+        context={"app": app, "tool": tool},
+        blank=lambda: ToolForm.for_tool(tool),
+        bound=ToolForm,
+        save=save,
+    )
 
 
 @login_required
@@ -555,41 +564,32 @@ def tool_delete(request: HttpRequest, app_id: int, tool_id: int) -> HttpResponse
 # ---------------------------------------------------------------- agents
 
 
-def _agent_list_context(
-    request: HttpRequest, app: AgentApp, access: selectors.Access, agent: Agent | None
-) -> dict[str, Any]:
-    return {"app": app, "access": access, "agents": list(app.agents.all()), "agent": agent}
+def _agent_fields(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "display_name": data["display_name"],
+        "description": data["description"],
+        "is_root": data["is_root"] or None,
+        "tools": list(data["tools"]),
+    }
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def agent_new(request: HttpRequest, app_id: int) -> HttpResponse:
     app, _ = _loaded_app(request, app_id, edit=True)
-    if request.method == "GET":
-        form = AgentForm(app=app)
-        return _form_response(request, "agent-form", {"app": app, "form": form, "edited": None})
-    form = AgentForm(request.POST, app=app)
-    if form.is_valid():
-        data = form.cleaned_data
-        try:
-            agent = services.agent_create(
-                app=app,
-                display_name=data["display_name"],
-                description=data["description"],
-                is_root=data["is_root"] or None,
-                tools=list(data["tools"]),
-            )
-        except services.ServiceError as exc:
-            _apply_service_errors(form, exc)
-        else:
-            if request.htmx:
-                response = HttpResponse(status=204)
-                response["HX-Redirect"] = (
-                    f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}"
-                )
-                return response
-            return redirect(f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}")
-    return _form_response(request, "agent-form", {"app": app, "form": form, "edited": None})
+
+    def save(data: dict[str, Any]) -> HttpResponse:
+        agent = services.agent_create(app=app, **_agent_fields(data))
+        return _to_agent_page(request, app, agent)
+
+    return _inline_form(
+        request,
+        fragment="agent-form",
+        context={"app": app, "edited": None},
+        blank=lambda: AgentForm(app=app),
+        bound=lambda data: AgentForm(data, app=app),
+        save=save,
+    )
 
 
 @login_required
@@ -599,41 +599,19 @@ def agent_edit(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse
     agent = next((a for a in app.agents.all() if a.pk == agent_id), None)
     if agent is None:
         return HttpResponse("No such agent.", status=404)
-    if request.method == "GET":
-        form = AgentForm(
-            app=app,
-            initial={
-                "display_name": agent.display_name,
-                "description": agent.description,
-                "is_root": agent.is_root,
-                "tools": [t.pk for t in agent.tools.all()],
-                "version": agent.version,
-            },
-        )
-        return _form_response(request, "agent-form", {"app": app, "form": form, "edited": agent})
-    form = AgentForm(request.POST, app=app)
-    if form.is_valid():
-        data = form.cleaned_data
-        try:
-            services.agent_update(
-                agent=agent,
-                display_name=data["display_name"],
-                description=data["description"],
-                is_root=data["is_root"] or None,
-                tools=list(data["tools"]),
-                expected_version=data["version"],
-            )
-        except services.ServiceError as exc:
-            _apply_service_errors(form, exc)
-        else:
-            if request.htmx:
-                response = HttpResponse(status=204)
-                response["HX-Redirect"] = (
-                    f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}"
-                )
-                return response
-            return redirect(f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}")
-    return _form_response(request, "agent-form", {"app": app, "form": form, "edited": agent})
+
+    def save(data: dict[str, Any]) -> HttpResponse:
+        services.agent_update(agent=agent, expected_version=data["version"], **_agent_fields(data))
+        return _to_agent_page(request, app, agent)
+
+    return _inline_form(
+        request,
+        fragment="agent-form",
+        context={"app": app, "edited": agent},
+        blank=lambda: AgentForm.for_agent(agent, app=app),
+        bound=lambda data: AgentForm(data, app=app),
+        save=save,
+    )
 
 
 @login_required
@@ -645,12 +623,8 @@ def agent_delete(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespon
         services.agent_delete(agent=agent)
     except services.ServiceError as exc:
         messages.error(request, str(exc))
-    url = reverse("app-designer", args=[app.pk])
-    if request.htmx:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = url
-        return response
-    return redirect(url)
+    # Back to the agent if it is still there (the root cannot go first), else to the root.
+    return _to_agent_page(request, app, app.agents.order_by("-is_root").first())
 
 
 # ---------------------------------------------------------------- usage
@@ -707,29 +681,25 @@ def agent_simulate(request: HttpRequest, app_id: int, agent_id: int) -> HttpResp
 @login_required
 @require_http_methods(["GET", "POST"])
 def scenario_new(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
-    app, access = _loaded_app(request, app_id, edit=True)
+    app, _ = _loaded_app(request, app_id, edit=True)
     agent = _agent_of(app, agent_id)
     if agent is None:
         return HttpResponse("No such agent.", status=404)
-    context = {"app": app, "agent": agent, "scenario": None}
-    if request.method == "GET":
-        context["form"] = ScenarioForm(
-            initial={
-                "name": f"Scenario {agent.scenarios.count() + 1}",
-                "steps_script": "user: Hello!\n",
-            }
-        )
-        return _form_response(request, "scenario-form", context)
-    form = ScenarioForm(request.POST)
-    context["form"] = form
-    if form.is_valid():
-        try:
-            scenario = services.scenario_save(agent=agent, **form.service_fields())
-        except services.ServiceError as exc:
-            _apply_service_errors(form, exc)
-        else:
-            return _after_scenario_save(request, app, access, agent, scenario.pk)
-    return _form_response(request, "scenario-form", context)
+
+    def save(data: dict[str, Any]) -> HttpResponse:
+        fields = {k: v for k, v in data.items() if k != "version"}
+        scenario = services.scenario_save(agent=agent, **fields)
+        return _after_scenario_save(request, app, agent, scenario.pk)
+
+    initial = {"name": f"Scenario {agent.scenarios.count() + 1}", "steps_script": "user: Hello!\n"}
+    return _inline_form(
+        request,
+        fragment="scenario-form",
+        context={"app": app, "agent": agent, "scenario": None},
+        blank=lambda: ScenarioForm(initial=initial),
+        bound=ScenarioForm,
+        save=save,
+    )
 
 
 @login_required
@@ -737,32 +707,29 @@ def scenario_new(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespon
 def scenario_edit(
     request: HttpRequest, app_id: int, agent_id: int, scenario_id: int
 ) -> HttpResponse:
-    app, access = _loaded_app(request, app_id, edit=True)
+    app, _ = _loaded_app(request, app_id, edit=True)
     agent = _agent_of(app, agent_id)
     scenario = (
         next((s for s in agent.scenarios.all() if s.pk == scenario_id), None) if agent else None
     )
     if scenario is None:
         return HttpResponse("No such scenario.", status=404)
-    context = {"app": app, "agent": agent, "scenario": scenario}
-    if request.method == "GET":
-        context["form"] = ScenarioForm.for_scenario(scenario)
-        return _form_response(request, "scenario-form", context)
-    form = ScenarioForm(request.POST)
-    context["form"] = form
-    if form.is_valid():
-        try:
-            services.scenario_save(
-                agent=agent,
-                scenario=scenario,
-                expected_version=form.cleaned_data["version"],
-                **form.service_fields(),
-            )
-        except services.ServiceError as exc:
-            _apply_service_errors(form, exc)
-        else:
-            return _after_scenario_save(request, app, access, agent, scenario.pk)
-    return _form_response(request, "scenario-form", context)
+
+    def save(data: dict[str, Any]) -> HttpResponse:
+        fields = {k: v for k, v in data.items() if k != "version"}
+        services.scenario_save(
+            agent=agent, scenario=scenario, expected_version=data["version"], **fields
+        )
+        return _after_scenario_save(request, app, agent, scenario.pk)
+
+    return _inline_form(
+        request,
+        fragment="scenario-form",
+        context={"app": app, "agent": agent, "scenario": scenario},
+        blank=lambda: ScenarioForm.for_scenario(scenario),
+        bound=ScenarioForm,
+        save=save,
+    )
 
 
 @login_required
@@ -781,7 +748,7 @@ def scenario_delete(
 
 
 def _after_scenario_save(
-    request: HttpRequest, app: AgentApp, access: selectors.Access, agent: Agent, scenario_id: int
+    request: HttpRequest, app: AgentApp, agent: Agent, scenario_id: int
 ) -> HttpResponse:
     if not request.htmx:
         return redirect(

@@ -80,3 +80,18 @@ def test_to_spec_carries_everything(shop, django_assert_max_num_queries):
     assert spec.variable("languages").default == ["French", "German"]
     assert spec.agents[0].tools == ("AddToCart",)
     assert spec.agents[0].is_root
+
+
+def test_json_keeps_key_order_on_every_database(app):
+    schema = Schema.objects.create(
+        app=app,
+        name="Ordered",
+        json_schema={"type": "object", "properties": {"zeta": {}, "alpha": {}, "mid": {}}},
+    )
+    variable = Variable.objects.create(
+        app=app, name="obj", type="object", schema=schema, default={"zeta": 1, "alpha": 2, "mid": 3}
+    )
+    variable.refresh_from_db()
+    schema.refresh_from_db()
+    assert list(variable.default) == ["zeta", "alpha", "mid"]
+    assert list(schema.json_schema["properties"]) == ["zeta", "alpha", "mid"]

@@ -1,0 +1,42 @@
+"""A JSON field that keeps object keys in the order they were written.
+
+PostgreSQL's jsonb (Django's JSONField there) reorders object keys, but the
+spec renders objects "with keys in stored order" and designers expect their
+schema's properties to stay where they put them. This field stores the JSON
+text itself, on every database.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.db import models
+
+
+class OrderedJSONField(models.TextField):
+    description = "JSON, stored as text so object keys keep their order"
+
+    def from_db_value(self, value: str | None, expression: Any, connection: Any) -> Any:
+        return None if value is None else json.loads(value)
+
+    def to_python(self, value: Any) -> Any:
+        # In Python the value is already decoded JSON: a str is a JSON string, not JSON text.
+        return value
+
+    def get_prep_value(self, value: Any) -> str | None:
+        if value is None:
+            return None
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+    def value_to_string(self, obj: models.Model) -> Any:
+        # Serializers (dumpdata) embed the value as JSON, like Django's JSONField does.
+        return self.value_from_object(obj)
+
+    def formfield(self, **kwargs: Any) -> forms.Field:
+        return forms.JSONField(
+            required=not self.blank,
+            label=kwargs.get("label") or self.verbose_name.capitalize(),
+            help_text=self.help_text,
+        )
