@@ -5,6 +5,13 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import settings
+
+# CI replays the same examples every run (no flaky discovery on main); locally each run
+# explores new ones. `database=None`: nothing written into the work tree.
+settings.register_profile("ci", derandomize=True, database=None, deadline=None)
+settings.register_profile("dev", database=None, deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 # Playwright's sync API runs an event loop in the test thread; Django must allow ORM calls there.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
