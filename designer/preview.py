@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.utils.html import escape
@@ -156,8 +156,7 @@ def build_preview(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Pre
     values, rows, values_json, json_error = _session_values(spec, params)
     compiled = compile_instructions(instructions, values, channel=channel, modality=modality)
     diagnostics = _merge(
-        lint.lint_agent(spec, agent.display_name, instructions=instructions),
-        _app_diagnostics(spec),
+        _diagnostics_for(spec, agent.display_name, instructions),
         compiled.diagnostics,
     )
     counts = {str(s): sum(1 for d in diagnostics if d.severity is s) for s in Severity}
@@ -187,9 +186,25 @@ def undeclared_name(diagnostic: Diagnostic) -> str:
     return match.group(1) if match else ""
 
 
-def _app_diagnostics(spec: AppSpec) -> tuple[Diagnostic, ...]:
-    """App-wide problems (variables, schemas, tools); each agent's own come from lint_agent."""
-    return tuple(d for d in lint.lint_app(spec) if not (d.field or "").startswith("agents."))
+def _diagnostics_for(spec: AppSpec, agent_name: str, instructions: str) -> tuple[Diagnostic, ...]:
+    """The app's problems with this agent's unsaved instructions, less other agents' own.
+
+    One lint pass: the app-wide checks (unused variables, writes, schemas) need every
+    agent's text anyway, and this agent's diagnostics come out of the same pass.
+    """
+    edited = replace(
+        spec,
+        agents=tuple(
+            replace(a, instructions=instructions) if a.name == agent_name else a
+            for a in spec.agents
+        ),
+    )
+    own = f"agents.{agent_name}."
+    return tuple(
+        d
+        for d in lint.lint_app(edited)
+        if not (d.field or "").startswith("agents.") or (d.field or "").startswith(own)
+    )
 
 
 def _merge(*groups: tuple[Diagnostic, ...]) -> list[Diagnostic]:
