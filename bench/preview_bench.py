@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -89,6 +90,8 @@ def main() -> None:
             print(
                 f"{label:<46} {statistics.median(timings):>10.2f} {p95:>8.2f} {timings[-1]:>8.2f}"
             )
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS of this process (Django, both demo apps, all runs): {peak_mb:.0f} MB")
 
 
 if __name__ == "__main__":
