@@ -306,3 +306,89 @@ def test_undeclared_static_reference_is_reported_once_with_a_fix(signed_in, shop
     ).content.decode()
     assert body.count("SC301") == 1 and "SC120" not in body
     assert "Create variable ghost" in body and "?name=ghost" in body
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["variable-new", "schema-new", "tool-new", "agent-new"],
+)
+def test_new_forms_are_fragments_for_htmx_and_pages_without(signed_in, shop, name):
+    path = url(name, shop.pk)
+    fragment = signed_in.get(path, headers=HX).content.decode()
+    assert "<html" not in fragment and "data-inline-form" in fragment
+    page = signed_in.get(path)
+    assert page.status_code == 400 or page.status_code == 200
+    assert "<html" in page.content.decode() and "data-inline-form" in page.content.decode()
+
+
+def test_edit_forms_show_current_values(signed_in, shop):
+    schema = shop.schemas.get()
+    body = signed_in.get(url("schema-edit", shop.pk, schema.pk), headers=HX).content.decode()
+    assert "first_name" in body and 'value="Customer"' in body
+    tool = shop.tools.get()
+    body = signed_in.get(url("tool-edit", shop.pk, tool.pk), headers=HX).content.decode()
+    assert "def AddToCart" in body
+    agent = shop.agents.get()
+    body = signed_in.get(url("agent-edit", shop.pk, agent.pk), headers=HX).content.decode()
+    assert 'value="Shopping Assistant"' in body and "checked" in body
+
+
+def test_schema_edit_saves_and_refreshes_the_list(signed_in, shop):
+    schema = shop.schemas.get()
+    response = signed_in.post(
+        url("schema-edit", shop.pk, schema.pk),
+        {
+            "name": "Customer",
+            "description": "edited",
+            "version": schema.version,
+            "json_schema": '{"type": "object", "properties": {"first_name": {"type": "string"}, '
+            '"tier": {"type": "string"}}, "required": ["first_name", "tier"]}',
+        },
+        headers=HX,
+    )
+    assert response["HX-Retarget"] == "#schema-list"
+    schema.refresh_from_db()
+    assert schema.description == "edited" and "age" not in schema.json_schema["properties"]
+
+
+def test_tool_new_attaches_to_the_current_agent_and_delete_removes(signed_in, bank):
+    agent = bank.agents.get()
+    response = signed_in.post(
+        url("tool-new", bank.pk),
+        {
+            "name": "Transfer",
+            "kind": "mcp",
+            "mcp_url": "https://mcp.example.com/mcp",
+            "mcp_headers": '{"X-User": "$context.variables.authenticated"}',
+            "agent": agent.pk,
+        },
+        headers=HX,
+    )
+    assert response["HX-Retarget"] == "#tool-list"
+    tool = bank.tools.get(name="Transfer")
+    assert tool.mcp_headers == {"X-User": "$context.variables.authenticated"}
+    assert agent.tools.filter(pk=tool.pk).exists()
+    bad = signed_in.post(
+        url("tool-new", bank.pk), {"name": "Bad", "kind": "python", "mock_state": "[1,"}, headers=HX
+    ).content.decode()
+    assert "Line 1" in bad and 'name="name" value="Bad"' in bad
+    signed_in.post(url("tool-delete", bank.pk, tool.pk), headers=HX)
+    assert not bank.tools.filter(name="Transfer").exists()
+
+
+def test_variable_delete_by_owner(signed_in, shop):
+    variable = shop.variables.get(name="languages")
+    response = signed_in.post(url("variable-delete", shop.pk, variable.pk), headers=HX)
+    assert response["HX-Retarget"] == "#variable-list"
+    assert "languages" not in response.content.decode()
+    assert not shop.variables.filter(name="languages").exists()
+
+
+def test_agent_delete_root_is_refused_while_others_exist(signed_in, shop):
+    root = shop.agents.get()
+    other = services.agent_create(app=shop, display_name="Helper")
+    response = signed_in.post(url("agent-delete", shop.pk, root.pk), headers=HX)
+    assert response.status_code == 204 and f"agent={root.pk}" in response["HX-Redirect"]
+    assert Agent.objects.filter(pk=root.pk).exists()
+    signed_in.post(url("agent-delete", shop.pk, other.pk), headers=HX)
+    assert not Agent.objects.filter(pk=other.pk).exists()
