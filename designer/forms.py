@@ -24,6 +24,44 @@ from agents.models import (
     VariableType,
 )
 
+MAX_ID = 2**63 - 1
+
+
+def _valid_ids(values: Any) -> bool:
+    """Primary keys must be integers a database column can hold (not '9' * 400)."""
+    items = values if isinstance(values, list | tuple) else [values]
+    for item in items:
+        if item in ("", None):
+            continue
+        try:
+            number = int(str(item))
+        except ValueError:
+            return False
+        if not 0 < number <= MAX_ID:
+            return False
+    return True
+
+
+class IdChoiceField(forms.ModelChoiceField):
+    """A model choice that refuses ids no database can hold, instead of crashing the query."""
+
+    def to_python(self, value: Any) -> Any:
+        if not _valid_ids(value):
+            raise forms.ValidationError(
+                self.error_messages["invalid_choice"], code="invalid_choice"
+            )
+        return super().to_python(value)
+
+
+class IdMultipleChoiceField(forms.ModelMultipleChoiceField):
+    def clean(self, value: Any) -> Any:
+        if value and not _valid_ids(list(value)):
+            raise forms.ValidationError(
+                self.error_messages["invalid_pk_value"] % {"pk": "?"}, code="invalid_pk_value"
+            )
+        return super().clean(value)
+
+
 ITEM_TYPE_CHOICES = [("", "—")] + [c for c in VariableType.choices if c[0] != VariableType.LIST]
 
 
@@ -48,10 +86,12 @@ class VariableForm(forms.Form):
     name = forms.CharField(max_length=64, strip=True)
     type = forms.ChoiceField(choices=VariableType.choices, initial=VariableType.TEXT)
     item_type = forms.ChoiceField(choices=ITEM_TYPE_CHOICES, required=False)
-    schema = forms.ModelChoiceField(queryset=Schema.objects.none(), required=False, empty_label="—")
+    schema = IdChoiceField(queryset=Schema.objects.none(), required=False, empty_label="—")
     default = forms.CharField(required=False, strip=False)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    version = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
+    )
     update_references = forms.BooleanField(required=False, initial=True)
 
     def __init__(
@@ -108,7 +148,9 @@ class SchemaForm(forms.Form):
     name = forms.CharField(max_length=64, strip=True)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     json_schema = forms.CharField(strip=False, widget=forms.Textarea(attrs={"rows": 14}))
-    version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    version = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
+    )
 
     @classmethod
     def for_schema(cls, schema: Schema) -> SchemaForm:
@@ -151,7 +193,9 @@ class ToolForm(forms.Form):
     mock_response = forms.CharField(
         required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
     )
-    version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    version = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
+    )
 
     @classmethod
     def for_tool(cls, tool: Tool) -> ToolForm:
@@ -191,10 +235,12 @@ class AgentForm(forms.Form):
     display_name = forms.CharField(max_length=200, strip=True)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     is_root = forms.BooleanField(required=False)
-    tools = forms.ModelMultipleChoiceField(
+    tools = IdMultipleChoiceField(
         queryset=Tool.objects.none(), required=False, widget=forms.CheckboxSelectMultiple
     )
-    version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    version = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
+    )
 
     def __init__(self, *args: Any, app: AgentApp, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -217,7 +263,9 @@ class AgentForm(forms.Form):
 class CallbackForm(forms.Form):
     kind = forms.ChoiceField(choices=CallbackKind.choices)
     code = forms.CharField(strip=False, widget=forms.Textarea(attrs={"rows": 8}))
-    version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    version = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
+    )
 
 
 class ScenarioForm(forms.Form):
@@ -234,9 +282,11 @@ class ScenarioForm(forms.Form):
     project_id = forms.CharField(max_length=100, initial="my-project")
     project_number = forms.CharField(max_length=30, initial="123456789")
     location = forms.CharField(max_length=50, initial="us-central1")
-    token_budget = forms.IntegerField(min_value=1, initial=8000)
+    token_budget = forms.IntegerField(min_value=1, max_value=10_000_000, initial=8000)
     use_mocks = forms.BooleanField(required=False)
-    version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    version = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
+    )
 
     @classmethod
     def for_scenario(cls, scenario: Scenario) -> ScenarioForm:

@@ -284,10 +284,12 @@ def agent_instructions(request: HttpRequest, app_id: int, agent_id: int) -> Http
 
 
 def _int_or_none(value: str | None) -> int | None:
+    """An id from a request parameter, or None when it is not one a database can hold."""
     try:
-        return int(value) if value not in (None, "") else None
+        number = int(value) if value not in (None, "") else None
     except ValueError:
         return None
+    return number if number is not None and 0 < number < 2**63 else None
 
 
 # ---------------------------------------------------------------- variables
