@@ -22,6 +22,10 @@ from agents.models import (
 
 READONLY = ("created_at", "updated_at", "version")
 
+admin.site.site_header = "Statecraft operations"
+admin.site.site_title = "Statecraft admin"
+admin.site.index_title = "Apps, variables, schemas, tools, agents and scenarios"
+
 
 class ServiceCheckedForm(forms.ModelForm):
     """Runs the services' checks on the unsaved object, so the admin obeys the designer's rules."""
