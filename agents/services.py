@@ -502,7 +502,15 @@ def tool_create(*, app: AgentApp, name: str, kind: str = ToolKind.PYTHON, **fiel
 
 
 @transaction.atomic
-def tool_update(*, tool: Tool, expected_version: int | None = None, **fields: Any) -> Tool:
+def tool_update(
+    *,
+    tool: Tool,
+    expected_version: int | None = None,
+    update_references: bool = True,
+    **fields: Any,
+) -> Tool:
+    """Change a tool; a new name renames its Python function too, and with
+    `update_references` every `{@TOOL: …}` that names it."""
     unknown = set(fields) - {*_TOOL_FIELDS, "name"}
     if unknown:
         raise TypeError(f"tool_update() got unexpected fields {sorted(unknown)}")
@@ -514,7 +522,7 @@ def tool_update(*, tool: Tool, expected_version: int | None = None, **fields: An
     _raise_if(tool_problems(tool))
     _save(tool)
     if new_name != tool.name:
-        tool = tool_rename(tool=tool, new_name=new_name)
+        tool = tool_rename(tool=tool, new_name=new_name, update_references=update_references)
     return tool
 
 
@@ -886,8 +894,15 @@ def variable_rename(
 
 
 @transaction.atomic
-def tool_rename(*, tool: Tool, new_name: str, expected_version: int | None = None) -> Tool:
-    """Rename a tool, its Python function, and every `{@TOOL: …}` reference."""
+def tool_rename(
+    *,
+    tool: Tool,
+    new_name: str,
+    expected_version: int | None = None,
+    update_references: bool = True,
+) -> Tool:
+    """Rename a tool and its Python function (CX requires them equal) and, with
+    `update_references`, every `{@TOOL: …}` reference."""
     tool = _locked(Tool, tool.pk)
     _check_version(tool, expected_version)
     old = tool.name
@@ -901,6 +916,8 @@ def tool_rename(*, tool: Tool, new_name: str, expected_version: int | None = Non
             flags=re.MULTILINE,
         )
     _save(tool)
+    if not update_references:
+        return tool
     for agent in Agent.objects.select_for_update().filter(app_id=tool.app_id):
         rewritten = rewrite_references(agent.instructions, tool=(old, new_name))
         if rewritten != agent.instructions:

@@ -190,6 +190,7 @@ class ToolForm(forms.Form):
     mock_state = forms.CharField(
         required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
     )
+    update_references = forms.BooleanField(required=False, initial=True)
     mock_response = forms.CharField(
         required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
     )
@@ -214,6 +215,7 @@ class ToolForm(forms.Form):
                 "mock_enabled": tool.mock_enabled,
                 "mock_state": dump(tool.mock_state),
                 "mock_response": dump(tool.mock_response),
+                "update_references": True,
                 "version": tool.version,
             }
         )

@@ -505,7 +505,7 @@ def tool_new(request: HttpRequest, app_id: int) -> HttpResponse:
     app, _ = _loaded_app(request, app_id, edit=True)
 
     def save(data: dict[str, Any]) -> HttpResponse:
-        fields = {k: v for k, v in data.items() if k != "version"}
+        fields = {k: v for k, v in data.items() if k not in ("version", "update_references")}
         tool = services.tool_create(app=app, **fields)
         agent = _agent_from_request(request, app)
         if agent is not None:  # added from an agent's page: that agent may call it

@@ -188,6 +188,7 @@ def test_tool_rename_updates_function_and_references(signed_in, shop):
             "kind": "python",
             "python_code": tool.python_code,
             "version": tool.version,
+            "update_references": "on",
         },
         headers=HX,
     )
@@ -392,3 +393,48 @@ def test_agent_delete_root_is_refused_while_others_exist(signed_in, shop):
     assert Agent.objects.filter(pk=root.pk).exists()
     signed_in.post(url("agent-delete", shop.pk, other.pk), headers=HX)
     assert not Agent.objects.filter(pk=other.pk).exists()
+
+
+def test_tool_rename_without_updating_references(signed_in, shop):
+    tool = shop.tools.get(name="AddToCart")
+    signed_in.post(
+        url("tool-edit", shop.pk, tool.pk),
+        {
+            "name": "Basket",
+            "kind": "python",
+            "python_code": tool.python_code,
+            "version": tool.version,
+        },
+        headers=HX,
+    )
+    tool.refresh_from_db()
+    assert tool.name == "Basket" and "def Basket(" in tool.python_code
+    assert "{@TOOL: AddToCart}" in shop.agents.get().instructions
+
+
+def test_mcp_call_shows_the_request_it_would_send(signed_in, bank):
+    agent = bank.agents.get()
+    tool = services.tool_create(
+        app=bank,
+        name="Transfer",
+        kind="mcp",
+        mcp_url="https://mcp.example.com/mcp",
+        mcp_headers={
+            "X-Auth": "$context.variables.authenticated",
+            "X-Balance": "$context.variables.current_account_balance",
+        },
+        mock_enabled=True,
+        mock_response={"ok": True},
+    )
+    services.agent_update(agent=agent, tools=[*agent.tools.all(), tool])
+    scenario = agent.scenarios.get()
+    services.scenario_save(
+        agent=agent,
+        scenario=scenario,
+        name=scenario.name,
+        steps_script='user: Send 5\ntool: Transfer {"amount": 5}',
+    )
+    body = signed_in.post(url("agent-simulate", bank.pk, agent.pk), headers=HX).content.decode()
+    assert "POST https://mcp.example.com/mcp" in body
+    assert "X-Auth: false" in body
+    assert "X-Balance" not in body  # no value and no default: the header is left out
