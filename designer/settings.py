@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "agents",
     "designer",
 ]
@@ -143,6 +144,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Apps, variables, schemas, tools and agents of AI agents; compile and lint.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The docs page's JavaScript and CSS are served by the app itself (no CDN).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Production hardening; `manage.py check --deploy` is clean when DEBUG is off.
