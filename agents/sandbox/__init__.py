@@ -9,6 +9,14 @@ Usage (from the simulation)::
                       variables_declared=["current_account_balance"])
     result.ok, result.return_value, result.writes, result.error
 
+    # Many calls (a whole simulation): one warm session, ~2 ms per call after the first.
+    from agents.sandbox import open_session
+
+    with open_session(context_values={"session_id": "s-1"}) as session:
+        for call in calls:
+            result = session.run(call.code, entry=call.entry, kind=call.kind,
+                                 args=call.args, state=current_state)
+
 Calling convention
 ------------------
 * A **tool**'s code defines a function whose name is the tool name (``entry``); it is
@@ -38,27 +46,36 @@ Security model (defence in depth)
    ``_``, no inspect attributes (``gi_frame``, ``f_globals``...), no attribute whose value
    is a module/frame/code/traceback, no ``str.format``, no ``open``/``eval``/``exec``/
    ``globals``/``type``/``vars``, an import allow-list.
-2. Process level: a separate ``python -I -S -B agents/sandbox/runner.py`` process (run as a
-   script by path, not ``-m``: with ``-I`` neither cwd nor PYTHONPATH is on sys.path, and
-   ``-S`` keeps site-packages and its ``.pth`` hooks out; the child appends only the
-   directory holding RestrictedPython) with an environment holding only
-   ``PATH`` (no ``DJANGO_*``, ``DATABASE_URL``, ``SECRET_KEY``), no inherited file
+2. Process level: a separate ``python -I -S -B agents/sandbox/runner.py`` process, the
+   *session child* (run as a script by path, not ``-m``: with ``-I`` neither cwd nor
+   PYTHONPATH is on sys.path, and ``-S`` keeps site-packages and its ``.pth`` hooks out; the
+   child appends only the directory holding RestrictedPython) with an environment holding
+   only ``PATH`` (no ``DJANGO_*``, ``DATABASE_URL``, ``SECRET_KEY``), no inherited file
    descriptors, its own session/process group (killed as a group), cwd = a fresh empty
-   temp directory.  The parent enforces a hard deadline and a cap on what it reads.
+   temp directory.  It never runs user code: for each call it forks a *call process*, so
+   every call starts from the same pristine image and nothing a call does (module state
+   such as ``decimal.setcontext``, leftovers of any kind) can reach a later call.  The call
+   process cannot read the next requests nor write to the host (its stdin is closed and
+   its stdout is a pipe to the session child).  The host enforces a hard deadline and a
+   cap on what it reads (length-prefixed frames).
 3. OS level, each applied when permitted and reported in ``result.protections``:
    ``netns`` (new network namespace: no interface up, so no connection even to
-   localhost), ``chroot`` (into the empty temp dir: no file system at all),
-   ``uid_nobody`` (drops root), ``rlimit_cpu``, ``rlimit_as`` (memory),
-   ``rlimit_fsize`` (=0: no file writes), ``rlimit_nofile``, ``rlimit_core``,
-   ``rlimit_nproc`` (=0, only reported when not root: root ignores it).
+   localhost) and ``chroot`` (into the empty temp dir: no file system at all), both for
+   the whole session; then, in each call process, ``uid_nobody`` (drops root),
+   ``rlimit_cpu``, ``rlimit_as`` (memory), ``rlimit_fsize`` (=0: no file writes),
+   ``rlimit_nofile``, ``rlimit_core``, ``rlimit_nproc`` (=0: no fork; only reported when
+   not root: root ignores it).
 
-Limits (:class:`Limits`): wall clock 2 s per call (a timer in the child raises at the
-user's line; the parent kills the process group at the limit + 1 s if the code swallows
-it), CPU 2 s, address space 256 MB, answer 1 MB (``output_too_large``), printed text 64 K
-characters (then ``stdout_truncated``).
+Limits (:class:`Limits`), all per call: wall clock 2 s (a timer in the call process
+raises at the user's line; the session child kills the call process at the limit + 0.5 s
+if the code swallows it, and the host kills the whole session child at the limit + 1.5 s
+if no answer comes, then starts a new one at the next call), CPU 2 s (``RLIMIT_CPU``,
+counted from zero in each call process, rounded up, + 1 s), address space 256 MB, answer
+1 MB (``output_too_large``), printed text 64 K characters (then ``stdout_truncated``).
 
-Warm path: :func:`run_many` runs several calls in one child, threading the state (about
-1-2 ms per call instead of ~35-55 ms for a process per call).
+Cost: starting a session child takes ~40 ms (Python + RestrictedPython); each call in a
+session then takes ~2 ms (fork, compile, run, answer).  :func:`run_code` is a one-call
+session; :func:`run_many` runs several calls in one session, threading the state.
 
 Error kinds: see :data:`agents.sandbox.host.ErrorKind`.
 """
@@ -68,8 +85,19 @@ from agents.sandbox.host import (
     SandboxCall,
     SandboxError,
     SandboxResult,
+    SandboxSession,
+    open_session,
     run_code,
     run_many,
 )
 
-__all__ = ["Limits", "SandboxCall", "SandboxError", "SandboxResult", "run_code", "run_many"]
+__all__ = [
+    "Limits",
+    "SandboxCall",
+    "SandboxError",
+    "SandboxResult",
+    "SandboxSession",
+    "open_session",
+    "run_code",
+    "run_many",
+]

@@ -15,7 +15,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -24,9 +26,13 @@ from typing import Any, Literal
 
 RUNNER = Path(__file__).with_name("runner.py")
 CHILD_ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
-# Time the child needs to start Python and import RestrictedPython; the parent's hard
-# deadline is the wall-clock limit plus this, the child's own timer is the limit itself.
-STARTUP_GRACE_S = 1.0
+# A session child must be ready (Python started, RestrictedPython imported) within this.
+SESSION_START_TIMEOUT_S = 5.0
+# The session child kills a call process at its wall-clock limit + CALL_KILL_GRACE_S; the
+# host kills the whole session child if no answer comes HOST_GRACE_S after that.
+CALL_KILL_GRACE_S = 0.5
+HOST_GRACE_S = 1.0
+MAX_HEADER_BYTES = 4096
 MAX_CODE_CHARS = 200_000
 MAX_STDERR_BYTES = 16 * 1024
 
@@ -136,73 +142,354 @@ def run_many(
     limits: Limits = Limits(),
     context_values: Mapping[str, Any] | None = None,
 ) -> list[SandboxResult]:
-    """Run several calls one after the other in ONE sandboxed process (the warm path).
+    """Run several calls one after the other in one sandbox session, threading the state.
 
-    Each call has its own wall-clock budget; the CPU limit is the sum of the calls'.  The
-    state each call leaves is the state the next one starts from (a failed call keeps the
-    writes it made before failing).  If the process has to be killed (timeout, crash), the
-    calls not yet answered all get that error.
+    The state each call leaves is the state the next one starts from (a failed call keeps
+    the writes it made before failing; a call refused or killed leaves it unchanged).  Each
+    call has its own limits and runs in its own process, as in :func:`open_session`.
     """
-    calls = list(calls)
-    if not calls:
-        return []
-    state = dict(state or {})
-    started = time.perf_counter()
-
-    for call in calls:
-        if not call.entry.isidentifier() or call.entry.startswith("_"):
-            error = SandboxError("invalid_request", f"{call.entry!r} is not a function name")
-            return [_failed(error, state, started) for _ in calls]
-        if len(call.code) > MAX_CODE_CHARS:
-            error = SandboxError(
-                "invalid_request", f"the code is longer than {MAX_CODE_CHARS} characters"
-            )
-            return [_failed(error, state, started) for _ in calls]
-
-    try:
-        request = json.dumps(
-            {
-                "rp_path": _restrictedpython_path(),
-                "state": state,
-                "declared": list(variables_declared) if variables_declared is not None else None,
-                "context_values": dict(context_values or {}),
-                "limits": limits.as_json(),
-                "calls": [
-                    {"code": c.code, "entry": c.entry, "kind": c.kind, "args": dict(c.args)}
-                    for c in calls
-                ],
-            },
-            ensure_ascii=False,
-            allow_nan=False,
-        ).encode("utf-8")
-    except (TypeError, ValueError) as exc:
-        error = SandboxError("invalid_request", f"arguments or state are not JSON: {exc}")
-        return [_failed(error, state, started) for _ in calls]
-
-    deadline = limits.wall_time_s * len(calls) + STARTUP_GRACE_S
-    outcome = _run_child(request, deadline, limits.max_output_bytes + 64 * 1024)
-    duration_ms = round((time.perf_counter() - started) * 1000, 3)
-
-    if outcome.error is not None:
-        return [_failed(outcome.error, state, started) for _ in calls]
-    try:
-        answer = json.loads(outcome.stdout)
-        raw_results = answer["results"]
-        protections = tuple(answer.get("protections") or ())
-    except (ValueError, KeyError, TypeError):
-        error = SandboxError(
-            "internal", "the sandbox returned an unreadable answer" + _tail(outcome.stderr)
-        )
-        return [_failed(error, state, started) for _ in calls]
-
     results: list[SandboxResult] = []
-    previous_state = state
-    for raw in raw_results:
-        err = raw.get("error")
-        new_state = raw.get("state")
-        if new_state is None:
-            new_state = previous_state
-        result = SandboxResult(
+    current = dict(state or {})
+    with open_session(limits=limits, context_values=context_values) as session:
+        for call in calls:
+            result = session.run(
+                call.code,
+                entry=call.entry,
+                kind=call.kind,
+                args=call.args,
+                state=current,
+                variables_declared=variables_declared,
+            )
+            results.append(result)
+            current = result.state
+    return results
+
+
+def open_session(
+    *, limits: Limits = Limits(), context_values: Mapping[str, Any] | None = None
+) -> SandboxSession:
+    """A warm sandbox for many sequential calls; use it as a context manager.
+
+    ::
+
+        with open_session() as session:
+            result = session.run(code, entry="t", kind="tool", args={}, state=state)
+
+    The child process starts at the first :meth:`SandboxSession.run` (none if no call is
+    made) and is killed when the block ends.
+    """
+    return SandboxSession(limits=limits, context_values=context_values)
+
+
+class SandboxSession:
+    """One sandboxed *session child* serving calls one at a time (see ``runner.py``).
+
+    The session child is set up once (Python started, RestrictedPython and the allowed
+    modules imported, network namespace entered, chrooted) and forks a fresh *call process*
+    for each :meth:`run`: the call process drops to ``nobody`` and gets its own resource
+    limits, so every call starts from the same pristine image and nothing it does survives
+    it.  Each call starts from the ``state`` it is given (the caller's state is
+    authoritative).
+
+    Per call: wall clock (``limits.wall_time_s``: a timer in the call process raises at the
+    user's line; the session child kills it at the limit + ``CALL_KILL_GRACE_S`` if the code
+    swallows that), CPU (``RLIMIT_CPU`` counted from zero in the call process), memory
+    (``RLIMIT_AS``), answer size, printed text, no fork, no file writes.  Per session: the
+    host kills the whole session child if an answer does not come by the limit + both
+    graces, or if it misbehaves (dies, malformed frame, too large); that call reports the
+    error and the next :meth:`run` starts a new child transparently.
+
+    Not for concurrent use: calls are serialised by a lock.
+    """
+
+    def __init__(
+        self,
+        *,
+        limits: Limits = Limits(),
+        context_values: Mapping[str, Any] | None = None,
+        script: Path = RUNNER,
+    ) -> None:
+        self.limits = limits
+        self.context_values = dict(context_values or {})
+        self.starts = 0  # session children started (restarts included)
+        self._script = script
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._stderr = bytearray()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def __enter__(self) -> SandboxSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def pid(self) -> int | None:
+        """The session child's pid while it runs (for tests and diagnostics)."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
+    def close(self) -> None:
+        """Kill the session child and reap it; later calls are refused."""
+        with self._lock:
+            self._closed = True
+            self._stop()
+
+    def run(
+        self,
+        code: str,
+        *,
+        entry: str,
+        kind: Kind,
+        args: Mapping[str, Any] | None = None,
+        state: Mapping[str, Any] | None = None,
+        variables_declared: Sequence[str] | None = None,
+        context_values: Mapping[str, Any] | None = None,
+    ) -> SandboxResult:
+        """Run one tool or callback, as :func:`run_code` does, in this session.
+
+        *context_values* are merged over the session's.  Never raises for anything the code
+        does.
+        """
+        started = time.perf_counter()
+        given = dict(state or {})
+        error = _check_call(code, entry)
+        if error is not None:
+            return _failed(error, given, started)
+        try:
+            body = _dumps(
+                {
+                    "code": code,
+                    "entry": entry,
+                    "kind": kind,
+                    "args": dict(args or {}),
+                    "state": given,
+                    "declared": list(variables_declared)
+                    if variables_declared is not None
+                    else None,
+                    "context_values": {**self.context_values, **(context_values or {})},
+                }
+            )
+        except (TypeError, ValueError) as exc:
+            error = SandboxError("invalid_request", f"arguments or state are not JSON: {exc}")
+            return _failed(error, given, started)
+
+        with self._lock:
+            if self._closed:
+                return _failed(
+                    SandboxError("invalid_request", "the sandbox session is closed"),
+                    given,
+                    started,
+                )
+            if self._proc is None or self._proc.poll() is not None:
+                self._stop()  # reap a child that died between calls: not this call's fault
+                error = self._start()
+                if error is not None:
+                    return _failed(error, given, started)
+            self._stderr.clear()
+            deadline = time.monotonic() + self.limits.wall_time_s + CALL_KILL_GRACE_S + HOST_GRACE_S
+            header, answer, error = self._roundtrip(_frame(body), deadline)
+            if error is not None:
+                self._stop()
+                return _failed(error, given, started)
+            assert header is not None
+            stderr = bytes(self._stderr)
+
+        if header.get("timed_out"):
+            error = SandboxError(
+                "timeout", "time limit exceeded (the code did not stop and was killed)"
+            )
+            return _failed(error, given, started)
+        if header.get("too_large"):
+            error = SandboxError(
+                "output_too_large",
+                f"the sandbox answer is larger than {self.limits.max_output_bytes} bytes",
+            )
+            return _failed(error, given, started)
+        try:
+            raw = json.loads(answer)
+            if not isinstance(raw, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            status = header.get("status")
+            return _failed(
+                _crash_error(status if isinstance(status, int) else None, stderr),
+                given,
+                started,
+            )
+        return _result_from_raw(raw, given, started)
+
+    # -- the child process
+
+    def _start(self) -> SandboxError | None:
+        workdir = tempfile.mkdtemp(prefix="statecraft-sandbox-")
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-B", str(self._script)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=dict(CHILD_ENV),
+                cwd=workdir,
+                close_fds=True,
+                start_new_session=True,  # own process group: killpg reaches everything
+            )
+        except OSError as exc:
+            shutil.rmtree(workdir, ignore_errors=True)
+            return SandboxError("internal", f"could not start the sandbox: {exc}")
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            assert stream is not None
+            os.set_blocking(stream.fileno(), False)
+        self._proc = proc
+        # Kills the child if the session is garbage-collected (or at exit) without close().
+        self._finalizer = weakref.finalize(self, _shutdown, proc, workdir)
+        self.starts += 1
+        hello = _dumps({"rp_path": _restrictedpython_path(), "limits": self.limits.as_json()})
+        _, _, error = self._roundtrip(_frame(hello), time.monotonic() + SESSION_START_TIMEOUT_S)
+        if error is not None:
+            self._stop()
+            return SandboxError("internal", f"the sandbox did not start: {error.message}")
+        return None
+
+    def _stop(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer()  # kills the process group, reaps, removes the work dir
+        self._finalizer = None
+        self._proc = None
+
+    def _roundtrip(
+        self, request: bytes, deadline: float
+    ) -> tuple[dict[str, Any] | None, bytes, SandboxError | None]:
+        """Send one frame, read one frame back, draining stderr; all bounded."""
+        proc = self._proc
+        assert proc is not None and proc.stdin and proc.stdout and proc.stderr
+        max_body = self.limits.max_output_bytes + 64 * 1024
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        sel.register(proc.stderr, selectors.EVENT_READ)
+        sel.register(proc.stdin, selectors.EVENT_WRITE)
+        view = memoryview(request)
+        buf = bytearray()
+        header: dict[str, Any] | None = None
+        body_start = need = 0
+        try:
+            while True:
+                if header is None:
+                    newline = buf.find(b"\n")
+                    if newline >= 0:
+                        try:
+                            header = json.loads(buf[:newline])
+                            size = header["size"]
+                            if not isinstance(size, int) or not 0 <= size <= max_body:
+                                raise ValueError(size)
+                        except (ValueError, KeyError, TypeError):
+                            return (
+                                None,
+                                b"",
+                                SandboxError("internal", "the sandbox sent a malformed answer"),
+                            )
+                        body_start = newline + 1
+                        need = body_start + size
+                    elif len(buf) > MAX_HEADER_BYTES:
+                        return (
+                            None,
+                            b"",
+                            SandboxError("internal", "the sandbox sent a malformed answer"),
+                        )
+                if header is not None and len(buf) >= need:
+                    if len(buf) > need or view:
+                        return (
+                            None,
+                            b"",
+                            SandboxError("internal", "the sandbox answered out of turn"),
+                        )
+                    return header, bytes(buf[body_start:need]), None
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None, b"", SandboxError("timeout", "time limit exceeded")
+                for key, _ in sel.select(timeout=remaining):
+                    if key.fileobj is proc.stdin:
+                        try:
+                            written = os.write(key.fd, view[:65536])
+                        except BrokenPipeError:  # the child died: its stdout says how
+                            written = len(view)
+                        view = view[written:]
+                        if not view:
+                            sel.unregister(proc.stdin)
+                        continue
+                    try:
+                        chunk = os.read(key.fd, 65536)
+                    except BlockingIOError:  # pragma: no cover
+                        continue
+                    if key.fileobj is proc.stderr:
+                        if not chunk:
+                            sel.unregister(proc.stderr)
+                        self._stderr += chunk
+                        del self._stderr[:-MAX_STDERR_BYTES]
+                        continue
+                    if not chunk:  # the child is gone
+                        try:
+                            returncode = proc.wait(timeout=max(0.05, deadline - time.monotonic()))
+                        except subprocess.TimeoutExpired:
+                            returncode = None
+                        return None, b"", _crash_error(returncode, bytes(self._stderr))
+                    buf += chunk
+                    if header is not None and len(buf) > need:
+                        return (
+                            None,
+                            b"",
+                            SandboxError("internal", "the sandbox answered out of turn"),
+                        )
+        finally:
+            sel.close()
+            view.release()
+
+
+# --------------------------------------------------------------------------- internals
+
+
+@cache
+def _restrictedpython_path() -> str:
+    spec = importlib.util.find_spec("RestrictedPython")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("RestrictedPython is not installed")
+    return str(Path(next(iter(spec.submodule_search_locations))).parent)
+
+
+def _check_call(code: str, entry: str) -> SandboxError | None:
+    if not isinstance(entry, str) or not entry.isidentifier() or entry.startswith("_"):
+        return SandboxError("invalid_request", f"{entry!r} is not a function name")
+    if not isinstance(code, str):
+        return SandboxError("invalid_request", "the code is not text")
+    if len(code) > MAX_CODE_CHARS:
+        return SandboxError(
+            "invalid_request", f"the code is longer than {MAX_CODE_CHARS} characters"
+        )
+    return None
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def _frame(body: bytes) -> bytes:
+    return b'{"size": %d}\n' % len(body) + body
+
+
+def _shutdown(proc: subprocess.Popen[bytes], workdir: str) -> None:
+    _kill(proc)
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _result_from_raw(raw: dict[str, Any], given: dict[str, Any], started: float) -> SandboxResult:
+    err = raw.get("error")
+    new_state = raw.get("state")
+    if not isinstance(new_state, dict):
+        new_state = given
+    try:
+        return SandboxResult(
             ok=bool(raw.get("ok")) and err is None,
             return_value=raw.get("return_value"),
             writes=tuple((w[0], w[1]) for w in raw.get("writes") or ()),
@@ -216,29 +503,16 @@ def run_many(
             )
             if err
             else None,
-            duration_ms=duration_ms,
-            protections=protections,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            protections=tuple(raw.get("protections") or ()),
             state=new_state,
             undeclared=tuple(raw.get("undeclared") or ()),
             stdout_truncated=bool(raw.get("stdout_truncated")),
             run_ms=raw.get("duration_ms"),
         )
-        results.append(result)
-        previous_state = new_state
-    while len(results) < len(calls):  # pragma: no cover - the child answers every call
-        results.append(_failed(SandboxError("internal", "no answer for this call"), state, started))
-    return results
-
-
-# --------------------------------------------------------------------------- internals
-
-
-@cache
-def _restrictedpython_path() -> str:
-    spec = importlib.util.find_spec("RestrictedPython")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("RestrictedPython is not installed")
-    return str(Path(next(iter(spec.submodule_search_locations))).parent)
+    except (AttributeError, IndexError, TypeError, KeyError):
+        error = SandboxError("internal", "the sandbox returned an unreadable answer")
+        return _failed(error, given, started)
 
 
 def _failed(error: SandboxError, state: dict[str, Any], started: float) -> SandboxResult:
@@ -265,6 +539,10 @@ class _Outcome:
 def _run_child(
     request: bytes, deadline_s: float, max_stdout: int, script: Path = RUNNER
 ) -> _Outcome:
+    """One shot: run *script* as a session child is run (empty temp cwd, scrubbed
+    environment, own process group), feed it *request*, read its output (bounded, with a
+    deadline) until it exits.  The tests use it to probe the OS layer with scripts of their
+    own."""
     workdir = tempfile.mkdtemp(prefix="statecraft-sandbox-")
     proc: subprocess.Popen[bytes] | None = None
     try:

@@ -6,30 +6,34 @@ This file is executed as a *script* by :mod:`agents.sandbox.host`::
 
 ``-I`` ignores every ``PYTHON*`` environment variable and the user site, ``-S`` skips
 ``site`` (no ``.pth`` hooks, no site-packages), ``-B`` writes no byte code.  The parent passes
-the directory that holds ``RestrictedPython`` in the request and the child appends that single
-directory to ``sys.path``.  Nothing here imports Django or any other part of the project.
+the directory that holds ``RestrictedPython`` in its first frame and the child appends that
+single directory to ``sys.path``.  Nothing here imports Django or any other part of the project.
 
-Protocol: the parent writes one JSON document on stdin and closes it::
+Protocol (a *session*): frames in both directions, each a one-line JSON header
+``{"size": n, ...}`` then exactly *n* bytes of JSON body.
 
-    {"rp_path": "...", "state": {...}, "declared": [...] | null,
-     "context_values": {...}, "limits": {...},
-     "calls": [{"code": "...", "entry": "...", "kind": "tool"|"callback", "args": {...}}]}
+1. host -> child, once: ``{"rp_path": "...", "limits": {...}}``; the child imports everything
+   the user code may need (nothing can be imported from disk later), enters new
+   network/IPC/UTS namespaces and ``chroot``s into the empty working directory, then answers
+   ``{"protections": [...]}``.  This *session child* never runs user code.
+2. host -> child, per call: ``{"code", "entry", "kind", "args", "state", "declared",
+   "context_values"}``.  The session child ``fork``s a *call process* that becomes ``nobody``,
+   sets the resource limits (its CPU counters start at zero: the CPU limit is per call),
+   runs the call under RestrictedPython and writes its result to a pipe, then exits.  The
+   session child reads that pipe (bounded, killing the call process at the wall-clock limit
+   + ``CALL_KILL_GRACE_S``), reaps it and answers with header ``{"size", "status",
+   "timed_out", "too_large"}`` and the call's result as body::
 
-The child answers with exactly one JSON document on stdout::
+       {"ok": ..., "return_value": ..., "writes": [[n, v]], "removed": [...], "state": {...},
+        "stdout": "...", "stdout_truncated": bool, "undeclared": [...], "protections": [...],
+        "error": null | {"kind", "message", "line", "traceback"}, "duration_ms": ...}
 
-    {"protections": [...], "results": [{"ok": ..., "return_value": ..., "writes": [[n, v]],
-      "removed": [...], "state": {...}, "stdout": "...", "stdout_truncated": bool,
-      "undeclared": [...], "error": null | {"kind", "message", "line", "traceback"},
-      "duration_ms": ...}]}
+   Every call starts from a copy of the pristine session child, so nothing one call does
+   (module state such as ``decimal.setcontext``, user classes, garbage with finalizers...)
+   can reach a later call.
+3. End of input: the session child exits.
 
-Calls run one after the other; the state a call leaves (including the writes made before a
-failure) is the state the next call starts from.
-
-Order of events in the child: read the request; import everything the user code may need
-(nothing can be imported from disk later); then drop OS privileges (new network/IPC/UTS
-namespaces, ``chroot`` into the empty working directory, become ``nobody``, resource limits);
-then compile and run the user code under RestrictedPython; then write the answer and
-``os._exit``.  See ``agents/sandbox/__init__.py`` for the whole security model.
+See ``agents/sandbox/__init__.py`` for the whole security model.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import json
 import operator
 import os
 import resource
+import select
 import signal
 import sys
 import time
@@ -48,6 +53,10 @@ USER_FILENAME_PREFIX = {"tool": "tool", "callback": "callback"}
 NOBODY = 65534
 MAX_JSON_DEPTH = 64
 MAX_INT_BITS = 1024
+MAX_HEADER_BYTES = 4096
+# The session child kills a call process that outlives its wall-clock limit by this much
+# (user code that swallows the timer's exception).
+CALL_KILL_GRACE_S = 0.5
 
 # Modules user code may import; each is handed out as a read-only namespace holding the
 # module's public, non-module attributes (so ``json.decoder`` & co. are unreachable).
@@ -591,11 +600,9 @@ class Sandbox:
 # ------------------------------------------------------------------------ OS protections
 
 
-def apply_os_protections(limits, n_calls):
-    """Drop what the OS lets us drop; return the list of protections that are active."""
+def enter_jail():
+    """Namespaces and chroot: done once per process (the session child, before any call)."""
     active = []
-    is_root = os.geteuid() == 0
-
     # Network (and IPC, hostname) namespaces: a fresh network namespace has only a
     # loopback interface that is down, so no connection can be made, not even to localhost.
     netns = False
@@ -612,14 +619,25 @@ def apply_os_protections(limits, n_calls):
     if netns:
         active.append("netns")
 
-    # Both need privileges (root, or the capabilities a new user namespace gives for
-    # chroot); without them they simply fail and are not reported.
+    # Needs privileges (root, or the capabilities a new user namespace gives); without
+    # them it simply fails and is not reported.
     try:
         os.chroot(".")  # the parent made cwd a fresh, empty, root-owned 0700 directory
         os.chdir("/")
         active.append("chroot")
     except OSError:
         pass
+    return active
+
+
+def drop_privileges(limits, n_calls=1):
+    """Become ``nobody`` and set the resource limits: done in the process that runs user code.
+
+    The CPU limit counts from the CPU time already used (plus up to 1 s of rounding), so in
+    a freshly forked call process, whose counters start at zero, it applies to that call alone.
+    """
+    active = []
+    is_root = os.geteuid() == 0
     if is_root:
         try:
             os.setgroups([])
@@ -654,8 +672,12 @@ def apply_os_protections(limits, n_calls):
         if label == "rlimit_nproc" and is_root and "uid_nobody" not in active:
             continue
         active.append(label)
-    active.append("restricted_python")
     return active
+
+
+def apply_os_protections(limits, n_calls=1):
+    """Drop what the OS lets us drop; return the list of protections that are active."""
+    return [*enter_jail(), *drop_privileges(limits, n_calls), "restricted_python"]
 
 
 # ------------------------------------------------------------------------ running a call
@@ -836,65 +858,154 @@ def final_state(state_data):
     return out
 
 
-def main():
-    raw = sys.stdin.buffer.read()
-    request = json.loads(raw)
-    del raw
-    out = os.fdopen(os.dup(1), "wb")
-    rp_path = request.get("rp_path")
-    if rp_path:
-        sys.path.append(rp_path)
-    limits = request["limits"]
-    calls = request["calls"]
+# ------------------------------------------------------------------------ the session
+
+
+def read_frame(stream):
+    """One ``{"size": n, ...}\\n`` header line and its *n*-byte body; None at end of input."""
+    line = stream.readline(MAX_HEADER_BYTES)
+    if not line:
+        return None, None
+    header = json.loads(line)
+    body = stream.read(header["size"]) if header["size"] else b""
+    if len(body) != header["size"]:
+        return None, None
+    return header, body
+
+
+def write_frame(fd, body, **header):
+    header["size"] = len(body)
+    data = memoryview(json.dumps(header).encode("ascii") + b"\n" + body)
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+def call_result(sandbox, request, limits, protections):
+    """Run one call (in the call process); return its answer as JSON bytes."""
+    state_data = dict(request.get("state") or {})
     declared = request.get("declared")
     declared = set(declared) if declared is not None else None
     context_values = request.get("context_values") or {}
-    state_data = dict(request.get("state") or {})
+    cap = limits["max_output_bytes"]
+    try:
+        result = run_call(sandbox, request, state_data, declared, context_values, limits)
+        result["state"] = final_state(state_data)
+        result["protections"] = protections
+        # ensure_ascii (the default): a lone surrogate ("\ud800") in a user string must not
+        # make the encoding fail.
+        payload = json.dumps(result).encode("ascii")
+    except BaseException as exc:
+        result = failed_result(classify(exc), describe(exc))
+        result["protections"] = protections
+        payload = json.dumps(result).encode("ascii")
+    if len(payload) > cap:
+        # Too large to send back: no effects at all (the parent keeps the given state).
+        result = failed_result(
+            "output_too_large",
+            f"the result is {len(payload)} bytes, more than the {cap} allowed",
+            stdout=result["stdout"][:1000],
+        )
+        result["protections"] = protections
+        payload = json.dumps(result).encode("ascii")
+    return payload
 
+
+def call_process(sandbox, request, limits, jail, result_fd):
+    """The forked call process: drop privileges, run the call, write the answer, exit.
+
+    Never returns (``os._exit`` in ``finally``): an exception here must not fall back into
+    the session loop of the parent process image.
+    """
+    try:
+        os.dup2(result_fd, 1)  # the answer goes to the session child, not to the host
+        os.close(result_fd)
+        os.close(0)  # the next requests are none of this call's business
+        signal.signal(signal.SIGALRM, _on_timeout)
+        signal.signal(signal.SIGXCPU, _on_timeout)
+        protections = [*jail, *drop_privileges(limits), "restricted_python"]
+        payload = call_result(sandbox, request, limits, protections)
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(1, view) :]
+    finally:
+        os._exit(0)
+
+
+def run_forked(sandbox, request, limits, jail):
+    """Fork a call process, read its answer (bounded, with a deadline), reap it."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the forked process
+        os.close(read_fd)
+        call_process(sandbox, request, limits, jail, write_fd)
+    os.close(write_fd)
+    deadline = time.monotonic() + limits["wall_time_s"] + CALL_KILL_GRACE_S
+    cap = limits["max_output_bytes"] + 64 * 1024
+    chunks, size = [], 0
+    timed_out = too_large = False
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            ready, _, _ = select.select([read_fd], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(read_fd, 65536)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > cap:
+                too_large = True
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_fd)
+    # At end of file the process is exiting (its answer is complete, or it crashed: its exit
+    # status is already decided); otherwise it overran.  Either way it must be gone before
+    # the next call, so kill and reap it.
+    os.kill(pid, signal.SIGKILL)  # not reaped yet, so the pid cannot have been reused
+    _, status = os.waitpid(pid, 0)
+    body = b"" if (timed_out or too_large) else b"".join(chunks)
+    header = {
+        "status": os.waitstatus_to_exitcode(status),
+        "timed_out": timed_out,
+        "too_large": too_large,
+    }
+    return header, body
+
+
+def main():
+    """The session child: set up once, then fork one call process per request."""
+    stdin = sys.stdin.buffer
+    hello, body = read_frame(stdin)
+    if hello is None:
+        os._exit(0)
+    hello = json.loads(body)
+    rp_path = hello.get("rp_path")
+    if rp_path:
+        sys.path.append(rp_path)
+    limits = hello["limits"]
+
+    import gc
     import warnings
 
     warnings.simplefilter("ignore")
     sandbox = Sandbox()
-    signal.signal(signal.SIGALRM, _on_timeout)
-    signal.signal(signal.SIGXCPU, _on_timeout)
-    protections = apply_os_protections(limits, len(calls))
-
-    cap = limits["max_output_bytes"]
-    # Output is JSON with ensure_ascii (the default): a lone surrogate ("\ud800") in a user
-    # string must not make the encoding fail.
-    results = []
-    for call in calls:
-        before = final_state(state_data)
-        try:
-            result = run_call(sandbox, call, state_data, declared, context_values, limits)
-            result["state"] = final_state(state_data)
-            size = len(json.dumps(result))
-        except BaseException as exc:
-            result = failed_result(classify(exc), describe(exc))
-            size = 0
-        if size > cap:
-            # Too large to send back: drop the call's effects so that the next call (and
-            # the parent) continue from the state before it.
-            state_data.clear()
-            state_data.update(before)
-            result = failed_result(
-                "output_too_large",
-                f"the result is {size} bytes, more than the {cap} allowed",
-                stdout=result["stdout"][:1000],
-            )
-        if "state" not in result:
-            result["state"] = final_state(state_data)
-        results.append(result)
-
-    response = {"protections": protections, "results": results}
-    payload = json.dumps(response).encode("ascii")
-    if len(payload) > cap:  # every result fits alone, not all together
-        message = f"the results are {len(payload)} bytes together, more than {cap}"
-        response["results"] = [failed_result("output_too_large", message) for _ in results]
-        payload = json.dumps(response).encode("ascii")
-    out.write(payload)
-    out.flush()
-    os._exit(0)
+    jail = enter_jail()
+    gc.collect()
+    gc.freeze()  # fewer copy-on-write pages touched in each forked call process
+    write_frame(1, json.dumps({"protections": jail}).encode("ascii"))
+    while True:
+        header, body = read_frame(stdin)
+        if header is None:  # the host closed the session
+            os._exit(0)
+        request = json.loads(body)
+        del body
+        answer_header, answer = run_forked(sandbox, request, limits, jail)
+        del request
+        write_frame(1, answer, **answer_header)
 
 
 def failed_result(kind, message, stdout=""):
