@@ -46,7 +46,7 @@ def main() -> None:
     setup_test_environment()
     call_command("migrate", verbosity=0)
     from agents.demo import ensure_demo_user, load_demo
-    from designer import simulation
+    from agents.sandbox import code_runner
 
     user = ensure_demo_user()
     apps = load_demo(user)
@@ -80,7 +80,7 @@ def main() -> None:
             timings = []
             for _ in range(runs):
                 if "cold" in label:
-                    simulation._RESULTS.clear()  # every code call starts a sandbox process
+                    code_runner.clear_cache()  # every code call starts a sandbox process
                 start = time.perf_counter()
                 response = client.post(url, data, headers={"HX-Request": "true"})
                 timings.append((time.perf_counter() - start) * 1000)

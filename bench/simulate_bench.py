@@ -104,31 +104,10 @@ def build(turns: int) -> tuple[AppSpec, ScenarioSpec]:
 
 
 def sandbox_runner(session: Any = None) -> Any:
-    """A runner through the sandbox: a process per call, or calls in *session*."""
-    from agents.sandbox.host import run_code
+    """A runner through the sandbox, not memoised: every call really runs."""
+    from agents.sandbox.code_runner import sandbox_runner as runner
 
-    def run(call: CodeCall) -> CodeResult:
-        execute = session.run if session is not None else run_code
-        result = execute(
-            call.code,
-            entry=call.entry,
-            kind=call.kind,
-            args=call.args,
-            state=call.state,
-            context_values=call.context_values,
-        )
-        error = result.error
-        return CodeResult(
-            ok=result.ok,
-            return_value=result.return_value,
-            writes=result.writes,
-            removed=result.removed,
-            error=f"{error.kind}: {error.message}" if error else None,
-            error_line=error.line if error else None,
-            stdout=result.stdout,
-        )
-
-    return run
+    return runner(session, memoise=False)
 
 
 def fake_runner(call: CodeCall) -> CodeResult:

@@ -7,67 +7,15 @@ result for the template.
 
 from __future__ import annotations
 
-import json
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agents.core.render import render_value
-from agents.core.simulate import CodeCall, CodeResult, CodeRunner, SimulationResult, simulate
+from agents.core.simulate import SimulationResult, simulate
 from agents.models import Agent, AgentApp, Scenario
 from agents.sandbox import host as sandbox
-
-
-def sandbox_runner(session: sandbox.SandboxSession | None = None) -> CodeRunner:
-    """A code runner for `simulate`: each call runs in the sandbox, in `session` (one warm
-    sandbox per simulation, a fresh locked-down process per call) or, without one, in a
-    process of its own. Never raises.
-
-    Results are memoised on the call's full input (code, entry, arguments, state,
-    context): re-simulating while the designer types the instructions then starts no
-    process at all. Code that reads the clock sees the time of its first run.
-    """
-
-    def run(call: CodeCall) -> CodeResult:
-        key = json.dumps(
-            [call.code, call.entry, call.kind, call.args, call.state, call.context_values],
-            sort_keys=True,
-            default=str,
-        )
-        cached = _RESULTS.get(key)
-        if cached is not None:
-            _RESULTS.move_to_end(key)
-            return cached
-        execute = session.run if session is not None else sandbox.run_code
-        result = execute(
-            call.code,
-            entry=call.entry,
-            kind=call.kind,
-            args=call.args,
-            state=call.state,
-            context_values=call.context_values,
-        )
-        error = result.error
-        outcome = CodeResult(
-            ok=result.ok,
-            return_value=result.return_value,
-            writes=result.writes,
-            removed=result.removed,
-            error=f"{error.kind}: {error.message}" if error else None,
-            error_line=error.line if error else None,
-            stdout=result.stdout,
-        )
-        _RESULTS[key] = outcome
-        if len(_RESULTS) > _CACHE_SIZE:
-            _RESULTS.popitem(last=False)
-        return outcome
-
-    return run
-
-
-_CACHE_SIZE = 512
-_RESULTS: OrderedDict[str, CodeResult] = OrderedDict()
+from agents.sandbox.code_runner import sandbox_runner
 
 
 @dataclass

@@ -892,27 +892,9 @@ def test_codes_are_documented_and_in_the_sc4xx_range() -> None:
 
 def test_real_sandbox_runs_the_banking_tool() -> None:
     """The only test that starts a process: the sandbox adapter end to end."""
-    host = pytest.importorskip("agents.sandbox.host")
+    from agents.sandbox.code_runner import sandbox_runner as make_runner
 
-    def sandbox_runner(call: CodeCall) -> CodeResult:
-        result = host.run_code(
-            call.code,
-            entry=call.entry,
-            kind=call.kind,
-            args=call.args,
-            state=call.state,
-            context_values=call.context_values,
-        )
-        error = result.error
-        return CodeResult(
-            ok=result.ok,
-            return_value=result.return_value,
-            writes=result.writes,
-            removed=result.removed,
-            error=f"{error.kind}: {error.message}" if error else None,
-            error_line=error.line if error else None,
-            stdout=result.stdout,
-        )
+    sandbox_runner = make_runner(memoise=False)
 
     result = run(
         banking_app(),
