@@ -49,5 +49,6 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("apps/new", views.app_create, name="app-create"),
     path("apps/<int:app_id>/", include(app_patterns)),
+    path("api/", include("agents.api.urls")),
     path("admin/", admin.site.urls),
 ]

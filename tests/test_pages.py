@@ -101,3 +101,10 @@ def test_only_owner_can_share(client, shop, other_user, django_user_model):
     assert client.get(url).status_code == 200
     third = django_user_model.objects.create_user(username="carol", password="x-123456789")
     assert client.post(url, {"username": third.username, "role": "viewer"}).status_code == 403
+
+
+def test_diagnostic_messages_show_quoted_names_as_code_and_stay_escaped():
+    from designer.templatetags.designer_tags import ticks
+
+    assert ticks("no variable `x` here") == "no variable <code>x</code> here"
+    assert ticks("`<script>` & co") == "<code>&lt;script&gt;</code> &amp; co"

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import template
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 from agents.core.render import render_value
 
@@ -52,3 +55,12 @@ def undeclared_name(diagnostic: Any) -> str:
     from designer.preview import undeclared_name as name_of
 
     return name_of(diagnostic)
+
+
+_TICKED = re.compile(r"`([^`\n]+)`")
+
+
+@register.filter
+def ticks(message: str) -> str:
+    """A diagnostic message with its `quoted` names shown as code (escaped first)."""
+    return mark_safe(_TICKED.sub(r"<code>\1</code>", escape(message)))
