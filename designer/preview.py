@@ -22,7 +22,6 @@ from agents.models import Agent, AgentApp
 
 CHANNELS = ("web", "api", "telephony")
 MODALITIES = ("text", "voice")
-SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
 @dataclass
@@ -155,7 +154,7 @@ def build_preview(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Pre
     modality = params.get("modality") if params.get("modality") in MODALITIES else "text"
     values, rows, values_json, json_error = _session_values(spec, params)
     compiled = compile_instructions(instructions, values, channel=channel, modality=modality)
-    diagnostics = _merge(
+    diagnostics = lint.merge_diagnostics(
         _diagnostics_for(spec, agent.display_name, instructions),
         compiled.diagnostics,
     )
@@ -174,13 +173,12 @@ def build_preview(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Pre
     )
 
 
-_UNDECLARED_VARIABLE_CODES = {"SC301", "SC302", "SC303"}
 _NAME_IN_BACKTICKS = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
 
 
 def undeclared_name(diagnostic: Diagnostic) -> str:
     """The variable an "undeclared variable" diagnostic names, so the page offers to create it."""
-    if diagnostic.code not in _UNDECLARED_VARIABLE_CODES:
+    if diagnostic.code not in lint.UNDECLARED_VARIABLE_CODES:
         return ""
     match = _NAME_IN_BACKTICKS.search(diagnostic.message)
     return match.group(1) if match else ""
@@ -205,23 +203,6 @@ def _diagnostics_for(spec: AppSpec, agent_name: str, instructions: str) -> tuple
         for d in lint.lint_app(edited)
         if not (d.field or "").startswith("agents.") or (d.field or "").startswith(own)
     )
-
-
-def _merge(*groups: tuple[Diagnostic, ...]) -> list[Diagnostic]:
-    """One list, without the same problem twice, most severe first, then by position."""
-    seen: set[tuple[Any, ...]] = set()
-    merged: list[Diagnostic] = []
-    for group in groups:
-        for d in group:
-            key = (d.code, d.start, d.end, d.message)
-            if key not in seen:
-                seen.add(key)
-                merged.append(d)
-    # An undeclared variable has no value either; saying it twice is noise.
-    undeclared_at = {d.start for d in merged if d.code in _UNDECLARED_VARIABLE_CODES}
-    merged = [d for d in merged if not (d.code == "SC120" and d.start in undeclared_at)]
-    merged.sort(key=lambda d: (SEVERITY_ORDER[d.severity], d.line or 10**9, d.column or 0))
-    return merged
 
 
 @dataclass

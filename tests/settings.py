@@ -14,3 +14,14 @@ STORAGES = {
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SESSION_COOKIE_SECURE = False
 CSRF_COOKIE_SECURE = False
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    # A file, not ":memory:": the browser tests' live server thread and the test thread then
+    # each get their own connection (a shared in-memory connection breaks under concurrency).
+    import tempfile
+    from pathlib import Path as _Path
+
+    DATABASES["default"]["TEST"] = {  # noqa: F405
+        # One file per test process, so two suites running at once never share one.
+        "NAME": str(_Path(tempfile.gettempdir()) / f"statecraft-tests-{os.getpid()}.sqlite3")
+    }

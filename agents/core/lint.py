@@ -1090,3 +1090,25 @@ def _lint_mcp(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Diagnos
     for header, value in tool.mcp_headers:
         where = f"tools.{name}.mcp_headers.{header}"
         yield from _context_problems(index, value, name, where, used)
+
+
+UNDECLARED_VARIABLE_CODES = frozenset({"SC301", "SC302", "SC303"})
+_SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
+def merge_diagnostics(*groups: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Lint's and the compiler's diagnostics as one list for a designer: each problem
+    once, an undeclared variable not also reported as valueless, worst first, then by
+    position."""
+    seen: set[tuple[Any, ...]] = set()
+    merged: list[Diagnostic] = []
+    for group in groups:
+        for d in group:
+            key = (d.code, d.start, d.end, d.message)
+            if key not in seen:
+                seen.add(key)
+                merged.append(d)
+    undeclared_at = {d.start for d in merged if d.code in UNDECLARED_VARIABLE_CODES}
+    merged = [d for d in merged if not (d.code == "SC120" and d.start in undeclared_at)]
+    merged.sort(key=lambda d: (_SEVERITY_ORDER[d.severity], d.line or 10**9, d.column or 0))
+    return merged

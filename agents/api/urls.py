@@ -1,0 +1,37 @@
+"""API routes, included under /api/ by the root URLconf (namespace `api`).
+
+Variables, schemas and tools are addressed by name, agents and scenarios by id.
+"""
+
+from __future__ import annotations
+
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from agents.api import views
+
+app_name = "api"
+
+app = "apps/<int:app_id>/"
+agent = app + "agents/<int:agent_id>/"
+scenario = agent + "scenarios/<int:scenario_id>/"
+
+urlpatterns = [
+    path("apps/", views.AppListView.as_view(), name="app-list"),
+    path(app, views.AppDetailView.as_view(), name="app-detail"),
+    path(app + "lint", views.AppLintView.as_view(), name="app-lint"),
+    path(app + "variables/", views.VariableListView.as_view(), name="variable-list"),
+    path(app + "variables/<str:name>/", views.VariableDetailView.as_view(), name="variable-detail"),
+    path(app + "schemas/", views.SchemaListView.as_view(), name="schema-list"),
+    path(app + "schemas/<str:name>/", views.SchemaDetailView.as_view(), name="schema-detail"),
+    path(app + "tools/", views.ToolListView.as_view(), name="tool-list"),
+    path(app + "tools/<str:name>/", views.ToolDetailView.as_view(), name="tool-detail"),
+    path(app + "agents/", views.AgentListView.as_view(), name="agent-list"),
+    path(agent, views.AgentDetailView.as_view(), name="agent-detail"),
+    path(agent + "compile", views.AgentCompileView.as_view(), name="agent-compile"),
+    path(agent + "scenarios/", views.ScenarioListView.as_view(), name="scenario-list"),
+    path(scenario, views.ScenarioDetailView.as_view(), name="scenario-detail"),
+    path(scenario + "simulate", views.ScenarioSimulateView.as_view(), name="scenario-simulate"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+]

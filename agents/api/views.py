@@ -1,0 +1,678 @@
+"""REST endpoints for integrators: the selectors check access, the services do every write.
+
+Errors have one shape: `{"detail": str, "diagnostics": [Diagnostic, ...]}` with 400 for
+invalid input (DRF validation and `ServiceError` alike) and 409 for a stale `version`;
+401/403/404 carry `detail` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, serializers, status
+from rest_framework.generics import GenericAPIView
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+from agents import selectors, services
+from agents.api import serializers as io
+from agents.core import types as core_types
+from agents.core.compile import compile_instructions
+from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.lint import lint_agent, lint_app, merge_diagnostics
+from agents.core.script import format_script
+from agents.core.simulate import SimulationResult, simulate
+from agents.core.spec import AppSpec
+from agents.models import Agent, AgentApp, AppShare, Scenario, Schema, Tool, Variable
+from agents.sandbox import host as sandbox
+from agents.sandbox.code_runner import sandbox_runner
+from agents.selectors import Access
+
+# ---------------------------------------------------------------- errors
+
+
+class InvalidInput(Exception):
+    """Input the view itself checks (compile values) was refused; like a ServiceError."""
+
+    def __init__(self, diagnostics: Iterable[Diagnostic]) -> None:
+        self.diagnostics = tuple(diagnostics)
+        super().__init__("; ".join(d.message for d in self.diagnostics))
+
+
+def _input_error(field: str, message: str) -> Diagnostic:
+    # SC001: "A field has a value the object cannot be saved with." (services.CODES)
+    return Diagnostic(code="SC001", severity=Severity.ERROR, message=message, field=field)
+
+
+def _flatten(detail: Any, field: str = "__all__") -> list[Diagnostic]:
+    """DRF's nested error detail as diagnostics whose `field` is a dotted path."""
+    if isinstance(detail, Mapping):
+        out: list[Diagnostic] = []
+        for key, value in detail.items():
+            name = "__all__" if key == "non_field_errors" else str(key)
+            out += _flatten(value, name if field == "__all__" else f"{field}.{name}")
+        return out
+    if isinstance(detail, list):
+        out = []
+        for index, value in enumerate(detail):
+            nested = isinstance(value, Mapping | list)
+            out += _flatten(value, f"{field}.{index}" if nested else field)
+        return out
+    return [_input_error(field, str(detail))]
+
+
+def _error_response(diagnostics: Iterable[Diagnostic], status_code: int) -> Response:
+    diagnostics = list(diagnostics)
+    body = {
+        "detail": " ".join(d.message for d in diagnostics),
+        "diagnostics": [d.to_dict() for d in diagnostics],
+    }
+    return Response(body, status=status_code)
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, services.StaleObjectError):
+        return _error_response(exc.diagnostics, status.HTTP_409_CONFLICT)
+    if isinstance(exc, services.ServiceError | InvalidInput):
+        return _error_response(exc.diagnostics, status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, exceptions.ValidationError):
+        return _error_response(_flatten(exc.detail), status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, exceptions.ParseError):
+        return _error_response([_input_error("__all__", str(exc.detail))], exc.status_code)
+    return exception_handler(exc, context)
+
+
+ERRORS = {
+    400: OpenApiResponse(io.ErrorOut, description="Invalid input: the diagnostics say why."),
+    401: OpenApiResponse(io.ErrorOut, description="Not signed in."),
+    403: OpenApiResponse(io.ErrorOut, description="You may view this app but not change it."),
+    404: OpenApiResponse(io.ErrorOut, description="No such object, or not shared with you."),
+}
+READ_ERRORS = {401: ERRORS[401], 404: ERRORS[404]}
+WRITE_ERRORS = {
+    **ERRORS,
+    409: OpenApiResponse(io.ErrorOut, description="Stale `version`: someone saved meanwhile."),
+}
+
+
+# ---------------------------------------------------------------- base
+
+
+class ApiView(GenericAPIView):
+    """Access through the selectors (strangers 404, viewers 403 on writes), one error shape."""
+
+    def get_exception_handler(self) -> Any:
+        return api_exception_handler
+
+    def get_authenticate_header(self, request: Request) -> str:
+        # Not signed in: 401 with a Basic challenge (integrators use Basic auth).
+        return 'Basic realm="Statecraft API"'
+
+    def load_app(
+        self, *, edit: bool = False, queryset: QuerySet[AgentApp] | None = None
+    ) -> AgentApp:
+        app, self.access = selectors.app_for_user(
+            self.request.user, self.kwargs["app_id"], edit=edit, queryset=queryset
+        )
+        return app
+
+    def load_agent(self, app: AgentApp, queryset: QuerySet[Agent] | None = None) -> Agent:
+        queryset = queryset if queryset is not None else Agent.objects.all()
+        return get_object_or_404(queryset, app=app, pk=self.kwargs["agent_id"])
+
+    def valid(self, serializer_class: type[serializers.Serializer], **context: Any) -> dict:
+        serializer = serializer_class(
+            data=self.request.data, context={"request": self.request, **context}
+        )
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
+
+    def output(
+        self, serializer_class: type[serializers.Serializer], instance: Any, **context: Any
+    ) -> Any:
+        return serializer_class(instance, context={"request": self.request, **context}).data
+
+    def page(self, serializer_class: type[serializers.Serializer], queryset: QuerySet) -> Response:
+        rows = self.paginate_queryset(queryset)
+        data = serializer_class(rows, many=True, context={"request": self.request}).data
+        return self.get_paginated_response(data)
+
+    def created(self, data: Any, url_name: str, *args: Any) -> Response:
+        location = reverse(f"api:{url_name}", args=[self.kwargs["app_id"], *args])
+        return Response(data, status=status.HTTP_201_CREATED, headers={"Location": location})
+
+
+def _expected_version(data: dict) -> int | None:
+    """Take the request's `version` out of `data`: the services' `expected_version`."""
+    return data.pop("version", None)
+
+
+def _agent_queryset() -> QuerySet[Agent]:
+    return Agent.objects.prefetch_related(
+        Prefetch("tools", queryset=Tool.objects.only("id", "name")),
+        Prefetch("children", queryset=Agent.objects.only("id", "display_name")),
+        "callbacks",
+    )
+
+
+def _scenario_queryset() -> QuerySet[Scenario]:
+    return Scenario.objects.prefetch_related("steps")
+
+
+# ---------------------------------------------------------------- apps
+
+
+class AppListView(ApiView):
+    """Apps you can see (search with `?q=`), and new apps you own."""
+
+    queryset = AgentApp.objects.none()
+
+    @extend_schema(
+        tags=["apps"],
+        summary="Apps you own or that are shared with you",
+        parameters=[OpenApiParameter("q", str, description="Search in name and description.")],
+        responses={200: io.AppOut(many=True), 401: ERRORS[401]},
+    )
+    def get(self, request: Request) -> Response:
+        apps = selectors.app_list(request.user, search=request.query_params.get("q", "")[:200])
+        apps = apps.prefetch_related(
+            Prefetch(
+                "shares", queryset=AppShare.objects.filter(user=request.user), to_attr="my_shares"
+            )
+        )
+        return self.page(io.AppOut, apps)
+
+    @extend_schema(
+        tags=["apps"],
+        summary="Create an app (with its root agent)",
+        request=io.AppIn,
+        responses={201: io.AppDetailOut, 400: ERRORS[400], 401: ERRORS[401]},
+    )
+    def post(self, request: Request) -> Response:
+        data = self.valid(io.AppIn)
+        app = services.app_create(owner=request.user, **data)
+        app = selectors.app_with_everything(app.pk).get()
+        body = self.output(io.AppDetailOut, app, access=Access("owner"))
+        location = reverse("api:app-detail", args=[app.pk])
+        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": location})
+
+
+class AppDetailView(ApiView):
+    """One app with everything in it; editors change it, only its owner deletes it."""
+
+    queryset = AgentApp.objects.none()
+
+    @extend_schema(
+        tags=["apps"],
+        summary="An app with its variables, schemas, tools and agents",
+        responses={200: io.AppDetailOut, **READ_ERRORS},
+    )
+    def get(self, request: Request, app_id: int) -> Response:
+        app = self.load_app(queryset=selectors.app_with_everything(app_id))
+        return Response(self.output(io.AppDetailOut, app, access=self.access))
+
+    @extend_schema(
+        tags=["apps"],
+        summary="Rename or describe an app",
+        request=io.AppPatchIn,
+        responses={200: io.AppDetailOut, **WRITE_ERRORS},
+    )
+    def patch(self, request: Request, app_id: int) -> Response:
+        app = self.load_app(edit=True)
+        data = self.valid(io.AppPatchIn)
+        services.app_update(app=app, expected_version=_expected_version(data), **data)
+        app = selectors.app_with_everything(app_id).get()
+        return Response(self.output(io.AppDetailOut, app, access=self.access))
+
+    @extend_schema(
+        tags=["apps"],
+        summary="Delete an app and everything in it (owner only)",
+        responses={204: None, **ERRORS},
+    )
+    def delete(self, request: Request, app_id: int) -> Response:
+        app = self.load_app(edit=True)
+        if not self.access.is_owner:
+            raise exceptions.PermissionDenied("Only the app's owner can delete it.")
+        services.app_delete(app=app)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class AppLintView(ApiView):
+    """The app's diagnostics, as the designer's lint panel shows them."""
+
+    queryset = AgentApp.objects.none()
+
+    @extend_schema(
+        tags=["actions"],
+        operation_id="apps_lint",
+        summary="Every diagnostic of the app (saved state)",
+        responses={200: io.DiagnosticsOut, **READ_ERRORS},
+    )
+    def get(self, request: Request, app_id: int) -> Response:
+        app = self.load_app(queryset=selectors.app_with_everything(app_id))
+        diagnostics = lint_app(app.to_spec())
+        return Response(self.output(io.DiagnosticsOut, {"diagnostics": diagnostics}))
+
+
+# ---------------------------------------------------------------- variables
+
+
+def _variable(app: AgentApp, name: str) -> Variable:
+    return get_object_or_404(Variable.objects.select_related("schema"), app=app, name=name)
+
+
+class VariableListView(ApiView):
+    """The app's variables (by name); each `default` is typed JSON."""
+
+    queryset = Variable.objects.none()
+
+    @extend_schema(tags=["variables"], responses={200: io.VariableOut(many=True), **READ_ERRORS})
+    def get(self, request: Request, app_id: int) -> Response:
+        app = self.load_app()
+        return self.page(io.VariableOut, app.variables.select_related("schema"))
+
+    @extend_schema(
+        tags=["variables"],
+        request=io.VariableIn,
+        responses={201: io.VariableOut, **ERRORS},
+    )
+    def post(self, request: Request, app_id: int) -> Response:
+        app = self.load_app(edit=True)
+        variable = services.variable_create(app=app, **self.valid(io.VariableIn, app=app))
+        return self.created(self.output(io.VariableOut, variable), "variable-detail", variable.name)
+
+
+class VariableDetailView(ApiView):
+    """One variable, addressed by its name."""
+
+    queryset = Variable.objects.none()
+
+    @extend_schema(tags=["variables"], responses={200: io.VariableOut, **READ_ERRORS})
+    def get(self, request: Request, app_id: int, name: str) -> Response:
+        return Response(self.output(io.VariableOut, _variable(self.load_app(), name)))
+
+    @extend_schema(
+        tags=["variables"],
+        summary="Change a variable; a new name with update_references rewrites references",
+        request=io.VariablePatchIn,
+        responses={200: io.VariableOut, **WRITE_ERRORS},
+    )
+    def patch(self, request: Request, app_id: int, name: str) -> Response:
+        app = self.load_app(edit=True)
+        variable = _variable(app, name)
+        data = self.valid(io.VariablePatchIn, app=app)
+        version = _expected_version(data)
+        variable = services.variable_update(variable=variable, expected_version=version, **data)
+        return Response(self.output(io.VariableOut, _variable(app, variable.name)))
+
+    @extend_schema(tags=["variables"], responses={204: None, **ERRORS})
+    def delete(self, request: Request, app_id: int, name: str) -> Response:
+        app = self.load_app(edit=True)
+        services.variable_delete(variable=_variable(app, name))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# ---------------------------------------------------------------- schemas
+
+
+class SchemaListView(ApiView):
+    """The app's JSON Schemas for custom objects."""
+
+    queryset = Schema.objects.none()
+
+    @extend_schema(tags=["schemas"], responses={200: io.SchemaOut(many=True), **READ_ERRORS})
+    def get(self, request: Request, app_id: int) -> Response:
+        return self.page(io.SchemaOut, self.load_app().schemas.all())
+
+    @extend_schema(tags=["schemas"], request=io.SchemaIn, responses={201: io.SchemaOut, **ERRORS})
+    def post(self, request: Request, app_id: int) -> Response:
+        app = self.load_app(edit=True)
+        schema = services.schema_create(app=app, **self.valid(io.SchemaIn))
+        return self.created(self.output(io.SchemaOut, schema), "schema-detail", schema.name)
+
+
+class SchemaDetailView(ApiView):
+    """One schema, addressed by its name."""
+
+    queryset = Schema.objects.none()
+
+    @extend_schema(tags=["schemas"], responses={200: io.SchemaOut, **READ_ERRORS})
+    def get(self, request: Request, app_id: int, name: str) -> Response:
+        schema = get_object_or_404(Schema, app=self.load_app(), name=name)
+        return Response(self.output(io.SchemaOut, schema))
+
+    @extend_schema(
+        tags=["schemas"],
+        summary="Change a schema (every default that uses it must still fit)",
+        request=io.SchemaPatchIn,
+        responses={200: io.SchemaOut, **WRITE_ERRORS},
+    )
+    def patch(self, request: Request, app_id: int, name: str) -> Response:
+        app = self.load_app(edit=True)
+        schema = get_object_or_404(Schema, app=app, name=name)
+        data = self.valid(io.SchemaPatchIn)
+        version = _expected_version(data)
+        schema = services.schema_update(schema=schema, expected_version=version, **data)
+        return Response(self.output(io.SchemaOut, schema))
+
+    @extend_schema(
+        tags=["schemas"],
+        summary="Delete a schema no variable uses",
+        responses={204: None, **ERRORS},
+    )
+    def delete(self, request: Request, app_id: int, name: str) -> Response:
+        app = self.load_app(edit=True)
+        services.schema_delete(schema=get_object_or_404(Schema, app=app, name=name))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# ---------------------------------------------------------------- tools
+
+
+class ToolListView(ApiView):
+    """The app's tools: Python, OpenAPI or MCP, each with an optional mock."""
+
+    queryset = Tool.objects.none()
+
+    @extend_schema(tags=["tools"], responses={200: io.ToolOut(many=True), **READ_ERRORS})
+    def get(self, request: Request, app_id: int) -> Response:
+        return self.page(io.ToolOut, self.load_app().tools.all())
+
+    @extend_schema(tags=["tools"], request=io.ToolIn, responses={201: io.ToolOut, **ERRORS})
+    def post(self, request: Request, app_id: int) -> Response:
+        app = self.load_app(edit=True)
+        tool = services.tool_create(app=app, **self.valid(io.ToolIn))
+        return self.created(self.output(io.ToolOut, tool), "tool-detail", tool.name)
+
+
+class ToolDetailView(ApiView):
+    """One tool, addressed by its name."""
+
+    queryset = Tool.objects.none()
+
+    @extend_schema(tags=["tools"], responses={200: io.ToolOut, **READ_ERRORS})
+    def get(self, request: Request, app_id: int, name: str) -> Response:
+        tool = get_object_or_404(Tool, app=self.load_app(), name=name)
+        return Response(self.output(io.ToolOut, tool))
+
+    @extend_schema(
+        tags=["tools"],
+        summary="Change a tool; a new name renames its Python function and references",
+        request=io.ToolPatchIn,
+        responses={200: io.ToolOut, **WRITE_ERRORS},
+    )
+    def patch(self, request: Request, app_id: int, name: str) -> Response:
+        app = self.load_app(edit=True)
+        tool = get_object_or_404(Tool, app=app, name=name)
+        data = self.valid(io.ToolPatchIn)
+        tool = services.tool_update(tool=tool, expected_version=_expected_version(data), **data)
+        return Response(self.output(io.ToolOut, tool))
+
+    @extend_schema(tags=["tools"], responses={204: None, **ERRORS})
+    def delete(self, request: Request, app_id: int, name: str) -> Response:
+        app = self.load_app(edit=True)
+        services.tool_delete(tool=get_object_or_404(Tool, app=app, name=name))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# ---------------------------------------------------------------- agents
+
+
+class AgentListView(ApiView):
+    """The app's agents; tools by name, sub-agents by display name."""
+
+    queryset = Agent.objects.none()
+
+    @extend_schema(tags=["agents"], responses={200: io.AgentOut(many=True), **READ_ERRORS})
+    def get(self, request: Request, app_id: int) -> Response:
+        return self.page(io.AgentOut, _agent_queryset().filter(app=self.load_app()))
+
+    @extend_schema(tags=["agents"], request=io.AgentIn, responses={201: io.AgentOut, **ERRORS})
+    def post(self, request: Request, app_id: int) -> Response:
+        app = self.load_app(edit=True)
+        agent = services.agent_create(app=app, **self.valid(io.AgentIn, app=app))
+        agent = _agent_queryset().get(pk=agent.pk)
+        return self.created(self.output(io.AgentOut, agent), "agent-detail", agent.pk)
+
+
+class AgentDetailView(ApiView):
+    """One agent, addressed by its id."""
+
+    queryset = Agent.objects.none()
+
+    @extend_schema(tags=["agents"], responses={200: io.AgentOut, **READ_ERRORS})
+    def get(self, request: Request, app_id: int, agent_id: int) -> Response:
+        agent = self.load_agent(self.load_app(), _agent_queryset())
+        return Response(self.output(io.AgentOut, agent))
+
+    @extend_schema(
+        tags=["agents"],
+        summary="Change an agent; a new display name rewrites {@AGENT: …} references",
+        request=io.AgentPatchIn,
+        responses={200: io.AgentOut, **WRITE_ERRORS},
+    )
+    def patch(self, request: Request, app_id: int, agent_id: int) -> Response:
+        app = self.load_app(edit=True)
+        agent = self.load_agent(app)
+        data = self.valid(io.AgentPatchIn, app=app)
+        services.agent_update(agent=agent, expected_version=_expected_version(data), **data)
+        return Response(self.output(io.AgentOut, _agent_queryset().get(pk=agent.pk)))
+
+    @extend_schema(
+        tags=["agents"],
+        summary="Delete an agent (the root only when it is the last one)",
+        responses={204: None, **ERRORS},
+    )
+    def delete(self, request: Request, app_id: int, agent_id: int) -> Response:
+        app = self.load_app(edit=True)
+        services.agent_delete(agent=self.load_agent(app))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _compile_diagnostics(
+    spec: AppSpec, agent: Agent, instructions: str, compiled: tuple[Diagnostic, ...]
+) -> list[Diagnostic]:
+    """The agent's lint with these instructions plus the compile's, once each, worst first."""
+    linted = lint_agent(spec, agent.display_name, instructions=instructions)
+    return merge_diagnostics(linted, compiled)
+
+
+def _compile_values(spec: AppSpec, given: Mapping[str, Any]) -> dict[str, Any]:
+    """Defaults, then the request's typed values (each checked against its variable)."""
+    schemas = {s.name: s.schema for s in spec.schemas}
+    problems: list[Diagnostic] = []
+    for name, value in given.items():
+        variable = spec.variable(name)
+        if variable is None:
+            problems.append(_input_error(f"values.{name}", f"'{name}' is not a declared variable."))
+            continue
+        for d in core_types.validate_value(value, variable, schemas, field=f"values.{name}"):
+            if d.severity is Severity.ERROR:
+                problems.append(d)
+    if problems:
+        raise InvalidInput(problems)
+    return {**spec.default_values(), **given}
+
+
+class AgentCompileView(ApiView):
+    """The compiled prompt of an agent, with diagnostics and highlight spans."""
+
+    queryset = Agent.objects.none()
+
+    @extend_schema(
+        tags=["actions"],
+        operation_id="apps_agents_compile",
+        summary="Compile instructions (saved or given) with typed values",
+        description=(
+            "Values start from the variables' defaults; `values` overrides them (null removes "
+            "one). Diagnostics: the agent's lint for these instructions and the compile's. "
+            "Viewers may compile."
+        ),
+        request=io.CompileIn,
+        responses={200: io.CompileOut, 400: ERRORS[400], **READ_ERRORS},
+    )
+    def post(self, request: Request, app_id: int, agent_id: int) -> Response:
+        app = self.load_app(queryset=selectors.app_with_everything(app_id))
+        agent = next((a for a in app.agents.all() if a.pk == agent_id), None)
+        if agent is None:
+            raise exceptions.NotFound("No such agent in this app.")
+        data = self.valid(io.CompileIn)
+        instructions = data.get("instructions", agent.instructions)
+        spec = app.to_spec()
+        values = _compile_values(spec, data.get("values", {}))
+        compiled = compile_instructions(
+            instructions, values, channel=data["channel"], modality=data["modality"]
+        )
+        result = {
+            "text": compiled.text,
+            "diagnostics": _compile_diagnostics(spec, agent, instructions, compiled.diagnostics),
+            "spans": compiled.spans,
+        }
+        return Response(self.output(io.CompileOut, result))
+
+
+# ---------------------------------------------------------------- scenarios
+
+
+def _scenario_fields(scenario: Scenario) -> dict[str, Any]:
+    """A saved scenario as `services.scenario_save` arguments (a PATCH changes some)."""
+    return {
+        "name": scenario.name,
+        "steps_script": format_script(tuple(step.to_spec() for step in scenario.steps.all())),
+        "session_values": scenario.session_values,
+        "channel": scenario.channel,
+        "modality": scenario.modality,
+        "session_id": scenario.session_id,
+        "project_id": scenario.project_id,
+        "project_number": scenario.project_number,
+        "location": scenario.location,
+        "token_budget": scenario.token_budget,
+        "use_mocks": scenario.use_mocks,
+    }
+
+
+class ScenarioListView(ApiView):
+    """An agent's scenarios: session inputs, a token budget and scripted steps."""
+
+    queryset = Scenario.objects.none()
+
+    @extend_schema(tags=["scenarios"], responses={200: io.ScenarioOut(many=True), **READ_ERRORS})
+    def get(self, request: Request, app_id: int, agent_id: int) -> Response:
+        agent = self.load_agent(self.load_app())
+        return self.page(io.ScenarioOut, _scenario_queryset().filter(agent=agent))
+
+    @extend_schema(
+        tags=["scenarios"],
+        summary="Create a scenario; its steps are a script, one step per line",
+        request=io.ScenarioIn,
+        responses={201: io.ScenarioOut, **ERRORS},
+    )
+    def post(self, request: Request, app_id: int, agent_id: int) -> Response:
+        agent = self.load_agent(self.load_app(edit=True))
+        scenario = services.scenario_save(agent=agent, **self.valid(io.ScenarioIn))
+        scenario = _scenario_queryset().get(pk=scenario.pk)
+        return self.created(
+            self.output(io.ScenarioOut, scenario), "scenario-detail", agent.pk, scenario.pk
+        )
+
+
+class ScenarioDetailView(ApiView):
+    """One scenario, addressed by its id."""
+
+    queryset = Scenario.objects.none()
+
+    def load_scenario(self, agent: Agent) -> Scenario:
+        return get_object_or_404(_scenario_queryset(), agent=agent, pk=self.kwargs["scenario_id"])
+
+    @extend_schema(tags=["scenarios"], responses={200: io.ScenarioOut, **READ_ERRORS})
+    def get(self, request: Request, app_id: int, agent_id: int, scenario_id: int) -> Response:
+        scenario = self.load_scenario(self.load_agent(self.load_app()))
+        return Response(self.output(io.ScenarioOut, scenario))
+
+    @extend_schema(
+        tags=["scenarios"],
+        summary="Change a scenario; `steps_script` replaces every step",
+        request=io.ScenarioPatchIn,
+        responses={200: io.ScenarioOut, **WRITE_ERRORS},
+    )
+    def patch(self, request: Request, app_id: int, agent_id: int, scenario_id: int) -> Response:
+        agent = self.load_agent(self.load_app(edit=True))
+        scenario = self.load_scenario(agent)
+        data = self.valid(io.ScenarioPatchIn)
+        version = _expected_version(data)
+        services.scenario_save(
+            agent=agent,
+            scenario=scenario,
+            expected_version=version,
+            **{**_scenario_fields(scenario), **data},
+        )
+        return Response(self.output(io.ScenarioOut, self.load_scenario(agent)))
+
+    @extend_schema(tags=["scenarios"], responses={204: None, **ERRORS})
+    def delete(self, request: Request, app_id: int, agent_id: int, scenario_id: int) -> Response:
+        agent = self.load_agent(self.load_app(edit=True))
+        services.scenario_delete(scenario=self.load_scenario(agent))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ScenarioSimulateView(ApiView):
+    """Run a scenario through the simulator."""
+
+    queryset = Scenario.objects.none()
+
+    @extend_schema(
+        tags=["actions"],
+        operation_id="apps_agents_scenarios_simulate",
+        summary="Run the scenario: turns, events, state, built-ins, HTTP requests, warnings",
+        description=(
+            "Python tools and callbacks run in the sandbox unless `use_mocks` (default: the "
+            "scenario's setting). `instructions` simulates unsaved text. Viewers may simulate."
+        ),
+        request=io.SimulateIn,
+        responses={200: io.SimulationOut, 400: ERRORS[400], **READ_ERRORS},
+    )
+    def post(self, request: Request, app_id: int, agent_id: int, scenario_id: int) -> Response:
+        app = self.load_app(queryset=selectors.app_with_everything(app_id))
+        agent = next((a for a in app.agents.all() if a.pk == agent_id), None)
+        scenario = agent and next((s for s in agent.scenarios.all() if s.pk == scenario_id), None)
+        if scenario is None:
+            raise exceptions.NotFound("No such scenario for this agent.")
+        data = self.valid(io.SimulateIn)
+        spec = app.to_spec()
+        if "instructions" in data:
+            spec = replace(
+                spec,
+                agents=tuple(
+                    replace(a, instructions=data["instructions"])
+                    if a.name == agent.display_name
+                    else a
+                    for a in spec.agents
+                ),
+            )
+        scenario_spec = scenario.to_spec(app_id=f"apps/{app.pk}")
+        if "use_mocks" in data:
+            scenario_spec = replace(scenario_spec, use_mocks=data["use_mocks"])
+        # One warm sandbox for this request only; memoised calls start no process at all.
+        with sandbox.open_session() as session:
+            result = simulate(spec, scenario_spec, run_code=sandbox_runner(session))
+        return Response(self.output(io.SimulationOut, _simulation(result, scenario_spec.use_mocks)))
+
+
+def _simulation(result: SimulationResult, use_mocks: bool) -> dict[str, Any]:
+    return {
+        "use_mocks": use_mocks,
+        "instructions": result.instructions,
+        "instruction_tokens": result.instruction_tokens,
+        "instruction_diagnostics": result.instruction_diagnostics,
+        "diagnostics": result.diagnostics,
+        "turns": result.turns,
+        "events": result.events,
+        "final_state": result.final_state,
+    }
