@@ -4,13 +4,16 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from designer import views
+from designer import exchange_views, views
 
 app_patterns = [
     path("", views.app_designer, name="app-designer"),
     path("duplicate", views.app_duplicate, name="app-duplicate"),
     path("delete", views.app_delete, name="app-delete"),
     path("share", views.app_share, name="app-share"),
+    path("export", exchange_views.app_export, name="app-export"),
+    path("export/native", exchange_views.app_export_native, name="app-export-native"),
+    path("export/cx", exchange_views.app_export_cx, name="app-export-cx"),
     path("variables/new", views.variable_new, name="variable-new"),
     path("variables/default-field", views.variable_default_field, name="variable-default-field"),
     path("variables/<int:variable_id>/edit", views.variable_edit, name="variable-edit"),
@@ -48,6 +51,7 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("apps/new", views.app_create, name="app-create"),
+    path("apps/import", exchange_views.app_import, name="app-import"),
     path("apps/<int:app_id>/", include(app_patterns)),
     path("api/", include("agents.api.urls")),
     path("admin/", admin.site.urls),

@@ -61,10 +61,21 @@ __all__ = [
 
 def all_codes() -> dict[str, str]:
     """Every diagnostic code of the core, with its one-line meaning (the README's table)."""
-    from agents.core import code_analysis, http, lint, parse, schemas, script, types
+    from agents.core import (
+        code_analysis,
+        cx_format,
+        formats,
+        http,
+        lint,
+        parse,
+        schemas,
+        script,
+        types,
+    )
     from agents.core import simulate as simulation
 
     codes: dict[str, str] = {}
-    for module in (parse, types, schemas, lint, simulation, http, script, code_analysis):
+    modules = (parse, types, schemas, lint, simulation, http, script, code_analysis, formats)
+    for module in (*modules, cx_format):
         codes.update(getattr(module, "CODES", {}))
     return dict(sorted(codes.items()))

@@ -894,7 +894,7 @@ def _from_cx(cx: Any, path: tuple[str | int, ...], diagnostics: list[Diagnostic]
         key, value = fields["type"]
         if isinstance(value, int) and not isinstance(value, bool):
             value = _CX_TYPE_NUMBERS.get(value, "TYPE_UNSPECIFIED" if value == 0 else value)
-        if value in _JSON_TYPES:
+        if isinstance(value, str) and value in _JSON_TYPES:
             kind = value
             out["type"] = _JSON_TYPES[value]
         elif value != "TYPE_UNSPECIFIED":

@@ -730,3 +730,10 @@ def test_nothing_raises_on_arbitrary_json(data):
     parses_as_cx(cx)
     from_cx_schema(data)
     variable_from_cx_schema(data)
+
+
+def test_from_cx_schema_reports_a_type_that_is_a_list_or_object():
+    for bad in (["STRING"], {"x": 1}):
+        schema, diagnostics = from_cx_schema({"type": bad})
+        assert "type" not in schema
+        assert any(d.code == "SC247" for d in diagnostics)

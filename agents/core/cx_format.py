@@ -1,0 +1,1032 @@
+"""CX Agent Studio's app layout: export an app as the files of a CX export ZIP, and import one.
+
+Layout (paths relative to the ZIP's root; JSON is camelCase, the proto3 JSON
+form of ``google.cloud.ces.v1`` — ``App``, ``Agent``, ``Tool`` — as
+``json_format`` prints it; long texts live in files that the JSON names by
+path, as CX's own exports do)::
+
+    app.json                                   App: displayName, description, rootAgent,
+                                               variableDeclarations [{name, description, schema}]
+    agents/<A>/<A>.json                        Agent: name, displayName, description,
+                                               instruction, tools, childAgents, <kind>Callbacks
+    agents/<A>/instruction.txt                 the instructions
+    agents/<A>/<kind>_callbacks/<kind>_callbacks_01/python_code.py
+                                               one callback (01, 02, ... in run order);
+                                               <kind> is before_agent, after_model, ...
+    tools/<T>/<T>.json                         Tool: name, displayName, executionType and one of
+                                               pythonFunction / openApiTool / mcpTool
+    tools/<T>/python_function/python_code.py   a Python tool's code
+    tools/<T>/open_api_tool/open_api_schema.yaml   an OpenAPI tool's document
+    tools/<T>/tool_fake_config/python_code.py  a mock, as CX's fake-mode code block
+
+Folder names (<A>, <T>): the agent's display name or the tool's name with every
+run of characters other than ASCII letters, digits, ``_`` and ``-`` replaced by
+one ``_`` (``Shopping Assistant`` → ``Shopping_Assistant``); a name already taken
+(ignoring case) gets ``_2``, ``_3``... Agents refer to tools and sub-agents, and
+``rootAgent`` to the root, by folder name, which is also the ``name`` of the
+agent's and the tool's JSON.
+
+A Statecraft mock becomes the tool's ``toolFakeConfig`` (a code block setting
+the state and returning the response; fake mode left off) and comes back as
+the mock on import. Scenarios have no CX form and are reported, as is every
+JSON Schema feature CX cannot hold (``schemas.to_cx_schema``).
+
+Import reads such a ZIP, also one whose files sit in a top folder, and takes
+texts either from the file a field names or inline. Diagnostics name the file
+in ``subject`` and the JSON field in ``field`` (``variableDeclarations[2].schema``),
+and their message starts with both. What Statecraft has no place for (model
+settings, guardrails, toolsets, other tool kinds, ...) is reported, not kept.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import posixpath
+import re
+import zipfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.formats import (
+    NAME_PATTERN,
+    check_app_spec,
+    dumps_native,
+    load_yaml,
+    not_json_data,
+)
+from agents.core.schemas import variable_cx_schema, variable_from_cx_schema
+from agents.core.spec import (
+    AgentSpec,
+    AppSpec,
+    CallbackKind,
+    CallbackSpec,
+    ScenarioSpec,
+    SchemaSpec,
+    ToolKind,
+    ToolMock,
+    ToolSpec,
+    VariableSpec,
+    VariableType,
+)
+
+__all__ = [
+    "CODES",
+    "MAX_ZIP_BYTES",
+    "MAX_ZIP_FILES",
+    "folder_name",
+    "from_cx_files",
+    "read_zip",
+    "to_cx_files",
+    "zip_bytes",
+]
+
+CODES: dict[str, str] = {
+    "SC601": "The upload is not a readable ZIP (damaged, encrypted, unknown compression).",
+    "SC602": "The ZIP has too many files or unpacks to too much data (a zip bomb is refused).",
+    "SC603": "A path in the ZIP leaves its folder (../, absolute) or appears twice; refused.",
+    "SC604": "The ZIP has no app.json (or several at the top).",
+    "SC605": "A file of the ZIP is not UTF-8 text, or not the JSON object it should be.",
+    "SC606": "A required field is missing or holds the wrong kind of value.",
+    "SC607": "A CX feature Statecraft has no place for is not imported.",
+    "SC608": "A reference names a file, tool or agent the ZIP does not have.",
+    "SC609": "A CX name is not a valid Statecraft name.",
+    "SC620": "A Statecraft feature CX Agent Studio has no place for is not exported.",
+    "SC621": "A mock is exported as the tool's fake-mode code block (fake mode off).",
+    "SC622": "A CX variable needs a description; this one has none.",
+    "SC623": "A folder name differs from the display name it comes from.",
+    "SC624": "A CX schema becomes a Statecraft schema, named here (CX does not name schemas).",
+}
+
+MAX_ZIP_FILES = 1_000
+MAX_ZIP_BYTES = 50 * 1024 * 1024
+MAX_ZIP_FILE_BYTES = 10 * 1024 * 1024
+
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+_NAME_RE = re.compile(NAME_PATTERN)
+_FOLDER_RE = re.compile(r"[^A-Za-z0-9_-]+")
+_CALLBACK_FIELDS = {
+    kind: "".join(word.capitalize() if i else word for i, word in enumerate(kind.value.split("_")))
+    + "Callbacks"
+    for kind in CallbackKind
+}
+_TOOL_KIND_FIELDS = {
+    ToolKind.PYTHON: "pythonFunction",
+    ToolKind.OPENAPI: "openApiTool",
+    ToolKind.MCP: "mcpTool",
+}
+_MOCK_DOC = '"""Statecraft mock of {name}: in fake mode, set STATE and return RESPONSE."""'
+
+
+def _note(code: str, severity: Severity, file: str | None, where: str, message: str) -> Diagnostic:
+    prefix = f"{file}: " if file else ""
+    words = f"{prefix}{where}: {message}" if where else f"{prefix}{message}"
+    return Diagnostic(code, severity, words, field=where or None, subject=file)
+
+
+def _dotted(pointer: str | None) -> str:
+    """``#/properties/age`` → ``.properties.age`` (the CX JSON field path style)."""
+    if not pointer or not pointer.startswith("#/"):
+        return ""
+    parts = pointer[2:].split("/")
+    return "".join(f".{p.replace('~1', '/').replace('~0', '~')}" for p in parts)
+
+
+def folder_name(name: str) -> str:
+    """The folder a resource goes in: runs of other characters become one ``_``."""
+    return _FOLDER_RE.sub("_", name.strip()) or "_"
+
+
+def _folders(names: Iterable[str]) -> dict[str, str]:
+    taken: set[str] = set()
+    out: dict[str, str] = {}
+    for name in names:
+        base = folder_name(name)
+        candidate, n = base, 2
+        while candidate.casefold() in taken:
+            candidate, n = f"{base}_{n}", n + 1
+        taken.add(candidate.casefold())
+        out[name] = candidate
+    return out
+
+
+def _json_bytes(value: Any) -> bytes:
+    return (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+
+
+# ---------------------------------------------------------------- export
+
+
+def to_cx_files(
+    app: AppSpec, scenarios: Iterable[ScenarioSpec] = ()
+) -> tuple[dict[str, bytes], tuple[Diagnostic, ...]]:
+    """The files of a CX export of `app` (path → bytes) and what did not fit CX."""
+    files: dict[str, bytes] = {}
+    found: list[Diagnostic] = []
+    schemas = {s.name: s.schema for s in app.schemas}
+    agent_dirs = _folders(a.name for a in app.agents)
+    tool_dirs = _folders(t.name for t in app.tools)
+    for name, folder in agent_dirs.items():
+        if folder != name:
+            found.append(
+                _note(
+                    "SC623",
+                    INFO,
+                    f"agents/{folder}/{folder}.json",
+                    "name",
+                    f"the agent {name!r} is in the folder {folder!r}",
+                )
+            )
+
+    app_json: dict[str, Any] = {"displayName": app.name}
+    if app.description:
+        app_json["description"] = app.description
+    root = next((a for a in app.agents if a.is_root), None)
+    if root is not None:
+        app_json["rootAgent"] = agent_dirs[root.name]
+    elif app.agents:
+        found.append(_note("SC620", W, "app.json", "rootAgent", "the app has no root agent"))
+    declarations = []
+    for i, variable in enumerate(app.variables):
+        where = f"variableDeclarations[{i}]"
+        schema, problems = variable_cx_schema(variable, schemas)
+        for d in problems:
+            at = f"{where}.schema{_dotted(d.field)}"
+            about = f"{variable.name} (schema {d.subject})" if d.subject != variable.name else ""
+            message = f"{about}: {d.message}" if about else d.message
+            found.append(replace(_note(d.code, d.severity, "app.json", at, message)))
+        if not variable.description.strip():
+            found.append(
+                _note(
+                    "SC622",
+                    W,
+                    "app.json",
+                    f"{where}.description",
+                    f"the variable {variable.name} has no description; CX requires one",
+                )
+            )
+        declarations.append(
+            {"name": variable.name, "description": variable.description, "schema": schema}
+        )
+    app_json["variableDeclarations"] = declarations
+    for schema in app.schemas:
+        if schema.description.strip():
+            found.append(
+                _note(
+                    "SC620",
+                    INFO,
+                    "app.json",
+                    "variableDeclarations",
+                    f"the description of the schema {schema.name} has no place in CX "
+                    "(a variable's schema has no name or own description); not exported",
+                )
+            )
+    files["app.json"] = _json_bytes(app_json)
+
+    for agent in app.agents:
+        files.update(_agent_files(agent, agent_dirs, tool_dirs, found))
+    for tool in app.tools:
+        files.update(_tool_files(tool, tool_dirs[tool.name], found))
+    for scenario in scenarios:
+        found.append(
+            _note(
+                "SC620",
+                W,
+                None,
+                f"agents.{scenario.agent}.scenarios.{scenario.name}",
+                "scenarios have no CX Agent Studio form; this one is not exported "
+                "(the native format keeps it)",
+            )
+        )
+    return files, tuple(found)
+
+
+def _agent_files(
+    agent: AgentSpec,
+    agent_dirs: Mapping[str, str],
+    tool_dirs: Mapping[str, str],
+    found: list[Diagnostic],
+) -> dict[str, bytes]:
+    folder = agent_dirs[agent.name]
+    base = f"agents/{folder}"
+    path = f"{base}/{folder}.json"
+    files: dict[str, bytes] = {f"{base}/instruction.txt": agent.instructions.encode("utf-8")}
+    data: dict[str, Any] = {"name": folder, "displayName": agent.name}
+    if agent.description:
+        data["description"] = agent.description
+    data["instruction"] = f"{base}/instruction.txt"
+    tools = []
+    for tool in agent.tools:
+        if tool in tool_dirs:
+            tools.append(tool_dirs[tool])
+        else:
+            found.append(_note("SC608", E, path, "tools", f"the app has no tool named {tool!r}"))
+    children = []
+    for child in agent.children:
+        if child in agent_dirs:
+            children.append(agent_dirs[child])
+        else:
+            found.append(
+                _note("SC608", E, path, "childAgents", f"the app has no agent named {child!r}")
+            )
+    if tools:
+        data["tools"] = tools
+    if children:
+        data["childAgents"] = children
+    for kind, key in _CALLBACK_FIELDS.items():
+        callbacks = sorted((c for c in agent.callbacks if c.kind is kind), key=lambda c: c.order)
+        entries = []
+        for n, callback in enumerate(callbacks, start=1):
+            code_path = (
+                f"{base}/{kind.value}_callbacks/{kind.value}_callbacks_{n:02d}/python_code.py"
+            )
+            files[code_path] = callback.code.encode("utf-8")
+            entries.append({"pythonCode": code_path})
+        if entries:
+            data[key] = entries
+    files[path] = _json_bytes(data)
+    return files
+
+
+def _tool_files(tool: ToolSpec, folder: str, found: list[Diagnostic]) -> dict[str, bytes]:
+    base = f"tools/{folder}"
+    path = f"{base}/{folder}.json"
+    files: dict[str, bytes] = {}
+    data: dict[str, Any] = {"name": folder, "displayName": tool.name}
+    if tool.kind is ToolKind.PYTHON:
+        code_path = f"{base}/python_function/python_code.py"
+        files[code_path] = tool.python_code.encode("utf-8")
+        data["pythonFunction"] = {
+            "name": tool.name,
+            "pythonCode": code_path,
+            "description": tool.description,
+        }
+    elif tool.kind is ToolKind.OPENAPI:
+        spec: dict[str, Any] = {"name": tool.name, "description": tool.description}
+        if tool.openapi is None:
+            found.append(
+                _note("SC620", W, path, "openApiTool.openApiSchema", "the tool has no document")
+            )
+        else:
+            schema_path = f"{base}/open_api_tool/open_api_schema.yaml"
+            files[schema_path] = _yaml_text(tool.openapi).encode("utf-8")
+            spec["openApiSchema"] = schema_path
+        data["openApiTool"] = spec
+    else:
+        mcp: dict[str, Any] = {
+            "name": tool.name,
+            "description": tool.description,
+            "serverAddress": tool.mcp_url,
+        }
+        if tool.mcp_headers:
+            mcp["customHeaders"] = dict(tool.mcp_headers)
+        data["mcpTool"] = mcp
+    for other in ("python_code", "openapi", "mcp_url", "mcp_headers"):
+        value = getattr(tool, other)
+        used = {ToolKind.PYTHON: "python_code", ToolKind.OPENAPI: "openapi"}.get(tool.kind)
+        if value and other != used and not (tool.kind is ToolKind.MCP and other.startswith("mcp")):
+            found.append(
+                _note(
+                    "SC620",
+                    W,
+                    path,
+                    "",
+                    f"the {tool.kind.value} tool {tool.name} also has {other}, which a "
+                    f"{tool.kind.value} tool does not use in CX; not exported",
+                )
+            )
+    data["executionType"] = "SYNCHRONOUS"
+    if tool.mock is not None:
+        code_path = f"{base}/tool_fake_config/python_code.py"
+        files[code_path] = mock_code(tool.name, tool.mock).encode("utf-8")
+        data["toolFakeConfig"] = {"codeBlock": {"pythonCode": code_path}, "enableFakeMode": False}
+        found.append(
+            _note(
+                "SC621",
+                INFO,
+                path,
+                "toolFakeConfig",
+                f"the mock of {tool.name} is the tool's fake-mode code block; fake mode is "
+                "off (turn it on in CX to use the mock)",
+            )
+        )
+    files[path] = _json_bytes(data)
+    return files
+
+
+def _yaml_text(value: Any) -> str:
+    return dumps_native(value, fmt="yaml")
+
+
+def mock_code(tool_name: str, mock: ToolMock) -> str:
+    """A CX fake-mode code block that does what the mock does (read back by `_read_mock`)."""
+    return "\n".join(
+        [
+            _MOCK_DOC.format(name=tool_name),
+            "",
+            f"STATE = {mock.state!r}",
+            f"RESPONSE = {mock.response!r}",
+            "",
+            "",
+            "def fake_tool_call(tool, input, callback_context):",
+            "    for name, value in STATE.items():",
+            "        callback_context.state[name] = value",
+            "    return RESPONSE",
+            "",
+        ]
+    )
+
+
+def _read_mock(code: str) -> ToolMock | None:
+    try:
+        module = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    values: dict[str, Any] = {}
+    for node in module.body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in ("STATE", "RESPONSE")
+        ):
+            try:
+                values[node.targets[0].id] = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+                return None
+    state = values.get("STATE")
+    if "RESPONSE" not in values or not isinstance(state, dict):
+        return None
+    if not_json_data(state) or not_json_data(values["RESPONSE"]):
+        return None
+    return ToolMock(state=state, response=values["RESPONSE"])
+
+
+# ---------------------------------------------------------------- zip
+
+
+def zip_bytes(files: Mapping[str, bytes]) -> bytes:
+    """A deterministic ZIP of `files` (sorted, fixed timestamps, deflated)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(files):
+            info = zipfile.ZipInfo(path, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, files[path])
+    return buffer.getvalue()
+
+
+def _unsafe_path(name: str) -> bool:
+    if name.startswith("/") or re.match(r"^[A-Za-z]:", name) or "\x00" in name:
+        return True
+    return any(part == ".." for part in name.split("/"))
+
+
+def read_zip(data: bytes) -> tuple[dict[str, bytes] | None, tuple[Diagnostic, ...]]:
+    """The files of a ZIP (path → bytes), or None and why it is refused. Never raises.
+
+    Refused: more than MAX_ZIP_FILES files, more than MAX_ZIP_BYTES unpacked
+    (checked on the sizes the ZIP declares and again while reading, so a
+    lying header does not help), a file over MAX_ZIP_FILE_BYTES, a path that
+    is absolute or climbs out with ``..``, a path twice, encrypted entries.
+    Folders and macOS ``__MACOSX/`` / ``.DS_Store`` entries are skipped.
+    """
+
+    def refuse(code: str, message: str) -> tuple[None, tuple[Diagnostic, ...]]:
+        return None, (Diagnostic(code, E, message, field="(zip)"),)
+
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
+        return refuse("SC601", f"the upload is not a readable ZIP ({exc})")
+    with archive:
+        infos = [info for info in archive.infolist() if not info.is_dir()]
+        if len(infos) > MAX_ZIP_FILES:
+            return refuse("SC602", f"the ZIP has {len(infos)} files; at most {MAX_ZIP_FILES}")
+        declared = sum(info.file_size for info in infos)
+        if declared > MAX_ZIP_BYTES:
+            return refuse(
+                "SC602",
+                f"the ZIP unpacks to {declared // (1024 * 1024)} MB; "
+                f"at most {MAX_ZIP_BYTES // (1024 * 1024)} MB",
+            )
+        files: dict[str, bytes] = {}
+        total = 0
+        for info in infos:
+            name = info.filename.replace("\\", "/")
+            if _unsafe_path(name):
+                return refuse("SC603", f"{info.filename}: the path leaves the ZIP's folder")
+            name = posixpath.normpath(name)
+            base = posixpath.basename(name)
+            if name.startswith("__MACOSX/") or base == ".DS_Store":
+                continue
+            if name in files:
+                return refuse("SC603", f"{name}: the ZIP holds this path twice")
+            if info.flag_bits & 0x1:
+                return refuse("SC601", f"{name}: encrypted files cannot be read")
+            if info.file_size > MAX_ZIP_FILE_BYTES:
+                return refuse("SC602", f"{name}: a file over {MAX_ZIP_FILE_BYTES // 1024} KB")
+            try:
+                with archive.open(info) as stream:
+                    content = stream.read(MAX_ZIP_FILE_BYTES + 1)
+            except (zipfile.BadZipFile, NotImplementedError, RuntimeError, OSError) as exc:
+                return refuse("SC601", f"{name}: cannot be unpacked ({exc})")
+            except Exception as exc:  # zlib.error and friends: a damaged member
+                return refuse("SC601", f"{name}: cannot be unpacked ({type(exc).__name__})")
+            if len(content) > MAX_ZIP_FILE_BYTES:
+                return refuse("SC602", f"{name}: a file over {MAX_ZIP_FILE_BYTES // 1024} KB")
+            total += len(content)
+            if total > MAX_ZIP_BYTES:
+                return refuse(
+                    "SC602", f"the ZIP unpacks to more than {MAX_ZIP_BYTES // (1024 * 1024)} MB"
+                )
+            files[name] = content
+    return files, ()
+
+
+# ---------------------------------------------------------------- import
+
+_OUTPUT_ONLY = frozenset(
+    {
+        "createTime",
+        "updateTime",
+        "etag",
+        "deploymentCount",
+        "locked",
+        "validationErrors",
+        "generatedSummary",
+    }
+)
+_APP_USED = frozenset({"name", "displayName", "description", "rootAgent", "variableDeclarations"})
+_APP_BEHAVIOUR = frozenset({"globalInstruction", "guardrails", "predefinedVariableDeclarations"})
+_AGENT_USED = frozenset(
+    {"name", "displayName", "description", "instruction", "tools", "childAgents", "llmAgent"}
+    | set(_CALLBACK_FIELDS.values())
+)
+_AGENT_BEHAVIOUR = frozenset({"remoteDialogflowAgent", "guardrails", "toolsets", "transferRules"})
+_TOOL_USED = frozenset(
+    {"name", "displayName", "executionType", "toolFakeConfig", *_TOOL_KIND_FIELDS.values()}
+)
+_OTHER_TOOL_KINDS = (
+    "clientFunction",
+    "googleSearchTool",
+    "connectorTool",
+    "dataStoreTool",
+    "fileSearchTool",
+    "systemTool",
+    "agentTool",
+    "widgetTool",
+    "remoteAgentTool",
+)
+
+
+@dataclass
+class _Import:
+    files: Mapping[str, bytes]
+    found: list[Diagnostic] = field(default_factory=list)
+
+    def note(self, code: str, severity: Severity, file: str | None, where: str, msg: str) -> None:
+        self.found.append(_note(code, severity, file, where, msg))
+
+    def json_object(self, path: str) -> dict[str, Any] | None:
+        text = self.text_file(path)
+        if text is None:
+            return None
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            self.note("SC605", E, path, "", f"not valid JSON (line {exc.lineno}: {exc.msg})")
+            return None
+        except RecursionError:
+            self.note("SC605", E, path, "", "nested too deeply")
+            return None
+        if not isinstance(value, dict):
+            self.note("SC605", E, path, "", "must hold a JSON object")
+            return None
+        problem = not_json_data(value)
+        if problem:
+            self.note("SC605", E, path, problem.field or "", problem.message)
+            return None
+        return value
+
+    def text_file(self, path: str) -> str | None:
+        try:
+            return self.files[path].decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            self.note("SC605", E, path, "", f"not UTF-8 text (byte {exc.start + 1})")
+            return None
+
+    def text_field(self, owner: str, where: str, value: Any) -> str | None:
+        """A text given by the file it names (from the app root or the JSON's folder) or inline."""
+        if value is None:
+            return ""
+        if not isinstance(value, str):
+            self.note("SC606", E, owner, where, "must be text")
+            return None
+        candidates = [value, posixpath.normpath(posixpath.join(posixpath.dirname(owner), value))]
+        for candidate in candidates:
+            if candidate in self.files:
+                return self.text_file(candidate)
+        if "\n" not in value and re.search(r"\.(py|txt|ya?ml|json)$", value.strip()):
+            self.note("SC608", E, owner, where, f"names the file {value!r}, not in the ZIP")
+            return None
+        return value
+
+    def unknown_fields(
+        self,
+        owner: str,
+        data: Mapping[str, Any],
+        used: frozenset[str],
+        behaviour: frozenset[str],
+        prefix: str = "",
+    ) -> None:
+        for key, value in data.items():
+            if key in used or key in _OUTPUT_ONLY or value in (None, "", [], {}, False):
+                continue
+            severity = W if key in behaviour else INFO
+            self.note(
+                "SC607", severity, owner, f"{prefix}{key}", "Statecraft has no place for this"
+            )
+
+
+def _last_segment(reference: str) -> str:
+    return reference.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _find_app_json(
+    files: Mapping[str, bytes],
+) -> tuple[str | None, tuple[Diagnostic, ...]]:
+    candidates = [p for p in files if posixpath.basename(p) == "app.json"]
+    if not candidates:
+        return None, (_note("SC604", E, None, "", "the ZIP has no app.json"),)
+    depth = min(p.count("/") for p in candidates)
+    top = sorted(p for p in candidates if p.count("/") == depth)
+    if len(top) > 1:
+        return None, (_note("SC604", E, None, "", f"the ZIP has several apps: {', '.join(top)}"),)
+    return top[0][: -len("app.json")], ()
+
+
+def from_cx_files(files: Mapping[str, bytes]) -> tuple[AppSpec | None, tuple[Diagnostic, ...]]:
+    """The app a CX export holds, and what could not be read or kept. Never raises.
+
+    The app is None when nothing usable is found (no app.json, unreadable
+    JSON); otherwise it comes with the diagnostics of `check_app_spec` too
+    (errors mean it cannot be imported as it is).
+    """
+    prefix, problems = _find_app_json(files)
+    if prefix is None:
+        return None, problems
+    inside = {p[len(prefix) :]: data for p, data in files.items() if p.startswith(prefix)}
+    state = _Import(inside)
+    app_data = state.json_object("app.json")
+    if app_data is None:
+        return None, tuple(state.found)
+    state.unknown_fields("app.json", app_data, _APP_USED, _APP_BEHAVIOUR)
+
+    tools, tool_refs, tool_files, skipped_tools = _read_tools(state)
+    agents_raw = _read_agent_files(state)
+    agent_refs: dict[str, str] = {}
+    for folder, (_, data) in agents_raw.items():
+        display = data.get("displayName")
+        display = display.strip() if isinstance(display, str) and display.strip() else folder
+        for key in (folder, data.get("name"), display):
+            if isinstance(key, str) and key:
+                agent_refs.setdefault(key, display)
+                agent_refs.setdefault(_last_segment(key), display)
+
+    root_ref = app_data.get("rootAgent")
+    root_name = None
+    if isinstance(root_ref, str) and root_ref:
+        root_name = agent_refs.get(root_ref) or agent_refs.get(_last_segment(root_ref))
+        if root_name is None:
+            state.note("SC608", E, "app.json", "rootAgent", f"no agent {root_ref!r} in the ZIP")
+    elif agents_raw:
+        state.note("SC606", W, "app.json", "rootAgent", "missing; the first agent is the root")
+
+    agents = []
+    agent_files: dict[str, str] = {}
+    for path, data in agents_raw.values():
+        agent = _read_agent(state, path, data, tool_refs, skipped_tools, agent_refs)
+        if agent is not None:
+            agents.append(replace(agent, is_root=agent.name == root_name))
+            agent_files[agent.name] = path
+    if agents and not any(a.is_root for a in agents):
+        agents[0] = replace(agents[0], is_root=True)
+
+    variables, schemas = _read_variables(state, app_data)
+    name = app_data.get("displayName")
+    if not isinstance(name, str) or not name.strip():
+        state.note("SC606", W, "app.json", "displayName", "missing; the app is named 'CX app'")
+        name = "CX app"
+    description = app_data.get("description", "")
+    app = AppSpec(
+        name=name.strip(),
+        description=description if isinstance(description, str) else "",
+        variables=tuple(variables),
+        schemas=tuple(schemas),
+        tools=tuple(tools),
+        agents=tuple(agents),
+    )
+    for path in sorted(inside):
+        top = path.split("/", 1)[0]
+        if path != "app.json" and top not in ("agents", "tools"):
+            state.note("SC607", INFO, path, "", "not imported (Statecraft has no place for it)")
+    variable_index = {v.name: i for i, v in enumerate(app.variables)}
+    for d in check_app_spec(app):
+        state.found.append(_place(d, variable_index, tool_files, agent_files))
+    return app, tuple(state.found)
+
+
+def _place(
+    d: Diagnostic,
+    variable_index: Mapping[str, int],
+    tool_files: Mapping[str, str],
+    agent_files: Mapping[str, str],
+) -> Diagnostic:
+    """A check on the Statecraft app, told in terms of the CX file and field it came from."""
+    where = d.field or ""
+    parts = where.split(".")
+    file, cx_field = None, where
+    if parts[0] in ("variables", "schemas", "name"):
+        file = "app.json"
+        if parts[0] == "variables" and len(parts) > 1 and parts[1] in variable_index:
+            declaration = f"variableDeclarations[{variable_index[parts[1]]}]"
+            last = parts[-1]
+            cx_field = {"default": f"{declaration}.schema.default", "name": f"{declaration}.name"}
+            cx_field = cx_field.get(last, f"{declaration}.schema")
+        elif parts[0] == "name":
+            cx_field = "displayName"
+    elif parts[0] == "tools" and len(parts) > 1:
+        file = tool_files.get(parts[1])
+    elif parts[0] == "agents" and len(parts) > 1:
+        file = agent_files.get(parts[1])
+    message = f"{file}: {d.message}" if file else d.message
+    return replace(d, subject=file, field=cx_field, message=message)
+
+
+def _read_variables(
+    state: _Import, app_data: Mapping[str, Any]
+) -> tuple[list[VariableSpec], list[SchemaSpec]]:
+    declarations = app_data.get("variableDeclarations", [])
+    if not isinstance(declarations, list):
+        state.note("SC606", E, "app.json", "variableDeclarations", "must be a list")
+        return [], []
+    variables: list[VariableSpec] = []
+    schemas: list[SchemaSpec] = []
+    for i, declaration in enumerate(declarations):
+        where = f"variableDeclarations[{i}]"
+        if not isinstance(declaration, dict):
+            state.note("SC606", E, "app.json", where, "must be an object")
+            continue
+        name = declaration.get("name")
+        if not isinstance(name, str) or not _NAME_RE.match(name) or len(name) > 64:
+            state.note("SC609", E, "app.json", f"{where}.name", f"{name!r} is not a valid name")
+            continue
+        state.unknown_fields(
+            "app.json",
+            declaration,
+            frozenset({"name", "description", "schema"}),
+            frozenset(),
+            prefix=f"{where}.",
+        )
+        description = declaration.get("description", "")
+        if not isinstance(description, str):
+            state.note("SC606", W, "app.json", f"{where}.description", "not text; left empty")
+            description = ""
+        cx_schema = declaration.get("schema")
+        if not isinstance(cx_schema, dict):
+            state.note("SC606", E, "app.json", f"{where}.schema", "a variable needs a schema")
+            continue
+        try:
+            read, problems = variable_from_cx_schema(cx_schema)
+        except (TypeError, ValueError, RecursionError) as exc:
+            # A CX schema with a non-text "type" ([...], {...}) trips the converter.
+            state.note("SC606", E, "app.json", f"{where}.schema", f"cannot be read ({exc})")
+            continue
+        for d in problems:
+            at = f"{where}.schema{_dotted(d.field)}"
+            state.found.append(_note(d.code, d.severity, "app.json", at, f"{name}: {d.message}"))
+        schema_name = None
+        if read.schema is not None:
+            schema_name = _schema_for(state, schemas, read, name, where)
+        variables.append(
+            VariableSpec(
+                name=name,
+                type=read.type,
+                default=read.default,
+                description=description,
+                item_type=read.item_type,
+                schema=schema_name,
+            )
+        )
+    return variables, schemas
+
+
+def _schema_for(
+    state: _Import, schemas: list[SchemaSpec], read: Any, variable: str, where: str
+) -> str:
+    for existing in schemas:
+        if existing.schema == read.schema:
+            return existing.name
+    taken = {s.name for s in schemas}
+    title = read.schema.get("title")
+    if isinstance(title, str) and _NAME_RE.match(title) and len(title) <= 64:
+        base = title
+    else:
+        base = "".join(part.capitalize() for part in variable.split("_") if part) or "Schema"
+        if read.type is VariableType.LIST:
+            base += "Item"
+        base = base[:60]
+    candidate, n = base, 2
+    while candidate in taken:
+        candidate, n = f"{base}{n}", n + 1
+    schemas.append(SchemaSpec(name=candidate, schema=read.schema))
+    state.note(
+        "SC624",
+        INFO,
+        "app.json",
+        f"{where}.schema",
+        f"the object schema of {variable} is imported as the schema {candidate}",
+    )
+    return candidate
+
+
+def _read_agent_files(state: _Import) -> dict[str, tuple[str, dict[str, Any]]]:
+    found: dict[str, tuple[str, dict[str, Any]]] = {}
+    for path in sorted(state.files):
+        parts = path.split("/")
+        if parts[0] != "agents" or not path.endswith(".json"):
+            continue
+        if len(parts) == 3 and parts[2] == f"{parts[1]}.json":
+            data = state.json_object(path)
+            if data is not None:
+                found[parts[1]] = (path, data)
+        elif len(parts) == 3:
+            state.note("SC607", INFO, path, "", "not an agent file (agents/<A>/<A>.json); skipped")
+    return found
+
+
+def _read_agent(
+    state: _Import,
+    path: str,
+    data: Mapping[str, Any],
+    tool_refs: Mapping[str, str],
+    skipped_tools: set[str],
+    agent_refs: Mapping[str, str],
+) -> AgentSpec | None:
+    state.unknown_fields(path, data, _AGENT_USED, _AGENT_BEHAVIOUR)
+    folder = path.split("/")[1]
+    display = data.get("displayName")
+    display = display.strip() if isinstance(display, str) and display.strip() else folder
+    instructions = state.text_field(path, "instruction", data.get("instruction"))
+    description = data.get("description", "")
+    tools: list[str] = []
+    for i, reference in enumerate(_string_list(state, path, "tools", data.get("tools"))):
+        name = tool_refs.get(reference) or tool_refs.get(_last_segment(reference))
+        if name is not None:
+            tools.append(name)
+        elif reference in skipped_tools or _last_segment(reference) in skipped_tools:
+            state.note("SC607", W, path, f"tools[{i}]", f"{reference!r} is not imported")
+        else:
+            state.note("SC608", E, path, f"tools[{i}]", f"no tool {reference!r} in the ZIP")
+    children: list[str] = []
+    for i, reference in enumerate(
+        _string_list(state, path, "childAgents", data.get("childAgents"))
+    ):
+        name = agent_refs.get(reference) or agent_refs.get(_last_segment(reference))
+        if name is None:
+            state.note("SC608", E, path, f"childAgents[{i}]", f"no agent {reference!r} in the ZIP")
+        else:
+            children.append(name)
+    callbacks: list[CallbackSpec] = []
+    for kind, key in _CALLBACK_FIELDS.items():
+        entries = data.get(key, [])
+        if not isinstance(entries, list):
+            state.note("SC606", E, path, key, "must be a list of callbacks")
+            continue
+        order = 0
+        for i, entry in enumerate(entries):
+            where = f"{key}[{i}]"
+            if not isinstance(entry, dict):
+                state.note("SC606", E, path, where, "must be an object")
+                continue
+            state.unknown_fields(
+                path, entry, frozenset({"pythonCode", "disabled"}), frozenset(), f"{where}."
+            )
+            if entry.get("disabled") is True:
+                state.note("SC607", W, path, where, "a disabled callback is not imported")
+                continue
+            code = state.text_field(path, f"{where}.pythonCode", entry.get("pythonCode"))
+            if code is not None:
+                callbacks.append(CallbackSpec(kind=kind, code=code, order=order))
+                order += 1
+    return AgentSpec(
+        name=display,
+        instructions=instructions or "",
+        description=description if isinstance(description, str) else "",
+        tools=tuple(dict.fromkeys(tools)),
+        children=tuple(dict.fromkeys(children)),
+        callbacks=tuple(callbacks),
+    )
+
+
+def _string_list(state: _Import, path: str, where: str, value: Any) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        state.note("SC606", E, path, where, "must be a list of names")
+        return []
+    return value
+
+
+def _read_tools(
+    state: _Import,
+) -> tuple[list[ToolSpec], dict[str, str], dict[str, str], set[str]]:
+    """Tools, reference → tool name, tool name → its JSON file, references of skipped tools."""
+    tools: list[ToolSpec] = []
+    refs: dict[str, str] = {}
+    paths: dict[str, str] = {}
+    skipped: set[str] = set()
+    for path in sorted(state.files):
+        parts = path.split("/")
+        if parts[0] == "toolsets" and len(parts) == 3 and parts[2] == f"{parts[1]}.json":
+            state.note("SC607", W, path, "", "toolsets are not imported (one tool per operation)")
+            skipped.add(parts[1])
+            continue
+        if parts[0] != "tools" or len(parts) != 3 or parts[2] != f"{parts[1]}.json":
+            continue
+        data = state.json_object(path)
+        if data is None:
+            continue
+        folder = parts[1]
+        named = [
+            v for v in (folder, data.get("name"), data.get("displayName")) if isinstance(v, str)
+        ]
+        keys = {k for k in named if k} | {_last_segment(k) for k in named if k}
+        tool = _read_tool(state, path, folder, data)
+        if tool is None:
+            skipped.update(keys)
+            continue
+        for key in keys:
+            refs.setdefault(key, tool.name)
+        refs.setdefault(tool.name, tool.name)
+        paths[tool.name] = path
+        tools.append(tool)
+    return tools, refs, paths, skipped
+
+
+def _read_tool(state: _Import, path: str, folder: str, data: Mapping[str, Any]) -> ToolSpec | None:
+    kinds = [kind for kind, key in _TOOL_KIND_FIELDS.items() if isinstance(data.get(key), dict)]
+    others = [key for key in _OTHER_TOOL_KINDS if key in data]
+    if not kinds:
+        what = others[0] if others else "no tool kind"
+        state.note(
+            "SC607",
+            W,
+            path,
+            others[0] if others else "",
+            f"{what}: only Python, OpenAPI and MCP tools are imported; this tool is not",
+        )
+        return None
+    kind = kinds[0]
+    key = _TOOL_KIND_FIELDS[kind]
+    spec: Mapping[str, Any] = data[key]
+    state.unknown_fields(path, data, _TOOL_USED, frozenset())
+    display = data.get("displayName")
+    if kind is ToolKind.PYTHON and isinstance(spec.get("name"), str) and spec.get("name"):
+        name, name_field = spec["name"], f"{key}.name"
+    elif isinstance(display, str) and display.strip():
+        name, name_field = display.strip(), "displayName"
+    else:
+        name, name_field = folder, ""
+    if not _NAME_RE.match(name) or len(name) > 64:
+        state.note(
+            "SC609",
+            E,
+            path,
+            name_field,
+            f"{name!r} is not a valid tool name: letters, digits and underscores, "
+            "not starting with a digit",
+        )
+        return None
+    description = spec.get("description", "")
+    description = description if isinstance(description, str) else ""
+    python_code, openapi, mcp_url, headers = "", None, "", ()
+    if kind is ToolKind.PYTHON:
+        state.unknown_fields(
+            path, spec, frozenset({"name", "pythonCode", "description"}), frozenset(), f"{key}."
+        )
+        python_code = state.text_field(path, f"{key}.pythonCode", spec.get("pythonCode")) or ""
+    elif kind is ToolKind.OPENAPI:
+        state.unknown_fields(
+            path,
+            spec,
+            frozenset({"name", "openApiSchema", "description", "ignoreUnknownFields"}),
+            frozenset({"apiAuthentication", "url"}),
+            f"{key}.",
+        )
+        text = state.text_field(path, f"{key}.openApiSchema", spec.get("openApiSchema"))
+        if text:
+            openapi = _openapi_document(state, path, f"{key}.openApiSchema", text)
+    else:
+        state.unknown_fields(
+            path,
+            spec,
+            frozenset({"name", "description", "serverAddress", "customHeaders"}),
+            frozenset({"apiAuthentication"}),
+            f"{key}.",
+        )
+        address = spec.get("serverAddress", "")
+        mcp_url = address if isinstance(address, str) else ""
+        raw = spec.get("customHeaders", {})
+        if isinstance(raw, dict) and all(isinstance(v, str) for v in raw.values()):
+            headers = tuple(raw.items())
+        else:
+            state.note("SC606", E, path, f"{key}.customHeaders", "must map names to text")
+    mock = _tool_mock(state, path, name, data.get("toolFakeConfig"))
+    return ToolSpec(
+        name=name,
+        kind=kind,
+        description=description,
+        python_code=python_code,
+        openapi=openapi,
+        mcp_url=mcp_url,
+        mcp_headers=headers,
+        mock=mock,
+    )
+
+
+def _openapi_document(state: _Import, path: str, where: str, text: str) -> dict[str, Any] | None:
+    try:
+        document = json.loads(text) if text.lstrip().startswith("{") else load_yaml(text)
+    except (ValueError, RecursionError) as exc:
+        state.note("SC605", E, path, where, f"the OpenAPI document cannot be read ({exc})")
+        return None
+    if not isinstance(document, dict) or not_json_data(document):
+        state.note("SC605", E, path, where, "the OpenAPI document must be a JSON/YAML object")
+        return None
+    return document
+
+
+def _tool_mock(state: _Import, path: str, name: str, config: Any) -> ToolMock | None:
+    if not isinstance(config, dict) or not config:
+        return None
+    block = config.get("codeBlock")
+    if not isinstance(block, dict):
+        return None
+    code = state.text_field(path, "toolFakeConfig.codeBlock.pythonCode", block.get("pythonCode"))
+    mock = _read_mock(code or "")
+    if mock is None:
+        state.note(
+            "SC607",
+            W,
+            path,
+            "toolFakeConfig.codeBlock",
+            f"the fake-mode code of {name} is not a Statecraft mock (STATE and RESPONSE); "
+            "not imported",
+        )
+    return mock

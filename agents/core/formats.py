@@ -1,0 +1,993 @@
+"""The native format: one JSON or YAML document per app, described by a published JSON Schema.
+
+    {"format": "statecraft.app", "version": 1, "app": {...}}
+
+``to_native`` writes an app (and its scenarios) as that document, ``from_native``
+reads it back, validating it against ``NATIVE_SCHEMA`` (draft 2020-12, also in
+``docs/native-format.schema.json``) and then checking what a JSON Schema cannot
+say: unique names, references between objects, defaults against their types,
+Python syntax. ``check_app_spec`` is that second half on its own, for any
+``AppSpec`` (the CX importer and the Django import service use it too).
+
+Export then import gives back the same app: ``to_native(from_native(d)) == d``
+for every document ``to_native`` writes. Object keys keep their order (a
+schema's properties stay where the designer put them).
+
+Fields of diagnostics name the object and the field, by name where there is one:
+``variables.customer.default``, ``schemas.Customer.json_schema#/properties/age``,
+``agents.Root.callbacks[0].code``, ``agents.Root.scenarios.Happy path.session.values``.
+
+YAML is read with PyYAML's safe loader only (imported when YAML is used; the
+rest of the core stays standard library + jsonschema), without aliases (a
+"billion laughs" file is refused) and with dates kept as text.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import functools
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.schemas import check_schema
+from agents.core.script import format_script, parse_script
+from agents.core.spec import (
+    AgentSpec,
+    AppSpec,
+    CallbackKind,
+    CallbackSpec,
+    ScenarioSpec,
+    SchemaSpec,
+    SessionSpec,
+    StepKind,
+    StepSpec,
+    ToolKind,
+    ToolMock,
+    ToolSpec,
+    VariableSpec,
+    VariableType,
+)
+from agents.core.types import describe_validation_error, validate_value
+
+__all__ = [
+    "CODES",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "NATIVE_SCHEMA",
+    "check_app_spec",
+    "dumps_native",
+    "from_native",
+    "loads_native",
+    "to_native",
+]
+
+FORMAT_NAME = "statecraft.app"
+FORMAT_VERSION = 1
+MAX_NATIVE_BYTES = 5 * 1024 * 1024
+MAX_NATIVE_DEPTH = 100
+MAX_STRUCTURE_DIAGNOSTICS = 20
+
+CODES: dict[str, str] = {
+    "SC501": "An imported file is not JSON or YAML text (not UTF-8, or a YAML alias).",
+    "SC502": "An imported file is too large or nested too deeply.",
+    "SC503": "An imported file holds what JSON cannot (NaN, binary data, a non-text key).",
+    "SC504": "The document is not a Statecraft app, or of a format version this one cannot read.",
+    "SC505": "The document does not match the native format's JSON Schema.",
+    "SC506": "Two objects of one kind in the app have the same name.",
+    "SC507": "A reference names a schema, tool or agent the app does not have (or makes a cycle).",
+    "SC508": "The app has more than one root agent, or none (the first agent becomes the root).",
+    "SC509": "A name, display name or code cannot be saved (invalid name, braces, Python syntax).",
+    "SC510": "A scenario cannot be saved as written (setting, session value, step text).",
+    "SC511": "A field that does not apply to the object is ignored.",
+}
+
+NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+NAME_MAX_LENGTH = 64
+_NAME_RE = re.compile(NAME_PATTERN)
+_CHANNELS = ("web", "api", "telephony")
+_MODALITIES = ("text", "voice")
+
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+
+def _text(max_length: int | None = None, *, min_length: int = 0) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    if min_length:
+        schema["minLength"] = min_length
+    if max_length is not None:
+        schema["maxLength"] = max_length
+    return schema
+
+
+def _if_then(prop: str, value: str, required: list[str]) -> dict[str, Any]:
+    return {
+        "if": {"properties": {prop: {"const": value}}, "required": [prop]},
+        "then": {"required": required},
+    }
+
+
+NATIVE_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://statecraft.dev/schemas/native-format-1.schema.json",
+    "title": "Statecraft app (native format, version 1)",
+    "description": (
+        "One app of Statecraft: its schemas, variables, tools and agents (with their "
+        "callbacks and scenarios). Export then import gives back the same app."
+    ),
+    "type": "object",
+    "required": ["format", "version", "app"],
+    "additionalProperties": False,
+    "properties": {
+        "format": {"const": FORMAT_NAME},
+        "version": {"const": FORMAT_VERSION},
+        "app": {"$ref": "#/$defs/app"},
+    },
+    "$defs": {
+        "name": {
+            "description": "Letters, digits and underscores, not starting with a digit.",
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "maxLength": NAME_MAX_LENGTH,
+        },
+        "json": {"description": "Any JSON value."},
+        "app": {
+            "type": "object",
+            "required": ["name"],
+            "additionalProperties": False,
+            "properties": {
+                "name": _text(200, min_length=1),
+                "description": _text(),
+                "schemas": {"type": "array", "items": {"$ref": "#/$defs/schema"}},
+                "variables": {"type": "array", "items": {"$ref": "#/$defs/variable"}},
+                "tools": {"type": "array", "items": {"$ref": "#/$defs/tool"}},
+                "agents": {"type": "array", "items": {"$ref": "#/$defs/agent"}},
+            },
+        },
+        "schema": {
+            "description": "A custom-object schema (JSON Schema draft 2020-12), keys in order.",
+            "type": "object",
+            "required": ["name", "json_schema"],
+            "additionalProperties": False,
+            "properties": {
+                "name": {"$ref": "#/$defs/name"},
+                "description": _text(),
+                "json_schema": {"type": "object"},
+            },
+        },
+        "variable": {
+            "description": (
+                "A variable; a list names its item_type, a custom object (or a list of "
+                "them) names its schema. A missing or null default means no default."
+            ),
+            "type": "object",
+            "required": ["name", "type"],
+            "additionalProperties": False,
+            "properties": {
+                "name": {"$ref": "#/$defs/name"},
+                "type": {"enum": [t.value for t in VariableType]},
+                "item_type": {"enum": [t.value for t in VariableType if t != VariableType.LIST]},
+                "schema": {"$ref": "#/$defs/name"},
+                "default": {"$ref": "#/$defs/json"},
+                "description": _text(),
+            },
+            "allOf": [
+                _if_then("type", VariableType.LIST.value, ["item_type"]),
+                _if_then("type", VariableType.OBJECT.value, ["schema"]),
+                _if_then("item_type", VariableType.OBJECT.value, ["schema"]),
+            ],
+        },
+        "tool": {
+            "description": (
+                "A tool: python (python_code), openapi (an OpenAPI 3 document with one "
+                "operation) or mcp (mcp_url and mcp_headers); mock is what it does in "
+                "simulation without running code (null: no mock)."
+            ),
+            "type": "object",
+            "required": ["name", "kind"],
+            "additionalProperties": False,
+            "properties": {
+                "name": {"$ref": "#/$defs/name"},
+                "kind": {"enum": [k.value for k in ToolKind]},
+                "description": _text(),
+                "python_code": _text(),
+                "openapi": {"type": ["object", "null"]},
+                "mcp_url": _text(200),
+                "mcp_headers": {"type": "object", "additionalProperties": {"type": "string"}},
+                "mock": {
+                    "type": ["object", "null"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "state": {"type": "object"},
+                        "response": {"$ref": "#/$defs/json"},
+                    },
+                },
+            },
+        },
+        "callback": {
+            "type": "object",
+            "required": ["kind", "code"],
+            "additionalProperties": False,
+            "properties": {
+                "kind": {"enum": [k.value for k in CallbackKind]},
+                "order": {"type": "integer", "minimum": 0},
+                "code": _text(),
+            },
+        },
+        "agent": {
+            "description": (
+                "An agent, named by its display name; tools name tools of the app, "
+                "children name other agents by display name."
+            ),
+            "type": "object",
+            "required": ["name"],
+            "additionalProperties": False,
+            "properties": {
+                "name": _text(200, min_length=1),
+                "description": _text(),
+                "is_root": {"type": "boolean"},
+                "instructions": _text(),
+                "tools": {"type": "array", "items": {"$ref": "#/$defs/name"}},
+                "children": {"type": "array", "items": _text(200, min_length=1)},
+                "callbacks": {"type": "array", "items": {"$ref": "#/$defs/callback"}},
+                "scenarios": {"type": "array", "items": {"$ref": "#/$defs/scenario"}},
+            },
+        },
+        "scenario": {
+            "description": "A scripted session with the agent: either steps or a step script.",
+            "type": "object",
+            "required": ["name"],
+            "additionalProperties": False,
+            "properties": {
+                "name": _text(200, min_length=1),
+                "session": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "values": {"type": "object"},
+                        "channel": {"enum": list(_CHANNELS)},
+                        "modality": {"enum": list(_MODALITIES)},
+                        "session_id": _text(100),
+                        "project_id": _text(100),
+                        "project_number": _text(30),
+                        "location": _text(50),
+                    },
+                },
+                "token_budget": {"type": "integer", "minimum": 1},
+                "use_mocks": {"type": "boolean"},
+                "steps": {"type": "array", "items": {"$ref": "#/$defs/step"}},
+                "script": {
+                    "description": "The steps as the designer types them (user:, tool:, ...).",
+                    "type": "string",
+                },
+            },
+            "not": {"required": ["steps", "script"]},
+        },
+        "step": {
+            "type": "object",
+            "required": ["kind"],
+            "additionalProperties": False,
+            "properties": {
+                "kind": {"enum": [k.value for k in StepKind]},
+                "text": _text(),
+                "tool": {"$ref": "#/$defs/name"},
+                "args": {"type": "object"},
+                "callback": {"enum": [k.value for k in CallbackKind]},
+            },
+            "allOf": [
+                _if_then("kind", StepKind.TOOL.value, ["tool"]),
+                _if_then("kind", StepKind.CALLBACK.value, ["callback"]),
+            ],
+        },
+    },
+}
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _json(value: Any) -> Any:
+    """A copy, so the document never shares a dict with the (read-only) spec."""
+    return copy.deepcopy(value)
+
+
+def to_native(app: AppSpec, scenarios: Iterable[ScenarioSpec] = ()) -> dict[str, Any]:
+    """The native document of `app`; each scenario goes under the agent it talks to."""
+    by_agent: dict[str, list[ScenarioSpec]] = {}
+    for scenario in scenarios:
+        by_agent.setdefault(scenario.agent, []).append(scenario)
+    return {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "app": {
+            "name": app.name,
+            "description": app.description,
+            "schemas": [
+                {"name": s.name, "description": s.description, "json_schema": _json(s.schema)}
+                for s in app.schemas
+            ],
+            "variables": [_variable_out(v) for v in app.variables],
+            "tools": [_tool_out(t) for t in app.tools],
+            "agents": [_agent_out(a, by_agent.get(a.name, ())) for a in app.agents],
+        },
+    }
+
+
+def _variable_out(variable: VariableSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": variable.name, "type": variable.type.value}
+    if variable.type is VariableType.LIST and variable.item_type is not None:
+        out["item_type"] = variable.item_type.value
+    if variable.schema:
+        out["schema"] = variable.schema
+    if variable.default is not None:
+        out["default"] = _json(variable.default)
+    out["description"] = variable.description
+    return out
+
+
+def _tool_out(tool: ToolSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": tool.name,
+        "kind": tool.kind.value,
+        "description": tool.description,
+    }
+    if tool.kind is ToolKind.PYTHON or tool.python_code:
+        out["python_code"] = tool.python_code
+    if tool.openapi is not None:
+        out["openapi"] = _json(tool.openapi)
+    if tool.mcp_url:
+        out["mcp_url"] = tool.mcp_url
+    if tool.mcp_headers:
+        out["mcp_headers"] = dict(tool.mcp_headers)
+    out["mock"] = (
+        None
+        if tool.mock is None
+        else {"state": _json(tool.mock.state), "response": _json(tool.mock.response)}
+    )
+    return out
+
+
+def _agent_out(agent: AgentSpec, scenarios: Iterable[ScenarioSpec]) -> dict[str, Any]:
+    return {
+        "name": agent.name,
+        "description": agent.description,
+        "is_root": agent.is_root,
+        "instructions": agent.instructions,
+        "tools": list(agent.tools),
+        "children": list(agent.children),
+        "callbacks": [
+            {"kind": c.kind.value, "order": c.order, "code": c.code} for c in agent.callbacks
+        ],
+        "scenarios": [_scenario_out(s) for s in scenarios],
+    }
+
+
+def _scenario_out(scenario: ScenarioSpec) -> dict[str, Any]:
+    session = scenario.session
+    return {
+        "name": scenario.name,
+        "session": {
+            "values": _json(session.values),
+            "channel": session.channel,
+            "modality": session.modality,
+            "session_id": session.session_id,
+            "project_id": session.project_id,
+            "project_number": session.project_number,
+            "location": session.location,
+        },
+        "token_budget": scenario.token_budget,
+        "use_mocks": scenario.use_mocks,
+        "steps": [_step_out(step) for step in scenario.steps],
+    }
+
+
+def _step_out(step: StepSpec) -> dict[str, Any]:
+    if step.kind is StepKind.TOOL:
+        return {"kind": step.kind.value, "tool": step.tool, "args": _json(step.args)}
+    if step.kind is StepKind.CALLBACK:
+        return {"kind": step.kind.value, "callback": step.callback.value if step.callback else ""}
+    return {"kind": step.kind.value, "text": step.text}
+
+
+# ---------------------------------------------------------------- text (JSON / YAML)
+
+
+def dumps_native(doc: Mapping[str, Any], fmt: str = "json") -> str:
+    """The document as JSON (indented, UTF-8) or YAML (block style, multi-line text as `|`)."""
+    if fmt == "json":
+        return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    if fmt == "yaml":
+        import yaml  # only the YAML path needs PyYAML
+
+        return yaml.dump(
+            doc,
+            Dumper=_yaml_dumper(),
+            sort_keys=False,
+            allow_unicode=True,
+            default_flow_style=False,
+            width=100,
+        )
+    raise ValueError(f"unknown format {fmt!r}: use 'json' or 'yaml'")
+
+
+@functools.cache
+def _yaml_dumper() -> type:
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        def ignore_aliases(self, data: Any) -> bool:  # never write &anchors / *aliases
+            return True
+
+    def text(dumper: yaml.SafeDumper, value: str) -> Any:
+        style = "|" if "\n" in value else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, text)
+    return Dumper
+
+
+@functools.cache
+def _yaml_loader() -> type:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    "an alias (*name) repeats another part of the file; write values out",
+                    event.start_mark,
+                )
+            return super().compose_node(parent, index)
+
+    # A date stays the text it was written as (JSON has no dates).
+    Loader.add_constructor("tag:yaml.org,2002:timestamp", Loader.construct_yaml_str)
+    return Loader
+
+
+def load_yaml(text: str) -> Any:
+    """Safe YAML (no aliases, dates as text); raises ValueError with the line on a problem."""
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_yaml_loader())  # a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise ValueError(f"{where}{exc.problem or exc.context}") from exc
+    except (yaml.YAMLError, RecursionError) as exc:
+        raise ValueError(str(exc) or type(exc).__name__) from exc
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def loads_native(text: str | bytes) -> tuple[Any, tuple[Diagnostic, ...]]:
+    """The document in `text`, JSON or YAML (told apart by a leading ``{``).
+
+    Returns ``(None, errors)`` when the text cannot be read; never raises.
+    """
+    if isinstance(text, bytes):
+        if len(text) > MAX_NATIVE_BYTES:
+            return None, (_too_large(len(text)),)
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            message = f"the file is not UTF-8 text (byte {exc.start + 1})"
+            return None, (Diagnostic("SC501", E, message, field="(file)"),)
+    text = text.removeprefix("\ufeff")
+    if len(text.encode("utf-8")) > MAX_NATIVE_BYTES:
+        return None, (_too_large(len(text.encode("utf-8"))),)
+    stripped = text.lstrip()
+    if not stripped:
+        return None, (Diagnostic("SC501", E, "the file is empty", field="(file)"),)
+    try:
+        if stripped.startswith("{"):
+            try:
+                doc = json.loads(text, parse_constant=_reject_constant)
+            except json.JSONDecodeError as exc:
+                where = f"line {exc.lineno}, column {exc.colno}"
+                message = f"not valid JSON ({where}: {exc.msg})"
+                return None, (Diagnostic("SC501", E, message, line=exc.lineno, field="(file)"),)
+        else:
+            doc = load_yaml(text)
+    except RecursionError:
+        return None, (_too_deep(),)
+    except ValueError as exc:
+        message = f"not valid JSON or YAML ({exc})"
+        return None, (Diagnostic("SC501", E, message, field="(file)"),)
+    problem = not_json_data(doc)
+    if problem:
+        return None, (problem,)
+    return doc, ()
+
+
+def _too_large(size: int) -> Diagnostic:
+    message = f"the file is {size // 1024} KB; at most {MAX_NATIVE_BYTES // 1024 // 1024} MB"
+    return Diagnostic("SC502", E, message, field="(file)")
+
+
+def _too_deep() -> Diagnostic:
+    message = f"the file is nested more than {MAX_NATIVE_DEPTH} levels deep"
+    return Diagnostic("SC502", E, message, field="(file)")
+
+
+def not_json_data(value: Any, where: str = "") -> Diagnostic | None:
+    """An error if `value` is not plain JSON data (or deeper than MAX_NATIVE_DEPTH)."""
+    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
+    while stack:
+        node, path, depth = stack.pop()
+        if depth > MAX_NATIVE_DEPTH:
+            return _too_deep()
+        if isinstance(node, dict):
+            for key, child in node.items():
+                if not isinstance(key, str):
+                    message = f"{path or 'the document'}: the key {key!r} is not text"
+                    return Diagnostic("SC503", E, message, field=path or "(file)")
+                stack.append((child, f"{path}.{key}" if path else key, depth + 1))
+        elif isinstance(node, list):
+            stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(node))
+        elif isinstance(node, float) and not math.isfinite(node):
+            return Diagnostic("SC503", E, f"{path}: {node} is not a JSON number", field=path)
+        elif node is not None and not isinstance(node, str | int | float | bool):
+            kind = type(node).__name__
+            return Diagnostic("SC503", E, f"{path}: a {kind} value is not JSON data", field=path)
+    return None
+
+
+# ---------------------------------------------------------------- reading
+
+
+@functools.cache
+def _native_validator() -> Draft202012Validator:
+    return Draft202012Validator(NATIVE_SCHEMA)
+
+
+_COLLECTIONS = frozenset({"schemas", "variables", "tools", "agents", "scenarios"})
+
+
+def _native_field(doc: Any, path: Sequence[Any]) -> str:
+    """``variables.customer.default`` for the path ``app/variables/3/default``."""
+    parts: list[str] = []
+    node = doc
+    for i, part in enumerate(path):
+        if i == 0 and part == "app":
+            node = node.get("app") if isinstance(node, dict) else None
+            continue
+        if isinstance(part, int):
+            item = node[part] if isinstance(node, list) and part < len(node) else None
+            name = item.get("name") if isinstance(item, dict) else None
+            if parts and parts[-1] in _COLLECTIONS and isinstance(name, str) and name:
+                parts.append(name)
+            elif parts:
+                parts[-1] = f"{parts[-1]}[{part}]"
+            else:
+                parts.append(f"[{part}]")
+            node = item
+        else:
+            parts.append(str(part))
+            node = node.get(part) if isinstance(node, dict) else None
+    return ".".join(parts) or "(document)"
+
+
+def from_native(
+    doc: Any,
+) -> tuple[AppSpec | None, tuple[ScenarioSpec, ...], tuple[Diagnostic, ...]]:
+    """The app and scenarios of a native document, and every problem found.
+
+    When the document does not have the native format's shape the app is
+    ``None`` (with the errors); otherwise the app is returned together with
+    the diagnostics of ``check_app_spec`` (errors mean it cannot be imported).
+    """
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
+        message = f'this is not a Statecraft app: it needs "format": "{FORMAT_NAME}"'
+        return None, (), (Diagnostic("SC504", E, message, field="format"),)
+    version = doc.get("version")
+    if version != FORMAT_VERSION:
+        message = (
+            f"format version {version!r} cannot be read; this Statecraft reads "
+            f"version {FORMAT_VERSION}"
+        )
+        return None, (), (Diagnostic("SC504", E, message, field="version"),)
+    errors = sorted(
+        _native_validator().iter_errors(doc),
+        key=lambda e: tuple((isinstance(p, int), p) for p in e.absolute_path),
+    )
+    if errors:
+        found = []
+        for error in errors[:MAX_STRUCTURE_DIAGNOSTICS]:
+            where = _native_field(doc, list(error.absolute_path))
+            message = f"{where}: {describe_validation_error(error)}"
+            found.append(Diagnostic("SC505", E, message, field=where))
+        if len(errors) > MAX_STRUCTURE_DIAGNOSTICS:
+            more = len(errors) - MAX_STRUCTURE_DIAGNOSTICS
+            found.append(Diagnostic("SC505", INFO, f"{more} more problems", field="(document)"))
+        return None, (), tuple(found)
+    app_doc = doc["app"]
+    diagnostics: list[Diagnostic] = []
+    app = AppSpec(
+        name=app_doc["name"],
+        description=app_doc.get("description", ""),
+        schemas=tuple(
+            SchemaSpec(s["name"], s["json_schema"], s.get("description", ""))
+            for s in app_doc.get("schemas", [])
+        ),
+        variables=tuple(_variable_in(v, diagnostics) for v in app_doc.get("variables", [])),
+        tools=tuple(_tool_in(t) for t in app_doc.get("tools", [])),
+        agents=tuple(_agent_in(a) for a in app_doc.get("agents", [])),
+    )
+    scenarios = tuple(
+        _scenario_in(s, agent["name"], diagnostics)
+        for agent in app_doc.get("agents", [])
+        for s in agent.get("scenarios", [])
+    )
+    diagnostics.extend(check_app_spec(app, scenarios))
+    return app, scenarios, tuple(diagnostics)
+
+
+def _variable_in(v: dict[str, Any], diagnostics: list[Diagnostic]) -> VariableSpec:
+    kind = VariableType(v["type"])
+    item_type = VariableType(v["item_type"]) if "item_type" in v else None
+    if item_type is not None and kind is not VariableType.LIST:
+        field = f"variables.{v['name']}.item_type"
+        message = f"{field}: only a list has an item type; ignored"
+        diagnostics.append(Diagnostic("SC511", W, message, field=field, subject=v["name"]))
+        item_type = None
+    needs_schema = VariableType.OBJECT in (kind, item_type)
+    schema = v.get("schema")
+    if schema and not needs_schema:
+        field = f"variables.{v['name']}.schema"
+        message = f"{field}: only a custom object (or a list of them) has a schema; ignored"
+        diagnostics.append(Diagnostic("SC511", W, message, field=field, subject=v["name"]))
+        schema = None
+    return VariableSpec(
+        name=v["name"],
+        type=kind,
+        default=v.get("default"),
+        description=v.get("description", ""),
+        item_type=item_type,
+        schema=schema,
+    )
+
+
+def _tool_in(t: dict[str, Any]) -> ToolSpec:
+    mock = t.get("mock")
+    return ToolSpec(
+        name=t["name"],
+        kind=ToolKind(t["kind"]),
+        description=t.get("description", ""),
+        python_code=t.get("python_code", ""),
+        openapi=t.get("openapi"),
+        mcp_url=t.get("mcp_url", ""),
+        mcp_headers=tuple(t.get("mcp_headers", {}).items()),
+        mock=None
+        if mock is None
+        else ToolMock(state=mock.get("state", {}), response=mock.get("response")),
+    )
+
+
+def _agent_in(a: dict[str, Any]) -> AgentSpec:
+    return AgentSpec(
+        name=a["name"],
+        instructions=a.get("instructions", ""),
+        description=a.get("description", ""),
+        tools=tuple(a.get("tools", [])),
+        children=tuple(a.get("children", [])),
+        callbacks=tuple(
+            CallbackSpec(kind=CallbackKind(c["kind"]), code=c["code"], order=c.get("order", i))
+            for i, c in enumerate(a.get("callbacks", []))
+        ),
+        is_root=a.get("is_root", False),
+    )
+
+
+def _scenario_in(s: dict[str, Any], agent: str, diagnostics: list[Diagnostic]) -> ScenarioSpec:
+    defaults = SessionSpec()
+    session = s.get("session", {})
+    if "script" in s:
+        parsed = parse_script(s["script"])
+        field = f"agents.{agent}.scenarios.{s['name']}.script"
+        diagnostics.extend(
+            replace(d, field=field, message=f"{field}: {d.message}", subject=agent)
+            for d in parsed.diagnostics
+        )
+        steps = parsed.steps
+    else:
+        steps = tuple(
+            StepSpec(
+                kind=StepKind(step["kind"]),
+                text=step.get("text", ""),
+                tool=step.get("tool", ""),
+                args=step.get("args", {}),
+                callback=CallbackKind(step["callback"]) if "callback" in step else None,
+            )
+            for step in s.get("steps", [])
+        )
+    return ScenarioSpec(
+        name=s["name"],
+        agent=agent,
+        session=SessionSpec(
+            values=session.get("values", {}),
+            channel=session.get("channel", defaults.channel),
+            modality=session.get("modality", defaults.modality),
+            session_id=session.get("session_id", defaults.session_id),
+            project_id=session.get("project_id", defaults.project_id),
+            project_number=session.get("project_number", defaults.project_number),
+            location=session.get("location", defaults.location),
+        ),
+        steps=steps,
+        token_budget=s.get("token_budget", 8000),
+        use_mocks=s.get("use_mocks", False),
+    )
+
+
+# ---------------------------------------------------------------- checks
+
+
+def _error(code: str, field: str, message: str, subject: str | None = None) -> Diagnostic:
+    return Diagnostic(code, E, f"{field}: {message}", field=field, subject=subject)
+
+
+def _name_problem(name: str, field: str, subject: str | None = None) -> Diagnostic | None:
+    if not name:
+        return _error("SC509", field, "a name is required", subject)
+    if len(name) > NAME_MAX_LENGTH:
+        return _error("SC509", field, f"at most {NAME_MAX_LENGTH} characters", subject)
+    if not _NAME_RE.match(name):
+        return _error(
+            "SC509",
+            field,
+            f"'{name}' is not a valid name: use letters, digits and underscores, "
+            "not starting with a digit",
+            subject,
+        )
+    return None
+
+
+def _python_problem(code: str, field: str, subject: str) -> Diagnostic | None:
+    try:
+        ast.parse(code)
+    except SyntaxError as exc:
+        return _error("SC509", field, f"line {exc.lineno}: {exc.msg}", subject)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return _error("SC509", field, f"the code cannot be read ({exc})", subject)
+    return None
+
+
+def _duplicates(names: Iterable[str], *, fold: bool = False) -> list[str]:
+    seen: set[str] = set()
+    repeated: list[str] = []
+    for name in names:
+        key = name.casefold() if fold else name
+        if key in seen and name not in repeated:
+            repeated.append(name)
+        seen.add(key)
+    return repeated
+
+
+def check_app_spec(app: AppSpec, scenarios: Iterable[ScenarioSpec] = ()) -> tuple[Diagnostic, ...]:
+    """What would stop the app from being saved, found all at once (errors), plus warnings.
+
+    These are the checks the services make one object at a time (names,
+    uniqueness, schemas, defaults, Python syntax, links between agents,
+    scenario settings); lint problems (an undeclared reference in the
+    instructions...) are not import errors: the designer shows them.
+    """
+    found: list[Diagnostic] = []
+    name = app.name.strip()
+    if not name or len(name) > 200:
+        found.append(_error("SC509", "name", "the app needs a name of at most 200 characters"))
+    found.extend(_check_schemas(app))
+    found.extend(_check_variables(app))
+    found.extend(_check_tools(app))
+    found.extend(_check_agents(app))
+    found.extend(_check_scenarios(app, list(scenarios)))
+    return tuple(found)
+
+
+def _check_schemas(app: AppSpec) -> Iterable[Diagnostic]:
+    for repeated in _duplicates(s.name for s in app.schemas):
+        field = f"schemas.{repeated}"
+        yield _error("SC506", field, "two schemas have this name", repeated)
+    for schema in app.schemas:
+        problem = _name_problem(schema.name, f"schemas.{schema.name}.name", schema.name)
+        if problem:
+            yield problem
+        for d in check_schema(schema.schema):
+            inner = d.field if d.field and d.field != "#" else ""
+            field = f"schemas.{schema.name}.json_schema{inner}"
+            yield replace(d, field=field, message=f"{field}: {d.message}", subject=schema.name)
+
+
+def _check_variables(app: AppSpec) -> Iterable[Diagnostic]:
+    schemas = {s.name: s.schema for s in app.schemas}
+    broken_schemas = {
+        s.name for s in app.schemas if any(d.severity is E for d in check_schema(s.schema))
+    }
+    for repeated in _duplicates(v.name for v in app.variables):
+        yield _error("SC506", f"variables.{repeated}", "two variables have this name", repeated)
+    for variable in app.variables:
+        base = f"variables.{variable.name}"
+        problem = _name_problem(variable.name, f"{base}.name", variable.name)
+        if problem:
+            yield problem
+        if variable.type is VariableType.LIST and variable.item_type in (None, VariableType.LIST):
+            yield _error(
+                "SC509",
+                f"{base}.item_type",
+                "a list needs the type of its items: text, number, boolean or object",
+                variable.name,
+            )
+            continue
+        if VariableType.OBJECT in (variable.type, variable.item_type):
+            if not variable.schema:
+                yield _error(
+                    "SC507", f"{base}.schema", "a custom object needs a schema", variable.name
+                )
+                continue
+            if variable.schema not in schemas:
+                yield _error(
+                    "SC507",
+                    f"{base}.schema",
+                    f"the app has no schema named '{variable.schema}'",
+                    variable.name,
+                )
+                continue
+            if variable.schema in broken_schemas:
+                continue  # the schema's own errors are reported; its defaults cannot be checked
+        for d in validate_value(variable.default, variable, schemas):
+            yield replace(d, message=f"{d.field}: {d.message}")
+
+
+def _check_tools(app: AppSpec) -> Iterable[Diagnostic]:
+    for repeated in _duplicates(t.name for t in app.tools):
+        yield _error("SC506", f"tools.{repeated}", "two tools have this name", repeated)
+    for tool in app.tools:
+        base = f"tools.{tool.name}"
+        problem = _name_problem(tool.name, f"{base}.name", tool.name)
+        if problem:
+            yield problem
+        if tool.kind is ToolKind.PYTHON and tool.python_code.strip():
+            problem = _python_problem(tool.python_code, f"{base}.python_code", tool.name)
+            if problem:
+                yield problem
+        if len(tool.mcp_url) > 200:
+            yield _error("SC509", f"{base}.mcp_url", "at most 200 characters", tool.name)
+        if tool.openapi is not None and not isinstance(tool.openapi, dict):
+            yield _error("SC509", f"{base}.openapi", "must be a JSON object", tool.name)
+        if tool.mock is not None and not isinstance(tool.mock.state, dict):
+            yield _error("SC509", f"{base}.mock.state", "must be a JSON object", tool.name)
+
+
+def _check_agents(app: AppSpec) -> Iterable[Diagnostic]:
+    tools = {t.name for t in app.tools}
+    agents = {a.name for a in app.agents}
+    for repeated in _duplicates((a.name.strip() for a in app.agents), fold=True):
+        yield _error("SC506", f"agents.{repeated}", "two agents have this display name", repeated)
+    roots = [a.name for a in app.agents if a.is_root]
+    if len(roots) > 1:
+        yield _error("SC508", "agents", f"only one agent can be the root, not {', '.join(roots)}")
+    elif app.agents and not roots:
+        message = f"agents: no agent is the root; {app.agents[0].name} becomes the root"
+        yield Diagnostic("SC508", W, message, field="agents")
+    for agent in app.agents:
+        base = f"agents.{agent.name}"
+        display = agent.name.strip()
+        if not display or len(display) > 200:
+            yield _error("SC509", f"{base}.name", "a display name of 1 to 200 characters")
+        elif "{" in display or "}" in display:
+            yield _error("SC509", f"{base}.name", "a display name cannot contain braces { }")
+        for tool in agent.tools:
+            if tool not in tools:
+                yield _error(
+                    "SC507", f"{base}.tools", f"the app has no tool named '{tool}'", agent.name
+                )
+        for child in agent.children:
+            if child not in agents or child == agent.name:
+                words = "an agent cannot be its own sub-agent"
+                if child not in agents:
+                    words = f"the app has no agent named '{child}'"
+                yield _error("SC507", f"{base}.children", words, agent.name)
+        seen: set[tuple[CallbackKind, int]] = set()
+        for i, callback in enumerate(agent.callbacks):
+            field = f"{base}.callbacks[{i}]"
+            if (callback.kind, callback.order) in seen:
+                yield _error(
+                    "SC506",
+                    f"{field}.order",
+                    f"two {callback.kind.value} callbacks have the order {callback.order}",
+                    agent.name,
+                )
+            seen.add((callback.kind, callback.order))
+            if not callback.code.strip():
+                yield _error("SC509", f"{field}.code", "a callback needs Python code", agent.name)
+            else:
+                problem = _python_problem(callback.code, f"{field}.code", agent.name)
+                if problem:
+                    yield problem
+    cycle = _cycle(app)
+    if cycle:
+        yield _error(
+            "SC507", f"agents.{cycle[0]}.children", f"sub-agents form a cycle: {' → '.join(cycle)}"
+        )
+
+
+def _cycle(app: AppSpec) -> list[str] | None:
+    edges = {a.name: [c for c in a.children if c != a.name] for a in app.agents}
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        state[node] = 1
+        for child in edges.get(node, []):
+            if state.get(child) == 1:
+                return [*path[path.index(child) :], child] if child in path else [node, child]
+            if child in edges and state.get(child) is None:
+                found = visit(child, [*path, child])
+                if found:
+                    return found
+        state[node] = 2
+        return None
+
+    for start in edges:
+        if state.get(start) is None:
+            found = visit(start, [start])
+            if found:
+                return found
+    return None
+
+
+def _check_scenarios(app: AppSpec, scenarios: list[ScenarioSpec]) -> Iterable[Diagnostic]:
+    agents = {a.name for a in app.agents}
+    schemas = {s.name: s.schema for s in app.schemas}
+    for repeated in _duplicates(f"{s.agent}\x00{s.name.strip()}" for s in scenarios):
+        agent, name = repeated.split("\x00", 1)
+        yield _error(
+            "SC506", f"agents.{agent}.scenarios.{name}", "two scenarios have this name", agent
+        )
+    for scenario in scenarios:
+        base = f"agents.{scenario.agent}.scenarios.{scenario.name}"
+        if scenario.agent not in agents:
+            yield _error("SC507", base, f"the app has no agent named '{scenario.agent}'")
+            continue
+        if not scenario.name.strip() or len(scenario.name) > 200:
+            yield _error("SC510", f"{base}.name", "a name of 1 to 200 characters", scenario.agent)
+        if scenario.token_budget < 1:
+            yield _error("SC510", f"{base}.token_budget", "at least 1 token", scenario.agent)
+        session = scenario.session
+        if session.channel not in _CHANNELS:
+            yield _error(
+                "SC510", f"{base}.session.channel", f"one of {', '.join(_CHANNELS)}", scenario.agent
+            )
+        if session.modality not in _MODALITIES:
+            yield _error(
+                "SC510",
+                f"{base}.session.modality",
+                f"one of {', '.join(_MODALITIES)}",
+                scenario.agent,
+            )
+        for name, value in session.values.items():
+            field = f"{base}.session.values.{name}"
+            variable = app.variable(name)
+            if variable is None:
+                yield _error("SC510", field, f"'{name}' is not a declared variable", scenario.agent)
+                continue
+            for d in validate_value(value, variable, schemas, field=field):
+                if d.severity is E:
+                    yield replace(d, message=f"{field}: {d.message}")
+        if parse_script(format_script(scenario.steps)).steps != scenario.steps:
+            message = (
+                f"{base}.steps: a message cannot be kept exactly as a step script line "
+                "(a line starting with user:, agent:, tool:, callback: or #, or spaces "
+                "around a message); it is saved as the script reads it"
+            )
+            yield Diagnostic("SC510", W, message, field=f"{base}.steps", subject=scenario.agent)

@@ -1,0 +1,145 @@
+"""Export and import pages: native JSON/YAML downloads, the CX Agent Studio ZIP, the upload form."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.utils.http import content_disposition_header
+from django.utils.text import slugify
+from django.views.decorators.http import require_GET, require_http_methods
+
+from agents import exchange, selectors
+from agents.core.diagnostics import Diagnostic, Severity, has_errors
+from agents.core.formats import dumps_native
+from agents.models import AgentApp
+from agents.services import ServiceError
+
+TEMPLATE = "agents/app_import.html"
+MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+WARNINGS_HEADER = "X-Statecraft-Export-Warnings"
+_NATIVE_TYPES = {"json": "application/json", "yaml": "application/yaml"}
+_SHOWN_WARNINGS = 5
+
+
+def _file_stem(app: AgentApp) -> str:
+    return slugify(app.name) or f"app-{app.pk}"
+
+
+def _attachment(response: HttpResponse, filename: str) -> HttpResponse:
+    response["Content-Disposition"] = content_disposition_header(True, filename)
+    return response
+
+
+def _rows(
+    diagnostics: Sequence[Diagnostic], default_file: str, *, zip_files: bool = False
+) -> list[dict[str, Any]]:
+    """One row per diagnostic: severity, file, field and the message without that prefix.
+
+    CX diagnostics name the file of the ZIP in `subject` (`zip_files`); the others
+    concern the one uploaded file.
+    """
+    rows = []
+    for d in diagnostics:
+        file = d.subject if zip_files and d.subject else default_file
+        message = d.message.removeprefix(f"{file}: ")
+        if d.field:
+            message = message.removeprefix(f"{d.field}: ")
+        rows.append(
+            {
+                "severity": d.severity.value,
+                "code": d.code,
+                "file": file,
+                "field": d.field or "",
+                "message": message,
+            }
+        )
+    return rows
+
+
+@login_required
+@require_GET
+def app_export(request: HttpRequest, app_id: int) -> HttpResponse:
+    """The export page: both downloads and what the CX export cannot carry."""
+    app, access = selectors.app_for_user(request.user, app_id)
+    data, diagnostics = exchange.app_export_cx(app)
+    return render(
+        request,
+        TEMPLATE,
+        {
+            "mode": "export",
+            "app": app,
+            "access": access,
+            "rows": _rows(diagnostics, "", zip_files=True),
+            "cx_size": len(data),
+        },
+    )
+
+
+@login_required
+@require_GET
+def app_export_native(request: HttpRequest, app_id: int) -> HttpResponse:
+    """The native document as a download: ``?format=json`` (default) or ``yaml``."""
+    app, _ = selectors.app_for_user(request.user, app_id)
+    fmt = request.GET.get("format", "json")
+    if fmt not in _NATIVE_TYPES:
+        return HttpResponseBadRequest("format must be json or yaml")
+    text = dumps_native(exchange.app_export_native(app), fmt)
+    response = HttpResponse(text, content_type=f"{_NATIVE_TYPES[fmt]}; charset=utf-8")
+    return _attachment(response, f"{_file_stem(app)}.statecraft.{fmt}")
+
+
+@login_required
+@require_GET
+def app_export_cx(request: HttpRequest, app_id: int) -> HttpResponse:
+    """The CX Agent Studio ZIP; the header counts the warnings (and errors) of the export."""
+    app, _ = selectors.app_for_user(request.user, app_id)
+    data, diagnostics = exchange.app_export_cx(app)
+    response = HttpResponse(data, content_type="application/zip")
+    response[WARNINGS_HEADER] = str(sum(d.severity is not Severity.INFO for d in diagnostics))
+    return _attachment(response, f"{_file_stem(app)}-cx-agent-studio.zip")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def app_import(request: HttpRequest) -> HttpResponse:
+    """Upload a native JSON/YAML file or a CX ZIP; nothing is created unless all of it is valid."""
+    context: dict[str, Any] = {"mode": "import", "rows": [], "typed": {"name": ""}}
+    if request.method == "GET":
+        return render(request, TEMPLATE, context)
+    typed_name = request.POST.get("name", "").strip()
+    context["typed"] = {"name": typed_name}
+    upload = request.FILES.get("file")
+    if upload is None:
+        context["file_error"] = "Choose a file: a .json or .yaml export, or a CX Agent Studio .zip."
+        return render(request, TEMPLATE, context, status=400)
+    if upload.size > MAX_UPLOAD_BYTES:
+        context["file_error"] = f"The file is over {MAX_UPLOAD_BYTES // (1024 * 1024)} MB."
+        return render(request, TEMPLATE, context, status=400)
+    filename = upload.name or "upload"
+    kind, spec, scenarios, diagnostics = exchange.read_app_file(upload.read())
+    context["kind"] = kind
+    if spec is None or has_errors(diagnostics):
+        shown = [d for d in diagnostics if d.severity is Severity.ERROR] or list(diagnostics)
+        context["rows"] = _rows(shown, filename, zip_files=kind == "cx")
+        return render(request, TEMPLATE, context, status=400)
+    try:
+        app = exchange.app_import(
+            owner=request.user, spec=spec, scenarios=scenarios, name=typed_name or None
+        )
+    except ServiceError as exc:
+        context["rows"] = _rows(exc.diagnostics, filename)
+        return render(request, TEMPLATE, context, status=400)
+    notes = [d for d in diagnostics if d.severity is Severity.WARNING]
+    summary = f"Imported “{app.name}” from {filename}."
+    if notes:
+        summary += f" {len(notes)} warning{'s' if len(notes) != 1 else ''} (first ones below)."
+    messages.success(request, summary)
+    for row in _rows(notes[:_SHOWN_WARNINGS], filename, zip_files=kind == "cx"):
+        field = f" {row['field']}:" if row["field"] else ""
+        messages.warning(request, f"{row['file']}:{field} {row['message']}")
+    return redirect("app-designer", app_id=app.pk)
