@@ -18,8 +18,6 @@ from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.parse import TokenKind
 from agents.core.parse import parse as parse_instructions
 from agents.core.script import parse_script
-from agents.core.spec import StepSpec, VariableSpec
-from agents.core.spec import VariableType as CoreVariableType
 from agents.models import (
     NAME_MAX_LENGTH,
     NAME_PATTERN,
@@ -232,7 +230,7 @@ def schema_problems(schema: Schema) -> list[Diagnostic]:
     schemas = _schema_map(schema.app, override=schema)
     for variable in schema.variables.all():
         variable.schema = schema
-        for d in core_types.validate_value(variable.default, _variable_spec(variable), schemas):
+        for d in core_types.validate_value(variable.default, variable.to_spec(), schemas):
             if d.severity is Severity.ERROR:
                 diagnostics.append(
                     _error(
@@ -303,17 +301,6 @@ def _field(diagnostics: Iterable[Diagnostic], field: str) -> list[Diagnostic]:
 # ---------------------------------------------------------------- variables
 
 
-def _variable_spec(variable: Variable) -> VariableSpec:
-    return VariableSpec(
-        name=variable.name,
-        type=CoreVariableType(variable.type),
-        default=variable.default,
-        description=variable.description,
-        item_type=CoreVariableType(variable.item_type) if variable.item_type else None,
-        schema=variable.schema.name if variable.schema_id else None,
-    )
-
-
 def _schemas_for(variable: Variable) -> dict[str, dict]:
     if variable.app_id is not None:
         return _schema_map(variable.app)
@@ -364,9 +351,7 @@ def variable_problems(variable: Variable) -> list[Diagnostic]:
         return diagnostics
     if variable.default is not None:
         diagnostics += _field(
-            core_types.validate_value(
-                variable.default, _variable_spec(variable), _schemas_for(variable)
-            ),
+            core_types.validate_value(variable.default, variable.to_spec(), _schemas_for(variable)),
             "default",
         )
     return diagnostics
@@ -947,7 +932,7 @@ def agent_rename(*, agent: Agent, new_name: str, expected_version: int | None = 
 # ---------------------------------------------------------------- scenarios
 
 
-def _scenario_problems(scenario: Scenario, steps: Sequence[StepSpec]) -> list[Diagnostic]:
+def _scenario_problems(scenario: Scenario) -> list[Diagnostic]:
     diagnostics: list[Diagnostic] = []
     if not scenario.name.strip():
         diagnostics.append(_error("name", "Give the scenario a name.", "SC003"))
@@ -989,7 +974,7 @@ def _scenario_problems(scenario: Scenario, steps: Sequence[StepSpec]) -> list[Di
                 _error("session_values", f"'{name}' is not a declared variable.", "SC010")
             )
             continue
-        for d in core_types.validate_value(value, _variable_spec(variable), schemas):
+        for d in core_types.validate_value(value, variable.to_spec(), schemas):
             if d.severity is Severity.ERROR:
                 diagnostics.append(_error("session_values", f"{name}: {d.message}", d.code))
     return diagnostics
@@ -1026,7 +1011,7 @@ def scenario_save(
     scenario.project_number, scenario.location = project_number, location
     scenario.token_budget, scenario.use_mocks = token_budget, use_mocks
     parsed = parse_script(steps_script)
-    diagnostics = _scenario_problems(scenario, parsed.steps)
+    diagnostics = _scenario_problems(scenario)
     diagnostics += _field(parsed.diagnostics, "steps_script")
     _raise_if(diagnostics)
     _save(scenario)
