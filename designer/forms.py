@@ -240,23 +240,34 @@ class AgentForm(forms.Form):
     tools = IdMultipleChoiceField(
         queryset=Tool.objects.none(), required=False, widget=forms.CheckboxSelectMultiple
     )
+    children = IdMultipleChoiceField(
+        queryset=Agent.objects.none(), required=False, widget=forms.CheckboxSelectMultiple
+    )
     version = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
     )
 
-    def __init__(self, *args: Any, app: AgentApp, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, app: AgentApp, agent: Agent | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.fields["tools"].queryset = Tool.objects.filter(app=app)
+        others = Agent.objects.filter(app=app)
+        if agent is not None:
+            others = others.exclude(pk=agent.pk)
+        self.fields["children"].queryset = others
 
     @classmethod
     def for_agent(cls, agent: Agent, *, app: AgentApp) -> AgentForm:
         return cls(
             app=app,
+            agent=agent,
             initial={
                 "display_name": agent.display_name,
                 "description": agent.description,
                 "is_root": agent.is_root,
                 "tools": [t.pk for t in agent.tools.all()],
+                "children": [c.pk for c in agent.children.all()],
                 "version": agent.version,
             },
         )
@@ -265,6 +276,13 @@ class AgentForm(forms.Form):
 class CallbackForm(forms.Form):
     kind = forms.ChoiceField(choices=CallbackKind.choices)
     code = forms.CharField(strip=False, widget=forms.Textarea(attrs={"rows": 8}))
+
+    @classmethod
+    def for_callback(cls, callback: Any) -> CallbackForm:
+        return cls(
+            initial={"kind": callback.kind, "code": callback.code, "version": callback.version}
+        )
+
     version = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
     )

@@ -32,6 +32,17 @@ app_patterns = [
     path("agents/<int:agent_id>/instructions", views.agent_instructions, name="agent-instructions"),
     path("agents/<int:agent_id>/preview", views.agent_preview, name="agent-preview"),
     path("agents/<int:agent_id>/simulate", views.agent_simulate, name="agent-simulate"),
+    path("agents/<int:agent_id>/callbacks/new", views.callback_new, name="callback-new"),
+    path(
+        "agents/<int:agent_id>/callbacks/<int:callback_id>/edit",
+        views.callback_edit,
+        name="callback-edit",
+    ),
+    path(
+        "agents/<int:agent_id>/callbacks/<int:callback_id>/delete",
+        views.callback_delete,
+        name="callback-delete",
+    ),
     path("agents/<int:agent_id>/scenarios/new", views.scenario_new, name="scenario-new"),
     path(
         "agents/<int:agent_id>/scenarios/<int:scenario_id>/edit",

@@ -20,10 +20,26 @@ from django_htmx.http import reswap, retarget, trigger_client_event
 
 from agents import selectors, services
 from agents.core import types as core_types
-from agents.models import Agent, AgentApp, Scenario, Schema, Tool, Variable, instructions_hash
+from agents.models import (
+    Agent,
+    AgentApp,
+    Callback,
+    Scenario,
+    Schema,
+    Tool,
+    Variable,
+    instructions_hash,
+)
 from designer import preview as preview_builder
 from designer import simulation
-from designer.forms import AgentForm, ScenarioForm, SchemaForm, ToolForm, VariableForm
+from designer.forms import (
+    AgentForm,
+    CallbackForm,
+    ScenarioForm,
+    SchemaForm,
+    ToolForm,
+    VariableForm,
+)
 
 DESIGNER = "agents/app_designer.html"
 APP_CHANGED = "app-changed"
@@ -232,7 +248,7 @@ def app_designer(request: HttpRequest, app_id: int) -> HttpResponse:
     app, access = _loaded_app(request, app_id)
     context = _designer_context(request, app, access)
     fragment = request.GET.get("fragment") if request.htmx else None
-    if fragment in {"variable-list", "schema-list", "tool-list", "agent-list", "usage-panel"}:
+    if fragment in {"variable-list", "schema-list", "tool-list", "agent-list", "callback-list"}:
         return render(request, f"{DESIGNER}#{fragment}", context)
     return render(request, DESIGNER, context)
 
@@ -572,6 +588,7 @@ def _agent_fields(data: dict[str, Any]) -> dict[str, Any]:
         "description": data["description"],
         "is_root": data["is_root"] or None,
         "tools": list(data["tools"]),
+        "children": list(data["children"]),
     }
 
 
@@ -611,7 +628,7 @@ def agent_edit(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse
         fragment="agent-form",
         context={"app": app, "edited": agent},
         blank=lambda: AgentForm.for_agent(agent, app=app),
-        bound=lambda data: AgentForm(data, app=app),
+        bound=lambda data: AgentForm(data, app=app, agent=agent),
         save=save,
     )
 
@@ -809,3 +826,89 @@ def app_share(request: HttpRequest, app_id: int) -> HttpResponse:
         {"app": app, "access": access, "shares": shares, "errors": errors, "typed": typed},
         status=400 if errors else 200,
     )
+
+
+# ---------------------------------------------------------------- callbacks
+
+CALLBACK_STARTER = {
+    "before_agent": "def before_agent_callback(callback_context):\n    pass\n",
+    "after_agent": "def after_agent_callback(callback_context):\n    pass\n",
+    "before_model": "def before_model_callback(callback_context, llm_request):\n    pass\n",
+    "after_model": "def after_model_callback(callback_context, llm_response):\n    pass\n",
+    "before_tool": "def before_tool_callback(tool, args, tool_context):\n    pass\n",
+    "after_tool": "def after_tool_callback(tool, args, tool_context, tool_response):\n    pass\n",
+}
+
+
+def _callback_list_context(
+    request: HttpRequest, app: AgentApp, access: selectors.Access
+) -> dict[str, Any]:
+    agent = _agent_of(app, _int_or_none(_agent_param(request)) or 0)
+    return {"app": app, "access": access, "agent": agent, "open_callbacks": True}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def callback_new(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
+    app, _ = _loaded_app(request, app_id, edit=True)
+    agent = _agent_of(app, agent_id)
+    if agent is None:
+        return HttpResponse("No such agent.", status=404)
+    kind = request.GET.get("kind", "before_model")
+    kind = kind if kind in CALLBACK_STARTER else "before_model"
+
+    def save(data: dict[str, Any]) -> HttpResponse:
+        services.callback_create(agent=agent, kind=data["kind"], code=data["code"])
+        return _updated_list(request, app_id, "callback-list", _callback_list_context)
+
+    return _inline_form(
+        request,
+        fragment="callback-form",
+        context={"app": app, "agent": agent, "callback": None},
+        blank=lambda: CallbackForm(initial={"kind": kind, "code": CALLBACK_STARTER[kind]}),
+        bound=CallbackForm,
+        save=save,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def callback_edit(
+    request: HttpRequest, app_id: int, agent_id: int, callback_id: int
+) -> HttpResponse:
+    app, _ = _loaded_app(request, app_id, edit=True)
+    agent = _agent_of(app, agent_id)
+    callback = (
+        next((c for c in agent.callbacks.all() if c.pk == callback_id), None) if agent else None
+    )
+    if callback is None:
+        return HttpResponse("No such callback.", status=404)
+
+    def save(data: dict[str, Any]) -> HttpResponse:
+        services.callback_update(
+            callback=callback,
+            kind=data["kind"],
+            code=data["code"],
+            expected_version=data["version"],
+        )
+        return _updated_list(request, app_id, "callback-list", _callback_list_context)
+
+    return _inline_form(
+        request,
+        fragment="callback-form",
+        context={"app": app, "agent": agent, "callback": callback},
+        blank=lambda: CallbackForm.for_callback(callback),
+        bound=CallbackForm,
+        save=save,
+    )
+
+
+@login_required
+@require_POST
+def callback_delete(
+    request: HttpRequest, app_id: int, agent_id: int, callback_id: int
+) -> HttpResponse:
+    app, _ = selectors.app_for_user(request.user, app_id, edit=True)
+    callback = get_object_or_404(Callback, pk=callback_id, agent_id=agent_id, agent__app=app)
+    services.callback_delete(callback=callback)
+    return _updated_list(request, app_id, "callback-list", _callback_list_context)

@@ -438,3 +438,58 @@ def test_mcp_call_shows_the_request_it_would_send(signed_in, bank):
     assert "POST https://mcp.example.com/mcp" in body
     assert "X-Auth: false" in body
     assert "X-Balance" not in body  # no value and no default: the header is left out
+
+
+def test_callbacks_are_added_edited_and_deleted_inline(signed_in, bank):
+    agent = bank.agents.get()
+    form = signed_in.get(url("callback-new", bank.pk, agent.pk), {"kind": "after_tool"}, headers=HX)
+    assert "def after_tool_callback(" in form.content.decode()
+    response = signed_in.post(
+        url("callback-new", bank.pk, agent.pk),
+        {
+            "kind": "before_model",
+            "code": "def before_model_callback(callback_context, llm_request):\n    context.state['authenticated'] = True\n",
+            "agent": agent.pk,
+        },
+        headers=HX,
+    )
+    assert response["HX-Retarget"] == "#callback-list"
+    assert "Before model" in response.content.decode()
+    callback = agent.callbacks.get()
+    bad = signed_in.post(
+        url("callback-edit", bank.pk, agent.pk, callback.pk),
+        {
+            "kind": "before_model",
+            "code": "def broken(:",
+            "version": callback.version,
+            "agent": agent.pk,
+        },
+        headers=HX,
+    ).content.decode()
+    assert "Line 1" in bad and "def broken(:" in bad
+    # The callback runs in the simulation and its write shows as a state update.
+    body = signed_in.post(url("agent-simulate", bank.pk, agent.pk), headers=HX).content.decode()
+    assert "authenticated: true" in body
+    signed_in.post(
+        url("callback-delete", bank.pk, agent.pk, callback.pk) + f"?agent={agent.pk}", headers=HX
+    )
+    assert not agent.callbacks.exists()
+
+
+def test_agent_form_sets_sub_agents(signed_in, shop):
+    root = shop.agents.get()
+    helper = services.agent_create(app=shop, display_name="Returns desk")
+    body = signed_in.get(url("agent-edit", shop.pk, root.pk), headers=HX).content.decode()
+    assert "Returns desk" in body and "Sub-agents" in body
+    signed_in.post(
+        url("agent-edit", shop.pk, root.pk),
+        {"display_name": root.display_name, "children": [helper.pk], "version": root.version},
+        headers=HX,
+    )
+    assert list(root.children.values_list("display_name", flat=True)) == ["Returns desk"]
+    cycle = signed_in.post(
+        url("agent-edit", shop.pk, helper.pk),
+        {"display_name": "Returns desk", "children": [root.pk], "version": helper.version},
+        headers=HX,
+    ).content.decode()
+    assert "cycle" in cycle
