@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Model, QuerySet
 from django.http import HttpRequest
 
 from agents import services
@@ -12,6 +12,7 @@ from agents.models import (
     Agent,
     AgentApp,
     AppShare,
+    AuditEvent,
     Callback,
     Scenario,
     ScenarioStep,
@@ -19,6 +20,7 @@ from agents.models import (
     Tool,
     Variable,
 )
+from agents.services.common import changed
 
 READONLY = ("created_at", "updated_at", "version")
 
@@ -50,6 +52,29 @@ def checked_form(model_: type, checker) -> type[forms.ModelForm]:  # type: ignor
     )
 
 
+def _app_id_of(obj: Model) -> int | None:
+    """The app an object belongs to (None for an app the admin has not saved yet)."""
+    if isinstance(obj, AgentApp):
+        return obj.pk
+    if isinstance(obj, Callback | Scenario):
+        return obj.agent.app_id
+    if isinstance(obj, ScenarioStep):
+        return obj.scenario.agent.app_id
+    return getattr(obj, "app_id", None)
+
+
+def _record(request: HttpRequest, obj: Model, verb: str) -> None:
+    """An operator's change is history too, and expires the app's cached spec."""
+    app_id = _app_id_of(obj)
+    if app_id is not None and AgentApp.objects.filter(pk=app_id).exists():
+        changed(
+            app=app_id,
+            actor=request.user,
+            action=f"{obj._meta.model_name}.admin_{verb}",
+            name=str(obj),
+        )
+
+
 class VersionedAdmin(admin.ModelAdmin):
     readonly_fields = READONLY
 
@@ -57,6 +82,21 @@ class VersionedAdmin(admin.ModelAdmin):
         if change:
             obj.version += 1
         super().save_model(request, obj, form, change)
+        _record(request, obj, "change" if change else "add")
+
+    def save_formset(self, request: HttpRequest, form, formset, change) -> None:  # type: ignore[no-untyped-def]
+        super().save_formset(request, form, formset, change)
+        if formset.has_changed():
+            _record(request, form.instance, "change")
+
+    def delete_model(self, request: HttpRequest, obj) -> None:  # type: ignore[no-untyped-def]
+        _record(request, obj, "delete")
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset) -> None:  # type: ignore[no-untyped-def]
+        for obj in queryset:
+            _record(request, obj, "delete")
+        super().delete_queryset(request, queryset)
 
 
 class VariableInline(admin.TabularInline):
@@ -268,3 +308,32 @@ class ScenarioStepAdmin(VersionedAdmin):
     list_filter = ("kind",)
     search_fields = ("text", "tool", "scenario__name")
     autocomplete_fields = ("scenario",)
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    """The history of every app: read-only, searchable by app, user, action and object."""
+
+    list_display = ("created_at", "app_name", "actor_name", "action", "object_name")
+    list_filter = ("object_type", "action", "created_at")
+    search_fields = ("app_name", "actor_name", "action", "object_name")
+    date_hierarchy = "created_at"
+    readonly_fields = (
+        "created_at",
+        "app",
+        "app_name",
+        "actor",
+        "actor_name",
+        "action",
+        "object_type",
+        "object_name",
+        "before",
+        "after",
+    )
+    fields = readonly_fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: AuditEvent | None = None) -> bool:
+        return False

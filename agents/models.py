@@ -8,12 +8,19 @@ from django.conf import settings
 from django.db import models
 from django.db.models.functions import Lower
 
-from agents.core import spec
+from agents.core import rules, spec
+from agents.core.rules import (
+    APP_NAME_MAX_LENGTH,
+    DISPLAY_NAME_MAX_LENGTH,
+    NAME_MAX_LENGTH,
+    NAME_PATTERN,
+    SCENARIO_DEFAULTS,
+    SCENARIO_NAME_MAX_LENGTH,
+)
 from agents.core.types import type_label
 from agents.fields import OrderedJSONField
 
-NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
-NAME_MAX_LENGTH = 64
+__all__ = ["NAME_MAX_LENGTH", "NAME_PATTERN"]
 
 
 def instructions_hash(text: str) -> str:
@@ -61,11 +68,13 @@ class ShareRole(models.TextChoices):
 class AgentApp(TimestampedModel):
     """What CX Agent Studio calls an app: variables, schemas, tools and agents."""
 
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=APP_NAME_MAX_LENGTH)
     description = models.TextField(blank=True)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_apps"
     )
+    # Bumped by every write to anything in the app: the key of its cached AppSpec.
+    revision = models.PositiveBigIntegerField(default=1)
 
     class Meta:
         ordering = ["name", "id"]
@@ -281,7 +290,7 @@ class Tool(TimestampedModel):
 
 class Agent(TimestampedModel):
     app = models.ForeignKey(AgentApp, on_delete=models.CASCADE, related_name="agents")
-    display_name = models.CharField(max_length=200)
+    display_name = models.CharField(max_length=DISPLAY_NAME_MAX_LENGTH)
     description = models.TextField(blank=True)
     instructions = models.TextField(blank=True)
     is_root = models.BooleanField(default=False)
@@ -352,34 +361,32 @@ class StepKind(models.TextChoices):
     CALLBACK = spec.StepKind.CALLBACK, "Callback run"
 
 
-class Channel(models.TextChoices):
-    WEB = "web", "web"
-    API = "api", "api"
-    TELEPHONY = "telephony", "telephony"
-
-
-class Modality(models.TextChoices):
-    TEXT = "text", "text"
-    VOICE = "voice", "voice"
+Channel = models.TextChoices("Channel", [(c.upper(), (c, c)) for c in rules.CHANNELS])
+Modality = models.TextChoices("Modality", [(m.upper(), (m, m)) for m in rules.MODALITIES])
 
 
 class Scenario(TimestampedModel):
     """A scripted session with an agent: inputs, a context-window budget and steps."""
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="scenarios")
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=SCENARIO_NAME_MAX_LENGTH)
     session_values = OrderedJSONField(
         default=dict, blank=True, help_text="Initial variable values overriding defaults."
     )
-    channel = models.CharField(max_length=10, choices=Channel.choices, default=Channel.WEB)
-    modality = models.CharField(max_length=10, choices=Modality.choices, default=Modality.TEXT)
-    session_id = models.CharField(max_length=100, default="session-1")
-    project_id = models.CharField(max_length=100, default="my-project")
-    project_number = models.CharField(max_length=30, default="123456789")
-    location = models.CharField(max_length=50, default="us-central1")
-    token_budget = models.PositiveIntegerField(default=8000)
+    channel = models.CharField(
+        max_length=10, choices=Channel.choices, default=SCENARIO_DEFAULTS["channel"]
+    )
+    modality = models.CharField(
+        max_length=10, choices=Modality.choices, default=SCENARIO_DEFAULTS["modality"]
+    )
+    session_id = models.CharField(max_length=100, default=SCENARIO_DEFAULTS["session_id"])
+    project_id = models.CharField(max_length=100, default=SCENARIO_DEFAULTS["project_id"])
+    project_number = models.CharField(max_length=30, default=SCENARIO_DEFAULTS["project_number"])
+    location = models.CharField(max_length=50, default=SCENARIO_DEFAULTS["location"])
+    token_budget = models.PositiveIntegerField(default=SCENARIO_DEFAULTS["token_budget"])
     use_mocks = models.BooleanField(
-        default=False, help_text="Use tool mocks even when a tool has code."
+        default=SCENARIO_DEFAULTS["use_mocks"],
+        help_text="Use tool mocks even when a tool has code.",
     )
 
     class Meta:
@@ -448,3 +455,39 @@ class ScenarioStep(TimestampedModel):
             args=dict(self.args or {}),
             callback=spec.CallbackKind(self.callback_kind) if self.callback_kind else None,
         )
+
+
+class AuditEvent(models.Model):
+    """Who changed what in an app, and when: one row per write (the app's history).
+
+    `before`/`after` hold the changed object's fields (instructions, defaults,
+    schemas, code…) as JSON; the app and the user may be deleted later, so their
+    names are kept too.
+    """
+
+    app = models.ForeignKey(
+        AgentApp, on_delete=models.SET_NULL, null=True, blank=True, related_name="audit_events"
+    )
+    app_name = models.CharField(max_length=APP_NAME_MAX_LENGTH)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="audit_events",
+    )
+    actor_name = models.CharField(max_length=150, blank=True)
+    action = models.CharField(max_length=40, help_text="e.g. variable.update")
+    object_type = models.CharField(max_length=20)
+    object_name = models.CharField(max_length=DISPLAY_NAME_MAX_LENGTH, blank=True)
+    before = OrderedJSONField(null=True, blank=True)
+    after = OrderedJSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["app", "-created_at"], name="audit_app_recent")]
+
+    def __str__(self) -> str:
+        who = self.actor_name or "system"
+        return f"{who}: {self.action} {self.object_name}".strip()

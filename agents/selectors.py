@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Prefetch, Q, QuerySet
 from django.http import Http404
 
-from agents.models import Agent, AgentApp, AppShare, Scenario, Tool, Variable
+from agents.core.spec import AppSpec, ScenarioSpec
+from agents.models import Agent, AgentApp, AppShare, AuditEvent, Scenario, Tool, Variable
 
 
 @dataclass(frozen=True)
@@ -96,3 +99,43 @@ def app_with_everything(app_id: int) -> QuerySet[AgentApp]:
             Prefetch("shares", queryset=AppShare.objects.select_related("user")),
         )
     )
+
+
+def app_specs(app: AgentApp) -> tuple[AppSpec, tuple[ScenarioSpec, ...]]:
+    """The app and its scenarios as the core sees them, read in a fixed number of queries."""
+    loaded = app_with_everything(app.pk).get()
+    scenarios = tuple(
+        scenario.to_spec(app_id=str(loaded.pk))
+        for agent in loaded.agents.all()
+        for scenario in agent.scenarios.all()
+    )
+    return loaded.to_spec(), scenarios
+
+
+def app_spec(app: AgentApp) -> AppSpec:
+    """The app as the core sees it, cached by the app's revision.
+
+    Every service write bumps `AgentApp.revision`, so a cached spec is never stale:
+    an unchanged app costs no query beyond the one that read `app`; a changed one
+    is read once (in a fixed number of queries) and cached again. The cache is
+    Django's (locmem per process by default, Redis with `CACHE_URL`).
+    """
+    # The creation time too: a restored database or a test rollback can give another app
+    # the same id and revision.
+    key = f"statecraft:appspec:{app.pk}:{app.revision}:{app.created_at.timestamp()}"
+    spec = cache.get(key)
+    if spec is None:
+        loaded = app if _is_prefetched(app) else app_with_everything(app.pk).get()
+        spec = loaded.to_spec()
+        cache.set(key, spec, timeout=settings.APP_SPEC_CACHE_SECONDS)
+    return spec
+
+
+def _is_prefetched(app: AgentApp) -> bool:
+    cached = getattr(app, "_prefetched_objects_cache", {})
+    return all(name in cached for name in ("variables", "schemas", "tools", "agents"))
+
+
+def app_history(app: AgentApp, *, limit: int = 200) -> QuerySet[AuditEvent]:
+    """The app's most recent changes, newest first."""
+    return app.audit_events.select_related("actor").order_by("-created_at", "-id")[:limit]

@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from agents.core import code_analysis, lint
+from agents import selectors, services
+from agents.core import code_analysis, lint, rules
 from agents.core import types as core_types
-from agents.core.compile import compile_instructions
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic
 from agents.core.parse import TokenKind, parse
 from agents.core.render import render_value
 from agents.core.spec import AppSpec
 from agents.models import Agent, AgentApp
 
-CHANNELS = ("web", "api", "telephony")
-MODALITIES = ("text", "voice")
+CHANNELS = rules.CHANNELS
+MODALITIES = rules.MODALITIES
 
 
 @dataclass
@@ -43,15 +42,30 @@ class Preview:
     session_values: list[SessionValue]
     values_json: str
     values_json_error: str
-    completion: str  # JSON for the editor's autocomplete and highlighting
+    completion: dict[str, Any]  # the editor's autocomplete and highlighting (json_script)
     counts: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def squiggles(self) -> list[dict[str, Any]]:
+        """Where the editor underlines a problem (json_script): the ones with a position."""
+        return [
+            {
+                "start": d.start,
+                "end": d.end if d.end is not None else d.start,
+                "severity": d.severity,
+            }
+            for d in self.diagnostics
+            if d.start is not None
+        ]
 
-def _session_values(
+
+def _typed_values(
     spec: AppSpec, params: Mapping[str, Any]
 ) -> tuple[dict[str, Any], list[SessionValue], str, str]:
-    """Defaults, then a pasted JSON object, then per-variable fields: later wins."""
-    values = spec.default_values()
+    """The request's session values, typed: a pasted JSON object, then per-variable fields
+    (later wins). Text that cannot be read is reported here; whether a value fits its
+    variable is the preview use case's check (the same as the API's)."""
+    values: dict[str, Any] = {}
     rows: list[SessionValue] = []
     values_json = params.get("values_json", "") or ""
     json_error = ""
@@ -62,10 +76,7 @@ def _session_values(
             json_error = f"Line {exc.lineno}, column {exc.colno}: {exc.msg}."
         else:
             if isinstance(pasted, dict):
-                unknown = [k for k in pasted if spec.variable(k) is None]
-                if unknown:
-                    json_error = f"Not declared, ignored: {', '.join(sorted(unknown))}."
-                values.update({k: v for k, v in pasted.items() if spec.variable(k) is not None})
+                values.update(pasted)
             else:
                 json_error = 'Paste one JSON object: {"variable_name": value}.'
     schemas = {s.name: s.schema for s in spec.schemas}
@@ -125,84 +136,64 @@ def _render_compiled(text: str, spans: tuple[Any, ...]) -> SafeString:
     return mark_safe("".join(out))
 
 
-def completion_data(spec: AppSpec, agent_name: str | None) -> str:
+def completion_data(spec: AppSpec, agent_name: str | None) -> dict[str, Any]:
     agent = spec.agent(agent_name) if agent_name else None
-    return json.dumps(
-        {
-            "variables": [
-                {
-                    "name": v.name,
-                    "type": core_types.type_label(v.type, v.item_type, v.schema),
-                    "default": "" if v.default is None else render_value(v.default)[:60],
-                }
-                for v in spec.variables
-            ],
-            "tools": [t.name for t in spec.tools],
-            "agentTools": list(agent.tools) if agent else [],
-            "agents": [a.name for a in spec.agents],
-        },
-        ensure_ascii=False,
-    ).replace("</", "<\\/")
+    return {
+        "variables": [
+            {
+                "name": v.name,
+                "type": core_types.type_label(v.type, v.item_type, v.schema),
+                "default": "" if v.default is None else render_value(v.default)[:60],
+            }
+            for v in spec.variables
+        ],
+        "tools": [t.name for t in spec.tools],
+        "agentTools": list(agent.tools) if agent else [],
+        "agents": [a.name for a in spec.agents],
+    }
 
 
 def build_preview(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Preview:
-    spec = app.to_spec()
-    instructions = params.get("instructions")
-    if instructions is None:
-        instructions = agent.instructions
-    channel = params.get("channel") if params.get("channel") in CHANNELS else "web"
-    modality = params.get("modality") if params.get("modality") in MODALITIES else "text"
-    values, rows, values_json, json_error = _session_values(spec, params)
-    compiled = compile_instructions(instructions, values, channel=channel, modality=modality)
-    diagnostics = lint.merge_diagnostics(
-        _diagnostics_for(spec, agent.display_name, instructions),
-        compiled.diagnostics,
+    """The preview panel: the request parsed, the preview use case, the result shaped."""
+    spec = selectors.app_spec(app)
+    values, rows, values_json, json_error = _typed_values(spec, params)
+    result = services.preview_agent(
+        app=app,
+        agent=agent,
+        instructions=params.get("instructions"),
+        values=values,
+        channel=params.get("channel") or rules.SCENARIO_DEFAULTS["channel"],
+        modality=params.get("modality") or rules.SCENARIO_DEFAULTS["modality"],
     )
-    counts = {str(s): sum(1 for d in diagnostics if d.severity is s) for s in Severity}
+    by_variable = {row.name: row for row in rows}
+    other_problems: list[str] = []
+    for problem in result.input_problems:
+        row = by_variable.get(problem.subject or "")
+        if row is not None and not row.error and row.typed.strip():
+            row.error = problem.message
+        else:
+            other_problems.append(problem.message)
+    if other_problems:
+        json_error = " ".join(filter(None, [json_error, *other_problems]))
     return Preview(
-        html=_render_compiled(compiled.text, compiled.spans),
-        text=compiled.text,
-        diagnostics=diagnostics,
-        channel=channel,
-        modality=modality,
+        html=_render_compiled(result.text, result.spans),
+        text=result.text,
+        diagnostics=list(result.diagnostics),
+        channel=result.channel,
+        modality=result.modality,
         session_values=rows,
         values_json=values_json,
         values_json_error=json_error,
         completion=completion_data(spec, agent.display_name),
-        counts=counts,
+        counts=result.counts,
     )
-
-
-_NAME_IN_BACKTICKS = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
 
 
 def undeclared_name(diagnostic: Diagnostic) -> str:
     """The variable an "undeclared variable" diagnostic names, so the page offers to create it."""
     if diagnostic.code not in lint.UNDECLARED_VARIABLE_CODES:
         return ""
-    match = _NAME_IN_BACKTICKS.search(diagnostic.message)
-    return match.group(1) if match else ""
-
-
-def _diagnostics_for(spec: AppSpec, agent_name: str, instructions: str) -> tuple[Diagnostic, ...]:
-    """The app's problems with this agent's unsaved instructions, less other agents' own.
-
-    One lint pass: the app-wide checks (unused variables, writes, schemas) need every
-    agent's text anyway, and this agent's diagnostics come out of the same pass.
-    """
-    edited = replace(
-        spec,
-        agents=tuple(
-            replace(a, instructions=instructions) if a.name == agent_name else a
-            for a in spec.agents
-        ),
-    )
-    own = f"agents.{agent_name}."
-    return tuple(
-        d
-        for d in lint.lint_app(edited)
-        if not (d.field or "").startswith("agents.") or (d.field or "").startswith(own)
-    )
+    return diagnostic.reference or ""
 
 
 @dataclass

@@ -101,6 +101,23 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# The cache holds each app's spec by revision (and rate-limit counters): per process by
+# default; `CACHE_URL=redis://host:6379/0` shares one Redis among gunicorn workers.
+CACHE_URL = os.environ.get("CACHE_URL", "")
+if CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    }
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": "statecraft",
+            "OPTIONS": {"MAX_ENTRIES": 1000},
+        }
+    }
+APP_SPEC_CACHE_SECONDS = int(os.environ.get("APP_SPEC_CACHE_SECONDS", "3600"))
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -169,4 +186,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {
+        # Refused saves, imports, sandbox start and code-runner failures: what an operator needs.
+        "agents": {"level": os.environ.get("LOG_LEVEL", "INFO"), "propagate": True},
+    },
 }

@@ -8,14 +8,13 @@ result for the template.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
+from agents import services
 from agents.core.render import render_value
-from agents.core.simulate import SimulationResult, simulate
+from agents.core.simulate import SimulationResult
 from agents.models import Agent, AgentApp, Scenario
-from agents.sandbox import host as sandbox
-from agents.sandbox.code_runner import sandbox_runner
 
 
 @dataclass
@@ -53,6 +52,14 @@ class Conversation:
     budget: int = 0
 
 
+def _mocks_choice(params: Mapping[str, Any], scenario: Scenario) -> bool | None:
+    """The mocks checkbox, when it was shown for this scenario (a hidden "off" precedes it,
+    so unticking it is a choice too); None keeps the scenario's own setting."""
+    if str(params.get("mocks_for", "")) != str(scenario.pk):
+        return None
+    return params.get("use_mocks") in ("on", "true", "1")
+
+
 def build_conversation(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Conversation:
     scenarios = list(agent.scenarios.all())
     wanted = str(params.get("scenario", "") or "")
@@ -62,24 +69,14 @@ def build_conversation(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -
     conversation = Conversation(scenarios=scenarios, scenario=scenario)
     if scenario is None:
         return conversation
-    spec = app.to_spec()
-    instructions = params.get("instructions")
-    if instructions is not None:
-        spec = replace(
-            spec,
-            agents=tuple(
-                replace(a, instructions=instructions) if a.name == agent.display_name else a
-                for a in spec.agents
-            ),
-        )
-    scenario_spec = scenario.to_spec(app_id=f"apps/{app.pk}")
-    use_mocks = scenario_spec.use_mocks or params.get("use_mocks") in ("on", "true", "1")
-    if use_mocks != scenario_spec.use_mocks:
-        scenario_spec = replace(scenario_spec, use_mocks=use_mocks)
-    # One warm sandbox for this simulation only (never shared across requests); it starts
-    # no process unless a call misses the cache.
-    with sandbox.open_session() as session:
-        result = simulate(spec, scenario_spec, run_code=sandbox_runner(session))
+    scenario_spec, result = services.simulate_scenario(
+        app=app,
+        agent=agent,
+        scenario=scenario,
+        instructions=params.get("instructions"),
+        use_mocks=_mocks_choice(params, scenario),
+    )
+    use_mocks = scenario_spec.use_mocks
     conversation.result = result
     conversation.use_mocks = use_mocks
     conversation.budget = scenario_spec.token_budget

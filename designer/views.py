@@ -96,10 +96,12 @@ def _designer_url(app: AgentApp, request: HttpRequest) -> str:
 
 
 def _form_response(request: HttpRequest, fragment: str, context: dict[str, Any]) -> HttpResponse:
-    """An invalid form comes back with its errors: 200 for htmx (it swaps 2xx only), else 400."""
+    """A form on its own (GET: 200), or an invalid one with its errors: 200 for htmx (it swaps
+    2xx only), 400 for a plain POST."""
     template = f"{DESIGNER}#{fragment}" if request.htmx else "agents/form_page.html"
     context.setdefault("fragment", fragment)
-    return render(request, template, context, status=200 if request.htmx else 400)
+    invalid = request.method == "POST" and not request.htmx
+    return render(request, template, context, status=400 if invalid else 200)
 
 
 def _apply_service_errors(form: Any, error: services.ServiceError) -> None:
@@ -200,7 +202,9 @@ def app_create(request: HttpRequest) -> HttpResponse:
     name = request.POST.get("name", "")
     description = request.POST.get("description", "")
     try:
-        app = services.app_create(owner=request.user, name=name, description=description)
+        app = services.app_create(
+            actor=request.user, owner=request.user, name=name, description=description
+        )
     except services.ServiceError as exc:
         return render(
             request,
@@ -220,7 +224,7 @@ def app_create(request: HttpRequest) -> HttpResponse:
 @require_POST
 def app_duplicate(request: HttpRequest, app_id: int) -> HttpResponse:
     app, _ = selectors.app_for_user(request.user, app_id)
-    copy = services.app_duplicate(app=app, owner=request.user)
+    copy = services.app_duplicate(actor=request.user, app=app, owner=request.user)
     messages.success(request, f"Duplicated “{app.name}” as “{copy.name}”.")
     return redirect("app-list")
 
@@ -233,7 +237,7 @@ def app_delete(request: HttpRequest, app_id: int) -> HttpResponse:
         raise PermissionDenied("Only the owner can delete an app.")
     if request.method == "POST":
         name = app.name
-        services.app_delete(app=app)
+        services.app_delete(actor=request.user, app=app)
         messages.success(request, f"Deleted “{name}”.")
         return redirect("app-list")
     return render(request, "agents/app_delete.html", {"app": app})
@@ -281,6 +285,7 @@ def agent_instructions(request: HttpRequest, app_id: int, agent_id: int) -> Http
         return JsonResponse({"instructions": agent.instructions, "hash": agent.instructions_hash})
     try:
         agent = services.agent_save_instructions(
+            actor=request.user,
             agent=agent,
             instructions=request.POST.get("instructions", ""),
             base_hash=request.POST.get("base_hash") or None,
@@ -344,7 +349,7 @@ def variable_new(request: HttpRequest, app_id: int) -> HttpResponse:
     schemas = list(app.schemas.all())
 
     def save(data: dict[str, Any]) -> HttpResponse:
-        services.variable_create(app=app, **_variable_fields(data))
+        services.variable_create(actor=request.user, app=app, **_variable_fields(data))
         return _updated_list(request, app_id, "variable-list", _variable_context)
 
     initial = {"name": request.GET.get("name", ""), "type": request.GET.get("type", "text")}
@@ -369,6 +374,7 @@ def variable_edit(request: HttpRequest, app_id: int, variable_id: int) -> HttpRe
 
     def save(data: dict[str, Any]) -> HttpResponse:
         services.variable_update(
+            actor=request.user,
             variable=variable,
             update_references=data["update_references"],
             expected_version=data["version"],
@@ -390,7 +396,9 @@ def variable_edit(request: HttpRequest, app_id: int, variable_id: int) -> HttpRe
 @require_POST
 def variable_delete(request: HttpRequest, app_id: int, variable_id: int) -> HttpResponse:
     app, _ = selectors.app_for_user(request.user, app_id, edit=True)
-    services.variable_delete(variable=get_object_or_404(Variable, pk=variable_id, app=app))
+    services.variable_delete(
+        actor=request.user, variable=get_object_or_404(Variable, pk=variable_id, app=app)
+    )
     app, access = _loaded_app(request, app_id)
     return _fragment_or_redirect(
         request, app, "variable-list", _variable_context(request, app, access)
@@ -429,6 +437,7 @@ def schema_new(request: HttpRequest, app_id: int) -> HttpResponse:
 
     def save(data: dict[str, Any]) -> HttpResponse:
         services.schema_create(
+            actor=request.user,
             app=app,
             name=data["name"],
             json_schema=data["json_schema"],
@@ -456,6 +465,7 @@ def schema_edit(request: HttpRequest, app_id: int, schema_id: int) -> HttpRespon
 
     def save(data: dict[str, Any]) -> HttpResponse:
         services.schema_update(
+            actor=request.user,
             schema=schema,
             name=data["name"],
             json_schema=data["json_schema"],
@@ -480,7 +490,7 @@ def schema_delete(request: HttpRequest, app_id: int, schema_id: int) -> HttpResp
     app, access = selectors.app_for_user(request.user, app_id, edit=True)
     schema = get_object_or_404(Schema, pk=schema_id, app=app)
     try:
-        services.schema_delete(schema=schema)
+        services.schema_delete(actor=request.user, schema=schema)
     except services.ServiceError as exc:
         messages.error(request, str(exc))
         app, access = _loaded_app(request, app_id)
@@ -522,10 +532,9 @@ def tool_new(request: HttpRequest, app_id: int) -> HttpResponse:
 
     def save(data: dict[str, Any]) -> HttpResponse:
         fields = {k: v for k, v in data.items() if k not in ("version", "update_references")}
-        tool = services.tool_create(app=app, **fields)
+        # Added from an agent's page: that agent may call it (one transaction, agent locked).
         agent = _agent_from_request(request, app)
-        if agent is not None:  # added from an agent's page: that agent may call it
-            services.agent_update(agent=agent, tools=[*agent.tools.all(), tool])
+        services.tool_create(actor=request.user, app=app, attach_to=agent, **fields)
         return _updated_list(request, app_id, "tool-list", _tool_context)
 
     return _inline_form(
@@ -557,7 +566,9 @@ def tool_edit(request: HttpRequest, app_id: int, tool_id: int) -> HttpResponse:
 
     def save(data: dict[str, Any]) -> HttpResponse:
         fields = {k: v for k, v in data.items() if k != "version"}
-        services.tool_update(tool=tool, expected_version=data["version"], **fields)
+        services.tool_update(
+            actor=request.user, tool=tool, expected_version=data["version"], **fields
+        )
         return _updated_list(request, app_id, "tool-list", _tool_context)
 
     return _inline_form(
@@ -574,7 +585,7 @@ def tool_edit(request: HttpRequest, app_id: int, tool_id: int) -> HttpResponse:
 @require_POST
 def tool_delete(request: HttpRequest, app_id: int, tool_id: int) -> HttpResponse:
     app, _ = selectors.app_for_user(request.user, app_id, edit=True)
-    services.tool_delete(tool=get_object_or_404(Tool, pk=tool_id, app=app))
+    services.tool_delete(actor=request.user, tool=get_object_or_404(Tool, pk=tool_id, app=app))
     app, access = _loaded_app(request, app_id)
     return _fragment_or_redirect(request, app, "tool-list", _tool_context(request, app, access))
 
@@ -598,7 +609,7 @@ def agent_new(request: HttpRequest, app_id: int) -> HttpResponse:
     app, _ = _loaded_app(request, app_id, edit=True)
 
     def save(data: dict[str, Any]) -> HttpResponse:
-        agent = services.agent_create(app=app, **_agent_fields(data))
+        agent = services.agent_create(actor=request.user, app=app, **_agent_fields(data))
         return _to_agent_page(request, app, agent)
 
     return _inline_form(
@@ -620,7 +631,9 @@ def agent_edit(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse
         return HttpResponse("No such agent.", status=404)
 
     def save(data: dict[str, Any]) -> HttpResponse:
-        services.agent_update(agent=agent, expected_version=data["version"], **_agent_fields(data))
+        services.agent_update(
+            actor=request.user, agent=agent, expected_version=data["version"], **_agent_fields(data)
+        )
         return _to_agent_page(request, app, agent)
 
     return _inline_form(
@@ -639,7 +652,7 @@ def agent_delete(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespon
     app, _ = selectors.app_for_user(request.user, app_id, edit=True)
     agent = get_object_or_404(Agent, pk=agent_id, app=app)
     try:
-        services.agent_delete(agent=agent)
+        services.agent_delete(actor=request.user, agent=agent)
     except services.ServiceError as exc:
         messages.error(request, str(exc))
     # Back to the agent if it is still there (the root cannot go first), else to the root.
@@ -707,7 +720,7 @@ def scenario_new(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespon
 
     def save(data: dict[str, Any]) -> HttpResponse:
         fields = {k: v for k, v in data.items() if k != "version"}
-        scenario = services.scenario_save(agent=agent, **fields)
+        scenario = services.scenario_save(actor=request.user, agent=agent, **fields)
         return _after_scenario_save(request, app, agent, scenario.pk)
 
     initial = {"name": f"Scenario {agent.scenarios.count() + 1}", "steps_script": "user: Hello!\n"}
@@ -737,7 +750,11 @@ def scenario_edit(
     def save(data: dict[str, Any]) -> HttpResponse:
         fields = {k: v for k, v in data.items() if k != "version"}
         services.scenario_save(
-            agent=agent, scenario=scenario, expected_version=data["version"], **fields
+            actor=request.user,
+            agent=agent,
+            scenario=scenario,
+            expected_version=data["version"],
+            **fields,
         )
         return _after_scenario_save(request, app, agent, scenario.pk)
 
@@ -758,7 +775,7 @@ def scenario_delete(
 ) -> HttpResponse:
     app, _ = selectors.app_for_user(request.user, app_id, edit=True)
     scenario = get_object_or_404(Scenario, pk=scenario_id, agent_id=agent_id, agent__app=app)
-    services.scenario_delete(scenario=scenario)
+    services.scenario_delete(actor=request.user, scenario=scenario)
     app, access = _loaded_app(request, app_id)
     agent = _agent_of(app, agent_id)
     if not request.htmx:
@@ -798,27 +815,24 @@ def app_share(request: HttpRequest, app_id: int) -> HttpResponse:
         if "remove" in request.POST:
             user = User.objects.filter(pk=_int_or_none(request.POST.get("remove"))).first()
             if user is not None:
-                services.app_unshare(app=app, user=user)
+                services.app_unshare(actor=request.user, app=app, user=user)
             return redirect("app-share", app_id=app.pk)
         typed = {
             "username": request.POST.get("username", "").strip(),
             "role": request.POST.get("role", "viewer"),
         }
-        user = User.objects.filter(username=typed["username"]).first()
-        if user is None:
-            errors["username"] = [
-                f"No user named '{typed['username']}'. Check the spelling of their username."
-            ]
+        try:
+            share = services.app_share_by_username(
+                app=app, username=typed["username"], role=typed["role"], actor=request.user
+            )
+        except services.ServiceError as exc:
+            errors = exc.field_errors()
         else:
-            try:
-                services.app_share(app=app, user=user, role=typed["role"])
-            except services.ServiceError as exc:
-                errors = exc.field_errors()
-            else:
-                messages.success(
-                    request, f"Shared “{app.name}” with {user.get_username()} as {typed['role']}."
-                )
-                return redirect("app-share", app_id=app.pk)
+            messages.success(
+                request,
+                f"Shared “{app.name}” with {share.user.get_username()} as {typed['role']}.",
+            )
+            return redirect("app-share", app_id=app.pk)
     shares = app.shares.select_related("user").order_by("user__username")
     return render(
         request,
@@ -858,7 +872,9 @@ def callback_new(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespon
     kind = kind if kind in CALLBACK_STARTER else "before_model"
 
     def save(data: dict[str, Any]) -> HttpResponse:
-        services.callback_create(agent=agent, kind=data["kind"], code=data["code"])
+        services.callback_create(
+            actor=request.user, agent=agent, kind=data["kind"], code=data["code"]
+        )
         return _updated_list(request, app_id, "callback-list", _callback_list_context)
 
     return _inline_form(
@@ -886,6 +902,7 @@ def callback_edit(
 
     def save(data: dict[str, Any]) -> HttpResponse:
         services.callback_update(
+            actor=request.user,
             callback=callback,
             kind=data["kind"],
             code=data["code"],
@@ -910,5 +927,5 @@ def callback_delete(
 ) -> HttpResponse:
     app, _ = selectors.app_for_user(request.user, app_id, edit=True)
     callback = get_object_or_404(Callback, pk=callback_id, agent_id=agent_id, agent__app=app)
-    services.callback_delete(callback=callback)
+    services.callback_delete(actor=request.user, callback=callback)
     return _updated_list(request, app_id, "callback-list", _callback_list_context)

@@ -17,6 +17,14 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
+@pytest.fixture(autouse=True)
+def _empty_cache():
+    """Each test starts with an empty cache: ids and revisions repeat after a rollback."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def user(django_user_model):
     return django_user_model.objects.create_user(username="ada", password="pw-ada-123456")

@@ -473,6 +473,7 @@ def test_lint_lists_the_apps_diagnostics(api, bank):
         "end",
         "field",
         "subject",
+        "reference",
     }
 
 

@@ -179,9 +179,9 @@ def test_a_service_refusal_late_in_the_import_rolls_everything_back(user, shop, 
     spec, scenarios = _spec_and_scenarios(shop)
 
     def refuse(**kwargs):
-        raise ServiceError([services._error("steps_script", "refused for the test")])
+        raise ServiceError([services.common.error("steps_script", "refused for the test")])
 
-    monkeypatch.setattr(services, "scenario_save", refuse)
+    monkeypatch.setattr(services.apps, "scenario_save", refuse)
     before = _counts()
     with pytest.raises(ServiceError) as info:
         exchange.app_import(owner=user, spec=spec, scenarios=scenarios)

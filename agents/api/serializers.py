@@ -57,6 +57,9 @@ class DiagnosticOut(serializers.Serializer):
         allow_null=True, help_text="The request field concerned; `__all__` for the whole object."
     )
     subject = serializers.CharField(allow_null=True)
+    reference = serializers.CharField(
+        allow_null=True, help_text="The name the problem is about, e.g. an undeclared variable."
+    )
 
 
 class ErrorOut(serializers.Serializer):

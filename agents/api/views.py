@@ -8,7 +8,6 @@ invalid input (DRF validation and `ServiceError` alike) and 409 for a stale `ver
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
@@ -23,16 +22,10 @@ from rest_framework.views import exception_handler
 
 from agents import selectors, services
 from agents.api import serializers as io
-from agents.core import types as core_types
-from agents.core.compile import compile_instructions
 from agents.core.diagnostics import Diagnostic, Severity
-from agents.core.lint import lint_agent, lint_app, merge_diagnostics
-from agents.core.script import format_script
-from agents.core.simulate import SimulationResult, simulate
-from agents.core.spec import AppSpec
+from agents.core.lint import lint_app
+from agents.core.simulate import SimulationResult
 from agents.models import Agent, AgentApp, AppShare, Scenario, Schema, Tool, Variable
-from agents.sandbox import host as sandbox
-from agents.sandbox.code_runner import sandbox_runner
 from agents.selectors import Access
 
 # ---------------------------------------------------------------- errors
@@ -197,7 +190,7 @@ class AppListView(ApiView):
     )
     def post(self, request: Request) -> Response:
         data = self.valid(io.AppIn)
-        app = services.app_create(owner=request.user, **data)
+        app = services.app_create(actor=request.user, owner=request.user, **data)
         app = selectors.app_with_everything(app.pk).get()
         body = self.output(io.AppDetailOut, app, access=Access("owner"))
         location = reverse("api:app-detail", args=[app.pk])
@@ -227,7 +220,9 @@ class AppDetailView(ApiView):
     def patch(self, request: Request, app_id: int) -> Response:
         app = self.load_app(edit=True)
         data = self.valid(io.AppPatchIn)
-        services.app_update(app=app, expected_version=_expected_version(data), **data)
+        services.app_update(
+            actor=request.user, app=app, expected_version=_expected_version(data), **data
+        )
         app = selectors.app_with_everything(app_id).get()
         return Response(self.output(io.AppDetailOut, app, access=self.access))
 
@@ -240,7 +235,7 @@ class AppDetailView(ApiView):
         app = self.load_app(edit=True)
         if not self.access.is_owner:
             raise exceptions.PermissionDenied("Only the app's owner can delete it.")
-        services.app_delete(app=app)
+        services.app_delete(actor=request.user, app=app)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -285,7 +280,9 @@ class VariableListView(ApiView):
     )
     def post(self, request: Request, app_id: int) -> Response:
         app = self.load_app(edit=True)
-        variable = services.variable_create(app=app, **self.valid(io.VariableIn, app=app))
+        variable = services.variable_create(
+            actor=request.user, app=app, **self.valid(io.VariableIn, app=app)
+        )
         return self.created(self.output(io.VariableOut, variable), "variable-detail", variable.name)
 
 
@@ -309,13 +306,15 @@ class VariableDetailView(ApiView):
         variable = _variable(app, name)
         data = self.valid(io.VariablePatchIn, app=app)
         version = _expected_version(data)
-        variable = services.variable_update(variable=variable, expected_version=version, **data)
+        variable = services.variable_update(
+            actor=request.user, variable=variable, expected_version=version, **data
+        )
         return Response(self.output(io.VariableOut, _variable(app, variable.name)))
 
     @extend_schema(tags=["variables"], responses={204: None, **ERRORS})
     def delete(self, request: Request, app_id: int, name: str) -> Response:
         app = self.load_app(edit=True)
-        services.variable_delete(variable=_variable(app, name))
+        services.variable_delete(actor=request.user, variable=_variable(app, name))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -334,7 +333,7 @@ class SchemaListView(ApiView):
     @extend_schema(tags=["schemas"], request=io.SchemaIn, responses={201: io.SchemaOut, **ERRORS})
     def post(self, request: Request, app_id: int) -> Response:
         app = self.load_app(edit=True)
-        schema = services.schema_create(app=app, **self.valid(io.SchemaIn))
+        schema = services.schema_create(actor=request.user, app=app, **self.valid(io.SchemaIn))
         return self.created(self.output(io.SchemaOut, schema), "schema-detail", schema.name)
 
 
@@ -359,7 +358,9 @@ class SchemaDetailView(ApiView):
         schema = get_object_or_404(Schema, app=app, name=name)
         data = self.valid(io.SchemaPatchIn)
         version = _expected_version(data)
-        schema = services.schema_update(schema=schema, expected_version=version, **data)
+        schema = services.schema_update(
+            actor=request.user, schema=schema, expected_version=version, **data
+        )
         return Response(self.output(io.SchemaOut, schema))
 
     @extend_schema(
@@ -369,7 +370,9 @@ class SchemaDetailView(ApiView):
     )
     def delete(self, request: Request, app_id: int, name: str) -> Response:
         app = self.load_app(edit=True)
-        services.schema_delete(schema=get_object_or_404(Schema, app=app, name=name))
+        services.schema_delete(
+            actor=request.user, schema=get_object_or_404(Schema, app=app, name=name)
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -388,7 +391,7 @@ class ToolListView(ApiView):
     @extend_schema(tags=["tools"], request=io.ToolIn, responses={201: io.ToolOut, **ERRORS})
     def post(self, request: Request, app_id: int) -> Response:
         app = self.load_app(edit=True)
-        tool = services.tool_create(app=app, **self.valid(io.ToolIn))
+        tool = services.tool_create(actor=request.user, app=app, **self.valid(io.ToolIn))
         return self.created(self.output(io.ToolOut, tool), "tool-detail", tool.name)
 
 
@@ -412,13 +415,15 @@ class ToolDetailView(ApiView):
         app = self.load_app(edit=True)
         tool = get_object_or_404(Tool, app=app, name=name)
         data = self.valid(io.ToolPatchIn)
-        tool = services.tool_update(tool=tool, expected_version=_expected_version(data), **data)
+        tool = services.tool_update(
+            actor=request.user, tool=tool, expected_version=_expected_version(data), **data
+        )
         return Response(self.output(io.ToolOut, tool))
 
     @extend_schema(tags=["tools"], responses={204: None, **ERRORS})
     def delete(self, request: Request, app_id: int, name: str) -> Response:
         app = self.load_app(edit=True)
-        services.tool_delete(tool=get_object_or_404(Tool, app=app, name=name))
+        services.tool_delete(actor=request.user, tool=get_object_or_404(Tool, app=app, name=name))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -437,7 +442,9 @@ class AgentListView(ApiView):
     @extend_schema(tags=["agents"], request=io.AgentIn, responses={201: io.AgentOut, **ERRORS})
     def post(self, request: Request, app_id: int) -> Response:
         app = self.load_app(edit=True)
-        agent = services.agent_create(app=app, **self.valid(io.AgentIn, app=app))
+        agent = services.agent_create(
+            actor=request.user, app=app, **self.valid(io.AgentIn, app=app)
+        )
         agent = _agent_queryset().get(pk=agent.pk)
         return self.created(self.output(io.AgentOut, agent), "agent-detail", agent.pk)
 
@@ -462,7 +469,9 @@ class AgentDetailView(ApiView):
         app = self.load_app(edit=True)
         agent = self.load_agent(app)
         data = self.valid(io.AgentPatchIn, app=app)
-        services.agent_update(agent=agent, expected_version=_expected_version(data), **data)
+        services.agent_update(
+            actor=request.user, agent=agent, expected_version=_expected_version(data), **data
+        )
         return Response(self.output(io.AgentOut, _agent_queryset().get(pk=agent.pk)))
 
     @extend_schema(
@@ -472,33 +481,8 @@ class AgentDetailView(ApiView):
     )
     def delete(self, request: Request, app_id: int, agent_id: int) -> Response:
         app = self.load_app(edit=True)
-        services.agent_delete(agent=self.load_agent(app))
+        services.agent_delete(actor=request.user, agent=self.load_agent(app))
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-def _compile_diagnostics(
-    spec: AppSpec, agent: Agent, instructions: str, compiled: tuple[Diagnostic, ...]
-) -> list[Diagnostic]:
-    """The agent's lint with these instructions plus the compile's, once each, worst first."""
-    linted = lint_agent(spec, agent.display_name, instructions=instructions)
-    return merge_diagnostics(linted, compiled)
-
-
-def _compile_values(spec: AppSpec, given: Mapping[str, Any]) -> dict[str, Any]:
-    """Defaults, then the request's typed values (each checked against its variable)."""
-    schemas = {s.name: s.schema for s in spec.schemas}
-    problems: list[Diagnostic] = []
-    for name, value in given.items():
-        variable = spec.variable(name)
-        if variable is None:
-            problems.append(_input_error(f"values.{name}", f"'{name}' is not a declared variable."))
-            continue
-        for d in core_types.validate_value(value, variable, schemas, field=f"values.{name}"):
-            if d.severity is Severity.ERROR:
-                problems.append(d)
-    if problems:
-        raise InvalidInput(problems)
-    return {**spec.default_values(), **given}
 
 
 class AgentCompileView(ApiView):
@@ -524,38 +508,21 @@ class AgentCompileView(ApiView):
         if agent is None:
             raise exceptions.NotFound("No such agent in this app.")
         data = self.valid(io.CompileIn)
-        instructions = data.get("instructions", agent.instructions)
-        spec = app.to_spec()
-        values = _compile_values(spec, data.get("values", {}))
-        compiled = compile_instructions(
-            instructions, values, channel=data["channel"], modality=data["modality"]
+        preview = services.preview_agent(
+            app=app,
+            agent=agent,
+            instructions=data.get("instructions"),
+            values=data.get("values", {}),
+            channel=data["channel"],
+            modality=data["modality"],
         )
-        result = {
-            "text": compiled.text,
-            "diagnostics": _compile_diagnostics(spec, agent, instructions, compiled.diagnostics),
-            "spans": compiled.spans,
-        }
+        if preview.input_problems:
+            raise InvalidInput(preview.input_problems)
+        result = {"text": preview.text, "diagnostics": preview.diagnostics, "spans": preview.spans}
         return Response(self.output(io.CompileOut, result))
 
 
 # ---------------------------------------------------------------- scenarios
-
-
-def _scenario_fields(scenario: Scenario) -> dict[str, Any]:
-    """A saved scenario as `services.scenario_save` arguments (a PATCH changes some)."""
-    return {
-        "name": scenario.name,
-        "steps_script": format_script(tuple(step.to_spec() for step in scenario.steps.all())),
-        "session_values": scenario.session_values,
-        "channel": scenario.channel,
-        "modality": scenario.modality,
-        "session_id": scenario.session_id,
-        "project_id": scenario.project_id,
-        "project_number": scenario.project_number,
-        "location": scenario.location,
-        "token_budget": scenario.token_budget,
-        "use_mocks": scenario.use_mocks,
-    }
 
 
 class ScenarioListView(ApiView):
@@ -576,7 +543,9 @@ class ScenarioListView(ApiView):
     )
     def post(self, request: Request, app_id: int, agent_id: int) -> Response:
         agent = self.load_agent(self.load_app(edit=True))
-        scenario = services.scenario_save(agent=agent, **self.valid(io.ScenarioIn))
+        scenario = services.scenario_save(
+            actor=request.user, agent=agent, **self.valid(io.ScenarioIn)
+        )
         scenario = _scenario_queryset().get(pk=scenario.pk)
         return self.created(
             self.output(io.ScenarioOut, scenario), "scenario-detail", agent.pk, scenario.pk
@@ -608,17 +577,14 @@ class ScenarioDetailView(ApiView):
         data = self.valid(io.ScenarioPatchIn)
         version = _expected_version(data)
         services.scenario_save(
-            agent=agent,
-            scenario=scenario,
-            expected_version=version,
-            **{**_scenario_fields(scenario), **data},
+            actor=request.user, agent=agent, scenario=scenario, expected_version=version, **data
         )
         return Response(self.output(io.ScenarioOut, self.load_scenario(agent)))
 
     @extend_schema(tags=["scenarios"], responses={204: None, **ERRORS})
     def delete(self, request: Request, app_id: int, agent_id: int, scenario_id: int) -> Response:
         agent = self.load_agent(self.load_app(edit=True))
-        services.scenario_delete(scenario=self.load_scenario(agent))
+        services.scenario_delete(actor=request.user, scenario=self.load_scenario(agent))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -645,23 +611,13 @@ class ScenarioSimulateView(ApiView):
         if scenario is None:
             raise exceptions.NotFound("No such scenario for this agent.")
         data = self.valid(io.SimulateIn)
-        spec = app.to_spec()
-        if "instructions" in data:
-            spec = replace(
-                spec,
-                agents=tuple(
-                    replace(a, instructions=data["instructions"])
-                    if a.name == agent.display_name
-                    else a
-                    for a in spec.agents
-                ),
-            )
-        scenario_spec = scenario.to_spec(app_id=f"apps/{app.pk}")
-        if "use_mocks" in data:
-            scenario_spec = replace(scenario_spec, use_mocks=data["use_mocks"])
-        # One warm sandbox for this request only; memoised calls start no process at all.
-        with sandbox.open_session() as session:
-            result = simulate(spec, scenario_spec, run_code=sandbox_runner(session))
+        scenario_spec, result = services.simulate_scenario(
+            app=app,
+            agent=agent,
+            scenario=scenario,
+            instructions=data.get("instructions"),
+            use_mocks=data.get("use_mocks"),
+        )
         return Response(self.output(io.SimulationOut, _simulation(result, scenario_spec.use_mocks)))
 
 

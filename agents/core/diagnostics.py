@@ -21,7 +21,9 @@ class Diagnostic:
     the character offsets of the offending span; `field` names the field a
     problem concerns when it is not in the instructions
     (e.g. ``variables.customer.default``); `subject` names the object
-    (agent display name, variable, tool) the diagnostic belongs to.
+    (agent display name, variable, tool) the diagnostic belongs to; `reference` is the
+    name a problem is about when it is not the subject (the undeclared variable that
+    `{{x}}` names), so a page can act on it without reading the message.
     """
 
     code: str
@@ -33,6 +35,7 @@ class Diagnostic:
     end: int | None = None
     field: str | None = None
     subject: str | None = None
+    reference: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -45,6 +48,7 @@ class Diagnostic:
             "end": self.end,
             "field": self.field,
             "subject": self.subject,
+            "reference": self.reference,
         }
 
 

@@ -24,18 +24,17 @@ rest of the core stays standard library + jsonschema), without aliases (a
 
 from __future__ import annotations
 
-import ast
 import copy
 import functools
 import json
 import math
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from agents.core import rules
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.schemas import check_schema
 from agents.core.script import format_script, parse_script
@@ -84,16 +83,12 @@ CODES: dict[str, str] = {
     "SC506": "Two objects of one kind in the app have the same name.",
     "SC507": "A reference names a schema, tool or agent the app does not have (or makes a cycle).",
     "SC508": "The app has more than one root agent, or none (the first agent becomes the root).",
-    "SC509": "A name, display name or code cannot be saved (invalid name, braces, Python syntax).",
-    "SC510": "A scenario cannot be saved as written (setting, session value, step text).",
+    "SC510": "A scenario message cannot be kept exactly as a step-script line (it is adjusted).",
     "SC511": "A field that does not apply to the object is ignored.",
 }
 
-NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
-NAME_MAX_LENGTH = 64
-_NAME_RE = re.compile(NAME_PATTERN)
-_CHANNELS = ("web", "api", "telephony")
-_MODALITIES = ("text", "voice")
+NAME_PATTERN = rules.NAME_PATTERN
+NAME_MAX_LENGTH = rules.NAME_MAX_LENGTH
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -252,8 +247,8 @@ NATIVE_SCHEMA: dict[str, Any] = {
                     "additionalProperties": False,
                     "properties": {
                         "values": {"type": "object"},
-                        "channel": {"enum": list(_CHANNELS)},
-                        "modality": {"enum": list(_MODALITIES)},
+                        "channel": {"enum": list(rules.CHANNELS)},
+                        "modality": {"enum": list(rules.MODALITIES)},
                         "session_id": _text(100),
                         "project_id": _text(100),
                         "project_number": _text(30),
@@ -738,41 +733,15 @@ def _error(code: str, field: str, message: str, subject: str | None = None) -> D
     return Diagnostic(code, E, f"{field}: {message}", field=field, subject=subject)
 
 
-def _name_problem(name: str, field: str, subject: str | None = None) -> Diagnostic | None:
-    if not name:
-        return _error("SC509", field, "a name is required", subject)
-    if len(name) > NAME_MAX_LENGTH:
-        return _error("SC509", field, f"at most {NAME_MAX_LENGTH} characters", subject)
-    if not _NAME_RE.match(name):
-        return _error(
-            "SC509",
-            field,
-            f"'{name}' is not a valid name: use letters, digits and underscores, "
-            "not starting with a digit",
-            subject,
-        )
-    return None
+def _at(
+    diagnostics: Iterable[Diagnostic], field: str, subject: str | None = None
+) -> Iterator[Diagnostic]:
+    """The rule set's diagnostics about one field of the document, named by its path."""
+    for d in diagnostics:
+        yield replace(d, field=field, message=f"{field}: {d.message}", subject=subject or d.subject)
 
 
-def _python_problem(code: str, field: str, subject: str) -> Diagnostic | None:
-    try:
-        ast.parse(code)
-    except SyntaxError as exc:
-        return _error("SC509", field, f"line {exc.lineno}: {exc.msg}", subject)
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return _error("SC509", field, f"the code cannot be read ({exc})", subject)
-    return None
-
-
-def _duplicates(names: Iterable[str], *, fold: bool = False) -> list[str]:
-    seen: set[str] = set()
-    repeated: list[str] = []
-    for name in names:
-        key = name.casefold() if fold else name
-        if key in seen and name not in repeated:
-            repeated.append(name)
-        seen.add(key)
-    return repeated
+_duplicates = rules.duplicates
 
 
 def check_app_spec(app: AppSpec, scenarios: Iterable[ScenarioSpec] = ()) -> tuple[Diagnostic, ...]:
@@ -784,9 +753,7 @@ def check_app_spec(app: AppSpec, scenarios: Iterable[ScenarioSpec] = ()) -> tupl
     instructions...) are not import errors: the designer shows them.
     """
     found: list[Diagnostic] = []
-    name = app.name.strip()
-    if not name or len(name) > 200:
-        found.append(_error("SC509", "name", "the app needs a name of at most 200 characters"))
+    found.extend(_at(rules.app_name_problems(app.name), "name"))
     found.extend(_check_schemas(app))
     found.extend(_check_variables(app))
     found.extend(_check_tools(app))
@@ -800,9 +767,7 @@ def _check_schemas(app: AppSpec) -> Iterable[Diagnostic]:
         field = f"schemas.{repeated}"
         yield _error("SC506", field, "two schemas have this name", repeated)
     for schema in app.schemas:
-        problem = _name_problem(schema.name, f"schemas.{schema.name}.name", schema.name)
-        if problem:
-            yield problem
+        yield from _at(rules.name_problems(schema.name), f"schemas.{schema.name}.name", schema.name)
         for d in check_schema(schema.schema):
             inner = d.field if d.field and d.field != "#" else ""
             field = f"schemas.{schema.name}.json_schema{inner}"
@@ -818,12 +783,10 @@ def _check_variables(app: AppSpec) -> Iterable[Diagnostic]:
         yield _error("SC506", f"variables.{repeated}", "two variables have this name", repeated)
     for variable in app.variables:
         base = f"variables.{variable.name}"
-        problem = _name_problem(variable.name, f"{base}.name", variable.name)
-        if problem:
-            yield problem
+        yield from _at(rules.name_problems(variable.name), f"{base}.name", variable.name)
         if variable.type is VariableType.LIST and variable.item_type in (None, VariableType.LIST):
             yield _error(
-                "SC509",
+                "SC005",
                 f"{base}.item_type",
                 "a list needs the type of its items: text, number, boolean or object",
                 variable.name,
@@ -854,19 +817,20 @@ def _check_tools(app: AppSpec) -> Iterable[Diagnostic]:
         yield _error("SC506", f"tools.{repeated}", "two tools have this name", repeated)
     for tool in app.tools:
         base = f"tools.{tool.name}"
-        problem = _name_problem(tool.name, f"{base}.name", tool.name)
-        if problem:
-            yield problem
-        if tool.kind is ToolKind.PYTHON and tool.python_code.strip():
-            problem = _python_problem(tool.python_code, f"{base}.python_code", tool.name)
-            if problem:
-                yield problem
-        if len(tool.mcp_url) > 200:
-            yield _error("SC509", f"{base}.mcp_url", "at most 200 characters", tool.name)
+        yield from _at(rules.name_problems(tool.name), f"{base}.name", tool.name)
+        if tool.kind is ToolKind.PYTHON:
+            yield from _at(
+                rules.python_problems(tool.python_code, "python_code"),
+                f"{base}.python_code",
+                tool.name,
+            )
+        if len(tool.mcp_url) > rules.URL_MAX_LENGTH:
+            message = f"at most {rules.URL_MAX_LENGTH} characters"
+            yield _error("SC001", f"{base}.mcp_url", message, tool.name)
         if tool.openapi is not None and not isinstance(tool.openapi, dict):
-            yield _error("SC509", f"{base}.openapi", "must be a JSON object", tool.name)
+            yield _error("SC008", f"{base}.openapi", "must be a JSON object", tool.name)
         if tool.mock is not None and not isinstance(tool.mock.state, dict):
-            yield _error("SC509", f"{base}.mock.state", "must be a JSON object", tool.name)
+            yield _error("SC008", f"{base}.mock.state", "must be a JSON object", tool.name)
 
 
 def _check_agents(app: AppSpec) -> Iterable[Diagnostic]:
@@ -882,11 +846,7 @@ def _check_agents(app: AppSpec) -> Iterable[Diagnostic]:
         yield Diagnostic("SC508", W, message, field="agents")
     for agent in app.agents:
         base = f"agents.{agent.name}"
-        display = agent.name.strip()
-        if not display or len(display) > 200:
-            yield _error("SC509", f"{base}.name", "a display name of 1 to 200 characters")
-        elif "{" in display or "}" in display:
-            yield _error("SC509", f"{base}.name", "a display name cannot contain braces { }")
+        yield from _at(rules.display_name_problems(agent.name), f"{base}.name", agent.name)
         for tool in agent.tools:
             if tool not in tools:
                 yield _error(
@@ -909,12 +869,11 @@ def _check_agents(app: AppSpec) -> Iterable[Diagnostic]:
                     agent.name,
                 )
             seen.add((callback.kind, callback.order))
-            if not callback.code.strip():
-                yield _error("SC509", f"{field}.code", "a callback needs Python code", agent.name)
-            else:
-                problem = _python_problem(callback.code, f"{field}.code", agent.name)
-                if problem:
-                    yield problem
+            yield from _at(
+                rules.python_problems(callback.code, "code", required=True),
+                f"{field}.code",
+                agent.name,
+            )
     cycle = _cycle(app)
     if cycle:
         yield _error(
@@ -948,7 +907,6 @@ def _cycle(app: AppSpec) -> list[str] | None:
 
 def _check_scenarios(app: AppSpec, scenarios: list[ScenarioSpec]) -> Iterable[Diagnostic]:
     agents = {a.name for a in app.agents}
-    schemas = {s.name: s.schema for s in app.schemas}
     for repeated in _duplicates(f"{s.agent}\x00{s.name.strip()}" for s in scenarios):
         agent, name = repeated.split("\x00", 1)
         yield _error(
@@ -959,31 +917,16 @@ def _check_scenarios(app: AppSpec, scenarios: list[ScenarioSpec]) -> Iterable[Di
         if scenario.agent not in agents:
             yield _error("SC507", base, f"the app has no agent named '{scenario.agent}'")
             continue
-        if not scenario.name.strip() or len(scenario.name) > 200:
-            yield _error("SC510", f"{base}.name", "a name of 1 to 200 characters", scenario.agent)
-        if scenario.token_budget < 1:
-            yield _error("SC510", f"{base}.token_budget", "at least 1 token", scenario.agent)
+        agent = scenario.agent
+        yield from _at(rules.scenario_name_problems(scenario.name), f"{base}.name", agent)
+        yield from _at(
+            rules.token_budget_problems(scenario.token_budget), f"{base}.token_budget", agent
+        )
         session = scenario.session
-        if session.channel not in _CHANNELS:
-            yield _error(
-                "SC510", f"{base}.session.channel", f"one of {', '.join(_CHANNELS)}", scenario.agent
-            )
-        if session.modality not in _MODALITIES:
-            yield _error(
-                "SC510",
-                f"{base}.session.modality",
-                f"one of {', '.join(_MODALITIES)}",
-                scenario.agent,
-            )
-        for name, value in session.values.items():
-            field = f"{base}.session.values.{name}"
-            variable = app.variable(name)
-            if variable is None:
-                yield _error("SC510", field, f"'{name}' is not a declared variable", scenario.agent)
-                continue
-            for d in validate_value(value, variable, schemas, field=field):
-                if d.severity is E:
-                    yield replace(d, message=f"{field}: {d.message}")
+        yield from _at(rules.channel_problems(session.channel), f"{base}.session.channel", agent)
+        yield from _at(rules.modality_problems(session.modality), f"{base}.session.modality", agent)
+        for d in rules.session_values_problems(dict(session.values), app):
+            yield from _at([d], f"{base}.session.values.{d.subject}", agent)
         if parse_script(format_script(scenario.steps)).steps != scenario.steps:
             message = (
                 f"{base}.steps: a message cannot be kept exactly as a step script line "

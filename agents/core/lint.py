@@ -23,7 +23,7 @@ import dataclasses
 import difflib
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agents.core.code_analysis import (
@@ -39,7 +39,7 @@ from agents.core.schemas import check_schema
 from agents.core.spec import AgentSpec, AppSpec, ToolKind, ToolSpec, VariableSpec, VariableType
 from agents.core.types import is_missing, resolve_local_ref, validate_value
 
-__all__ = ["CODES", "lint_agent", "lint_app"]
+__all__ = ["CODES", "lint_agent", "lint_app", "lint_edited_agent"]
 
 CODES: dict[str, str] = {
     "SC301": "Static reference `{{x}}` to an undeclared variable (it stays as written).",
@@ -122,6 +122,11 @@ E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 # ---------------------------------------------------------------------------
 # What an app declares, looked up once per call
+
+
+# A problem found in a brace group: (code, severity, message), plus the undeclared name it
+# is about for SC301 to SC303 (the diagnostic's `reference`).
+_Found = tuple[str, Severity, str] | tuple[str, Severity, str, str]
 
 
 @dataclass(slots=True)
@@ -309,6 +314,25 @@ def lint_agent(
     return tuple(_lint_agent(index, agent, text, set()))
 
 
+def lint_edited_agent(app: AppSpec, agent_name: str, instructions: str) -> tuple[Diagnostic, ...]:
+    """What the designer sees while editing one agent: the app's problems with this agent's
+    unsaved `instructions`, less other agents' own (one lint pass over the edited app)."""
+    edited = replace(
+        app,
+        agents=tuple(
+            replace(a, instructions=instructions) if a.name == agent_name else a for a in app.agents
+        ),
+    )
+    if edited.agent(agent_name) is None:
+        return lint_agent(app, agent_name)
+    own = f"agents.{agent_name}."
+    return tuple(
+        d
+        for d in lint_app(edited)
+        if not (d.field or "").startswith("agents.") or (d.field or "").startswith(own)
+    )
+
+
 # ---------------------------------------------------------------------------
 # Instructions
 
@@ -331,7 +355,7 @@ def _lint_agent(index: _Index, agent: AgentSpec, text: str, used: set[str]) -> l
     ]
     agent_tools = frozenset(agent.tools)
     mentioned: set[str] = set()
-    problems_of: dict[str, tuple[tuple[str, Severity, str], ...]] = {}
+    problems_of: dict[str, tuple[_Found, ...]] = {}
     lexemes = scan.lexemes  # may be the parser's cache of every group ever seen
     for raw in set(scan.parts[1::2]):
         problems = _lexeme_problems(index, agent, agent_tools, lexemes[raw], used, mentioned)
@@ -339,7 +363,7 @@ def _lint_agent(index: _Index, agent: AgentSpec, text: str, used: set[str]) -> l
             problems_of[raw] = problems
     if problems_of:
         parts, ends, demoted = scan.parts, scan.ends, scan.kinds
-        hits: list[tuple[int, int, tuple[tuple[str, Severity, str], ...]]] = []
+        hits: list[tuple[int, int, tuple[_Found, ...]]] = []
         for position, raw in enumerate(parts[1::2]):
             problems = problems_of.get(raw)
             if problems is not None:
@@ -351,9 +375,20 @@ def _lint_agent(index: _Index, agent: AgentSpec, text: str, used: set[str]) -> l
             lines = positions(text, [start for start, _, _ in hits])
             for start, end, problems in hits:
                 line, column = lines[start]
-                for code, severity, message in problems:
+                for code, severity, message, *reference in problems:
                     found.append(
-                        Diagnostic(code, severity, message, line, column, start, end, where, name)
+                        Diagnostic(
+                            code,
+                            severity,
+                            message,
+                            line,
+                            column,
+                            start,
+                            end,
+                            where,
+                            name,
+                            reference=reference[0] if reference else None,
+                        )
                     )
             found.sort(key=lambda d: d.start if d.start is not None else 0)
 
@@ -404,7 +439,7 @@ def _lexeme_problems(
     lexeme: Lexeme,
     used: set[str],
     mentioned: set[str],
-) -> tuple[tuple[str, Severity, str], ...]:
+) -> tuple[_Found, ...]:
     """(code, severity, message) for one distinct brace group, wherever it is."""
     kind = lexeme.kind
     if kind is TokenKind.STATIC:
@@ -413,7 +448,7 @@ def _lexeme_problems(
     if kind is TokenKind.IF or kind is TokenKind.ELIF:
         if lexeme.condition is None:
             return ()  # parse reported it
-        found: list[tuple[str, Severity, str]] = []
+        found: list[_Found] = []
         for path in lexeme.condition.references:
             used.add(path[0])
             found.extend(_static_problems(index, path, in_condition=True))
@@ -430,7 +465,7 @@ def _lexeme_problems(
 
 def _reference_problem(
     index: _Index, agent: AgentSpec, agent_tools: frozenset[str], kind: TokenKind, name: str
-) -> tuple[str, Severity, str] | None:
+) -> _Found | None:
     if kind is TokenKind.DYNAMIC:
         if name in index.variables:
             return None
@@ -439,6 +474,7 @@ def _reference_problem(
             E,
             f"`{{{name}}}`: no variable `{name}` is declared. At run time an undeclared "
             f"`{{{name}}}` silently becomes empty text.{index.suggest('variable', name)}",
+            name,
         )
     if kind is TokenKind.TOOL:
         if name not in index.tools:
@@ -467,7 +503,7 @@ def _reference_problem(
 
 def _static_problems(
     index: _Index, path: tuple[str, ...], *, in_condition: bool
-) -> tuple[tuple[str, Severity, str], ...]:
+) -> tuple[_Found, ...]:
     first = path[0]
     dotted = ".".join(path)
     shown = f"The condition reads `{dotted}`" if in_condition else f"`{{{{{dotted}}}}}`"
@@ -481,6 +517,7 @@ def _static_problems(
                     E,
                     f"{shown}, but no variable `{first}` is declared (it counts as empty, "
                     f"null).{hint}",
+                    first,
                 ),
             )
         return (
@@ -489,9 +526,10 @@ def _static_problems(
                 E,
                 f"{shown}: no variable `{first}` is declared, so the prompt keeps "
                 f"`{{{{{dotted}}}}}` as written.{hint}",
+                first,
             ),
         )
-    problems: list[tuple[str, Severity, str]] = []
+    problems: list[_Found] = []
     writers = index.written_by.get(first)
     if writers:
         who = _join(writers)
@@ -529,7 +567,7 @@ def _join(labels: list[str]) -> str:
 
 def _path_problem(
     index: _Index, variable: VariableSpec, path: tuple[str, ...], shown: str
-) -> tuple[str, Severity, str] | None:
+) -> _Found | None:
     name = variable.name
     rest = path[1:]
     vtype = variable.type
@@ -595,7 +633,7 @@ def _follow_refs(root: dict[str, Any], node: Any) -> Any:
 
 def _walk_schema(
     root: dict[str, Any], segments: tuple[str, ...], walked: str, shown: str
-) -> tuple[str, Severity, str] | None:
+) -> _Found | None:
     node: Any = root
     for segment in segments:
         node = _follow_refs(root, node)

@@ -1,0 +1,325 @@
+"""Agents (instructions, tools, sub-agents) and their callbacks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.db import transaction
+
+from agents.core import rules
+from agents.core.diagnostics import Diagnostic
+from agents.core.rename import RenameKind
+from agents.models import Agent, AgentApp, Callback, CallbackKind, Tool
+from agents.services.common import (
+    Actor,
+    ServiceError,
+    StaleObjectError,
+    changed,
+    check_version,
+    error,
+    locked,
+    raise_if,
+    rewrite_instructions,
+    save,
+    snapshot,
+)
+
+
+def agent_problems(agent: Agent) -> list[Diagnostic]:
+    name = agent.display_name.strip()
+    diagnostics = rules.display_name_problems(name)
+    if (
+        not diagnostics
+        and Agent.objects.filter(app_id=agent.app_id, display_name__iexact=name)
+        .exclude(pk=agent.pk)
+        .exists()
+    ):
+        diagnostics.append(
+            error("display_name", f"An agent named '{name}' already exists in this app.", "SC004")
+        )
+    return diagnostics
+
+
+def _links(agent: Agent) -> dict[str, list[str]]:
+    return {
+        "tools": sorted(agent.tools.values_list("name", flat=True)),
+        "children": sorted(agent.children.values_list("display_name", flat=True)),
+    }
+
+
+def _set_agent_links(
+    agent: Agent, tools: Sequence[Tool] | None, children: Sequence[Agent] | None
+) -> None:
+    if tools is not None:
+        if any(t.app_id != agent.app_id for t in tools):
+            raise ServiceError([error("tools", "A tool of another app cannot be attached.")])
+        agent.tools.set(tools)
+    if children is not None:
+        if any(c.app_id != agent.app_id or c.pk == agent.pk for c in children):
+            raise ServiceError(
+                [error("children", "Sub-agents must be other agents of the same app.")]
+            )
+        agent.children.set(children)
+        if _has_cycle(agent):
+            raise ServiceError(
+                [error("children", "That would make an agent its own sub-agent (a cycle).")]
+            )
+
+
+def _has_cycle(start: Agent) -> bool:
+    edges: dict[int, list[int]] = {}
+    for parent_id, child_id in Agent.children.through.objects.filter(
+        from_agent__app_id=start.app_id
+    ).values_list("from_agent_id", "to_agent_id"):
+        edges.setdefault(parent_id, []).append(child_id)
+    seen: set[int] = set()
+    stack = list(edges.get(start.pk, []))
+    while stack:
+        node = stack.pop()
+        if node == start.pk:
+            return True
+        if node not in seen:
+            seen.add(node)
+            stack.extend(edges.get(node, []))
+    return False
+
+
+@transaction.atomic
+def agent_create(
+    *,
+    app: AgentApp,
+    display_name: str,
+    instructions: str = "",
+    description: str = "",
+    is_root: bool | None = None,
+    tools: Sequence[Tool] = (),
+    children: Sequence[Agent] = (),
+    actor: Actor = None,
+) -> Agent:
+    if is_root is None:
+        is_root = not app.agents.exists()
+    agent = Agent(
+        app=app,
+        display_name=display_name.strip(),
+        instructions=instructions,
+        description=description,
+        is_root=is_root,
+    )
+    raise_if(agent_problems(agent))
+    if is_root:
+        app.agents.filter(is_root=True).update(is_root=False)
+    save(agent)
+    _set_agent_links(agent, tools, children)
+    changed(
+        app=app,
+        actor=actor,
+        action="agent.create",
+        name=agent.display_name,
+        after={**snapshot(agent), **_links(agent)},
+    )
+    return agent
+
+
+@transaction.atomic
+def agent_update(
+    *,
+    agent: Agent,
+    display_name: str | None = None,
+    instructions: str | None = None,
+    description: str | None = None,
+    is_root: bool | None = None,
+    tools: Sequence[Tool] | None = None,
+    children: Sequence[Agent] | None = None,
+    expected_version: int | None = None,
+    actor: Actor = None,
+) -> Agent:
+    agent = locked(Agent, agent.pk)
+    check_version(agent, expected_version)
+    before = {**snapshot(agent), **_links(agent)}
+    if display_name is not None and display_name.strip() != agent.display_name:
+        agent = agent_rename(agent=agent, new_name=display_name, actor=actor)
+    if instructions is not None:
+        agent.instructions = instructions
+    if description is not None:
+        agent.description = description
+    raise_if(agent_problems(agent))
+    if is_root:
+        Agent.objects.filter(app_id=agent.app_id, is_root=True).exclude(pk=agent.pk).update(
+            is_root=False
+        )
+        agent.is_root = True
+    save(agent)
+    _set_agent_links(agent, tools, children)
+    changed(
+        app=agent.app_id,
+        actor=actor,
+        action="agent.update",
+        name=agent.display_name,
+        before=before,
+        after={**snapshot(agent), **_links(agent)},
+    )
+    return agent
+
+
+@transaction.atomic
+def agent_save_instructions(
+    *, agent: Agent, instructions: str, base_hash: str | None = None, actor: Actor = None
+) -> Agent:
+    """Save an agent's instructions from the editor.
+
+    `base_hash` fingerprints the text the editor started from: if the saved text has
+    changed since (another editor, or a rename rewriting references), the save is
+    refused, so nobody's words are silently overwritten. Other agent fields (tools,
+    description) may change meanwhile without conflict.
+    """
+    agent = locked(Agent, agent.pk)
+    if base_hash is not None and base_hash != agent.instructions_hash:
+        raise StaleObjectError(
+            [
+                error(
+                    "instructions",
+                    "These instructions were changed elsewhere since you opened them (another "
+                    "editor, or a rename that updated references). Copy your text, reload, "
+                    "and apply your change again.",
+                    "SC002",
+                )
+            ]
+        )
+    if instructions != agent.instructions:
+        before = agent.instructions
+        agent.instructions = instructions
+        save(agent)
+        changed(
+            app=agent.app_id,
+            actor=actor,
+            action="agent.instructions",
+            name=agent.display_name,
+            before={"instructions": before},
+            after={"instructions": instructions},
+        )
+    return agent
+
+
+@transaction.atomic
+def agent_delete(*, agent: Agent, actor: Actor = None) -> None:
+    if agent.is_root and agent.app.agents.exclude(pk=agent.pk).exists():
+        raise ServiceError(
+            [error("__all__", "Make another agent the root before deleting the root agent.")]
+        )
+    changed(
+        app=agent.app_id,
+        actor=actor,
+        action="agent.delete",
+        name=agent.display_name,
+        before=snapshot(agent),
+    )
+    agent.delete()
+
+
+@transaction.atomic
+def agent_rename(
+    *, agent: Agent, new_name: str, expected_version: int | None = None, actor: Actor = None
+) -> Agent:
+    """Rename an agent and every `{@AGENT: …}` reference to it."""
+    agent = locked(Agent, agent.pk)
+    check_version(agent, expected_version)
+    old = agent.display_name
+    agent.display_name = new_name.strip()
+    raise_if(agent_problems(agent))
+    save(agent)
+    changed(
+        app=agent.app_id,
+        actor=actor,
+        action="agent.rename",
+        name=agent.display_name,
+        before={"display_name": old},
+        after={"display_name": agent.display_name},
+    )
+    rewrite_instructions(
+        app_id=agent.app_id, kind=RenameKind.AGENT, old=old, new=agent.display_name, actor=actor
+    )
+    agent.refresh_from_db()
+    return agent
+
+
+# ---------------------------------------------------------------- callbacks
+
+
+def callback_problems(callback: Callback) -> list[Diagnostic]:
+    diagnostics: list[Diagnostic] = []
+    if callback.kind not in CallbackKind.values:
+        diagnostics.append(
+            error(
+                "kind", "Choose when the callback runs: before/after agent, model or tool.", "SC005"
+            )
+        )
+    diagnostics += rules.python_problems(callback.code, "code", required=True)
+    return diagnostics
+
+
+def _callback_name(callback: Callback) -> str:
+    return f"{callback.kind} #{callback.order} of {callback.agent.display_name}"
+
+
+@transaction.atomic
+def callback_create(
+    *, agent: Agent, kind: str, code: str, order: int | None = None, actor: Actor = None
+) -> Callback:
+    if order is None:
+        last = agent.callbacks.filter(kind=kind).order_by("-order").first()
+        order = 0 if last is None else last.order + 1
+    callback = Callback(agent=agent, kind=kind, code=code, order=order)
+    raise_if(callback_problems(callback))
+    save(callback)
+    changed(
+        app=agent.app_id,
+        actor=actor,
+        action="callback.create",
+        name=_callback_name(callback),
+        after=snapshot(callback),
+    )
+    return callback
+
+
+@transaction.atomic
+def callback_update(
+    *,
+    callback: Callback,
+    code: str | None = None,
+    kind: str | None = None,
+    order: int | None = None,
+    expected_version: int | None = None,
+    actor: Actor = None,
+) -> Callback:
+    callback = locked(Callback, callback.pk)
+    check_version(callback, expected_version)
+    before = snapshot(callback)
+    if code is not None:
+        callback.code = code
+    if kind is not None:
+        callback.kind = kind
+    if order is not None:
+        callback.order = order
+    raise_if(callback_problems(callback))
+    save(callback)
+    changed(
+        app=callback.agent.app_id,
+        actor=actor,
+        action="callback.update",
+        name=_callback_name(callback),
+        before=before,
+        after=snapshot(callback),
+    )
+    return callback
+
+
+@transaction.atomic
+def callback_delete(*, callback: Callback, actor: Actor = None) -> None:
+    changed(
+        app=callback.agent.app_id,
+        actor=actor,
+        action="callback.delete",
+        name=_callback_name(callback),
+        before=snapshot(callback),
+    )
+    callback.delete()

@@ -1,0 +1,187 @@
+"""Tools (Python, OpenAPI, MCP, with mocks); a tool can be created already attached to an agent."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.db import transaction
+
+from agents.core import rules
+from agents.core.diagnostics import Diagnostic
+from agents.core.rename import RenameKind
+from agents.models import Agent, AgentApp, Tool, ToolKind
+from agents.services.common import (
+    Actor,
+    ServiceError,
+    changed,
+    check_version,
+    error,
+    locked,
+    raise_if,
+    rewrite_instructions,
+    save,
+    snapshot,
+    unique,
+)
+
+
+def tool_problems(tool: Tool) -> list[Diagnostic]:
+    diagnostics = rules.name_problems(tool.name)
+    diagnostics += unique(Tool, tool, what="tool")
+    if tool.kind not in ToolKind.values:
+        diagnostics.append(error("kind", "Choose Python, OpenAPI or MCP.", "SC005"))
+    if tool.kind == ToolKind.PYTHON:
+        diagnostics += rules.python_problems(tool.python_code, "python_code")
+    if tool.openapi_spec is not None and not isinstance(tool.openapi_spec, dict):
+        diagnostics.append(
+            error("openapi_spec", "The OpenAPI document must be a JSON object.", "SC008")
+        )
+    if not isinstance(tool.mcp_headers, dict) or not all(
+        isinstance(v, str) for v in tool.mcp_headers.values()
+    ):
+        diagnostics.append(
+            error(
+                "mcp_headers",
+                'Headers must be a JSON object of strings, e.g. {"X-Id": "abc"}.',
+                "SC008",
+            )
+        )
+    if not isinstance(tool.mock_state, dict):
+        diagnostics.append(
+            error(
+                "mock_state", 'Mock state must be a JSON object: {"variable_name": value}.', "SC008"
+            )
+        )
+    return diagnostics
+
+
+TOOL_FIELDS = (
+    "kind",
+    "description",
+    "python_code",
+    "openapi_spec",
+    "mcp_url",
+    "mcp_headers",
+    "mock_enabled",
+    "mock_state",
+    "mock_response",
+)
+
+
+@transaction.atomic
+def tool_create(
+    *,
+    app: AgentApp,
+    name: str,
+    kind: str = ToolKind.PYTHON,
+    attach_to: Agent | None = None,
+    actor: Actor = None,
+    **fields: Any,
+) -> Tool:
+    """A new tool; with `attach_to`, that agent may call it (same transaction, agent locked)."""
+    unknown = set(fields) - set(TOOL_FIELDS)
+    if unknown:
+        raise TypeError(f"tool_create() got unexpected fields {sorted(unknown)}")
+    tool = Tool(app=app, name=name, kind=kind, **fields)
+    raise_if(tool_problems(tool))
+    save(tool)
+    changed(app=app, actor=actor, action="tool.create", name=name, after=snapshot(tool))
+    if attach_to is not None:
+        agent = locked(Agent, attach_to.pk)
+        if agent.app_id != app.pk:
+            raise ServiceError([error("agent", "That agent belongs to another app.")])
+        agent.tools.add(tool)  # adds one link; the others stay as they are
+        save(agent)
+        changed(
+            app=app,
+            actor=actor,
+            action="agent.attach_tool",
+            name=agent.display_name,
+            after={"tool": tool.name},
+        )
+    return tool
+
+
+@transaction.atomic
+def tool_update(
+    *,
+    tool: Tool,
+    expected_version: int | None = None,
+    update_references: bool = True,
+    actor: Actor = None,
+    **fields: Any,
+) -> Tool:
+    """Change a tool; a new name renames its Python function too, and with
+    `update_references` every `{@TOOL: …}` that names it."""
+    unknown = set(fields) - {*TOOL_FIELDS, "name"}
+    if unknown:
+        raise TypeError(f"tool_update() got unexpected fields {sorted(unknown)}")
+    tool = locked(Tool, tool.pk)
+    check_version(tool, expected_version)
+    before = snapshot(tool)
+    new_name = fields.pop("name", tool.name)
+    for key, value in fields.items():
+        setattr(tool, key, value)
+    raise_if(tool_problems(tool))
+    save(tool)
+    changed(
+        app=tool.app_id,
+        actor=actor,
+        action="tool.update",
+        name=tool.name,
+        before=before,
+        after=snapshot(tool),
+    )
+    if new_name != tool.name:
+        tool = tool_rename(
+            tool=tool, new_name=new_name, update_references=update_references, actor=actor
+        )
+    return tool
+
+
+@transaction.atomic
+def tool_delete(*, tool: Tool, actor: Actor = None) -> None:
+    changed(
+        app=tool.app_id, actor=actor, action="tool.delete", name=tool.name, before=snapshot(tool)
+    )
+    tool.delete()
+
+
+@transaction.atomic
+def tool_rename(
+    *,
+    tool: Tool,
+    new_name: str,
+    expected_version: int | None = None,
+    update_references: bool = True,
+    actor: Actor = None,
+) -> Tool:
+    """Rename a tool and its Python function (CX requires them equal) and, with
+    `update_references`, every `{@TOOL: …}` reference."""
+    tool = locked(Tool, tool.pk)
+    check_version(tool, expected_version)
+    old = tool.name
+    tool.name = new_name
+    raise_if(rules.name_problems(new_name) + unique(Tool, tool, what="tool"))
+    if tool.python_code:
+        tool.python_code = re.sub(
+            r"^(\s*def\s+)" + re.escape(old) + r"(\s*\()",
+            lambda m: f"{m.group(1)}{new_name}{m.group(2)}",
+            tool.python_code,
+            flags=re.MULTILINE,
+        )
+    save(tool)
+    changed(
+        app=tool.app_id,
+        actor=actor,
+        action="tool.rename",
+        name=new_name,
+        before={"name": old},
+        after={"name": new_name},
+    )
+    if update_references:
+        rewrite_instructions(
+            app_id=tool.app_id, kind=RenameKind.TOOL, old=old, new=new_name, actor=actor
+        )
+    return tool

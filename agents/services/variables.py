@@ -1,0 +1,202 @@
+"""Variables: typed, with defaults that fit their type or schema; renames rewrite references."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from agents.core import rules
+from agents.core import types as core_types
+from agents.core.diagnostics import Diagnostic
+from agents.core.rename import RenameKind, rename_state_key
+from agents.models import AgentApp, Schema, Tool, Variable, VariableType
+from agents.services.common import (
+    UNSET,
+    Actor,
+    changed,
+    check_version,
+    error,
+    locked,
+    on_field,
+    raise_if,
+    rewrite_instructions,
+    save,
+    snapshot,
+    unique,
+)
+from agents.services.schemas import schema_map
+
+
+def _schemas_for(variable: Variable) -> dict[str, dict]:
+    if variable.app_id is not None:
+        return schema_map(variable.app)
+    return {variable.schema.name: variable.schema.json_schema} if variable.schema_id else {}
+
+
+def variable_problems(variable: Variable) -> list[Diagnostic]:
+    diagnostics = rules.name_problems(variable.name)
+    diagnostics += unique(Variable, variable, what="variable")
+    if variable.type not in VariableType.values:
+        diagnostics.append(
+            error(
+                "type",
+                f"'{variable.type}' is not a variable type; choose one of "
+                "Text, Number, Yes/No, Custom object or List.",
+                "SC005",
+            )
+        )
+        return diagnostics
+    if variable.type == VariableType.LIST:
+        if variable.item_type not in VariableType.values or variable.item_type == VariableType.LIST:
+            diagnostics.append(
+                error(
+                    "item_type",
+                    "Choose the type of the list's items: Text, Number, Yes/No or Custom object.",
+                    "SC005",
+                )
+            )
+            return diagnostics
+    else:
+        variable.item_type = ""
+    needs_schema = VariableType.OBJECT in (variable.type, variable.item_type)
+    if needs_schema and variable.schema_id is None:
+        diagnostics.append(
+            error("schema", "A custom object needs a schema: pick one or create it first.", "SC006")
+        )
+        return diagnostics
+    if not needs_schema:
+        variable.schema = None
+    if (
+        variable.schema_id is not None
+        and variable.app_id
+        and variable.schema.app_id != variable.app_id
+    ):
+        diagnostics.append(error("schema", "That schema belongs to another app.", "SC006"))
+        return diagnostics
+    if variable.default is not None:
+        diagnostics += on_field(
+            core_types.validate_value(variable.default, variable.to_spec(), _schemas_for(variable)),
+            "default",
+        )
+    return diagnostics
+
+
+@transaction.atomic
+def variable_create(
+    *,
+    app: AgentApp,
+    name: str,
+    type: str,
+    default: Any = None,
+    description: str = "",
+    item_type: str = "",
+    schema: Schema | None = None,
+    actor: Actor = None,
+) -> Variable:
+    variable = Variable(
+        app=app,
+        name=name,
+        type=type,
+        default=default,
+        description=description,
+        item_type=item_type or "",
+        schema=schema,
+    )
+    raise_if(variable_problems(variable))
+    save(variable)
+    changed(app=app, actor=actor, action="variable.create", name=name, after=snapshot(variable))
+    return variable
+
+
+@transaction.atomic
+def variable_update(
+    *,
+    variable: Variable,
+    name: str | None = None,
+    type: str | None = None,
+    default: Any = UNSET,
+    description: str | None = None,
+    item_type: str | None = None,
+    schema: Schema | Any | None = UNSET,
+    expected_version: int | None = None,
+    update_references: bool = False,
+    actor: Actor = None,
+) -> Variable:
+    """Change a variable; a new name with `update_references` also rewrites every reference."""
+    variable = locked(Variable, variable.pk)
+    check_version(variable, expected_version)
+    before = snapshot(variable)
+    if name is not None and name != variable.name and update_references:
+        variable = variable_rename(variable=variable, new_name=name, actor=actor)
+    elif name is not None:
+        variable.name = name
+    if type is not None:
+        variable.type = type
+    if default is not UNSET:
+        variable.default = default
+    if description is not None:
+        variable.description = description
+    if item_type is not None:
+        variable.item_type = item_type
+    if schema is not UNSET:
+        variable.schema = schema
+    raise_if(variable_problems(variable))
+    save(variable)
+    changed(
+        app=variable.app_id,
+        actor=actor,
+        action="variable.update",
+        name=variable.name,
+        before=before,
+        after=snapshot(variable),
+    )
+    return variable
+
+
+@transaction.atomic
+def variable_delete(*, variable: Variable, actor: Actor = None) -> None:
+    changed(
+        app=variable.app_id,
+        actor=actor,
+        action="variable.delete",
+        name=variable.name,
+        before=snapshot(variable),
+    )
+    variable.delete()
+
+
+@transaction.atomic
+def variable_rename(
+    *,
+    variable: Variable,
+    new_name: str,
+    expected_version: int | None = None,
+    actor: Actor = None,
+) -> Variable:
+    """Rename a variable and every reference to it: instructions, tool headers, OpenAPI, mocks."""
+    variable = locked(Variable, variable.pk)
+    check_version(variable, expected_version)
+    old = variable.name
+    variable.name = new_name
+    raise_if(rules.name_problems(new_name) + unique(Variable, variable, what="variable"))
+    save(variable)
+    changed(
+        app=variable.app_id,
+        actor=actor,
+        action="variable.rename",
+        name=new_name,
+        before={"name": old},
+        after={"name": new_name},
+    )
+    rewrite_instructions(
+        app_id=variable.app_id, kind=RenameKind.VARIABLE, old=old, new=new_name, actor=actor
+    )
+    for tool in Tool.objects.select_for_update().filter(app_id=variable.app_id):
+        headers = rename_state_key(tool.mcp_headers, old, new_name)
+        openapi = rename_state_key(tool.openapi_spec, old, new_name)
+        mock_state = {(new_name if k == old else k): v for k, v in (tool.mock_state or {}).items()}
+        if (headers, openapi, mock_state) != (tool.mcp_headers, tool.openapi_spec, tool.mock_state):
+            tool.mcp_headers, tool.openapi_spec, tool.mock_state = headers, openapi, mock_state
+            save(tool)
+    return variable
