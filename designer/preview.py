@@ -42,6 +42,7 @@ class Preview:
     session_values: list[SessionValue]
     values_json: str
     values_json_error: str
+    input_errors: list[str]  # refused values (pasted JSON), channel, modality
     completion: dict[str, Any]  # the editor's autocomplete and highlighting (json_script)
     counts: dict[str, int] = field(default_factory=dict)
 
@@ -173,8 +174,6 @@ def build_preview(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Pre
             row.error = problem.message
         else:
             other_problems.append(problem.message)
-    if other_problems:
-        json_error = " ".join(filter(None, [json_error, *other_problems]))
     return Preview(
         html=_render_compiled(result.text, result.spans),
         text=result.text,
@@ -184,6 +183,7 @@ def build_preview(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Pre
         session_values=rows,
         values_json=values_json,
         values_json_error=json_error,
+        input_errors=other_problems,
         completion=completion_data(spec, agent.display_name),
         counts=result.counts,
     )

@@ -11,6 +11,7 @@ app_patterns = [
     path("duplicate", views.app_duplicate, name="app-duplicate"),
     path("delete", views.app_delete, name="app-delete"),
     path("share", views.app_share, name="app-share"),
+    path("history", views.app_history, name="app-history"),
     path("export", exchange_views.app_export, name="app-export"),
     path("export/native", exchange_views.app_export_native, name="app-export-native"),
     path("export/cx", exchange_views.app_export_cx, name="app-export-cx"),

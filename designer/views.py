@@ -842,6 +842,20 @@ def app_share(request: HttpRequest, app_id: int) -> HttpResponse:
     )
 
 
+# ---------------------------------------------------------------- history
+
+
+@login_required
+@require_GET
+def app_history(request: HttpRequest, app_id: int) -> HttpResponse:
+    """Who changed what in the app, and when (viewers too: they see the app)."""
+    app, access = selectors.app_for_user(request.user, app_id)
+    events = selectors.app_history(app)
+    return render(
+        request, "agents/app_history.html", {"app": app, "access": access, "events": events}
+    )
+
+
 # ---------------------------------------------------------------- callbacks
 
 CALLBACK_STARTER = {

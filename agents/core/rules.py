@@ -212,7 +212,5 @@ def session_values_problems(
             continue
         for d in validate_value(value, variable, schemas, field=field):
             if d.severity is E:
-                problems.append(
-                    replace(d, message=f"{name}: {d.message}", field=field, subject=name)
-                )
+                problems.append(replace(d, field=field, subject=name))
     return problems

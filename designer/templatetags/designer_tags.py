@@ -64,3 +64,11 @@ _TICKED = re.compile(r"`([^`\n]+)`")
 def ticks(message: str) -> str:
     """A diagnostic message with its `quoted` names shown as code (escaped first)."""
     return mark_safe(_TICKED.sub(r"<code>\1</code>", escape(message)))
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    """A history value as indented JSON (escaped by the template like any text)."""
+    import json
+
+    return "—" if value is None else json.dumps(value, indent=2, ensure_ascii=False, default=str)

@@ -1,0 +1,91 @@
+"""The shape of the house (README, Architecture): which package may import which.
+
+Dependencies point inward: adapters → services/selectors → models → core. The
+check reads every module's imports with `ast` (also those inside functions), so a
+new module is covered without being listed.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# layer → the first-party packages its modules must not import
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "agents/core": (
+        "django",
+        "rest_framework",
+        "agents.models",
+        "agents.services",
+        "agents.selectors",
+        "agents.sandbox",
+        "agents.api",
+        "designer",
+    ),
+    "agents/sandbox": (
+        "django",
+        "rest_framework",
+        "agents.models",
+        "agents.services",
+        "agents.selectors",
+        "agents.api",
+        "designer",
+    ),
+    "agents/models.py": (
+        "agents.services",
+        "agents.selectors",
+        "agents.api",
+        "designer",
+        "rest_framework",
+    ),
+    "agents/selectors.py": ("agents.services", "agents.api", "designer", "rest_framework"),
+    "agents/services": ("agents.api", "designer", "rest_framework", "agents.admin"),
+    "agents/exchange.py": ("agents.api", "designer", "rest_framework"),
+    "agents/api": ("designer",),
+}
+
+
+def _modules(where: str) -> list[Path]:
+    path = ROOT / where
+    return [path] if path.suffix == ".py" else sorted(path.rglob("*.py"))
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+CASES = [(layer, path) for layer in FORBIDDEN for path in _modules(layer)]
+
+
+@pytest.mark.parametrize(("layer", "path"), CASES, ids=[str(p.relative_to(ROOT)) for _, p in CASES])
+def test_module_imports_only_inward(layer, path):
+    bad = sorted(
+        name
+        for name in _imports(path)
+        for banned in FORBIDDEN[layer]
+        if name == banned or name.startswith(banned + ".")
+    )
+    assert not bad, f"{path.relative_to(ROOT)} ({layer}) imports {bad}"
+
+
+def test_views_and_api_write_only_through_services():
+    """Adapters never save models themselves: no `.save(`/`.objects.create(` in them."""
+    offenders = []
+    for where in ("designer", "agents/api"):
+        for path in _modules(where):
+            text = path.read_text(encoding="utf-8")
+            if ".save(" in text or ".objects.create(" in text or ".delete()" in text:
+                offenders.append(str(path.relative_to(ROOT)))
+    assert not offenders, offenders
