@@ -1,4 +1,4 @@
-"""Every URL of the URL conf × every method × anonymous, stranger, viewer, editor, owner, staff.
+"""Every URL of the URL conf, every method, and six users: anonymous to owner, and staff.
 
 The routes are enumerated from the URL conf, so a new URL is covered without being
 listed; its access level comes from the rules below (by name and method). Each request
@@ -115,7 +115,7 @@ def world(django_user_model, user, bank):
 
 def _url(route: Route, ids: dict) -> str:
     def fill(match: re.Match) -> str:
-        converter, name = match.group(1), match.group(2)
+        name = match.group(2)
         if route.api and name == "name":
             if "tools/" in route.pattern:
                 return "LookupBalance"
