@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import connection
+from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -260,11 +261,12 @@ def app_designer(request: HttpRequest, app_id: int) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def agent_preview(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
-    """The live preview: compile the (unsaved) instructions with the session values typed."""
-    app, access = _loaded_app(request, app_id)
-    agent = next((a for a in app.agents.all() if a.pk == agent_id), None)
-    if agent is None:
-        return HttpResponse("No such agent.", status=404)
+    """The live preview: compile the (unsaved) instructions with the session values typed.
+
+    Called on every keystroke: it reads the app's row and the agent's, and the rest from
+    the spec cached by the app's revision (no reload of the whole app)."""
+    app, access = selectors.app_for_user(request.user, app_id)
+    agent = get_object_or_404(Agent, app=app, pk=agent_id)
     params = request.POST if request.method == "POST" else request.GET
     preview = preview_builder.build_preview(app, agent, params)
     return render(
@@ -700,11 +702,18 @@ def _conversation(
 @login_required
 @require_http_methods(["GET", "POST"])
 def agent_simulate(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
-    """Run the chosen scenario against the (unsaved) instructions; the conversation fragment."""
-    app, access = _loaded_app(request, app_id)
-    agent = _agent_of(app, agent_id)
-    if agent is None:
-        return HttpResponse("No such agent.", status=404)
+    """Run the chosen scenario against the (unsaved) instructions; the conversation fragment.
+
+    Like the preview, it reads only the app's and the agent's rows (and the agent's
+    scenarios); the app itself comes from the spec cached by revision."""
+    app, access = selectors.app_for_user(request.user, app_id)
+    agent = get_object_or_404(
+        Agent.objects.prefetch_related(
+            Prefetch("scenarios", queryset=Scenario.objects.prefetch_related("steps"))
+        ),
+        app=app,
+        pk=agent_id,
+    )
     return _conversation(
         request, app, access, agent, request.POST if request.method == "POST" else request.GET
     )

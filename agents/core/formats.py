@@ -28,7 +28,7 @@ import copy
 import functools
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -36,8 +36,7 @@ from jsonschema import Draft202012Validator
 
 from agents.core import rules
 from agents.core.diagnostics import Diagnostic, Severity
-from agents.core.schemas import check_schema
-from agents.core.script import format_script, parse_script
+from agents.core.script import parse_script
 from agents.core.spec import (
     AgentSpec,
     AppSpec,
@@ -54,7 +53,7 @@ from agents.core.spec import (
     VariableSpec,
     VariableType,
 )
-from agents.core.types import describe_validation_error, validate_value
+from agents.core.types import describe_validation_error
 
 __all__ = [
     "CODES",
@@ -726,211 +725,5 @@ def _scenario_in(s: dict[str, Any], agent: str, diagnostics: list[Diagnostic]) -
     )
 
 
-# ---------------------------------------------------------------- checks
-
-
-def _error(code: str, field: str, message: str, subject: str | None = None) -> Diagnostic:
-    return Diagnostic(code, E, f"{field}: {message}", field=field, subject=subject)
-
-
-def _at(
-    diagnostics: Iterable[Diagnostic], field: str, subject: str | None = None
-) -> Iterator[Diagnostic]:
-    """The rule set's diagnostics about one field of the document, named by its path."""
-    for d in diagnostics:
-        yield replace(d, field=field, message=f"{field}: {d.message}", subject=subject or d.subject)
-
-
-_duplicates = rules.duplicates
-
-
-def check_app_spec(app: AppSpec, scenarios: Iterable[ScenarioSpec] = ()) -> tuple[Diagnostic, ...]:
-    """What would stop the app from being saved, found all at once (errors), plus warnings.
-
-    These are the checks the services make one object at a time (names,
-    uniqueness, schemas, defaults, Python syntax, links between agents,
-    scenario settings); lint problems (an undeclared reference in the
-    instructions...) are not import errors: the designer shows them.
-    """
-    found: list[Diagnostic] = []
-    found.extend(_at(rules.app_name_problems(app.name), "name"))
-    found.extend(_check_schemas(app))
-    found.extend(_check_variables(app))
-    found.extend(_check_tools(app))
-    found.extend(_check_agents(app))
-    found.extend(_check_scenarios(app, list(scenarios)))
-    return tuple(found)
-
-
-def _check_schemas(app: AppSpec) -> Iterable[Diagnostic]:
-    for repeated in _duplicates(s.name for s in app.schemas):
-        field = f"schemas.{repeated}"
-        yield _error("SC506", field, "two schemas have this name", repeated)
-    for schema in app.schemas:
-        yield from _at(rules.name_problems(schema.name), f"schemas.{schema.name}.name", schema.name)
-        for d in check_schema(schema.schema):
-            inner = d.field if d.field and d.field != "#" else ""
-            field = f"schemas.{schema.name}.json_schema{inner}"
-            yield replace(d, field=field, message=f"{field}: {d.message}", subject=schema.name)
-
-
-def _check_variables(app: AppSpec) -> Iterable[Diagnostic]:
-    schemas = {s.name: s.schema for s in app.schemas}
-    broken_schemas = {
-        s.name for s in app.schemas if any(d.severity is E for d in check_schema(s.schema))
-    }
-    for repeated in _duplicates(v.name for v in app.variables):
-        yield _error("SC506", f"variables.{repeated}", "two variables have this name", repeated)
-    for variable in app.variables:
-        base = f"variables.{variable.name}"
-        yield from _at(rules.name_problems(variable.name), f"{base}.name", variable.name)
-        if variable.type is VariableType.LIST and variable.item_type in (None, VariableType.LIST):
-            yield _error(
-                "SC005",
-                f"{base}.item_type",
-                "a list needs the type of its items: text, number, boolean or object",
-                variable.name,
-            )
-            continue
-        if VariableType.OBJECT in (variable.type, variable.item_type):
-            if not variable.schema:
-                yield _error(
-                    "SC507", f"{base}.schema", "a custom object needs a schema", variable.name
-                )
-                continue
-            if variable.schema not in schemas:
-                yield _error(
-                    "SC507",
-                    f"{base}.schema",
-                    f"the app has no schema named '{variable.schema}'",
-                    variable.name,
-                )
-                continue
-            if variable.schema in broken_schemas:
-                continue  # the schema's own errors are reported; its defaults cannot be checked
-        for d in validate_value(variable.default, variable, schemas):
-            yield replace(d, message=f"{d.field}: {d.message}")
-
-
-def _check_tools(app: AppSpec) -> Iterable[Diagnostic]:
-    for repeated in _duplicates(t.name for t in app.tools):
-        yield _error("SC506", f"tools.{repeated}", "two tools have this name", repeated)
-    for tool in app.tools:
-        base = f"tools.{tool.name}"
-        yield from _at(rules.name_problems(tool.name), f"{base}.name", tool.name)
-        if tool.kind is ToolKind.PYTHON:
-            yield from _at(
-                rules.python_problems(tool.python_code, "python_code"),
-                f"{base}.python_code",
-                tool.name,
-            )
-        if len(tool.mcp_url) > rules.URL_MAX_LENGTH:
-            message = f"at most {rules.URL_MAX_LENGTH} characters"
-            yield _error("SC001", f"{base}.mcp_url", message, tool.name)
-        if tool.openapi is not None and not isinstance(tool.openapi, dict):
-            yield _error("SC008", f"{base}.openapi", "must be a JSON object", tool.name)
-        if tool.mock is not None and not isinstance(tool.mock.state, dict):
-            yield _error("SC008", f"{base}.mock.state", "must be a JSON object", tool.name)
-
-
-def _check_agents(app: AppSpec) -> Iterable[Diagnostic]:
-    tools = {t.name for t in app.tools}
-    agents = {a.name for a in app.agents}
-    for repeated in _duplicates((a.name.strip() for a in app.agents), fold=True):
-        yield _error("SC506", f"agents.{repeated}", "two agents have this display name", repeated)
-    roots = [a.name for a in app.agents if a.is_root]
-    if len(roots) > 1:
-        yield _error("SC508", "agents", f"only one agent can be the root, not {', '.join(roots)}")
-    elif app.agents and not roots:
-        message = f"agents: no agent is the root; {app.agents[0].name} becomes the root"
-        yield Diagnostic("SC508", W, message, field="agents")
-    for agent in app.agents:
-        base = f"agents.{agent.name}"
-        yield from _at(rules.display_name_problems(agent.name), f"{base}.name", agent.name)
-        for tool in agent.tools:
-            if tool not in tools:
-                yield _error(
-                    "SC507", f"{base}.tools", f"the app has no tool named '{tool}'", agent.name
-                )
-        for child in agent.children:
-            if child not in agents or child == agent.name:
-                words = "an agent cannot be its own sub-agent"
-                if child not in agents:
-                    words = f"the app has no agent named '{child}'"
-                yield _error("SC507", f"{base}.children", words, agent.name)
-        seen: set[tuple[CallbackKind, int]] = set()
-        for i, callback in enumerate(agent.callbacks):
-            field = f"{base}.callbacks[{i}]"
-            if (callback.kind, callback.order) in seen:
-                yield _error(
-                    "SC506",
-                    f"{field}.order",
-                    f"two {callback.kind.value} callbacks have the order {callback.order}",
-                    agent.name,
-                )
-            seen.add((callback.kind, callback.order))
-            yield from _at(
-                rules.python_problems(callback.code, "code", required=True),
-                f"{field}.code",
-                agent.name,
-            )
-    cycle = _cycle(app)
-    if cycle:
-        yield _error(
-            "SC507", f"agents.{cycle[0]}.children", f"sub-agents form a cycle: {' → '.join(cycle)}"
-        )
-
-
-def _cycle(app: AppSpec) -> list[str] | None:
-    edges = {a.name: [c for c in a.children if c != a.name] for a in app.agents}
-    state: dict[str, int] = {}  # 1 visiting, 2 done
-
-    def visit(node: str, path: list[str]) -> list[str] | None:
-        state[node] = 1
-        for child in edges.get(node, []):
-            if state.get(child) == 1:
-                return [*path[path.index(child) :], child] if child in path else [node, child]
-            if child in edges and state.get(child) is None:
-                found = visit(child, [*path, child])
-                if found:
-                    return found
-        state[node] = 2
-        return None
-
-    for start in edges:
-        if state.get(start) is None:
-            found = visit(start, [start])
-            if found:
-                return found
-    return None
-
-
-def _check_scenarios(app: AppSpec, scenarios: list[ScenarioSpec]) -> Iterable[Diagnostic]:
-    agents = {a.name for a in app.agents}
-    for repeated in _duplicates(f"{s.agent}\x00{s.name.strip()}" for s in scenarios):
-        agent, name = repeated.split("\x00", 1)
-        yield _error(
-            "SC506", f"agents.{agent}.scenarios.{name}", "two scenarios have this name", agent
-        )
-    for scenario in scenarios:
-        base = f"agents.{scenario.agent}.scenarios.{scenario.name}"
-        if scenario.agent not in agents:
-            yield _error("SC507", base, f"the app has no agent named '{scenario.agent}'")
-            continue
-        agent = scenario.agent
-        yield from _at(rules.scenario_name_problems(scenario.name), f"{base}.name", agent)
-        yield from _at(
-            rules.token_budget_problems(scenario.token_budget), f"{base}.token_budget", agent
-        )
-        session = scenario.session
-        yield from _at(rules.channel_problems(session.channel), f"{base}.session.channel", agent)
-        yield from _at(rules.modality_problems(session.modality), f"{base}.session.modality", agent)
-        for d in rules.session_values_problems(dict(session.values), app):
-            yield from _at([d], f"{base}.session.values.{d.subject}", agent)
-        if parse_script(format_script(scenario.steps)).steps != scenario.steps:
-            message = (
-                f"{base}.steps: a message cannot be kept exactly as a step script line "
-                "(a line starting with user:, agent:, tool:, callback: or #, or spaces "
-                "around a message); it is saved as the script reads it"
-            )
-            yield Diagnostic("SC510", W, message, field=f"{base}.steps", subject=scenario.agent)
+# The checks of a whole app live in the rule set (agents.core.rules); kept here by name.
+check_app_spec = rules.check_app
