@@ -76,6 +76,31 @@ def app_for_user(
     return app, access
 
 
+def agent_for_user(
+    user: AbstractBaseUser, app_id: int, agent_id: int, *, with_scenarios: bool = False
+) -> tuple[AgentApp, Agent, Access]:
+    """One agent and its app in one query, if the user may see the app (404 otherwise).
+
+    What the live preview reads on every keystroke; the rest of the app comes from
+    `app_spec` (cached by revision)."""
+    if not user.is_authenticated:
+        raise PermissionDenied("Sign in first.")
+    agents = Agent.objects.select_related("app").filter(pk=agent_id, app_id=app_id)
+    if with_scenarios:
+        scenarios = Scenario.objects.prefetch_related("steps")
+        agents = agents.prefetch_related(Prefetch("scenarios", queryset=scenarios))
+    agent = agents.first()
+    if agent is None:
+        if not AgentApp.objects.filter(pk=app_id).exists():
+            raise Http404("No such app.")
+        app_for_user(user, app_id)  # 404 for a stranger; the agent is not in this app
+        raise Http404("No such agent in this app.")
+    access = app_access(user, agent.app)
+    if access is None:
+        raise Http404("No such app.")
+    return agent.app, agent, access
+
+
 def app_with_everything(app_id: int) -> QuerySet[AgentApp]:
     """An app and every row the designer shows, in a constant number of queries."""
     return (
@@ -122,12 +147,16 @@ def app_spec(app: AgentApp) -> AppSpec:
     """
     # The creation time too: a restored database or a test rollback can give another app
     # the same id and revision.
+    memo = getattr(app, "_spec_memo", None)
+    if memo is not None and memo[0] == app.revision:
+        return memo[1]  # already read in this request
     key = f"statecraft:appspec:{app.pk}:{app.revision}:{app.created_at.timestamp()}"
     spec = cache.get(key)
     if spec is None:
         loaded = app if _is_prefetched(app) else app_with_everything(app.pk).get()
         spec = loaded.to_spec()
         cache.set(key, spec, timeout=settings.APP_SPEC_CACHE_SECONDS)
+    app._spec_memo = (app.revision, spec)
     return spec
 
 

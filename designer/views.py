@@ -12,7 +12,6 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import connection
-from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -265,8 +264,7 @@ def agent_preview(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespo
 
     Called on every keystroke: it reads the app's row and the agent's, and the rest from
     the spec cached by the app's revision (no reload of the whole app)."""
-    app, access = selectors.app_for_user(request.user, app_id)
-    agent = get_object_or_404(Agent, app=app, pk=agent_id)
+    app, agent, access = selectors.agent_for_user(request.user, app_id, agent_id)
     params = request.POST if request.method == "POST" else request.GET
     preview = preview_builder.build_preview(app, agent, params)
     return render(
@@ -706,13 +704,8 @@ def agent_simulate(request: HttpRequest, app_id: int, agent_id: int) -> HttpResp
 
     Like the preview, it reads only the app's and the agent's rows (and the agent's
     scenarios); the app itself comes from the spec cached by revision."""
-    app, access = selectors.app_for_user(request.user, app_id)
-    agent = get_object_or_404(
-        Agent.objects.prefetch_related(
-            Prefetch("scenarios", queryset=Scenario.objects.prefetch_related("steps"))
-        ),
-        app=app,
-        pk=agent_id,
+    app, agent, access = selectors.agent_for_user(
+        request.user, app_id, agent_id, with_scenarios=True
     )
     return _conversation(
         request, app, access, agent, request.POST if request.method == "POST" else request.GET
