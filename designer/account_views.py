@@ -1,0 +1,37 @@
+"""The signed-in user's API token: see whether one exists, create (or replace) it, revoke it."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+from rest_framework.authtoken.models import Token
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def api_token(request: HttpRequest) -> HttpResponse:
+    """POST action=create makes a new key (replacing the old one) and shows it once;
+    POST action=revoke deletes it. Operators manage every user's token in the admin."""
+    token = Token.objects.filter(user=request.user).first()
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        if action == "create":
+            with transaction.atomic():
+                Token.objects.filter(user=request.user).delete()
+                token = Token.objects.create(user=request.user)
+            return render(request, "agents/api_token.html", {"token": token, "new_key": token.key})
+        if action == "revoke":
+            Token.objects.filter(user=request.user).delete()
+            messages.success(request, "Your API token is revoked; requests using it now get 401.")
+            return redirect("api-token")
+        return render(
+            request,
+            "agents/api_token.html",
+            {"token": token, "error": "Choose Create a token or Revoke."},
+            status=400,
+        )
+    return render(request, "agents/api_token.html", {"token": token})
