@@ -15,6 +15,7 @@ from django.db.models import Model
 from agents.core import schemas as core_schemas
 from agents.core import types as core_types
 from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.formats import not_json_data
 from agents.core.parse import TokenKind
 from agents.core.parse import parse as parse_instructions
 from agents.core.script import parse_script
@@ -154,6 +155,7 @@ def app_create(*, owner: AbstractBaseUser, name: str, description: str = "") -> 
     name = name.strip()
     if not name:
         raise ServiceError([_error("name", "Give the app a name.")])
+    _check_app_name_length(name)
     if AgentApp.objects.filter(owner=owner, name=name).exists():
         raise ServiceError([_error("name", f"You already have an app named '{name}'.", "SC004")])
     app = AgentApp(owner=owner, name=name, description=description)
@@ -176,6 +178,7 @@ def app_update(
         name = name.strip()
         if not name:
             raise ServiceError([_error("name", "Give the app a name.")])
+        _check_app_name_length(name)
         if AgentApp.objects.filter(owner=app.owner, name=name).exclude(pk=app.pk).exists():
             raise ServiceError(
                 [_error("name", f"You already have an app named '{name}'.", "SC004")]
@@ -194,14 +197,38 @@ def app_delete(*, app: AgentApp) -> None:
     app.delete()
 
 
+def _check_app_name_length(name: str) -> None:
+    limit = AgentApp._meta.get_field("name").max_length
+    if len(name) > limit:
+        raise ServiceError(
+            [
+                _error(
+                    "name",
+                    f"An app name has at most {limit} characters; this one has {len(name)}.",
+                    "SC003",
+                )
+            ]
+        )
+
+
+def _app_name_with_suffix(base: str, suffix: str) -> str:
+    """`base` + `suffix`, the base shortened so the whole fits the app name's length."""
+    limit = AgentApp._meta.get_field("name").max_length
+    return base[: limit - len(suffix)].rstrip() + suffix
+
+
 @transaction.atomic
 def app_share(*, app: AgentApp, user: AbstractBaseUser, role: str) -> AppShare:
-    if role not in ShareRole.values:
-        raise ServiceError([_error("role", f"Role must be one of {', '.join(ShareRole.values)}.")])
+    app_share_role_check(role=role)
     if user.pk == app.owner_id:
         raise ServiceError([_error("user", "The owner already has full access.")])
     share, _ = AppShare.objects.update_or_create(app=app, user=user, defaults={"role": role})
     return share
+
+
+def app_share_role_check(*, role: str) -> None:
+    if role not in ShareRole.values:
+        raise ServiceError([_error("role", f"Role must be one of {', '.join(ShareRole.values)}.")])
 
 
 @transaction.atomic
@@ -459,6 +486,10 @@ def tool_problems(tool: Tool) -> list[Diagnostic]:
                 "mock_state", 'Mock state must be a JSON object: {"variable_name": value}.', "SC008"
             )
         )
+    for name in ("mock_state", "mock_response"):
+        problem = not_json_data(getattr(tool, name), name)
+        if problem is not None:  # NaN, infinity: JSON cannot carry it to the simulation's reader
+            diagnostics.append(_error(name, f"Not JSON data: {problem.message}.", "SC209"))
     return diagnostics
 
 
@@ -741,10 +772,12 @@ def callback_delete(*, callback: Callback) -> None:
 @transaction.atomic
 def app_duplicate(*, app: AgentApp, owner: AbstractBaseUser, name: str | None = None) -> AgentApp:
     """A full copy of an app (schemas, variables, tools, agents, callbacks) owned by `owner`."""
-    base = name or f"{app.name} (copy)"
-    candidate, n = base, 2
+    if name:
+        _check_app_name_length(name)
+    candidate, n = name or _app_name_with_suffix(app.name, " (copy)"), 2
     while AgentApp.objects.filter(owner=owner, name=candidate).exists():
-        candidate, n = f"{base} {n}", n + 1
+        suffix = f" {n}" if name else f" (copy) {n}"
+        candidate, n = _app_name_with_suffix(name or app.name, suffix), n + 1
     copy = AgentApp(owner=owner, name=candidate, description=app.description)
     _save(copy)
     schema_map: dict[int, Schema] = {}

@@ -23,6 +23,8 @@ from rest_framework.views import exception_handler
 
 from agents import selectors, services
 from agents.api import serializers as io
+from agents.api.json_boundary import json_data_response
+from agents.api.throttles import CompileThrottle, SimulateThrottle, with_default_throttles
 from agents.core import types as core_types
 from agents.core.compile import compile_instructions
 from agents.core.diagnostics import Diagnostic, Severity
@@ -112,8 +114,9 @@ class ApiView(GenericAPIView):
         return api_exception_handler
 
     def get_authenticate_header(self, request: Request) -> str:
-        # Not signed in: 401 with a Basic challenge (integrators use Basic auth).
-        return 'Basic realm="Statecraft API"'
+        # Not signed in: 401 with a Token challenge (never Basic: a browser would prompt
+        # for a password and then replay it on cross-site requests).
+        return 'Token realm="Statecraft API"'
 
     def load_app(
         self, *, edit: bool = False, queryset: QuerySet[AgentApp] | None = None
@@ -505,6 +508,7 @@ class AgentCompileView(ApiView):
     """The compiled prompt of an agent, with diagnostics and highlight spans."""
 
     queryset = Agent.objects.none()
+    throttle_classes = with_default_throttles(CompileThrottle)
 
     @extend_schema(
         tags=["actions"],
@@ -626,6 +630,7 @@ class ScenarioSimulateView(ApiView):
     """Run a scenario through the simulator."""
 
     queryset = Scenario.objects.none()
+    throttle_classes = with_default_throttles(SimulateThrottle)
 
     @extend_schema(
         tags=["actions"],
@@ -662,7 +667,8 @@ class ScenarioSimulateView(ApiView):
         # One warm sandbox for this request only; memoised calls start no process at all.
         with sandbox.open_session() as session:
             result = simulate(spec, scenario_spec, run_code=sandbox_runner(session))
-        return Response(self.output(io.SimulationOut, _simulation(result, scenario_spec.use_mocks)))
+        body = self.output(io.SimulationOut, _simulation(result, scenario_spec.use_mocks))
+        return json_data_response(body)
 
 
 def _simulation(result: SimulationResult, use_mocks: bool) -> dict[str, Any]:
