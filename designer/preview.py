@@ -43,7 +43,7 @@ class Preview:
     session_values: list[SessionValue]
     values_json: str
     values_json_error: str
-    completion: str  # JSON for the editor's autocomplete and highlighting
+    completion: dict[str, Any]  # the editor's autocomplete data (the page: json_script)
     counts: dict[str, int] = field(default_factory=dict)
 
 
@@ -125,24 +125,21 @@ def _render_compiled(text: str, spans: tuple[Any, ...]) -> SafeString:
     return mark_safe("".join(out))
 
 
-def completion_data(spec: AppSpec, agent_name: str | None) -> str:
+def completion_data(spec: AppSpec, agent_name: str | None) -> dict[str, Any]:
     agent = spec.agent(agent_name) if agent_name else None
-    return json.dumps(
-        {
-            "variables": [
-                {
-                    "name": v.name,
-                    "type": core_types.type_label(v.type, v.item_type, v.schema),
-                    "default": "" if v.default is None else render_value(v.default)[:60],
-                }
-                for v in spec.variables
-            ],
-            "tools": [t.name for t in spec.tools],
-            "agentTools": list(agent.tools) if agent else [],
-            "agents": [a.name for a in spec.agents],
-        },
-        ensure_ascii=False,
-    ).replace("</", "<\\/")
+    return {
+        "variables": [
+            {
+                "name": v.name,
+                "type": core_types.type_label(v.type, v.item_type, v.schema),
+                "default": "" if v.default is None else render_value(v.default)[:60],
+            }
+            for v in spec.variables
+        ],
+        "tools": [t.name for t in spec.tools],
+        "agentTools": list(agent.tools) if agent else [],
+        "agents": [a.name for a in spec.agents],
+    }
 
 
 def build_preview(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Preview:

@@ -64,3 +64,17 @@ _TICKED = re.compile(r"`([^`\n]+)`")
 def ticks(message: str) -> str:
     """A diagnostic message with its `quoted` names shown as code (escaped first)."""
     return mark_safe(_TICKED.sub(r"<code>\1</code>", escape(message)))
+
+
+@register.filter
+def squiggles(diagnostics: Any) -> list[dict[str, Any]]:
+    """Where the editor underlines problems: the data for `json_script`, never hand-built JSON."""
+    return [
+        {
+            "start": d.start,
+            "end": d.end if d.end is not None else d.start,
+            "severity": str(d.severity),
+        }
+        for d in diagnostics or ()
+        if d.start is not None
+    ]
