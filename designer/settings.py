@@ -9,6 +9,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
+from agents.core import limits as import_limits
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -246,11 +248,14 @@ SECURE_CSP = {
 }
 
 # Limits of one import (native file or CX ZIP); an import over them is refused, naming them.
-IMPORT_MAX_OBJECTS = int(os.environ.get("IMPORT_MAX_OBJECTS", "2000"))
+# The defaults live with the check (agents/core/limits.py).
+IMPORT_MAX_OBJECTS = int(os.environ.get("IMPORT_MAX_OBJECTS") or import_limits.DEFAULT_MAX_OBJECTS)
 IMPORT_MAX_INSTRUCTIONS_BYTES = int(
-    os.environ.get("IMPORT_MAX_INSTRUCTIONS_BYTES", str(2 * 1024 * 1024))
+    os.environ.get("IMPORT_MAX_INSTRUCTIONS_BYTES") or import_limits.DEFAULT_MAX_INSTRUCTIONS_BYTES
 )
-IMPORT_MAX_YAML_BYTES = int(os.environ.get("IMPORT_MAX_YAML_BYTES", str(1024 * 1024)))
+IMPORT_MAX_YAML_BYTES = int(
+    os.environ.get("IMPORT_MAX_YAML_BYTES") or import_limits.DEFAULT_MAX_YAML_BYTES
+)
 
 LOGGING = {
     "version": 1,

@@ -17,6 +17,16 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits():
+    """Rate-limit counts live in the cache: each test starts with none (agents/ratelimit.py)."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture
 def user(django_user_model):
     return django_user_model.objects.create_user(username="ada", password="pw-ada-123456")

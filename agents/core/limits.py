@@ -15,7 +15,7 @@ from agents.core.spec import AppSpec, ScenarioSpec
 
 DEFAULT_MAX_OBJECTS = 2000
 DEFAULT_MAX_INSTRUCTIONS_BYTES = 2 * 1024 * 1024
-DEFAULT_MAX_YAML_BYTES = 1024 * 1024
+DEFAULT_MAX_YAML_BYTES = 512 * 1024
 
 
 def _too_many(count: int, limit: int) -> Diagnostic:
