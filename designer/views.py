@@ -836,7 +836,7 @@ def app_share(request: HttpRequest, app_id: int) -> HttpResponse:
 
 def _share_message(username: str, role: str) -> str:
     return (
-        f"If {username!r} is a Statecraft user, they can now open this app as {role}; "
+        f"If “{username}” is a Statecraft user, they can now open this app as {role}; "
         "the list below shows everyone it is shared with."
     )
 

@@ -512,9 +512,9 @@ def test_the_share_form_answers_the_same_for_known_and_unknown_usernames(
     assert unknown["Location"] == known["Location"]
     messages = [str(m) for m in signed_in.get(url).context["messages"]]
     assert messages == [
-        "If 'nobody-here' is a Statecraft user, they can now open this app as viewer; "
+        "If “nobody-here” is a Statecraft user, they can now open this app as viewer; "
         "the list below shows everyone it is shared with.",
-        "If 'bob' is a Statecraft user, they can now open this app as viewer; "
+        "If “bob” is a Statecraft user, they can now open this app as viewer; "
         "the list below shows everyone it is shared with.",
     ]
     bad_role_unknown = signed_in.post(url, {"username": "nobody-here", "role": "admin"})
