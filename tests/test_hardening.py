@@ -610,9 +610,9 @@ def test_yaml_at_its_cap_parses_in_under_a_second():
 
     cap = settings.IMPORT_MAX_YAML_BYTES
     data = _yaml(cap)
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: other processes on the machine do not count
     doc, problems = loads_native(data, max_yaml_bytes=cap)
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert problems == ()
     assert len(doc["app"]["variables"]) > 5_000  # ~1 node per 10 bytes: YAML's worst case
     assert elapsed < 1.0, elapsed

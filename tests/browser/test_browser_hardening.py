@@ -154,6 +154,8 @@ def test_every_page_and_fragment_escapes_the_payload_and_keeps_its_script(
     expect(suggestions).to_contain_text("greeting")
     editor.press("Escape")
     expect(page.locator("#compiled")).to_contain_text("{{")  # the preview fragment came back
+    expect(page.locator("#completion-data")).to_be_attached()  # its json_script survived the swap
+    expect(page.locator("#diagnostic-data")).to_be_attached()
     watch.check("designer typing: preview fragment")
 
     # Each inline form fragment, opened as a designer does.
