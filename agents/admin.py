@@ -21,10 +21,12 @@ from agents.models import (
     Variable,
 )
 from agents.services.common import changed
+from agents.signin import AdminSignInForm
 
 READONLY = ("created_at", "updated_at", "version")
 
 admin.site.site_header = "Statecraft operations"
+admin.site.login_form = AdminSignInForm  # failed passwords are throttled (agents/signin.py)
 admin.site.site_title = "Statecraft admin"
 admin.site.index_title = "Apps, variables, schemas, tools, agents and scenarios"
 

@@ -20,9 +20,11 @@ import logging
 from collections.abc import Iterable
 from typing import Any, Literal
 
+from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 
 from agents import selectors, services
+from agents.core import limits
 from agents.core.cx_format import from_cx_files, read_zip, to_cx_files, zip_bytes
 from agents.core.diagnostics import Diagnostic
 from agents.core.formats import from_native, loads_native, to_native
@@ -60,15 +62,26 @@ def read_app_file(
     data: bytes,
 ) -> tuple[UploadKind, AppSpec | None, tuple[ScenarioSpec, ...], tuple[Diagnostic, ...]]:
     """What an uploaded file holds: a CX ZIP (by its signature) or a native JSON/YAML text."""
+    limit = {
+        "max_objects": settings.IMPORT_MAX_OBJECTS,
+        "max_instructions_bytes": settings.IMPORT_MAX_INSTRUCTIONS_BYTES,
+    }
     if data[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
         files, problems = read_zip(data)
         if files is None:
             return "cx", None, (), problems
         spec, diagnostics = from_cx_files(files)
+        over = limits.app_spec_problems(spec, **limit) if spec is not None else ()
+        if over:
+            return "cx", None, (), over
         return "cx", spec, (), diagnostics
-    doc, problems = loads_native(data)
+    doc, problems = loads_native(data, max_yaml_bytes=settings.IMPORT_MAX_YAML_BYTES)
     if doc is None:
         return "native", None, (), problems
+    # Counted on the document as read, before the (per-object) checks in depth.
+    over = limits.native_document_problems(doc, **limit)
+    if over:
+        return "native", None, (), over
     spec, scenarios, diagnostics = from_native(doc)
     return "native", spec, scenarios, diagnostics
 
@@ -86,7 +99,9 @@ def app_import(
     """Create the app `spec` describes, owned by `owner`: all of it, or nothing."""
     wanted = name or spec.name
     free = services.free_name(
-        owner.pk, wanted, lambda n: " (imported)" if n == 1 else f" (imported {n})"
+        owner.pk,
+        wanted,
+        lambda n: "" if n == 0 else " (imported)" if n == 1 else f" (imported {n})",
     )
     app = services.app_create_from_spec(owner=owner, spec=spec, scenarios=scenarios, name=free)
     logger.info("app %s imported by %s as %r", app.pk, owner.get_username(), app.name)

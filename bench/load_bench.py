@@ -153,7 +153,9 @@ def main() -> None:
             "import json; from agents.models import AgentApp; "
             "a = AgentApp.objects.get(name='Bank demo'); "
             "print(json.dumps([a.pk, a.agents.get(is_root=True).pk]))",
-        ).strip().splitlines()[-1]
+        )
+        .strip()
+        .splitlines()[-1]
     )
     app_id, agent_id = ids
     server = subprocess.Popen(

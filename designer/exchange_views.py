@@ -17,6 +17,7 @@ from agents import exchange, selectors
 from agents.core.diagnostics import Diagnostic, Severity, has_errors
 from agents.core.formats import dumps_native
 from agents.models import AgentApp
+from agents.ratelimit import rate_limited
 from agents.services import ServiceError
 
 TEMPLATE = "agents/app_import.html"
@@ -106,6 +107,7 @@ def app_export_cx(request: HttpRequest, app_id: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@rate_limited("import", "imports", methods=("POST",))
 def app_import(request: HttpRequest) -> HttpResponse:
     """Upload a native JSON/YAML file or a CX ZIP; nothing is created unless all of it is valid."""
     context: dict[str, Any] = {"mode": "import", "rows": [], "typed": {"name": ""}}

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
+
+from agents.core import limits as import_limits
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -46,6 +49,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "rest_framework",
+    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "agents",
@@ -54,6 +58,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -101,8 +106,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# The cache holds each app's spec by revision (and rate-limit counters): per process by
-# default; `CACHE_URL=redis://host:6379/0` shares one Redis among gunicorn workers.
+# The cache holds each app's spec by revision, the sessions and the rate-limit counts: per
+# process by default (each gunicorn worker caches and counts on its own);
+# `CACHE_URL=redis://host:6379/0` shares one Redis among the workers.
 CACHE_URL = os.environ.get("CACHE_URL", "")
 if CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
     CACHES = {
@@ -113,7 +119,7 @@ else:
         "default": {
             "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
             "LOCATION": "statecraft",
-            "OPTIONS": {"MAX_ENTRIES": 1000},
+            "OPTIONS": {"MAX_ENTRIES": 20000},
         }
     }
 # Sessions read from the cache, written through to the database (one query less per request).
@@ -126,6 +132,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# Sign-in goes through a backend that counts failed passwords per account and per address.
+AUTHENTICATION_BACKENDS = ["agents.signin.ThrottledModelBackend"]
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "app-list"
@@ -148,11 +157,55 @@ STORAGES = {
     },
 }
 
+# Requests through this many reverse proxies: the client address is then read from
+# X-Forwarded-For (per-address sign-in throttling and anonymous API throttling use it).
+NUM_PROXIES = int(os.environ.get("NUM_PROXIES", "0"))
+
+
+def rate_limits(defaults: dict[str, str]) -> dict[str, str]:
+    """The built-in rates, overridden by RATE_LIMITS="preview=100/m,signin-account=5/15m"."""
+    rates = dict(defaults)
+    for item in env_list("RATE_LIMITS"):
+        scope, _, rate = item.partition("=")
+        if scope.strip() not in rates or not rate.strip():
+            raise ImproperlyConfigured(
+                f"RATE_LIMITS: {item!r} is not scope=rate with a scope among "
+                f"{', '.join(sorted(rates))} (e.g. preview=100/m)."
+            )
+        rates[scope.strip()] = rate.strip()
+    return rates
+
+
+# Requests per user (per address when signed out) and window; see agents/ratelimit.py.
+RATE_LIMITS = rate_limits(
+    {
+        "signin-account": "5/15m",  # failed passwords for one username
+        "signin-address": "20/15m",  # failed passwords from one client address
+        "preview": "300/m",
+        "simulate": "60/m",
+        "compile": "300/m",
+        "import": "30/h",
+        "example": "120/m",
+        "api-user": "3000/h",  # every API request of a signed-in integrator
+        "api-anon": "60/h",  # every API request without credentials
+    }
+)
+
 REST_FRAMEWORK = {
+    # Integrators send `Authorization: Token <key>`; the browser (docs page) uses its
+    # session with CSRF. No HTTP Basic: a browser would replay cached credentials on a
+    # cross-site form post.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
     ],
+    # JSON only: the browsable API is replaced by the docs page at /api/docs/.
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "agents.api.throttles.APIUserThrottle",
+        "agents.api.throttles.APIAnonThrottle",
+    ],
+    "NUM_PROXIES": NUM_PROXIES or None,
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
@@ -182,6 +235,36 @@ if not DEBUG:
 
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+
+# Content-Security-Policy (Django's own middleware): scripts and styles only from the app,
+# no inline script or style, no framing, forms post only to the app. JSON data enters
+# pages through `json_script` (type="application/json", never executed).
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "font-src": [CSP.SELF],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "frame-ancestors": [CSP.NONE],
+    "form-action": [CSP.SELF],
+}
+
+# Limits of one import (native file or CX ZIP); an import over them is refused, naming them.
+# The defaults live with the check (agents/core/limits.py).
+IMPORT_MAX_OBJECTS = int(os.environ.get("IMPORT_MAX_OBJECTS") or import_limits.DEFAULT_MAX_OBJECTS)
+IMPORT_MAX_INSTRUCTIONS_BYTES = int(
+    os.environ.get("IMPORT_MAX_INSTRUCTIONS_BYTES") or import_limits.DEFAULT_MAX_INSTRUCTIONS_BYTES
+)
+IMPORT_MAX_YAML_BYTES = int(
+    os.environ.get("IMPORT_MAX_YAML_BYTES") or import_limits.DEFAULT_MAX_YAML_BYTES
+)
 
 LOGGING = {
     "version": 1,

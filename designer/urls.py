@@ -4,7 +4,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from designer import exchange_views, views
+from agents.signin import SignInForm
+from designer import account_views, exchange_views, views
 
 app_patterns = [
     path("", views.app_designer, name="app-designer"),
@@ -60,7 +61,12 @@ app_patterns = [
 urlpatterns = [
     path("", views.app_list, name="app-list"),
     path("healthz", views.healthz, name="healthz"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(authentication_form=SignInForm),
+        name="login",
+    ),
+    path("accounts/api-token", account_views.api_token, name="api-token"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("apps/new", views.app_create, name="app-create"),
     path("apps/import", exchange_views.app_import, name="app-import"),

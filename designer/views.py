@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,7 @@ from agents.models import (
     Variable,
     instructions_hash,
 )
+from agents.ratelimit import rate_limited
 from designer import preview as preview_builder
 from designer import simulation
 from designer.forms import (
@@ -40,6 +42,8 @@ from designer.forms import (
     ToolForm,
     VariableForm,
 )
+
+logger = logging.getLogger(__name__)
 
 DESIGNER = "agents/app_designer.html"
 APP_CHANGED = "app-changed"
@@ -55,8 +59,10 @@ def healthz(request: HttpRequest) -> HttpResponse:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
             cursor.fetchone()
-    except Exception as exc:  # any database failure means "not healthy"
-        return JsonResponse({"status": "error", "database": str(exc)}, status=503)
+    except Exception:  # any database failure means "not healthy"
+        # The error text (host names, users) goes to the log, never to the caller.
+        logger.exception("healthz: the database check failed")
+        return JsonResponse({"status": "error", "database": "unavailable"}, status=503)
     return JsonResponse({"status": "ok", "database": "ok"})
 
 
@@ -259,6 +265,7 @@ def app_designer(request: HttpRequest, app_id: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@rate_limited("preview", "previews")
 def agent_preview(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
     """The live preview: compile the (unsaved) instructions with the session values typed.
 
@@ -503,6 +510,7 @@ def schema_delete(request: HttpRequest, app_id: int, schema_id: int) -> HttpResp
 
 @login_required
 @require_POST
+@rate_limited("example", "example values")
 def schema_example(request: HttpRequest, app_id: int) -> HttpResponse:
     """An example value generated from the schema being edited (JSON in, JSON out)."""
     selectors.app_for_user(request.user, app_id)
@@ -699,6 +707,7 @@ def _conversation(
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@rate_limited("simulate", "simulations")
 def agent_simulate(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
     """Run the chosen scenario against the (unsaved) instructions; the conversation fragment.
 
@@ -823,17 +832,15 @@ def app_share(request: HttpRequest, app_id: int) -> HttpResponse:
             "username": request.POST.get("username", "").strip(),
             "role": request.POST.get("role", "viewer"),
         }
+        # Known and unknown usernames get the same answer: the form reveals no account.
         try:
-            share = services.app_share_by_username(
+            services.app_share_by_username(
                 app=app, username=typed["username"], role=typed["role"], actor=request.user
             )
         except services.ServiceError as exc:
             errors = exc.field_errors()
         else:
-            messages.success(
-                request,
-                f"Shared “{app.name}” with {share.user.get_username()} as {typed['role']}.",
-            )
+            messages.success(request, _share_message(typed["username"], typed["role"]))
             return redirect("app-share", app_id=app.pk)
     shares = app.shares.select_related("user").order_by("user__username")
     return render(
@@ -855,6 +862,13 @@ def app_history(request: HttpRequest, app_id: int) -> HttpResponse:
     events = selectors.app_history(app)
     return render(
         request, "agents/app_history.html", {"app": app, "access": access, "events": events}
+    )
+
+
+def _share_message(username: str, role: str) -> str:
+    return (
+        f"If “{username}” is a Statecraft user, they can now open this app as {role}; "
+        "the list below shows everyone it is shared with."
     )
 
 

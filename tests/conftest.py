@@ -19,9 +19,12 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 @pytest.fixture(autouse=True)
 def _empty_cache():
-    """Each test starts with an empty cache: ids and revisions repeat after a rollback."""
+    """Each test starts and ends with an empty cache: cached app specs (ids and revisions
+    repeat after a rollback) and rate-limit counts (agents/ratelimit.py)."""
     from django.core.cache import cache
 
+    cache.clear()
+    yield
     cache.clear()
 
 

@@ -40,17 +40,19 @@ def codes_and_fields(response) -> set[tuple[str, str]]:
 # ---------------------------------------------------------------- access
 
 
-def test_anonymous_gets_401_with_a_basic_challenge(bank):
+def test_anonymous_gets_401_with_a_token_challenge_never_basic(bank):
     client = APIClient()
     for path in ("/api/apps/", f"/api/apps/{bank.pk}/", f"/api/apps/{bank.pk}/variables/"):
         response = client.get(path)
         assert response.status_code == 401, path
-        assert response["WWW-Authenticate"].startswith("Basic")
+        assert response["WWW-Authenticate"].startswith("Token")
 
 
-def test_basic_auth_works_for_integrators(bank):
+def test_token_auth_works_for_integrators(bank, user):
+    from rest_framework.authtoken.models import Token
+
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION="Basic " + "YWRhOnB3LWFkYS0xMjM0NTY=")  # ada
+    client.credentials(HTTP_AUTHORIZATION="Token " + Token.objects.create(user=user).key)
     response = client.get("/api/apps/")
     assert response.status_code == 200
     assert {a["name"] for a in response.json()["results"]} == {"Bank demo", "Shopping assistant"}

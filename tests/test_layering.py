@@ -43,7 +43,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "rest_framework",
     ),
     "agents/selectors.py": ("agents.services", "agents.api", "designer", "rest_framework"),
-    "agents/services": ("agents.api", "designer", "rest_framework", "agents.admin"),
+    "agents/services": ("agents.api", "designer", "agents.admin"),
     "agents/exchange.py": ("agents.api", "designer", "rest_framework"),
     "agents/api": ("designer",),
 }

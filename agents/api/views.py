@@ -22,6 +22,8 @@ from rest_framework.views import exception_handler
 
 from agents import selectors, services
 from agents.api import serializers as io
+from agents.api.json_boundary import json_data_response
+from agents.api.throttles import CompileThrottle, SimulateThrottle, with_default_throttles
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.lint import lint_app
 from agents.core.simulate import SimulationResult
@@ -105,8 +107,9 @@ class ApiView(GenericAPIView):
         return api_exception_handler
 
     def get_authenticate_header(self, request: Request) -> str:
-        # Not signed in: 401 with a Basic challenge (integrators use Basic auth).
-        return 'Basic realm="Statecraft API"'
+        # Not signed in: 401 with a Token challenge (never Basic: a browser would prompt
+        # for a password and then replay it on cross-site requests).
+        return 'Token realm="Statecraft API"'
 
     def load_app(
         self, *, edit: bool = False, queryset: QuerySet[AgentApp] | None = None
@@ -489,6 +492,7 @@ class AgentCompileView(ApiView):
     """The compiled prompt of an agent, with diagnostics and highlight spans."""
 
     queryset = Agent.objects.none()
+    throttle_classes = with_default_throttles(CompileThrottle)
 
     @extend_schema(
         tags=["actions"],
@@ -592,6 +596,7 @@ class ScenarioSimulateView(ApiView):
     """Run a scenario through the simulator."""
 
     queryset = Scenario.objects.none()
+    throttle_classes = with_default_throttles(SimulateThrottle)
 
     @extend_schema(
         tags=["actions"],
@@ -618,7 +623,8 @@ class ScenarioSimulateView(ApiView):
             instructions=data.get("instructions"),
             use_mocks=data.get("use_mocks"),
         )
-        return Response(self.output(io.SimulationOut, _simulation(result, scenario_spec.use_mocks)))
+        body = self.output(io.SimulationOut, _simulation(result, scenario_spec.use_mocks))
+        return json_data_response(body)
 
 
 def _simulation(result: SimulationResult, use_mocks: bool) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from agents.core import rules
+from agents.core import limits, rules
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.script import parse_script
 from agents.core.spec import (
@@ -431,7 +431,11 @@ def _yaml_dumper() -> type:
 def _yaml_loader() -> type:
     import yaml
 
-    class Loader(yaml.SafeLoader):
+    # libyaml's C parser when PyYAML has it (about 10x faster); aliases are then found
+    # after composing (`_refuse_aliases`), as the C composer cannot be hooked.
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):  # type: ignore[valid-type,misc]
         def compose_node(self, parent: Any, index: Any) -> Any:
             if self.check_event(yaml.AliasEvent):
                 event = self.peek_event()
@@ -452,23 +456,56 @@ def load_yaml(text: str) -> Any:
     """Safe YAML (no aliases, dates as text); raises ValueError with the line on a problem."""
     import yaml
 
+    loader = _yaml_loader()(text)  # a (C)SafeLoader subclass
     try:
-        return yaml.load(text, Loader=_yaml_loader())  # a SafeLoader subclass
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _refuse_aliases(node)
+        return loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         raise ValueError(f"{where}{exc.problem or exc.context}") from exc
     except (yaml.YAMLError, RecursionError) as exc:
         raise ValueError(str(exc) or type(exc).__name__) from exc
+    finally:
+        loader.dispose()
+
+
+def _refuse_aliases(root: Any) -> None:
+    """An alias makes a node appear twice in the composed graph: refuse it, with its line."""
+    import yaml
+
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                "an alias (*name) repeats another part of the file; write values out",
+                node.start_mark,
+            )
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack.extend((key, value))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def loads_native(text: str | bytes) -> tuple[Any, tuple[Diagnostic, ...]]:
+def loads_native(
+    text: str | bytes, *, max_yaml_bytes: int = limits.DEFAULT_MAX_YAML_BYTES
+) -> tuple[Any, tuple[Diagnostic, ...]]:
     """The document in `text`, JSON or YAML (told apart by a leading ``{``).
 
+    YAML over `max_yaml_bytes` is refused (parsing YAML is far slower than JSON).
     Returns ``(None, errors)`` when the text cannot be read; never raises.
     """
     if isinstance(text, bytes):
@@ -494,6 +531,9 @@ def loads_native(text: str | bytes) -> tuple[Any, tuple[Diagnostic, ...]]:
                 message = f"not valid JSON ({where}: {exc.msg})"
                 return None, (Diagnostic("SC501", E, message, line=exc.lineno, field="(file)"),)
         else:
+            too_large = limits.yaml_too_large(len(text.encode("utf-8")), max_yaml_bytes)
+            if too_large is not None:
+                return None, (too_large,)
             doc = load_yaml(text)
     except RecursionError:
         return None, (_too_deep(),)

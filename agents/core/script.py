@@ -35,6 +35,10 @@ class ParsedScript:
     diagnostics: tuple[Diagnostic, ...]
 
 
+def _not_a_json_number(name: str) -> object:
+    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)
+
+
 def _error(code: str, message: str, line: int) -> Diagnostic:
     return Diagnostic(
         code=code, severity=Severity.ERROR, message=message, line=line, column=1, field="steps"
@@ -79,7 +83,7 @@ def parse_script(text: str) -> ParsedScript:
             args: object = {}
             if rest:
                 try:
-                    args = json.loads(rest)
+                    args = json.loads(rest, parse_constant=_not_a_json_number)
                 except json.JSONDecodeError as exc:
                     problems.append(
                         _error(

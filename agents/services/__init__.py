@@ -7,6 +7,7 @@ Modules by entity: `apps`, `schemas`, `variables`, `tools`, `agents` (and callba
 (simulate a scenario); `common` holds refusals, locking and the audit record.
 """
 
+from agents.services.accounts import api_token_create, api_token_revoke
 from agents.services.agents import (
     agent_create,
     agent_delete,
@@ -56,6 +57,8 @@ __all__ = [
     "agent_rename",
     "agent_save_instructions",
     "agent_update",
+    "api_token_create",
+    "api_token_revoke",
     "app_create",
     "app_create_from_spec",
     "app_delete",

@@ -88,10 +88,15 @@ def app_delete(*, app: AgentApp, actor: Actor = None) -> None:
     app.delete()
 
 
+def _role_problems(role: str) -> list[Diagnostic]:
+    if role in ShareRole.values:
+        return []
+    return [error("role", f"Role must be one of {', '.join(ShareRole.values)}.")]
+
+
 @transaction.atomic
 def app_share(*, app: AgentApp, user: Actor, role: str, actor: Actor = None) -> AppShare:
-    if role not in ShareRole.values:
-        raise ServiceError([error("role", f"Role must be one of {', '.join(ShareRole.values)}.")])
+    raise_if(_role_problems(role))
     if user.pk == app.owner_id:
         raise ServiceError([error("user", "The owner already has full access.")])
     share, _ = AppShare.objects.update_or_create(app=app, user=user, defaults={"role": role})
@@ -105,18 +110,17 @@ def app_share(*, app: AgentApp, user: Actor, role: str, actor: Actor = None) -> 
     return share
 
 
-def app_share_by_username(*, app: AgentApp, username: str, role: str, actor: Actor) -> AppShare:
-    """Share with the user of that name; an unknown name is refused like any other problem."""
+def app_share_by_username(
+    *, app: AgentApp, username: str, role: str, actor: Actor
+) -> AppShare | None:
+    """Share with the user of that name. An unknown name shares with nobody and is not an
+    error (the answer must not reveal which accounts exist); a bad role is refused for
+    either kind of name."""
+    raise_if(_role_problems(role))
     user = get_user_model().objects.filter(username=username.strip()).first()
     if user is None:
-        raise ServiceError(
-            [
-                error(
-                    "username",
-                    f"No user named '{username.strip()}'. Check the spelling of their username.",
-                )
-            ]
-        )
+        logger.info("share of app %s with an unknown username refused silently", app.pk)
+        return None
     return app_share(app=app, user=user, role=role, actor=actor)
 
 
@@ -136,18 +140,18 @@ def app_unshare(*, app: AgentApp, user: Actor, actor: Actor = None) -> None:
 # ---------------------------------------------------------------- from a spec (import, duplicate)
 
 
-def free_name(owner_id: int, wanted: str, suffix: Callable[[int], str]) -> str:
-    """`wanted`, else `wanted` + suffix(1), suffix(2)…: the first name the owner does not use
-    yet, cut to fit the longest app name."""
+def free_name(owner_id: int, base: str, suffix: Callable[[int], str]) -> str:
+    """The first of `base + suffix(0)`, `base + suffix(1)`… that the owner does not use yet,
+    the base cut so that each fits the longest app name."""
     limit = rules.APP_NAME_MAX_LENGTH
-    wanted = wanted.strip()[:limit] or "Untitled app"
+    base = base.strip() or "Untitled app"
     taken = set(AgentApp.objects.filter(owner_id=owner_id).values_list("name", flat=True))
     n = 0
-    candidate = wanted
-    while candidate in taken:
+    while True:
+        candidate = base[: limit - len(suffix(n))].rstrip() + suffix(n)
+        if candidate not in taken:
+            return candidate
         n += 1
-        candidate = wanted[: limit - len(suffix(n))] + suffix(n)
-    return candidate
 
 
 # Service field names → the names the native format (and the import page) use.
@@ -338,11 +342,11 @@ def app_duplicate(
     """A full copy of an app — schemas, variables, tools, agents, callbacks, scenarios —
     owned by `owner`: the app read as the core sees it, created again from that spec."""
     spec, scenarios = selectors.app_specs(app)
-    copy_name = free_name(
-        owner.pk,
-        name or f"{app.name[: rules.APP_NAME_MAX_LENGTH - 7]} (copy)",
-        lambda n: f" {n + 1}",
-    )
+    if name:
+        raise_if(rules.app_name_problems(name))
+        copy_name = free_name(owner.pk, name, lambda n: f" {n + 1}" if n else "")
+    else:
+        copy_name = free_name(owner.pk, app.name, lambda n: f" (copy) {n + 1}" if n else " (copy)")
     copy = app_create_from_spec(
         owner=owner, spec=spec, scenarios=scenarios, name=copy_name, actor=actor or owner
     )

@@ -9,6 +9,7 @@ from django.db import transaction
 
 from agents.core import rules
 from agents.core.diagnostics import Diagnostic
+from agents.core.formats import not_json_data
 from agents.core.rename import RenameKind
 from agents.models import Agent, AgentApp, Tool, ToolKind
 from agents.services.common import (
@@ -53,6 +54,10 @@ def tool_problems(tool: Tool) -> list[Diagnostic]:
                 "mock_state", 'Mock state must be a JSON object: {"variable_name": value}.', "SC008"
             )
         )
+    for name in ("mock_state", "mock_response"):
+        problem = not_json_data(getattr(tool, name), name)
+        if problem is not None:  # NaN, infinity: JSON cannot carry it to the simulation's reader
+            diagnostics.append(error(name, f"Not JSON data: {problem.message}.", "SC209"))
     return diagnostics
 
 

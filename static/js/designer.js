@@ -244,6 +244,14 @@
     if (cancel) { e.preventDefault(); cancel.click(); }
   });
 
+  document.addEventListener("click", (e) => {
+    // A Cancel that only empties a region (no server round trip): data-clear="#selector".
+    const button = e.target.closest && e.target.closest("[data-clear]");
+    if (!button) return;
+    const region = document.querySelector(button.dataset.clear);
+    if (region) region.innerHTML = "";
+  });
+
   document.addEventListener("keydown", (e) => {
     // Ctrl/Cmd+Enter submits an inline form from a textarea (Enter already submits from inputs).
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
@@ -291,7 +299,7 @@
         const type = typeOf(p);
         const label = escapeHtml(name);
         const enc = escapeHtml(JSON.stringify(path));
-        html += `<div class="builder-row" style="--depth:${depth}" data-path="${enc}">` +
+        html += `<div class="builder-row" data-depth="${depth}" data-path="${enc}">` +
           `<input class="mono" aria-label="Property name" value="${label}" data-f="name">` +
           `<select aria-label="Type of ${label}" data-f="type">${options(PROP_TYPES, type)}</select>` +
           `<input type="checkbox" aria-label="${label} is required" title="required" data-f="required"${required.has(name) ? " checked" : ""}>` +
@@ -310,7 +318,7 @@
     }
 
     function addButton(path, depth, owner) {
-      return `<button type="button" class="btn btn-small btn-quiet builder-add" style="--depth:${depth}" data-add="${escapeHtml(JSON.stringify(path))}">+ property of ${escapeHtml(owner)}</button>`;
+      return `<button type="button" class="btn btn-small btn-quiet builder-add" data-depth="${depth}" data-add="${escapeHtml(JSON.stringify(path))}">+ property of ${escapeHtml(owner)}</button>`;
     }
 
     function render(focusPath) {
@@ -318,6 +326,8 @@
       if (!schema) { builder.classList.add("disabled"); builder.title = "Fix the JSON below to edit properties here"; return; }
       builder.classList.remove("disabled"); builder.title = "";
       rows.innerHTML = renderObject(schema, [], 0);
+      // Indentation through the CSSOM: the CSP refuses style attributes in markup.
+      rows.querySelectorAll("[data-depth]").forEach((el) => el.style.setProperty("--depth", el.dataset.depth));
       if (focusPath) {
         const row = rows.querySelector(`[data-path="${CSS.escape(JSON.stringify(focusPath))}"] [data-f=name]`);
         if (row) { row.focus(); row.select(); }

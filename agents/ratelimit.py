@@ -1,0 +1,171 @@
+"""Rate limits counted in the cache: the one helper behind every throttle of the app.
+
+A rate is "N/period" (`30/m`, `5/15m`, `1000/h`); the scopes and their rates are the
+`RATE_LIMITS` setting. Counts live in fixed windows of the period, keyed by scope and by
+who asks (the user, else the client address). `now` is the clock: tests replace it to
+move time forward instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import wraps
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import caches
+from django.core.exceptions import ImproperlyConfigured
+from django.http import HttpRequest, HttpResponse
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([smhd])\s*$")
+_UNIT_WORDS = {1: "second", 60: "minute", 3600: "hour", 86400: "day"}
+
+
+def now() -> float:
+    """The clock of every window (tests monkeypatch `agents.ratelimit.now`)."""
+    return time.time()
+
+
+@dataclass(frozen=True)
+class Rate:
+    limit: int
+    period: int  # seconds
+
+    @classmethod
+    def parse(cls, text: str) -> Rate:
+        match = _RATE.match(text)
+        if not match:
+            raise ImproperlyConfigured(
+                f"Rate {text!r} is not N/period: write e.g. 30/m, 5/15m, 1000/h or 10/d."
+            )
+        count, multiple, unit = match.groups()
+        return cls(limit=int(count), period=int(multiple or 1) * _UNITS[unit])
+
+    def describe(self) -> str:
+        """'300 a minute', '5 per 15 minutes'."""
+        if self.period in _UNIT_WORDS:
+            return f"{self.limit} a {_UNIT_WORDS[self.period]}"
+        if self.period % 60 == 0:
+            return f"{self.limit} per {self.period // 60} minutes"
+        return f"{self.limit} per {self.period} seconds"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    allowed: bool
+    count: int
+    rate: Rate
+    retry_after: int  # seconds until the current window ends
+
+
+def rate_for(scope: str) -> Rate:
+    rates = getattr(settings, "RATE_LIMITS", {})
+    if scope not in rates:
+        raise ImproperlyConfigured(f"RATE_LIMITS has no rate for the scope {scope!r}.")
+    return Rate.parse(rates[scope])
+
+
+def client_address(request: HttpRequest) -> str:
+    """The client's address: REMOTE_ADDR, or X-Forwarded-For behind NUM_PROXIES proxies."""
+    proxies = getattr(settings, "NUM_PROXIES", 0) or 0
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+    if proxies and forwarded:
+        hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+        if hops:
+            return hops[-min(proxies, len(hops))]
+    return request.META.get("REMOTE_ADDR", "") or "unknown"
+
+
+def requester_key(request: HttpRequest) -> str:
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        return f"user:{user.pk}"
+    return f"address:{client_address(request)}"
+
+
+def _window(rate: Rate) -> tuple[int, int]:
+    moment = now()
+    window = int(moment // rate.period)
+    return window, max(1, math.ceil((window + 1) * rate.period - moment))
+
+
+def _key(scope: str, who: str, window: int) -> str:
+    return f"ratelimit:{scope}:{who}:{window}"
+
+
+def _cache() -> Any:
+    return caches[getattr(settings, "RATE_LIMIT_CACHE", "default")]
+
+
+def hit(scope: str, who: str, rate: Rate | None = None) -> Verdict:
+    """Count one request of `who` in `scope`; allowed while the window holds at most the limit."""
+    rate = rate or rate_for(scope)
+    window, retry_after = _window(rate)
+    key = _key(scope, who, window)
+    cache = _cache()
+    cache.add(key, 0, timeout=rate.period + 1)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.set(key, 1, timeout=rate.period + 1)
+        count = 1
+    return Verdict(count <= rate.limit, count, rate, retry_after)
+
+
+def peek(scope: str, who: str, rate: Rate | None = None) -> Verdict:
+    """Whether one more would be allowed, without counting it."""
+    rate = rate or rate_for(scope)
+    window, retry_after = _window(rate)
+    count = _cache().get(_key(scope, who, window), 0)
+    return Verdict(count < rate.limit, count, rate, retry_after)
+
+
+def reset(scope: str, who: str, rate: Rate | None = None) -> None:
+    rate = rate or rate_for(scope)
+    window, _ = _window(rate)
+    _cache().delete(_key(scope, who, window))
+
+
+def wait_text(seconds: int) -> str:
+    if seconds < 60:
+        return f"{seconds} second{'s' if seconds != 1 else ''}"
+    minutes = math.ceil(seconds / 60)
+    return f"{minutes} minute{'s' if minutes != 1 else ''}"
+
+
+def too_many_response(what: str, verdict: Verdict) -> HttpResponse:
+    response = HttpResponse(
+        f"Too many {what}: at most {verdict.rate.describe()}. "
+        f"Try again in {wait_text(verdict.retry_after)}.",
+        status=429,
+        content_type="text/plain; charset=utf-8",
+    )
+    response["Retry-After"] = str(verdict.retry_after)
+    return response
+
+
+def rate_limited(
+    scope: str, what: str, *, methods: tuple[str, ...] = ()
+) -> Callable[[Callable[..., HttpResponse]], Callable]:
+    """Decorate a view: each request (of `methods`, default all) counts for the user in
+    `scope`; over the rate, a 429 naming the limit and when to retry (`what` names what
+    was limited: "previews")."""
+
+    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if methods and request.method not in methods:
+                return view(request, *args, **kwargs)
+            verdict = hit(scope, requester_key(request))
+            if not verdict.allowed:
+                return too_many_response(what, verdict)
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorator
