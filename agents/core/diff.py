@@ -133,6 +133,11 @@ class PromptDiff:
     def changed(self) -> bool:
         return self.before != self.after
 
+    @property
+    def size(self) -> int:
+        """Characters of both prompts together."""
+        return len(self.before) + len(self.after)
+
 
 @dataclass(frozen=True, slots=True)
 class ScenarioResultChange:
