@@ -86,8 +86,10 @@ def version_create(request: HttpRequest, app_id: int) -> HttpResponse:
     try:
         version = versions.version_create(app=app, user=request.user, name=name, note=note)
     except ServiceError as exc:
+        errors = exc.field_errors()
+        errors["general"] = errors.pop("__all__", [])  # templates cannot read `__all__`
         context = _versions_context(
-            request, app, access, errors=exc.field_errors(), typed={"name": name, "note": note}
+            request, app, access, errors=errors, typed={"name": name, "note": note}
         )
         return _panel(request, context, invalid=True)
     if request.htmx:
@@ -186,7 +188,9 @@ def _attachment(response: HttpResponse, filename: str) -> HttpResponse:
 
 
 def _stem(app: AgentApp, version: AppVersion) -> str:
-    return f"{slugify(app.name) or f'app-{app.pk}'}-v{version.number}"
+    """`bank-demo-v3`, after the app's name as saved in the version."""
+    name = str(version.document.get("app", {}).get("name", ""))
+    return f"{slugify(name) or f'app-{app.pk}'}-v{version.number}"
 
 
 @login_required
