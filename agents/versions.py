@@ -15,6 +15,7 @@ staff) deletes a version.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -108,8 +109,25 @@ def version_for_app(
     return found
 
 
+# Versions never change, so what a stored document reads back as can be kept (per process).
+_SPECS: OrderedDict[tuple[int, int, str], tuple[AppSpec, tuple[ScenarioSpec, ...]]] = OrderedDict()
+_SPECS_KEPT = 8
+
+
 def version_specs(version: AppVersion) -> tuple[AppSpec, tuple[ScenarioSpec, ...]]:
     """The app and scenarios stored in a version (read back as an import reads the file)."""
+    key = (version.pk, version.number, version.created_at.isoformat())
+    if key in _SPECS:
+        _SPECS.move_to_end(key)
+        return _SPECS[key]
+    read = _read_specs(version)
+    _SPECS[key] = read
+    while len(_SPECS) > _SPECS_KEPT:
+        _SPECS.popitem(last=False)
+    return read
+
+
+def _read_specs(version: AppVersion) -> tuple[AppSpec, tuple[ScenarioSpec, ...]]:
     spec, scenarios, diagnostics = from_native(version.document)
     if spec is None:
         raise ServiceError(

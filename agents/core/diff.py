@@ -27,6 +27,7 @@ Pure and deterministic: no Django, no I/O (code runs only through ``run_code``).
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import json
 import re
@@ -178,8 +179,70 @@ class AppDiff:
 # ---------------------------------------------------------------- line diff
 
 
-def _opcodes(a: Sequence[str], b: Sequence[str]) -> list[tuple[str, int, int, int, int]]:
-    """difflib's opcodes, with the common head and tail matched first (cheap on big texts)."""
+Opcode = tuple[str, int, int, int, int]
+
+
+def _anchors(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int]]:
+    """Lines found exactly once in each text, kept in the order both agree on (patience diff).
+
+    The longest increasing run of their positions in `b` (by patience sorting)."""
+    seen_a: dict[str, int] = {}
+    for i, line in enumerate(a):
+        seen_a[line] = -1 if line in seen_a else i
+    seen_b: dict[str, int] = {}
+    for j, line in enumerate(b):
+        seen_b[line] = -1 if line in seen_b else j
+    pairs = [
+        (i, seen_b[line]) for line, i in seen_a.items() if i >= 0 and seen_b.get(line, -1) >= 0
+    ]
+    pairs.sort()
+    tails: list[int] = []  # tails[k]: index in `pairs` ending the best run of length k + 1
+    previous: list[int] = [-1] * len(pairs)
+    tail_values: list[int] = []
+    for index, (_, j) in enumerate(pairs):
+        k = bisect.bisect_left(tail_values, j)
+        if k:
+            previous[index] = tails[k - 1]
+        if k == len(tails):
+            tails.append(index)
+            tail_values.append(j)
+        else:
+            tails[k] = index
+            tail_values[k] = j
+    run: list[tuple[int, int]] = []
+    index = tails[-1] if tails else -1
+    while index >= 0:
+        run.append(pairs[index])
+        index = previous[index]
+    run.reverse()
+    return run
+
+
+def _opcodes(a: Sequence[str], b: Sequence[str]) -> list[Opcode]:
+    """difflib's opcodes, anchored on lines unique to both texts first (fast on big texts).
+
+    Between two anchors difflib's SequenceMatcher does the work on a few lines only."""
+    codes: list[Opcode] = []
+
+    def equal(i1: int, i2: int, j1: int, j2: int) -> None:
+        if codes and codes[-1][0] == "equal" and codes[-1][2] == i1:
+            codes[-1] = ("equal", codes[-1][1], i2, codes[-1][3], j2)
+        else:
+            codes.append(("equal", i1, i2, j1, j2))
+
+    def gap(i1: int, i2: int, j1: int, j2: int) -> None:
+        if i1 == i2 and j1 == j2:
+            return
+        if i1 == i2 or j1 == j2:
+            codes.append(("insert" if i1 == i2 else "delete", i1, i2, j1, j2))
+            return
+        matcher = difflib.SequenceMatcher(None, a[i1:i2], b[j1:j2], autojunk=False)
+        for tag, x1, x2, y1, y2 in matcher.get_opcodes():
+            if tag == "equal":
+                equal(x1 + i1, x2 + i1, y1 + j1, y2 + j1)
+            else:
+                codes.append((tag, x1 + i1, x2 + i1, y1 + j1, y2 + j1))
+
     head = 0
     limit = min(len(a), len(b))
     while head < limit and a[head] == b[head]:
@@ -187,20 +250,21 @@ def _opcodes(a: Sequence[str], b: Sequence[str]) -> list[tuple[str, int, int, in
     tail = 0
     while tail < limit - head and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
         tail += 1
-    codes: list[tuple[str, int, int, int, int]] = []
     if head:
-        codes.append(("equal", 0, head, 0, head))
-    middle = difflib.SequenceMatcher(None, a[head : len(a) - tail], b[head : len(b) - tail])
-    for tag, i1, i2, j1, j2 in middle.get_opcodes():
-        codes.append((tag, i1 + head, i2 + head, j1 + head, j2 + head))
+        equal(0, head, 0, head)
+    i, j = head, head
+    for anchor_i, anchor_j in _anchors(a[head : len(a) - tail], b[head : len(b) - tail]):
+        anchor_i, anchor_j = anchor_i + head, anchor_j + head
+        gap(i, anchor_i, j, anchor_j)
+        equal(anchor_i, anchor_i + 1, anchor_j, anchor_j + 1)
+        i, j = anchor_i + 1, anchor_j + 1
+    gap(i, len(a) - tail, j, len(b) - tail)
     if tail:
-        codes.append(("equal", len(a) - tail, len(a), len(b) - tail, len(b)))
+        equal(len(a) - tail, len(a), len(b) - tail, len(b))
     return codes
 
 
-def _grouped(
-    codes: list[tuple[str, int, int, int, int]], context: int
-) -> list[list[tuple[str, int, int, int, int]]]:
+def _grouped(codes: list[Opcode], context: int) -> list[list[Opcode]]:
     """Hunks of changes with `context` unchanged lines around them (as difflib groups them)."""
     codes = [c for c in codes if c[1] != c[2] or c[3] != c[4]]
     if not codes:
@@ -211,8 +275,8 @@ def _grouped(
     if codes[-1][0] == "equal":
         _, i1, i2, j1, j2 = codes[-1]
         codes[-1] = ("equal", i1, min(i2, i1 + context), j1, min(j2, j1 + context))
-    groups: list[list[tuple[str, int, int, int, int]]] = []
-    group: list[tuple[str, int, int, int, int]] = []
+    groups: list[list[Opcode]] = []
+    group: list[Opcode] = []
     for tag, i1, i2, j1, j2 in codes:
         if tag == "equal" and i2 - i1 > 2 * context:
             group.append((tag, i1, min(i2, i1 + context), j1, min(j2, j1 + context)))
