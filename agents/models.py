@@ -480,7 +480,7 @@ class AppVersion(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["app", "-number"]
+        ordering = ["app_id", "-number"]
         verbose_name = "app version"
         constraints = [
             models.UniqueConstraint(fields=["app", "number"], name="appversion_unique_number"),
@@ -512,7 +512,7 @@ class AppLabel(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["app", "name"]
+        ordering = ["app_id", "name"]
         verbose_name = "app label"
         constraints = [
             models.UniqueConstraint(fields=["app", "name"], name="applabel_unique_name_per_app"),

@@ -229,6 +229,9 @@ def version_create(
     name = (name or "").strip()
     if not name:
         raise ServiceError([_error("name", "Give the version a name, e.g. 'Before tone change'.")])
+    for field, text in (("name", name), ("note", note or "")):
+        if "\x00" in text:
+            raise ServiceError([_error(field, f"The {field} contains a NUL character; remove it.")])
     if len(name) > VERSION_NAME_MAX_LENGTH:
         raise ServiceError(
             [_error("name", f"The name is too long: at most {VERSION_NAME_MAX_LENGTH} characters.")]

@@ -79,7 +79,12 @@ def test_restore_of_an_unreadable_version_changes_nothing(bank, user):
 
 @pytest.mark.parametrize(
     ("name", "message"),
-    [("", "Give the version a name"), ("x" * 201, "at most 200"), ("Taken", "already has")],
+    [
+        ("", "Give the version a name"),
+        ("x" * 201, "at most 200"),
+        ("Taken", "already has"),
+        ("a\x00b", "NUL character"),
+    ],
 )
 def test_version_names_are_required_and_unique(bank, user, name, message):
     versions.version_create(app=bank, user=user, name="Taken")
