@@ -176,8 +176,8 @@ def app_replace_content(
     errors = [d for d in check_app_spec(spec, scenarios) if d.severity is Severity.ERROR]
     if errors:
         raise ServiceError(errors)
-    with _about("name"):
-        app = services.app_update(app=app, name=spec.name, description=spec.description)
+    # A clash of names is the service's own message, on the field `name`.
+    app = services.app_update(app=app, name=spec.name, description=spec.description)
     # Variables protect their schema; remove them first (as app_delete does).
     app.variables.all().delete()
     app.agents.all().delete()

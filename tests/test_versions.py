@@ -77,6 +77,18 @@ def test_restore_of_an_unreadable_version_changes_nothing(bank, user):
     assert exchange.app_export_native(bank) == before
 
 
+def test_restore_refused_when_the_name_is_taken_changes_nothing(bank, shop, user):
+    version = versions.version_create(app=bank, user=user, name="Named")
+    services.app_update(app=bank, name="Bank renamed")
+    services.app_update(app=shop, name="Bank demo")  # the version's name, now another app's
+    before = exchange.app_export_native(bank)
+    with pytest.raises(ServiceError) as refused:
+        versions.version_restore(version=version, user=user)
+    assert refused.value.diagnostics[0].field == "name"
+    assert "You already have an app named 'Bank demo'" in str(refused.value)
+    assert exchange.app_export_native(bank) == before
+
+
 @pytest.mark.parametrize(
     ("name", "message"),
     [
@@ -200,9 +212,11 @@ def test_labels_through_the_page(signed_in, bank, user):
     assert moved.status_code == 200
     assert AppLabel.objects.get(name="production").version.number == 2
     bad = signed_in.post(
-        url, {"label": "Not Valid", "version": "9"}, headers={"HX-Request": "true"}
+        url, {"label": "Not Valid", "version": "1"}, headers={"HX-Request": "true"}
     )
-    assert "not a valid label" in bad.content.decode() or "no version 9" in bad.content.decode()
+    assert bad.status_code == 200
+    assert "&#x27;Not Valid&#x27; is not a valid label" in bad.content.decode()
+    assert 'value="Not Valid"' in bad.content.decode()  # what was typed stays
     unknown = signed_in.post(url, {"label": "staging", "version": "9"})
     assert unknown.status_code == 400
     assert "This app has no version 9." in unknown.content.decode()
