@@ -159,39 +159,6 @@ def app_import(
     _create_variables(app, spec, schemas)
     tools = _create_tools(app, spec)
     agents = _create_agents(app, spec, tools)
-    _create_scenarios(agents, scenarios)
-    return app
-
-
-@transaction.atomic
-def app_replace_content(
-    *, app: AgentApp, spec: AppSpec, scenarios: Iterable[ScenarioSpec] = ()
-) -> AgentApp:
-    """Replace everything in `app` with what `spec` describes: all of it, or nothing.
-
-    The app row stays (its id, owner, shares, versions and labels); its name and
-    description become the spec's. Used to restore a version (agents/versions.py).
-    """
-    scenarios = tuple(scenarios)
-    errors = [d for d in check_app_spec(spec, scenarios) if d.severity is Severity.ERROR]
-    if errors:
-        raise ServiceError(errors)
-    # A clash of names is the service's own message, on the field `name`.
-    app = services.app_update(app=app, name=spec.name, description=spec.description)
-    # Variables protect their schema; remove them first (as app_delete does).
-    app.variables.all().delete()
-    app.agents.all().delete()
-    app.tools.all().delete()
-    app.schemas.all().delete()
-    schemas = _create_schemas(app, spec)
-    _create_variables(app, spec, schemas)
-    tools = _create_tools(app, spec)
-    agents = _create_agents(app, spec, tools)
-    _create_scenarios(agents, scenarios)
-    return app
-
-
-def _create_scenarios(agents: Mapping[str, Agent], scenarios: Iterable[ScenarioSpec]) -> None:
     for scenario in scenarios:
         with _about(f"agents.{scenario.agent}.scenarios.{scenario.name}", _SCENARIO_FIELDS):
             session = scenario.session
@@ -209,6 +176,7 @@ def _create_scenarios(agents: Mapping[str, Agent], scenarios: Iterable[ScenarioS
                 token_budget=scenario.token_budget,
                 use_mocks=scenario.use_mocks,
             )
+    return app
 
 
 def _create_schemas(app: AgentApp, spec: AppSpec) -> dict[str, Schema]:
@@ -259,30 +227,20 @@ def _create_tools(app: AgentApp, spec: AppSpec) -> dict[str, Tool]:
 
 
 def _create_agents(app: AgentApp, spec: AppSpec, tools: Mapping[str, Tool]) -> dict[str, Agent]:
-    """The root replaces the root agent `app_create` made, if any; links once all agents exist."""
-    created_root = app.agents.filter(is_root=True).first()
+    """The root replaces the root agent `app_create` made; links once every agent exists."""
+    created_root = app.agents.get(is_root=True)
     root = next((a for a in spec.agents if a.is_root), spec.agents[0] if spec.agents else None)
     agents: dict[str, Agent] = {}
     if root is None:
-        if created_root is not None:
-            services.agent_delete(agent=created_root)
+        services.agent_delete(agent=created_root)
         return agents
     with _about(f"agents.{root.name}", _AGENT_FIELDS):
-        if created_root is None:
-            agents[root.name] = services.agent_create(
-                app=app,
-                display_name=root.name,
-                instructions=root.instructions,
-                description=root.description,
-                is_root=True,
-            )
-        else:
-            agents[root.name] = services.agent_update(
-                agent=created_root,
-                display_name=root.name,
-                instructions=root.instructions,
-                description=root.description,
-            )
+        agents[root.name] = services.agent_update(
+            agent=created_root,
+            display_name=root.name,
+            instructions=root.instructions,
+            description=root.description,
+        )
     for agent in spec.agents:
         if agent is root:
             continue

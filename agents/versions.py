@@ -24,13 +24,23 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Prefetch, QuerySet
 
-from agents import exchange
+from agents import exchange, services
 from agents.core.cx_format import to_cx_files, zip_bytes
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.diff import AppDiff, diff_apps
 from agents.core.formats import from_native
 from agents.core.spec import AppSpec, ScenarioSpec
-from agents.models import LABEL_MAX_LENGTH, LABEL_PATTERN, AgentApp, AppLabel, AppVersion
+from agents.models import (
+    LABEL_MAX_LENGTH,
+    LABEL_PATTERN,
+    Agent,
+    AgentApp,
+    AppLabel,
+    AppVersion,
+    Schema,
+    Tool,
+    Variable,
+)
 from agents.sandbox import host as sandbox
 from agents.sandbox.code_runner import sandbox_runner
 from agents.selectors import Access
@@ -259,9 +269,26 @@ def version_create(
 
 @transaction.atomic
 def version_restore(*, version: AppVersion, user: AbstractBaseUser) -> AgentApp:
-    """Replace the working copy with the version: one atomic change (id, owner, shares kept)."""
+    """Replace the working copy with the version: one atomic change (id, owner, shares kept).
+
+    The version's document goes through the import (`exchange.app_import`: the same
+    checks and services as an uploaded file) into a staging app of the same owner;
+    the app's content is then replaced by the staging app's rows, and the staging
+    app, empty by then, is deleted. Everything or nothing: one transaction.
+    """
     spec, scenarios = version_specs(version)
-    app = exchange.app_replace_content(app=version.app, spec=spec, scenarios=scenarios)
+    app = AgentApp.objects.select_for_update().get(pk=version.app_id)
+    staging = exchange.app_import(
+        owner=app.owner, spec=spec, scenarios=scenarios, name=f"{spec.name} (restoring)"
+    )
+    # Variables protect their schema; remove them first (as app_delete does).
+    Variable.objects.filter(app=app).delete()
+    for model in (Agent, Tool, Schema):
+        model.objects.filter(app=app).delete()
+    for model in (Schema, Variable, Tool, Agent):  # callbacks and scenarios follow their agent
+        model.objects.filter(app=staging).update(app=app)
+    AgentApp.objects.filter(pk=staging.pk).delete()
+    app = services.app_update(app=app, name=spec.name, description=spec.description)
     _record_history(
         actor=user,
         app=app,

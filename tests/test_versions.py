@@ -51,7 +51,9 @@ def test_restore_gives_back_exactly_the_version(bank, user, other_user):
     _change_everything(bank)
     assert exchange.app_export_native(bank) != version.document
 
+    apps_before = set(AgentApp.objects.values_list("pk", flat=True))
     restored = versions.version_restore(version=version, user=other_user)
+    assert set(AgentApp.objects.values_list("pk", flat=True)) == apps_before  # no staging left
 
     # Snapshot equality: the export of the restored app is the version's document.
     assert exchange.app_export_native(restored) == version.document
