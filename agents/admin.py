@@ -8,10 +8,13 @@ from django.db.models import Count, Model, QuerySet
 from django.http import HttpRequest
 
 from agents import services
+from agents.core.formats import dumps_native
 from agents.models import (
     Agent,
     AgentApp,
+    AppLabel,
     AppShare,
+    AppVersion,
     AuditEvent,
     Callback,
     Scenario,
@@ -20,6 +23,7 @@ from agents.models import (
     Tool,
     Variable,
 )
+from agents.services import versions
 from agents.services.common import changed
 from agents.signin import AdminSignInForm
 
@@ -312,8 +316,80 @@ class ScenarioStepAdmin(VersionedAdmin):
     autocomplete_fields = ("scenario",)
 
 
+# ---------------------------------------------------------------- versions and labels
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Visible and searchable, never edited here: versions are immutable, labels move in the app."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return bool(request.user.is_active and request.user.is_staff)
+
+
+@admin.register(AppVersion)
+class AppVersionAdmin(ReadOnlyAdmin):
+    list_display = ("app", "number", "name", "created_by", "created_at", "label_names")
+    list_select_related = ("app", "created_by")
+    search_fields = ("name", "note", "app__name", "created_by__username")
+    list_filter = ("created_at",)
+    fields = ("app", "number", "name", "note", "created_by", "created_at", "document_text")
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AppVersion]:
+        # The list never loads the (possibly large) documents.
+        queryset = super().get_queryset(request).prefetch_related("labels")
+        return (
+            queryset.defer("document")
+            if request.resolver_match.url_name.endswith("changelist")
+            else queryset
+        )
+
+    @admin.display(description="labels")
+    def label_names(self, version: AppVersion) -> str:
+        return ", ".join(label.name for label in version.labels.all()) or "—"
+
+    @admin.display(description="document")
+    def document_text(self, version: AppVersion) -> str:
+        return dumps_native(version.document)
+
+    def has_delete_permission(self, request: HttpRequest, obj: AppVersion | None = None) -> bool:
+        # Staff, or the owner of the version's app (the designer offers the same to owners).
+        if request.user.is_staff and request.user.has_perm("agents.delete_appversion"):
+            return True
+        return obj is not None and obj.app.owner_id == request.user.pk
+
+    def delete_model(self, request: HttpRequest, obj: AppVersion) -> None:
+        versions.version_delete(version=obj, user=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[AppVersion]) -> None:
+        for version in queryset:
+            versions.version_delete(version=version, user=request.user)
+
+
+@admin.register(AppLabel)
+class AppLabelAdmin(ReadOnlyAdmin):
+    list_display = ("app", "name", "version_shown", "moved_by", "updated_at")
+    list_select_related = ("app", "version", "moved_by")
+    search_fields = ("name", "app__name", "version__name")
+    fields = ("app", "name", "version_shown", "moved_by", "created_at", "updated_at")
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AppLabel]:
+        return super().get_queryset(request).defer("version__document")
+
+    @admin.display(description="version")
+    def version_shown(self, label: AppLabel) -> str:
+        return f"v{label.version.number} · {label.version.name}"
+
+
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(ReadOnlyAdmin):
     """The history of every app: read-only, searchable by app, user, action and object."""
 
     list_display = ("created_at", "app_name", "actor_name", "action", "object_name")
@@ -333,9 +409,3 @@ class AuditEventAdmin(admin.ModelAdmin):
         "after",
     )
     fields = readonly_fields
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: AuditEvent | None = None) -> bool:
-        return False

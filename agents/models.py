@@ -491,3 +491,78 @@ class AuditEvent(models.Model):
     def __str__(self) -> str:
         who = self.actor_name or "system"
         return f"{who}: {self.action} {self.object_name}".strip()
+
+
+# ---------------------------------------------------------------- versions and labels
+
+LABEL_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
+LABEL_MAX_LENGTH = 64
+
+
+class AppVersion(models.Model):
+    """An immutable, named snapshot of a whole app, stored as its native document.
+
+    `number` counts per app from 1; nothing edits a version after it is saved
+    (agents/versions.py creates and deletes them, the admin shows them read-only).
+    """
+
+    app = models.ForeignKey(AgentApp, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    name = models.CharField(max_length=200)
+    note = models.TextField(blank=True)
+    # The native-format document (agents/core/formats.py), key order kept.
+    document = OrderedJSONField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="app_versions_created",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["app_id", "-number"]
+        verbose_name = "app version"
+        constraints = [
+            models.UniqueConstraint(fields=["app", "number"], name="appversion_unique_number"),
+            models.UniqueConstraint(fields=["app", "name"], name="appversion_unique_name"),
+            models.CheckConstraint(
+                condition=models.Q(number__gte=1), name="appversion_number_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.app} · v{self.number} {self.name}"
+
+
+class AppLabel(models.Model):
+    """A movable name (`production`, `staging`) that points at one version of its app."""
+
+    app = models.ForeignKey(AgentApp, on_delete=models.CASCADE, related_name="labels")
+    name = models.CharField(max_length=LABEL_MAX_LENGTH)
+    # PROTECT: a version a label points at cannot vanish under a pipeline reading the label.
+    version = models.ForeignKey(AppVersion, on_delete=models.PROTECT, related_name="labels")
+    moved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="app_labels_moved",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["app_id", "name"]
+        verbose_name = "app label"
+        constraints = [
+            models.UniqueConstraint(fields=["app", "name"], name="applabel_unique_name_per_app"),
+            models.CheckConstraint(
+                condition=models.Q(name__regex=LABEL_PATTERN), name="applabel_name_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.app} · {self.name}"

@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from agents.signin import SignInForm
-from designer import account_views, exchange_views, views
+from designer import account_views, exchange_views, version_views, views
 
 app_patterns = [
     path("", views.app_designer, name="app-designer"),
@@ -16,6 +16,23 @@ app_patterns = [
     path("export", exchange_views.app_export, name="app-export"),
     path("export/native", exchange_views.app_export_native, name="app-export-native"),
     path("export/cx", exchange_views.app_export_cx, name="app-export-cx"),
+    path("versions/", version_views.app_versions, name="app-versions"),
+    path("versions/new", version_views.version_create, name="version-create"),
+    path("versions/diff", version_views.version_diff, name="version-diff"),
+    path("versions/labels", version_views.label_set, name="label-set"),
+    path("versions/labels/<str:name>/delete", version_views.label_delete, name="label-delete"),
+    path("versions/<int:number>/restore", version_views.version_restore, name="version-restore"),
+    path("versions/<int:number>/delete", version_views.version_delete, name="version-delete"),
+    path(
+        "versions/<int:number>/export/native",
+        version_views.version_export_native,
+        name="version-export-native",
+    ),
+    path(
+        "versions/<int:number>/export/cx",
+        version_views.version_export_cx,
+        name="version-export-cx",
+    ),
     path("variables/new", views.variable_new, name="variable-new"),
     path("variables/default-field", views.variable_default_field, name="variable-default-field"),
     path("variables/<int:variable_id>/edit", views.variable_edit, name="variable-edit"),

@@ -20,7 +20,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from agents import services
 from agents.models import ShareRole
 
-METHODS = ("get", "post", "patch", "delete")
+METHODS = ("get", "post", "put", "patch", "delete")
 ROLES = ("anonymous", "stranger", "viewer", "editor", "owner", "staff")
 RANK = {"view": 1, "edit": 2, "owner": 3}
 SECRET = "zz_other_app_secret"
@@ -47,13 +47,14 @@ def _walk(patterns, prefix="", namespace=""):
 ROUTES = list(_walk(get_resolver().url_patterns))
 PUBLIC = {"healthz", "login", "logout", "schema", "docs"}
 SIGNED_IN = {"app-list", "app-create", "app-import", "api-token"}  # not about one app
-VIEW_ACTIONS = {  # POSTs that only read: previews, simulations, examples, copies
+VIEW_ACTIONS = {  # POSTs that only read: previews, simulations, examples, copies, diffs
     "agent-preview",
     "agent-simulate",
     "schema-example",
     "app-duplicate",
     "agent-compile",
     "scenario-simulate",
+    "version-diff",
 }
 
 
@@ -65,8 +66,12 @@ def required(route: Route, method: str) -> str:
         return "signed-in"
     if route.name == "app-delete" or (route.name == "app-share" and method == "post"):
         return "owner"
-    if route.api and route.name == "app-detail" and method == "delete":
+    if route.api and route.name in ("app-detail", "version-detail") and method == "delete":
         return "owner"
+    if route.name == "version-delete":
+        return "owner"
+    if route.name == "version-restore":
+        return "edit"
     if route.name in VIEW_ACTIONS:
         return "view"
     if route.name.endswith(("-new", "-edit", "-delete", "default-field")):
@@ -93,6 +98,10 @@ def world(django_user_model, user, bank):
     schema = services.schema_create(
         app=bank, name="Account", json_schema={"type": "object", "properties": {}}
     )
+    from agents.services import versions
+
+    version = versions.version_create(app=bank, name="first", note="", user=user)
+    label = versions.label_set(app=bank, version=version, name="production", user=user)
     users = {
         "stranger": stranger,
         "viewer": viewer,
@@ -109,6 +118,8 @@ def world(django_user_model, user, bank):
         "callback_id": callback.pk,
         "scenario_id": agent.scenarios.get().pk,
         "name": bank.variables.first().name,
+        "number": version.number,
+        "label": label.name,
     }
     return users, ids
 
@@ -116,6 +127,8 @@ def world(django_user_model, user, bank):
 def _url(route: Route, ids: dict) -> str:
     def fill(match: re.Match) -> str:
         name = match.group(2)
+        if name == "name" and "labels/" in route.pattern:
+            return ids["label"]
         if route.api and name == "name":
             if "tools/" in route.pattern:
                 return "LookupBalance"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from agents.api import views
+from agents.api import version_views, views
 
 app_name = "api"
 
@@ -20,6 +20,19 @@ urlpatterns = [
     path("apps/", views.AppListView.as_view(), name="app-list"),
     path(app, views.AppDetailView.as_view(), name="app-detail"),
     path(app + "lint", views.AppLintView.as_view(), name="app-lint"),
+    path(app + "versions/", version_views.VersionListView.as_view(), name="version-list"),
+    path(
+        app + "versions/<int:number>/",
+        version_views.VersionDetailView.as_view(),
+        name="version-detail",
+    ),
+    path(
+        app + "versions/<int:number>/restore",
+        version_views.VersionRestoreView.as_view(),
+        name="version-restore",
+    ),
+    path(app + "labels/", version_views.LabelListView.as_view(), name="label-list"),
+    path(app + "labels/<str:name>/", version_views.LabelDetailView.as_view(), name="label-detail"),
     path(app + "variables/", views.VariableListView.as_view(), name="variable-list"),
     path(app + "variables/<str:name>/", views.VariableDetailView.as_view(), name="variable-detail"),
     path(app + "schemas/", views.SchemaListView.as_view(), name="schema-list"),

@@ -208,9 +208,19 @@ class AppDetailView(ApiView):
     @extend_schema(
         tags=["apps"],
         summary="An app with its variables, schemas, tools and agents",
+        description="With `?version=N` or `?label=name`: the app's native document as saved "
+        "in that version (see the versions endpoints).",
+        parameters=[
+            OpenApiParameter("version", int, description="The app as saved in this version."),
+            OpenApiParameter("label", str, description="The app at the version of this label."),
+        ],
         responses={200: io.AppDetailOut, **READ_ERRORS},
     )
     def get(self, request: Request, app_id: int) -> Response:
+        if "version" in request.query_params or "label" in request.query_params:
+            from agents.api.version_views import app_at_version  # versions: a module of its own
+
+            return app_at_version(request, self.load_app())
         app = self.load_app(queryset=selectors.app_with_everything(app_id))
         return Response(self.output(io.AppDetailOut, app, access=self.access))
 

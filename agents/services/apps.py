@@ -15,7 +15,7 @@ from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.formats import check_app_spec
 from agents.core.script import format_script
 from agents.core.spec import AppSpec, ScenarioSpec
-from agents.models import Agent, AgentApp, AppShare, Schema, ShareRole, Tool, Variable
+from agents.models import Agent, AgentApp, AppLabel, AppShare, Schema, ShareRole, Tool, Variable
 from agents.services.agents import agent_create, agent_delete, agent_update, callback_create
 from agents.services.common import (
     Actor,
@@ -83,8 +83,10 @@ def app_update(
 @transaction.atomic
 def app_delete(*, app: AgentApp, actor: Actor = None) -> None:
     changed(app=app, actor=actor, action="app.delete", name=app.name, before=snapshot(app))
-    # Variables protect their schema; remove them first so the cascade can proceed.
+    # Variables protect their schema and labels their version; remove them first so the
+    # cascade can proceed.
     Variable.objects.filter(app=app).delete()
+    AppLabel.objects.filter(app=app).delete()
     app.delete()
 
 

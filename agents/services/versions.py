@@ -1,0 +1,388 @@
+"""Versions of an app: save a named snapshot, label it, diff two, restore one, delete one.
+
+A version stores the app's native document (agents/core/formats.py, written by
+`exchange.app_export_native`), so a version is exactly what an export of the
+app gave at that moment, and reads back through the same `from_native`.
+Writes are keyword-only, atomic and take the acting user; reads that pages and
+the API need are here too (`version_list`, `version_for_app`, `app_diff`).
+
+Permissions (checked by the views and the API through `selectors.app_for_user`,
+and by `may_delete_versions`): a viewer sees, diffs and exports versions; an
+editor saves versions, moves labels and restores; only the app's owner (or
+staff) deletes a version.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import Max, Prefetch, QuerySet
+
+from agents import exchange, services
+from agents.core.cx_format import to_cx_files, zip_bytes
+from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diff import AppDiff, diff_apps
+from agents.core.formats import from_native
+from agents.core.spec import AppSpec, ScenarioSpec
+from agents.models import (
+    LABEL_MAX_LENGTH,
+    LABEL_PATTERN,
+    Agent,
+    AgentApp,
+    AppLabel,
+    AppVersion,
+    AuditEvent,
+    Schema,
+    Tool,
+    Variable,
+)
+from agents.sandbox import host as sandbox
+from agents.sandbox.code_runner import sandbox_runner
+from agents.selectors import Access
+from agents.services import ServiceError
+from agents.services.common import changed
+
+VERSION_NAME_MAX_LENGTH = 200
+_LABEL_RE = re.compile(LABEL_PATTERN)
+
+
+def _error(field: str, message: str, code: str = "SC001") -> Diagnostic:
+    return Diagnostic(code=code, severity=Severity.ERROR, message=message, field=field)
+
+
+# ---------------------------------------------------------------- the history (audit trail)
+
+
+def _record_history(
+    *, actor: AbstractBaseUser, app: AgentApp, action: str, details: Mapping[str, Any]
+) -> None:
+    """The one place versions write to the app's history (and expire its cached spec).
+
+    Called inside the transaction of `version_create`, `version_restore`,
+    `version_delete`, `label_set` and `label_delete`.
+    """
+    name = str(details.get("name") or details.get("label") or "")
+    changed(
+        app=app,
+        actor=actor,
+        action=f"version.{action.removeprefix('version_')}",
+        name=name,
+        after=dict(details),
+    )
+
+
+# ---------------------------------------------------------------- reads
+
+
+def version_list(app: AgentApp) -> QuerySet[AppVersion]:
+    """The app's versions, newest first, without their documents, with labels and author."""
+    return (
+        AppVersion.objects.filter(app=app)
+        .defer("document")
+        .select_related("created_by")
+        .prefetch_related(Prefetch("labels", queryset=AppLabel.objects.order_by("name")))
+        .order_by("-number")
+    )
+
+
+def label_list(app: AgentApp) -> QuerySet[AppLabel]:
+    return (
+        AppLabel.objects.filter(app=app)
+        .select_related("moved_by")
+        .select_related("version")
+        .defer("version__document")
+        .order_by("name")
+    )
+
+
+def version_for_app(
+    app: AgentApp, *, number: int | str | None = None, label: str | None = None
+) -> AppVersion:
+    """The version `number` of the app, or the one `label` points at; a ServiceError names the
+    parameter when there is no such version or label."""
+    if label is not None:
+        found = (
+            AppVersion.objects.filter(app=app, labels__name=label).select_related("created_by")
+        ).first()
+        if found is None:
+            known = ", ".join(app.labels.order_by("name").values_list("name", flat=True))
+            hint = f" Labels of this app: {known}." if known else " This app has no labels yet."
+            raise ServiceError([_error("label", f"No label '{label}' on this app.{hint}")])
+        return found
+    try:
+        wanted = int(str(number))
+    except ValueError:
+        raise ServiceError(
+            [_error("version", f"version must be a version number (1, 2, ...), not '{number}'.")]
+        ) from None
+    found = AppVersion.objects.filter(app=app, number=wanted).select_related("created_by").first()
+    if found is None:
+        raise ServiceError([_error("version", f"This app has no version {wanted}.")])
+    return found
+
+
+# Versions never change, so what a stored document reads back as can be kept (per process).
+_SPECS: OrderedDict[tuple[int, int, str], tuple[AppSpec, tuple[ScenarioSpec, ...]]] = OrderedDict()
+_SPECS_KEPT = 8
+
+
+def version_specs(version: AppVersion) -> tuple[AppSpec, tuple[ScenarioSpec, ...]]:
+    """The app and scenarios stored in a version (read back as an import reads the file)."""
+    key = (version.pk, version.number, version.created_at.isoformat())
+    if key in _SPECS:
+        _SPECS.move_to_end(key)
+        return _SPECS[key]
+    read = _read_specs(version)
+    _SPECS[key] = read
+    while len(_SPECS) > _SPECS_KEPT:
+        _SPECS.popitem(last=False)
+    return read
+
+
+def _read_specs(version: AppVersion) -> tuple[AppSpec, tuple[ScenarioSpec, ...]]:
+    spec, scenarios, diagnostics = from_native(version.document)
+    if spec is None:
+        raise ServiceError(
+            [
+                _error(
+                    "document",
+                    f"Version {version.number} cannot be read: "
+                    + "; ".join(d.message for d in diagnostics),
+                )
+            ]
+        )
+    return spec, scenarios
+
+
+def version_export_cx(version: AppVersion) -> tuple[bytes, tuple[Diagnostic, ...]]:
+    """The CX Agent Studio ZIP of a version and what CX has no place for."""
+    spec, scenarios = version_specs(version)
+    files, diagnostics = to_cx_files(spec, scenarios)
+    return zip_bytes(files), diagnostics
+
+
+def may_delete_versions(user: AbstractBaseUser, access: Access | None) -> bool:
+    return bool(user.is_staff or (access is not None and access.is_owner))
+
+
+@dataclass(frozen=True)
+class DiffSide:
+    """One side of a diff: a saved version, or the working copy (`version` None)."""
+
+    version: AppVersion | None
+    spec: AppSpec
+    scenarios: tuple[ScenarioSpec, ...]
+
+    @property
+    def title(self) -> str:
+        if self.version is None:
+            return "working copy"
+        return f"v{self.version.number} · {self.version.name}"
+
+
+def diff_side(app: AgentApp, version: AppVersion | None) -> DiffSide:
+    if version is None:
+        spec, scenarios = exchange.app_export_specs(app)
+        return DiffSide(None, spec, scenarios)
+    spec, scenarios = version_specs(version)
+    return DiffSide(version, spec, scenarios)
+
+
+def app_diff(
+    app: AgentApp,
+    before: DiffSide,
+    after: DiffSide,
+    *,
+    values: Mapping[str, Any] | None = None,
+    channel: str = "web",
+    modality: str = "text",
+    simulate_scenarios: bool = True,
+) -> AppDiff:
+    """The three-layer diff; scenarios are simulated with the sandbox, as the designer does."""
+    app_id = f"apps/{app.pk}"
+    scenarios_before = tuple(_with_app_id(s, app_id) for s in before.scenarios)
+    scenarios_after = tuple(_with_app_id(s, app_id) for s in after.scenarios)
+    if not simulate_scenarios or not (scenarios_before and scenarios_after):
+        return diff_apps(
+            before.spec,
+            after.spec,
+            before_scenarios=scenarios_before,
+            after_scenarios=scenarios_after,
+            values=values,
+            channel=channel,
+            modality=modality,
+            simulate_scenarios=simulate_scenarios,
+        )
+    with sandbox.open_session() as session:
+        return diff_apps(
+            before.spec,
+            after.spec,
+            before_scenarios=scenarios_before,
+            after_scenarios=scenarios_after,
+            values=values,
+            channel=channel,
+            modality=modality,
+            run_code=sandbox_runner(session),
+        )
+
+
+def _with_app_id(scenario: ScenarioSpec, app_id: str) -> ScenarioSpec:
+    return replace(scenario, session=replace(scenario.session, app_id=app_id))
+
+
+# ---------------------------------------------------------------- writes
+
+
+@transaction.atomic
+def version_create(
+    *, app: AgentApp, user: AbstractBaseUser, name: str, note: str = ""
+) -> AppVersion:
+    """Save the whole app as it is now as version N+1 named `name`."""
+    name = (name or "").strip()
+    if not name:
+        raise ServiceError([_error("name", "Give the version a name, e.g. 'Before tone change'.")])
+    for field, text in (("name", name), ("note", note or "")):
+        if "\x00" in text:
+            raise ServiceError([_error(field, f"The {field} contains a NUL character; remove it.")])
+    if len(name) > VERSION_NAME_MAX_LENGTH:
+        raise ServiceError(
+            [_error("name", f"The name is too long: at most {VERSION_NAME_MAX_LENGTH} characters.")]
+        )
+    # Lock the app: two saves at once get consecutive numbers, and no edit slips in between.
+    app = AgentApp.objects.select_for_update().get(pk=app.pk)
+    if AppVersion.objects.filter(app=app, name=name).exists():
+        raise ServiceError(
+            [_error("name", f"This app already has a version named '{name}'.", "SC004")]
+        )
+    number = (AppVersion.objects.filter(app=app).aggregate(n=Max("number"))["n"] or 0) + 1
+    version = AppVersion.objects.create(
+        app=app,
+        number=number,
+        name=name,
+        note=note or "",
+        document=exchange.app_export_native(app),
+        created_by=user,
+    )
+    _record_history(
+        actor=user, app=app, action="version_create", details={"number": number, "name": name}
+    )
+    return version
+
+
+@transaction.atomic
+def version_restore(*, version: AppVersion, user: AbstractBaseUser) -> AgentApp:
+    """Replace the working copy with the version: one atomic change (id, owner, shares kept).
+
+    The version's document goes through the import (`exchange.app_import`: the same
+    checks and services as an uploaded file) into a staging app of the same owner;
+    the app's content is then replaced by the staging app's rows, and the staging
+    app, empty by then, is deleted. Everything or nothing: one transaction.
+    """
+    spec, scenarios = version_specs(version)
+    app = AgentApp.objects.select_for_update().get(pk=version.app_id)
+    staging = exchange.app_import(
+        owner=app.owner, spec=spec, scenarios=scenarios, name=f"{spec.name} (restoring)"
+    )
+    # Variables protect their schema; remove them first (as app_delete does).
+    Variable.objects.filter(app=app).delete()
+    for model in (Agent, Tool, Schema):
+        model.objects.filter(app=app).delete()
+    for model in (Schema, Variable, Tool, Agent):  # callbacks and scenarios follow their agent
+        model.objects.filter(app=staging).update(app=app)
+    # The staging app's own history (its import, object by object) is not the app's.
+    AuditEvent.objects.filter(app=staging).delete()
+    AgentApp.objects.filter(pk=staging.pk).delete()
+    app = services.app_update(app=app, name=spec.name, description=spec.description, actor=user)
+    _record_history(
+        actor=user,
+        app=app,
+        action="version_restore",
+        details={"number": version.number, "name": version.name},
+    )
+    return app
+
+
+@transaction.atomic
+def version_delete(*, version: AppVersion, user: AbstractBaseUser) -> None:
+    """Delete a version; refused while a label points at it (move the label first)."""
+    labels = list(version.labels.order_by("name").values_list("name", flat=True))
+    if labels:
+        names = ", ".join(labels)
+        raise ServiceError(
+            [
+                _error(
+                    "labels",
+                    f"Version {version.number} is labelled {names}: move or remove "
+                    f"the label{'s' if len(labels) > 1 else ''} first.",
+                )
+            ]
+        )
+    _record_history(
+        actor=user,
+        app=version.app,
+        action="version_delete",
+        details={"number": version.number, "name": version.name},
+    )
+    version.delete()
+
+
+def label_problems(name: str) -> list[Diagnostic]:
+    if not name:
+        return [_error("name", "Give the label a name, e.g. production or staging.")]
+    if len(name) > LABEL_MAX_LENGTH:
+        return [_error("name", f"The label is too long: at most {LABEL_MAX_LENGTH} characters.")]
+    if not _LABEL_RE.match(name):
+        return [
+            _error(
+                "name",
+                f"'{name}' is not a valid label: use lower-case letters, digits, '-', '_' "
+                "and '.', starting with a letter or digit (for example production).",
+            )
+        ]
+    return []
+
+
+@transaction.atomic
+def label_set(*, app: AgentApp, version: AppVersion, name: str, user: AbstractBaseUser) -> AppLabel:
+    """Point the label `name` at `version` (creating the label, or moving it)."""
+    name = (name or "").strip()
+    problems = label_problems(name)
+    if problems:
+        raise ServiceError(problems)
+    if version.app_id != app.pk:
+        raise ServiceError([_error("version", "That version belongs to another app.")])
+    try:
+        with transaction.atomic():
+            label, created = AppLabel.objects.select_for_update().get_or_create(
+                app=app, name=name, defaults={"version": version, "moved_by": user}
+            )
+    except IntegrityError as exc:  # a concurrent save created it first
+        raise ServiceError(
+            [_error("name", f"The label '{name}' was just created by someone else; try again.")]
+        ) from exc
+    previous = None if created else label.version_id
+    if not created and label.version_id != version.pk:
+        label.version = version
+        label.moved_by = user
+        label.save(update_fields=["version", "moved_by", "updated_at"])
+    _record_history(
+        actor=user,
+        app=app,
+        action="label_set",
+        details={"label": name, "number": version.number, "previous_version_id": previous},
+    )
+    return label
+
+
+@transaction.atomic
+def label_delete(*, app: AgentApp, name: str, user: AbstractBaseUser) -> None:
+    deleted, _ = AppLabel.objects.filter(app=app, name=name).delete()
+    if not deleted:
+        raise ServiceError([_error("name", f"No label '{name}' on this app.")])
+    _record_history(actor=user, app=app, action="label_delete", details={"label": name})
