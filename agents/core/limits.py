@@ -13,7 +13,7 @@ from typing import Any
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.spec import AppSpec, ScenarioSpec
 
-DEFAULT_MAX_OBJECTS = 2000
+DEFAULT_MAX_OBJECTS = 1000
 DEFAULT_MAX_INSTRUCTIONS_BYTES = 2 * 1024 * 1024
 DEFAULT_MAX_YAML_BYTES = 512 * 1024
 
