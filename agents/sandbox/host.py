@@ -24,6 +24,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from agents.sandbox import jail
+
 RUNNER = Path(__file__).with_name("runner.py")
 CHILD_ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
 # A session child must be ready (Python started, RestrictedPython imported) within this.
@@ -208,8 +210,10 @@ class SandboxSession:
         limits: Limits = Limits(),
         context_values: Mapping[str, Any] | None = None,
         script: Path = RUNNER,
+        use_jail: bool = True,
     ) -> None:
         self.limits = limits
+        self.use_jail = use_jail
         self.context_values = dict(context_values or {})
         self.starts = 0  # session children started (restarts included)
         self._script = script
@@ -325,20 +329,28 @@ class SandboxSession:
 
     def _start(self) -> SandboxError | None:
         workdir = tempfile.mkdtemp(prefix="statecraft-sandbox-")
+        rp_path = _restrictedpython_path()
+        # bubblewrap when it works here (see jail.py), else the home-made layer of runner.py.
+        command = jail.jail_command(self._script, [rp_path], os.getpid()) if self.use_jail else None
+        argv = command.argv if command else [sys.executable, "-I", "-S", "-B", str(self._script)]
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-B", str(self._script)],
+                argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=dict(CHILD_ENV),
                 cwd=workdir,
                 close_fds=True,
+                pass_fds=command.pass_fds if command else (),
                 start_new_session=True,  # own process group: killpg reaches everything
             )
         except OSError as exc:
             shutil.rmtree(workdir, ignore_errors=True)
             return SandboxError("internal", f"could not start the sandbox: {exc}")
+        finally:
+            for fd in command.pass_fds if command else ():
+                os.close(fd)
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             assert stream is not None
             os.set_blocking(stream.fileno(), False)
@@ -346,8 +358,21 @@ class SandboxSession:
         # Kills the child if the session is garbage-collected (or at exit) without close().
         self._finalizer = weakref.finalize(self, _shutdown, proc, workdir)
         self.starts += 1
-        hello = _dumps({"rp_path": _restrictedpython_path(), "limits": self.limits.as_json()})
-        _, _, error = self._roundtrip(_frame(hello), time.monotonic() + SESSION_START_TIMEOUT_S)
+        call_filter = jail.call_filter()
+        hello: dict[str, Any] = {
+            "rp_path": rp_path,
+            "limits": self.limits.as_json(),
+            "filter": call_filter.hex() if call_filter else "",
+        }
+        if command is not None:
+            hello["jail"] = list(command.protections)
+            # Unique per live session: the host pid of its bubblewrap process.
+            hello["sandbox_uid"] = (
+                jail.SANDBOX_UID_BASE + proc.pid if command.sandbox_uid is not None else None
+            )
+        _, _, error = self._roundtrip(
+            _frame(_dumps(hello)), time.monotonic() + SESSION_START_TIMEOUT_S
+        )
         if error is not None:
             self._stop()
             return SandboxError("internal", f"the sandbox did not start: {error.message}")
@@ -642,6 +667,8 @@ def _exchange(
 
 
 def _crash_error(returncode: int | None, stderr: bytes) -> SandboxError:
+    if returncode is not None and 128 < returncode < 128 + 65:
+        returncode = 128 - returncode  # bubblewrap exits with 128 + the child's signal
     if returncode is not None and returncode < 0:
         sig = -returncode
         if sig == signal.SIGXCPU:

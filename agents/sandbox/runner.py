@@ -51,6 +51,9 @@ import types
 
 USER_FILENAME_PREFIX = {"tool": "tool", "callback": "callback"}
 NOBODY = 65534
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
 MAX_JSON_DEPTH = 64
 MAX_INT_BITS = 1024
 MAX_HEADER_BYTES = 4096
@@ -630,8 +633,8 @@ def enter_jail():
     return active
 
 
-def drop_privileges(limits, n_calls=1):
-    """Become ``nobody`` and set the resource limits: done in the process that runs user code.
+def drop_privileges(limits, n_calls=1, uid=NOBODY):
+    """Become *uid* and set the resource limits: done in the process that runs user code.
 
     The CPU limit counts from the CPU time already used (plus up to 1 s of rounding), so in
     a freshly forked call process, whose counters start at zero, it applies to that call alone.
@@ -641,9 +644,9 @@ def drop_privileges(limits, n_calls=1):
     if is_root:
         try:
             os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-            active.append("uid_nobody")
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            active.append("uid_nobody" if uid == NOBODY else "unique_uid")
         except OSError:
             pass
 
@@ -669,10 +672,30 @@ def drop_privileges(limits, n_calls=1):
         except (OSError, ValueError):
             continue
         # RLIMIT_NPROC is not enforced for (real) root, even inside a user namespace.
-        if label == "rlimit_nproc" and is_root and "uid_nobody" not in active:
+        if label == "rlimit_nproc" and is_root and len(active) == 0:
             continue
         active.append(label)
     return active
+
+
+def install_seccomp(program):
+    """Install the call filter (raw BPF from the host) after ``no_new_privs``; labels set."""
+    if not program:
+        return []
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return []
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // 8, ctypes.addressof(buffer))
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        return ["no_new_privs"]
+    return ["no_new_privs", "seccomp"]
 
 
 def apply_os_protections(limits, n_calls=1):
@@ -910,7 +933,7 @@ def call_result(sandbox, request, limits, protections):
     return payload
 
 
-def call_process(sandbox, request, limits, jail, result_fd):
+def call_process(sandbox, request, limits, jail, result_fd, setup=None):
     """The forked call process: drop privileges, run the call, write the answer, exit.
 
     Never returns (``os._exit`` in ``finally``): an exception here must not fall back into
@@ -922,7 +945,13 @@ def call_process(sandbox, request, limits, jail, result_fd):
         os.close(0)  # the next requests are none of this call's business
         signal.signal(signal.SIGALRM, _on_timeout)
         signal.signal(signal.SIGXCPU, _on_timeout)
-        protections = [*jail, *drop_privileges(limits), "restricted_python"]
+        setup = setup or {}
+        protections = [
+            *jail,
+            *drop_privileges(limits, uid=setup.get("uid") or NOBODY),
+            *install_seccomp(setup.get("filter")),
+            "restricted_python",
+        ]
         payload = call_result(sandbox, request, limits, protections)
         view = memoryview(payload)
         while view:
@@ -931,13 +960,13 @@ def call_process(sandbox, request, limits, jail, result_fd):
         os._exit(0)
 
 
-def run_forked(sandbox, request, limits, jail):
+def run_forked(sandbox, request, limits, jail, setup=None):
     """Fork a call process, read its answer (bounded, with a deadline), reap it."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the forked process
         os.close(read_fd)
-        call_process(sandbox, request, limits, jail, write_fd)
+        call_process(sandbox, request, limits, jail, write_fd, setup)
     os.close(write_fd)
     deadline = time.monotonic() + limits["wall_time_s"] + CALL_KILL_GRACE_S
     cap = limits["max_output_bytes"] + 64 * 1024
@@ -993,7 +1022,11 @@ def main():
 
     warnings.simplefilter("ignore")
     sandbox = Sandbox()
-    jail = enter_jail()
+    setup = {"uid": hello.get("sandbox_uid"), "filter": bytes.fromhex(hello.get("filter") or "")}
+    if setup["filter"]:
+        __import__("ctypes")  # install_seccomp needs it, and nothing is imported once jailed
+    # Started by bubblewrap, the namespaces and the read-only root are already in place.
+    jail = list(hello["jail"]) if hello.get("jail") is not None else enter_jail()
     gc.collect()
     gc.freeze()  # fewer copy-on-write pages touched in each forked call process
     write_frame(1, json.dumps({"protections": jail}).encode("ascii"))
@@ -1003,7 +1036,7 @@ def main():
             os._exit(0)
         request = json.loads(body)
         del body
-        answer_header, answer = run_forked(sandbox, request, limits, jail)
+        answer_header, answer = run_forked(sandbox, request, limits, jail, setup)
         del request
         write_frame(1, answer, **answer_header)
 
