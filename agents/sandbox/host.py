@@ -216,7 +216,7 @@ class SandboxSession:
         self.use_jail = use_jail
         self.context_values = dict(context_values or {})
         self.starts = 0  # session children started (restarts included)
-        self._script = script
+        self._script = Path(script)
         self._proc: subprocess.Popen[bytes] | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._stderr = bytearray()
@@ -331,7 +331,11 @@ class SandboxSession:
         workdir = tempfile.mkdtemp(prefix="statecraft-sandbox-")
         rp_path = _restrictedpython_path()
         # bubblewrap when it works here (see jail.py), else the home-made layer of runner.py.
-        command = jail.jail_command(self._script, [rp_path], os.getpid()) if self.use_jail else None
+        command = (
+            jail.jail_command(self._script, [f"{rp_path}/RestrictedPython"], os.getpid())
+            if self.use_jail
+            else None
+        )
         argv = command.argv if command else [sys.executable, "-I", "-S", "-B", str(self._script)]
         try:
             proc = subprocess.Popen(
@@ -366,6 +370,7 @@ class SandboxSession:
         }
         if command is not None:
             hello["jail"] = list(command.protections)
+            hello["rp_path"] = jail.PACKAGES_DIR
             # Unique per live session: the host pid of its bubblewrap process.
             hello["sandbox_uid"] = (
                 jail.SANDBOX_UID_BASE + proc.pid if command.sandbox_uid is not None else None

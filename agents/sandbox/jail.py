@@ -37,9 +37,11 @@ from pathlib import Path
 
 # The session child's call processes run as SANDBOX_UID_BASE + (host pid of the session)
 # when the server is root: outside every range Debian gives to accounts and containers'
-# subordinate ids (100000-165535 by default), below the 32-bit overflow ids.
-SANDBOX_UID_BASE = 3_000_000_000
+# subordinate ids (100000-165535 by default), and + pid_max (2**22) stays below 2**31
+# (user-namespace uid maps refuse larger ids).
+SANDBOX_UID_BASE = 1_900_000_000
 SANDBOX_DIR = "/sandbox"  # where the runner script and its helpers appear in the jail
+PACKAGES_DIR = "/pylib"  # where the few third-party packages the runner imports appear
 # Every protection the sandbox knows, in the order the system check lists them.
 ALL_PROTECTIONS = (
     "pid_namespace",
@@ -142,7 +144,7 @@ def _shared_libraries() -> tuple[str, ...]:
     return tuple(sorted(libs))
 
 
-def _root_binds(script: Path, extra_paths: Sequence[str]) -> list[str]:
+def _root_binds(script: Path, packages: Sequence[str]) -> list[str]:
     """The ``--ro-bind`` arguments of the minimal root."""
     args: list[str] = []
     interpreter = _interpreter()
@@ -166,8 +168,8 @@ def _root_binds(script: Path, extra_paths: Sequence[str]) -> list[str]:
     if (stdlib / "site-packages").is_dir():  # third-party packages stay out of the jail
         args.extend(["--tmpfs", str(stdlib / "site-packages")])
         args.extend(["--remount-ro", str(stdlib / "site-packages")])
-    for path in extra_paths:
-        bind(path)
+    for package in packages:  # only the package itself, not its site-packages
+        bind(package, f"{PACKAGES_DIR}/{Path(package).name}")
     bind(script.parent, SANDBOX_DIR)
     return args
 
@@ -273,10 +275,11 @@ def _base_argv(bwrap: str, *, user_namespace: bool) -> list[str]:
     return argv
 
 
-def jail_command(script: Path, extra_paths: Sequence[str], host_pid: int) -> JailCommand | None:
+def jail_command(script: Path, packages: Sequence[str], host_pid: int) -> JailCommand | None:
     """The command starting *script* in the jail, or None when bubblewrap cannot be used.
 
-    *extra_paths* are directories bound read-only at the same path (RestrictedPython's).
+    *packages* are package directories (RestrictedPython's) bound read-only into
+    :data:`PACKAGES_DIR`.
     """
     if bwrap_works() is not None:
         return None
@@ -284,8 +287,10 @@ def jail_command(script: Path, extra_paths: Sequence[str], host_pid: int) -> Jai
     assert bwrap is not None
     is_root = os.geteuid() == 0
     argv = _base_argv(bwrap, user_namespace=not is_root)
-    argv += _root_binds(script, extra_paths)
-    argv += ["--dev", "/dev", "--chdir", "/"]
+    argv += _root_binds(script, packages)
+    # Nothing writable anywhere: the root bubblewrap builds (a tmpfs) becomes read-only too,
+    # and there is no /dev, /proc or /tmp at all.
+    argv += ["--remount-ro", "/", "--chdir", "/"]
     protections = [
         "pid_namespace",
         "network_namespace",
