@@ -5,7 +5,7 @@
 ordinary-user tests (the ordinary-user test runs the host in a subprocess).
 """
 
-PROBE = r'''
+PROBE = r"""
 import errno, os, signal, socket
 
 
@@ -85,19 +85,19 @@ def probe(host_pids, host_paths):
     attempt("mount", mount_tmpfs)
     attempt("big_alloc", lambda: len(bytearray(1024 * 2**20)))
     return report
-'''
+"""
 
 # Signal everything this process can see (its own jail at most; it may kill its session).
-KILL_ALL = r'''
+KILL_ALL = r"""
 import os, signal
 
 
 def kill_all():
     os.kill(-1, signal.SIGKILL)
     return "sent"
-'''
+"""
 
-RUNAWAY = r'''
+RUNAWAY = r"""
 import signal, time
 
 
@@ -105,9 +105,9 @@ def runaway():
     signal.signal(signal.SIGALRM, signal.SIG_IGN)  # no polite timer any more
     signal.signal(signal.SIGXCPU, signal.SIG_IGN)
     time.sleep(3600)
-'''
+"""
 
-SPIN = r'''
+SPIN = r"""
 import signal
 
 
@@ -116,7 +116,8 @@ def spin():
     signal.signal(signal.SIGXCPU, signal.SIG_IGN)
     while True:
         pass
-'''
+"""
+
 
 def assert_contained(report, host_pids, host_paths, interpreter):
     """Every attempt of PROBE was blocked (the uid is checked by the caller).

@@ -76,9 +76,7 @@ def test_unrestricted_python_cannot_leave_the_jail_as_root(unrestricted):
                 # A uid of its own, no account, no file: not root, not nobody.
                 assert report["uid"] >= jail.SANDBOX_UID_BASE, report
             assert report["pid"] < 10, report  # its own PID namespace
-            assert {"pid_namespace", "seccomp", "readonly_minimal_root"} <= set(
-                result.protections
-            )
+            assert {"pid_namespace", "seccomp", "readonly_minimal_root"} <= set(result.protections)
             # kill(-1) reaches the jail at most; the next call is served.
             run(session, KILL_ALL, "kill_all")
             assert run(session, ALIVE, "t").return_value == "alive"
@@ -146,7 +144,7 @@ def test_unrestricted_python_cannot_leave_the_jail_as_an_ordinary_user():
         view = directory / "root-view"
         shell = (
             "set -e; "
-            f"if [ -d /root ] && [ \"${{1#/root/}}\" != \"$1\" ]; then "
+            f'if [ -d /root ] && [ "${{1#/root/}}" != "$1" ]; then '
             f"mkdir -p {view}{os.path.dirname(prefix)[len('/root') :]} {view}{prefix[len('/root') :]}; "
             f"mount --bind {prefix} {view}{prefix[len('/root') :]}; "
             f"mount --rbind {view} /root; fi; "

@@ -12,14 +12,14 @@ import sys
 sys.path.insert(0, "/sandbox")  # inside the jail this script and runner.py sit in /sandbox
 sys.path.insert(0, sys.argv[0].rsplit("/", 1)[0])  # outside it (the home-made fallback)
 
-import runner  # noqa: E402
-
 # A stronger attacker than any real one: everything useful for an escape is already
 # imported (a call process running as root's sandbox uid could not read it from disk).
-import ctypes  # noqa: E402, F401
-import errno  # noqa: E402, F401
-import socket  # noqa: E402, F401
-import threading  # noqa: E402, F401
+import ctypes  # noqa: F401
+import errno  # noqa: F401
+import socket  # noqa: F401
+import threading  # noqa: F401
+
+import runner
 
 
 def run_unrestricted(sandbox, call, state_data, declared, context_values, limits):
