@@ -12,10 +12,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agents.core.render import render_value
-from agents.core.simulate import SimulationResult, simulate
+from agents.core.simulate import SimulationResult
 from agents.models import Agent, AgentApp, Scenario
-from agents.sandbox import host as sandbox
-from agents.sandbox.code_runner import sandbox_runner
+from agents.simulation_bounds import simulate_bounded
 
 
 @dataclass
@@ -76,10 +75,8 @@ def build_conversation(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -
     use_mocks = scenario_spec.use_mocks or params.get("use_mocks") in ("on", "true", "1")
     if use_mocks != scenario_spec.use_mocks:
         scenario_spec = replace(scenario_spec, use_mocks=use_mocks)
-    # One warm sandbox for this simulation only (never shared across requests); it starts
-    # no process unless a call misses the cache.
-    with sandbox.open_session() as session:
-        result = simulate(spec, scenario_spec, run_code=sandbox_runner(session))
+    # One warm sandbox for this simulation only, bounded in steps, calls and time.
+    result = simulate_bounded(spec, scenario_spec)
     conversation.result = result
     conversation.use_mocks = use_mocks
     conversation.budget = scenario_spec.token_budget

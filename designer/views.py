@@ -30,6 +30,7 @@ from agents.models import (
     Variable,
     instructions_hash,
 )
+from agents.simulation_bounds import rate_limited
 from designer import preview as preview_builder
 from designer import simulation
 from designer.forms import (
@@ -178,7 +179,8 @@ def _designer_context(
         "tools": list(app.tools.all()),
         "usage": preview_builder.usage_by_variable(app),
         "preview": preview_builder.build_preview(app, agent, request.GET) if agent else None,
-        "conversation": simulation.build_conversation(app, agent, request.GET) if agent else None,
+        # The conversation loads as its own fragment: a page view never waits on a simulation.
+        "conversation": None,
     }
 
 
@@ -675,11 +677,13 @@ def _agent_of(app: AgentApp, agent_id: int) -> Agent | None:
 def _conversation(
     request: HttpRequest, app: AgentApp, access: selectors.Access, agent: Agent, params: Any
 ) -> HttpResponse:
+    refusal = rate_limited(request.user.pk)
     context = {
         "app": app,
         "access": access,
         "agent": agent,
-        "conversation": simulation.build_conversation(app, agent, params),
+        "conversation": simulation.build_conversation(app, agent, params) if not refusal else None,
+        "conversation_refusal": refusal,
     }
     return render(request, f"{DESIGNER}#conversation-panel", context)
 

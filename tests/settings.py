@@ -25,3 +25,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
         # One file per test process, so two suites running at once never share one.
         "NAME": str(_Path(tempfile.gettempdir()) / f"statecraft-tests-{os.getpid()}.sqlite3")
     }
+
+# Many simulations per test user across the suite; the rate limit has its own tests.
+SIMULATION_RATE_LIMIT = 100_000

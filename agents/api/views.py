@@ -28,12 +28,11 @@ from agents.core.compile import compile_instructions
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.lint import lint_agent, lint_app, merge_diagnostics
 from agents.core.script import format_script
-from agents.core.simulate import SimulationResult, simulate
+from agents.core.simulate import SimulationResult
 from agents.core.spec import AppSpec
 from agents.models import Agent, AgentApp, AppShare, Scenario, Schema, Tool, Variable
-from agents.sandbox import host as sandbox
-from agents.sandbox.code_runner import sandbox_runner
 from agents.selectors import Access
+from agents.simulation_bounds import rate_limited, simulate_bounded
 
 # ---------------------------------------------------------------- errors
 
@@ -659,9 +658,11 @@ class ScenarioSimulateView(ApiView):
         scenario_spec = scenario.to_spec(app_id=f"apps/{app.pk}")
         if "use_mocks" in data:
             scenario_spec = replace(scenario_spec, use_mocks=data["use_mocks"])
-        # One warm sandbox for this request only; memoised calls start no process at all.
-        with sandbox.open_session() as session:
-            result = simulate(spec, scenario_spec, run_code=sandbox_runner(session))
+        refusal = rate_limited(request.user.pk)
+        if refusal is not None:
+            raise exceptions.Throttled(detail=refusal)
+        # One warm sandbox for this request only, bounded in steps, calls and time.
+        result = simulate_bounded(spec, scenario_spec)
         return Response(self.output(io.SimulationOut, _simulation(result, scenario_spec.use_mocks)))
 
 

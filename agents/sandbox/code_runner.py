@@ -15,11 +15,40 @@ from agents.core.simulate import CodeCall, CodeResult, CodeRunner
 from agents.sandbox import host
 
 CACHE_SIZE = 512
-_RESULTS: OrderedDict[str, CodeResult] = OrderedDict()
+# The memo cache holds at most this many bytes of keys and results (JSON-measured); one
+# entry larger than an eighth of it is not kept at all.
+CACHE_MAX_BYTES = 16 * 1024 * 1024
+_RESULTS: OrderedDict[str, tuple[CodeResult, int]] = OrderedDict()
+_cache_bytes = 0
 
 
 def clear_cache() -> None:
+    global _cache_bytes
     _RESULTS.clear()
+    _cache_bytes = 0
+
+
+def cache_bytes() -> int:
+    return _cache_bytes
+
+
+def _remember(key: str, outcome: CodeResult) -> None:
+    global _cache_bytes
+    size = len(key) + len(
+        json.dumps(
+            [outcome.return_value, outcome.writes, outcome.error, outcome.stdout], default=str
+        )
+    )
+    if size > CACHE_MAX_BYTES // 8:
+        return
+    previous = _RESULTS.pop(key, None)
+    if previous is not None:
+        _cache_bytes -= previous[1]
+    _RESULTS[key] = (outcome, size)
+    _cache_bytes += size
+    while _RESULTS and (len(_RESULTS) > CACHE_SIZE or _cache_bytes > CACHE_MAX_BYTES):
+        _, (_, evicted) = _RESULTS.popitem(last=False)
+        _cache_bytes -= evicted
 
 
 def to_code_result(result: host.SandboxResult) -> CodeResult:
@@ -52,7 +81,7 @@ def sandbox_runner(
             cached = _RESULTS.get(key)
             if cached is not None:
                 _RESULTS.move_to_end(key)
-                return cached
+                return cached[0]
         execute = session.run if session is not None else host.run_code
         outcome = to_code_result(
             execute(
@@ -65,9 +94,7 @@ def sandbox_runner(
             )
         )
         if memoise:
-            _RESULTS[key] = outcome
-            if len(_RESULTS) > CACHE_SIZE:
-                _RESULTS.popitem(last=False)
+            _remember(key, outcome)
         return outcome
 
     return run

@@ -37,6 +37,9 @@ HOST_GRACE_S = 1.0
 MAX_HEADER_BYTES = 4096
 MAX_CODE_CHARS = 200_000
 MAX_STDERR_BYTES = 16 * 1024
+# Values the child sends back are JSON of at most this depth (the child refuses deeper
+# values itself; the host does not rely on it).
+MAX_ANSWER_DEPTH = 80
 
 Kind = Literal["tool", "callback"]
 ErrorKind = Literal[
@@ -313,9 +316,11 @@ class SandboxSession:
             )
             return _failed(error, given, started)
         try:
-            raw = json.loads(answer)
+            raw = _loads_untrusted(answer)
             if not isinstance(raw, dict):
                 raise ValueError("not an object")
+        except UntrustedAnswer as exc:
+            return _failed(SandboxError("internal", str(exc)), given, started)
         except ValueError:
             status = header.get("status")
             return _failed(
@@ -513,14 +518,72 @@ def _shutdown(proc: subprocess.Popen[bytes], workdir: str) -> None:
     shutil.rmtree(workdir, ignore_errors=True)
 
 
+class UntrustedAnswer(ValueError):
+    """The child answered with JSON the host refuses (NaN, too deep, odd shapes)."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise UntrustedAnswer(f"the sandbox answered {name}, which JSON cannot hold")
+
+
+def _loads_untrusted(data: bytes) -> Any:
+    """Parse the child's answer: no NaN/Infinity, at most MAX_ANSWER_DEPTH levels deep."""
+    depth = 0
+    for byte in data:  # bytes iterate as ints; strings cannot hide a bracket: JSON escapes
+        if byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > MAX_ANSWER_DEPTH:
+                raise UntrustedAnswer("the sandbox answer is nested too deeply")
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    try:
+        return json.loads(data, parse_constant=_refuse_constant)
+    except RecursionError as exc:  # pragma: no cover - the depth scan comes first
+        raise UntrustedAnswer("the sandbox answer is nested too deeply") from exc
+
+
+def _check_answer_shape(raw: dict[str, Any]) -> str | None:
+    """What is wrong with the shape of a call's answer, or None."""
+    writes = raw.get("writes") or []
+    if not isinstance(writes, list) or not all(
+        isinstance(w, list) and len(w) == 2 and isinstance(w[0], str) for w in writes
+    ):
+        return "writes"
+    removed = raw.get("removed") or []
+    if not isinstance(removed, list) or not all(isinstance(n, str) for n in removed):
+        return "removed"
+    if not isinstance(raw.get("stdout") or "", str):
+        return "stdout"
+    err = raw.get("error")
+    if err is not None and not (
+        isinstance(err, dict)
+        and isinstance(err.get("kind", "internal"), str)
+        and isinstance(err.get("message", ""), str)
+        and isinstance(err.get("traceback", ""), str)
+        and (err.get("line") is None or type(err.get("line")) is int)
+    ):
+        return "error"
+    state = raw.get("state")
+    if state is not None and not isinstance(state, dict):
+        return "state"
+    protections = raw.get("protections") or []
+    if not isinstance(protections, list) or not all(isinstance(p, str) for p in protections):
+        return "protections"
+    return None
+
+
 def _result_from_raw(raw: dict[str, Any], given: dict[str, Any], started: float) -> SandboxResult:
+    wrong = _check_answer_shape(raw)
+    if wrong is not None:
+        error = SandboxError("internal", f"the sandbox answered an unexpected {wrong!r}")
+        return _failed(error, given, started)
     err = raw.get("error")
     new_state = raw.get("state")
     if not isinstance(new_state, dict):
         new_state = given
     try:
         return SandboxResult(
-            ok=bool(raw.get("ok")) and err is None,
+            ok=raw.get("ok") is True and err is None,
             return_value=raw.get("return_value"),
             writes=tuple((w[0], w[1]) for w in raw.get("writes") or ()),
             removed=tuple(raw.get("removed") or ()),
@@ -536,9 +599,9 @@ def _result_from_raw(raw: dict[str, Any], given: dict[str, Any], started: float)
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
             protections=tuple(raw.get("protections") or ()),
             state=new_state,
-            undeclared=tuple(raw.get("undeclared") or ()),
-            stdout_truncated=bool(raw.get("stdout_truncated")),
-            run_ms=raw.get("duration_ms"),
+            undeclared=tuple(str(n) for n in raw.get("undeclared") or () if isinstance(n, str)),
+            stdout_truncated=raw.get("stdout_truncated") is True,
+            run_ms=raw.get("duration_ms") if isinstance(raw.get("duration_ms"), float) else None,
         )
     except (AttributeError, IndexError, TypeError, KeyError):
         error = SandboxError("internal", "the sandbox returned an unreadable answer")
