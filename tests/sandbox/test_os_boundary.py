@@ -46,6 +46,7 @@ def unrestricted_dir() -> Path:
     directory = Path(tempfile.mkdtemp(prefix="statecraft-escape-"))
     directory.chmod(0o755)
     shutil.copy(sandbox_host.RUNNER, directory / "runner.py")
+    shutil.copy(sandbox_host.RUNNER.with_name("cx_objects.py"), directory / "cx_objects.py")
     shutil.copy(HERE / "unrestricted_runner.py", directory / "unrestricted_runner.py")
     return directory
 
