@@ -36,6 +36,7 @@ CALL_KILL_GRACE_S = 0.5
 HOST_GRACE_S = 1.0
 MAX_HEADER_BYTES = 4096
 MAX_CODE_CHARS = 200_000
+MAX_TOOLS_CHARS = 2_000_000  # all the app's tools, for tools.<name>(...)
 MAX_STDERR_BYTES = 16 * 1024
 # Values the child sends back are JSON of at most this depth (the child refuses deeper
 # values itself; the host does not rely on it).
@@ -254,15 +255,19 @@ class SandboxSession:
         state: Mapping[str, Any] | None = None,
         variables_declared: Sequence[str] | None = None,
         context_values: Mapping[str, Any] | None = None,
+        tools: Mapping[str, str] | None = None,
     ) -> SandboxResult:
         """Run one tool or callback, as :func:`run_code` does, in this session.
+
+        *tools* maps the app's Python tools to their code: ``tools.<name>(args)`` in the
+        code runs that tool in the same call process (CX's way for one tool to use another).
 
         *context_values* are merged over the session's.  Never raises for anything the code
         does.
         """
         started = time.perf_counter()
         given = dict(state or {})
-        error = _check_call(code, entry)
+        error = _check_call(code, entry) or _check_tools(tools)
         if error is not None:
             return _failed(error, given, started)
         try:
@@ -277,6 +282,7 @@ class SandboxSession:
                     if variables_declared is not None
                     else None,
                     "context_values": {**self.context_values, **(context_values or {})},
+                    "tools": dict(tools or {}),
                 }
             )
         except (TypeError, ValueError) as exc:
@@ -501,6 +507,18 @@ def _check_call(code: str, entry: str) -> SandboxError | None:
     if len(code) > MAX_CODE_CHARS:
         return SandboxError(
             "invalid_request", f"the code is longer than {MAX_CODE_CHARS} characters"
+        )
+    return None
+
+
+def _check_tools(tools: Mapping[str, str] | None) -> SandboxError | None:
+    if not tools:
+        return None
+    if not all(type(k) is str and type(v) is str for k, v in tools.items()):
+        return SandboxError("invalid_request", "tools must map tool names to their code")
+    if sum(len(v) for v in tools.values()) > MAX_TOOLS_CHARS:
+        return SandboxError(
+            "invalid_request", f"the app's tool code is longer than {MAX_TOOLS_CHARS} characters"
         )
     return None
 

@@ -449,6 +449,13 @@ def build_policy():
                 return node
             return super().visit_Attribute(node)
 
+        def visit_Call(self, node):
+            # eval(...) is the sandbox's restricted eval (CX code evaluates small
+            # expressions); exec(...) stays refused.
+            if isinstance(node.func, ast.Name) and node.func.id == "eval":
+                node.func.id = "restricted_eval"
+            return super().visit_Call(node)
+
         def visit_AnnAssign(self, node):
             # `x: int = 3`: target, annotation and value are checked like any expression
             # (dataclasses need the annotations of a class body).
@@ -679,7 +686,7 @@ class Sandbox:
         builtins["hasattr"] = self.guarded_hasattr
         builtins["__import__"] = self.guarded_import
         builtins["type"] = self.type_of
-        builtins["eval"] = self.restricted_eval
+        builtins["eval"] = builtins["restricted_eval"] = self.restricted_eval
         builtins["compile"] = self.restricted_compile
         builtins["super"] = real.super  # zero-argument form in methods of user classes
         self.builtins = builtins
@@ -853,6 +860,9 @@ class Sandbox:
         setattr(self.guarded_write(obj), name, INPLACE_OPERATORS[op](current, value))
 
     def globals_for(self, filename, context):
+        # dataclasses looks the class's module up in sys.modules: give it an empty one
+        # (the call process is thrown away after the call).
+        sys.modules.setdefault(filename, types.ModuleType(filename))
         return {
             "__builtins__": self.builtins,
             "__name__": filename,
