@@ -125,19 +125,24 @@ def run_code(
     variables_declared: Sequence[str] | None = None,
     limits: Limits = Limits(),
     context_values: Mapping[str, Any] | None = None,
+    tools: Mapping[str, str] | None = None,
 ) -> SandboxResult:
     """Run one tool or callback in a fresh sandboxed process.
 
     *entry* is the function to call: the tool name for a tool, the callback function name
-    (``before_model_callback``...) for a callback.  Never raises for anything the code does.
+    (``before_model_callback``...) for a callback.  *tools* maps the app's Python tools to
+    their code, for ``tools.<name>(...)``.  Never raises for anything the code does.
     """
-    return run_many(
-        [SandboxCall(code=code, entry=entry, kind=kind, args=dict(args or {}))],
-        state=state,
-        variables_declared=variables_declared,
-        limits=limits,
-        context_values=context_values,
-    )[0]
+    with open_session(limits=limits, context_values=context_values) as session:
+        return session.run(
+            code,
+            entry=entry,
+            kind=kind,
+            args=dict(args or {}),
+            state=state,
+            variables_declared=variables_declared,
+            tools=tools,
+        )
 
 
 def run_many(
