@@ -62,8 +62,10 @@ def main() -> None:
     ).stdout.split()
     app_id, agent_id, scenario_id = ids[-3:]
     server = subprocess.Popen(
-        [PY, "-m", "gunicorn", "designer.wsgi", "--bind", f"127.0.0.1:{PORT}"]
-        + ["--workers", "3", "--threads", "4", "--timeout", "30"],
+        [
+            *(PY, "-m", "gunicorn", "designer.wsgi", "--bind", f"127.0.0.1:{PORT}"),
+            *("--workers", "3", "--threads", "4", "--timeout", "30"),
+        ],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
