@@ -225,3 +225,26 @@ def test_the_memo_cache_keeps_to_its_byte_budget(monkeypatch):
     with host.open_session() as session:
         assert memo.sandbox_runner(session)(big).ok
     assert memo.cache_bytes() == 0
+
+
+def test_a_callback_calls_a_tool_of_the_app_in_a_simulation(bank):
+    services.tool_update(
+        tool=bank.tools.get(),
+        python_code="def LookupBalance(account_id=''):\n    return {'balance': 7}\n",
+    )
+    agent = bank.agents.get()
+    services.callback_create(
+        agent=agent,
+        kind="before_model",
+        code=(
+            "def before_model_callback(callback_context, llm_request):\n"
+            "    got = tools.LookupBalance({'account_id': 'x'}).json()['result']\n"
+            "    callback_context.state['current_account_balance'] = got['balance']\n"
+        ),
+    )
+    scenario = services.scenario_save(agent=agent, name="Cx", steps_script="user: hi\nagent: Hello")
+    result = simulation_bounds.simulate_bounded(
+        bank.to_spec(), scenario.to_spec(app_id=f"apps/{bank.pk}")
+    )
+    assert not [d for d in result.diagnostics if d.severity == "error"], result.diagnostics
+    assert result.final_state["current_account_balance"] == 7

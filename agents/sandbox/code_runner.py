@@ -8,6 +8,7 @@ clock sees the time of its first run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import OrderedDict
 
@@ -74,7 +75,18 @@ def sandbox_runner(
         key = ""
         if memoise:
             key = json.dumps(
-                [call.code, call.entry, call.kind, call.args, call.state, call.context_values],
+                [
+                    call.code,
+                    call.entry,
+                    call.kind,
+                    call.args,
+                    call.state,
+                    call.context_values,
+                    # The app's tools, by digest: the key stays small.
+                    hashlib.sha256(json.dumps(call.tools, sort_keys=True).encode()).hexdigest()
+                    if call.tools
+                    else "",
+                ],
                 sort_keys=True,
                 default=str,
             )
@@ -91,6 +103,7 @@ def sandbox_runner(
                 args=call.args,
                 state=call.state,
                 context_values=call.context_values,
+                tools=call.tools,
             )
         )
         if memoise:
