@@ -964,22 +964,31 @@ def drop_privileges(limits, n_calls=1, uid=NOBODY):
     return active
 
 
-def install_seccomp(program):
-    """Install the call filter (raw BPF from the host) after ``no_new_privs``; labels set."""
+def prepare_seccomp(program):
+    """Everything installing the call filter needs, built once in the session child (so a
+    call process only makes two prctl calls); None without a filter."""
     if not program:
-        return []
+        return None
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        return []
 
     class SockFprog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
     buffer = ctypes.create_string_buffer(program, len(program))
     fprog = SockFprog(len(program) // 8, ctypes.addressof(buffer))
-    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+    return libc, ctypes.byref(fprog), buffer  # the buffer must outlive the pointer
+
+
+def install_seccomp(prepared):
+    """Install the call filter after ``no_new_privs``; the labels of what is in place."""
+    if prepared is None:
+        return []
+    libc, fprog, _ = prepared
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return []
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog, 0, 0) != 0:
         return ["no_new_privs"]
     return ["no_new_privs", "seccomp"]
 
@@ -1362,9 +1371,10 @@ def main():
 
     warnings.simplefilter("ignore")
     sandbox = Sandbox()
-    setup = {"uid": hello.get("sandbox_uid"), "filter": bytes.fromhex(hello.get("filter") or "")}
-    if setup["filter"]:
-        __import__("ctypes")  # install_seccomp needs it, and nothing is imported once jailed
+    setup = {
+        "uid": hello.get("sandbox_uid"),
+        "filter": prepare_seccomp(bytes.fromhex(hello.get("filter") or "")),
+    }
     # Started by bubblewrap, the namespaces and the read-only root are already in place.
     jail = list(hello["jail"]) if hello.get("jail") is not None else enter_jail()
     gc.collect()
