@@ -12,6 +12,7 @@ from __future__ import annotations
 import http.cookiejar
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -111,6 +112,7 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":
