@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 RUN_ENV := DEBUG=$${DEBUG:-true}
 PYTEST_ARGS ?=
 
-.PHONY: run test test-only install chromium lint bench clean
+.PHONY: run test test-only install chromium sandbox-deps lint bench clean
 
 # A Python >= 3.12 (Django 6): $PYTHON if set, else the first suitable one on this machine.
 $(STAMP): pyproject.toml
@@ -38,11 +38,20 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-run: $(STAMP)
+run: $(STAMP) sandbox-deps
 	@$(RUN_ENV) $(PY) manage.py migrate --no-input
 	@$(RUN_ENV) $(PY) manage.py load_demo
 	@echo "Serving Statecraft on http://$(HOST):$(PORT)/  (admin: http://$(HOST):$(PORT)/admin/)"
 	@$(RUN_ENV) $(PY) manage.py runserver "$(HOST):$(PORT)"
+
+# The sandbox's OS layer (README, "The sandbox"): bubblewrap for the namespaces and the
+# read-only root, libseccomp for the seccomp filters. Debian packages; skipped when present.
+sandbox-deps:
+	@if [ "$$(uname -s)" = Linux ] && { ! command -v bwrap >/dev/null 2>&1 || ! ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2'; }; then \
+	  echo "Installing bubblewrap and libseccomp2 for the sandbox"; \
+	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq bubblewrap libseccomp2 >/dev/null; \
+	fi
 
 # Debian's Chromium for the browser tests (Playwright's own browser download is not used).
 chromium:
@@ -52,7 +61,7 @@ chromium:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	fi
 
-test: $(STAMP) chromium test-only
+test: $(STAMP) chromium sandbox-deps test-only
 
 test-only:
 	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)

@@ -6,3 +6,6 @@ from django.apps import AppConfig
 class AgentsConfig(AppConfig):
     name = "agents"
     verbose_name = "Agent apps"
+
+    def ready(self) -> None:
+        from agents import checks  # noqa: F401 - registers the sandbox's system check

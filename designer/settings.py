@@ -276,3 +276,18 @@ LOGGING = {
         "agents": {"level": os.environ.get("LOG_LEVEL", "INFO"), "propagate": True},
     },
 }
+
+# The sandbox and bounded simulations (README: "The sandbox", "Bounded simulations").
+# Protections production refuses to run tool/callback code without (the system check
+# `statecraft.W001` lists every missing one); empty under DEBUG so a laptop without
+# bubblewrap still simulates.
+SANDBOX_REQUIRED_PROTECTIONS = env_list(
+    "SANDBOX_REQUIRED_PROTECTIONS",
+    ""
+    if DEBUG
+    else "pid_namespace,network_namespace,mount_namespace,readonly_minimal_root,"
+    "unique_uid,no_new_privs,seccomp",
+)
+SIMULATION_MAX_STEPS = int(os.environ.get("SIMULATION_MAX_STEPS", "300"))
+SIMULATION_MAX_CODE_CALLS = int(os.environ.get("SIMULATION_MAX_CODE_CALLS", "300"))
+SIMULATION_MAX_SECONDS = float(os.environ.get("SIMULATION_MAX_SECONDS", "10"))

@@ -186,7 +186,8 @@ def _designer_context(
         "tools": list(app.tools.all()),
         "usage": preview_builder.usage_by_variable(app),
         "preview": preview_builder.build_preview(app, agent, request.GET) if agent else None,
-        "conversation": simulation.build_conversation(app, agent, request.GET) if agent else None,
+        # The conversation loads as its own fragment: a page view never waits on a simulation.
+        "conversation": None,
     }
 
 

@@ -26,8 +26,13 @@ def test_script_round_trip_and_errors():
 
 def test_banking_scenario_shows_state_update_and_turns(signed_in, bank):
     agent = bank.agents.get()
-    body = signed_in.get(reverse("app-designer", args=[bank.pk])).content.decode()
-    assert 'id="conversation-panel"' in body
+    page = signed_in.get(reverse("app-designer", args=[bank.pk])).content.decode()
+    # The page does not simulate: its panel loads the conversation as a fragment.
+    assert 'id="conversation-panel"' in page and 'hx-trigger="load"' in page
+    assert "state_update" not in page
+    simulate_url = reverse("agent-simulate", args=[bank.pk, agent.pk])
+    assert f'href="{simulate_url}"' in page
+    body = signed_in.get(simulate_url, headers=HX).content.decode()
     assert "&lt;state_update&gt;current_account_balance: 1250&lt;/state_update&gt;" in body
     assert "turn 0" in body and "turn 1" in body
     assert "$context.turn_index" in body and "session-1" in body

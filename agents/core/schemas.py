@@ -57,7 +57,7 @@ CODES: dict[str, str] = {
     "SC225": "The schema is nested more than 32 levels deep.",
     "SC226": "The schema is too large (over 256 KB or 5,000 values).",
     "SC227": "A pattern (or patternProperties key) is not a valid regular expression.",
-    "SC228": "A pattern has a quantified group inside a quantifier and may be very slow.",
+    "SC228": "A pattern repeats a group that itself repeats (very slow on some texts): refused.",
     "SC229": "The schema declares a $schema other than draft 2020-12; it is read as 2020-12.",
     "SC230": 'A custom-object schema should say "type": "object" at the top.',
     # to_cx_schema
@@ -382,9 +382,9 @@ def _pattern_problems(pattern: str, where: str) -> Iterator[Diagnostic]:
     if _may_backtrack(pattern):
         message = (
             f"{where}: {pattern!r} repeats a group that itself repeats, which can take "
-            "very long on some texts; simplify it (e.g. (a+)+ is a+)"
+            "very long on some texts, so it is refused; simplify it (e.g. (a+)+ is a+)"
         )
-        yield _diagnostic("SC228", Severity.WARNING, message, where)
+        yield _diagnostic("SC228", Severity.ERROR, message, where)
 
 
 # ---------------------------------------------------------------------------

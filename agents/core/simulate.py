@@ -157,6 +157,8 @@ class CodeCall:
     state: dict[str, Any]
     filename: str
     context_values: dict[str, Any] = field(default_factory=dict)
+    # The app's Python tools by name, for CX's ``tools.<name>(...)`` inside the code.
+    tools: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -300,6 +302,7 @@ class _Run:
         self.run_code: CodeRunner | None = runner
         self.variables: dict[str, VariableSpec] = {v.name: v for v in app.variables}
         self.schemas = {s.name: s.schema for s in app.schemas}
+        self.tool_codes = {t.name: t.python_code for t in app.tools if t.python_code}
         self.state: dict[str, Any] = {}
         self.events: list[Event] = []
         self.diagnostics: list[Diagnostic] = []
@@ -514,6 +517,7 @@ class _Run:
                 state=copy.deepcopy(self.state),
                 filename=f"<callback:{entry}>",
                 context_values=self.context_values(),
+                tools=self.tool_codes,
             )
             result = self.call_code(writer, call)
             if result is not None and result.return_value is not None:
@@ -657,6 +661,7 @@ class _Run:
                 state=copy.deepcopy(self.state),
                 filename=f"<tool:{name}>",
                 context_values=self.context_values(),
+                tools=self.tool_codes,
             )
             result = self.call_code(writer, call)
             if result is None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -40,7 +41,9 @@ from jsonschema.exceptions import ValidationError, best_match
 from referencing import Registry
 from referencing.exceptions import NoSuchResource
 
+from agents.core import safe_regex
 from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.safe_regex import TimedDraft202012Validator
 from agents.core.spec import VariableSpec, VariableType
 
 __all__ = [
@@ -526,7 +529,8 @@ def _refuse_retrieval(uri: str) -> Any:
 
 
 def _validator(schema: dict[str, Any]) -> Draft202012Validator:
-    return Draft202012Validator(
+    # pattern / patternProperties matched with a time limit (agents/core/safe_regex.py).
+    return TimedDraft202012Validator(
         schema,
         registry=Registry(retrieve=_refuse_retrieval),  # type: ignore[call-arg]
         format_checker=Draft202012Validator.FORMAT_CHECKER,
@@ -714,8 +718,8 @@ def _unexpected_properties(error: ValidationError) -> list[str]:
 
 def _search(pattern: str, text: str) -> bool:
     try:
-        return re.search(pattern, text) is not None
-    except re.error:
+        return safe_regex.search(pattern, text)
+    except safe_regex.PatternTimeout:
         return False
 
 
@@ -783,6 +787,18 @@ _PATTERN_CANDIDATES = (
     "",
 )
 _MAX_EXAMPLE_DEPTH = 12
+# A hostile schema (minItems: 10**9, minLength: 10**9, deep nesting) gets a small example:
+# at most this many items per array, characters per text and values in all.
+MAX_EXAMPLE_ITEMS = 20
+MAX_EXAMPLE_TEXT = 1000
+MAX_EXAMPLE_NODES = 2000
+
+
+class _ExampleTooLarge(Exception):
+    pass
+
+
+_example_nodes = threading.local()
 
 
 def example_value(schema: Any) -> Any:
@@ -796,15 +812,27 @@ def example_value(schema: Any) -> Any:
     a few levels. A schema too malformed to follow gives ``None`` (never raises:
     the schema itself is checked and reported by ``check_schema``).
     """
+    _example_nodes.left = MAX_EXAMPLE_NODES
     try:
         return _example(schema, schema, 0)
-    except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError):
+    except (
+        TypeError,
+        ValueError,
+        KeyError,
+        AttributeError,
+        IndexError,
+        RecursionError,
+        _ExampleTooLarge,
+    ):
         return None
 
 
 def _example(schema: Any, root: Any, depth: int) -> Any:
     if not isinstance(schema, dict) or depth > _MAX_EXAMPLE_DEPTH:
         return None
+    _example_nodes.left = getattr(_example_nodes, "left", MAX_EXAMPLE_NODES) - 1
+    if _example_nodes.left < 0:
+        raise _ExampleTooLarge
     for keyword in ("default", "const"):
         if keyword in schema:
             return schema[keyword]
@@ -901,7 +929,7 @@ def _example_array(schema: dict[str, Any], root: Any, depth: int) -> list[Any]:
     item_schema = schema.get("items", {})
     minimum = schema.get("minItems", 0) if isinstance(schema.get("minItems"), int) else 0
     maximum = schema.get("maxItems") if isinstance(schema.get("maxItems"), int) else None
-    wanted = max(minimum, len(items) + (0 if item_schema is False else 1))
+    wanted = min(MAX_EXAMPLE_ITEMS, max(minimum, len(items) + (0 if item_schema is False else 1)))
     if maximum is not None:
         wanted = min(wanted, maximum)
     while len(items) < wanted and item_schema is not False:
@@ -931,7 +959,7 @@ def _example_string(schema: dict[str, Any]) -> str:
     min_length = schema.get("minLength")
     max_length = schema.get("maxLength")
     if isinstance(min_length, int) and len(text) < min_length:
-        text += "x" * (min_length - len(text))
+        text += "x" * (min(min_length, MAX_EXAMPLE_TEXT) - len(text))
     if isinstance(max_length, int) and len(text) > max_length:
         text = text[:max_length]
     return text

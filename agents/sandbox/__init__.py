@@ -36,35 +36,40 @@ Calling convention
   (checked at the write, so the error points at the line).  Changing a stored list or
   dict in place without assigning it again is not a write (as in ADK).
 * Importable: ``json``, ``math``, ``re``, ``datetime``, ``decimal``, ``statistics``,
-  ``string`` (their ``__all__``, without submodules; nothing is pre-imported).
-  ``random`` is left out on purpose: a simulation must be repeatable.  ``str.format`` is
-  refused (attribute walking through format strings); f-strings and ``%`` work.
+  ``string``, ``typing``, ``hashlib``, ``hmac``, ``base64``, ``uuid``, ``random``,
+  ``itertools``, ``functools``, ``collections``, ``dataclasses``, ``enum``, ``time``,
+  ``copy``, ``ast``, ``operator``, ``logging`` (records go to the printed output); each a
+  read-only copy of its public names without submodules (see ``runner.MODULE_EXCLUSIONS``).
+  ``str.format`` and ``string.Formatter`` go through a formatter whose fields pass the
+  attribute guard.  CX's globals (``LlmRequest``, ``LlmResponse``, ``Content``, ``Part``...,
+  ``tools.<name>(args)``) and callback signatures are provided (``cx_objects.py``).
 
-Security model (defence in depth)
----------------------------------
-1. Language level (RestrictedPython, in the child): no names or attributes starting with
-   ``_``, no inspect attributes (``gi_frame``, ``f_globals``...), no attribute whose value
-   is a module/frame/code/traceback, no ``str.format``, no ``open``/``eval``/``exec``/
-   ``globals``/``type``/``vars``, an import allow-list.
-2. Process level: a separate ``python -I -S -B agents/sandbox/runner.py`` process, the
-   *session child* (run as a script by path, not ``-m``: with ``-I`` neither cwd nor
-   PYTHONPATH is on sys.path, and ``-S`` keeps site-packages and its ``.pth`` hooks out; the
-   child appends only the directory holding RestrictedPython) with an environment holding
-   only ``PATH`` (no ``DJANGO_*``, ``DATABASE_URL``, ``SECRET_KEY``), no inherited file
-   descriptors, its own session/process group (killed as a group), cwd = a fresh empty
-   temp directory.  It never runs user code: for each call it forks a *call process*, so
-   every call starts from the same pristine image and nothing a call does (module state
-   such as ``decimal.setcontext``, leftovers of any kind) can reach a later call.  The call
-   process cannot read the next requests nor write to the host (its stdin is closed and
-   its stdout is a pipe to the session child).  The host enforces a hard deadline and a
-   cap on what it reads (length-prefixed frames).
-3. OS level, each applied when permitted and reported in ``result.protections``:
-   ``netns`` (new network namespace: no interface up, so no connection even to
-   localhost) and ``chroot`` (into the empty temp dir: no file system at all), both for
-   the whole session; then, in each call process, ``uid_nobody`` (drops root),
-   ``rlimit_cpu``, ``rlimit_as`` (memory), ``rlimit_fsize`` (=0: no file writes),
-   ``rlimit_nofile``, ``rlimit_core``, ``rlimit_nproc`` (=0: no fork; only reported when
-   not root: root ignores it).
+Security model: the OS is the boundary, the language filter is defence in depth
+---------------------------------------------------------------------------------
+1. OS level (``jail.py``): the session child is started by bubblewrap in new PID, network,
+   IPC, UTS, cgroup and mount namespaces, on a minimal read-only root (interpreter, its
+   libraries, the standard library, RestrictedPython, the runner), under a seccomp filter
+   (no ptrace, mount, kexec, keyctl, bpf, perf, new namespaces...).  Each call process
+   drops to a uid of its own (root server) or runs as ``nobody`` mapped through a user
+   namespace (ordinary user), sets its rlimits and installs a stricter filter (no socket,
+   no fork/exec, no setuid, no file changes).  Without bubblewrap the home-made layer
+   below is used and the missing protections are reported (Django check
+   ``statecraft.W001``; ``SANDBOX_REQUIRED_PROTECTIONS`` refuses to run code without them).
+2. Process level: a separate ``python -I -S -B runner.py`` process, the *session child*,
+   with an environment holding only ``PATH``/``LC_ALL``, no inherited file descriptors,
+   its own session/process group (killed as a group).  It never runs user code: for each
+   call it forks a *call process*, so every call starts from the same pristine image and
+   nothing a call does can reach a later call.  The host enforces a hard deadline, caps
+   what it reads (length-prefixed frames) and trusts nothing in the answer (NaN, depth,
+   shapes are an ``internal`` error).
+3. Language level (RestrictedPython, in the call process): no dunder names or attributes
+   (but ``__name__``), ``_private`` ones only on the code's own objects, no frames, code
+   objects, tracebacks or modules reached as attributes, no ``open``/``exec``/``globals``,
+   ``eval``/``compile`` only of RestrictedPython-compiled expressions, an import allow-list.
+   Every check takes ``type(x) is str`` and the base methods: a ``str`` subclass cannot
+   answer for itself.
+   Home-made OS fallback (no bubblewrap): ``netns`` and ``chroot`` for the session, then
+   ``uid_nobody`` and the rlimits in each call process.
 
 Limits (:class:`Limits`), all per call: wall clock 2 s (a timer in the call process
 raises at the user's line; the session child kills the call process at the limit + 0.5 s

@@ -8,6 +8,7 @@ clock sees the time of its first run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import OrderedDict
 
@@ -15,11 +16,40 @@ from agents.core.simulate import CodeCall, CodeResult, CodeRunner
 from agents.sandbox import host
 
 CACHE_SIZE = 512
-_RESULTS: OrderedDict[str, CodeResult] = OrderedDict()
+# The memo cache holds at most this many bytes of keys and results (JSON-measured); one
+# entry larger than an eighth of it is not kept at all.
+CACHE_MAX_BYTES = 16 * 1024 * 1024
+_RESULTS: OrderedDict[str, tuple[CodeResult, int]] = OrderedDict()
+_cache_bytes = 0
 
 
 def clear_cache() -> None:
+    global _cache_bytes
     _RESULTS.clear()
+    _cache_bytes = 0
+
+
+def cache_bytes() -> int:
+    return _cache_bytes
+
+
+def _remember(key: str, outcome: CodeResult) -> None:
+    global _cache_bytes
+    size = len(key) + len(
+        json.dumps(
+            [outcome.return_value, outcome.writes, outcome.error, outcome.stdout], default=str
+        )
+    )
+    if size > CACHE_MAX_BYTES // 8:
+        return
+    previous = _RESULTS.pop(key, None)
+    if previous is not None:
+        _cache_bytes -= previous[1]
+    _RESULTS[key] = (outcome, size)
+    _cache_bytes += size
+    while _RESULTS and (len(_RESULTS) > CACHE_SIZE or _cache_bytes > CACHE_MAX_BYTES):
+        _, (_, evicted) = _RESULTS.popitem(last=False)
+        _cache_bytes -= evicted
 
 
 def to_code_result(result: host.SandboxResult) -> CodeResult:
@@ -45,14 +75,25 @@ def sandbox_runner(
         key = ""
         if memoise:
             key = json.dumps(
-                [call.code, call.entry, call.kind, call.args, call.state, call.context_values],
+                [
+                    call.code,
+                    call.entry,
+                    call.kind,
+                    call.args,
+                    call.state,
+                    call.context_values,
+                    # The app's tools, by digest: the key stays small.
+                    hashlib.sha256(json.dumps(call.tools, sort_keys=True).encode()).hexdigest()
+                    if call.tools
+                    else "",
+                ],
                 sort_keys=True,
                 default=str,
             )
             cached = _RESULTS.get(key)
             if cached is not None:
                 _RESULTS.move_to_end(key)
-                return cached
+                return cached[0]
         execute = session.run if session is not None else host.run_code
         outcome = to_code_result(
             execute(
@@ -62,12 +103,11 @@ def sandbox_runner(
                 args=call.args,
                 state=call.state,
                 context_values=call.context_values,
+                tools=call.tools,
             )
         )
         if memoise:
-            _RESULTS[key] = outcome
-            if len(_RESULTS) > CACHE_SIZE:
-                _RESULTS.popitem(last=False)
+            _remember(key, outcome)
         return outcome
 
     return run

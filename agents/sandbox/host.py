@@ -24,6 +24,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from agents.sandbox import jail
+
 RUNNER = Path(__file__).with_name("runner.py")
 CHILD_ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
 # A session child must be ready (Python started, RestrictedPython imported) within this.
@@ -34,7 +36,11 @@ CALL_KILL_GRACE_S = 0.5
 HOST_GRACE_S = 1.0
 MAX_HEADER_BYTES = 4096
 MAX_CODE_CHARS = 200_000
+MAX_TOOLS_CHARS = 2_000_000  # all the app's tools, for tools.<name>(...)
 MAX_STDERR_BYTES = 16 * 1024
+# Values the child sends back are JSON of at most this depth (the child refuses deeper
+# values itself; the host does not rely on it).
+MAX_ANSWER_DEPTH = 80
 
 Kind = Literal["tool", "callback"]
 ErrorKind = Literal[
@@ -119,19 +125,24 @@ def run_code(
     variables_declared: Sequence[str] | None = None,
     limits: Limits = Limits(),
     context_values: Mapping[str, Any] | None = None,
+    tools: Mapping[str, str] | None = None,
 ) -> SandboxResult:
     """Run one tool or callback in a fresh sandboxed process.
 
     *entry* is the function to call: the tool name for a tool, the callback function name
-    (``before_model_callback``...) for a callback.  Never raises for anything the code does.
+    (``before_model_callback``...) for a callback.  *tools* maps the app's Python tools to
+    their code, for ``tools.<name>(...)``.  Never raises for anything the code does.
     """
-    return run_many(
-        [SandboxCall(code=code, entry=entry, kind=kind, args=dict(args or {}))],
-        state=state,
-        variables_declared=variables_declared,
-        limits=limits,
-        context_values=context_values,
-    )[0]
+    with open_session(limits=limits, context_values=context_values) as session:
+        return session.run(
+            code,
+            entry=entry,
+            kind=kind,
+            args=dict(args or {}),
+            state=state,
+            variables_declared=variables_declared,
+            tools=tools,
+        )
 
 
 def run_many(
@@ -208,11 +219,13 @@ class SandboxSession:
         limits: Limits = Limits(),
         context_values: Mapping[str, Any] | None = None,
         script: Path = RUNNER,
+        use_jail: bool = True,
     ) -> None:
         self.limits = limits
+        self.use_jail = use_jail
         self.context_values = dict(context_values or {})
         self.starts = 0  # session children started (restarts included)
-        self._script = script
+        self._script = Path(script)
         self._proc: subprocess.Popen[bytes] | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._stderr = bytearray()
@@ -247,15 +260,19 @@ class SandboxSession:
         state: Mapping[str, Any] | None = None,
         variables_declared: Sequence[str] | None = None,
         context_values: Mapping[str, Any] | None = None,
+        tools: Mapping[str, str] | None = None,
     ) -> SandboxResult:
         """Run one tool or callback, as :func:`run_code` does, in this session.
+
+        *tools* maps the app's Python tools to their code: ``tools.<name>(args)`` in the
+        code runs that tool in the same call process (CX's way for one tool to use another).
 
         *context_values* are merged over the session's.  Never raises for anything the code
         does.
         """
         started = time.perf_counter()
         given = dict(state or {})
-        error = _check_call(code, entry)
+        error = _check_call(code, entry) or _check_tools(tools)
         if error is not None:
             return _failed(error, given, started)
         try:
@@ -270,6 +287,7 @@ class SandboxSession:
                     if variables_declared is not None
                     else None,
                     "context_values": {**self.context_values, **(context_values or {})},
+                    "tools": dict(tools or {}),
                 }
             )
         except (TypeError, ValueError) as exc:
@@ -309,9 +327,11 @@ class SandboxSession:
             )
             return _failed(error, given, started)
         try:
-            raw = json.loads(answer)
+            raw = _loads_untrusted(answer)
             if not isinstance(raw, dict):
                 raise ValueError("not an object")
+        except UntrustedAnswer as exc:
+            return _failed(SandboxError("internal", str(exc)), given, started)
         except ValueError:
             status = header.get("status")
             return _failed(
@@ -325,20 +345,32 @@ class SandboxSession:
 
     def _start(self) -> SandboxError | None:
         workdir = tempfile.mkdtemp(prefix="statecraft-sandbox-")
+        rp_path = _restrictedpython_path()
+        # bubblewrap when it works here (see jail.py), else the home-made layer of runner.py.
+        command = (
+            jail.jail_command(self._script, [f"{rp_path}/RestrictedPython"], os.getpid())
+            if self.use_jail
+            else None
+        )
+        argv = command.argv if command else [sys.executable, "-I", "-S", "-B", str(self._script)]
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-B", str(self._script)],
+                argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=dict(CHILD_ENV),
                 cwd=workdir,
                 close_fds=True,
+                pass_fds=command.pass_fds if command else (),
                 start_new_session=True,  # own process group: killpg reaches everything
             )
         except OSError as exc:
             shutil.rmtree(workdir, ignore_errors=True)
             return SandboxError("internal", f"could not start the sandbox: {exc}")
+        finally:
+            for fd in command.pass_fds if command else ():
+                os.close(fd)
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             assert stream is not None
             os.set_blocking(stream.fileno(), False)
@@ -346,8 +378,22 @@ class SandboxSession:
         # Kills the child if the session is garbage-collected (or at exit) without close().
         self._finalizer = weakref.finalize(self, _shutdown, proc, workdir)
         self.starts += 1
-        hello = _dumps({"rp_path": _restrictedpython_path(), "limits": self.limits.as_json()})
-        _, _, error = self._roundtrip(_frame(hello), time.monotonic() + SESSION_START_TIMEOUT_S)
+        call_filter = jail.call_filter()
+        hello: dict[str, Any] = {
+            "rp_path": rp_path,
+            "limits": self.limits.as_json(),
+            "filter": call_filter.hex() if call_filter else "",
+        }
+        if command is not None:
+            hello["jail"] = list(command.protections)
+            hello["rp_path"] = jail.PACKAGES_DIR
+            # Unique per live session: the host pid of its bubblewrap process.
+            hello["sandbox_uid"] = (
+                jail.SANDBOX_UID_BASE + proc.pid if command.sandbox_uid is not None else None
+            )
+        _, _, error = self._roundtrip(
+            _frame(_dumps(hello)), time.monotonic() + SESSION_START_TIMEOUT_S
+        )
         if error is not None:
             self._stop()
             return SandboxError("internal", f"the sandbox did not start: {error.message}")
@@ -470,6 +516,18 @@ def _check_call(code: str, entry: str) -> SandboxError | None:
     return None
 
 
+def _check_tools(tools: Mapping[str, str] | None) -> SandboxError | None:
+    if not tools:
+        return None
+    if not all(type(k) is str and type(v) is str for k, v in tools.items()):
+        return SandboxError("invalid_request", "tools must map tool names to their code")
+    if sum(len(v) for v in tools.values()) > MAX_TOOLS_CHARS:
+        return SandboxError(
+            "invalid_request", f"the app's tool code is longer than {MAX_TOOLS_CHARS} characters"
+        )
+    return None
+
+
 def _dumps(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
 
@@ -483,14 +541,72 @@ def _shutdown(proc: subprocess.Popen[bytes], workdir: str) -> None:
     shutil.rmtree(workdir, ignore_errors=True)
 
 
+class UntrustedAnswer(ValueError):
+    """The child answered with JSON the host refuses (NaN, too deep, odd shapes)."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise UntrustedAnswer(f"the sandbox answered {name}, which JSON cannot hold")
+
+
+def _loads_untrusted(data: bytes) -> Any:
+    """Parse the child's answer: no NaN/Infinity, at most MAX_ANSWER_DEPTH levels deep."""
+    depth = 0
+    for byte in data:  # bytes iterate as ints; strings cannot hide a bracket: JSON escapes
+        if byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > MAX_ANSWER_DEPTH:
+                raise UntrustedAnswer("the sandbox answer is nested too deeply")
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    try:
+        return json.loads(data, parse_constant=_refuse_constant)
+    except RecursionError as exc:  # pragma: no cover - the depth scan comes first
+        raise UntrustedAnswer("the sandbox answer is nested too deeply") from exc
+
+
+def _check_answer_shape(raw: dict[str, Any]) -> str | None:
+    """What is wrong with the shape of a call's answer, or None."""
+    writes = raw.get("writes") or []
+    if not isinstance(writes, list) or not all(
+        isinstance(w, list) and len(w) == 2 and isinstance(w[0], str) for w in writes
+    ):
+        return "writes"
+    removed = raw.get("removed") or []
+    if not isinstance(removed, list) or not all(isinstance(n, str) for n in removed):
+        return "removed"
+    if not isinstance(raw.get("stdout") or "", str):
+        return "stdout"
+    err = raw.get("error")
+    if err is not None and not (
+        isinstance(err, dict)
+        and isinstance(err.get("kind", "internal"), str)
+        and isinstance(err.get("message", ""), str)
+        and isinstance(err.get("traceback", ""), str)
+        and (err.get("line") is None or type(err.get("line")) is int)
+    ):
+        return "error"
+    state = raw.get("state")
+    if state is not None and not isinstance(state, dict):
+        return "state"
+    protections = raw.get("protections") or []
+    if not isinstance(protections, list) or not all(isinstance(p, str) for p in protections):
+        return "protections"
+    return None
+
+
 def _result_from_raw(raw: dict[str, Any], given: dict[str, Any], started: float) -> SandboxResult:
+    wrong = _check_answer_shape(raw)
+    if wrong is not None:
+        error = SandboxError("internal", f"the sandbox answered an unexpected {wrong!r}")
+        return _failed(error, given, started)
     err = raw.get("error")
     new_state = raw.get("state")
     if not isinstance(new_state, dict):
         new_state = given
     try:
         return SandboxResult(
-            ok=bool(raw.get("ok")) and err is None,
+            ok=raw.get("ok") is True and err is None,
             return_value=raw.get("return_value"),
             writes=tuple((w[0], w[1]) for w in raw.get("writes") or ()),
             removed=tuple(raw.get("removed") or ()),
@@ -506,9 +622,9 @@ def _result_from_raw(raw: dict[str, Any], given: dict[str, Any], started: float)
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
             protections=tuple(raw.get("protections") or ()),
             state=new_state,
-            undeclared=tuple(raw.get("undeclared") or ()),
-            stdout_truncated=bool(raw.get("stdout_truncated")),
-            run_ms=raw.get("duration_ms"),
+            undeclared=tuple(str(n) for n in raw.get("undeclared") or () if isinstance(n, str)),
+            stdout_truncated=raw.get("stdout_truncated") is True,
+            run_ms=raw.get("duration_ms") if isinstance(raw.get("duration_ms"), float) else None,
         )
     except (AttributeError, IndexError, TypeError, KeyError):
         error = SandboxError("internal", "the sandbox returned an unreadable answer")
@@ -642,6 +758,8 @@ def _exchange(
 
 
 def _crash_error(returncode: int | None, stderr: bytes) -> SandboxError:
+    if returncode is not None and 128 < returncode < 128 + 65:
+        returncode = 128 - returncode  # bubblewrap exits with 128 + the child's signal
     if returncode is not None and returncode < 0:
         sig = -returncode
         if sig == signal.SIGXCPU:

@@ -51,6 +51,9 @@ import types
 
 USER_FILENAME_PREFIX = {"tool": "tool", "callback": "callback"}
 NOBODY = 65534
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
 MAX_JSON_DEPTH = 64
 MAX_INT_BITS = 1024
 MAX_HEADER_BYTES = 4096
@@ -60,10 +63,25 @@ CALL_KILL_GRACE_S = 0.5
 
 # Modules user code may import; each is handed out as a read-only namespace holding the
 # module's public, non-module attributes (so ``json.decoder`` & co. are unreachable).
-ALLOWED_MODULES = ("json", "math", "re", "datetime", "decimal", "statistics", "string")
+ALLOWED_MODULES = (
+    *("json", "math", "re", "datetime", "decimal", "statistics", "string", "typing"),
+    *("hashlib", "hmac", "base64", "uuid", "random", "itertools", "functools"),
+    *("collections", "dataclasses", "enum", "time", "copy", "ast", "logging", "operator"),
+)
+# Names of allowed modules that are not handed out: they evaluate strings as code
+# (typing.get_type_hints), reach attributes around the guard (operator.attrgetter,
+# methodcaller), or read files (uuid.getnode and friends, fruitless in the jail anyway).
+MODULE_EXCLUSIONS = {
+    "typing": {"get_type_hints", "ForwardRef", "evaluate_forward_ref"},
+    "operator": {"attrgetter", "methodcaller"},
+    "functools": {"singledispatchmethod"},
+    "collections": {"abc"},
+}
 # Attribute names that are refused at run time on top of RestrictedPython's compile-time
 # checks (names starting with "_" and the inspect attributes are refused as well).
 EXTRA_BLOCKED_ATTRIBUTES = frozenset({"mro", "f_trace_lines", "f_trace_opcodes"})
+# Dunder attributes user code may read (CX code prints ``type(x).__name__``).
+READABLE_DUNDERS = frozenset({"__name__"})
 
 
 # --------------------------------------------------------------------------- exceptions
@@ -92,6 +110,16 @@ class ForbiddenOperation(Forbidden, NotImplementedError):
     pass
 
 
+CX_TYPES = ()  # cx_objects.CxObject once loaded (see Sandbox)
+
+
+def exact_name(name, what="variable names"):
+    """*name* as an exact ``str``: a subclass cannot fool a check with its own methods."""
+    if not isinstance(name, str):
+        raise TypeError(f"{what} are strings, not {type(name).__name__}")
+    return str.__str__(name)
+
+
 class NotSerializable(TypeError):
     """A value written to state (or returned) is not JSON-serializable."""
 
@@ -109,28 +137,32 @@ def to_json_value(value, path="value", depth=0):
     # Built-in methods only (dict.items, str(), float()): a subclass defined by user code
     # must not get its own code run here.
     if value is None or isinstance(value, bool):
-        return value
+        return bool.__bool__(value) if value is not None else None
     if isinstance(value, str):
-        return str(value)
+        return str.__str__(value)  # the base method: a subclass's __str__ never runs
     if isinstance(value, int):
-        value = int(value)
+        value = int.__int__(value)
         if value.bit_length() > MAX_INT_BITS:
             raise NotSerializable(f"{path} is an integer too large for JSON")
         return value
     if isinstance(value, float):
-        value = float(value)
+        value = float.__float__(value)
         if value != value or value in (float("inf"), float("-inf")):
             raise NotSerializable(f"{path} is {value!r}, which JSON cannot represent")
         return value
     if isinstance(value, (list, tuple)):
-        return [to_json_value(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
+        items = list.__iter__(value) if isinstance(value, list) else tuple.__iter__(value)
+        return [to_json_value(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(items)]
     if isinstance(value, dict):
         out = {}
         for k, v in dict.items(value):
             if not isinstance(k, str):
-                raise NotSerializable(f"{path} has a key {k!r} that is not a string")
-            out[str(k)] = to_json_value(v, f"{path}[{k!r}]", depth + 1)
+                raise NotSerializable(f"{path} has a key that is not a string")
+            key = str.__str__(k)
+            out[key] = to_json_value(v, f"{path}[{key!r}]", depth + 1)
         return out
+    if CX_TYPES and isinstance(value, CX_TYPES):
+        return to_json_value(value.to_json(), path, depth + 1)
     raise NotSerializable(
         f"{path} is of type {type(value).__name__}, which is not JSON-serializable"
     )
@@ -215,20 +247,27 @@ class Recorder:
         self.removed = []  # names whose write was a removal (in order)
 
     def set(self, name, value):
-        if not isinstance(name, str):
-            raise TypeError(f"variable names are strings, not {type(name).__name__}")
-        name = str(name)
+        name = exact_name(name)
         snapshot = to_json_value(value, f"the value written to {name!r}")
         self.data[name] = value
         self.writes.append([name, snapshot])
 
     def remove(self, name):
-        if not isinstance(name, str):
-            raise TypeError(f"variable names are strings, not {type(name).__name__}")
-        name = str(name)
+        name = exact_name(name)
         self.data.pop(name, None)
         self.writes.append([name, None])
         self.removed.append(name)
+
+
+CX_CONTEXT_DEFAULTS = {
+    "user_content": None,
+    "invocation_id": "",
+    "agent_name": "",
+    "events": list,
+    "language_code": "",
+    "streaming_stage": None,
+    "function_call_id": None,
+}
 
 
 class Context:
@@ -239,12 +278,25 @@ class Context:
         self.variables = state
         for key, value in values.items():
             if (
-                isinstance(key, str)
+                type(key) is str
                 and key.isidentifier()
                 and not key.startswith("_")
                 and not hasattr(self, key)
             ):
                 setattr(self, key, value)
+        # CX's CallbackContext fields the simulation does not model: present, empty.
+        for key, default in CX_CONTEXT_DEFAULTS.items():
+            if not hasattr(self, key):
+                setattr(self, key, default() if callable(default) else default)
+
+    def get_last_user_input(self):
+        return []
+
+    def get_last_agent_output(self):
+        return []
+
+    def parts(self):
+        return []
 
     def get_variable(self, name, default=None):
         return self.state.get(name, default)
@@ -358,6 +410,57 @@ def build_policy():
     )
 
     class Policy(RestrictingNodeTransformer):
+        def check_name(self, node, name, allow_magic_methods=False):
+            # CX code names helpers `_helper`; `__name__` is read as in any module.  Names
+            # RestrictedPython itself uses (`_getattr_`, `_print`...) stay refused: they
+            # start with "_" and end with "_" or are listed.
+            if name == "__name__" or is_private_name(name):
+                return
+            super().check_name(node, name, allow_magic_methods)
+
+        def visit_Attribute(self, node):
+            if node.attr == "__name__" and isinstance(node.ctx, ast.Load):
+                node = self.node_contents_visit(node)
+                new_node = ast.Call(
+                    func=ast.Name("_getattr_", ast.Load()),
+                    args=[node.value, ast.Constant(node.attr)],
+                    keywords=[],
+                )
+                copy_locations(new_node, node)
+                return new_node
+            if is_private_name(node.attr):
+                # `self._cache`: compiled as any attribute; the run-time guard allows it on
+                # objects of classes the user code defined, and nowhere else.
+                if isinstance(node.ctx, ast.Load):
+                    node = self.node_contents_visit(node)
+                    new_node = ast.Call(
+                        func=ast.Name("_getattr_", ast.Load()),
+                        args=[node.value, ast.Constant(node.attr)],
+                        keywords=[],
+                    )
+                    copy_locations(new_node, node)
+                    return new_node
+                node = self.node_contents_visit(node)
+                new_value = ast.Call(
+                    func=ast.Name("_write_private_", ast.Load()), args=[node.value], keywords=[]
+                )
+                copy_locations(new_value, node.value)
+                node.value = new_value
+                return node
+            return super().visit_Attribute(node)
+
+        def visit_Call(self, node):
+            # eval(...) is the sandbox's restricted eval (CX code evaluates small
+            # expressions); exec(...) stays refused.
+            if isinstance(node.func, ast.Name) and node.func.id == "eval":
+                node.func.id = "restricted_eval"
+            return super().visit_Call(node)
+
+        def visit_AnnAssign(self, node):
+            # `x: int = 3`: target, annotation and value are checked like any expression
+            # (dataclasses need the annotations of a class body).
+            return self.node_contents_visit(node)
+
         def visit_AugAssign(self, node):
             target = node.target
             if isinstance(target, ast.Subscript):
@@ -395,6 +498,18 @@ def build_policy():
     return Policy, INSPECT_ATTRIBUTES
 
 
+def is_private_name(name):
+    """``_helper``: one leading underscore, no trailing one (those are RestrictedPython's)."""
+    return (
+        type(name) is str
+        and len(name) > 1
+        and name[0] == "_"
+        and name[1] != "_"
+        and name[-1] != "_"
+        and name != "_print"
+    )
+
+
 INPLACE_OPERATORS = {
     "+=": operator.iadd,
     "-=": operator.isub,
@@ -414,6 +529,104 @@ INPLACE_OPERATORS = {
 
 # ------------------------------------------------------------------------ environment
 
+CURRENT_CONTEXT = [None]  # the running call's context (eval() needs it for its globals)
+
+
+class CompiledCode:
+    """What the sandbox's ``compile()`` returns: opaque, accepted only by its ``eval()``."""
+
+    __slots__ = ("code",)
+
+    def __init__(self, code):
+        self.code = code
+
+    def __repr__(self):
+        return "<compiled code>"
+
+
+def make_safe_formatter(base, sandbox, cls=False):
+    """``str.format`` / ``string.Formatter`` whose fields go through the attribute guard:
+    ``"{0.__class__}".format(x)`` is refused like ``x.__class__``."""
+    import _string
+
+    class SafeFormatter(base):
+        def get_field(self, field_name, args, kwargs):
+            first, rest = _string.formatter_field_name_split(field_name)
+            obj = self.get_value(first, args, kwargs)
+            for is_attr, key in rest:
+                obj = sandbox.guarded_getattr(obj, key) if is_attr else obj[key]
+            return obj, first
+
+        def bound(self, text, name):
+            if name == "format":
+                return lambda *args, **kwargs: self.vformat(text, args, kwargs)
+            return lambda mapping: self.vformat(text, (), mapping)
+
+    return SafeFormatter if cls else SafeFormatter()
+
+
+class SandboxLogger:
+    """``logging.getLogger(name)``: records go to the call's printed output."""
+
+    LEVELS = {10: "DEBUG", 20: "INFO", 30: "WARNING", 40: "ERROR", 50: "CRITICAL"}
+
+    def __init__(self, name):
+        self.name = name
+        self.level = 0
+
+    def setLevel(self, level):
+        self.level = level
+
+    def isEnabledFor(self, level):
+        return level >= self.level
+
+    def log(self, level, msg, *args, **kwargs):
+        if level < self.level:
+            return
+        text = str(msg) % args if args else str(msg)
+        SINK.write(f"{self.LEVELS.get(level, level)} {self.name}: {text}\n")
+
+    def debug(self, msg, *args, **kwargs):
+        self.log(10, msg, *args)
+
+    def info(self, msg, *args, **kwargs):
+        self.log(20, msg, *args)
+
+    def warning(self, msg, *args, **kwargs):
+        self.log(30, msg, *args)
+
+    warn = warning
+
+    def error(self, msg, *args, **kwargs):
+        self.log(40, msg, *args)
+
+    exception = error
+
+    def critical(self, msg, *args, **kwargs):
+        self.log(50, msg, *args)
+
+
+def logging_module_attributes():
+    loggers = {}
+
+    def get_logger(name=None):
+        name = "root" if name is None else str(name)
+        return loggers.setdefault(name, SandboxLogger(name))
+
+    root = get_logger()
+    return {
+        **{"DEBUG": 10, "INFO": 20, "WARNING": 30, "WARN": 30, "ERROR": 40, "CRITICAL": 50},
+        "getLogger": get_logger,
+        "basicConfig": lambda **kwargs: None,
+        "debug": root.debug,
+        "info": root.info,
+        "warning": root.warning,
+        "error": root.error,
+        "exception": root.exception,
+        "critical": root.critical,
+        "log": root.log,
+    }
+
 
 class Sandbox:
     """Everything user code can reach, built once per child (fresh globals per call)."""
@@ -421,7 +634,7 @@ class Sandbox:
     def __init__(self):
         import string
 
-        from RestrictedPython import compile_restricted_exec
+        from RestrictedPython import compile_restricted_eval, compile_restricted_exec
         from RestrictedPython.Guards import (
             full_write_guard,
             guarded_iter_unpack_sequence,
@@ -429,11 +642,17 @@ class Sandbox:
             safe_builtins,
         )
 
+        global CX_TYPES
+        import cx_objects
+
+        self.cx = cx_objects
+        CX_TYPES = (cx_objects.CxObject,)
         self.unpack_sequence = guarded_unpack_sequence
         self.iter_unpack_sequence = guarded_iter_unpack_sequence
         from RestrictedPython.Utilities import utility_builtins
 
         self.compile_restricted_exec = compile_restricted_exec
+        self.compile_restricted_eval = compile_restricted_eval
         self.policy, inspect_attributes = build_policy()
         self.blocked_attributes = frozenset(inspect_attributes) | EXTRA_BLOCKED_ATTRIBUTES
         self.blocked_types = (
@@ -445,14 +664,16 @@ class Sandbox:
         self.string_module = string
         self.full_write_guard = full_write_guard
         self.user_classes: set[type] = set()
+        self.formatter = make_safe_formatter(string.Formatter, self)
         self.modules = {name: self._module_proxy(name) for name in ALLOWED_MODULES}
-        # Warm lazily imported helpers now: nothing can be imported once chrooted.
+        # Warm lazily imported helpers now: nothing can be imported once jailed.
         import _strptime  # noqa: F401 - used by datetime.strptime
+        import encodings.idna  # noqa: F401 - str.encode("idna")
         import unicodedata  # noqa: F401 - used by "\N{...}" escapes at compile time
 
         builtins = dict(safe_builtins)
         builtins.update(utility_builtins)
-        # Modules are imported, not builtins (and random is left out: runs must repeat).
+        # Modules are imported, not builtins.
         for name in ("random", "whrandom", "string", "math"):
             builtins.pop(name, None)
         import builtins as real
@@ -464,6 +685,10 @@ class Sandbox:
         builtins["delattr"] = self.guarded_delattr
         builtins["hasattr"] = self.guarded_hasattr
         builtins["__import__"] = self.guarded_import
+        builtins["type"] = self.type_of
+        builtins["eval"] = builtins["restricted_eval"] = self.restricted_eval
+        builtins["compile"] = self.restricted_compile
+        builtins["super"] = real.super  # zero-argument form in methods of user classes
         self.builtins = builtins
         # Warm the compiler (and the policy) once.
         self.compile_restricted_exec("x = 1", "<warmup>", policy=self.policy)
@@ -471,58 +696,108 @@ class Sandbox:
     # -- modules
 
     def _module_proxy(self, name):
+        if name == "logging":
+            return SandboxModule(name, logging_module_attributes())
         module = __import__(name)
+        excluded = MODULE_EXCLUSIONS.get(name, set())
         public = {}
         # The module's declared API (__all__) when it has one: statistics, for instance,
         # also holds helpers it imported (namedtuple, itemgetter...).
-        for attr in getattr(module, "__all__", None) or dir(module):
-            if attr.startswith("_"):
+        names = getattr(module, "__all__", None) or dir(module)
+        if name == "ast":
+            names = dir(module)  # node classes are not in ast.__all__ on every version
+        for attr in names:
+            if attr.startswith("_") or attr in excluded:
                 continue
-            value = getattr(module, attr)
-            if isinstance(value, types.ModuleType):
-                continue
-            if name == "string" and attr == "Formatter":
+            value = getattr(module, attr, None)
+            if value is None or isinstance(value, types.ModuleType):
                 continue
             public[attr] = value
+        if name == "string":
+            public["Formatter"] = make_safe_formatter(module.Formatter, self, cls=True)
         return SandboxModule(name, public)
 
     def guarded_import(self, name, globals=None, locals=None, fromlist=(), level=0):
-        if type(fromlist) is list and name in sys.modules:
+        if type(fromlist) is list and type(name) is str and name in sys.modules:
             # C code (PyImport_Import, e.g. datetime.strptime -> _strptime) imports through
             # the builtins of the calling frame, passing a *list*; it ignores the return
             # value and reads sys.modules itself.  User code cannot produce this call: the
             # import statement passes None or a tuple, and the name __import__ is refused.
             return None
+        name = exact_name(name, "module names")
         if level != 0:
             raise ForbiddenImport("relative imports are not allowed in the sandbox")
         if name not in self.modules:
-            allowed = ", ".join(ALLOWED_MODULES)
+            allowed = ", ".join(sorted(ALLOWED_MODULES))
             raise ForbiddenImport(
                 f"import of {name!r} is not allowed in the sandbox (allowed: {allowed})"
             )
         return self.modules[name]
 
+    # -- builtins with a guard
+
+    @staticmethod
+    def type_of(obj, *rest):
+        if rest:
+            raise ForbiddenOperation("type() with three arguments is not available; use class")
+        return type(obj)
+
+    def restricted_compile(self, source, filename="<string>", mode="eval", *args, **kwargs):
+        """``compile`` through RestrictedPython; the result only ``eval``/``exec`` accept."""
+        source = exact_name(source, "code")
+        if mode not in ("eval", "exec"):
+            raise ForbiddenOperation("compile() accepts mode 'eval' or 'exec' in the sandbox")
+        compiler = self.compile_restricted_eval if mode == "eval" else self.compile_restricted_exec
+        result = compiler(source, "<string>", policy=self.policy)
+        if result.errors:
+            first = result.errors[0]
+            if "SyntaxError" in first or "invalid syntax" in first:
+                raise SyntaxError(first)
+            raise ForbiddenOperation("; ".join(result.errors))
+        return CompiledCode(result.code)
+
+    def restricted_eval(self, source, globals=None, locals=None):
+        """``eval`` of RestrictedPython-compiled code with the sandbox's guards."""
+        compiled = source if type(source) is CompiledCode else self.restricted_compile(source)
+        namespace = self.globals_for("<string>", CURRENT_CONTEXT[0])
+        if globals is not None:
+            if not isinstance(globals, dict):
+                raise TypeError("globals must be a dict")
+            for key, value in dict.items(globals):
+                if type(key) is str and not key.startswith("_"):
+                    namespace[key] = value
+        if locals is not None and not isinstance(locals, dict):
+            raise TypeError("locals must be a dict")
+        return eval(compiled.code, namespace, dict(locals) if locals else None)
+
     # -- attribute access
 
+    def is_user_object(self, obj):
+        return type(obj) in self.user_classes or (
+            isinstance(obj, type) and obj in self.user_classes
+        )
+
     def guarded_getattr(self, obj, name, *default):
-        if not isinstance(name, str):
-            raise TypeError("attribute name must be a string")
-        if name.startswith("_"):
+        # type(name) is str: a str subclass could answer startswith/__eq__/__hash__ as it
+        # likes; from here on only the exact text counts.
+        name = exact_name(name, "attribute names")
+        if (
+            str.startswith(name, "_")
+            and name not in READABLE_DUNDERS
+            and not (is_private_name(name) and self.is_user_object(obj))
+        ):
             raise ForbiddenAttribute(
                 f'"{name}" is an invalid attribute name because it starts with "_"'
             )
         if name in self.blocked_attributes:
             raise ForbiddenAttribute(f'"{name}" is a restricted attribute in the sandbox')
-        if name in ("format", "format_map") and (
-            isinstance(obj, str) or (isinstance(obj, type) and issubclass(obj, str))
-        ):
-            raise ForbiddenOperation(
-                "str.format() is not available in the sandbox; use an f-string or %"
-            )
-        if isinstance(obj, self.string_module.Formatter) or (
-            isinstance(obj, type) and issubclass(obj, self.string_module.Formatter)
-        ):
-            raise ForbiddenOperation("string.Formatter is not available in the sandbox")
+        if name in ("format", "format_map"):
+            if isinstance(obj, str):
+                return self.formatter.bound(str.__str__(obj), name)
+            if isinstance(obj, type) and issubclass(obj, str):
+                raise ForbiddenOperation(
+                    "str.format(text, ...) is not available; write text.format(...)"
+                )
         try:
             value = getattr(obj, name)
         except AttributeError:
@@ -542,22 +817,29 @@ class Sandbox:
 
     # -- writes
 
-    @staticmethod
-    def _check_write_name(name):
-        if not isinstance(name, str):
-            raise TypeError("attribute name must be a string")
-        if name.startswith("_"):
+    def _check_write_name(self, obj, name):
+        name = exact_name(name, "attribute names")
+        if str.startswith(name, "_") and not (is_private_name(name) and self.is_user_object(obj)):
             raise ForbiddenAttribute(
                 f'"{name}" is an invalid attribute name because it starts with "_"'
             )
+        return name
 
     def guarded_setattr(self, obj, name, value):
-        self._check_write_name(name)
+        name = self._check_write_name(obj, name)
         setattr(self.guarded_write(obj), name, value)
 
     def guarded_delattr(self, obj, name):
-        self._check_write_name(name)
+        name = self._check_write_name(obj, name)
         delattr(self.guarded_write(obj), name)
+
+    def write_private(self, obj):
+        """``obj._name = ...``: only on objects of classes the user code defined."""
+        if self.is_user_object(obj):
+            return obj
+        raise ForbiddenAttribute(
+            'attributes starting with "_" can only be set on objects of your own classes'
+        )
 
     def guarded_write(self, obj):
         if type(obj) in self.user_classes or (isinstance(obj, type) and obj in self.user_classes):
@@ -578,6 +860,9 @@ class Sandbox:
         setattr(self.guarded_write(obj), name, INPLACE_OPERATORS[op](current, value))
 
     def globals_for(self, filename, context):
+        # dataclasses looks the class's module up in sys.modules: give it an empty one
+        # (the call process is thrown away after the call).
+        sys.modules.setdefault(filename, types.ModuleType(filename))
         return {
             "__builtins__": self.builtins,
             "__name__": filename,
@@ -586,6 +871,7 @@ class Sandbox:
             "_getitem_": operator.getitem,
             "_getiter_": iter,
             "_write_": self.guarded_write,
+            "_write_private_": self.write_private,
             "_inplacevar_": lambda op, x, y: INPLACE_OPERATORS[op](x, y),
             "_inplaceitem_": self.inplace_item,
             "_inplaceattr_": self.inplace_attr,
@@ -594,6 +880,9 @@ class Sandbox:
             "_apply_": lambda f, *a, **kw: f(*a, **kw),
             "_print_": LimitedPrintCollector,
             "context": context,
+            **self.cx.GLOBALS,
+            "CallbackContext": Context,
+            "ToolContext": Context,
         }
 
 
@@ -630,8 +919,8 @@ def enter_jail():
     return active
 
 
-def drop_privileges(limits, n_calls=1):
-    """Become ``nobody`` and set the resource limits: done in the process that runs user code.
+def drop_privileges(limits, n_calls=1, uid=NOBODY):
+    """Become *uid* and set the resource limits: done in the process that runs user code.
 
     The CPU limit counts from the CPU time already used (plus up to 1 s of rounding), so in
     a freshly forked call process, whose counters start at zero, it applies to that call alone.
@@ -641,9 +930,9 @@ def drop_privileges(limits, n_calls=1):
     if is_root:
         try:
             os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-            active.append("uid_nobody")
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            active.append("uid_nobody" if uid == NOBODY else "unique_uid")
         except OSError:
             pass
 
@@ -669,10 +958,39 @@ def drop_privileges(limits, n_calls=1):
         except (OSError, ValueError):
             continue
         # RLIMIT_NPROC is not enforced for (real) root, even inside a user namespace.
-        if label == "rlimit_nproc" and is_root and "uid_nobody" not in active:
+        if label == "rlimit_nproc" and is_root and len(active) == 0:
             continue
         active.append(label)
     return active
+
+
+def prepare_seccomp(program):
+    """Everything installing the call filter needs, built once in the session child (so a
+    call process only makes two prctl calls); None without a filter."""
+    if not program:
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // 8, ctypes.addressof(buffer))
+    return libc, ctypes.byref(fprog), buffer  # the buffer must outlive the pointer
+
+
+def install_seccomp(prepared):
+    """Install the call filter after ``no_new_privs``; the labels of what is in place."""
+    if prepared is None:
+        return []
+    libc, fprog, _ = prepared
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return []
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog, 0, 0) != 0:
+        return ["no_new_privs"]
+    return ["no_new_privs", "seccomp"]
 
 
 def apply_os_protections(limits, n_calls=1):
@@ -732,7 +1050,34 @@ def classify(exc):
     return "exception"
 
 
-def call_arguments(func, kind, args, context):
+def cx_callback_arguments(args, params, cx):
+    """CX's and ADK's callback signatures from the simulation's arguments.
+
+    CX: ``before_tool_callback(tool, input, callback_context)``,
+    ``after_tool_callback(tool, input, callback_context, tool_response)``,
+    ``before_model_callback(callback_context, llm_request)``,
+    ``after_model_callback(callback_context, llm_response)``; ADK names the input ``args``
+    (and some CX code ``tool_input``).  ``tool`` is a ``Tool`` with ``.name``.
+    """
+    out = dict(args)
+    tool = args.get("tool")
+    if "tool" in params and isinstance(tool, str):
+        out["tool"] = cx.Tool(name=tool, description="")
+    for alias in ("input", "tool_input"):
+        if alias in params and alias not in args:
+            out[alias] = args.get("args") or {}
+    if "llm_request" in params and not isinstance(args.get("llm_request"), cx.LlmRequest):
+        request = args.get("llm_request")
+        contents = request.get("contents") if isinstance(request, dict) else None
+        out["llm_request"] = cx.LlmRequest(
+            contents=[cx.content_from(c, "user") for c in contents or ()]
+        )
+    if "llm_response" in params and not isinstance(args.get("llm_response"), cx.LlmResponse):
+        out["llm_response"] = cx.LlmResponse(content=cx.content_from(args.get("llm_response")))
+    return out
+
+
+def call_arguments(func, kind, args, context, cx=None):
     """Keyword arguments for *func*: tools get **args; callbacks get what they declare."""
     kwargs = dict(args)
     code = getattr(func, "__code__", None)
@@ -743,6 +1088,8 @@ def call_arguments(func, kind, args, context):
     for name in ("tool_context", "callback_context"):
         if name in params and name not in kwargs:
             kwargs[name] = context
+    if kind == "callback" and cx is not None:
+        kwargs = cx_callback_arguments(kwargs, params, cx)
     if kind == "callback":
         if not accepts_any:
             kwargs = {k: v for k, v in kwargs.items() if k in params}
@@ -797,6 +1144,7 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
             }
             raise _Done
         namespace = sandbox.globals_for(filename, context)
+        namespace["tools"] = sandbox.cx.Tools([], None)  # replaced before the entry is called
         exec(compiled.code, namespace)
         func = namespace.get(entry)
         if not callable(func):
@@ -807,7 +1155,30 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
                 "traceback": "",
             }
             raise _Done
-        value = func(**call_arguments(func, kind, call.get("args") or {}, context))
+        CURRENT_CONTEXT[0] = context
+        tool_codes = call.get("tools") or {}
+        compiled_tools = {}
+
+        def call_tool(name, arguments):
+            if name not in compiled_tools:
+                result = sandbox.compile_restricted_exec(
+                    tool_codes[name], f"<tool:{name}>", policy=sandbox.policy
+                )
+                if result.errors:
+                    raise ForbiddenOperation(f"tool {name}: " + "; ".join(result.errors))
+                tool_namespace = sandbox.globals_for(f"<tool:{name}>", context)
+                tool_namespace["tools"] = namespace["tools"]
+                exec(result.code, tool_namespace)
+                compiled_tools[name] = tool_namespace.get(name)
+            tool_func = compiled_tools[name]
+            if not callable(tool_func):
+                raise NameError(f"the code of tool {name!r} defines no function {name!r}")
+            return tool_func(**call_arguments(tool_func, "tool", arguments, context))
+
+        namespace["tools"] = sandbox.cx.Tools(
+            [n for n in tool_codes if type(n) is str and type(tool_codes[n]) is str], call_tool
+        )
+        value = func(**call_arguments(func, kind, call.get("args") or {}, context, sandbox.cx))
         signal.setitimer(signal.ITIMER_REAL, 0)
         try:
             result["return_value"] = to_json_value(value, "the return value")
@@ -910,7 +1281,7 @@ def call_result(sandbox, request, limits, protections):
     return payload
 
 
-def call_process(sandbox, request, limits, jail, result_fd):
+def call_process(sandbox, request, limits, jail, result_fd, setup=None):
     """The forked call process: drop privileges, run the call, write the answer, exit.
 
     Never returns (``os._exit`` in ``finally``): an exception here must not fall back into
@@ -922,7 +1293,13 @@ def call_process(sandbox, request, limits, jail, result_fd):
         os.close(0)  # the next requests are none of this call's business
         signal.signal(signal.SIGALRM, _on_timeout)
         signal.signal(signal.SIGXCPU, _on_timeout)
-        protections = [*jail, *drop_privileges(limits), "restricted_python"]
+        setup = setup or {}
+        protections = [
+            *jail,
+            *drop_privileges(limits, uid=setup.get("uid") or NOBODY),
+            *install_seccomp(setup.get("filter")),
+            "restricted_python",
+        ]
         payload = call_result(sandbox, request, limits, protections)
         view = memoryview(payload)
         while view:
@@ -931,13 +1308,13 @@ def call_process(sandbox, request, limits, jail, result_fd):
         os._exit(0)
 
 
-def run_forked(sandbox, request, limits, jail):
+def run_forked(sandbox, request, limits, jail, setup=None):
     """Fork a call process, read its answer (bounded, with a deadline), reap it."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the forked process
         os.close(read_fd)
-        call_process(sandbox, request, limits, jail, write_fd)
+        call_process(sandbox, request, limits, jail, write_fd, setup)
     os.close(write_fd)
     deadline = time.monotonic() + limits["wall_time_s"] + CALL_KILL_GRACE_S
     cap = limits["max_output_bytes"] + 64 * 1024
@@ -986,6 +1363,7 @@ def main():
     rp_path = hello.get("rp_path")
     if rp_path:
         sys.path.append(rp_path)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # cx_objects.py
     limits = hello["limits"]
 
     import gc
@@ -993,7 +1371,12 @@ def main():
 
     warnings.simplefilter("ignore")
     sandbox = Sandbox()
-    jail = enter_jail()
+    setup = {
+        "uid": hello.get("sandbox_uid"),
+        "filter": prepare_seccomp(bytes.fromhex(hello.get("filter") or "")),
+    }
+    # Started by bubblewrap, the namespaces and the read-only root are already in place.
+    jail = list(hello["jail"]) if hello.get("jail") is not None else enter_jail()
     gc.collect()
     gc.freeze()  # fewer copy-on-write pages touched in each forked call process
     write_frame(1, json.dumps({"protections": jail}).encode("ascii"))
@@ -1003,7 +1386,7 @@ def main():
             os._exit(0)
         request = json.loads(body)
         del body
-        answer_header, answer = run_forked(sandbox, request, limits, jail)
+        answer_header, answer = run_forked(sandbox, request, limits, jail, setup)
         del request
         write_frame(1, answer, **answer_header)
 

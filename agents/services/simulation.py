@@ -11,11 +11,10 @@ import logging
 from dataclasses import replace
 
 from agents import selectors
-from agents.core.simulate import SimulationResult, simulate
+from agents.core.simulate import SimulationResult
 from agents.core.spec import AppSpec, ScenarioSpec
 from agents.models import Agent, AgentApp, Scenario
-from agents.sandbox import host as sandbox
-from agents.sandbox.code_runner import sandbox_runner
+from agents.services.bounds import simulate_bounded
 
 logger = logging.getLogger("agents.simulation")
 
@@ -44,12 +43,11 @@ def simulate_scenario(
     """Run `scenario` against the app (with `instructions` for `agent` when given).
 
     `use_mocks` None keeps the scenario's own setting; True or False overrides it both
-    ways. One warm sandbox serves this simulation only, never shared across requests.
+    ways. The simulation is a bounded job (`agents.services.bounds`).
     """
     spec = with_instructions(selectors.app_spec(app), agent.display_name, instructions)
     scenario_spec = scenario.to_spec(app_id=f"apps/{app.pk}")
     if use_mocks is not None:
         scenario_spec = replace(scenario_spec, use_mocks=use_mocks)
-    with sandbox.open_session() as session:
-        result = simulate(spec, scenario_spec, run_code=sandbox_runner(session))
-    return scenario_spec, result
+    # One warm sandbox for this simulation only, bounded in steps, calls and time.
+    return scenario_spec, simulate_bounded(spec, scenario_spec)

@@ -195,6 +195,21 @@
     if (pane && e.detail.target && e.detail.target.id === "preview-panel") previewScroll = pane.scrollTop;
   });
 
+  // A refusal over a rate limit (429) is not swapped by htmx: say it where the answer went.
+  document.body.addEventListener("htmx:responseError", (e) => {
+    const xhr = e.detail.xhr;
+    const target = e.detail.target;
+    if (!xhr || xhr.status !== 429 || !target) return;
+    let note = target.querySelector(":scope > .rate-limit-note");
+    if (!note) {
+      note = document.createElement("p");
+      note.className = "diag-inline diag-error rate-limit-note";
+      note.setAttribute("role", "alert");
+      target.prepend(note);
+    }
+    note.textContent = xhr.responseText;
+  });
+
   document.body.addEventListener("htmx:afterSwap", (e) => {
     const target = e.detail.target;
     if (target && target.id === "preview-panel" || document.getElementById("preview-panel") === e.detail.elt) {

@@ -1,0 +1,339 @@
+"""The OS boundary of the sandbox: bubblewrap namespaces, a minimal read-only root, seccomp.
+
+The session child (``runner.py``) is started through ``bwrap`` (Debian's ``bubblewrap``):
+
+* new PID, network, IPC, UTS, cgroup and mount namespaces: the child sees no host process
+  (``kill(-1, ...)`` reaches only its own jail), has no network interface up (not even
+  loopback), and sees only what is bound into its root;
+* a minimal read-only root: the interpreter, its shared libraries, the standard library
+  (with ``site-packages`` hidden), RestrictedPython, and the runner script; no ``/proc``,
+  no ``/etc``, no ``/tmp``, no home, no project file, no database socket;
+* a seccomp filter (built with libseccomp through ``pyseccomp``, handed to ``bwrap
+  --seccomp``) refusing what code never needs: ``ptrace``, ``mount``, ``kexec``, ``keyctl``,
+  ``bpf``, ``perf_event_open``, new namespaces, kernel modules…; each call process adds a
+  second, stricter filter (no ``socket``, no ``fork``/``clone`` of a process, no ``exec``);
+* a uid no other process uses: when the server runs as root, each session's call processes
+  drop to ``SANDBOX_UID_BASE + <the session's host pid>`` (a uid with no account and no
+  file); when it runs as an ordinary user, a user namespace maps it to ``nobody`` inside,
+  with no capability outside.
+
+Everything here is pure standard library plus ``pyseccomp`` (optional: without it the
+seccomp protections are reported missing).  :func:`available_protections` says which
+protections this host can give; Django's system check reports the missing ones.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+# The session child's call processes run as SANDBOX_UID_BASE + (host pid of the session)
+# when the server is root: outside every range Debian gives to accounts and containers'
+# subordinate ids (100000-165535 by default), and + pid_max (2**22) stays below 2**31
+# (user-namespace uid maps refuse larger ids).
+SANDBOX_UID_BASE = 1_900_000_000
+SANDBOX_DIR = "/sandbox"  # where the runner script and its helpers appear in the jail
+PACKAGES_DIR = "/pylib"  # where the few third-party packages the runner imports appear
+# Every protection the sandbox knows, in the order the system check lists them.
+ALL_PROTECTIONS = (
+    "pid_namespace",
+    "network_namespace",
+    "mount_namespace",
+    "readonly_minimal_root",
+    "unique_uid",
+    "no_new_privs",
+    "seccomp",
+    "rlimits",
+    "restricted_python",
+)
+# Syscalls no tool or callback ever needs: refused for the whole session (session filter).
+SESSION_DENIED = (
+    *("ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd"),
+    *("mount", "umount2", "pivot_root", "chroot", "mount_setattr", "move_mount"),
+    *("open_tree", "fsopen", "fsconfig", "fsmount", "fspick", "swapon", "swapoff"),
+    *("kexec_load", "kexec_file_load", "reboot", "init_module", "finit_module"),
+    *("delete_module", "keyctl", "add_key", "request_key", "bpf", "perf_event_open"),
+    *("unshare", "setns", "userfaultfd", "io_uring_setup", "io_uring_enter"),
+    *("io_uring_register", "acct", "quotactl", "syslog", "settimeofday", "clock_settime"),
+    *("clock_adjtime", "adjtimex", "iopl", "ioperm", "lookup_dcookie", "fanotify_init"),
+    *("open_by_handle_at", "name_to_handle_at", "personality", "uselib", "vhangup"),
+    *("sethostname", "setdomainname", "nfsservctl", "mbind", "migrate_pages", "move_pages"),
+)
+# Refused on top of that in each call process (the process that runs user code).
+CALL_DENIED = (
+    *("socket", "socketpair", "connect", "bind", "listen", "accept", "accept4"),
+    *("fork", "vfork", "execve", "execveat", "setuid", "setgid", "setreuid"),
+    *("setregid", "setresuid", "setresgid", "setgroups", "setfsuid", "setfsgid"),
+    *("chmod", "fchmod", "fchmodat", "chown", "fchown", "lchown", "fchownat", "mknod"),
+    *("mknodat", "link", "linkat", "symlink", "symlinkat", "rename", "renameat"),
+    *("renameat2", "unlink", "unlinkat", "mkdir", "mkdirat", "rmdir", "truncate"),
+    *("ftruncate", "memfd_create", "prctl", "seccomp", "msgget", "semget", "shmget"),
+)
+# C modules of the standard library whose libraries stay out of the jail (a GUI, terminals,
+# databases): nothing the sandbox imports needs them.
+NOT_IN_JAIL_MODULES = ("_tkinter", "_curses", "readline", "_dbm", "_gdbm", "_sqlite3", "nis")
+CLONE_NEW_FLAGS = 0x7E020000  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET
+CLONE_THREAD = 0x00010000
+ENOSYS = 38
+EPERM = 1
+
+
+@dataclass(frozen=True)
+class JailCommand:
+    """How to start a session child: argv, file descriptors to pass, what it provides."""
+
+    argv: list[str]
+    pass_fds: tuple[int, ...]
+    protections: tuple[str, ...]  # OS protections the command itself puts in place
+    sandbox_uid: int | None  # uid the call processes drop to (root server); None: as is
+    cleanup: tuple[str, ...] = ()  # files to remove once the child has started
+
+
+def bwrap_path() -> str | None:
+    return shutil.which("bwrap") or (
+        "/usr/bin/bwrap" if os.access("/usr/bin/bwrap", os.X_OK) else None
+    )
+
+
+def _interpreter() -> Path:
+    return Path(os.path.realpath(sys.executable))
+
+
+def _stdlib_dir() -> Path:
+    return Path(sysconfig.get_paths()["stdlib"]).resolve()
+
+
+@cache
+def _shared_libraries() -> tuple[str, ...]:
+    """Every shared library the interpreter and the standard library's C modules load."""
+    stdlib = _stdlib_dir()
+    objects = [str(_interpreter())]
+    dynload = stdlib / "lib-dynload"
+    if dynload.is_dir():
+        objects += [
+            str(p)
+            for p in sorted(dynload.glob("*.so"))
+            if not p.name.startswith(NOT_IN_JAIL_MODULES)
+        ]
+    libs: set[str] = set()
+    ldd = shutil.which("ldd")
+    if ldd is None:  # pragma: no cover - glibc systems have it
+        return ()
+    for start in range(0, len(objects), 50):
+        out = subprocess.run(
+            [ldd, *objects[start : start + 50]],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
+        ).stdout
+        for line in out.splitlines():
+            line = line.strip()
+            path = line.split("=>", 1)[1].strip() if "=>" in line else line
+            path = path.split(" (", 1)[0].strip()
+            if path.startswith("/") and os.path.exists(path):
+                libs.add(path)
+    return tuple(sorted(libs))
+
+
+def _root_binds(script: Path, packages: Sequence[str]) -> list[str]:
+    """The ``--ro-bind`` arguments of the minimal root."""
+    args: list[str] = []
+    interpreter = _interpreter()
+    stdlib = _stdlib_dir()
+    seen: set[str] = set()
+
+    def bind(source: str | Path, dest: str | Path | None = None) -> None:
+        dest = str(dest or source)
+        if dest in seen:
+            return
+        seen.add(dest)
+        args.extend(["--ro-bind", str(source), dest])
+
+    bind(interpreter)
+    for lib in _shared_libraries():
+        bind(lib)
+        real = os.path.realpath(lib)
+        if real != lib:
+            bind(real)
+    bind(stdlib)
+    if (stdlib / "site-packages").is_dir():  # third-party packages stay out of the jail
+        args.extend(["--tmpfs", str(stdlib / "site-packages")])
+        args.extend(["--remount-ro", str(stdlib / "site-packages")])
+    for package in packages:  # only the package itself, not its site-packages
+        bind(package, f"{PACKAGES_DIR}/{Path(package).name}")
+    bind(script.parent, SANDBOX_DIR)
+    return args
+
+
+@cache
+def _filters() -> tuple[bytes, bytes] | None:
+    """(session filter, call filter) as raw BPF programs, or None without libseccomp."""
+    try:
+        import pyseccomp as seccomp
+    except (ImportError, OSError, RuntimeError):
+        return None
+    try:
+        session = seccomp.SyscallFilter(seccomp.ALLOW)
+        _deny(seccomp, session, SESSION_DENIED)
+        # clone3 cannot be inspected (its flags are behind a pointer): libc falls back to
+        # clone, whose flags can.  No new namespace from inside, ever.
+        session.add_rule(seccomp.ERRNO(ENOSYS), "clone3")
+        _deny_clone_flags(seccomp, session, CLONE_NEW_FLAGS)
+        call = seccomp.SyscallFilter(seccomp.ALLOW)
+        _deny(seccomp, call, SESSION_DENIED + CALL_DENIED)
+        call.add_rule(seccomp.ERRNO(ENOSYS), "clone3")
+        # A thread is fine (CLONE_THREAD set); a new process is not.
+        call.add_rule(
+            seccomp.ERRNO(EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, CLONE_THREAD, 0)
+        )
+        return _export(session), _export(call)
+    except (OSError, RuntimeError, ValueError):  # pragma: no cover - broken libseccomp
+        return None
+
+
+def _deny(seccomp, syscall_filter, names: Sequence[str]) -> None:  # type: ignore[no-untyped-def]
+    for name in names:
+        try:
+            syscall_filter.add_rule(seccomp.ERRNO(EPERM), name)
+        except (ValueError, RuntimeError, OSError):
+            continue  # a syscall this architecture does not have
+
+
+def _deny_clone_flags(seccomp, syscall_filter, flags: int) -> None:  # type: ignore[no-untyped-def]
+    bit = 1
+    while bit <= flags:
+        if flags & bit:
+            syscall_filter.add_rule(
+                seccomp.ERRNO(EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, bit, bit)
+            )
+            syscall_filter.add_rule(
+                seccomp.ERRNO(EPERM), "unshare", seccomp.Arg(0, seccomp.MASKED_EQ, bit, bit)
+            )
+        bit <<= 1
+
+
+def _export(syscall_filter) -> bytes:  # type: ignore[no-untyped-def]
+    with tempfile.TemporaryFile() as out:
+        syscall_filter.export_bpf(out)
+        out.seek(0)
+        return out.read()
+
+
+def call_filter() -> bytes | None:
+    """The BPF program each call process installs before running user code."""
+    filters = _filters()
+    return filters[1] if filters else None
+
+
+@cache
+def bwrap_works() -> str | None:
+    """None when bubblewrap can build the jail here, else why not (for the system check)."""
+    bwrap = bwrap_path()
+    if bwrap is None:
+        return "bubblewrap is not installed (apt-get install bubblewrap)"
+    probe = _base_argv(bwrap, user_namespace=os.geteuid() != 0)
+    probe += ["--ro-bind", "/", "/", "/bin/true"]
+    try:
+        done = subprocess.run(probe, capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap cannot run: {exc}"
+    if done.returncode != 0:
+        reason = done.stderr.decode("utf-8", "replace").strip()[-300:]
+        return f"bubblewrap cannot create the namespaces here: {reason}"
+    return None
+
+
+def _base_argv(bwrap: str, *, user_namespace: bool) -> list[str]:
+    argv = [
+        bwrap,
+        *("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"),
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        *("--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LC_ALL", "C.UTF-8"),
+        *("--hostname", "sandbox"),
+    ]
+    if user_namespace:
+        # An ordinary user: the user namespace maps the server's uid to nobody inside, with
+        # no capability outside it.
+        argv += ["--unshare-user", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"]
+    else:
+        # Root: no user namespace (it would map root outside); the session child keeps only
+        # what it needs to drop its call processes to a uid of their own.
+        argv += ["--cap-drop", "ALL"]
+        argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL"]
+    return argv
+
+
+def jail_command(script: Path, packages: Sequence[str], host_pid: int) -> JailCommand | None:
+    """The command starting *script* in the jail, or None when bubblewrap cannot be used.
+
+    *packages* are package directories (RestrictedPython's) bound read-only into
+    :data:`PACKAGES_DIR`.
+    """
+    if bwrap_works() is not None:
+        return None
+    bwrap = bwrap_path()
+    assert bwrap is not None
+    is_root = os.geteuid() == 0
+    argv = _base_argv(bwrap, user_namespace=not is_root)
+    argv += _root_binds(script, packages)
+    # Nothing writable anywhere: the root bubblewrap builds (a tmpfs) becomes read-only too,
+    # and there is no /dev, /proc or /tmp at all.
+    argv += ["--remount-ro", "/", "--chdir", "/"]
+    protections = [
+        "pid_namespace",
+        "network_namespace",
+        "mount_namespace",
+        "readonly_minimal_root",
+    ]
+    pass_fds: list[int] = []
+    filters = _filters()
+    if filters is not None:
+        read_fd, write_fd = os.pipe()
+        # A BPF program of a few hundred bytes fits in the pipe buffer: no deadlock.
+        os.write(write_fd, filters[0])
+        os.close(write_fd)
+        argv += ["--seccomp", str(read_fd)]
+        pass_fds.append(read_fd)
+    argv += [str(_interpreter()), "-I", "-S", "-B", f"{SANDBOX_DIR}/{script.name}"]
+    sandbox_uid = SANDBOX_UID_BASE + host_pid if is_root else None
+    if not is_root:
+        protections.append("unique_uid")  # mapped through the user namespace
+    return JailCommand(
+        argv=argv,
+        pass_fds=tuple(pass_fds),
+        protections=tuple(protections),
+        sandbox_uid=sandbox_uid,
+    )
+
+
+def available_protections() -> dict[str, str | None]:
+    """Each protection of :data:`ALL_PROTECTIONS` -> None if this host gives it, else why not."""
+    missing: dict[str, str | None] = dict.fromkeys(ALL_PROTECTIONS)
+    reason = bwrap_works()
+    if reason is not None:
+        for name in ("pid_namespace", "mount_namespace", "readonly_minimal_root"):
+            missing[name] = reason
+        if os.geteuid() != 0:
+            missing["unique_uid"] = reason
+            missing["network_namespace"] = reason
+    if _filters() is None:
+        why = "libseccomp2 (apt) or pyseccomp (pip) is missing"
+        missing["seccomp"] = why
+        missing["no_new_privs"] = why
+    if sys.platform != "linux":  # pragma: no cover
+        for name in missing:
+            missing[name] = missing[name] or "the sandbox's OS layer needs Linux"
+        missing["restricted_python"] = None
+    return missing

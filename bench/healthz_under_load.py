@@ -1,0 +1,119 @@
+"""Three worker-holding simulations at once under gunicorn, while /healthz is polled.
+
+Starts gunicorn (3 workers x 4 threads, as the README deploys it) on a throwaway SQLite
+database with the demo data, gives the Bank demo's tool a slow body (0.5 s per call) and
+a 40-step scenario, signs in as the demo user, starts three simulations at once and polls
+/healthz every 100 ms until they end. Prints each simulation's time and the worst /healthz
+latency. Run: .venv/bin/python bench/healthz_under_load.py  (not a test: it takes ~15 s)
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+PORT = int(os.environ.get("PORT", "8765"))
+BASE = f"http://127.0.0.1:{PORT}"
+SLOW = (
+    "import datetime\n"
+    "def LookupBalance(account_id=''):\n"
+    "    start = datetime.datetime.now()\n"
+    "    while (datetime.datetime.now() - start).total_seconds() < 0.5:\n"
+    "        pass\n"
+    "    return {'balance': 1}\n"
+)
+SETUP = f"""
+from django.contrib.auth import get_user_model
+from agents import services
+from agents.models import AgentApp
+app = AgentApp.objects.get(name="Bank demo")
+services.tool_update(tool=app.tools.get(), python_code={SLOW!r})
+agent = app.agents.get()
+script = "\\n".join(f'tool: LookupBalance {{{{"account_id": "{{i}}"}}}}' for i in range(40))
+scenario = services.scenario_save(agent=agent, name="Slow", steps_script=script)
+print(app.pk, agent.pk, scenario.pk)
+"""
+
+
+def main() -> None:
+    workdir = tempfile.mkdtemp(prefix="statecraft-healthz-")
+    env = {
+        **os.environ,
+        "DEBUG": "true",
+        "DATABASE_URL": f"sqlite:///{workdir}/db.sqlite3",
+        "RATE_LIMITS": "simulate=100000/m",
+    }
+    manage = [PY, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "--no-input"], env=env, check=True, capture_output=True)
+    subprocess.run([*manage, "load_demo"], env=env, check=True, capture_output=True)
+    ids = subprocess.run(
+        [*manage, "shell", "-c", SETUP], env=env, check=True, capture_output=True, text=True
+    ).stdout.split()
+    app_id, agent_id, scenario_id = ids[-3:]
+    server = subprocess.Popen(
+        [
+            *(PY, "-m", "gunicorn", "designer.wsgi", "--bind", f"127.0.0.1:{PORT}"),
+            *("--workers", "3", "--threads", "4", "--timeout", "30"),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"{BASE}/healthz", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        jar = http.cookiejar.CookieJar()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        page = opener.open(f"{BASE}/accounts/login/").read().decode()
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+        form = {"username": "demo", "password": "statecraft-demo", "csrfmiddlewaretoken": token}
+        opener.open(f"{BASE}/accounts/login/", urllib.parse.urlencode(form).encode())
+        url = f"{BASE}/apps/{app_id}/agents/{agent_id}/simulate?scenario={scenario_id}"
+        results: list[tuple[float, bool]] = []
+
+        def simulate() -> None:
+            started = time.monotonic()
+            body = opener.open(url, timeout=60).read().decode()
+            results.append((time.monotonic() - started, "time cap" in body))
+
+        runs = [threading.Thread(target=simulate) for _ in range(3)]
+        for run in runs:
+            run.start()
+        worst = 0.0
+        polls = 0
+        while any(run.is_alive() for run in runs):
+            started = time.monotonic()
+            urllib.request.urlopen(f"{BASE}/healthz", timeout=30).read()
+            worst = max(worst, time.monotonic() - started)
+            polls += 1
+            time.sleep(0.1)
+        for run in runs:
+            run.join()
+        for seconds, capped in results:
+            print(f"simulation: {seconds:.1f} s, stopped at its cap with a message: {capped}")
+        print(f"/healthz: {polls} polls during the runs, worst {worst * 1000:.0f} ms")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Hostile schemas: slow patterns are refused or cut off, examples stay small — within a second."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from agents import exchange
+from agents.core import safe_regex
+from agents.core.formats import dumps_native
+from agents.core.schemas import check_schema
+from agents.core.spec import VariableSpec, VariableType
+from agents.core.types import example_value, validate_value
+from agents.models import AgentApp
+
+NESTED = r"^(a+)+$"  # refused by check_schema (SC228)
+# Not a nested quantifier, yet exponential for a backtracking engine: only the time
+# limit stops it.
+AMBIGUOUS = r"^(a|a)*$"
+EVIL_TEXT = "a" * 40 + "!"
+
+
+class within:
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def __enter__(self):
+        self.started = time.monotonic()
+
+    def __exit__(self, *exc):
+        elapsed = time.monotonic() - self.started
+        assert elapsed < self.seconds, f"took {elapsed:.2f} s"
+
+
+def test_the_time_limit_stops_a_catastrophic_match():
+    with within(1), pytest.raises(safe_regex.PatternTimeout) as caught:
+        safe_regex.search(AMBIGUOUS, EVIL_TEXT)
+    assert "took longer than 0.1 s" in str(caught.value)
+    assert safe_regex.search(AMBIGUOUS, "aaaa") and not safe_regex.search(r"^\d+$", "12a")
+
+
+def test_a_value_against_a_slow_pattern_is_an_error_not_a_hang():
+    variable = VariableSpec(name="code", type=VariableType.TEXT)
+    schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": AMBIGUOUS}}}
+    obj = VariableSpec(name="thing", type=VariableType.OBJECT, schema="S")
+    with within(1):
+        found = validate_value({"code": EVIL_TEXT}, obj, {"S": schema})
+    assert len(found) == 1 and found[0].severity == "error"
+    assert "took longer than 0.1 s" in found[0].message and "simplify it" in found[0].message
+    assert validate_value("x", variable, {}) == ()
+    keyed = {"type": "object", "patternProperties": {AMBIGUOUS: {"type": "integer"}}}
+    with within(1):
+        found = validate_value({EVIL_TEXT: 1}, obj, {"S": keyed})
+    assert found and "took longer" in found[0].message
+
+
+def test_nested_quantifiers_are_refused_when_checking_a_schema():
+    with within(1):
+        found = check_schema({"type": "object", "properties": {"a": {"pattern": NESTED}}})
+    assert [(d.code, d.severity) for d in found] == [("SC228", "error")]
+
+
+def test_the_example_generator_is_bounded():
+    hostile = {
+        "type": "array",
+        "minItems": 10**9,
+        "items": {
+            "type": "object",
+            "required": ["a"],
+            "properties": {
+                "a": {"type": "array", "minItems": 10**6, "items": {"minLength": 10**9}}
+            },
+        },
+    }
+    with within(1):
+        value = example_value(hostile)
+    assert value is None or len(str(value)) < 1_000_000
+    with within(1):
+        text = example_value({"type": "string", "minLength": 10**9})
+    assert text is not None and len(text) <= 1000
+    assert len(example_value({"type": "array", "minItems": 10**9})) == 20
+
+
+@pytest.mark.django_db
+def test_api_refuses_a_slow_pattern_within_a_second(user, shop):
+    api = APIClient()
+    api.force_login(user)
+    schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": NESTED}}}
+    with within(1):
+        response = api.post(
+            f"/api/apps/{shop.pk}/schemas/", {"name": "Evil", "json_schema": schema}, format="json"
+        )
+    assert response.status_code == 400
+    assert "SC228" in {d["code"] for d in response.json()["diagnostics"]}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("pattern", [NESTED, AMBIGUOUS])
+def test_import_with_a_slow_pattern_and_a_matching_default_answers_within_a_second(
+    signed_in, shop, pattern
+):
+    doc = exchange.app_export_native(shop)
+    doc["app"]["schemas"].append(
+        {
+            "name": "Evil",
+            "description": "",
+            "json_schema": {
+                "type": "object",
+                "properties": {"code": {"type": "string", "pattern": pattern}},
+            },
+        }
+    )
+    doc["app"]["variables"].append(
+        {
+            "name": "evil",
+            "type": "object",
+            "schema": "Evil",
+            "default": {"code": EVIL_TEXT},
+            "description": "An evil default.",
+        }
+    )
+    before = AgentApp.objects.count()
+    # Under a second on an idle machine (the pattern's share is its 0.1 s limit); the bound
+    # leaves room for a shared machine running other suites.
+    with within(2):
+        response = signed_in.post(
+            reverse("app-import"),
+            {"file": SimpleUploadedFile("evil.json", dumps_native(doc).encode())},
+        )
+    assert response.status_code == 400
+    assert AgentApp.objects.count() == before
+    text = response.content.decode()
+    assert "Nothing was imported" in text
+    if pattern == NESTED:
+        assert "SC228" in text and "so it is refused" in text
+    else:
+        assert "took longer than 0.1 s" in text and "variables.evil.default" in text
