@@ -261,3 +261,30 @@ def test_the_app_history_page_lists_changes(signed_in, user, shop):
     assert response.status_code == 200
     body = response.content.decode()
     assert "seen_in_history" in body and "ada" in body
+
+
+# What an operator needs in the logs: refused saves, imports, sandbox failures.
+
+
+def test_refused_saves_and_imports_are_logged(user, shop, caplog):
+    caplog.set_level("INFO", logger="agents")
+    with pytest.raises(services.ServiceError):
+        services.variable_create(app=shop, name="9bad", type="text", actor=user)
+    assert any("refused save" in r.getMessage() for r in caplog.records)
+    spec, scenarios = selectors.app_specs(shop)
+    exchange.app_import(owner=user, spec=spec, scenarios=scenarios)
+    assert any("imported by ada" in r.getMessage() for r in caplog.records)
+
+
+def test_a_sandbox_failure_is_logged_but_a_user_error_is_not(caplog):
+    from agents.sandbox import host
+    from agents.sandbox.code_runner import to_code_result
+
+    caplog.set_level("INFO", logger="agents.sandbox")
+    to_code_result(host.SandboxResult(ok=False, error=host.SandboxError("value", "boom")))
+    assert not caplog.records
+    to_code_result(
+        host.SandboxResult(ok=False, error=host.SandboxError("internal", "did not start"))
+    )
+    assert [r.levelname for r in caplog.records] == ["ERROR"]
+    assert "did not start" in caplog.records[0].getMessage()

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections import OrderedDict
 
 from agents.core.simulate import CodeCall, CodeResult, CodeRunner
 from agents.sandbox import host
+
+logger = logging.getLogger("agents.sandbox")
 
 CACHE_SIZE = 512
 # The memo cache holds at most this many bytes of keys and results (JSON-measured); one
@@ -54,6 +57,10 @@ def _remember(key: str, outcome: CodeResult) -> None:
 
 def to_code_result(result: host.SandboxResult) -> CodeResult:
     error = result.error
+    if error is not None and error.kind == "internal":
+        # Not the user's code failing: the sandbox could not start or answer. An operator's
+        # problem (missing bubblewrap, a killed child, a host limit).
+        logger.error("sandbox failure: %s", error.message)
     return CodeResult(
         ok=result.ok,
         return_value=result.return_value,
