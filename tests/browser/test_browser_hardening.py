@@ -188,8 +188,8 @@ def test_every_page_and_fragment_escapes_the_payload_and_keeps_its_script(
     watch.check("scenario form")
     page.locator("#scenario-editor [data-clear]").click()  # the Cancel that was an onclick
     expect(page.locator("#scenario-editor form")).to_have_count(0)
-    page.locator("#conversation-panel input[name=use_mocks]").check()
-    expect(page.locator("#conversation-panel input[name=use_mocks]")).to_be_checked()
+    page.locator("#conversation-panel input[type=checkbox][name=use_mocks]").check()
+    expect(page.locator("#conversation-panel input[type=checkbox][name=use_mocks]")).to_be_checked()
     expect(page.locator("#conversation-panel .turn").first).to_contain_text(P)
     watch.check("conversation fragment with mocks")
 
