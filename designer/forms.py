@@ -7,7 +7,7 @@ from typing import Any
 
 from django import forms
 
-from agents.core import types as core_types
+from agents.core import form_text
 from agents.core.script import format_script
 from agents.core.spec import VariableType as CoreType
 from agents.models import (
@@ -114,7 +114,7 @@ class VariableForm(forms.Form):
                 "type": variable.type,
                 "item_type": variable.item_type,
                 "schema": variable.schema_id,
-                "default": core_types.format_form_value(
+                "default": form_text.format_form_value(
                     variable.default,
                     CoreType(variable.type),
                     CoreType(variable.item_type) if variable.item_type else None,
@@ -132,7 +132,7 @@ class VariableForm(forms.Form):
         item_type = data.get("item_type") or None
         schema = data.get("schema")
         raw = data.get("default", "")
-        parsed = core_types.parse_form_value(
+        parsed = form_text.parse_form_value(
             raw,
             CoreType(var_type),
             item_type=CoreType(item_type) if item_type else None,

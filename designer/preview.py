@@ -11,7 +11,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from agents import selectors, services
-from agents.core import code_analysis, lint, rules
+from agents.core import code_analysis, form_text, lint, rules
 from agents.core import types as core_types
 from agents.core.diagnostics import Diagnostic
 from agents.core.parse import TokenKind, parse
@@ -83,7 +83,7 @@ def _typed_values(
     schemas = {s.name: s.schema for s in spec.schemas}
     for variable in spec.variables:
         typed = params.get(f"value__{variable.name}", "") or ""
-        default_text = core_types.format_form_value(
+        default_text = form_text.format_form_value(
             variable.default, variable.type, variable.item_type
         )
         row = SessionValue(
@@ -93,7 +93,7 @@ def _typed_values(
             typed,
         )
         if typed.strip():
-            parsed = core_types.parse_form_value(
+            parsed = form_text.parse_form_value(
                 typed,
                 variable.type,
                 item_type=variable.item_type,

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import reswap, retarget, trigger_client_event
 
 from agents import selectors, services
-from agents.core import types as core_types
+from agents.core.examples import example_value
 from agents.models import (
     Agent,
     AgentApp,
@@ -519,7 +519,7 @@ def schema_example(request: HttpRequest, app_id: int) -> HttpResponse:
         schema = json.loads(request.POST.get("json_schema", ""))
     except json.JSONDecodeError as exc:
         return JsonResponse({"error": f"Line {exc.lineno}, column {exc.colno}: {exc.msg}."})
-    return JsonResponse({"example": core_types.example_value(schema)})
+    return JsonResponse({"example": example_value(schema)})
 
 
 # ---------------------------------------------------------------- tools

@@ -11,10 +11,11 @@ from rest_framework.test import APIClient
 
 from agents import exchange
 from agents.core import safe_regex
+from agents.core.examples import example_value
 from agents.core.formats import dumps_native
 from agents.core.schemas import check_schema
 from agents.core.spec import VariableSpec, VariableType
-from agents.core.types import example_value, validate_value
+from agents.core.types import validate_value
 from agents.models import AgentApp
 
 NESTED = r"^(a+)+$"  # refused by check_schema (SC228)

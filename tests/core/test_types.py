@@ -14,16 +14,10 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from agents.core.diagnostics import Severity
+from agents.core.examples import example_value
+from agents.core.form_text import ParsedValue, format_form_value, parse_form_value
 from agents.core.spec import VariableSpec, VariableType
-from agents.core.types import (
-    CODES,
-    ParsedValue,
-    example_value,
-    format_form_value,
-    json_schema_for,
-    parse_form_value,
-    validate_value,
-)
+from agents.core.types import CODES, json_schema_for, validate_value
 
 T = VariableType
 

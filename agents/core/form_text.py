@@ -1,0 +1,345 @@
+"""Form text in and out: what a designer types for a value, and how a value is shown.
+
+Conventions (``parse_form_value`` / ``format_form_value``):
+
+- Empty input means "no default" (value ``None``), for every type.
+- Text is taken exactly as typed, outer whitespace included: a prompt designer
+  who puts spaces around a default means them, and this is the only rule that
+  round-trips every string (form fields must use ``strip=False``). The one
+  string a form cannot hold is the empty string, which reads as "no default".
+- Numbers, Yes/No, lists and objects ignore outer whitespace.
+- Numbers: ``3``, ``-2.5``, ``.5``, ``-1.5e3``; digits without a point or an
+  exponent stay ``int``. NaN, infinity, ``1_000`` and ``1,000`` are refused.
+- Yes/No: yes/no, true/false, y/n, 1/0 in any case; written back as yes/no.
+- Lists: comma-separated values (CSV quoting: ``"a, b"`` is one item, ``""``
+  inside quotes is a quote); whitespace around an item is trimmed unless the
+  item is quoted; a line break separates items like a comma; an empty unquoted
+  item is an error (write ``""`` for an empty text); ``[]`` is the empty list.
+  The items of a list of objects are written as a JSON array instead, since
+  CSV cannot hold objects.
+- Objects: JSON text that must be a JSON object.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from agents.core.spec import VariableType
+from agents.core.types import is_number, json_kind, quoted, value_schema_problems
+
+__all__ = ["ParsedValue", "format_form_value", "parse_form_value"]
+
+# ---------------------------------------------------------------------------
+# Form text -> typed value
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedValue:
+    """The typed value read from a form field; `value` is None when there are errors
+    or when the field was empty ("no default")."""
+
+    value: Any = None
+    errors: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+_NUMBER_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_INTEGER_RE = re.compile(r"[+-]?\d+")
+_YES = frozenset({"yes", "true", "y", "1"})
+_NO = frozenset({"no", "false", "n", "0"})
+
+
+def parse_form_value(
+    raw: str,
+    type: VariableType,
+    *,
+    item_type: VariableType | None = None,
+    schema: dict[str, Any] | None = None,
+) -> ParsedValue:
+    """Read the text of a form field as a value of `type` (see the module docstring).
+
+    When `schema` (the JSON Schema of the whole value, e.g. from
+    ``json_schema_for``) is given, a value that parses is also validated against
+    it, and what fails is added to the errors, so a form can show every problem
+    at once.
+    """
+    if not isinstance(raw, str):
+        return ParsedValue(None, ("expected text from the form",))
+    if raw == "" or (type is not VariableType.TEXT and not raw.strip()):
+        return ParsedValue(None)
+    if type is VariableType.LIST:
+        value, errors = _parse_list(raw.strip(), item_type)
+    else:
+        value, error = _parse_scalar(raw, type)
+        errors = [error] if error else []
+    if errors:
+        return ParsedValue(None, tuple(errors))
+    if schema is not None:
+        problems = value_schema_problems(value, schema, root_name=None)
+        errors = [message for message, _error in problems]
+        if errors:
+            return ParsedValue(value, tuple(errors))
+    return ParsedValue(value)
+
+
+def _parse_scalar(raw: str, type: VariableType) -> tuple[Any, str | None]:
+    if type is VariableType.TEXT:
+        return raw, None
+    text = raw.strip()
+    if type is VariableType.NUMBER:
+        return _parse_number(text)
+    if type is VariableType.BOOLEAN:
+        lowered = text.lower()
+        if lowered in _YES:
+            return True, None
+        if lowered in _NO:
+            return False, None
+        return None, f"{quoted(text)} is not yes or no"
+    if type is VariableType.OBJECT:
+        value, error = _parse_json(text)
+        if error:
+            return None, error
+        if not isinstance(value, dict):
+            return None, f"expected a JSON object ({{...}}), got {json_kind(value)}"
+        return value, None
+    return None, f"unknown type {type!r}"
+
+
+def _parse_number(text: str) -> tuple[int | float | None, str | None]:
+    if not _NUMBER_RE.fullmatch(text):
+        return None, f"{quoted(text)} is not a number"
+    try:
+        if _INTEGER_RE.fullmatch(text):
+            return int(text), None
+        number = float(text)
+    except ValueError:  # more digits than int() accepts
+        return None, f"{quoted(text)} is too long a number"
+    if not math.isfinite(number):
+        return None, f"{quoted(text)} is too large a number"
+    return number, None
+
+
+def _parse_list(text: str, item_type: VariableType | None) -> tuple[Any, list[str]]:
+    if item_type is VariableType.LIST:
+        return None, ["a list of lists is not supported"]
+    if item_type is VariableType.OBJECT:
+        return _parse_object_list(text)
+    if text == "[]":
+        return [], []
+    items, error = _split_csv(text)
+    if error:
+        return None, [error]
+    values: list[Any] = []
+    errors: list[str] = []
+    for index, (item, was_quoted) in enumerate(items, start=1):
+        if item == "" and not was_quoted:
+            errors.append(f'item {index} is empty (write "" for an empty text)')
+            continue
+        value, problem = _parse_scalar(item, item_type or VariableType.TEXT)
+        if problem:
+            errors.append(f"item {index}: {problem}")
+        values.append(value)
+    if errors and text.startswith("["):
+        errors.append("write the items separated by commas, without brackets")
+    return (None, errors) if errors else (values, [])
+
+
+def _parse_object_list(text: str) -> tuple[Any, list[str]]:
+    hint = "a list of objects is written as a JSON array: [{...}, {...}]"
+    if not text.startswith("["):
+        return None, [hint]
+    value, error = _parse_json(text)
+    if error:
+        return None, [error]
+    if not isinstance(value, list):
+        return None, [hint]
+    errors = [
+        f"item {index}: expected a JSON object ({{...}}), got {json_kind(item)}"
+        for index, item in enumerate(value, start=1)
+        if not isinstance(item, dict)
+    ]
+    return (None, errors) if errors else (value, [])
+
+
+def _split_csv(text: str) -> tuple[list[tuple[str, bool]], str | None]:
+    """Split one CSV record into (item, was_quoted) pairs.
+
+    The ``csv`` module cannot tell a quoted item from an unquoted one, and the
+    rule "trim whitespace unless quoted" needs exactly that, so the record is
+    scanned here with the same quoting rules (RFC 4180: ``""`` inside quotes
+    is one quote). ``format_form_value`` writes what this reads.
+    """
+    items: list[tuple[str, bool]] = []
+    position, length = 0, len(text)
+    while True:
+        number = len(items) + 1
+        while position < length and text[position] in " \t":
+            position += 1
+        if position < length and text[position] == '"':
+            chunks: list[str] = []
+            position += 1
+            while True:
+                close = text.find('"', position)
+                if close < 0:
+                    return [], f"item {number}: the opening quote is never closed"
+                chunks.append(text[position:close])
+                if text.startswith('"', close + 1):
+                    chunks.append('"')
+                    position = close + 2
+                    continue
+                position = close + 1
+                break
+            while position < length and text[position] in " \t":
+                position += 1
+            if position < length and text[position] not in ",\r\n":
+                return [], f"item {number}: unexpected text after the closing quote"
+            items.append(("".join(chunks), True))
+        else:
+            end = position
+            while end < length and text[end] not in ",\r\n":
+                end += 1
+            items.append((text[position:end].strip(), False))
+            position = end
+        if position >= length:
+            return items, None
+        if text.startswith("\r\n", position):
+            position += 2
+        else:
+            position += 1
+
+
+# JSON decoding, with errors a designer can read --------------------------------
+
+_JSON_MESSAGES = (
+    (
+        "Expecting property name enclosed in double quotes",
+        "expected a property name in double quotes",
+    ),
+    ("Expecting ':' delimiter", "expected ':' after the property name"),
+    ("Expecting value", "expected a value"),
+    ("Illegal trailing comma", "a comma before a closing bracket is not allowed in JSON"),
+    ("Extra data", "unexpected text after the end of the JSON value"),
+    ("Unterminated string", "this string is never closed (missing '\"')"),
+    ("Invalid control character", "a line break or tab inside a string must be written \\n or \\t"),
+    ("Invalid \\uXXXX escape", "invalid \\u escape (it takes four hex digits)"),
+    ("Invalid \\escape", "invalid escape after '\\' (use \\\\ for a backslash)"),
+)
+
+
+class _JsonValueError(ValueError):
+    pass
+
+
+def _parse_json(text: str) -> tuple[Any, str | None]:
+    def refuse_constant(name: str) -> Any:
+        raise _JsonValueError(f"{name} is not allowed in JSON")
+
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in result:
+                raise _JsonValueError(f"the property {quoted(key)} appears twice")
+            result[key] = value
+        return result
+
+    try:
+        return json.loads(
+            text, parse_constant=refuse_constant, object_pairs_hook=no_duplicates
+        ), None
+    except json.JSONDecodeError as error:
+        return None, f"line {error.lineno}, column {error.colno}: {_explain_json_error(error)}"
+    except _JsonValueError as error:
+        return None, str(error)
+    except RecursionError:
+        return None, "the JSON is nested too deeply"
+
+
+def _explain_json_error(error: json.JSONDecodeError) -> str:
+    text, position = error.doc, error.pos
+    at_end = position >= len(text.rstrip())
+    before = text[:position].rstrip()
+    current = text[position : position + 1]
+    if error.msg.startswith("Expecting ',' delimiter"):
+        closer = "}" if _innermost_container(text, position) == "{" else "]"
+        return f"expected ',' or '{closer}'" + (" (the text ends too early)" if at_end else "")
+    if at_end and error.msg.startswith(("Expecting value", "Expecting property name")):
+        return "the text ends too early"
+    if error.msg.startswith(("Expecting value", "Expecting property name")):
+        if current == "'":
+            return "strings and property names take double quotes, not single quotes"
+        if before.endswith(",") and current in "]}":
+            return "a comma before a closing bracket is not allowed in JSON"
+    for prefix, words in _JSON_MESSAGES:
+        if error.msg.startswith(prefix):
+            return words
+    return error.msg
+
+
+def _innermost_container(text: str, position: int) -> str | None:
+    """The bracket ('{' or '[') that is open at `position`, skipping strings."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for char in text[:position]:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append(char)
+        elif char in "}]" and stack:
+            stack.pop()
+    return stack[-1] if stack else None
+
+
+# ---------------------------------------------------------------------------
+# Typed value -> form text
+
+
+def format_form_value(value: Any, type: VariableType, item_type: VariableType | None = None) -> str:
+    """The text that shows `value` in a form; ``parse_form_value`` reads it back as `value`.
+
+    A value that does not fit `type` is shown as JSON rather than refused.
+    """
+    if value is None:
+        return ""
+    if type is VariableType.LIST and isinstance(value, list):
+        if item_type is VariableType.OBJECT:
+            return _pretty_json(value)
+        if not value:
+            return "[]"
+        return ", ".join(
+            _csv_item(format_form_value(item, item_type or VariableType.TEXT)) for item in value
+        )
+    if type is VariableType.TEXT and isinstance(value, str):
+        return value
+    if type is VariableType.BOOLEAN and isinstance(value, bool):
+        return "yes" if value else "no"
+    if type is VariableType.NUMBER and is_number(value):
+        return repr(value) if isinstance(value, float) else str(value)
+    return _pretty_json(value)
+
+
+def _csv_item(text: str) -> str:
+    needs_quotes = text == "" or text != text.strip() or any(c in text for c in ',"\r\n')
+    if needs_quotes or text == "[]":
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def _pretty_json(value: Any) -> str:
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
