@@ -25,7 +25,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 
 from agents import selectors, services
 from agents.core import limits
-from agents.core.cx_format import from_cx_files, read_zip, to_cx_files, zip_bytes
+from agents.core.cx.app import from_cx_files, read_zip, to_cx_files, zip_bytes
 from agents.core.diagnostics import Diagnostic
 from agents.core.formats import from_native, loads_native, to_native
 from agents.core.spec import AppSpec, ScenarioSpec

@@ -63,7 +63,7 @@ def all_codes() -> dict[str, str]:
     """Every diagnostic code of the core, with its one-line meaning (the README's table)."""
     from agents.core import (
         code_analysis,
-        cx_format,
+        cx,
         formats,
         http,
         lint,
@@ -76,6 +76,6 @@ def all_codes() -> dict[str, str]:
 
     codes: dict[str, str] = {}
     modules = (parse, types, schemas, lint, simulation, http, script, code_analysis, formats)
-    for module in (*modules, cx_format):
+    for module in (*modules, cx.app, cx.schemas):
         codes.update(getattr(module, "CODES", {}))
     return dict(sorted(codes.items()))

@@ -25,7 +25,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max, Prefetch, QuerySet
 
 from agents import exchange, services
-from agents.core.cx_format import to_cx_files, zip_bytes
+from agents.core.cx.app import to_cx_files, zip_bytes
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.diff import AppDiff, diff_apps
 from agents.core.formats import from_native

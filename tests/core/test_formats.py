@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.core import cx_format, formats
-from agents.core.cx_format import from_cx_files, read_zip, to_cx_files, zip_bytes
+from agents.core import formats
+from agents.core.cx import app as cx_format
+from agents.core.cx.app import from_cx_files, read_zip, to_cx_files, zip_bytes
 from agents.core.diagnostics import Severity, has_errors
 from agents.core.formats import (
     NATIVE_SCHEMA,
@@ -597,7 +598,7 @@ def test_formats_codes_are_documented_in_the_modules():
 
 def test_formats_import_neither_django_nor_yaml_at_import_time():
     check = (
-        "import sys, agents.core.formats, agents.core.cx_format\n"
+        "import sys, agents.core.formats, agents.core.cx.app\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'yaml'))\n"
         "assert not bad, bad\n"
     )

@@ -12,18 +12,21 @@ from google.cloud.ces_v1.types import App, Schema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.core.diagnostics import Severity
-from agents.core.schemas import (
-    CODES,
+from agents.core.cx.schemas import CODES as CX_CODES
+from agents.core.cx.schemas import (
     CxVariable,
-    check_schema,
     from_cx_schema,
     to_cx_schema,
     variable_cx_schema,
     variable_from_cx_schema,
 )
+from agents.core.diagnostics import Severity
+from agents.core.schemas import CODES as CHECK_CODES
+from agents.core.schemas import check_schema
 from agents.core.spec import VariableSpec, VariableType
 from agents.core.types import CODES as TYPE_CODES
+
+CODES = {**CHECK_CODES, **CX_CODES}
 
 T = VariableType
 
@@ -719,8 +722,10 @@ def test_variable_from_cx_reports_lost_constraints():
 def test_codes_are_documented_in_range_and_do_not_collide():
     assert all(re.fullmatch(r"SC2(2\d|3\d|4\d)", code) for code in CODES)
     assert not set(CODES) & set(TYPE_CODES)
-    source = Path(sys.modules["agents.core.schemas"].__file__).read_text()
-    assert set(re.findall(r'"(SC2\d\d)"', source)) == set(CODES)
+    for name, codes in (("agents.core.schemas", CHECK_CODES), ("agents.core.cx.schemas", CX_CODES)):
+        source = Path(sys.modules[name].__file__).read_text()
+        used = set(re.findall(r'"(SC2\d\d)"', source))
+        assert set(codes) <= used <= set(CODES), name
 
 
 @settings(max_examples=150, deadline=None)

@@ -50,6 +50,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agents.core.cx.schemas import variable_cx_schema, variable_from_cx_schema
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.formats import (
     NAME_PATTERN,
@@ -58,7 +59,6 @@ from agents.core.formats import (
     load_yaml,
     not_json_data,
 )
-from agents.core.schemas import variable_cx_schema, variable_from_cx_schema
 from agents.core.spec import (
     AgentSpec,
     AppSpec,
