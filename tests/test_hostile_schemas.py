@@ -140,3 +140,53 @@ def test_import_with_a_slow_pattern_and_a_matching_default_answers_within_a_seco
         assert "SC228" in text and "so it is refused" in text
     else:
         assert "took longer than 0.1 s" in text and "variables.evil.default" in text
+
+
+@pytest.fixture
+def slow_pattern_app(user, shop):
+    """The shopping app with a custom object whose schema has an ambiguous pattern."""
+    from agents import services
+
+    schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": AMBIGUOUS}}}
+    saved = services.schema_create(app=shop, name="Coded", json_schema=schema, actor=user)
+    services.variable_create(
+        app=shop, name="coded", type="object", schema=saved, default={"code": "aaa"}, actor=user
+    )
+    agent = shop.agents.get()
+    services.agent_update(agent=agent, instructions="Code: {{coded.code}}", actor=user)
+    return shop, agent
+
+
+@pytest.mark.django_db
+def test_compile_with_a_value_against_a_slow_pattern_answers_within_a_second(
+    user, slow_pattern_app
+):
+    app, agent = slow_pattern_app
+    api = APIClient()
+    api.force_login(user)
+    url = f"/api/apps/{app.pk}/agents/{agent.pk}/compile"
+    with within(1):
+        response = api.post(url, {"values": {"coded": {"code": EVIL_TEXT}}}, format="json")
+    assert response.status_code == 400
+    [problem] = response.json()["diagnostics"]
+    assert problem["field"] == "values.coded" and "took longer than 0.1 s" in problem["message"]
+
+
+@pytest.mark.django_db
+def test_preview_with_a_value_against_a_slow_pattern_answers_within_a_second(
+    client, user, slow_pattern_app
+):
+    import html
+    import json
+
+    app, agent = slow_pattern_app
+    client.force_login(user)
+    url = reverse("agent-preview", args=[app.pk, agent.pk])
+    with within(1):
+        response = client.post(
+            url, {"values_json": json.dumps({"coded": {"code": EVIL_TEXT}})}, HTTP_HX_REQUEST="true"
+        )
+    assert response.status_code == 200
+    body = html.unescape(response.content.decode())
+    assert "took longer than 0.1 s" in body
+    assert ">aaa</mark>" in body  # the refused value is left out; the default stands
