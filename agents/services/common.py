@@ -138,37 +138,41 @@ def changed(
     )
 
 
+# What a tool and a scenario have besides their name, as the services take them.
+TOOL_FIELDS = (
+    "kind",
+    "description",
+    "python_code",
+    "openapi_spec",
+    "mcp_url",
+    "mcp_headers",
+    "mock_enabled",
+    "mock_state",
+    "mock_response",
+)
+SCENARIO_FIELDS = (
+    "name",
+    "steps_script",
+    "session_values",
+    "channel",
+    "modality",
+    "session_id",
+    "project_id",
+    "project_number",
+    "location",
+    "token_budget",
+    "use_mocks",
+)
+
 # The fields of each kind of object that its history shows before and after a change.
 _SNAPSHOT_FIELDS: dict[str, tuple[str, ...]] = {
     "agentapp": ("name", "description"),
     "schema": ("name", "description", "json_schema"),
     "variable": ("name", "type", "item_type", "schema_id", "default", "description"),
-    "tool": (
-        "name",
-        "kind",
-        "description",
-        "python_code",
-        "openapi_spec",
-        "mcp_url",
-        "mcp_headers",
-        "mock_enabled",
-        "mock_state",
-        "mock_response",
-    ),
+    "tool": ("name", *TOOL_FIELDS),
     "agent": ("display_name", "description", "instructions", "is_root"),
     "callback": ("kind", "order", "code"),
-    "scenario": (
-        "name",
-        "session_values",
-        "channel",
-        "modality",
-        "session_id",
-        "project_id",
-        "project_number",
-        "location",
-        "token_budget",
-        "use_mocks",
-    ),
+    "scenario": tuple(f for f in SCENARIO_FIELDS if f != "steps_script"),
 }
 
 

@@ -12,6 +12,7 @@ from agents.core.diagnostics import Diagnostic
 from agents.core.script import format_script, parse_script
 from agents.models import Agent, Scenario, ScenarioStep
 from agents.services.common import (
+    SCENARIO_FIELDS,
     Actor,
     changed,
     check_version,
@@ -21,20 +22,6 @@ from agents.services.common import (
     raise_if,
     save,
     snapshot,
-)
-
-SCENARIO_FIELDS = (
-    "name",
-    "steps_script",
-    "session_values",
-    "channel",
-    "modality",
-    "session_id",
-    "project_id",
-    "project_number",
-    "location",
-    "token_budget",
-    "use_mocks",
 )
 
 

@@ -13,6 +13,7 @@ from agents.core.formats import not_json_data
 from agents.core.rename import RenameKind
 from agents.models import Agent, AgentApp, Tool, ToolKind
 from agents.services.common import (
+    TOOL_FIELDS,
     Actor,
     ServiceError,
     changed,
@@ -59,19 +60,6 @@ def tool_problems(tool: Tool) -> list[Diagnostic]:
         if problem is not None:  # NaN, infinity: JSON cannot carry it to the simulation's reader
             diagnostics.append(error(name, f"Not JSON data: {problem.message}.", "SC209"))
     return diagnostics
-
-
-TOOL_FIELDS = (
-    "kind",
-    "description",
-    "python_code",
-    "openapi_spec",
-    "mcp_url",
-    "mcp_headers",
-    "mock_enabled",
-    "mock_state",
-    "mock_response",
-)
 
 
 @transaction.atomic
