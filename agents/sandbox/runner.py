@@ -993,11 +993,6 @@ def install_seccomp(prepared):
     return ["no_new_privs", "seccomp"]
 
 
-def apply_os_protections(limits, n_calls=1):
-    """Drop what the OS lets us drop; return the list of protections that are active."""
-    return [*enter_jail(), *drop_privileges(limits, n_calls), "restricted_python"]
-
-
 # ------------------------------------------------------------------------ running a call
 
 

@@ -478,8 +478,8 @@ spec = importlib.util.spec_from_file_location("runner", RUNNER)
 runner = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(runner)
 env = dict(os.environ)
-active = runner.apply_os_protections(
-    {"cpu_time_s": 2, "memory_bytes": 256 * 2**20, "max_open_files": 16}, 1)
+limits = {"cpu_time_s": 2, "memory_bytes": 256 * 2**20, "max_open_files": 16}
+active = [*runner.enter_jail(), *runner.drop_privileges(limits, 1), "restricted_python"]
 report = {"active": active, "env": env}
 
 def attempt(name, fn):
