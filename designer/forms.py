@@ -7,7 +7,7 @@ from typing import Any
 
 from django import forms
 
-from agents.core import form_text
+from agents.core import form_text, rules
 from agents.core.script import format_script
 from agents.core.spec import VariableType as CoreType
 from agents.models import (
@@ -24,7 +24,7 @@ from agents.models import (
     VariableType,
 )
 
-MAX_ID = 2**63 - 1
+MAX_ID = rules.MAX_ID
 
 
 def _valid_ids(values: Any) -> bool:
@@ -234,7 +234,7 @@ class ToolForm(forms.Form):
 
 
 class AgentForm(forms.Form):
-    display_name = forms.CharField(max_length=200, strip=True)
+    display_name = forms.CharField(max_length=rules.DISPLAY_NAME_MAX_LENGTH, strip=True)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     is_root = forms.BooleanField(required=False)
     tools = IdMultipleChoiceField(
@@ -289,7 +289,7 @@ class CallbackForm(forms.Form):
 
 
 class ScenarioForm(forms.Form):
-    name = forms.CharField(max_length=200, strip=True)
+    name = forms.CharField(max_length=rules.SCENARIO_NAME_MAX_LENGTH, strip=True)
     steps_script = forms.CharField(
         required=False, strip=False, widget=forms.Textarea(attrs={"rows": 8})
     )

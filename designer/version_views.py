@@ -20,8 +20,9 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents import selectors
+from agents.core import rules
 from agents.core.formats import dumps_native
-from agents.models import AgentApp, AppVersion, Channel, Modality
+from agents.models import AgentApp, AppVersion
 from agents.selectors import Access
 from agents.services import ServiceError, versions
 
@@ -29,8 +30,8 @@ VERSIONS = "agents/app_versions.html"
 DIFF = "agents/version_diff.html"
 CONFIRM = "agents/version_confirm.html"
 WORKING = "working"
-CHANNELS = tuple(Channel.values)
-MODALITIES = tuple(Modality.values)
+CHANNELS = rules.CHANNELS
+MODALITIES = rules.MODALITIES
 _NATIVE_TYPES = {"json": "application/json", "yaml": "application/yaml"}
 # Whole compiled prompts are shown beside the diff up to this size; beyond it only the diff.
 FULL_PROMPT_LIMIT = 100_000

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import reswap, retarget, trigger_client_event
 
 from agents import selectors, services
+from agents.core import rules
 from agents.core.examples import example_value
 from agents.models import (
     Agent,
@@ -318,7 +319,7 @@ def _int_or_none(value: str | None) -> int | None:
         number = int(value) if value not in (None, "") else None
     except ValueError:
         return None
-    return number if number is not None and 0 < number < 2**63 else None
+    return number if number is not None and 0 < number <= rules.MAX_ID else None
 
 
 # ---------------------------------------------------------------- variables

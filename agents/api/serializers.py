@@ -12,6 +12,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from agents.core import rules
 from agents.core.script import format_script
 from agents.models import (
     Agent,
@@ -26,7 +27,7 @@ from agents.models import (
     VariableType,
 )
 
-MAX_ID = 2**63 - 1
+MAX_ID = rules.MAX_ID
 MAX_TOKEN_BUDGET = 10_000_000
 ITEM_TYPES = [c for c in VariableType.choices if c[0] != VariableType.LIST]
 
@@ -77,12 +78,12 @@ class DiagnosticsOut(serializers.Serializer):
 
 
 class AppIn(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
+    name = serializers.CharField(max_length=rules.APP_NAME_MAX_LENGTH)
     description = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
 
 
 class AppPatchIn(AppIn):
-    name = serializers.CharField(max_length=200, required=False)
+    name = serializers.CharField(max_length=rules.APP_NAME_MAX_LENGTH, required=False)
     version = serializers.IntegerField(
         required=False, min_value=1, max_value=MAX_ID, help_text="The version you read."
     )
@@ -229,7 +230,9 @@ class ToolIn(serializers.Serializer):
     openapi_spec = serializers.JSONField(
         required=False, allow_null=True, help_text="OpenAPI 3 document with one operation."
     )
-    mcp_url = serializers.URLField(required=False, allow_blank=True, max_length=200)
+    mcp_url = serializers.URLField(
+        required=False, allow_blank=True, max_length=rules.URL_MAX_LENGTH
+    )
     mcp_headers = serializers.JSONField(
         required=False, help_text='e.g. {"X-User": "$context.variables.user_id"}'
     )
@@ -280,7 +283,7 @@ class ToolOut(serializers.ModelSerializer):
 
 
 class AgentIn(serializers.Serializer):
-    display_name = serializers.CharField(max_length=200)
+    display_name = serializers.CharField(max_length=rules.DISPLAY_NAME_MAX_LENGTH)
     description = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     instructions = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     is_root = serializers.BooleanField(
@@ -313,7 +316,7 @@ class AgentIn(serializers.Serializer):
 
 
 class AgentPatchIn(AgentIn):
-    display_name = serializers.CharField(max_length=200, required=False)
+    display_name = serializers.CharField(max_length=rules.DISPLAY_NAME_MAX_LENGTH, required=False)
     version = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
 
 
@@ -375,7 +378,7 @@ class AppDetailOut(AppOut):
 
 
 class ScenarioIn(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
+    name = serializers.CharField(max_length=rules.SCENARIO_NAME_MAX_LENGTH)
     steps_script = serializers.CharField(
         required=False,
         allow_blank=True,
@@ -399,7 +402,7 @@ class ScenarioIn(serializers.Serializer):
 
 
 class ScenarioPatchIn(ScenarioIn):
-    name = serializers.CharField(max_length=200, required=False)
+    name = serializers.CharField(max_length=rules.SCENARIO_NAME_MAX_LENGTH, required=False)
     version = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
 
 

@@ -17,7 +17,14 @@ from typing import Any
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.schemas import check_schema
 from agents.core.script import format_script, parse_script
-from agents.core.spec import AppSpec, CallbackKind, ScenarioSpec, ToolKind, VariableType
+from agents.core.spec import (
+    AppSpec,
+    CallbackKind,
+    ScenarioSpec,
+    SessionSpec,
+    ToolKind,
+    VariableType,
+)
 from agents.core.types import validate_value
 
 __all__ = [
@@ -65,15 +72,19 @@ SCENARIO_NAME_MAX_LENGTH = 200
 URL_MAX_LENGTH = 200
 CHANNELS = ("web", "api", "telephony")
 MODALITIES = ("text", "voice")
+# A scenario's defaults are the core's own (SessionSpec, ScenarioSpec): models, forms,
+# services and the API take them from here.
+_SESSION = SessionSpec()
+_SCENARIO = ScenarioSpec(name="", agent="")
 SCENARIO_DEFAULTS: Mapping[str, Any] = {
-    "channel": "web",
-    "modality": "text",
-    "session_id": "session-1",
-    "project_id": "my-project",
-    "project_number": "123456789",
-    "location": "us-central1",
-    "token_budget": 8000,
-    "use_mocks": False,
+    "channel": _SESSION.channel,
+    "modality": _SESSION.modality,
+    "session_id": _SESSION.session_id,
+    "project_id": _SESSION.project_id,
+    "project_number": _SESSION.project_number,
+    "location": _SESSION.location,
+    "token_budget": _SCENARIO.token_budget,
+    "use_mocks": _SCENARIO.use_mocks,
 }
 MAX_ID = 2**63 - 1  # the largest primary key a database can hold (PostgreSQL bigint)
 

@@ -50,10 +50,8 @@ CX_TYPES: dict[str, str] = {
 }
 _JSON_TYPES = {cx: json_type for json_type, cx in CX_TYPES.items()}
 _CX_TYPE_NUMBERS = {1: "STRING", 2: "INTEGER", 3: "NUMBER", 4: "BOOLEAN", 5: "OBJECT", 6: "ARRAY"}
-_INT64_MAX = 2**63 - 1
+_INT64_MAX = 2**63 - 1  # protobuf int64
 
-# Keywords whose value is one subschema, a map of subschemas, a list of subschemas.
-_INT64_MAX = 2**63 - 1
 
 _NO_CX_EQUIVALENT = frozenset(
     {
