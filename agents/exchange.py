@@ -26,10 +26,11 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from agents import selectors, services
 from agents.core import limits
 from agents.core.cx.app import from_cx_files, read_zip, to_cx_files, zip_bytes
-from agents.core.diagnostics import Diagnostic
+from agents.core.diagnostics import Diagnostic, Severity, has_errors
 from agents.core.formats import from_native, loads_native, to_native
 from agents.core.spec import AppSpec, ScenarioSpec
 from agents.models import AgentApp
+from agents.services import ServiceError
 
 logger = logging.getLogger("agents.exchange")
 
@@ -106,3 +107,29 @@ def app_import(
     app = services.app_create_from_spec(owner=owner, spec=spec, scenarios=scenarios, name=free)
     logger.info("app %s imported by %s as %r", app.pk, owner.get_username(), app.name)
     return app
+
+
+class ImportRefused(ServiceError):
+    """An uploaded file was not imported; `kind` says how it was read (native or cx)."""
+
+    def __init__(self, kind: UploadKind, diagnostics: Iterable[Diagnostic]) -> None:
+        self.kind = kind
+        super().__init__(tuple(diagnostics))
+
+
+def app_import_file(
+    *, owner: AbstractBaseUser, data: bytes, name: str | None = None
+) -> tuple[AgentApp, UploadKind, tuple[Diagnostic, ...]]:
+    """Import an uploaded file (native JSON/YAML or CX ZIP): the one use case behind the
+    import page and `manage.py import_app`. All of it or nothing: anything wrong raises
+    `ImportRefused` with every problem (its errors first). Returns the app, the kind of
+    file and the warnings and notes that did not stop it."""
+    kind, spec, scenarios, diagnostics = read_app_file(data)
+    if spec is None or has_errors(diagnostics):
+        errors = [d for d in diagnostics if d.severity is Severity.ERROR]
+        raise ImportRefused(kind, errors or diagnostics)
+    try:
+        app = app_import(owner=owner, spec=spec, scenarios=scenarios, name=name)
+    except ServiceError as exc:
+        raise ImportRefused(kind, exc.diagnostics) from exc
+    return app, kind, tuple(d for d in diagnostics if d.severity is not Severity.ERROR)

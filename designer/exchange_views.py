@@ -14,11 +14,10 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods
 
 from agents import exchange, selectors
-from agents.core.diagnostics import Diagnostic, Severity, has_errors
+from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.formats import dumps_native
 from agents.models import AgentApp
 from agents.ratelimit import rate_limited
-from agents.services import ServiceError
 
 TEMPLATE = "agents/app_import.html"
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
@@ -123,19 +122,15 @@ def app_import(request: HttpRequest) -> HttpResponse:
         context["file_error"] = f"The file is over {MAX_UPLOAD_BYTES // (1024 * 1024)} MB."
         return render(request, TEMPLATE, context, status=400)
     filename = upload.name or "upload"
-    kind, spec, scenarios, diagnostics = exchange.read_app_file(upload.read())
-    context["kind"] = kind
-    if spec is None or has_errors(diagnostics):
-        shown = [d for d in diagnostics if d.severity is Severity.ERROR] or list(diagnostics)
-        context["rows"] = _rows(shown, filename, zip_files=kind == "cx")
-        return render(request, TEMPLATE, context, status=400)
     try:
-        app = exchange.app_import(
-            owner=request.user, spec=spec, scenarios=scenarios, name=typed_name or None
+        app, kind, diagnostics = exchange.app_import_file(
+            owner=request.user, data=upload.read(), name=typed_name or None
         )
-    except ServiceError as exc:
-        context["rows"] = _rows(exc.diagnostics, filename)
+    except exchange.ImportRefused as exc:
+        context["kind"] = exc.kind
+        context["rows"] = _rows(exc.diagnostics, filename, zip_files=exc.kind == "cx")
         return render(request, TEMPLATE, context, status=400)
+    context["kind"] = kind
     notes = [d for d in diagnostics if d.severity is Severity.WARNING]
     summary = f"Imported “{app.name}” from {filename}."
     if notes:
