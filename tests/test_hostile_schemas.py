@@ -19,10 +19,12 @@ from agents.core.types import validate_value
 from agents.models import AgentApp
 
 NESTED = r"^(a+)+$"  # refused by check_schema (SC228)
-# Not a nested quantifier, yet exponential for a backtracking engine: only the time
-# limit stops it.
-AMBIGUOUS = r"^(a|a)*$"
+AMBIGUOUS = r"^(a|a)*$"  # overlapping alternatives: refused by check_schema too (SC228)
 EVIL_TEXT = "a" * 40 + "!"
+# Exponential as well, but the check's heuristic does not see it: only the time limit,
+# the layer behind the check, stops it.
+SLIPS_THROUGH = r"^(\d|[0-9])*$"
+EVIL_DIGITS = "1" * 40 + "!"
 
 
 class within:
@@ -100,9 +102,11 @@ def test_api_refuses_a_slow_pattern_within_a_second(user, shop):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("pattern", [NESTED, AMBIGUOUS])
+@pytest.mark.parametrize(
+    ("pattern", "evil"), [(NESTED, EVIL_TEXT), (AMBIGUOUS, EVIL_TEXT), (SLIPS_THROUGH, EVIL_DIGITS)]
+)
 def test_import_with_a_slow_pattern_and_a_matching_default_answers_within_a_second(
-    signed_in, shop, pattern
+    signed_in, shop, pattern, evil
 ):
     doc = exchange.app_export_native(shop)
     doc["app"]["schemas"].append(
@@ -120,7 +124,7 @@ def test_import_with_a_slow_pattern_and_a_matching_default_answers_within_a_seco
             "name": "evil",
             "type": "object",
             "schema": "Evil",
-            "default": {"code": EVIL_TEXT},
+            "default": {"code": evil},
             "description": "An evil default.",
         }
     )
@@ -136,7 +140,7 @@ def test_import_with_a_slow_pattern_and_a_matching_default_answers_within_a_seco
     assert AgentApp.objects.count() == before
     text = response.content.decode()
     assert "Nothing was imported" in text
-    if pattern == NESTED:
+    if pattern in (NESTED, AMBIGUOUS):
         assert "SC228" in text and "so it is refused" in text
     else:
         assert "took longer than 0.1 s" in text and "variables.evil.default" in text
@@ -144,13 +148,15 @@ def test_import_with_a_slow_pattern_and_a_matching_default_answers_within_a_seco
 
 @pytest.fixture
 def slow_pattern_app(user, shop):
-    """The shopping app with a custom object whose schema has an ambiguous pattern."""
+    """The shopping app with a custom object whose schema has an ambiguous pattern, written
+    to the database directly: as if the schema check in front had been bypassed."""
     from agents import services
+    from agents.models import Schema, Variable
 
     schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": AMBIGUOUS}}}
-    saved = services.schema_create(app=shop, name="Coded", json_schema=schema, actor=user)
-    services.variable_create(
-        app=shop, name="coded", type="object", schema=saved, default={"code": "aaa"}, actor=user
+    saved = Schema.objects.create(app=shop, name="Coded", json_schema=schema)
+    Variable.objects.create(
+        app=shop, name="coded", type="object", schema=saved, default={"code": "aaa"}
     )
     agent = shop.agents.get()
     services.agent_update(agent=agent, instructions="Code: {{coded.code}}", actor=user)

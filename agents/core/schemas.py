@@ -36,7 +36,7 @@ CODES: dict[str, str] = {
     "SC225": "The schema is nested more than 32 levels deep.",
     "SC226": "The schema is too large (over 256 KB or 5,000 values).",
     "SC227": "A pattern (or patternProperties key) is not a valid regular expression.",
-    "SC228": "A pattern repeats a group that itself repeats (very slow on some texts): refused.",
+    "SC228": "A pattern repeats a group that repeats or has overlapping alternatives: refused.",
     "SC229": "The schema declares a $schema other than draft 2020-12; it is read as 2020-12.",
     "SC230": 'A custom-object schema should say "type": "object" at the top.',
 }
@@ -224,6 +224,8 @@ def _may_backtrack(pattern: str) -> bool:
     for group in _REPEATED_GROUP.finditer(pattern):
         body = group.group(1)
         if "|" in body:
+            if _alternatives_overlap(body.split("|")):
+                return True
             continue
         atoms = [(m.group(1), m.group(2) or "") for m in _ATOM.finditer(body)]
         if not atoms:
@@ -236,6 +238,28 @@ def _may_backtrack(pattern: str) -> bool:
         )
         if repeats and optional_rest:
             return True
+    return False
+
+
+_WORD_CHARACTER = re.compile(r"\w")
+
+
+def _alternatives_overlap(alternatives: list[str]) -> bool:
+    """Whether two alternatives of a repeated group can match the same text, so that
+    ``(a|a)*``, ``(a|ab)*``, ``(.|x)*`` or ``(\\w|\\d)+`` match a long text in exponentially
+    many ways: equal alternatives, one a prefix of another, ``.`` beside anything, or a
+    word class beside a digit class or a word character."""
+    for i, first in enumerate(alternatives):
+        for second in alternatives[i + 1 :]:
+            if first.startswith(second) or second.startswith(first):
+                return True
+            pair = {first, second}
+            if "." in pair:
+                return True
+            if "\\w" in pair:
+                other = (pair - {"\\w"}).pop()
+                if other == "\\d" or (len(other) == 1 and _WORD_CHARACTER.fullmatch(other)):
+                    return True
     return False
 
 
@@ -280,7 +304,8 @@ def _pattern_problems(pattern: str, where: str) -> Iterator[Diagnostic]:
         return
     if _may_backtrack(pattern):
         message = (
-            f"{where}: {pattern!r} repeats a group that itself repeats, which can take "
-            "very long on some texts, so it is refused; simplify it (e.g. (a+)+ is a+)"
+            f"{where}: {pattern!r} repeats a group that itself repeats or whose alternatives "
+            "overlap, which can take very long on some texts, so it is refused; simplify it "
+            "(e.g. (a+)+ is a+, (a|ab)* is (ab?)*)"
         )
         yield schema_diagnostic("SC228", Severity.ERROR, message, where)
