@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agents.core import rules
 from agents.core.code_analysis import (
     KIND_NULL,
     CodeAnalysis,
@@ -78,9 +79,7 @@ CODES: dict[str, str] = {
     "SC362": "`x-ces-session-context` not on a header/query parameter, or not a `$context` value.",
 }
 
-_VALID_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 _SNAKE_CASE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*", re.ASCII)
-_MAX_NAME = 64
 _FUZZY_BUDGET = 50  # distinct unknown names per call that get a "did you mean"
 _HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
 _SESSION_CONTEXT = "x-ces-session-context"
@@ -751,12 +750,12 @@ def _lint_variables(index: _Index) -> Iterable[Diagnostic]:
     for variable in index.app.variables:
         name = variable.name
         prefix = f"variables.{name}"
-        if not _VALID_NAME.fullmatch(name) or len(name) > _MAX_NAME:
+        if rules.name_problems(name):
             yield Diagnostic(
                 "SC331",
                 E,
                 f"`{name}` is not a valid variable name: use letters, digits and underscores, "
-                f"not starting with a digit, at most {_MAX_NAME} characters.",
+                f"not starting with a digit, at most {rules.NAME_MAX_LENGTH} characters.",
                 field=f"{prefix}.name",
                 subject=name,
             )

@@ -50,10 +50,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agents.core import rules
 from agents.core.cx.schemas import variable_cx_schema, variable_from_cx_schema
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.formats import (
-    NAME_PATTERN,
     check_app_spec,
     dumps_native,
     load_yaml,
@@ -106,7 +106,6 @@ MAX_ZIP_BYTES = 50 * 1024 * 1024
 MAX_ZIP_FILE_BYTES = 10 * 1024 * 1024
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
-_NAME_RE = re.compile(NAME_PATTERN)
 _FOLDER_RE = re.compile(r"[^A-Za-z0-9_-]+")
 _CALLBACK_FIELDS = {
     kind: "".join(word.capitalize() if i else word for i, word in enumerate(kind.value.split("_")))
@@ -723,7 +722,7 @@ def _read_variables(
             state.note("SC606", E, "app.json", where, "must be an object")
             continue
         name = declaration.get("name")
-        if not isinstance(name, str) or not _NAME_RE.match(name) or len(name) > 64:
+        if not isinstance(name, str) or rules.name_problems(name):
             state.note("SC609", E, "app.json", f"{where}.name", f"{name!r} is not a valid name")
             continue
         state.unknown_fields(
@@ -774,7 +773,7 @@ def _schema_for(
             return existing.name
     taken = {s.name for s in schemas}
     title = read.schema.get("title")
-    if isinstance(title, str) and _NAME_RE.match(title) and len(title) <= 64:
+    if isinstance(title, str) and not rules.name_problems(title):
         base = title
     else:
         base = "".join(part.capitalize() for part in variable.split("_") if part) or "Schema"
@@ -943,7 +942,7 @@ def _read_tool(state: _Import, path: str, folder: str, data: Mapping[str, Any]) 
         name, name_field = display.strip(), "displayName"
     else:
         name, name_field = folder, ""
-    if not _NAME_RE.match(name) or len(name) > 64:
+    if rules.name_problems(name):
         state.note(
             "SC609",
             E,
