@@ -288,3 +288,19 @@ def test_a_sandbox_failure_is_logged_but_a_user_error_is_not(caplog):
     )
     assert [r.levelname for r in caplog.records] == ["ERROR"]
     assert "did not start" in caplog.records[0].getMessage()
+
+
+def test_a_nul_character_is_refused_naming_the_field_on_every_database(signed_in, user, shop):
+    agent = shop.agents.get()
+    response = signed_in.post(
+        url("agent-instructions", shop.pk, agent.pk),
+        {"instructions": "bad\x00text", "base_hash": agent.instructions_hash},
+        headers=HX,
+    )
+    assert response.status_code == 200
+    assert "NUL character" in response.content.decode()
+    agent.refresh_from_db()
+    assert "\x00" not in agent.instructions
+    with pytest.raises(services.ServiceError) as refused:
+        services.app_create(owner=user, name="a\x00b")
+    assert "name" in refused.value.field_errors()

@@ -112,8 +112,17 @@ def name_problems(name: str, field: str = "name", subject: str | None = None) ->
     return []
 
 
+def _nul(text: str, field: str) -> list[Diagnostic]:
+    """PostgreSQL cannot store (or even look up) text with a NUL character."""
+    if "\x00" in text:
+        return [_error("SC003", field, "The name contains a NUL character (\\x00); remove it.")]
+    return []
+
+
 def app_name_problems(name: str, field: str = "name") -> list[Diagnostic]:
     name = name.strip()
+    if "\x00" in name:
+        return _nul(name, field)
     if not name:
         return [_error("SC003", field, "Give the app a name.")]
     if len(name) > APP_NAME_MAX_LENGTH:
@@ -125,6 +134,8 @@ def app_name_problems(name: str, field: str = "name") -> list[Diagnostic]:
 def display_name_problems(name: str, field: str = "display_name") -> list[Diagnostic]:
     """An agent's display name: what `{@AGENT: …}` names, so no braces."""
     name = name.strip()
+    if "\x00" in name:
+        return _nul(name, field)
     if not name:
         return [_error("SC003", field, "Give the agent a display name.")]
     if len(name) > DISPLAY_NAME_MAX_LENGTH:
@@ -188,6 +199,8 @@ def token_budget_problems(budget: Any, field: str = "token_budget") -> list[Diag
 
 def scenario_name_problems(name: str, field: str = "name") -> list[Diagnostic]:
     name = name.strip()
+    if "\x00" in name:
+        return _nul(name, field)
     if not name:
         return [_error("SC003", field, "Give the scenario a name.")]
     if len(name) > SCENARIO_NAME_MAX_LENGTH:

@@ -84,8 +84,21 @@ def check_version(obj: Model, expected_version: int | None) -> None:
         )
 
 
+def _nul_problems(obj: Model) -> list[Diagnostic]:
+    """Text that a database cannot store: PostgreSQL refuses the NUL character."""
+    problems = []
+    for field in obj._meta.concrete_fields:
+        value = getattr(obj, field.attname, None)
+        if isinstance(value, str) and "\x00" in value:
+            message = "This text contains a NUL character (\\x00), which cannot be saved."
+            problems.append(error(field.name, message))
+    return problems
+
+
 def save(obj: Model) -> None:
-    """Save and bump the version; a concurrent unique-constraint hit becomes a ServiceError."""
+    """Save and bump the version; a concurrent unique-constraint hit becomes a ServiceError,
+    text with a NUL character a refusal naming the field (on every database alike)."""
+    raise_if(_nul_problems(obj))
     if obj.pk is not None:
         obj.version += 1
     try:
