@@ -94,8 +94,10 @@ def test_steps_are_capped(bank, settings):
     assert [e.text for e in users] == ["hello 0", "hello 1", "hello 2"]
 
 
-def test_designer_simulations_are_rate_limited_per_user(signed_in, bank, settings):
+def test_designer_simulations_are_rate_limited_per_user(signed_in, bank, settings, monkeypatch):
     settings.RATE_LIMITS = {**settings.RATE_LIMITS, "simulate": "2/m"}
+    # A fixed clock: the counting window must not roll over between the requests.
+    monkeypatch.setattr(ratelimit, "now", lambda: 1_000_000.0)
     agent = bank.agents.get()
     url = reverse("agent-simulate", args=[bank.pk, agent.pk])
     for _ in range(2):
