@@ -9,7 +9,7 @@ from django.core.cache import cache
 from django.core.management import call_command
 from django.urls import reverse
 
-from agents import checks, services
+from agents import checks, ratelimit, services
 from agents.core.simulate import CodeCall
 from agents.sandbox import Limits, host
 from agents.sandbox import code_runner as memo
