@@ -57,7 +57,9 @@ def _mocks_choice(params: Mapping[str, Any], scenario: Scenario) -> bool | None:
     so unticking it is a choice too); None keeps the scenario's own setting."""
     if str(params.get("mocks_for", "")) != str(scenario.pk):
         return None
-    return params.get("use_mocks") in ("on", "true", "1")
+    # The hidden "off" and the ticked box both arrive, in an order the browser chooses.
+    given = params.getlist("use_mocks") if hasattr(params, "getlist") else [params.get("use_mocks")]
+    return any(value in ("on", "true", "1") for value in given)
 
 
 def build_conversation(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Conversation:

@@ -188,6 +188,10 @@ def test_every_page_and_fragment_escapes_the_payload_and_keeps_its_script(
     watch.check("scenario form")
     page.locator("#scenario-editor [data-clear]").click()  # the Cancel that was an onclick
     expect(page.locator("#scenario-editor form")).to_have_count(0)
+    # Tick it once the conversation has settled: a re-simulation still in flight would
+    # swap in a fresh panel (and checkbox) after the click.
+    expect(page.locator("#conversation-panel.htmx-request")).to_have_count(0)
+    expect(page.locator(".htmx-request")).to_have_count(0)
     page.locator("#conversation-panel input[type=checkbox][name=use_mocks]").check()
     expect(page.locator("#conversation-panel input[type=checkbox][name=use_mocks]")).to_be_checked()
     expect(page.locator("#conversation-panel .turn").first).to_contain_text(P)
