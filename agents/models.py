@@ -49,6 +49,7 @@ class ToolKind(models.TextChoices):
     PYTHON = spec.ToolKind.PYTHON, "Python"
     OPENAPI = spec.ToolKind.OPENAPI, "OpenAPI"
     MCP = spec.ToolKind.MCP, "MCP"
+    PLATFORM = spec.ToolKind.PLATFORM, "Platform (CX)"
 
 
 class CallbackKind(models.TextChoices):
@@ -75,6 +76,12 @@ class AgentApp(TimestampedModel):
     )
     # Bumped by every write to anything in the app: the key of its cached AppSpec.
     revision = models.PositiveBigIntegerField(default=1)
+    cx = OrderedJSONField(
+        default=dict,
+        blank=True,
+        editable=False,
+        help_text="What a CX import kept verbatim (CX fields Statecraft does not edit).",
+    )
 
     class Meta:
         ordering = ["name", "id"]
@@ -99,6 +106,7 @@ class AgentApp(TimestampedModel):
             schemas=tuple(s.to_spec() for s in schemas),
             tools=tuple(t.to_spec() for t in self.tools.all()),
             agents=tuple(a.to_spec() for a in self.agents.all()),
+            cx=dict(self.cx or {}),
         )
 
 
@@ -170,6 +178,12 @@ class Variable(TimestampedModel):
     # None means "no default"; any other JSON value is the default.
     default = OrderedJSONField(null=True, blank=True)
     description = models.TextField(blank=True)
+    cx = OrderedJSONField(
+        default=dict,
+        blank=True,
+        editable=False,
+        help_text="What a CX import kept verbatim (CX fields Statecraft does not edit).",
+    )
 
     class Meta:
         ordering = ["name", "id"]
@@ -229,6 +243,7 @@ class Variable(TimestampedModel):
             description=self.description,
             item_type=spec.VariableType(self.item_type) if self.item_type else None,
             schema=schema_name,
+            cx=dict(self.cx or {}),
         )
 
 
@@ -254,6 +269,12 @@ class Tool(TimestampedModel):
         default=dict, blank=True, help_text="Mock: variable values the tool sets when called."
     )
     mock_response = OrderedJSONField(null=True, blank=True, help_text="Mock: the JSON response.")
+    cx = OrderedJSONField(
+        default=dict,
+        blank=True,
+        editable=False,
+        help_text="What a CX import kept verbatim (CX fields Statecraft does not edit).",
+    )
 
     class Meta:
         ordering = ["name", "id"]
@@ -285,6 +306,7 @@ class Tool(TimestampedModel):
             mcp_url=self.mcp_url,
             mcp_headers=tuple((str(k), str(v)) for k, v in (self.mcp_headers or {}).items()),
             mock=mock,
+            cx=dict(self.cx or {}),
         )
 
 
@@ -296,6 +318,12 @@ class Agent(TimestampedModel):
     is_root = models.BooleanField(default=False)
     tools = models.ManyToManyField(Tool, related_name="agents", blank=True)
     children = models.ManyToManyField("self", symmetrical=False, related_name="parents", blank=True)
+    cx = OrderedJSONField(
+        default=dict,
+        blank=True,
+        editable=False,
+        help_text="What a CX import kept verbatim (CX fields Statecraft does not edit).",
+    )
 
     class Meta:
         ordering = ["-is_root", "display_name", "id"]
@@ -325,6 +353,7 @@ class Agent(TimestampedModel):
             children=tuple(c.display_name for c in self.children.all()),
             callbacks=tuple(c.to_spec() for c in self.callbacks.all()),
             is_root=self.is_root,
+            cx=dict(self.cx or {}),
         )
 
 
@@ -333,6 +362,12 @@ class Callback(TimestampedModel):
     kind = models.CharField(max_length=20, choices=CallbackKind.choices)
     order = models.PositiveIntegerField(default=0)
     code = models.TextField(help_text="Python; may update state like a tool.")
+    cx = OrderedJSONField(
+        default=dict,
+        blank=True,
+        editable=False,
+        help_text="What a CX import kept verbatim (CX fields Statecraft does not edit).",
+    )
 
     class Meta:
         ordering = ["kind", "order", "id"]
@@ -350,7 +385,10 @@ class Callback(TimestampedModel):
 
     def to_spec(self) -> spec.CallbackSpec:
         return spec.CallbackSpec(
-            kind=spec.CallbackKind(self.kind), code=self.code, order=self.order
+            kind=spec.CallbackKind(self.kind),
+            code=self.code,
+            order=self.order,
+            cx=dict(self.cx or {}),
         )
 
 
@@ -388,6 +426,12 @@ class Scenario(TimestampedModel):
         default=SCENARIO_DEFAULTS["use_mocks"],
         help_text="Use tool mocks even when a tool has code.",
     )
+    cx = OrderedJSONField(
+        default=dict,
+        blank=True,
+        editable=False,
+        help_text="What a CX import kept verbatim (CX fields Statecraft does not edit).",
+    )
 
     class Meta:
         ordering = ["name", "id"]
@@ -420,6 +464,7 @@ class Scenario(TimestampedModel):
             steps=tuple(step.to_spec() for step in self.steps.all()),
             token_budget=self.token_budget,
             use_mocks=self.use_mocks,
+            cx=dict(self.cx or {}),
         )
 
 

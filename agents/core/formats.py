@@ -132,6 +132,14 @@ NATIVE_SCHEMA: dict[str, Any] = {
             "maxLength": NAME_MAX_LENGTH,
         },
         "json": {"description": "Any JSON value."},
+        "cx": {
+            "description": (
+                "What a CX Agent Studio import kept of this object verbatim (the CX "
+                "fields Statecraft does not edit), written back on CX export. Omitted "
+                "for objects made in Statecraft."
+            ),
+            "type": "object",
+        },
         "app": {
             "type": "object",
             "required": ["name"],
@@ -143,6 +151,7 @@ NATIVE_SCHEMA: dict[str, Any] = {
                 "variables": {"type": "array", "items": {"$ref": "#/$defs/variable"}},
                 "tools": {"type": "array", "items": {"$ref": "#/$defs/tool"}},
                 "agents": {"type": "array", "items": {"$ref": "#/$defs/agent"}},
+                "cx": {"$ref": "#/$defs/cx"},
             },
         },
         "schema": {
@@ -171,6 +180,7 @@ NATIVE_SCHEMA: dict[str, Any] = {
                 "schema": {"$ref": "#/$defs/name"},
                 "default": {"$ref": "#/$defs/json"},
                 "description": _text(),
+                "cx": {"$ref": "#/$defs/cx"},
             },
             "allOf": [
                 _if_then("type", VariableType.LIST.value, ["item_type"]),
@@ -181,7 +191,8 @@ NATIVE_SCHEMA: dict[str, Any] = {
         "tool": {
             "description": (
                 "A tool: python (python_code), openapi (an OpenAPI 3 document with one "
-                "operation) or mcp (mcp_url and mcp_headers); mock is what it does in "
+                "operation), mcp (mcp_url and mcp_headers) or platform (a tool CX provides, "
+                "such as end_session; no code); mock is what it does in "
                 "simulation without running code (null: no mock)."
             ),
             "type": "object",
@@ -203,6 +214,7 @@ NATIVE_SCHEMA: dict[str, Any] = {
                         "response": {"$ref": "#/$defs/json"},
                     },
                 },
+                "cx": {"$ref": "#/$defs/cx"},
             },
         },
         "callback": {
@@ -213,6 +225,7 @@ NATIVE_SCHEMA: dict[str, Any] = {
                 "kind": {"enum": [k.value for k in CallbackKind]},
                 "order": {"type": "integer", "minimum": 0},
                 "code": _text(),
+                "cx": {"$ref": "#/$defs/cx"},
             },
         },
         "agent": {
@@ -232,6 +245,7 @@ NATIVE_SCHEMA: dict[str, Any] = {
                 "children": {"type": "array", "items": _text(200, min_length=1)},
                 "callbacks": {"type": "array", "items": {"$ref": "#/$defs/callback"}},
                 "scenarios": {"type": "array", "items": {"$ref": "#/$defs/scenario"}},
+                "cx": {"$ref": "#/$defs/cx"},
             },
         },
         "scenario": {
@@ -261,6 +275,7 @@ NATIVE_SCHEMA: dict[str, Any] = {
                     "description": "The steps as the designer types them (user:, tool:, ...).",
                     "type": "string",
                 },
+                "cx": {"$ref": "#/$defs/cx"},
             },
             "not": {"required": ["steps", "script"]},
         },
@@ -310,8 +325,14 @@ def to_native(app: AppSpec, scenarios: Iterable[ScenarioSpec] = ()) -> dict[str,
             "variables": [_variable_out(v) for v in app.variables],
             "tools": [_tool_out(t) for t in app.tools],
             "agents": [_agent_out(a, by_agent.get(a.name, ())) for a in app.agents],
+            **_cx_out(app.cx),
         },
     }
+
+
+def _cx_out(carry: Mapping[str, Any]) -> dict[str, Any]:
+    """`{"cx": ...}` when a CX import kept something of the object, else nothing."""
+    return {"cx": _json(carry)} if carry else {}
 
 
 def _variable_out(variable: VariableSpec) -> dict[str, Any]:
@@ -323,6 +344,7 @@ def _variable_out(variable: VariableSpec) -> dict[str, Any]:
     if variable.default is not None:
         out["default"] = _json(variable.default)
     out["description"] = variable.description
+    out.update(_cx_out(variable.cx))
     return out
 
 
@@ -345,6 +367,7 @@ def _tool_out(tool: ToolSpec) -> dict[str, Any]:
         if tool.mock is None
         else {"state": _json(tool.mock.state), "response": _json(tool.mock.response)}
     )
+    out.update(_cx_out(tool.cx))
     return out
 
 
@@ -357,9 +380,11 @@ def _agent_out(agent: AgentSpec, scenarios: Iterable[ScenarioSpec]) -> dict[str,
         "tools": list(agent.tools),
         "children": list(agent.children),
         "callbacks": [
-            {"kind": c.kind.value, "order": c.order, "code": c.code} for c in agent.callbacks
+            {"kind": c.kind.value, "order": c.order, "code": c.code, **_cx_out(c.cx)}
+            for c in agent.callbacks
         ],
         "scenarios": [_scenario_out(s) for s in scenarios],
+        **_cx_out(agent.cx),
     }
 
 
@@ -379,6 +404,7 @@ def _scenario_out(scenario: ScenarioSpec) -> dict[str, Any]:
         "token_budget": scenario.token_budget,
         "use_mocks": scenario.use_mocks,
         "steps": [_step_out(step) for step in scenario.steps],
+        **_cx_out(scenario.cx),
     }
 
 
@@ -659,6 +685,7 @@ def from_native(
         variables=tuple(_variable_in(v, diagnostics) for v in app_doc.get("variables", [])),
         tools=tuple(_tool_in(t) for t in app_doc.get("tools", [])),
         agents=tuple(_agent_in(a) for a in app_doc.get("agents", [])),
+        cx=app_doc.get("cx", {}),
     )
     scenarios = tuple(
         _scenario_in(s, agent["name"], diagnostics)
@@ -691,6 +718,7 @@ def _variable_in(v: dict[str, Any], diagnostics: list[Diagnostic]) -> VariableSp
         description=v.get("description", ""),
         item_type=item_type,
         schema=schema,
+        cx=v.get("cx", {}),
     )
 
 
@@ -707,6 +735,7 @@ def _tool_in(t: dict[str, Any]) -> ToolSpec:
         mock=None
         if mock is None
         else ToolMock(state=mock.get("state", {}), response=mock.get("response")),
+        cx=t.get("cx", {}),
     )
 
 
@@ -718,10 +747,16 @@ def _agent_in(a: dict[str, Any]) -> AgentSpec:
         tools=tuple(a.get("tools", [])),
         children=tuple(a.get("children", [])),
         callbacks=tuple(
-            CallbackSpec(kind=CallbackKind(c["kind"]), code=c["code"], order=c.get("order", i))
+            CallbackSpec(
+                kind=CallbackKind(c["kind"]),
+                code=c["code"],
+                order=c.get("order", i),
+                cx=c.get("cx", {}),
+            )
             for i, c in enumerate(a.get("callbacks", []))
         ),
         is_root=a.get("is_root", False),
+        cx=a.get("cx", {}),
     )
 
 
@@ -762,6 +797,7 @@ def _scenario_in(s: dict[str, Any], agent: str, diagnostics: list[Diagnostic]) -
         steps=steps,
         token_budget=s.get("token_budget", 8000),
         use_mocks=s.get("use_mocks", False),
+        cx=s.get("cx", {}),
     )
 
 

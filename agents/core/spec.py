@@ -24,6 +24,13 @@ class ToolKind(StrEnum):
     PYTHON = "python"
     OPENAPI = "openapi"
     MCP = "mcp"
+    PLATFORM = "platform"  # a tool CX provides (end_session, customize_response): no code
+
+
+# What a CX import keeps of an object that Statecraft does not edit: the object's
+# original CX JSON (fields and values as the export had them), written back on export
+# under the fields Statecraft does edit. Empty for objects made in Statecraft.
+CxCarry = dict[str, Any]
 
 
 class CallbackKind(StrEnum):
@@ -56,6 +63,7 @@ class VariableSpec:
     description: str = ""
     item_type: VariableType | None = None
     schema: str | None = None
+    cx: CxCarry = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +84,7 @@ class ToolSpec:
     mcp_url: str = ""
     mcp_headers: tuple[tuple[str, str], ...] = ()
     mock: ToolMock | None = None
+    cx: CxCarry = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +92,7 @@ class CallbackSpec:
     kind: CallbackKind
     code: str
     order: int = 0
+    cx: CxCarry = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +104,7 @@ class AgentSpec:
     children: tuple[str, ...] = ()
     callbacks: tuple[CallbackSpec, ...] = ()
     is_root: bool = False
+    cx: CxCarry = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +115,8 @@ class AppSpec:
     schemas: tuple[SchemaSpec, ...] = ()
     tools: tuple[ToolSpec, ...] = ()
     agents: tuple[AgentSpec, ...] = ()
+    # {"app": the original app.json, "files": {path: text} of the files kept verbatim}
+    cx: CxCarry = field(default_factory=dict)
 
     def variable(self, name: str) -> VariableSpec | None:
         return next((v for v in self.variables if v.name == name), None)
@@ -166,3 +179,4 @@ class ScenarioSpec:
     steps: tuple[StepSpec, ...] = ()
     token_budget: int = 8000
     use_mocks: bool = False  # run tool mocks even when a tool has code
+    cx: CxCarry = field(default_factory=dict)  # the original CX evaluation, if imported

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from django.db import transaction
 
@@ -94,6 +95,7 @@ def agent_create(
     is_root: bool | None = None,
     tools: Sequence[Tool] = (),
     children: Sequence[Agent] = (),
+    cx: Mapping[str, Any] | None = None,
     actor: Actor = None,
 ) -> Agent:
     if is_root is None:
@@ -104,6 +106,7 @@ def agent_create(
         instructions=instructions,
         description=description,
         is_root=is_root,
+        cx=dict(cx or {}),
     )
     raise_if(agent_problems(agent))
     if is_root:
@@ -131,8 +134,10 @@ def agent_update(
     tools: Sequence[Tool] | None = None,
     children: Sequence[Agent] | None = None,
     expected_version: int | None = None,
+    cx: Mapping[str, Any] | None = None,
     actor: Actor = None,
 ) -> Agent:
+    """Change what is given; `cx` (what a CX import kept) replaces the kept CX fields."""
     agent = locked(Agent, agent.pk)
     check_version(agent, expected_version)
     before = {**snapshot(agent), **_links(agent)}
@@ -142,6 +147,8 @@ def agent_update(
         agent.instructions = instructions
     if description is not None:
         agent.description = description
+    if cx is not None:
+        agent.cx = dict(cx)
     raise_if(agent_problems(agent))
     if is_root:
         Agent.objects.filter(app_id=agent.app_id, is_root=True).exclude(pk=agent.pk).update(
@@ -263,12 +270,18 @@ def _callback_name(callback: Callback) -> str:
 
 @transaction.atomic
 def callback_create(
-    *, agent: Agent, kind: str, code: str, order: int | None = None, actor: Actor = None
+    *,
+    agent: Agent,
+    kind: str,
+    code: str,
+    order: int | None = None,
+    cx: Mapping[str, Any] | None = None,
+    actor: Actor = None,
 ) -> Callback:
     if order is None:
         last = agent.callbacks.filter(kind=kind).order_by("-order").first()
         order = 0 if last is None else last.order + 1
-    callback = Callback(agent=agent, kind=kind, code=code, order=order)
+    callback = Callback(agent=agent, kind=kind, code=code, order=order, cx=dict(cx or {}))
     raise_if(callback_problems(callback))
     save(callback)
     changed(

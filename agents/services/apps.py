@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -46,10 +47,17 @@ def _app_name_problems(owner_id: int, name: str, exclude: int | None = None) -> 
 
 
 @transaction.atomic
-def app_create(*, owner: Actor, name: str, description: str = "", actor: Actor = None) -> AgentApp:
-    """A new app owned by `owner`, with its root agent."""
+def app_create(
+    *,
+    owner: Actor,
+    name: str,
+    description: str = "",
+    cx: Mapping[str, Any] | None = None,
+    actor: Actor = None,
+) -> AgentApp:
+    """A new app owned by `owner`, with its root agent. `cx`: what a CX import kept."""
     raise_if(_app_name_problems(owner.pk, name))
-    app = AgentApp(owner=owner, name=name.strip(), description=description)
+    app = AgentApp(owner=owner, name=name.strip(), description=description, cx=dict(cx or {}))
     save(app)
     changed(app=app, actor=actor or owner, action="app.create", name=app.name, after=snapshot(app))
     agent_create(app=app, display_name="root_agent", is_root=True, actor=actor or owner)
@@ -208,7 +216,9 @@ def app_create_from_spec(
     if errors:
         raise ServiceError(errors)
     with _about("name"):
-        app = app_create(owner=owner, name=name, description=spec.description, actor=actor)
+        app = app_create(
+            owner=owner, name=name, description=spec.description, cx=spec.cx, actor=actor
+        )
     schemas = _create_schemas(app, spec, actor)
     _create_variables(app, spec, schemas, actor)
     tools = _create_tools(app, spec, actor)
@@ -229,6 +239,7 @@ def app_create_from_spec(
                 location=session.location,
                 token_budget=scenario.token_budget,
                 use_mocks=scenario.use_mocks,
+                cx=scenario.cx,
                 actor=actor,
             )
     return app
@@ -261,6 +272,7 @@ def _create_variables(
                 description=variable.description,
                 item_type=variable.item_type.value if variable.item_type else "",
                 schema=schemas.get(variable.schema) if variable.schema else None,
+                cx=variable.cx,
                 actor=actor,
             )
 
@@ -281,6 +293,7 @@ def _create_tools(app: AgentApp, spec: AppSpec, actor: Actor) -> dict[str, Tool]
                 mock_enabled=tool.mock is not None,
                 mock_state=dict(tool.mock.state) if tool.mock else {},
                 mock_response=tool.mock.response if tool.mock else None,
+                cx=tool.cx,
                 actor=actor,
             )
     return tools
@@ -302,6 +315,7 @@ def _create_agents(
             display_name=root.name,
             instructions=root.instructions,
             description=root.description,
+            cx=root.cx,
             actor=actor,
         )
     for agent in spec.agents:
@@ -314,6 +328,7 @@ def _create_agents(
                 instructions=agent.instructions,
                 description=agent.description,
                 is_root=False,
+                cx=agent.cx,
                 actor=actor,
             )
     for agent in spec.agents:
@@ -332,6 +347,7 @@ def _create_agents(
                     kind=callback.kind.value,
                     code=callback.code,
                     order=callback.order,
+                    cx=callback.cx,
                     actor=actor,
                 )
     return agents

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.db import transaction
@@ -55,6 +56,7 @@ def scenario_save(
     agent: Agent,
     scenario: Scenario | None = None,
     expected_version: int | None = None,
+    cx: Mapping[str, Any] | None = None,
     actor: Actor = None,
     **fields: Any,
 ) -> Scenario:
@@ -83,6 +85,8 @@ def scenario_save(
             setattr(scenario, key, value)
     if scenario.name is None:
         scenario.name = ""
+    if cx is not None:
+        scenario.cx = dict(cx)
     parsed = parse_script(script)
     diagnostics = _scenario_problems(scenario)
     diagnostics += on_field(parsed.diagnostics, "steps_script")

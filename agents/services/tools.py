@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from django.db import transaction
@@ -69,6 +70,7 @@ def tool_create(
     name: str,
     kind: str = ToolKind.PYTHON,
     attach_to: Agent | None = None,
+    cx: Mapping[str, Any] | None = None,
     actor: Actor = None,
     **fields: Any,
 ) -> Tool:
@@ -76,7 +78,7 @@ def tool_create(
     unknown = set(fields) - set(TOOL_FIELDS)
     if unknown:
         raise TypeError(f"tool_create() got unexpected fields {sorted(unknown)}")
-    tool = Tool(app=app, name=name, kind=kind, **fields)
+    tool = Tool(app=app, name=name, kind=kind, cx=dict(cx or {}), **fields)
     raise_if(tool_problems(tool))
     save(tool)
     changed(app=app, actor=actor, action="tool.create", name=name, after=snapshot(tool))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.db import transaction
@@ -92,9 +93,11 @@ def variable_create(
     description: str = "",
     item_type: str = "",
     schema: Schema | None = None,
+    cx: Mapping[str, Any] | None = None,
     actor: Actor = None,
 ) -> Variable:
     variable = Variable(
+        cx=dict(cx or {}),
         app=app,
         name=name,
         type=type,
