@@ -1,5 +1,5 @@
-// Statecraft designer: editor highlighting, autocomplete, diagnostics, inline forms, schema builder.
-// Plain JS, no dependencies; htmx does the server round trips.
+// Statecraft designer: diagnostics, inline forms, the schema builder. Plain JS; htmx does the
+// server round trips; the editors (CodeMirror) are static/js/editor.bundle.js (frontend/).
 (function () {
   "use strict";
 
@@ -15,177 +15,16 @@
     try { return JSON.parse(node.textContent); } catch (e) { return fallback; }
   }
 
-  // ------------------------------------------------------------ editor highlighting
-
-  const editor = document.getElementById("instructions");
-  const layer = document.getElementById("instructions-highlight");
-
-  function classify(match) {
-    if (match[0].startsWith("{{")) return "static";
-    if (match[2]) return match[2] === "TOOL" ? "tool" : "agent";
-    if (match[0].startsWith("{%")) return "cond";
-    return "dynamic";
-  }
-
-  function highlight() {
-    if (!editor || !layer) return;
-    const text = editor.value;
-    const data = readJson("completion-data", { variables: [], tools: [], agents: [] });
-    const known = new Set(data.variables.map((v) => v.name));
-    const problems = readJson("diagnostic-data", []).filter((d) => d.severity !== "info");
-    // Marks: [start, end, className]; references first, diagnostics squiggle on top.
-    const marks = [];
-    REF.lastIndex = 0;
-    let m;
-    while ((m = REF.exec(text))) {
-      const kind = classify(m);
-      let cls = "hl hl-" + kind;
-      if ((kind === "static" && !known.has(m[1].split(".")[0])) || (kind === "dynamic" && !known.has(m[4]))) cls += " hl-unknown";
-      marks.push([m.index, m.index + m[0].length, cls]);
-    }
-    const bounds = new Set([0, text.length]);
-    marks.forEach(([s, e]) => { bounds.add(s); bounds.add(e); });
-    problems.forEach((p) => { if (p.start != null && p.start < text.length) { bounds.add(p.start); bounds.add(Math.min(p.end, text.length)); } });
-    const points = Array.from(bounds).sort((a, b) => a - b);
-    let html = "";
-    for (let i = 0; i < points.length - 1; i++) {
-      const s = points[i], e = points[i + 1];
-      const classes = [];
-      const ref = marks.find(([ms, me]) => ms <= s && e <= me);
-      if (ref) classes.push(ref[2]);
-      const prob = problems.find((p) => p.start <= s && e <= Math.max(p.end, p.start + 1));
-      if (prob) classes.push("squiggle squiggle-" + prob.severity);
-      const chunk = escapeHtml(text.slice(s, e));
-      html += classes.length ? `<span class="${classes.join(" ")}">${chunk}</span>` : chunk;
-    }
-    layer.innerHTML = html + "\n";
-    syncScroll();
-  }
-
-  function syncScroll() {
-    if (!editor || !layer) return;
-    layer.parentElement.scrollTop = editor.scrollTop;
-    layer.parentElement.scrollLeft = editor.scrollLeft;
-  }
-
-  // ------------------------------------------------------------ autocomplete
-
-  const list = document.getElementById("completion-list");
-  let items = [];
-  let active = 0;
-  let context = null; // {start, kind, prefix}
-
-  function completionContext() {
-    const pos = editor.selectionStart;
-    const before = editor.value.slice(Math.max(0, pos - 120), pos);
-    let m;
-    if ((m = before.match(/\{@(TOOL|AGENT):\s*([^{}\n]*)$/))) return { kind: m[1].toLowerCase(), prefix: m[2], start: pos - m[2].length };
-    if ((m = before.match(/\{@([A-Za-z]*)$/))) return { kind: "at", prefix: m[1], start: pos - m[1].length };
-    if ((m = before.match(/\{\{\s*([A-Za-z0-9_.]*)$/))) return { kind: "static", prefix: m[1], start: pos - m[1].length };
-    if ((m = before.match(/(?:^|[^{])\{\s*([A-Za-z0-9_]*)$/))) return { kind: "dynamic", prefix: m[1], start: pos - m[1].length };
-    return null;
-  }
-
-  function suggestions(ctx) {
-    const data = readJson("completion-data", { variables: [], tools: [], agents: [], agentTools: [] });
-    const p = ctx.prefix.toLowerCase();
-    if (ctx.kind === "at") {
-      return ["TOOL", "AGENT"].filter((k) => k.toLowerCase().startsWith(p)).map((k) => ({ label: k, detail: k === "TOOL" ? "tool reference" : "sub-agent reference", insert: k + ": ", reopen: true }));
-    }
-    if (ctx.kind === "tool") {
-      return data.tools.filter((t) => t.toLowerCase().includes(p)).map((t) => ({ label: t, detail: data.agentTools.includes(t) ? "tool of this agent" : "not attached to this agent", insert: t + "}" }));
-    }
-    if (ctx.kind === "agent") {
-      return data.agents.filter((a) => a.toLowerCase().includes(p)).map((a) => ({ label: a, detail: "agent", insert: a + "}" }));
-    }
-    const close = ctx.kind === "static" ? "}}" : "}";
-    return data.variables.filter((v) => v.name.toLowerCase().includes(p)).map((v) => ({ label: v.name, detail: v.type + (v.default !== "" ? " · " + v.default : ""), insert: v.name + close }));
-  }
-
-  function openCompletion() {
-    context = completionContext();
-    items = context ? suggestions(context) : [];
-    if (!items.length) return closeCompletion();
-    active = Math.min(active, items.length - 1);
-    list.innerHTML = items.map((it, i) =>
-      `<li role="option" id="completion-${i}" class="completion-item${i === active ? " active" : ""}" aria-selected="${i === active}" data-index="${i}">` +
-      `<span class="completion-label">${escapeHtml(it.label)}</span><span class="completion-detail">${escapeHtml(it.detail)}</span></li>`).join("");
-    list.hidden = false;
-    editor.setAttribute("aria-expanded", "true");
-    editor.setAttribute("aria-activedescendant", "completion-" + active);
-    positionList();
-  }
-
-  function positionList() {
-    // Place the list under the caret line, measured with a mirror of the text before the caret.
-    const mirror = document.createElement("div");
-    const style = getComputedStyle(editor);
-    ["fontFamily", "fontSize", "lineHeight", "padding", "width", "whiteSpace", "wordWrap", "letterSpacing", "tabSize"].forEach((k) => { mirror.style[k] = style[k]; });
-    mirror.style.position = "absolute"; mirror.style.visibility = "hidden"; mirror.style.whiteSpace = "pre-wrap"; mirror.style.overflowWrap = "break-word";
-    mirror.textContent = editor.value.slice(0, editor.selectionStart);
-    const caret = document.createElement("span"); caret.textContent = "\u200b"; mirror.appendChild(caret);
-    editor.parentElement.appendChild(mirror);
-    const top = caret.offsetTop - editor.scrollTop + parseFloat(style.lineHeight || "20");
-    const left = Math.min(caret.offsetLeft, editor.clientWidth - 260);
-    mirror.remove();
-    list.style.top = top + "px";
-    list.style.left = Math.max(8, left) + "px";
-  }
-
-  function closeCompletion() {
-    if (!list) return;
-    list.hidden = true; items = []; active = 0; context = null;
-    editor && editor.setAttribute("aria-expanded", "false");
-    editor && editor.removeAttribute("aria-activedescendant");
-  }
-
-  function accept(index) {
-    const it = items[index];
-    if (!it || !context) return;
-    const end = editor.selectionStart;
-    editor.setRangeText(it.insert, context.start, end, "end");
-    closeCompletion();
-    editor.dispatchEvent(new Event("input", { bubbles: true }));
-    if (it.reopen) openCompletion();
-  }
-
-  if (editor) {
-    editor.addEventListener("input", () => { highlight(); openCompletion(); });
-    editor.addEventListener("scroll", syncScroll);
-    editor.addEventListener("click", closeCompletion);
-    editor.addEventListener("blur", () => setTimeout(closeCompletion, 150));
-    editor.addEventListener("keydown", (e) => {
-      if ((e.ctrlKey || e.metaKey) && e.key === "s") {
-        e.preventDefault();
-        document.body.dispatchEvent(new Event("save-now"));
-        return;
-      }
-      if (!list || list.hidden) return;
-      if (e.key === "ArrowDown") { e.preventDefault(); active = (active + 1) % items.length; openCompletion(); }
-      else if (e.key === "ArrowUp") { e.preventDefault(); active = (active - 1 + items.length) % items.length; openCompletion(); }
-      else if (e.key === "Enter" || e.key === "Tab") { e.preventDefault(); accept(active); }
-      else if (e.key === "Escape") { e.preventDefault(); closeCompletion(); }
-    });
-    list.addEventListener("mousedown", (e) => {
-      const li = e.target.closest("[data-index]");
-      if (li) { e.preventDefault(); accept(Number(li.dataset.index)); }
-    });
-    highlight();
-  }
-
   // ------------------------------------------------------------ diagnostics: jump, announce
 
   document.addEventListener("click", (e) => {
+    // A problem in the instructions moves the editor's cursor to it (the editor is
+    // static/js/editor.bundle.js, CodeMirror); a problem in a tool's code opens the tool.
     const jump = e.target.closest(".diag-jump");
+    const editor = window.statecraft && window.statecraft.instructions;
     if (!jump || !editor || jump.dataset.start === "") return;
     const start = Number(jump.dataset.start), end = Number(jump.dataset.end || start);
-    editor.focus();
-    editor.setSelectionRange(start, end);
-    // Scroll the caret's line into view.
-    const line = editor.value.slice(0, start).split("\n").length;
-    const lineHeight = parseFloat(getComputedStyle(editor).lineHeight) || 20;
-    editor.scrollTop = Math.max(0, (line - 3) * lineHeight);
-    syncScroll();
+    editor.jumpTo(start, end);
   });
 
   let lastAnnounced = "";
@@ -222,31 +61,9 @@
       const text = counts.textContent.replace(/\s+/g, " ").trim();
       if (text !== lastAnnounced) { announcer.textContent = "Problems: " + text; lastAnnounced = text; }
     }
-    highlight();
     const focus = e.detail.elt && e.detail.elt.querySelector && (e.detail.elt.querySelector("[data-autofocus]") || (e.detail.target && e.detail.target.querySelector && e.detail.target.querySelector("[data-autofocus]")));
     if (focus) { focus.focus(); if (focus.select) focus.select(); }
     initForms(document);
-  });
-
-  // ------------------------------------------------------------ renames elsewhere rewrite the open editor
-
-  document.body.addEventListener("app-changed", (e) => {
-    const form = document.getElementById("instructions-form");
-    const fingerprints = e.detail && e.detail.instructions;
-    if (!form || !editor || !fingerprints) return;
-    const saved = fingerprints[form.dataset.agentId];
-    const base = document.getElementById("instructions-base");
-    if (saved === undefined || !base || saved === base.value) return;
-    fetch(form.dataset.instructionsUrl, { headers: { Accept: "application/json" } })
-      .then((r) => r.json())
-      .then((data) => {
-        const caret = Math.min(editor.selectionStart, data.instructions.length);
-        editor.value = data.instructions;
-        document.getElementById("instructions-base").value = data.hash;
-        editor.setSelectionRange(caret, caret);
-        highlight();
-        htmx.trigger(form, "input-synced");
-      });
   });
 
   // ------------------------------------------------------------ inline forms

@@ -79,7 +79,7 @@ def test_create_app_from_the_app_list(signed_in_page: Page):
     expect(page.locator(".agent-title")).to_contain_text("root_agent")
     expect(page.locator(".agent-title .type-badge")).to_have_text("root agent")
     expect(page.locator("#agent-list")).to_contain_text("root_agent")
-    expect(page.locator("#instructions")).to_be_editable()
+    expect(page.locator("#instructions-editor")).to_be_editable()
     expect(page.locator("#instructions")).to_have_value("")
     # The empty Variables pane says what to do next.
     expect(page.locator("#variable-list .count")).to_have_text("0")
