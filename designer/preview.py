@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.urls import reverse
+
 from agents import selectors, services
 from agents.core import code_analysis, form_text, lint, rules
 from agents.core import types as core_types
@@ -16,7 +18,7 @@ from agents.core.diagnostics import Diagnostic
 from agents.core.parse import TokenKind, parse
 from agents.core.render import render_value
 from agents.core.spec import AppSpec
-from agents.models import Agent, AgentApp
+from agents.models import Agent, AgentApp, Tool
 
 CHANNELS = rules.CHANNELS
 MODALITIES = rules.MODALITIES
@@ -70,10 +72,21 @@ class Preview:
     counts: dict[str, int] = field(default_factory=dict)
     instructions: str = ""
     spans: tuple[Any, ...] = ()
+    code_targets: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
-    def listed_diagnostics(self) -> list[Diagnostic]:
-        return self.diagnostics[:LISTED_DIAGNOSTICS]
+    def listed_diagnostics(self) -> list[tuple[Diagnostic, dict[str, str] | None]]:
+        """The problems listed, each with where a click opens its code (a tool's Python at
+        the problem's line) when it is in code rather than in the instructions."""
+        listed = []
+        for d in self.diagnostics[:LISTED_DIAGNOSTICS]:
+            target = self.code_targets.get(d.field or "") if d.line else None
+            link = None
+            if target:
+                url, element = target
+                link = {"url": f"{url}?line={d.line}&column={d.column or 1}", "target": element}
+            listed.append((d, link))
+        return listed
 
     @property
     def unlisted_count(self) -> int:
@@ -209,6 +222,13 @@ def build_preview(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Pre
         modality=params.get("modality") or rules.SCENARIO_DEFAULTS["modality"],
     )
     by_variable = {row.name: row for row in rows}
+    code_targets: dict[str, tuple[str, str]] = {}
+    if any(d.line and (d.field or "").startswith("tools.") for d in result.diagnostics):
+        for name, pk in Tool.objects.filter(app=app).values_list("name", "pk"):
+            code_targets[f"tools.{name}.python_code"] = (
+                reverse("tool-edit", args=[app.pk, pk]),
+                f"#tool-{pk}",
+            )
     other_problems: list[str] = []
     for problem in result.input_problems:
         row = by_variable.get(problem.subject or "")
@@ -229,6 +249,7 @@ def build_preview(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Pre
         counts=result.counts,
         instructions=result.instructions,
         spans=result.spans,
+        code_targets=code_targets,
     )
 
 

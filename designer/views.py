@@ -264,7 +264,14 @@ def app_designer(request: HttpRequest, app_id: int) -> HttpResponse:
     app, access = _loaded_app(request, app_id)
     context = _designer_context(request, app, access)
     fragment = request.GET.get("fragment") if request.htmx else None
-    if fragment in {"variable-list", "schema-list", "tool-list", "agent-list", "callback-list"}:
+    if fragment in {
+        "variable-list",
+        "schema-list",
+        "tool-list",
+        "agent-list",
+        "callback-list",
+        "agent-tools",
+    }:
         return render(request, f"{DESIGNER}#{fragment}", context)
     return render(request, DESIGNER, context)
 
@@ -415,6 +422,7 @@ def variable_edit(request: HttpRequest, app_id: int, variable_id: int) -> HttpRe
             actor=request.user,
             variable=variable,
             update_references=data["update_references"],
+            update_code=data["update_references"] and data["update_code"],
             expected_version=data["version"],
             **_variable_fields(data),
         )
@@ -610,10 +618,17 @@ def tool_edit(request: HttpRequest, app_id: int, tool_id: int) -> HttpResponse:
         )
         return _updated_list(request, app_id, "tool-list", _tool_context)
 
+    # A problem's "line 3:5" opens the code there (the editor puts its caret on it).
+    line = _int_or_none(request.GET.get("line"))
     return _inline_form(
         request,
         fragment="tool-form",
-        context={"app": app, "tool": tool},
+        context={
+            "app": app,
+            "tool": tool,
+            "code_line": line,
+            "code_column": _int_or_none(request.GET.get("column")) or 1,
+        },
         blank=lambda: ToolForm.for_tool(tool),
         bound=ToolForm,
         save=save,

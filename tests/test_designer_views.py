@@ -525,3 +525,40 @@ def test_instructions_save_as_json_and_a_refusal_carries_their_text(signed_in, s
     assert refused.json()["hash"] == fresh.instructions_hash
     assert "reload" not in refused.json()["error"]
     assert Agent.objects.get(pk=agent.pk).instructions == "theirs"
+
+
+@pytest.mark.parametrize("update_code", [True, False])
+def test_variable_rename_offers_to_update_state_accesses_in_code(signed_in, shop, update_code):
+    """One atomic change: the variable, its references and (when ticked) the tool and
+    callback code that reads or writes `context.state["cart_total"]`."""
+    agent = shop.agents.get()
+    services.callback_create(
+        agent=agent,
+        kind="before_model",
+        code="def before_model_callback(callback_context, llm_request):\n"
+        '    print(callback_context.state.get("cart_total"))\n',
+    )
+    variable = shop.variables.get(name="cart_total")
+    data = {
+        "name": "basket_total",
+        "type": variable.type,
+        "default": "0",
+        "description": variable.description,
+        "version": variable.version,
+        "update_references": "on",
+    }
+    if update_code:
+        data["update_code"] = "on"
+    response = signed_in.post(url("variable-edit", shop.pk, variable.pk), data, headers=HX)
+    assert response.status_code == 200
+    tool_code = shop.tools.get(name="AddToCart").python_code
+    callback_code = agent.callbacks.get().code
+    assert "{basket_total}" in Agent.objects.get(pk=agent.pk).instructions
+    if update_code:
+        assert 'context.state["basket_total"] = total' in tool_code
+        assert 'context.state.get("basket_total", 0)' in tool_code
+        assert '"cart_total": total' in tool_code  # a returned key, not state: unchanged
+        assert 'state.get("basket_total")' in callback_code
+    else:
+        assert 'context.state["cart_total"] = total' in tool_code
+        assert 'state.get("cart_total")' in callback_code

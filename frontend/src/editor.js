@@ -378,7 +378,8 @@ class InstructionsEditor {
     }
     const count = this.changeCount;
     const text = this.text();
-    const body = new FormData();
+    // URL-encoded: a multipart body would turn every line break into CRLF.
+    const body = new URLSearchParams();
     body.append("csrfmiddlewaretoken", this.form.querySelector("[name=csrfmiddlewaretoken]").value);
     body.append("instructions", text);
     body.append("base_hash", this.base.value);
@@ -652,16 +653,25 @@ function codeField(textarea) {
   if (textarea.dataset.cmBound) return;
   textarea.dataset.cmBound = "1";
   const language = textarea.dataset.code;
-  const label = textarea.closest("label");
+  // The editor takes the field's name for assistive technology: its label, by wrapping or
+  // by `for` (the id moves to the editor, so the label points at what is typed in).
+  const id = textarea.id;
+  const forLabel = id ? document.querySelector(`label[for="${id}"]`) : null;
+  const label = forLabel || textarea.closest("label");
   const labelText = label ? (label.querySelector("span") || label).textContent.trim().replace(/\s+/g, " ") : language;
   const host = document.createElement("div");
   host.className = `cm-field cm-field-${language}`;
   if (textarea.getAttribute("aria-invalid")) host.classList.add("invalid");
   textarea.insertAdjacentElement("beforebegin", host);
-  // The field stays in the form (hidden) and carries the text; it leaves its label so the
-  // label names the editor, not it.
+  // The field stays in the form (hidden) and carries the text; it leaves its label.
   textarea.hidden = true;
+  if (id) textarea.removeAttribute("id");
   (textarea.form || host.parentElement).appendChild(textarea);
+  const attributes = { "aria-label": labelText, "aria-multiline": "true", role: "textbox", "data-field": textarea.name };
+  if (id) attributes.id = id;
+  for (const name of ["aria-invalid", "aria-describedby"]) {
+    if (textarea.getAttribute(name)) attributes[name] = textarea.getAttribute(name);
+  }
   const extensions = [
     history(),
     drawSelection(),
@@ -669,10 +679,12 @@ function codeField(textarea) {
     syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
     baseTheme,
     keymap.of([...searchKeymap, ...historyKeymap, ...lintKeymap, ...defaultKeymap]),
-    EditorView.contentAttributes.of({ "aria-label": labelText, "aria-multiline": "true", role: "textbox", "data-field": textarea.name }),
+    EditorView.contentAttributes.of(attributes),
     EditorView.updateListener.of((update) => {
       if (!update.docChanged) return;
       textarea.value = update.state.doc.toString();
+      // Only what the designer typed is news to the page (not what another script set).
+      if (update.transactions.some((tr) => tr.annotation(Transaction.remote))) return;
       textarea.dispatchEvent(new Event("input", { bubbles: true }));
     }),
   ];
@@ -689,13 +701,19 @@ function codeField(textarea) {
     const current = view.state.doc.toString();
     if (current !== textarea.value) view.dispatch({ changes: changesBetween(current, textarea.value), annotations: Transaction.remote.of(true) });
   });
-  const line = Number(textarea.dataset.line || 0);
-  if (line) {
-    const at = view.state.doc.line(Math.min(line, view.state.doc.lines));
-    const column = Math.max(1, Number(textarea.dataset.column || 1));
-    view.dispatch({ selection: { anchor: Math.min(at.from + column - 1, at.to) }, effects: EditorView.scrollIntoView(at.from, { y: "center" }) });
-    view.focus();
+  if (Number(textarea.dataset.line || 0)) goToLine(view, null, textarea.dataset.line, textarea.dataset.column);
+}
+
+/** Put the caret on a line and column (1-based) of a code editor, and show it. */
+function goToLine(view, url, line, column) {
+  if (url) {
+    line = url.searchParams.get("line");
+    column = url.searchParams.get("column");
   }
+  const at = view.state.doc.line(Math.max(1, Math.min(Number(line) || 1, view.state.doc.lines)));
+  const offset = Math.max(1, Number(column) || 1) - 1;
+  view.dispatch({ selection: { anchor: Math.min(at.from + offset, at.to) }, effects: EditorView.scrollIntoView(at.from, { y: "center" }) });
+  view.focus();
 }
 
 /** JSON must parse (an empty field is allowed: it means "none"). */
@@ -713,6 +731,7 @@ function enhance(root) {
 window.statecraft = window.statecraft || {};
 window.statecraft.merge3 = merge3;
 window.statecraft.enhance = enhance;
+window.statecraft.goToLine = goToLine;
 
 function start() {
   const compiled = document.getElementById("compiled");
@@ -721,7 +740,9 @@ function start() {
   if (textarea) new InstructionsEditor(textarea);
   else if (compiled) window.statecraft.compiled.show(readJson("preview-data", { text: "", spans: [], names: [] }));
   enhance(document);
-  document.body.addEventListener("htmx:afterSettle", (e) => enhance(e.detail.elt && e.detail.elt.isConnected ? e.detail.elt : document));
+  const enhanceSwapped = (e) => enhance(e.detail.elt && e.detail.elt.isConnected ? e.detail.elt : document);
+  document.body.addEventListener("htmx:afterSwap", enhanceSwapped);
+  document.body.addEventListener("htmx:afterSettle", enhanceSwapped);
 }
 
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

@@ -21,6 +21,17 @@
     // A problem in the instructions moves the editor's cursor to it (the editor is
     // static/js/editor.bundle.js, CodeMirror); a problem in a tool's code opens the tool.
     const jump = e.target.closest(".diag-jump");
+    if (jump && jump.dataset.codeUrl) {
+      // A problem in a tool's code: open the tool's form with the caret on that line.
+      const target = document.querySelector(jump.dataset.codeTarget);
+      if (target && !target.classList.contains("editing")) {
+        htmx.ajax("GET", jump.dataset.codeUrl, { target: jump.dataset.codeTarget, swap: "outerHTML" });
+      } else if (target) {
+        const field = target.querySelector("textarea[data-code]");
+        if (field && field.cmView) window.statecraft.goToLine(field.cmView, new URL(jump.dataset.codeUrl, location.href));
+      }
+      return;
+    }
     const editor = window.statecraft && window.statecraft.instructions;
     if (!jump || !editor || jump.dataset.start === "") return;
     const start = Number(jump.dataset.start), end = Number(jump.dataset.end || start);
@@ -62,8 +73,88 @@
       if (text !== lastAnnounced) { announcer.textContent = "Problems: " + text; lastAnnounced = text; }
     }
     const focus = e.detail.elt && e.detail.elt.querySelector && (e.detail.elt.querySelector("[data-autofocus]") || (e.detail.target && e.detail.target.querySelector && e.detail.target.querySelector("[data-autofocus]")));
-    if (focus) { focus.focus(); if (focus.select) focus.select(); }
+    // A form opened at a line of its code (a problem's "line 3:5") keeps the caret there.
+    const atLine = e.detail.elt && e.detail.elt.querySelector && e.detail.elt.querySelector("[data-line]");
+    if (focus && !atLine) { focus.focus(); if (focus.select) focus.select(); }
     initForms(document);
+  });
+
+  // ------------------------------------------------------------ the left pane follows every save
+
+  // Usage counts and the agent's "Tools:" line come from saved data: after each change
+  // (app-changed, sent by every save), fetch them again. Variable rows are patched one by
+  // one, so a form being opened or typed in there is never replaced.
+  function fragmentUrl(fragment) {
+    const side = document.querySelector(".pane-side[data-fragments-url]");
+    if (!side) return null;
+    return side.dataset.fragmentsUrl + "?fragment=" + fragment + (side.dataset.agent ? "&agent=" + side.dataset.agent : "");
+  }
+
+  async function fetchFragment(fragment) {
+    const url = fragmentUrl(fragment);
+    if (!url) return null;
+    const response = await fetch(url, { headers: { "HX-Request": "true" } });
+    if (!response.ok) return null;
+    return new DOMParser().parseFromString(await response.text(), "text/html");
+  }
+
+  async function refreshUsage() {
+    if (!document.getElementById("variable-list")) return;
+    const fresh = await fetchFragment("variable-list");
+    if (!fresh) return;
+    fresh.querySelectorAll("#variable-list li.item[id^=variable-]").forEach((row) => {
+      const current = document.getElementById(row.id);
+      if (!current || current.classList.contains("editing")) return;
+      const sub = current.querySelector(".item-sub");
+      const next = row.querySelector(".item-sub");
+      if (sub && next && sub.innerHTML !== next.innerHTML) {
+        sub.replaceWith(document.importNode(next, true));
+        htmx.process(current);
+      }
+    });
+  }
+
+  async function refreshAgentTools() {
+    const line = document.getElementById("agent-tools");
+    if (!line) return;
+    const fresh = await fetchFragment("agent-tools");
+    const next = fresh && fresh.getElementById("agent-tools");
+    if (next && line.isConnected && line.innerHTML !== next.innerHTML) line.replaceWith(document.importNode(next, true));
+  }
+
+  document.body.addEventListener("app-changed", () => {
+    refreshUsage();
+    refreshAgentTools();
+  });
+
+  // ------------------------------------------------------------ filter box over the left pane
+
+  function applyFilter() {
+    const box = document.getElementById("side-filter");
+    if (!box) return;
+    const wanted = box.value.trim().toLowerCase();
+    document.querySelectorAll(".pane-side .item-list > li.item:not(.editing)").forEach((li) => {
+      const name = li.querySelector(".item-name");
+      li.hidden = Boolean(wanted) && !(name && name.textContent.toLowerCase().includes(wanted));
+    });
+  }
+  document.addEventListener("input", (e) => { if (e.target.id === "side-filter") applyFilter(); });
+  document.body.addEventListener("htmx:afterSettle", applyFilter);
+
+  // ------------------------------------------------------------ typed text in an open form is never dropped silently
+
+  function markDirty(e) {
+    const form = e.target.closest && e.target.closest("[data-inline-form]");
+    if (form) form.dataset.dirty = "1";
+  }
+  document.addEventListener("input", markDirty);
+  document.addEventListener("change", markDirty);
+  document.addEventListener("submit", (e) => { if (e.target.dataset) delete e.target.dataset.dirty; }, true);
+  window.addEventListener("beforeunload", (e) => {
+    const open = Array.from(document.querySelectorAll("[data-inline-form][data-dirty]")).filter((f) => f.isConnected);
+    if (!open.length) return;
+    e.preventDefault();
+    e.returnValue = "";
   });
 
   // ------------------------------------------------------------ inline forms
@@ -117,7 +208,23 @@
     function parse() { try { const v = JSON.parse(json.value); return v && typeof v === "object" && !Array.isArray(v) ? v : null; } catch (e) { return null; } }
     function at(root, path) { let node = root; for (const key of path) { node = node && node[key]; } return node; }
     function typeOf(p) { return Array.isArray(p.type) ? p.type.find((t) => t !== "null") || "string" : (p.type || (p.properties ? "object" : "string")); }
-    function write(schema) { json.value = JSON.stringify(schema, null, 2); }
+    // The JSON field may be a CodeMirror editor (editor.bundle.js): "field-set" tells it.
+    function write(schema) { json.value = JSON.stringify(schema, null, 2); json.dispatchEvent(new Event("field-set")); }
+    const FORMATS = ["", "date", "date-time", "time", "email", "uri", "uuid", "hostname", "ipv4", "ipv6"];
+    function constraints(p, label) {
+      const type = typeOf(p);
+      if (type === "string") {
+        return `<select class="builder-format" aria-label="Format of ${label}" data-f="format">` +
+          FORMATS.map((f) => `<option value="${f}"${(p.format || "") === f ? " selected" : ""}>${f || "any format"}</option>`).join("") + `</select>` +
+          `<input class="builder-pattern mono" aria-label="Pattern of ${label}" placeholder="pattern (regex)" value="${escapeHtml(p.pattern || "")}" data-f="pattern">`;
+      }
+      if (type === "number" || type === "integer") {
+        const value = (v) => (v === undefined ? "" : escapeHtml(String(v)));
+        return `<input class="builder-min mono" inputmode="decimal" aria-label="Minimum of ${label}" placeholder="min" value="${value(p.minimum)}" data-f="minimum">` +
+          `<input class="builder-max mono" inputmode="decimal" aria-label="Maximum of ${label}" placeholder="max" value="${value(p.maximum)}" data-f="maximum">`;
+      }
+      return "";
+    }
     function options(list, selected) { return list.map((t) => `<option${t === selected ? " selected" : ""}>${t}</option>`).join(""); }
 
     function renderObject(schema, objPath, depth) {
@@ -140,6 +247,7 @@
           (type === "array"
             ? `<label class="builder-items small">items <select aria-label="Item type of ${label}" data-f="items">${options(ITEM_TYPES, typeOf(p.items || {}))}</select></label>`
             : (type === "object" ? "" : `<input class="builder-enum mono" aria-label="Allowed values of ${label}" placeholder="enum: a, b, c" value="${escapeHtml((p.enum || []).join(", "))}" data-f="enum">`)) +
+          constraints(p, label) +
           `</div>`;
         if (type === "object") html += renderObject(schema, path, depth + 1) + addButton(path, depth + 1, name);
         if (type === "array" && p.items && typeOf(p.items) === "object") {
@@ -147,6 +255,26 @@
         }
       });
       return html;
+    }
+
+    // A renamed property keeps its rows: their paths and labels change in place, so the
+    // click that ended the rename (on the property's required box, say) still lands.
+    function renamePaths(oldPath, newPath, oldName, newName, row) {
+      const prefix = JSON.stringify(oldPath).slice(0, -1);
+      const swap = (value) => {
+        const path = JSON.parse(value);
+        return JSON.stringify(newPath.concat(path.slice(oldPath.length)));
+      };
+      rows.querySelectorAll("[data-path], [data-add]").forEach((el) => {
+        const key = el.dataset.path !== undefined ? "path" : "add";
+        const value = el.dataset[key];
+        if (value === JSON.stringify(oldPath) || value.startsWith(prefix + ",")) el.dataset[key] = swap(value);
+      });
+      row.querySelectorAll("[aria-label]").forEach((el) => {
+        const text = el.getAttribute("aria-label");
+        if (text.endsWith(" " + oldName)) el.setAttribute("aria-label", text.slice(0, -oldName.length) + newName);
+        else if (text.startsWith(oldName + " ")) el.setAttribute("aria-label", newName + text.slice(oldName.length));
+      });
     }
 
     function addButton(path, depth, owner) {
@@ -192,7 +320,8 @@
         if (!next || next === name || parent.properties[next]) { e.target.value = name; return; }
         parent.properties = Object.fromEntries(Object.entries(parent.properties).map(([k, v]) => [k === name ? next : k, v]));
         if (parent.required) parent.required = parent.required.map((r) => (r === name ? next : r));
-        write(schema); render();
+        write(schema);
+        renamePaths(path, path.slice(0, -1).concat([next]), name, next, row);
       } else if (field === "type") {
         const type = e.target.value;
         prop.type = type;
@@ -205,6 +334,9 @@
         if (e.target.value === "object") prop.items.properties = prop.items.properties || {};
         else { delete prop.items.properties; delete prop.items.required; }
         write(schema); render();
+      } else if (field === "format") {
+        if (e.target.value) prop.format = e.target.value; else delete prop.format;
+        write(schema);
       } else if (field === "required") {
         const req = new Set(parent.required || []);
         if (e.target.checked) req.add(name); else req.delete(name);
@@ -216,12 +348,15 @@
     function onInput(e) {
       const row = e.target.closest(".builder-row");
       const field = e.target.dataset.f;
-      if (!row || (field !== "description" && field !== "enum")) return;
+      if (!row || !["description", "enum", "pattern", "minimum", "maximum"].includes(field)) return;
       const schema = parse();
       if (!schema) return;
       const prop = at(schema, JSON.parse(row.dataset.path));
-      if (field === "description") {
-        if (e.target.value) prop.description = e.target.value; else delete prop.description;
+      if (field === "description" || field === "pattern") {
+        if (e.target.value) prop[field] = e.target.value; else delete prop[field];
+      } else if (field === "minimum" || field === "maximum") {
+        const number = Number(e.target.value.trim());
+        if (e.target.value.trim() !== "" && Number.isFinite(number)) prop[field] = number; else delete prop[field];
       } else {
         const type = typeOf(prop);
         const values = e.target.value.split(",").map((v) => v.trim()).filter(Boolean)
