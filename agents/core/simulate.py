@@ -86,6 +86,7 @@ from agents.core.compile import compile_instructions
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.http import CODES as HTTP_CODES
 from agents.core.http import HttpRequest, mcp_request, openapi_request
+from agents.core.parse import TokenKind, parse
 from agents.core.render import render_value
 from agents.core.spec import (
     AgentSpec,
@@ -110,6 +111,7 @@ __all__ = [
     "Event",
     "EventKind",
     "HttpRequest",
+    "ModelCall",
     "SimulationResult",
     "TurnResult",
     "simulate",
@@ -130,6 +132,7 @@ CODES: dict[str, str] = {
     "SC412": "A CALLBACK step names no callback kind, or the agent has no callback of that kind.",
     "SC413": "The last state update of a dynamically referenced variable left the context window.",
     "SC414": "The instructions alone exceed the token budget: no history fits.",
+    "SC415": "Tool or callback code raised: the rest of the turn is not run (as in the runtime).",
     **HTTP_CODES,
 }
 
@@ -173,6 +176,9 @@ class CodeResult:
     error: str | None
     error_line: int | None
     stdout: str = ""
+    # False when the code was not run at all (a cap, the runner itself failing): the
+    # failure is the simulation's, so it does not end the turn as a raise does.
+    ran: bool = True
 
 
 CodeRunner = Callable[[CodeCall], CodeResult]
@@ -206,10 +212,42 @@ class Event:
     label: str = ""
     step: int | None = None
     dropped_at_turn: int | None = None
+    # The model call whose answer this event is (``agent``, ``tool_call``), an index into
+    # `SimulationResult.model_calls`, and the static variables whose value in the
+    # instructions changed since the previous model call (set on the answer's first event).
+    model_call: int | None = None
+    instructions_changed: tuple[str, ...] = ()
 
     @property
     def model_visible(self) -> bool:
         return self.kind in MODEL_VISIBLE
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One call of the model (an AGENT or TOOL step, as ADK calls it).
+
+    `instructions` is what the model received as instructions: compiled from the state just
+    before the call (``before_model`` callbacks run after it, as in ADK, where the request
+    is built first); `changed` names the static variables (``{{x}}`` and ``{% if %}``
+    conditions) whose value differs from the previous model call's, so the compiled text
+    may differ (empty for the first call). `scripted` is the scenario's answer as parts
+    (``{"text": …}`` or ``{"function_call": {"name": …, "args": …}}``), `answer` the parts
+    the turn went on with, and `replaced_by` the callback that replaced the scripted answer
+    (``before_model_callback``: the model was not called; ``after_model_callback``; or "").
+    `history` holds the indexes of the events the model received with the instructions.
+    """
+
+    index: int
+    turn: int
+    step: int | None
+    instructions: str
+    instruction_tokens: int
+    changed: tuple[str, ...]
+    scripted: tuple[dict[str, Any], ...]
+    answer: tuple[dict[str, Any], ...]
+    replaced_by: str
+    history: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,12 +262,16 @@ class TurnResult:
     dropped: tuple[int, ...]
     warnings: tuple[Diagnostic, ...]
     http: tuple[HttpRequest, ...]
+    # The instructions of the turn's last model call (the session start's without one).
+    instructions: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class SimulationResult:
-    """`diagnostics` holds every simulation problem in order (step errors, warnings);
-    `instruction_diagnostics` those of compiling the instructions."""
+    """`instructions` are compiled with the values at session start (each model call
+    compiles them again: `model_calls`); `diagnostics` holds every simulation problem in
+    order (step errors, warnings); `instruction_diagnostics` those of compiling the
+    instructions at session start."""
 
     instructions: str
     instruction_tokens: int
@@ -238,11 +280,12 @@ class SimulationResult:
     final_state: dict[str, Any]
     diagnostics: tuple[Diagnostic, ...]
     instruction_diagnostics: tuple[Diagnostic, ...] = ()
+    model_calls: tuple[ModelCall, ...] = ()
 
     def model_input_text(self, turn: int) -> str:
-        """Instructions and the visible history of `turn`, one event per line."""
+        """The turn's last instructions and its visible history, one event per line."""
         texts = [self.events[i].text for i in self.turns[turn].model_input]
-        return "\n".join([self.instructions, *texts])
+        return "\n".join([self.turns[turn].instructions or self.instructions, *texts])
 
 
 # --------------------------------------------------------------------------- helpers
@@ -277,6 +320,83 @@ def _ordered(callbacks: tuple[CallbackSpec, ...], kind: CallbackKind) -> list[Ca
 
 
 _ERROR, _WARNING, _INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+_TOOL_CALLBACKS = frozenset({CallbackKind.BEFORE_TOOL, CallbackKind.AFTER_TOOL})
+# At most this many history contents are handed to a model callback (the newest).
+_MAX_CONTENTS = 200
+
+
+def _stops_on_none(value: Any) -> bool:
+    return value is not None
+
+
+def _static_names(instructions: str) -> tuple[str, ...]:
+    """The variables whose value the compiled instructions hold: ``{{x}}`` and the
+    variables of ``{% if %}`` conditions (root names, in order of appearance)."""
+    names: list[str] = []
+    for token in parse(instructions).tokens:
+        if token.kind is TokenKind.STATIC and token.path:
+            names.append(token.path[0])
+        elif token.condition is not None:
+            names.extend(path[0] for path in token.condition.references if path)
+    return tuple(dict.fromkeys(names))
+
+
+def _content_of(event: Event) -> dict[str, Any] | None:
+    """A model-visible event as a Gemini/CX content (state updates are user text)."""
+    if event.kind == "user" or event.kind == "state_update":
+        return {"role": "user", "parts": [{"text": event.text}]}
+    if event.kind == "agent":
+        return {"role": "model", "parts": [{"text": event.text}]}
+    if event.kind == "tool_call":
+        call = {"name": event.source, "args": event.value if isinstance(event.value, dict) else {}}
+        return {"role": "model", "parts": [{"function_call": call}]}
+    if event.kind == "tool_response":
+        response = event.value if isinstance(event.value, dict) else {"result": event.value}
+        return {
+            "role": "user",
+            "parts": [{"function_response": {"name": event.source, "response": response}}],
+        }
+    return None
+
+
+def _cx_events(contents: list[dict[str, Any]], agent: str) -> list[dict[str, Any]]:
+    """The history as CX session events (``callback_context.events``): author and content."""
+    return [{"author": "user" if c["role"] == "user" else agent, "content": c} for c in contents]
+
+
+def response_parts(value: Any) -> tuple[dict[str, Any], ...] | None:
+    """The parts of a model answer a callback returned (an ``LlmResponse``, ``Content`` or
+    ``Part`` as JSON, or text); None when the value is not an answer."""
+    if isinstance(value, str):
+        return ({"text": value},)
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("content"), dict):
+        value = value["content"]
+    if isinstance(value.get("parts"), list):
+        parts = value["parts"]
+    elif "text" in value or "function_call" in value:
+        parts = [value]
+    else:
+        return None
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        call = part.get("function_call")
+        if isinstance(call, dict) and isinstance(call.get("name"), str):
+            args = call.get("args")
+            out.append(
+                {
+                    "function_call": {
+                        "name": call["name"],
+                        "args": args if isinstance(args, dict) else {},
+                    }
+                }
+            )
+        elif isinstance(part.get("text"), str):
+            out.append({"text": part["text"]})
+    return tuple(out)
 
 
 @dataclass(slots=True)
@@ -325,6 +445,14 @@ class _Run:
         self.instruction_tokens = 0
         self.available = 0
         self.app_id = self.session.app_id or app.name
+        # Model calls: each compiles the instructions from the state of that moment.
+        self.model_calls: list[ModelCall] = []
+        self.static_names = _static_names(agent.instructions)
+        self.static_seen: dict[str, Any] | None = None  # static values at the last call
+        self.latest_instructions = ""
+        # Set when tool or callback code raised: the rest of the turn does not run.
+        self.turn_ended: str | None = None
+        self.skipped_steps = 0
 
     # ----------------------------------------------------------------- setup
 
@@ -377,6 +505,8 @@ class _Run:
         value: Any = None,
         error: Diagnostic | None = None,
         label: str = "",
+        model_call: int | None = None,
+        instructions_changed: tuple[str, ...] = (),
     ) -> Event:
         event = Event(
             index=len(self.events),
@@ -390,6 +520,8 @@ class _Run:
             error=error,
             label=label or text,
             step=self.step_index,
+            model_call=model_call,
+            instructions_changed=instructions_changed,
         )
         self.events.append(event)
         if kind == "state_update" and variable is not None:
@@ -481,27 +613,41 @@ class _Run:
         try:
             result = self.run_code(call)
         except Exception as exc:  # the injected runner itself must not crash the page
-            result = CodeResult(False, None, (), (), f"the code runner failed: {exc}", None)
+            result = CodeResult(
+                False, None, (), (), f"the code runner failed: {exc}", None, ran=False
+            )
         if not result.ok:
             where = f" (line {result.error_line})" if result.error_line else ""
+            ends = "; the turn ends here, as in the runtime" if result.ran else ""
             self.step_error(
                 "SC410",
-                f"{writer.label} failed{where}: {result.error or 'unknown error'}",
+                f"{writer.label} failed{where}: {result.error or 'unknown error'}{ends}",
                 source=writer.source,
                 subject=writer.subject,
             )
+            if result.ran:
+                # ADK lets the exception end the invocation: no later step, callback or
+                # after_agent callback of this turn runs.
+                self.turn_ended = writer.label
             return None
         self.apply_writes(writer, tuple(result.writes), tuple(result.removed))
         return result
 
     # ----------------------------------------------------------------- callbacks
 
-    def run_callbacks(self, kind: CallbackKind, args: Mapping[str, Any]) -> tuple[bool, Any]:
-        """Run the agent's callbacks of `kind` in order: (whether one returned a value, it)."""
+    def run_callbacks(
+        self, kind: CallbackKind, args: Mapping[str, Any], *, extra: Mapping[str, Any] | None = None
+    ) -> tuple[bool, Any]:
+        """Run the agent's callbacks of `kind` in order until one returns a value (ADK's
+        pipeline: a non-None value for tool callbacks, a truthy one for the others); return
+        (whether one did, the value). Stops when code raised (`turn_ended`). `extra`
+        context values (the history as CX events) go to the sandbox's ``callback_context``."""
         callbacks = _ordered(self.agent.callbacks, kind)
-        returned: tuple[bool, Any] = (False, None)
         entry = f"{kind.value}_callback"
+        stops = _stops_on_none if kind in _TOOL_CALLBACKS else bool
         for position, callback in enumerate(callbacks, start=1):
+            if self.turn_ended is not None:
+                break
             if not callback.code.strip():
                 continue  # an empty callback does nothing
             source = entry if len(callbacks) == 1 else f"{entry} #{position}"
@@ -516,7 +662,7 @@ class _Run:
                 args=copy.deepcopy(dict(args)),
                 state=copy.deepcopy(self.state),
                 filename=f"<callback:{entry}>",
-                context_values=self.context_values(),
+                context_values={**self.context_values(), **(extra or {})},
                 tools=self.tool_codes,
             )
             result = self.call_code(writer, call)
@@ -526,14 +672,16 @@ class _Run:
                     value=result.return_value,
                     label=f"{source} ran and returned {render_value(result.return_value)[:80]}",
                 )
-                if not returned[0]:
-                    returned = (True, result.return_value)
-        return returned
+                if stops(result.return_value):
+                    return True, result.return_value
+        return False, None
 
     # ----------------------------------------------------------------- steps
 
     def start_turn(self, first_step: StepSpec) -> None:
         self.turn += 1
+        self.turn_ended = None
+        self.skipped_steps = 0
         self.turn_start_event = len(self.events)
         self.turn_start_state = dict(self.state)
         self.turn_http = []
@@ -552,14 +700,15 @@ class _Run:
 
     def run_step(self, step: StepSpec) -> None:
         kind = step.kind
+        if self.turn_ended is not None and kind is not StepKind.USER:
+            self.skipped_steps += 1
+            return
         if kind is StepKind.USER:
             self.add_event("user", step.text)
         elif kind is StepKind.AGENT:
-            self.run_callbacks(CallbackKind.BEFORE_MODEL, {})
-            self.add_event("agent", step.text, source=self.agent.name)
-            self.run_callbacks(CallbackKind.AFTER_MODEL, {})
+            self.model_call(({"text": step.text},))
         elif kind is StepKind.TOOL:
-            self.run_tool_step(step)
+            self.model_call(({"function_call": {"name": step.tool, "args": dict(step.args)}},))
         elif kind is StepKind.CALLBACK:
             callback_kind = step.callback
             if callback_kind is None or not any(
@@ -577,8 +726,126 @@ class _Run:
                 return
             self.run_callbacks(callback_kind, step.args)
 
-    def run_tool_step(self, step: StepSpec) -> None:
-        name = step.tool
+    # ----------------------------------------------------------------- model calls
+
+    def compile_now(self) -> tuple[str, tuple[str, ...]]:
+        """The instructions compiled from the current state, and the static variables whose
+        value changed since the previous model call."""
+        compiled = compile_instructions(
+            self.agent.instructions,
+            self.state,
+            channel=self.session.channel,
+            modality=self.session.modality,
+        )
+        values = {name: copy.deepcopy(self.state.get(name)) for name in self.static_names}
+        changed: tuple[str, ...] = ()
+        if self.static_seen is not None:
+            changed = tuple(
+                name
+                for name in self.static_names
+                if not same_value(self.static_seen.get(name), values[name])
+            )
+        self.static_seen = values
+        self.latest_instructions = compiled.text
+        return compiled.text, changed
+
+    def model_contents(self) -> list[dict[str, Any]]:
+        """The history the model receives (the visible events of the window so far) as
+        CX/Gemini contents: ``{"role": "user" | "model", "parts": [...]}``."""
+        contents: list[dict[str, Any]] = []
+        for event in self.events[self.window_start :][-_MAX_CONTENTS:]:
+            content = _content_of(event)
+            if content is not None:
+                contents.append(content)
+        return contents
+
+    def model_call(self, scripted: tuple[dict[str, Any], ...]) -> None:
+        """One model call, as ADK makes it: the request (instructions compiled from the
+        current state, the history), ``before_model`` callbacks (a returned response
+        replaces the model's answer and the ``after_model`` callbacks do not run), the
+        model (the scripted answer), ``after_model`` callbacks (a returned response
+        replaces the answer); then the answer's parts: text is the agent's message, a
+        function call runs the tool."""
+        instructions, changed = self.compile_now()
+        index = len(self.model_calls)
+        history = tuple(
+            i for i in range(self.window_start, len(self.events)) if self.events[i].model_visible
+        )
+        contents = self.model_contents()
+        extra = {"events": _cx_events(contents, self.agent.name)}
+        request = {"contents": contents, "config": {"system_instruction": instructions}}
+        answer, replaced_by = scripted, ""
+        returned, value = self.run_callbacks(
+            CallbackKind.BEFORE_MODEL, {"llm_request": request}, extra=extra
+        )
+        parts = response_parts(value) if returned else None
+        if parts is not None:
+            answer, replaced_by = parts, "before_model_callback"
+        elif self.turn_ended is None:
+            response = {"content": {"role": "model", "parts": [dict(p) for p in scripted]}}
+            returned, value = self.run_callbacks(
+                CallbackKind.AFTER_MODEL, {"llm_response": response}, extra=extra
+            )
+            parts = response_parts(value) if returned else None
+            if parts is not None:
+                answer, replaced_by = parts, "after_model_callback"
+        self.model_calls.append(
+            ModelCall(
+                index=index,
+                turn=self.turn,
+                step=self.step_index,
+                instructions=instructions,
+                instruction_tokens=estimate_tokens(instructions),
+                changed=changed,
+                scripted=scripted,
+                answer=answer,
+                replaced_by=replaced_by,
+                history=history,
+            )
+        )
+        if self.turn_ended is not None:
+            return
+        note = changed
+        for part in answer:
+            if self.turn_ended is not None:
+                break
+            call = part.get("function_call")
+            if isinstance(call, dict):
+                name = call.get("name")
+                args = call.get("args")
+                self.run_function_call(
+                    name if isinstance(name, str) else "",
+                    dict(args) if isinstance(args, dict) else {},
+                    model_call=index,
+                    instructions_changed=note,
+                    replaced_by=replaced_by,
+                )
+                note = ()
+            elif isinstance(part.get("text"), str):
+                label = part["text"]
+                if replaced_by:
+                    label = f"{label}  (answer from the {replaced_by})"
+                self.add_event(
+                    "agent",
+                    part["text"],
+                    source=self.agent.name,
+                    label=label,
+                    model_call=index,
+                    instructions_changed=note,
+                )
+                note = ()
+
+    def run_function_call(
+        self,
+        name: str,
+        args: dict[str, Any],
+        *,
+        model_call: int | None = None,
+        instructions_changed: tuple[str, ...] = (),
+        replaced_by: str = "",
+    ) -> None:
+        """A function call of the model's answer: the call event, ``before_tool``
+        callbacks, the tool, ``after_tool`` callbacks, the response event."""
         tool = self.app.tool(name)
         if tool is None:
             self.step_error(
@@ -596,17 +863,23 @@ class _Run:
                 subject=name,
             )
             return
-        args = dict(step.args)
+        label = f"{name}({render_value(args)})"
+        if replaced_by:
+            label = f"{label}  (call from the {replaced_by})"
         self.add_event(
             "tool_call",
             render_value({"functionCall": {"name": name, "args": args}}),
             source=name,
             value=args,
-            label=f"{name}({render_value(args)})",
+            label=label,
+            model_call=model_call,
+            instructions_changed=instructions_changed,
         )
         skipped, response = self.run_callbacks(
             CallbackKind.BEFORE_TOOL, {"tool": name, "args": args}
         )
+        if self.turn_ended is not None:
+            return
         if not skipped:
             ok, response = self.run_tool(tool, args)
             if not ok:
@@ -614,6 +887,8 @@ class _Run:
         replaced, new_response = self.run_callbacks(
             CallbackKind.AFTER_TOOL, {"tool": name, "args": args, "tool_response": response}
         )
+        if self.turn_ended is not None:
+            return
         if replaced:
             response = new_response
         wrapped = response if isinstance(response, dict) else {"result": response}
@@ -690,8 +965,23 @@ class _Run:
 
     def end_turn(self) -> None:
         self.step_index = None
-        self.run_callbacks(CallbackKind.AFTER_AGENT, {})
+        if self.turn_ended is None:
+            self.run_callbacks(CallbackKind.AFTER_AGENT, {})
+        else:
+            skipped = f" {self.skipped_steps} later step(s) and" if self.skipped_steps else ""
+            self.diagnostics.append(
+                Diagnostic(
+                    "SC415",
+                    _INFO,
+                    f"{self.turn_ended} raised in turn {self.turn}:{skipped} the after_agent "
+                    "callbacks of that turn did not run (the runtime ends the turn).",
+                    subject=self.agent.name,
+                )
+            )
         turn = self.turn
+        # The instructions of the turn's last model call count against the budget.
+        self.instruction_tokens = estimate_tokens(self.latest_instructions)
+        self.available = self.scenario.token_budget - self.instruction_tokens
         # Slide the window: add this turn's events, drop the oldest until it fits.
         for event in self.events[self.turn_start_event :]:
             self.window_tokens += event.tokens
@@ -756,6 +1046,7 @@ class _Run:
                 dropped=tuple(dropped),
                 warnings=tuple(warnings),
                 http=tuple(self.turn_http),
+                instructions=self.latest_instructions,
             )
         )
 
@@ -777,6 +1068,7 @@ class _Run:
             modality=self.session.modality,
         )
         instructions = compiled.text
+        self.latest_instructions = instructions
         self.instruction_tokens = estimate_tokens(instructions)
         self.available = self.scenario.token_budget - self.instruction_tokens
         self.dynamic = tuple(
@@ -804,12 +1096,13 @@ class _Run:
         )
         return SimulationResult(
             instructions=instructions,
-            instruction_tokens=self.instruction_tokens,
+            instruction_tokens=estimate_tokens(instructions),
             turns=tuple(self.turns),
             events=events,
             final_state=copy.deepcopy(self.state),
             diagnostics=tuple(self.diagnostics),
             instruction_diagnostics=tuple(compiled.diagnostics),
+            model_calls=tuple(self.model_calls),
         )
 
 
