@@ -359,9 +359,16 @@ def _content_of(event: Event) -> dict[str, Any] | None:
     return None
 
 
-def _cx_events(contents: list[dict[str, Any]], agent: str) -> list[dict[str, Any]]:
-    """The history as CX session events (``callback_context.events``): author and content."""
-    return [{"author": "user" if c["role"] == "user" else agent, "content": c} for c in contents]
+def _cx_events(events: list[Event], agent: str) -> list[dict[str, Any]]:
+    """The history as CX session events (``callback_context.events``): the user's messages
+    (author ``user``), the agent's messages, calls and responses (author: the agent, as in
+    ADK). State updates are not session events."""
+    out: list[dict[str, Any]] = []
+    for event in events:
+        content = _content_of(event) if event.kind != "state_update" else None
+        if content is not None:
+            out.append({"author": "user" if event.kind == "user" else agent, "content": content})
+    return out
 
 
 def response_parts(value: Any) -> tuple[dict[str, Any], ...] | None:
@@ -772,7 +779,8 @@ class _Run:
             i for i in range(self.window_start, len(self.events)) if self.events[i].model_visible
         )
         contents = self.model_contents()
-        extra = {"events": _cx_events(contents, self.agent.name)}
+        window = self.events[self.window_start :][-_MAX_CONTENTS:]
+        extra = {"events": _cx_events(window, self.agent.name)}
         request = {"contents": contents, "config": {"system_instruction": instructions}}
         answer, replaced_by = scripted, ""
         returned, value = self.run_callbacks(

@@ -111,6 +111,7 @@ class ForbiddenOperation(Forbidden, NotImplementedError):
 
 
 CX_TYPES = ()  # cx_objects.CxObject once loaded (see Sandbox)
+CX_MODULE = []  # [cx_objects] once loaded
 
 
 def exact_name(name, what="variable names"):
@@ -288,15 +289,21 @@ class Context:
         for key, default in CX_CONTEXT_DEFAULTS.items():
             if not hasattr(self, key):
                 setattr(self, key, default() if callable(default) else default)
+        # The history the simulation hands over becomes CX's Event objects.
+        if CX_MODULE and self.events and isinstance(self.events[0], dict):
+            self.events = CX_MODULE[0].events_from(self.events)
+            if self.user_content is None:
+                user = [e for e in self.events if e.is_user() and e.parts()]
+                self.user_content = user[-1].content if user else None
 
     def get_last_user_input(self):
-        return []
+        return CX_MODULE[0].last_parts(self.events, True) if CX_MODULE else []
 
     def get_last_agent_output(self):
-        return []
+        return CX_MODULE[0].last_parts(self.events, False) if CX_MODULE else []
 
     def parts(self):
-        return []
+        return [part for event in self.events for part in event.parts()]
 
     def get_variable(self, name, default=None):
         return self.state.get(name, default)
@@ -646,6 +653,7 @@ class Sandbox:
         import cx_objects
 
         self.cx = cx_objects
+        CX_MODULE[:] = [cx_objects]
         CX_TYPES = (cx_objects.CxObject,)
         self.unpack_sequence = guarded_unpack_sequence
         self.iter_unpack_sequence = guarded_iter_unpack_sequence
@@ -1063,9 +1071,12 @@ def cx_callback_arguments(args, params, cx):
             out[alias] = args.get("args") or {}
     if "llm_request" in params and not isinstance(args.get("llm_request"), cx.LlmRequest):
         request = args.get("llm_request")
-        contents = request.get("contents") if isinstance(request, dict) else None
+        request = request if isinstance(request, dict) else {}
+        config = request.get("config") if isinstance(request.get("config"), dict) else {}
         out["llm_request"] = cx.LlmRequest(
-            contents=[cx.content_from(c, "user") for c in contents or ()]
+            model=request.get("model"),
+            contents=[cx.content_from(c, "user") for c in request.get("contents") or ()],
+            config=cx.GenerateContentConfig(system_instruction=config.get("system_instruction")),
         )
     if "llm_response" in params and not isinstance(args.get("llm_response"), cx.LlmResponse):
         out["llm_response"] = cx.LlmResponse(content=cx.content_from(args.get("llm_response")))
