@@ -125,7 +125,7 @@ CODES: dict[str, str] = {
     "SC405": "A step calls a tool that is not attached to the agent.",
     "SC406": "A Python tool or callback cannot run: code execution is not available (add a mock).",
     "SC407": "An OpenAPI/MCP tool without a mock: its response is unknown (null).",
-    "SC408": "A tool or callback wrote a variable that is not declared: the write is ignored.",
+    "SC408": "A tool's mock (ignored) or code (kept in the state) wrote an undeclared variable.",
     "SC409": "A tool or callback wrote a value that does not fit the variable: write ignored.",
     "SC410": "Tool or callback code failed (exception, timeout, memory…): its writes are ignored.",
     "SC411": "A Python tool has neither code nor a mock.",
@@ -179,6 +179,8 @@ class CodeResult:
     # False when the code was not run at all (a cap, the runner itself failing): the
     # failure is the simulation's, so it does not end the turn as a raise does.
     ran: bool = True
+    # The app's tools the code called through CX's ``tools.<name>(...)``: (name, returned).
+    tool_calls: tuple[tuple[str, bool], ...] = ()
 
 
 CodeRunner = Callable[[CodeCall], CodeResult]
@@ -459,6 +461,7 @@ class _Run:
         self.latest_instructions = ""
         # Set when tool or callback code raised: the rest of the turn does not run.
         self.turn_ended: str | None = None
+        self.undeclared_warned: set[tuple[str, str]] = set()
         self.skipped_steps = 0
 
     # ----------------------------------------------------------------- setup
@@ -559,16 +562,55 @@ class _Run:
             "location": self.session.location,
         }
 
+    def code_context(self) -> dict[str, Any]:
+        """What code's ``context`` holds: the built-ins, the agent's name and the session's
+        events so far (CX's ``callback_context.events``, the newest of the window)."""
+        window = self.events[self.window_start :][-_MAX_CONTENTS:]
+        events = _cx_events(window, self.agent.name)
+        root = next((a for a in self.app.agents if a.is_root), None)
+        if root is not None and root.name != self.agent.name:
+            # Every conversation starts at the root agent: a scenario of a sub-agent starts
+            # after the root transferred to it, as the runtime's events show.
+            call = {"name": "transfer_to_agent", "args": {"agent_name": self.agent.name}}
+            content = {"role": "model", "parts": [{"function_call": call}]}
+            events.insert(0, {"author": root.name, "content": content})
+        return {**self.context_values(), "agent_name": self.agent.name, "events": events}
+
     def http_context(self) -> dict[str, Any]:
         return {**self.context_values(), "variables": self.state}
 
     # ----------------------------------------------------------------- writes
 
     def apply_writes(
-        self, writer: _Writer, writes: tuple[tuple[str, Any], ...], removed: tuple[str, ...]
+        self,
+        writer: _Writer,
+        writes: tuple[tuple[str, Any], ...],
+        removed: tuple[str, ...],
+        *,
+        keep_undeclared: bool = False,
     ) -> None:
         for name, value in writes:
             variable = self.variables.get(name)
+            if variable is None and keep_undeclared:
+                # CX code keeps its own keys in the session state (Bella Notte's
+                # `_active_config_id`): the runtime keeps them, so does the simulation; the
+                # model is not shown them. Reported once per writer and name.
+                if (writer.source, name) not in self.undeclared_warned:
+                    self.undeclared_warned.add((writer.source, name))
+                    self.step_error(
+                        "SC408",
+                        f"{writer.label} wrote {name}, which is not declared: kept in the "
+                        "session state as the runtime does, but the model is not shown it "
+                        "and it is not exported (declare it to make it a variable).",
+                        source=writer.source,
+                        subject=writer.subject,
+                        severity=_WARNING,
+                    )
+                if value is None:
+                    self.state.pop(name, None)
+                else:
+                    self.state[name] = value
+                continue
             if variable is None:
                 self.step_error(
                     "SC408",
@@ -637,18 +679,15 @@ class _Run:
                 # after_agent callback of this turn runs.
                 self.turn_ended = writer.label
             return None
-        self.apply_writes(writer, tuple(result.writes), tuple(result.removed))
+        self.apply_writes(writer, tuple(result.writes), tuple(result.removed), keep_undeclared=True)
         return result
 
     # ----------------------------------------------------------------- callbacks
 
-    def run_callbacks(
-        self, kind: CallbackKind, args: Mapping[str, Any], *, extra: Mapping[str, Any] | None = None
-    ) -> tuple[bool, Any]:
+    def run_callbacks(self, kind: CallbackKind, args: Mapping[str, Any]) -> tuple[bool, Any]:
         """Run the agent's callbacks of `kind` in order until one returns a value (ADK's
         pipeline: a non-None value for tool callbacks, a truthy one for the others); return
-        (whether one did, the value). Stops when code raised (`turn_ended`). `extra`
-        context values (the history as CX events) go to the sandbox's ``callback_context``."""
+        (whether one did, the value). Stops when code raised (`turn_ended`)."""
         callbacks = _ordered(self.agent.callbacks, kind)
         entry = f"{kind.value}_callback"
         stops = _stops_on_none if kind in _TOOL_CALLBACKS else bool
@@ -669,15 +708,20 @@ class _Run:
                 args=copy.deepcopy(dict(args)),
                 state=copy.deepcopy(self.state),
                 filename=f"<callback:{entry}>",
-                context_values={**self.context_values(), **(extra or {})},
+                context_values=self.code_context(),
                 tools=self.tool_codes,
             )
             result = self.call_code(writer, call)
+            if result is not None and result.tool_calls:
+                called = ", ".join(dict.fromkeys(f"tools.{name}" for name, _ in result.tool_calls))
+                result_event = replace(result_event, label=f"{source} ran (called {called})")
+                self.events[result_event.index] = result_event
             if result is not None and result.return_value is not None:
                 self.events[result_event.index] = replace(
                     result_event,
                     value=result.return_value,
-                    label=f"{source} ran and returned {render_value(result.return_value)[:80]}",
+                    label=f"{result_event.label} and returned "
+                    f"{render_value(result.return_value)[:80]}",
                 )
                 if stops(result.return_value):
                     return True, result.return_value
@@ -779,20 +823,16 @@ class _Run:
             i for i in range(self.window_start, len(self.events)) if self.events[i].model_visible
         )
         contents = self.model_contents()
-        window = self.events[self.window_start :][-_MAX_CONTENTS:]
-        extra = {"events": _cx_events(window, self.agent.name)}
         request = {"contents": contents, "config": {"system_instruction": instructions}}
         answer, replaced_by = scripted, ""
-        returned, value = self.run_callbacks(
-            CallbackKind.BEFORE_MODEL, {"llm_request": request}, extra=extra
-        )
+        returned, value = self.run_callbacks(CallbackKind.BEFORE_MODEL, {"llm_request": request})
         parts = response_parts(value) if returned else None
         if parts is not None:
             answer, replaced_by = parts, "before_model_callback"
         elif self.turn_ended is None:
             response = {"content": {"role": "model", "parts": [dict(p) for p in scripted]}}
             returned, value = self.run_callbacks(
-                CallbackKind.AFTER_MODEL, {"llm_response": response}, extra=extra
+                CallbackKind.AFTER_MODEL, {"llm_response": response}
             )
             parts = response_parts(value) if returned else None
             if parts is not None:
@@ -943,7 +983,7 @@ class _Run:
                 args=copy.deepcopy(args),
                 state=copy.deepcopy(self.state),
                 filename=f"<tool:{name}>",
-                context_values=self.context_values(),
+                context_values=self.code_context(),
                 tools=self.tool_codes,
             )
             result = self.call_code(writer, call)

@@ -230,13 +230,17 @@ class Tools:
 
 
 def part_from(value):
-    """A Part from its JSON (``text``, ``function_call``, ``function_response``)."""
+    """A Part from its JSON (``text``, ``function_call``, ``function_response``).
+
+    A part without text reads ``text`` as ``""``, as an unset string field of the runtime's
+    message objects does (CX code writes ``getattr(part, "text", "")`` and ``.strip()``s it).
+    """
     if not isinstance(value, dict):
         return Part(text=str(value))
     call = value.get("function_call")
     response = value.get("function_response")
     return Part(
-        text=value.get("text") if isinstance(value.get("text"), str) else None,
+        text=value.get("text") if isinstance(value.get("text"), str) else "",
         function_call=FunctionCall(name=call.get("name"), args=call.get("args") or {})
         if isinstance(call, dict)
         else None,

@@ -1028,6 +1028,20 @@ def user_traceback(tb, filename, source_lines):
     return frames[-1][0], "\n".join(out)
 
 
+def innermost_tool_frame(tb, filename):
+    """(tool name, line) of the innermost frame of *tb* in the code of another tool of the
+    app (``<tool:name>``), when the failure happened there; else None."""
+    found = None
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if type(name) is str and name.startswith("<tool:") and name != filename:
+            found = (name[6:-1], tb.tb_lineno)
+        elif name == filename:
+            found = None
+        tb = tb.tb_next
+    return found
+
+
 def describe(exc):
     if type(exc) is NameError and getattr(exc, "name", None) in WITHHELD_BUILTINS:
         return f"NameError: {exc.name!r} is not available in the sandbox"
@@ -1121,6 +1135,7 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
         "ok": False,
         "return_value": None,
         "error": None,
+        "tool_calls": [],
     }
     started = time.perf_counter()
     signal.setitimer(signal.ITIMER_REAL, limits["wall_time_s"])
@@ -1164,8 +1179,16 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
         CURRENT_CONTEXT[0] = context
         tool_codes = call.get("tools") or {}
         compiled_tools = {}
+        nested = result["tool_calls"] = []  # [name, ok] of each tools.<name>(...) call
 
         def call_tool(name, arguments):
+            record = [name, False]
+            nested.append(record)
+            value = run_tool(name, arguments)
+            record[1] = True
+            return value
+
+        def run_tool(name, arguments):
             if name not in compiled_tools:
                 result = sandbox.compile_restricted_exec(
                     tool_codes[name], f"<tool:{name}>", policy=sandbox.policy
@@ -1201,9 +1224,14 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
     except BaseException as exc:
         signal.setitimer(signal.ITIMER_REAL, 0)
         line, trace = user_traceback(exc.__traceback__, filename, source_lines)
+        message = describe(exc)
+        inner = innermost_tool_frame(exc.__traceback__, filename)
+        if inner is not None:
+            # It failed inside another tool called through tools.<name>(...): say where.
+            message = f"{message} (in tool {inner[0]}, line {inner[1]})"
         result["error"] = {
             "kind": classify(exc),
-            "message": describe(exc),
+            "message": message,
             "line": line,
             "traceback": trace,
         }

@@ -344,16 +344,21 @@ return "done"
     assert result.diagnostics == (error,)
 
 
-def test_writing_an_undeclared_variable_is_a_step_error() -> None:
-    tool = tool_code("Sneaky", 'context.state["secret"] = 1\nreturn 1')
+def test_code_writing_an_undeclared_variable_keeps_it_in_the_state_with_a_warning() -> None:
+    # CX code keeps private keys in the session state (Bella Notte's `_active_config_id`);
+    # the runtime keeps them, the model is not shown them.
+    tool = tool_code(
+        "Sneaky", 'context.state["secret"] = context.state.get("secret", 0) + 1\nreturn 1'
+    )
     app = make_app(variables=(BALANCE,), tools=(tool,))
-    result = run(app, user("hi"), call("Sneaky"))
-    (error,) = result.diagnostics
-    assert error.code == "SC408"
-    assert "Sneaky" in error.message and "secret" in error.message
-    assert "not declared" in error.message
-    assert result.final_state == {}
-    assert "tool_response" in kinds(result)  # the call itself succeeded
+    result = run(app, user("hi"), call("Sneaky"), user("again"), call("Sneaky"))
+    (warning,) = result.diagnostics  # once per writer and name
+    assert warning.code == "SC408" and warning.severity is Severity.WARNING
+    assert "Sneaky" in warning.message and "secret" in warning.message
+    assert "not declared: kept in the session state" in warning.message
+    assert result.final_state == {"secret": 2}
+    assert "state_update" not in kinds(result)
+    assert kinds(result).count("tool_response") == 2  # the calls themselves succeeded
 
 
 def test_a_tool_that_raises_ends_the_turn_as_in_the_runtime_and_the_next_turn_runs() -> None:
