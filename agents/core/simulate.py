@@ -779,6 +779,32 @@ class _Run:
 
     # ----------------------------------------------------------------- model calls
 
+    def begin_scope(self) -> tuple[int, dict[str, Any]]:
+        """Where the writes of a model call or a tool call start: ADK commits them with the
+        call's event (the model's answer, the tool's response), so all or none."""
+        return len(self.events), copy.deepcopy(self.state)
+
+    def roll_back(self, scope: tuple[int, dict[str, Any]], what: str) -> None:
+        """Code raised inside `what`: its event never exists in the runtime, so the writes
+        made since `scope` (by callbacks that had succeeded) are undone and their updates
+        become notes the model never sees."""
+        start, state = scope
+        self.state = state
+        for event in self.events[start:]:
+            if event.kind == "state_update":
+                self.events[event.index] = replace(
+                    event,
+                    kind="error",
+                    text="",
+                    tokens=0,
+                    label=f"{event.label} — undone: code raised in {what}, whose writes "
+                    "the runtime commits only with its result",
+                )
+        self.last_update = {}
+        for event in self.events:
+            if event.kind == "state_update" and event.variable is not None:
+                self.last_update[event.variable] = event.index
+
     def compile_now(self) -> tuple[str, tuple[str, ...]]:
         """The instructions compiled from the current state, and the static variables whose
         value changed since the previous model call."""
@@ -825,6 +851,7 @@ class _Run:
         contents = self.model_contents()
         request = {"contents": contents, "config": {"system_instruction": instructions}}
         answer, replaced_by = scripted, ""
+        scope = self.begin_scope()
         returned, value = self.run_callbacks(CallbackKind.BEFORE_MODEL, {"llm_request": request})
         parts = response_parts(value) if returned else None
         if parts is not None:
@@ -852,6 +879,7 @@ class _Run:
             )
         )
         if self.turn_ended is not None:
+            self.roll_back(scope, "the model call")
             return
         note = changed
         for part in answer:
@@ -923,19 +951,25 @@ class _Run:
             model_call=model_call,
             instructions_changed=instructions_changed,
         )
+        scope = self.begin_scope()
         skipped, response = self.run_callbacks(
             CallbackKind.BEFORE_TOOL, {"tool": name, "args": args}
         )
         if self.turn_ended is not None:
+            self.roll_back(scope, f"the call of {name}")
             return
         if not skipped:
             ok, response = self.run_tool(tool, args)
+            if self.turn_ended is not None:
+                self.roll_back(scope, f"the call of {name}")
+                return
             if not ok:
                 return
         replaced, new_response = self.run_callbacks(
             CallbackKind.AFTER_TOOL, {"tool": name, "args": args, "tool_response": response}
         )
         if self.turn_ended is not None:
+            self.roll_back(scope, f"the call of {name}")
             return
         if replaced:
             response = new_response

@@ -1057,3 +1057,26 @@ def test_real_sandbox_runs_the_banking_tool() -> None:
     assert result.diagnostics == ()
     assert result.events[2].text == "<state_update>current_account_balance: 1250</state_update>"
     assert result.events[3].value == {"balance": 1250, "currency": "EUR"}
+
+
+def test_writes_of_a_tool_call_whose_tool_raises_are_undone_as_in_the_runtime() -> None:
+    # ADK commits before_tool's writes with the function response; the tool raised, so there
+    # is none: the callback's write is undone and shown as such, never to the model.
+    before = callback(CallbackKind.BEFORE_TOOL, 'context.state["note"] = "calling"')
+    model = callback(CallbackKind.BEFORE_MODEL, 'context.state["n"] = 1')
+    tool = tool_code("Broken", 'raise ValueError("down")')
+    app = make_app(
+        variables=(VariableSpec("note", T.TEXT), VariableSpec("n", T.NUMBER)),
+        tools=(tool,),
+        callbacks=(before, model),
+    )
+    result = run(app, user("hi"), call("Broken"))
+    # The model call's own writes stand: its answer (the call) exists.
+    assert result.final_state == {"n": 1}
+    undone = [e for e in result.events if "undone" in e.label]
+    assert len(undone) == 1 and undone[0].kind == "error" and undone[0].tokens == 0
+    assert "note: calling" in undone[0].label
+    assert all(
+        result.events[i].kind != "state_update" or result.events[i].variable == "n"
+        for i in result.turns[0].model_input
+    )
