@@ -12,45 +12,73 @@ How a session runs
   ignored. A session value that differs from the default is an update made through the
   API before the conversation, so it produces a ``<state_update>`` at the start of turn 0
   (source ``session``); defaults produce none.
-- **Instructions** are compiled once, with the values at session start and the session's
-  channel and modality: static values never change during a session.
 - **Turns**: a turn starts at each USER step; steps before the first USER step form turn 0.
   ``before_agent`` callbacks run at the start of each turn (after the user message),
   ``after_agent`` callbacks after its last step.
-- **AGENT** steps are model turns: ``before_model`` callbacks, the scripted text,
-  ``after_model`` callbacks. The agent itself never writes state.
-- **TOOL** steps, in this order: the ``tool_call`` event; ``before_tool`` callbacks (a
-  callback that returns a value other than None skips the tool, and that value is the
-  response, as in ADK); the tool itself (its mock if ``use_mocks`` or it has no code, else
-  its Python code through ``run_code``; an OpenAPI/MCP tool without a mock responds
-  ``null``); ``after_tool`` callbacks (a return value other than None replaces the
-  response, as in ADK); then the ``tool_response`` event with the final response. Every
+- **Model calls**: every AGENT step and every TOOL step is one call of the model, as ADK
+  makes it (``model_call``): the request is built first — the instructions **compiled from
+  the state as it is just before this call** (static ``{{x}}`` and ``{% if %}`` with the
+  session's channel and modality; the seeds: "compiled into the prompt before the model
+  call"; ADK re-renders them for every call) and the history; then ``before_model``
+  callbacks (``llm_request`` with ``contents`` and ``config.system_instruction``); then the
+  model, whose answer is the step's script (AGENT: its text; TOOL: a function call with
+  its arguments); then ``after_model`` callbacks (``llm_response``). A ``before_model``
+  callback that returns a response (an ``LlmResponse``, ``Content`` or ``Part``, as JSON)
+  replaces the answer: the model is not called and the ``after_model`` callbacks do not
+  run; an ``after_model`` callback that returns one replaces the answer. The answer's
+  parts then happen in order: text is an ``agent`` event, a function call runs the tool
+  (below). Each call is recorded as a ``ModelCall``: its compiled instructions, the static
+  variables whose value changed since the previous call (also on the answer's first event,
+  ``Event.instructions_changed``, for the timeline), the scripted and the final answer,
+  who replaced it, and the events it received. The agent itself never writes state.
+- **Function calls** (a TOOL step's, or a callback's answer), in this order: the
+  ``tool_call`` event; ``before_tool`` callbacks (a value other than None skips the tool and
+  is the response); the tool itself (its mock if ``use_mocks`` or it has no code, else its
+  Python code through ``run_code``; an OpenAPI/MCP/platform tool without a mock responds
+  ``null``); ``after_tool`` callbacks (a value other than None replaces the response); then
+  the ``tool_response`` event with the final response. A tool the app does not have
+  (SC404) or the agent may not call (SC405) is reported and not run. Every
   ``<state_update>`` appears at the moment of its write, so the tool's updates come before
   its response. OpenAPI and MCP calls also record the HTTP request they would send
   (``agents.core.http``), built with the state at call time.
-- **CALLBACK** steps run every callback of the given kind, in ``order``, with the step's
+- **Callbacks of one kind** run in ``order`` until one returns a value (ADK: a non-None
+  value for tool callbacks, a truthy one for model and agent callbacks); the rest do not
+  run.
+- **CALLBACK** steps run the callbacks of the given kind that way, with the step's
   ``args`` as keyword arguments.
 - Callbacks receive, as keyword arguments: ``before_tool`` → ``tool``, ``args``;
-  ``after_tool`` → ``tool``, ``args``, ``tool_response``; the others nothing (a declared
-  parameter that is not supplied gets None in the sandbox). Their entry point is
-  ``<kind>_callback`` (``before_model_callback``…).
+  ``after_tool`` → ``tool``, ``args``, ``tool_response``; ``before_model`` →
+  ``llm_request``; ``after_model`` → ``llm_response``; the agent callbacks nothing (a
+  declared parameter that is not supplied gets None in the sandbox). Their entry point is
+  ``<kind>_callback`` (``before_model_callback``…). Code's ``context`` (``CodeCall
+  .context_values``) holds the built-ins, ``agent_name`` and ``events``: the session's
+  events in the window as CX events (``{"author", "content"}``; a sub-agent's session
+  starts with the root agent's ``transfer_to_agent`` call, as every conversation starts at
+  the root).
 
 Writes
 ------
-Each write is checked in order: an undeclared variable, or a value that does not fit the
-type/schema (``validate_value``), is a step error and that write is not applied; the other
-writes of the step still are. A write that leaves the value unchanged adds nothing; two
-writes to one variable in one step give one event per actual change, in write order
-(``x = 2`` then ``x = 1`` from 1 gives ``x: 2`` then ``x: 1``). Numbers compare by value
-(``3 == 3.0``), booleans never equal numbers, objects compare regardless of key order.
-Writing ``None`` or removing a variable (``del``, ``pop``, ``remove_variable``) leaves it
-without a value; if it had one, the update renders as ``<state_update>name: null</state_update>``.
+Each write is checked in order: a value that does not fit the type/schema
+(``validate_value``) is a step error and that write is not applied; the other writes of
+the step still are. A variable the app does not declare: code's write is **kept** in the
+session state (CX code keeps private keys there, as the runtime does) but never shown to
+the model, with one SC408 warning per writer and name; a mock's is an error and ignored.
+A write that leaves the value unchanged adds nothing; two writes to one variable in one
+step give one event per actual change, in write order (``x = 2`` then ``x = 1`` from 1
+gives ``x: 2`` then ``x: 1``). Numbers compare by value (``3 == 3.0``), booleans never
+equal numbers, objects compare regardless of key order. Writing ``None`` or removing a
+variable (``del``, ``pop``, ``remove_variable``) leaves it without a value; if it had one,
+the update renders as ``<state_update>name: null</state_update>``.
 
-A failing tool or callback (exception, timeout, memory, forbidden construct…) is a step
-error with its message and line; **none of its writes are applied** (ADK commits a call's
-state delta only with its successful result) and, for a tool, there is no response and its
-``after_tool`` callbacks do not run. The simulation then goes on with the next callback or
-step.
+Tool or callback code that fails (exception, timeout, memory, forbidden construct…) is a
+step error (SC410) with its message and line; **none of its writes are applied**, and, as
+in the runtime, where the exception ends the invocation, **the turn ends there**: no later
+callback, step or ``after_agent`` callback of the turn runs (SC415 says what was skipped);
+the next USER step starts a new turn. ADK commits the writes of a model call (its model
+callbacks) and of a tool call (``before_tool``, the tool, ``after_tool``) only with that
+call's event, so the writes of the call's earlier callbacks are undone too (their updates
+become designer-only ``error`` notes). Code that did not run at all (a cap, the runner
+failing: ``CodeResult.ran`` false) is a step error that does not end the turn.
 
 Events and the context window
 -----------------------------
@@ -61,12 +89,13 @@ Events the model sees: ``user``, ``agent``, ``tool_call`` (text
 for the designer only: their ``text`` is empty, ``tokens`` 0, and they are never part of the
 model input (``label`` describes every event in words).
 
-After each turn the model input is the instructions (always kept) plus the newest
-model-visible events whose estimated tokens (``agents.core.tokens``) fit in
-``token_budget - instruction_tokens``; the window is a contiguous suffix, so once an event
-drops out it never comes back. When the latest ``<state_update>`` of a variable that the
-compiled instructions reference dynamically (``{name}``) is outside the window, the turn
-warns once (SC413) that the agent may forget it.
+After each turn the model input is the instructions of the turn's last model call (always
+kept; ``TurnResult.instructions``) plus the newest model-visible events whose estimated
+tokens (``agents.core.tokens``) fit in ``token_budget - instruction_tokens``; the window
+is a contiguous suffix, so once an event drops out it never comes back. When the latest
+``<state_update>`` of a variable that the compiled instructions reference dynamically
+(``{name}``) is outside the window, the turn warns once (SC413) that the agent may forget
+it.
 
 ``TurnResult.builtins`` holds the ``$context`` values as at the end of the turn:
 ``$context.session_id``, ``turn_index``, ``app_id`` (the session's, else the app name),
