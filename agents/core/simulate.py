@@ -14,7 +14,10 @@ How a session runs
   (source ``session``); defaults produce none.
 - **Turns**: a turn starts at each USER step; steps before the first USER step form turn 0.
   ``before_agent`` callbacks run at the start of each turn (after the user message),
-  ``after_agent`` callbacks after its last step.
+  ``after_agent`` callbacks after its last step. As in ADK, content a ``before_agent``
+  callback returns is the agent's message and ends the turn (no model call, no
+  ``after_agent``; SC416 when steps were skipped); content an ``after_agent`` callback
+  returns is added as the agent's message.
 - **Model calls**: every AGENT step and every TOOL step is one call of the model, as ADK
   makes it (``model_call``): the request is built first — the instructions **compiled from
   the state as it is just before this call** (static ``{{x}}`` and ``{% if %}`` with the
@@ -162,6 +165,7 @@ CODES: dict[str, str] = {
     "SC413": "The last state update of a dynamically referenced variable left the context window.",
     "SC414": "The instructions alone exceed the token budget: no history fits.",
     "SC415": "Tool or callback code raised: the rest of the turn is not run (as in the runtime).",
+    "SC416": "A before_agent callback answered: the rest of the turn is not run (as in ADK).",
     **HTTP_CODES,
 }
 
@@ -490,6 +494,8 @@ class _Run:
         self.latest_instructions = ""
         # Set when tool or callback code raised: the rest of the turn does not run.
         self.turn_ended: str | None = None
+        # Set when a before_agent callback answered: the rest of the turn does not run.
+        self.turn_answered: str | None = None
         self.undeclared_warned: set[tuple[str, str]] = set()
         self.skipped_steps = 0
 
@@ -761,6 +767,7 @@ class _Run:
     def start_turn(self, first_step: StepSpec) -> None:
         self.turn += 1
         self.turn_ended = None
+        self.turn_answered = None
         self.skipped_steps = 0
         self.turn_start_event = len(self.events)
         self.turn_start_state = dict(self.state)
@@ -776,11 +783,17 @@ class _Run:
                 )
         if first_step.kind is StepKind.USER:
             self.add_event("user", first_step.text)
-        self.run_callbacks(CallbackKind.BEFORE_AGENT, {})
+        returned, value = self.run_callbacks(CallbackKind.BEFORE_AGENT, {})
+        parts = response_parts(value) if returned else None
+        if parts is not None and self.turn_ended is None:
+            # ADK: content from before_agent is the agent's answer and ends the invocation;
+            # the model is not called and after_agent does not run.
+            self.agent_says(parts, "before_agent_callback")
+            self.turn_answered = "before_agent_callback"
 
     def run_step(self, step: StepSpec) -> None:
         kind = step.kind
-        if self.turn_ended is not None and kind is not StepKind.USER:
+        if (self.turn_ended or self.turn_answered) is not None and kind is not StepKind.USER:
             self.skipped_steps += 1
             return
         if kind is StepKind.USER:
@@ -940,6 +953,17 @@ class _Run:
                 )
                 note = ()
 
+    def agent_says(self, parts: tuple[dict[str, Any], ...], source: str) -> None:
+        """The text parts of an agent callback's content, as the agent's messages."""
+        for part in parts:
+            if isinstance(part.get("text"), str):
+                self.add_event(
+                    "agent",
+                    part["text"],
+                    source=self.agent.name,
+                    label=f"{part['text']}  (answer from the {source})",
+                )
+
     def run_function_call(
         self,
         name: str,
@@ -1076,8 +1100,23 @@ class _Run:
 
     def end_turn(self) -> None:
         self.step_index = None
-        if self.turn_ended is None:
-            self.run_callbacks(CallbackKind.AFTER_AGENT, {})
+        if self.turn_answered is not None:
+            if self.skipped_steps:
+                self.diagnostics.append(
+                    Diagnostic(
+                        "SC416",
+                        _INFO,
+                        f"The {self.turn_answered} answered in turn {self.turn}: its "
+                        f"{self.skipped_steps} later step(s) and the after_agent callbacks "
+                        "did not run (the runtime ends the turn with that answer).",
+                        subject=self.agent.name,
+                    )
+                )
+        elif self.turn_ended is None:
+            returned, value = self.run_callbacks(CallbackKind.AFTER_AGENT, {})
+            parts = response_parts(value) if returned else None
+            if parts is not None and self.turn_ended is None:
+                self.agent_says(parts, "after_agent_callback")  # ADK adds it as an event
         else:
             skipped = f" {self.skipped_steps} later step(s) and" if self.skipped_steps else ""
             self.diagnostics.append(

@@ -1080,3 +1080,23 @@ def test_writes_of_a_tool_call_whose_tool_raises_are_undone_as_in_the_runtime() 
         result.events[i].kind != "state_update" or result.events[i].variable == "n"
         for i in result.turns[0].model_input
     )
+
+
+def test_before_agent_content_answers_and_ends_the_turn_after_agent_content_is_added() -> None:
+    closed = callback(
+        CallbackKind.BEFORE_AGENT,
+        "if context.state.get('note') == 'closed':\n"
+        "    return {'role': 'model', 'parts': [{'text': 'We are closed.'}]}",
+    )
+    after = callback(
+        CallbackKind.AFTER_AGENT,
+        "context.state['note'] = 'closed'\n"
+        "return {'role': 'model', 'parts': [{'text': 'Anything else?'}]}",
+    )
+    app = make_app(variables=(VariableSpec("note", T.TEXT),), callbacks=(closed, after))
+    result = run(app, user("hi"), agent_says("Hello."), user("more"), agent_says("never"))
+    texts = [e.text for e in result.events if e.kind == "agent"]
+    assert texts == ["Hello.", "Anything else?", "We are closed."]
+    # The second turn: no model call, no after_agent (its write would repeat nothing anyway).
+    assert [c.turn for c in result.model_calls] == [0]
+    assert codes(result) == ["SC416"]
