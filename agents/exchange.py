@@ -148,15 +148,15 @@ def import_report(
         }
         groups.setdefault(file, []).append((_SEVERITY_RANK[d.severity], n, row))
     ordered = sorted(groups.items(), key=lambda item: (min(r[0] for r in item[1]), item[0]))
-    return {
-        "kind": kind,
-        "file": filename,
-        "counts": counts,
-        "files": [
-            {"file": file, "diagnostics": [row for _, _, row in sorted(rows, key=lambda r: r[:2])]}
-            for file, rows in ordered
-        ],
-    }
+    files = [
+        {"file": file, "diagnostics": [row for _, _, row in sorted(rows, key=lambda r: r[:2])]}
+        for file, rows in ordered
+    ]
+    for group in files:  # a file kept whole, with nothing else to say: one line on the page
+        rows = group["diagnostics"]
+        group["kept_whole"] = len(rows) == 1 and rows[0]["code"] == "SC607" and not rows[0]["field"]
+    kept = sum(group["kept_whole"] for group in files)
+    return {"kind": kind, "file": filename, "counts": counts, "files": files, "kept_files": kept}
 
 
 def app_import_file(

@@ -89,6 +89,9 @@ class ReportRowOut(serializers.Serializer):
 class ReportFileOut(serializers.Serializer):
     file = serializers.CharField(help_text="A file of the CX ZIP, or the uploaded file.")
     diagnostics = ReportRowOut(many=True)
+    kept_whole = serializers.BooleanField(
+        help_text="The file is kept as is and written back on export; nothing else to say."
+    )
 
 
 class ImportReportOut(serializers.Serializer):
@@ -96,6 +99,7 @@ class ImportReportOut(serializers.Serializer):
     file = serializers.CharField(help_text="The uploaded file's name.")
     counts = serializers.DictField(child=serializers.IntegerField())
     files = ReportFileOut(many=True, help_text="Every diagnostic, grouped by file.")
+    kept_files = serializers.IntegerField(help_text="How many files are kept whole.")
 
 
 class ImportedAppOut(serializers.Serializer):
