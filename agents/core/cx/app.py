@@ -322,7 +322,7 @@ def _write_back_carry(
         if not agent.cx or path not in files:
             continue
         generated = json.loads(files[path])
-        generated["tools"] = _tools_back(agent, generated.get("tools", []), app)
+        generated["tools"] = _tools_back(agent, generated.get("tools", []), app, tool_dirs)
         if not generated["tools"]:
             del generated["tools"]
         for kind, key in _CALLBACK_FIELDS.items():
@@ -381,22 +381,49 @@ def _variable_back(
     return overlay(original, declaration, ("description", "schema"))
 
 
-def _tools_back(agent: AgentSpec, generated: list[str], app: AppSpec) -> list[str]:
+def _kept_tool_aliases(carried: Mapping[str, str]) -> set[str]:
+    """Every name a tool kept as it is may be referenced by: folder, `name`, `displayName`."""
+    aliases: set[str] = set()
+    for path, text in carried.items():
+        parts = path.split("/")
+        if parts[0] != "tools" or len(parts) < 2:
+            continue
+        aliases.add(parts[1])
+        if len(parts) == 3 and parts[2].rsplit(".", 1)[0] == parts[1]:
+            try:
+                data = json.loads(text) if parts[2].endswith(".json") else load_yaml(text)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(data, dict):
+                data = camel_keys(data, depth=1)
+                aliases.update(
+                    v for k in ("name", "displayName") if isinstance(v := data.get(k), str)
+                )
+    return aliases
+
+
+def _tools_back(
+    agent: AgentSpec, generated: list[str], app: AppSpec, tool_dirs: Mapping[str, str]
+) -> list[str]:
     """The agent's tool references in their original order, with the tools kept as they are
     (kinds Statecraft does not edit) where they were."""
     original = [r for r in agent.cx.get("tools", []) if isinstance(r, str)]
-    kept_folders = {p.split("/")[1] for p in (app.cx.get("files") or {}) if p.startswith("tools/")}
+    kept_folders = _kept_tool_aliases(app.cx.get("files") or {})
     new = set(generated)
+    aliases: dict[str, str] = {}  # what an original reference may say → the exported reference
+    for tool in app.tools:
+        exported = tool_dirs.get(tool.name)
+        for alias in (tool.name, exported, tool.cx.get("name"), tool.cx.get("displayName")):
+            if isinstance(alias, str) and alias and exported:
+                aliases.setdefault(alias, exported)
     out = []
     for reference in original:
         segment = _last_segment(reference)
-        if segment in new:
-            out.append(segment)
-            new.discard(segment)
-        elif reference in new:
-            out.append(reference)
-            new.discard(reference)
-        elif segment in kept_folders:
+        exported = aliases.get(reference) or aliases.get(segment)
+        if exported in new:
+            out.append(exported)
+            new.discard(exported)
+        elif segment in kept_folders or reference in kept_folders:
             out.append(reference)
     out += [r for r in generated if r in new]
     return out
