@@ -194,7 +194,7 @@ def _zip(files: dict[str, bytes]) -> bytes:
 @pytest.mark.parametrize("yaml_layout", [False, True], ids=["json", "yaml"])
 def test_an_unusual_export_round_trips_semantically_equal(user, yaml_layout):
     files = _files(yaml_layout=yaml_layout)
-    app, _, notes = exchange.app_import_file(owner=user, data=_zip(files))
+    app, _, _ = exchange.app_import_file(owner=user, data=_zip(files))
     app = AgentApp.objects.get(pk=app.pk)
     root = app.agents.get(is_root=True)
     assert root.display_name == "Acme Root"
@@ -228,3 +228,19 @@ def test_what_is_kept_is_reported_and_toolset_operations_are_callable():
         "/orders/{id}"
     ]
     assert spec.tool("createOrder") is None  # the agent lists only getOrder of that toolset
+
+
+def test_a_version_restore_keeps_what_the_cx_import_kept(user):
+    from agents import services
+    from agents.services import versions
+
+    files = _files(yaml_layout=False)
+    app, _, _ = exchange.app_import_file(owner=user, data=_zip(files))
+    version = versions.version_create(app=app, name="as imported", note="", user=user)
+    services.app_update(app=app, description="changed", actor=user)
+    AgentApp.objects.filter(pk=app.pk).update(cx={})  # as if the carry had been lost
+    versions.version_restore(version=version, user=user)
+    data, _ = exchange.app_export_cx(AgentApp.objects.get(pk=app.pk))
+    assert json.dumps(cx_tree(read_zip(data)[0]), sort_keys=True) == json.dumps(
+        cx_tree(files), sort_keys=True
+    )
