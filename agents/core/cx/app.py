@@ -5,7 +5,7 @@ form of ``google.cloud.ces.v1`` — ``App``, ``Agent``, ``Tool`` — as
 ``json_format`` prints it; long texts live in files that the JSON names by
 path, as CX's own exports do)::
 
-    app.json                                   App: displayName, description, rootAgent,
+    app.json                                   App: name, displayName, description, rootAgent,
                                                variableDeclarations [{name, description, schema}]
     agents/<A>/<A>.json                        Agent: name, displayName, description,
                                                instruction, tools, childAgents, <kind>Callbacks
@@ -17,7 +17,8 @@ path, as CX's own exports do)::
                                                pythonFunction / openApiTool / mcpTool
     tools/<T>/python_function/python_code.py   a Python tool's code
     tools/<T>/open_api_tool/open_api_schema.yaml   an OpenAPI tool's document
-    tools/<T>/tool_fake_config/python_code.py  a mock, as CX's fake-mode code block
+    tools/<T>/tool_fake_config/code_block/python_code.py
+                                               a mock, as CX's fake-mode code block
 
 Folder names (<A>, <T>): the agent's display name or the tool's name with every
 run of characters other than ASCII letters, digits, ``_`` and ``-`` replaced by
@@ -27,8 +28,12 @@ one ``_`` (``Shopping Assistant`` → ``Shopping_Assistant``); a name already ta
 agent's and the tool's JSON.
 
 A Statecraft mock becomes the tool's ``toolFakeConfig`` (a code block setting
-the state and returning the response; fake mode left off) and comes back as
-the mock on import. Scenarios have no CX form and are reported, as is every
+the state and returning the response; fake mode off unless the imported tool
+had it on) and comes back as the mock on import (also from the older
+``tool_fake_config/python_code.py``). What CX's linter (``cxas lint``) rejects
+is reported: a tool with no description (a Python tool's docstring serves), a
+``{{...}}`` path CX cannot resolve (``{{list.0}}``).
+Scenarios have no CX form and are reported, as is every
 JSON Schema feature CX cannot hold (``schemas.to_cx_schema``).
 
 Import reads such a ZIP, also one whose files sit in a top folder, and takes
@@ -52,6 +57,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agents.core import rules
+from agents.core.code_analysis import analyze_code
 from agents.core.cx.carry import camel_keys, overlay
 from agents.core.cx.schemas import variable_cx_schema, variable_from_cx_schema
 from agents.core.diagnostics import Diagnostic, Severity
@@ -61,6 +67,7 @@ from agents.core.formats import (
     load_yaml,
     not_json_data,
 )
+from agents.core.lint import CX_REJECTED_PATH_CODES, lint_app
 from agents.core.spec import (
     AgentSpec,
     AppSpec,
@@ -97,10 +104,11 @@ CODES: dict[str, str] = {
     "SC608": "A reference names a file, tool or agent the ZIP does not have.",
     "SC609": "A CX name is not a valid Statecraft name.",
     "SC620": "A Statecraft feature CX Agent Studio has no place for is not exported.",
-    "SC621": "A mock is exported as the tool's fake-mode code block (fake mode off).",
+    "SC621": "A mock is exported as the tool's fake-mode code block (fake mode as imported).",
     "SC622": "A CX variable needs a description; this one has none.",
     "SC623": "A folder name differs from the display name it comes from.",
     "SC624": "A CX schema becomes a Statecraft schema, named here (CX does not name schemas).",
+    "SC625": "A CX tool needs a description (for a Python tool, its own or its docstring).",
 }
 
 MAX_ZIP_FILES = 1_000
@@ -185,7 +193,10 @@ def to_cx_files(
                 )
             )
 
-    app_json: dict[str, Any] = {"displayName": app.name}
+    found.extend(_rejected_paths(app, agent_dirs))
+    # CX's linter requires a name (A002); a CX export has the app's id there.
+    app_id = folder_name(app.name).strip("_") or "app"
+    app_json: dict[str, Any] = {"name": app_id, "displayName": app.name}
     if app.description:
         app_json["description"] = app.description
     root = next((a for a in app.agents if a.is_root), None)
@@ -476,6 +487,33 @@ def _agent_files(
     return files
 
 
+def _rejected_paths(app: AppSpec, agent_dirs: Mapping[str, str]) -> list[Diagnostic]:
+    """Lint's findings on `{{...}}` paths that CX rejects, told as errors of the export (in
+    a condition, `{% if a.b %}`, a path is Statecraft's to resolve, not CX's)."""
+    found = []
+    texts = {a.name: a.instructions for a in app.agents}
+    for d in lint_app(app):
+        if d.code not in CX_REJECTED_PATH_CODES or d.subject not in agent_dirs:
+            continue
+        if d.start is None or not texts.get(d.subject, "").startswith("{{", d.start):
+            continue
+        file = f"agents/{agent_dirs[d.subject]}/instruction.txt"
+        found.append(
+            Diagnostic(
+                d.code,
+                E,
+                f"{file}: line {d.line}: CX Agent Studio rejects this reference: {d.message}",
+                d.line,
+                d.column,
+                d.start,
+                d.end,
+                field="instruction",
+                subject=file,
+            )
+        )
+    return found
+
+
 def _tool_files(tool: ToolSpec, folder: str, found: list[Diagnostic]) -> dict[str, bytes]:
     base = f"tools/{folder}"
     path = f"{base}/{folder}.json"
@@ -484,10 +522,12 @@ def _tool_files(tool: ToolSpec, folder: str, found: list[Diagnostic]) -> dict[st
     if tool.kind is ToolKind.PYTHON:
         code_path = f"{base}/python_function/python_code.py"
         files[code_path] = tool.python_code.encode("utf-8")
+        # CX reads a Python tool's description from its docstring when it has none of its own.
+        docstring = analyze_code(tool.python_code).docstring_of(tool.name) or ""
         data["pythonFunction"] = {
             "name": tool.name,
             "pythonCode": code_path,
-            "description": tool.description,
+            "description": tool.description.strip() or docstring.strip(),
         }
     elif tool.kind is ToolKind.OPENAPI:
         spec: dict[str, Any] = {"name": tool.name, "description": tool.description}
@@ -523,19 +563,37 @@ def _tool_files(tool: ToolSpec, folder: str, found: list[Diagnostic]) -> dict[st
                     f"{tool.kind.value} tool does not use in CX; not exported",
                 )
             )
+    kind_field = _TOOL_KIND_FIELDS.get(tool.kind, "mcpTool")
+    if not str(data[kind_field].get("description") or "").strip():
+        hint = " or docstring" if tool.kind is ToolKind.PYTHON else ""
+        found.append(
+            _note(
+                "SC625",
+                W,
+                path,
+                f"{kind_field}.description",
+                f"the tool {tool.name} has no description{hint}; CX requires one",
+            )
+        )
     data["executionType"] = "SYNCHRONOUS"
     if tool.mock is not None:
-        code_path = f"{base}/tool_fake_config/python_code.py"
+        code_path = f"{base}/tool_fake_config/code_block/python_code.py"
         files[code_path] = mock_code(tool.name, tool.mock).encode("utf-8")
-        data["toolFakeConfig"] = {"codeBlock": {"pythonCode": code_path}, "enableFakeMode": False}
+        # Fake mode as the imported tool had it; off for a mock made in Statecraft.
+        imported = tool.cx.get("toolFakeConfig")
+        fake_mode = isinstance(imported, dict) and imported.get("enableFakeMode") is True
+        data["toolFakeConfig"] = {
+            "codeBlock": {"pythonCode": code_path},
+            "enableFakeMode": fake_mode,
+        }
+        state = "on" if fake_mode else "off (turn it on in CX to use the mock)"
         found.append(
             _note(
                 "SC621",
                 INFO,
                 path,
                 "toolFakeConfig",
-                f"the mock of {tool.name} is the tool's fake-mode code block; fake mode is "
-                "off (turn it on in CX to use the mock)",
+                f"the mock of {tool.name} is the tool's fake-mode code block; fake mode is {state}",
             )
         )
     files[path] = _json_bytes(data)
