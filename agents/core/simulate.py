@@ -408,9 +408,8 @@ def _cx_events(events: list[Event], agent: str) -> list[dict[str, Any]]:
 
 def response_parts(value: Any) -> tuple[dict[str, Any], ...] | None:
     """The parts of a model answer a callback returned (an ``LlmResponse``, ``Content`` or
-    ``Part`` as JSON, or text); None when the value is not an answer."""
-    if isinstance(value, str):
-        return ({"text": value},)
+    ``Part`` as JSON); None when the value is not an answer (Bella Notte's callbacks return
+    ``{"decision": "OK"}``: the model is called)."""
     if not isinstance(value, dict):
         return None
     if isinstance(value.get("content"), dict):
