@@ -273,6 +273,7 @@ def app_designer(request: HttpRequest, app_id: int) -> HttpResponse:
         "agent-tools",
     }:
         return render(request, f"{DESIGNER}#{fragment}", context)
+    context["imported"] = selectors.app_was_imported(app)
     return render(request, DESIGNER, context)
 
 

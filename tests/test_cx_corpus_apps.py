@@ -140,3 +140,92 @@ def _camel_top(tree: dict) -> dict:
         name: {camel(k): v for k, v in value.items()} if isinstance(value, dict) else value
         for name, value in tree.items()
     }
+
+
+def _bella(root: Path) -> Path:
+    return root / "examples" / "bella_notte"
+
+
+def test_the_import_page_reports_every_diagnostic_grouped_by_file(signed_in, user):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.urls import reverse
+
+    from agents.core.cx.app import from_cx_files
+
+    folder = _bella(cx_corpus_root())
+    _, diagnostics = from_cx_files(folder_files(folder))
+    assert len(diagnostics) > 5  # more than the page used to show
+    response = signed_in.post(
+        reverse("app-import"), {"file": SimpleUploadedFile("bella.zip", _zip(folder))}
+    )
+    app = AgentApp.objects.get(owner=user)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("app-import-report", args=[app.pk])
+    page = signed_in.get(response["Location"]).content.decode()
+    files = {d.subject for d in diagnostics}
+    for file in files:
+        assert f"<code>{file}</code>" in page
+    kept = page.count('<li class="diag-info" data-code="SC607">')
+    assert page.count('<tr class="diag-') + kept == len(diagnostics)
+    assert kept > 10  # the evaluations, datasets and notes, kept verbatim
+
+
+def test_the_api_imports_with_the_full_report_and_refuses_the_broken_app(client, user):
+    from rest_framework.authtoken.models import Token
+
+    root = cx_corpus_root()
+    token = Token.objects.create(user=user)
+    auth = {"HTTP_AUTHORIZATION": f"Token {token.key}"}
+    upload = io.BytesIO(_zip(_bella(root)))
+    upload.name = "bella.zip"
+    response = client.post("/api/apps/import", {"file": upload}, **auth)
+    assert response.status_code == 201, response.content
+    body = response.json()
+    app = AgentApp.objects.get(pk=body["app"]["id"])
+    assert app.tools.filter(kind="platform", name="end_session").exists()
+    rows = [row for group in body["report"]["files"] for row in group["diagnostics"]]
+    assert len(rows) == sum(body["report"]["counts"].values()) > 5
+    assert {g["file"] for g in body["report"]["files"]} >= {"app.json"}
+
+    broken = next(p for p in corpus_apps(root) if _relative(p) in BROKEN)
+    upload = io.BytesIO(_zip(broken))
+    upload.name = "broken.zip"
+    before = AgentApp.objects.count()
+    response = client.post("/api/apps/import", {"file": upload}, **auth)
+    assert response.status_code == 400
+    assert AgentApp.objects.count() == before
+    messages = [
+        row["message"] for g in response.json()["report"]["files"] for row in g["diagnostics"]
+    ]
+    assert messages == ["no agent 'payment_root_agent' in the ZIP"]
+    assert response.json()["diagnostics"][0]["message"] == BROKEN[_relative(broken)]
+
+
+def test_an_edit_changes_the_export_only_where_it_was_made(user):
+    from agents import services
+
+    folder = _bella(cx_corpus_root())
+    app, _, _ = exchange.app_import_file(owner=user, data=_zip(folder))
+    host = app.agents.get(display_name="Bella_Notte_Host")
+    services.agent_update(agent=host, instructions="Greet the guest.", actor=user)
+    variable = app.variables.get(name="event_data")
+    services.variable_update(variable=variable, description="Prefill data.", actor=user)
+    data, _ = exchange.app_export_cx(AgentApp.objects.get(pk=app.pk))
+    original, again = cx_tree(folder_files(folder)), cx_tree(read_zip(data)[0])
+    changed = {
+        k
+        for k in original
+        if json.dumps(original[k], sort_keys=True) != json.dumps(again.get(k), sort_keys=True)
+    }
+    assert changed == {"app", "agents/Bella_Notte_Host"}
+    assert again["agents/Bella_Notte_Host"]["instruction"] == "Greet the guest."
+    # every other field of the agent (callbacks with their descriptions) is as it was
+    rest = {k: v for k, v in again["agents/Bella_Notte_Host"].items() if k != "instruction"}
+    assert rest == {
+        k: v for k, v in original["agents/Bella_Notte_Host"].items() if k != "instruction"
+    }
+    declared = {d["name"]: d for d in again["app"]["variableDeclarations"]}
+    assert declared["event_data"]["description"] == "Prefill data."
+    assert {k: v for k, v in again["app"].items() if k != "variableDeclarations"} == {
+        k: v for k, v in original["app"].items() if k != "variableDeclarations"
+    }

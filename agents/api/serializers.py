@@ -74,6 +74,49 @@ class DiagnosticsOut(serializers.Serializer):
     diagnostics = DiagnosticOut(many=True)
 
 
+class ImportIn(serializers.Serializer):
+    file = serializers.FileField(help_text="A .json/.yaml Statecraft export or a CX .zip.")
+    name = serializers.CharField(required=False, help_text="The new app's name.")
+
+
+class ReportRowOut(serializers.Serializer):
+    severity = serializers.ChoiceField(choices=["error", "warning", "info"])
+    code = serializers.CharField()
+    field = serializers.CharField(help_text="The field in the file ('' for the whole file).")
+    message = serializers.CharField()
+
+
+class ReportFileOut(serializers.Serializer):
+    file = serializers.CharField(help_text="A file of the CX ZIP, or the uploaded file.")
+    diagnostics = ReportRowOut(many=True)
+    kept_whole = serializers.BooleanField(
+        help_text="The file is kept as is and written back on export; nothing else to say."
+    )
+
+
+class ImportReportOut(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["native", "cx"])
+    file = serializers.CharField(help_text="The uploaded file's name.")
+    counts = serializers.DictField(child=serializers.IntegerField())
+    files = ReportFileOut(many=True, help_text="Every diagnostic, grouped by file.")
+    kept_files = serializers.IntegerField(help_text="How many files are kept whole.")
+
+
+class ImportedAppOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    url = serializers.CharField()
+
+
+class ImportOut(serializers.Serializer):
+    """201: `app` and `report`; 400: `detail`, `diagnostics` and `report` (nothing created)."""
+
+    app = ImportedAppOut(required=False)
+    detail = serializers.CharField(required=False)
+    diagnostics = DiagnosticOut(many=True, required=False)
+    report = ImportReportOut()
+
+
 # ---------------------------------------------------------------- apps
 
 
@@ -524,6 +567,46 @@ class EventOut(serializers.Serializer):
     step = serializers.IntegerField(allow_null=True)
     dropped_at_turn = serializers.IntegerField(allow_null=True)
     model_visible = serializers.BooleanField()
+    model_call = serializers.IntegerField(
+        allow_null=True, help_text="The model call this event answers (agent, tool_call)."
+    )
+    instructions_changed = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Static variables whose value in the instructions changed since the "
+        "previous model call (on the first event of a model call's answer).",
+    )
+
+
+class ModelCallOut(serializers.Serializer):
+    index = serializers.IntegerField()
+    turn = serializers.IntegerField()
+    step = serializers.IntegerField(allow_null=True)
+    instructions = serializers.CharField(
+        help_text="Compiled from the state just before this model call."
+    )
+    instruction_tokens = serializers.IntegerField()
+    changed = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Static variables whose value changed since the previous model call.",
+    )
+    scripted = serializers.SerializerMethodField(help_text="The scenario's answer, as parts.")
+    answer = serializers.SerializerMethodField(
+        help_text="The answer the turn went on with, as parts."
+    )
+    replaced_by = serializers.CharField(
+        help_text="before_model_callback, after_model_callback, or empty."
+    )
+    history = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Events the model received."
+    )
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_scripted(self, call: Any) -> list[dict[str, Any]]:
+        return [dict(part) for part in call.scripted]
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_answer(self, call: Any) -> list[dict[str, Any]]:
+        return [dict(part) for part in call.answer]
 
 
 class TurnOut(serializers.Serializer):
@@ -539,6 +622,7 @@ class TurnOut(serializers.Serializer):
     dropped = serializers.ListField(child=serializers.IntegerField())
     warnings = DiagnosticOut(many=True)
     http = HttpRequestOut(many=True)
+    instructions = serializers.CharField(help_text="Those of the turn's last model call.")
 
 
 @extend_schema_field(OpenApiTypes.OBJECT)
@@ -548,10 +632,14 @@ class StateField(serializers.JSONField):
 
 class SimulationOut(serializers.Serializer):
     use_mocks = serializers.BooleanField()
-    instructions = serializers.CharField(help_text="Compiled with the values at session start.")
+    instructions = serializers.CharField(
+        help_text="Compiled with the values at session start (each model call compiles "
+        "them again: model_calls)."
+    )
     instruction_tokens = serializers.IntegerField()
     instruction_diagnostics = DiagnosticOut(many=True)
     diagnostics = DiagnosticOut(many=True, help_text="Step errors and warnings, in order.")
     turns = TurnOut(many=True)
     events = EventOut(many=True)
+    model_calls = ModelCallOut(many=True)
     final_state = StateField()

@@ -333,7 +333,7 @@ def test_cx_layout_and_every_json_parses_with_the_official_types():
         "agents/Helper/Helper.json",
         "tools/LookupBalance/LookupBalance.json",
         "tools/LookupBalance/python_function/python_code.py",
-        "tools/LookupBalance/tool_fake_config/python_code.py",
+        "tools/LookupBalance/tool_fake_config/code_block/python_code.py",
         "tools/GetBalance/GetBalance.json",
         "tools/GetBalance/open_api_tool/open_api_schema.yaml",
         "tools/Crm/Crm.json",

@@ -5,7 +5,7 @@ form of ``google.cloud.ces.v1`` — ``App``, ``Agent``, ``Tool`` — as
 ``json_format`` prints it; long texts live in files that the JSON names by
 path, as CX's own exports do)::
 
-    app.json                                   App: displayName, description, rootAgent,
+    app.json                                   App: name, displayName, description, rootAgent,
                                                variableDeclarations [{name, description, schema}]
     agents/<A>/<A>.json                        Agent: name, displayName, description,
                                                instruction, tools, childAgents, <kind>Callbacks
@@ -17,7 +17,8 @@ path, as CX's own exports do)::
                                                pythonFunction / openApiTool / mcpTool
     tools/<T>/python_function/python_code.py   a Python tool's code
     tools/<T>/open_api_tool/open_api_schema.yaml   an OpenAPI tool's document
-    tools/<T>/tool_fake_config/python_code.py  a mock, as CX's fake-mode code block
+    tools/<T>/tool_fake_config/code_block/python_code.py
+                                               a mock, as CX's fake-mode code block
 
 Folder names (<A>, <T>): the agent's display name or the tool's name with every
 run of characters other than ASCII letters, digits, ``_`` and ``-`` replaced by
@@ -27,8 +28,12 @@ one ``_`` (``Shopping Assistant`` → ``Shopping_Assistant``); a name already ta
 agent's and the tool's JSON.
 
 A Statecraft mock becomes the tool's ``toolFakeConfig`` (a code block setting
-the state and returning the response; fake mode left off) and comes back as
-the mock on import. Scenarios have no CX form and are reported, as is every
+the state and returning the response; fake mode off unless the imported tool
+had it on) and comes back as the mock on import (also from the older
+``tool_fake_config/python_code.py``). What CX's linter (``cxas lint``) rejects
+is reported: a tool with no description (a Python tool's docstring serves), a
+``{{...}}`` path CX cannot resolve (``{{list.0}}``).
+Scenarios have no CX form and are reported, as is every
 JSON Schema feature CX cannot hold (``schemas.to_cx_schema``).
 
 Import reads such a ZIP, also one whose files sit in a top folder, and takes
@@ -52,6 +57,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agents.core import rules
+from agents.core.code_analysis import analyze_code
 from agents.core.cx.carry import camel_keys, overlay
 from agents.core.cx.schemas import variable_cx_schema, variable_from_cx_schema
 from agents.core.diagnostics import Diagnostic, Severity
@@ -61,6 +67,7 @@ from agents.core.formats import (
     load_yaml,
     not_json_data,
 )
+from agents.core.lint import CX_REJECTED_PATH_CODES, lint_app
 from agents.core.spec import (
     AgentSpec,
     AppSpec,
@@ -97,10 +104,11 @@ CODES: dict[str, str] = {
     "SC608": "A reference names a file, tool or agent the ZIP does not have.",
     "SC609": "A CX name is not a valid Statecraft name.",
     "SC620": "A Statecraft feature CX Agent Studio has no place for is not exported.",
-    "SC621": "A mock is exported as the tool's fake-mode code block (fake mode off).",
+    "SC621": "A mock is exported as the tool's fake-mode code block (fake mode as imported).",
     "SC622": "A CX variable needs a description; this one has none.",
     "SC623": "A folder name differs from the display name it comes from.",
     "SC624": "A CX schema becomes a Statecraft schema, named here (CX does not name schemas).",
+    "SC625": "A CX tool needs a description (for a Python tool, its own or its docstring).",
 }
 
 MAX_ZIP_FILES = 1_000
@@ -185,7 +193,10 @@ def to_cx_files(
                 )
             )
 
-    app_json: dict[str, Any] = {"displayName": app.name}
+    found.extend(_rejected_paths(app, agent_dirs))
+    # CX's linter requires a name (A002); a CX export has the app's id there.
+    app_id = folder_name(app.name).strip("_") or "app"
+    app_json: dict[str, Any] = {"name": app_id, "displayName": app.name}
     if app.description:
         app_json["description"] = app.description
     root = next((a for a in app.agents if a.is_root), None)
@@ -322,7 +333,7 @@ def _write_back_carry(
         if not agent.cx or path not in files:
             continue
         generated = json.loads(files[path])
-        generated["tools"] = _tools_back(agent, generated.get("tools", []), app)
+        generated["tools"] = _tools_back(agent, generated.get("tools", []), app, tool_dirs)
         if not generated["tools"]:
             del generated["tools"]
         for kind, key in _CALLBACK_FIELDS.items():
@@ -381,22 +392,49 @@ def _variable_back(
     return overlay(original, declaration, ("description", "schema"))
 
 
-def _tools_back(agent: AgentSpec, generated: list[str], app: AppSpec) -> list[str]:
+def _kept_tool_aliases(carried: Mapping[str, str]) -> set[str]:
+    """Every name a tool kept as it is may be referenced by: folder, `name`, `displayName`."""
+    aliases: set[str] = set()
+    for path, text in carried.items():
+        parts = path.split("/")
+        if parts[0] != "tools" or len(parts) < 2:
+            continue
+        aliases.add(parts[1])
+        if len(parts) == 3 and parts[2].rsplit(".", 1)[0] == parts[1]:
+            try:
+                data = json.loads(text) if parts[2].endswith(".json") else load_yaml(text)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(data, dict):
+                data = camel_keys(data, depth=1)
+                aliases.update(
+                    v for k in ("name", "displayName") if isinstance(v := data.get(k), str)
+                )
+    return aliases
+
+
+def _tools_back(
+    agent: AgentSpec, generated: list[str], app: AppSpec, tool_dirs: Mapping[str, str]
+) -> list[str]:
     """The agent's tool references in their original order, with the tools kept as they are
     (kinds Statecraft does not edit) where they were."""
     original = [r for r in agent.cx.get("tools", []) if isinstance(r, str)]
-    kept_folders = {p.split("/")[1] for p in (app.cx.get("files") or {}) if p.startswith("tools/")}
+    kept_folders = _kept_tool_aliases(app.cx.get("files") or {})
     new = set(generated)
+    aliases: dict[str, str] = {}  # what an original reference may say → the exported reference
+    for tool in app.tools:
+        exported = tool_dirs.get(tool.name)
+        for alias in (tool.name, exported, tool.cx.get("name"), tool.cx.get("displayName")):
+            if isinstance(alias, str) and alias and exported:
+                aliases.setdefault(alias, exported)
     out = []
     for reference in original:
         segment = _last_segment(reference)
-        if segment in new:
-            out.append(segment)
-            new.discard(segment)
-        elif reference in new:
-            out.append(reference)
-            new.discard(reference)
-        elif segment in kept_folders:
+        exported = aliases.get(reference) or aliases.get(segment)
+        if exported in new:
+            out.append(exported)
+            new.discard(exported)
+        elif segment in kept_folders or reference in kept_folders:
             out.append(reference)
     out += [r for r in generated if r in new]
     return out
@@ -449,6 +487,33 @@ def _agent_files(
     return files
 
 
+def _rejected_paths(app: AppSpec, agent_dirs: Mapping[str, str]) -> list[Diagnostic]:
+    """Lint's findings on `{{...}}` paths that CX rejects, told as errors of the export (in
+    a condition, `{% if a.b %}`, a path is Statecraft's to resolve, not CX's)."""
+    found = []
+    texts = {a.name: a.instructions for a in app.agents}
+    for d in lint_app(app):
+        if d.code not in CX_REJECTED_PATH_CODES or d.subject not in agent_dirs:
+            continue
+        if d.start is None or not texts.get(d.subject, "").startswith("{{", d.start):
+            continue
+        file = f"agents/{agent_dirs[d.subject]}/instruction.txt"
+        found.append(
+            Diagnostic(
+                d.code,
+                E,
+                f"{file}: line {d.line}: CX Agent Studio rejects this reference: {d.message}",
+                d.line,
+                d.column,
+                d.start,
+                d.end,
+                field="instruction",
+                subject=file,
+            )
+        )
+    return found
+
+
 def _tool_files(tool: ToolSpec, folder: str, found: list[Diagnostic]) -> dict[str, bytes]:
     base = f"tools/{folder}"
     path = f"{base}/{folder}.json"
@@ -457,10 +522,12 @@ def _tool_files(tool: ToolSpec, folder: str, found: list[Diagnostic]) -> dict[st
     if tool.kind is ToolKind.PYTHON:
         code_path = f"{base}/python_function/python_code.py"
         files[code_path] = tool.python_code.encode("utf-8")
+        # CX reads a Python tool's description from its docstring when it has none of its own.
+        docstring = analyze_code(tool.python_code).docstring_of(tool.name) or ""
         data["pythonFunction"] = {
             "name": tool.name,
             "pythonCode": code_path,
-            "description": tool.description,
+            "description": tool.description.strip() or docstring.strip(),
         }
     elif tool.kind is ToolKind.OPENAPI:
         spec: dict[str, Any] = {"name": tool.name, "description": tool.description}
@@ -496,19 +563,37 @@ def _tool_files(tool: ToolSpec, folder: str, found: list[Diagnostic]) -> dict[st
                     f"{tool.kind.value} tool does not use in CX; not exported",
                 )
             )
+    kind_field = _TOOL_KIND_FIELDS.get(tool.kind, "mcpTool")
+    if not str(data[kind_field].get("description") or "").strip():
+        hint = " or docstring" if tool.kind is ToolKind.PYTHON else ""
+        found.append(
+            _note(
+                "SC625",
+                W,
+                path,
+                f"{kind_field}.description",
+                f"the tool {tool.name} has no description{hint}; CX requires one",
+            )
+        )
     data["executionType"] = "SYNCHRONOUS"
     if tool.mock is not None:
-        code_path = f"{base}/tool_fake_config/python_code.py"
+        code_path = f"{base}/tool_fake_config/code_block/python_code.py"
         files[code_path] = mock_code(tool.name, tool.mock).encode("utf-8")
-        data["toolFakeConfig"] = {"codeBlock": {"pythonCode": code_path}, "enableFakeMode": False}
+        # Fake mode as the imported tool had it; off for a mock made in Statecraft.
+        imported = tool.cx.get("toolFakeConfig")
+        fake_mode = isinstance(imported, dict) and imported.get("enableFakeMode") is True
+        data["toolFakeConfig"] = {
+            "codeBlock": {"pythonCode": code_path},
+            "enableFakeMode": fake_mode,
+        }
+        state = "on" if fake_mode else "off (turn it on in CX to use the mock)"
         found.append(
             _note(
                 "SC621",
                 INFO,
                 path,
                 "toolFakeConfig",
-                f"the mock of {tool.name} is the tool's fake-mode code block; fake mode is "
-                "off (turn it on in CX to use the mock)",
+                f"the mock of {tool.name} is the tool's fake-mode code block; fake mode is {state}",
             )
         )
     files[path] = _json_bytes(data)
@@ -770,6 +855,16 @@ class _Import:
                 return f"{folder}/{name}.{ext}"
         return None
 
+    def folders(self, top: str) -> list[str]:
+        """The folders under `top` (``agents``, ``tools``, ``toolsets``), sorted."""
+        return sorted(
+            {p.split("/")[1] for p in self.files if p.startswith(f"{top}/") and p.count("/") >= 2}
+        )
+
+    def keep(self, prefix: str) -> None:
+        """The files under `prefix` stay in the carry, verbatim, even if they were read."""
+        self.consumed.difference_update(p for p in self.files if p.startswith(prefix))
+
     def carried_files(self) -> dict[str, Any]:
         """Every file no Statecraft object was read from, verbatim (text; else base64)."""
         texts: dict[str, str] = {}
@@ -1005,10 +1100,7 @@ def _schema_for(
 
 def _read_agent_files(state: _Import) -> dict[str, tuple[str, dict[str, Any]]]:
     found: dict[str, tuple[str, dict[str, Any]]] = {}
-    folders = sorted(
-        {p.split("/")[1] for p in state.files if p.count("/") >= 2 and p.startswith("agents/")}
-    )
-    for folder in folders:
+    for folder in state.folders("agents"):
         path = state.object_file(f"agents/{folder}")
         if path is None:
             continue
@@ -1137,10 +1229,7 @@ def _read_tools(
     refs: dict[str, str] = {}
     paths: dict[str, str] = {}
     kept: set[str] = set()
-    folders = sorted(
-        {p.split("/")[1] for p in state.files if p.count("/") >= 2 and p.startswith("tools/")}
-    )
-    for folder in folders:
+    for folder in state.folders("tools"):
         path = state.object_file(f"tools/{folder}")
         if path is None:
             continue
@@ -1154,9 +1243,7 @@ def _read_tools(
         tool = _read_tool(state, path, folder, data)
         if tool is None:
             kept.update(keys)
-            state.consumed.difference_update(
-                p for p in state.files if p.startswith(f"tools/{folder}/")
-            )
+            state.keep(f"tools/{folder}/")
             continue
         for key in keys:
             refs.setdefault(key, tool.name)
@@ -1179,17 +1266,12 @@ def _read_toolsets(state: _Import, taken: set[str]) -> dict[str, _Toolset]:
     """Each toolset (kept verbatim) and, for an OpenAPI one, its operations as read-only
     tools the simulation can call (``cx`` names the toolset and the operation)."""
     found: dict[str, _Toolset] = {}
-    folders = sorted(
-        {p.split("/")[1] for p in state.files if p.count("/") >= 2 and p.startswith("toolsets/")}
-    )
-    for folder in folders:
+    for folder in state.folders("toolsets"):
         path = state.object_file(f"toolsets/{folder}")
         if path is None:
             continue
         data = state.json_object(path)
-        state.consumed.difference_update(
-            p for p in state.files if p.startswith(f"toolsets/{folder}/")
-        )
+        state.keep(f"toolsets/{folder}/")
         if data is None:
             continue
         toolset = _Toolset(folder, [])
@@ -1208,9 +1290,7 @@ def _read_toolsets(state: _Import, taken: set[str]) -> dict[str, _Toolset]:
             continue
         reference = spec.get("openApiSchema")
         text = state.text_field(path, "openApiToolset.openApiSchema", reference)
-        state.consumed.difference_update(
-            p for p in state.files if p.startswith(f"toolsets/{folder}/")
-        )
+        state.keep(f"toolsets/{folder}/")
         document = _openapi_document(state, path, "openApiToolset.openApiSchema", text or "")
         if document is None:
             continue
@@ -1369,7 +1449,7 @@ def _tool_mock(state: _Import, path: str, name: str, config: Any) -> ToolMock | 
     mock = _read_mock(code or "")
     if mock is None:
         # CX's own fake code is kept with the tool (its file stays in the carry).
-        state.consumed.difference_update(p for p in state.files if "/tool_fake_config/" in p)
+        state.keep(f"{posixpath.dirname(path)}/tool_fake_config/")
         state.note(
             "SC607",
             W,
