@@ -219,7 +219,7 @@ class InstructionsEditor {
           EditorView.lineWrapping,
           tokenField,
           highlightSelectionMatches(),
-          autocompletion({ override: [referenceCompletions], icons: false, activateOnTyping: true }),
+          autocompletion({ override: [referenceCompletions], icons: false, activateOnTyping: true, interactionDelay: 0 }),
           keymap.of([
             { key: "Mod-s", preventDefault: true, run: () => (this.save(), true) },
             { key: "Tab", run: acceptCompletion },
