@@ -284,12 +284,13 @@ def test_autosave_then_save_button_saves_again(open_designer, trip_app):
 # ------------ 10. README screenshot
 
 
-def test_screenshot_of_the_demo_designer(open_designer, user):
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (1920, 1080)])
+def test_screenshot_of_the_demo_designer(open_designer, user, width, height):
     from agents.demo import load_demo
 
     shop = next(a for a in load_demo(user) if a.name == "Shopping assistant")
     page = open_designer(shop)
-    page.set_viewport_size({"width": 1440, "height": 900})
+    page.set_viewport_size({"width": width, "height": height})
 
     compiled = page.locator("#compiled")
     expect(compiled).to_contain_text("You are a helpful shopping assistant.")
@@ -299,17 +300,20 @@ def test_screenshot_of_the_demo_designer(open_designer, user):
     expect(compiled).to_contain_text("{cart_total}")
     expect(compiled).not_to_contain_text("{{")
     expect(page.locator("#variable-list .count")).to_have_text("4")
+    # The editor colours the references; nothing is cut at either width.
+    expect(page.locator("#instructions-editor .hl-tool").first).to_be_visible()
+    side = page.locator(".pane-side").bounding_box()
+    assert 280 <= side["width"] <= 360
 
     # The conversation pane loads after the page: wait until nothing is in flight.
     page.wait_for_load_state("networkidle")
-    # The README's picture is rewritten only on request (UPDATE_SCREENSHOTS=1), so a test
-    # run leaves the work tree clean; otherwise the shot goes to tests/artifacts/.
+    # The README's pictures are rewritten only on request (UPDATE_SCREENSHOTS=1), so a test
+    # run leaves the work tree clean; otherwise the shots go to tests/artifacts/.
     folder = DOCS if os.environ.get("UPDATE_SCREENSHOTS") else ARTIFACTS
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / "designer.png"
+    target = folder / f"designer-{width}.png"
     page.screenshot(path=str(target))
 
     data = target.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    width, height = struct.unpack(">II", data[16:24])
-    assert (width, height) == (1440, 900)
+    assert struct.unpack(">II", data[16:24]) == (width, height)
