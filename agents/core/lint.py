@@ -60,6 +60,7 @@ CODES: dict[str, str] = {
     "SC321": "Static path `{{a.b}}` that the variable's schema does not have.",
     "SC322": "Static path `{{a.b}}` the schema does not declare but allows (extra properties).",
     "SC323": "Static path into a variable or part that is not an object (or a list without index).",
+    "SC324": "Static path with an index into a list (`{{list.0}}`): CX Agent Studio rejects it.",
     "SC330": "A variable name is not snake_case.",
     "SC331": "A variable name is not allowed (letters, digits, `_`; no leading digit; max 64).",
     "SC332": "Two variables, tools, agents or schemas have the same name.",
@@ -549,7 +550,45 @@ def _static_problems(
         problem = _path_problem(index, variable, path, shown)
         if problem is not None:
             problems.append(problem)
+        listed = None if in_condition else _indexed_list(index, variable, path)
+        if listed is not None:
+            problems.append(
+                (
+                    "SC324",
+                    E,
+                    f"{shown}: CX Agent Studio does not accept an index into a list in "
+                    f"instructions (`{listed}` is a list), so it rejects the exported app. "
+                    f"Reference the whole list, `{{{{{listed}}}}}`, or keep the item in a "
+                    "variable of its own that a tool or callback sets.",
+                )
+            )
     return tuple(problems)
+
+
+def _indexed_list(index: _Index, variable: VariableSpec, path: tuple[str, ...]) -> str | None:
+    """The part of `path` that is a list and is followed by an item number (`languages` in
+    `{{languages.0}}`, `customer.orders` in `{{customer.orders.0.id}}`), or None."""
+    rest = path[1:]
+    if variable.type is VariableType.LIST:
+        return variable.name if rest[0].isdigit() else None
+    root = index.schemas.get(variable.schema or "")
+    if variable.type is not VariableType.OBJECT or root is None:
+        return None
+    node: Any = root
+    walked = variable.name
+    for segment in rest:
+        node = _follow_refs(root, node)
+        if not isinstance(node, dict):
+            return None
+        is_array = "array" in _schema_types(node) or "items" in node or "prefixItems" in node
+        if segment.isdigit() and is_array:
+            return walked
+        properties = node.get("properties")
+        if not isinstance(properties, dict) or segment not in properties:
+            return None
+        node = properties[segment]
+        walked = f"{walked}.{segment}"
+    return None
 
 
 def _join(labels: list[str]) -> str:
@@ -582,8 +621,8 @@ def _path_problem(
             return (
                 "SC323",
                 E,
-                f"{shown}: `{name}` is a list; pick an item by its number first, "
-                f"e.g. `{{{{{name}.0}}}}` for the first one.",
+                f"{shown}: `{name}` is a list, which has no part `{rest[0]}`. "
+                f"Write `{{{{{name}}}}}`.",
             )
         item_path = (f"{name}.{rest[0]}",)
         rest = rest[1:]
@@ -668,7 +707,7 @@ def _walk_schema(
             return (
                 "SC323",
                 E,
-                f"{shown}: `{walked}` is a list; pick an item by its number, e.g. `{walked}.0`.",
+                f"{shown}: `{walked}` is a list, which has no part `{segment}`.",
             )
         if any(keyword in node for keyword in _UNDECIDABLE_KEYWORDS):
             return None
@@ -862,6 +901,8 @@ def _lint_tool(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Diagno
         yield from _lint_openapi(index, tool, used)
     elif tool.kind is ToolKind.MCP:
         yield from _lint_mcp(index, tool, used)
+    elif tool.kind is ToolKind.PLATFORM and not description:
+        description = rules.PLATFORM_TOOLS.get(name, "")
     if not description:
         hint = " or a docstring" if tool.kind is ToolKind.PYTHON else ""
         yield Diagnostic(
@@ -1130,6 +1171,10 @@ def _lint_mcp(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Diagnos
 
 
 UNDECLARED_VARIABLE_CODES = frozenset({"SC301", "SC302", "SC303"})
+# Paths in instructions that CX Agent Studio cannot resolve (its linter's V104): a part the
+# schema does not declare, a part of something that is not an object, an index into a list.
+# The CX export reports them as errors.
+CX_REJECTED_PATH_CODES = frozenset({"SC321", "SC322", "SC323", "SC324"})
 _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 

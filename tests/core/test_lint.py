@@ -362,7 +362,31 @@ def test_default_that_does_not_match_its_schema() -> None:
 
 def test_path_the_schema_has_is_fine_through_refs_and_items() -> None:
     text = "{{customer.address.city}} {{customer.orders.0.total}} {{customer.extra.anything}}"
-    assert problems(agent_lint(text)) == []
+    # The path is right; only CX's own rule about list indexes (SC324) has a word to say.
+    assert [d.code for d in problems(agent_lint(text))] == ["SC324"]
+
+
+def test_an_index_into_a_list_is_an_error_naming_the_list_and_the_fix() -> None:
+    app = bank_app(
+        variables=(
+            *bank_app().variables,
+            variable("languages", VariableType.LIST, item_type=VariableType.TEXT),
+        )
+    )
+    text = "Speak {{languages.0}}. Last order: {{customer.orders.1.total}}."
+    found = with_code(agent_lint(text, app), "SC324")
+    spans = [(text.index(ref), text.index(ref) + len(ref)) for ref in re.findall(r"{{.*?}}", text)]
+    assert [(d.severity, (d.start, d.end)) for d in found] == [(Severity.ERROR, s) for s in spans]
+    assert "`languages` is a list" in found[0].message
+    assert "Reference the whole list, `{{languages}}`" in found[0].message
+    assert "`customer.orders` is a list" in found[1].message
+    assert found[0].field == "agents.Bank Agent.instructions"
+    # The whole list, a path without an index, and conditions (not CX references) are fine.
+    fine = "{{languages}} {{customer.address.city}} {% if languages.0 == 'fr' %}Salut{% endif %}"
+    assert not with_code(agent_lint(fine, app), "SC324")
+    assert with_code(
+        lint_app(replace(app, agents=(replace(app.agents[0], instructions=text),))), "SC324"
+    )
 
 
 def test_path_the_schema_does_not_have() -> None:
