@@ -339,9 +339,14 @@ def test_cx_layout_and_every_json_parses_with_the_official_types():
         "tools/Crm/Crm.json",
     } <= set(files)
     json_files = [p for p in files if p.endswith(".json")]
-    assert len(json_files) == 6
+    assert len(json_files) == 7  # with the scenario, a golden evaluation (ces_v1beta)
     for path in json_files:
         text = files[path].decode("utf-8")
+        if path.startswith("evaluations/"):
+            from google.cloud.ces_v1beta import types as ces_beta
+
+            assert ces_beta.Evaluation.from_json(text, ignore_unknown_fields=False).golden
+            continue
         message = {"app.json": ces.App}.get(path) or (
             ces.Agent if path.startswith("agents/") else ces.Tool
         )
