@@ -57,6 +57,7 @@ VIEW_ACTIONS = {  # POSTs that only read: previews, simulations, examples, copie
     "version-diff",
     "app-evaluate",  # runs the goldens (stores the last result, changes no app content)
     "scenario-evaluate",
+    "app-run-all",
 }
 
 
