@@ -22,6 +22,7 @@ from django_htmx.http import reswap, retarget, trigger_client_event
 
 from agents import selectors, services
 from agents.core import rules
+from agents.core.cx.evaluations import needs_model_evaluations
 from agents.core.examples import example_value
 from agents.models import (
     Agent,
@@ -730,6 +731,7 @@ class RunAll:
 
     runs: list[services.ScenarioRun]
     summary: Any
+    needs_model: list[tuple[str, str]]  # CX evaluations of the scenario kind: (name, file)
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -750,7 +752,11 @@ def app_run_all(request: HttpRequest, app_id: int) -> HttpResponse:
     fragment, or the designer page with it without JavaScript."""
     app, access = _loaded_app(request, app_id)
     runs = services.app_evaluate(app=app, actor=request.user)
-    run_all = RunAll(runs=runs, summary=services.summarise(runs))
+    run_all = RunAll(
+        runs=runs,
+        summary=services.summarise(runs),
+        needs_model=needs_model_evaluations(selectors.app_spec(app)),
+    )
     if request.htmx:
         return render(
             request,

@@ -16,6 +16,7 @@ from django.core.management.base import CommandError
 from agents import services
 from agents.demo import ADD_TO_CART_CODE
 from agents.models import ScenarioResult, Tool
+from tests.cx_corpus import cx_corpus  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db
 
@@ -131,3 +132,23 @@ def test_the_admin_lists_last_results_for_operators(client, staff, shop):
     assert "Buy a product" in page.content.decode()
     scenarios = client.get("/admin/agents/scenario/").content.decode()
     assert "Passed" in scenarios and "by a command" in scenarios
+
+
+def test_bella_notte_imports_with_its_goldens_and_evaluate_runs_them(user, cx_corpus):  # noqa: F811
+    """Google's example app: 28 goldens become scenarios, the 5 evaluations of the scenario
+    kind are listed as needing a model. The counts are the README's (Goldens, bella_notte)."""
+    from agents import exchange
+    from agents.core.cx.app import zip_bytes
+    from tests.cx_tree import folder_files
+
+    files = folder_files(cx_corpus / "examples" / "bella_notte")
+    app, kind, _ = exchange.app_import_file(owner=user, data=zip_bytes(files))
+    assert kind == "cx"
+    out = io.StringIO()
+    with pytest.raises(CommandError) as raised:
+        call_command("evaluate", str(app.pk), stdout=out)
+    assert raised.value.returncode == 1
+    text = out.getvalue()
+    assert text.count("MODEL  Bella Notte Restaurant Reservations / ") == 5
+    assert "0 passed, 28 failed, 0 need a model, 0 without expectations" in text
+    assert "sm.pending.party_size: expected 6, got nothing (missing)" in text

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agents import selectors
+from agents.core.cx.evaluations import needs_model_evaluations
 from agents.core.diagnostics import Severity
 from agents.core.evaluate import JUnitCase, junit_xml
 from agents.models import AgentApp
@@ -83,6 +85,11 @@ class Command(BaseCommand):
                     )
                 )
             all_runs.extend(runs)
+            for name, file in needs_model_evaluations(selectors.app_spec(app)):
+                self.stdout.write(
+                    f"MODEL  {app.name} / {name}  (CX evaluation of the scenario kind, {file}: "
+                    "a simulated user and rubrics need a model; not run)"
+                )
         summary = summarise(all_runs)
         self.stdout.write(
             f"{summary.passed} passed, {summary.failed} failed, {summary.needs_model} need a "
