@@ -27,6 +27,8 @@ from agents.core.evaluate import ScenarioEvaluation, evaluate
 from agents.core.simulate import SimulationResult
 from agents.core.spec import ScenarioSpec
 from agents.models import Agent, AgentApp, Scenario, ScenarioResult
+from agents.sandbox import host
+from agents.sandbox.host import SandboxSession
 from agents.services.common import Actor
 from agents.services.simulation import simulate_scenario
 
@@ -66,6 +68,7 @@ def scenario_run(
     scenario: Scenario,
     instructions: str | None = None,
     use_mocks: bool | None = None,
+    session: SandboxSession | None = None,
 ) -> ScenarioRun:
     """Simulate `scenario` and check its expectations (memoised; nothing is stored)."""
     key = _memo_key(app, scenario, instructions, use_mocks)
@@ -74,7 +77,12 @@ def scenario_run(
         spec, result, evaluation = hit
         return ScenarioRun(scenario, agent, spec, result, evaluation, memoised=True)
     spec, result = simulate_scenario(
-        app=app, agent=agent, scenario=scenario, instructions=instructions, use_mocks=use_mocks
+        app=app,
+        agent=agent,
+        scenario=scenario,
+        instructions=instructions,
+        use_mocks=use_mocks,
+        session=session,
     )
     evaluation = evaluate(spec, result, selectors.app_spec(app))
     cache.set(key, (spec, result, evaluation), timeout=MEMO_SECONDS)
@@ -136,18 +144,23 @@ def app_evaluate(
     and `instructions`, that agent's unsaved instructions are used (and nothing stored)."""
     loaded = selectors.app_with_everything(app.pk).get()
     runs: list[ScenarioRun] = []
-    for each in loaded.agents.all():
-        text = instructions if agent is not None and each.pk == agent.pk else None
-        for scenario in each.scenarios.all():
-            run = scenario_run(app=loaded, agent=each, scenario=scenario, instructions=text)
-            if record and text is None:
-                scenario_result_record(
-                    scenario=scenario,
-                    evaluation=run.evaluation,
-                    app_revision=loaded.revision,
-                    actor=actor,
+    # One warm sandbox for the whole run (started at the first code call, if any): every
+    # call still gets a fresh process; the caps count per scenario.
+    with host.open_session() as session:
+        for each in loaded.agents.all():
+            text = instructions if agent is not None and each.pk == agent.pk else None
+            for scenario in each.scenarios.all():
+                run = scenario_run(
+                    app=loaded, agent=each, scenario=scenario, instructions=text, session=session
                 )
-            runs.append(run)
+                if record and text is None:
+                    scenario_result_record(
+                        scenario=scenario,
+                        evaluation=run.evaluation,
+                        app_revision=loaded.revision,
+                        actor=actor,
+                    )
+                runs.append(run)
     return runs
 
 

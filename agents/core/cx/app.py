@@ -33,8 +33,9 @@ had it on) and comes back as the mock on import (also from the older
 ``tool_fake_config/python_code.py``). What CX's linter (``cxas lint``) rejects
 is reported: a tool with no description (a Python tool's docstring serves), a
 ``{{...}}`` path CX cannot resolve (``{{list.0}}``).
-Scenarios have no CX form and are reported, as is every
-JSON Schema feature CX cannot hold (``schemas.to_cx_schema``).
+Scenarios are golden evaluations, ``evaluations/<name>/<name>.json`` both ways
+(``agents.core.cx.evaluations``). Every JSON Schema feature CX cannot hold is
+reported (``schemas.to_cx_schema``).
 
 Import reads such a ZIP, also one whose files sit in a top folder, and takes
 texts either from the file a field names or inline. Diagnostics name the file
