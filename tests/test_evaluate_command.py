@@ -152,3 +152,32 @@ def test_bella_notte_imports_with_its_goldens_and_evaluate_runs_them(user, cx_co
     assert text.count("MODEL  Bella Notte Restaurant Reservations / ") == 5
     assert "0 passed, 28 failed, 0 need a model, 0 without expectations" in text
     assert "sm.pending.party_size: expected 6, got nothing (missing)" in text
+
+
+def test_the_api_writes_and_reads_expectations_in_the_step_script(signed_in, bank):
+    agent = bank.agents.get()
+    url = f"/api/apps/{bank.pk}/agents/{agent.pk}/scenarios/"
+    script = (
+        'variables: {"authenticated": true}\nuser: hi\nexpect state [Auth]: {"authenticated": true}'
+    )
+    response = signed_in.post(
+        url, {"name": "Signed in", "steps_script": script}, content_type="application/json"
+    )
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["steps_script"] == script
+    user_step, expect_step = body["steps"]
+    assert user_step["variables"] == {"authenticated": True}
+    assert expect_step["expectation"] == {
+        "kind": "state",
+        "tool": "",
+        "agent": "",
+        "value": {"authenticated": True},
+        "note": "Auth",
+    }
+    bad = signed_in.post(
+        url,
+        {"name": "Bad", "steps_script": "user: hi\nexpect state: [1]"},
+        content_type="application/json",
+    )
+    assert bad.status_code == 400 and bad.json()["diagnostics"][0]["code"] == "SC454"

@@ -450,11 +450,16 @@ class ScenarioPatchIn(ScenarioIn):
 
 
 class StepOut(serializers.Serializer):
-    kind = serializers.CharField(help_text="user, agent, tool or callback.")
+    kind = serializers.CharField(help_text="user, agent, tool, callback or expect.")
     text = serializers.CharField()
     tool = serializers.CharField()
     args = serializers.JSONField()
     callback_kind = BlankAsNullCharField(allow_null=True)
+    variables = serializers.JSONField(help_text="User input: session variables it sets.")
+    event = serializers.CharField(help_text="User input: its event.")
+    expectation = serializers.JSONField(
+        allow_null=True, help_text="Expect: {kind, tool, agent, value, note}."
+    )
 
 
 class ScenarioOut(serializers.ModelSerializer):
