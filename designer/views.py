@@ -22,7 +22,6 @@ from django_htmx.http import reswap, retarget, trigger_client_event
 
 from agents import selectors, services
 from agents.core import rules
-from agents.core.cx.evaluations import needs_model_evaluations
 from agents.core.examples import example_value
 from agents.models import (
     Agent,
@@ -264,6 +263,7 @@ def app_designer(request: HttpRequest, app_id: int) -> HttpResponse:
     fragment = request.GET.get("fragment") if request.htmx else None
     if fragment in {"variable-list", "schema-list", "tool-list", "agent-list", "callback-list"}:
         return render(request, f"{DESIGNER}#{fragment}", context)
+    context["imported"] = selectors.app_was_imported(app)
     return render(request, DESIGNER, context)
 
 
@@ -755,7 +755,7 @@ def app_run_all(request: HttpRequest, app_id: int) -> HttpResponse:
     run_all = RunAll(
         runs=runs,
         summary=services.summarise(runs),
-        needs_model=needs_model_evaluations(selectors.app_spec(app)),
+        needs_model=selectors.app_needs_model_evaluations(app),
     )
     if request.htmx:
         return render(

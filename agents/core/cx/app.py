@@ -857,6 +857,16 @@ class _Import:
                 return f"{folder}/{name}.{ext}"
         return None
 
+    def folders(self, top: str) -> list[str]:
+        """The folders under `top` (``agents``, ``tools``, ``toolsets``), sorted."""
+        return sorted(
+            {p.split("/")[1] for p in self.files if p.startswith(f"{top}/") and p.count("/") >= 2}
+        )
+
+    def keep(self, prefix: str) -> None:
+        """The files under `prefix` stay in the carry, verbatim, even if they were read."""
+        self.consumed.difference_update(p for p in self.files if p.startswith(prefix))
+
     def carried_files(self) -> dict[str, Any]:
         """Every file no Statecraft object was read from, verbatim (text; else base64)."""
         texts: dict[str, str] = {}
@@ -1138,10 +1148,7 @@ def _schema_for(
 
 def _read_agent_files(state: _Import) -> dict[str, tuple[str, dict[str, Any]]]:
     found: dict[str, tuple[str, dict[str, Any]]] = {}
-    folders = sorted(
-        {p.split("/")[1] for p in state.files if p.count("/") >= 2 and p.startswith("agents/")}
-    )
-    for folder in folders:
+    for folder in state.folders("agents"):
         path = state.object_file(f"agents/{folder}")
         if path is None:
             continue
@@ -1270,10 +1277,7 @@ def _read_tools(
     refs: dict[str, str] = {}
     paths: dict[str, str] = {}
     kept: set[str] = set()
-    folders = sorted(
-        {p.split("/")[1] for p in state.files if p.count("/") >= 2 and p.startswith("tools/")}
-    )
-    for folder in folders:
+    for folder in state.folders("tools"):
         path = state.object_file(f"tools/{folder}")
         if path is None:
             continue
@@ -1287,9 +1291,7 @@ def _read_tools(
         tool = _read_tool(state, path, folder, data)
         if tool is None:
             kept.update(keys)
-            state.consumed.difference_update(
-                p for p in state.files if p.startswith(f"tools/{folder}/")
-            )
+            state.keep(f"tools/{folder}/")
             continue
         for key in keys:
             refs.setdefault(key, tool.name)
@@ -1312,17 +1314,12 @@ def _read_toolsets(state: _Import, taken: set[str]) -> dict[str, _Toolset]:
     """Each toolset (kept verbatim) and, for an OpenAPI one, its operations as read-only
     tools the simulation can call (``cx`` names the toolset and the operation)."""
     found: dict[str, _Toolset] = {}
-    folders = sorted(
-        {p.split("/")[1] for p in state.files if p.count("/") >= 2 and p.startswith("toolsets/")}
-    )
-    for folder in folders:
+    for folder in state.folders("toolsets"):
         path = state.object_file(f"toolsets/{folder}")
         if path is None:
             continue
         data = state.json_object(path)
-        state.consumed.difference_update(
-            p for p in state.files if p.startswith(f"toolsets/{folder}/")
-        )
+        state.keep(f"toolsets/{folder}/")
         if data is None:
             continue
         toolset = _Toolset(folder, [])
@@ -1341,9 +1338,7 @@ def _read_toolsets(state: _Import, taken: set[str]) -> dict[str, _Toolset]:
             continue
         reference = spec.get("openApiSchema")
         text = state.text_field(path, "openApiToolset.openApiSchema", reference)
-        state.consumed.difference_update(
-            p for p in state.files if p.startswith(f"toolsets/{folder}/")
-        )
+        state.keep(f"toolsets/{folder}/")
         document = _openapi_document(state, path, "openApiToolset.openApiSchema", text or "")
         if document is None:
             continue
@@ -1502,7 +1497,7 @@ def _tool_mock(state: _Import, path: str, name: str, config: Any) -> ToolMock | 
     mock = _read_mock(code or "")
     if mock is None:
         # CX's own fake code is kept with the tool (its file stays in the carry).
-        state.consumed.difference_update(p for p in state.files if "/tool_fake_config/" in p)
+        state.keep(f"{posixpath.dirname(path)}/tool_fake_config/")
         state.note(
             "SC607",
             W,

@@ -15,7 +15,6 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents import selectors
-from agents.core.cx.evaluations import needs_model_evaluations
 from agents.core.diagnostics import Severity
 from agents.core.evaluate import JUnitCase, junit_xml
 from agents.models import AgentApp
@@ -85,7 +84,7 @@ class Command(BaseCommand):
                     )
                 )
             all_runs.extend(runs)
-            for name, file in needs_model_evaluations(selectors.app_spec(app)):
+            for name, file in selectors.app_needs_model_evaluations(app):
                 self.stdout.write(
                     f"MODEL  {app.name} / {name}  (CX evaluation of the scenario kind, {file}: "
                     "a simulated user and rubrics need a model; not run)"
