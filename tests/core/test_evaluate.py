@@ -206,3 +206,31 @@ def test_transfer_passes_to_a_sub_agent_and_fails_otherwise() -> None:
 
 def test_a_scenario_without_expectations_has_no_status() -> None:
     assert check("user: hi\nagent: hello\n").status == "none"
+
+
+def test_junit_xml_has_a_failure_per_failed_scenario_and_skips_the_others() -> None:
+    import xml.etree.ElementTree as ET
+
+    from agents.core.evaluate import JUnitCase, junit_xml
+
+    failed = check('user: x\ntool: AddItem {"price": 2}\nexpect state [T]: {"cart_total": 3}\n')
+    passed = check('user: x\ntool: AddItem {"price": 2}\nexpect state: {"cart_total": 2}\n')
+    model = check("user: hi\nexpect agent: Hello\n")
+    none = check("user: hi\n")
+    cases = [
+        JUnitCase("shop", "shop.Shop", name, evaluation, 0.25)
+        for name, evaluation in (("a", failed), ("b", passed), ("c", model), ("d", none))
+    ]
+    root = ET.fromstring(junit_xml(cases))
+    assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("4", "1", "2")
+    suite = root.find("testsuite")
+    assert suite.get("name") == "shop" and suite.get("tests") == "4"
+    a, b, c, d = suite.findall("testcase")
+    assert (
+        a.find("failure").get("message").startswith("1 of 1 expectations failed; first at step 3")
+    )
+    assert "step 3 (turn 0) [T]: failed" in a.find("failure").text
+    assert "cart_total: expected 3, got 2" in a.find("failure").text
+    assert b.find("failure") is None and b.get("time") == "0.250"
+    assert c.find("skipped").get("message").startswith("every expectation needs a model")
+    assert d.find("skipped").get("message") == "no expectations"
