@@ -26,7 +26,7 @@ from django.db import transaction
 
 from agents import selectors, services
 from agents.core import limits
-from agents.core.cx.app import from_cx_files, read_zip, to_cx_files, zip_bytes
+from agents.core.cx.app import read_cx_files, read_zip, to_cx_files, zip_bytes
 from agents.core.diagnostics import Diagnostic, Severity, has_errors
 from agents.core.formats import from_native, loads_native, to_native
 from agents.core.spec import AppSpec, ScenarioSpec
@@ -73,11 +73,11 @@ def read_app_file(
         files, problems = read_zip(data)
         if files is None:
             return "cx", None, (), problems
-        spec, diagnostics = from_cx_files(files)
+        spec, scenarios, diagnostics = read_cx_files(files)
         over = limits.app_spec_problems(spec, **limit) if spec is not None else ()
         if over:
             return "cx", None, (), over
-        return "cx", spec, (), diagnostics
+        return "cx", spec, scenarios, diagnostics
     doc, problems = loads_native(data, max_yaml_bytes=settings.IMPORT_MAX_YAML_BYTES)
     if doc is None:
         return "native", None, (), problems

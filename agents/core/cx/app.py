@@ -58,6 +58,7 @@ from typing import Any
 
 from agents.core import rules
 from agents.core.code_analysis import analyze_code
+from agents.core.cx import evaluations
 from agents.core.cx.carry import camel_keys, overlay
 from agents.core.cx.schemas import variable_cx_schema, variable_from_cx_schema
 from agents.core.diagnostics import Diagnostic, Severity
@@ -88,6 +89,7 @@ __all__ = [
     "MAX_ZIP_FILES",
     "folder_name",
     "from_cx_files",
+    "read_cx_files",
     "read_zip",
     "to_cx_files",
     "zip_bytes",
@@ -247,17 +249,16 @@ def to_cx_files(
     for tool in own_tools:
         files.update(_tool_files(tool, tool_dirs[tool.name], found))
     _write_back_carry(app, files, agent_dirs, tool_dirs, schemas)
+    taken: set[str] = set()
     for scenario in scenarios:
-        found.append(
-            _note(
-                "SC620",
-                W,
-                None,
-                f"agents.{scenario.agent}.scenarios.{scenario.name}",
-                "scenarios have no CX Agent Studio form; this one is not exported "
-                "(the native format keeps it)",
-            )
+        folder = evaluations.folder_of(scenario)
+        while folder.lower() in taken:
+            folder += "_2"
+        taken.add(folder.lower())
+        files[f"evaluations/{folder}/{folder}.json"] = _json_bytes(
+            evaluations.scenario_to_evaluation(app, scenario)
         )
+        found.extend(evaluations.export_problems(scenario))
     return files, tuple(found)
 
 
@@ -897,7 +898,16 @@ def _find_app_json(
 
 
 def from_cx_files(files: Mapping[str, bytes]) -> tuple[AppSpec | None, tuple[Diagnostic, ...]]:
-    """The app a CX export holds, and what could not be read. Never raises.
+    """The app a CX export holds (see `read_cx_files`, without the scenarios)."""
+    app, _, found = read_cx_files(files)
+    return app, found
+
+
+def read_cx_files(
+    files: Mapping[str, bytes],
+) -> tuple[AppSpec | None, tuple[ScenarioSpec, ...], tuple[Diagnostic, ...]]:
+    """The app a CX export holds, its golden evaluations as scenarios
+    (`agents.core.cx.evaluations`), and what could not be read. Never raises.
 
     The app is None when nothing usable is found (no app.json, unreadable
     JSON); otherwise it comes with the diagnostics of `check_app_spec` too
@@ -907,13 +917,13 @@ def from_cx_files(files: Mapping[str, bytes]) -> tuple[AppSpec | None, tuple[Dia
     """
     prefix, problems = _find_app_json(files)
     if prefix is None:
-        return None, problems
+        return None, (), problems
     inside = {p[len(prefix) :]: data for p, data in files.items() if p.startswith(prefix)}
     state = _Import(inside)
     app_path = next(p for p in _APP_FILES if p in inside)
     app_data = state.json_object(app_path)
     if app_data is None:
-        return None, tuple(state.found)
+        return None, (), tuple(state.found)
     state.unknown_fields(app_path, app_data, _APP_USED, _APP_BEHAVIOUR)
 
     tools, tool_refs, tool_files, kept_tools = _read_tools(state)
@@ -964,6 +974,7 @@ def from_cx_files(files: Mapping[str, bytes]) -> tuple[AppSpec | None, tuple[Dia
         state.note("SC606", W, app_path, "displayName", "missing; the app is named 'CX app'")
         name = "CX app"
     description = app_data.get("description", "")
+    goldens = _read_goldens(state)
     carried = state.carried_files()
     app = AppSpec(
         name=name.strip(),
@@ -979,7 +990,43 @@ def from_cx_files(files: Mapping[str, bytes]) -> tuple[AppSpec | None, tuple[Dia
     variable_index = {v.name: i for i, v in enumerate(app.variables)}
     for d in check_app_spec(app):
         state.found.append(_place(d, variable_index, tool_files, agent_files, app_path))
-    return app, tuple(state.found)
+    scenarios: list[ScenarioSpec] = []
+    names: set[str] = set()
+    for path, data in goldens:
+        scenario, notes = evaluations.evaluation_to_scenario(app, data, path)
+        state.found.extend(notes)
+        if scenario is not None and scenario.agent:
+            while (scenario.agent, scenario.name.lower()) in names:
+                scenario = replace(scenario, name=f"{scenario.name} (2)")
+            names.add((scenario.agent, scenario.name.lower()))
+            scenarios.append(scenario)
+    return app, tuple(scenarios), tuple(state.found)
+
+
+def _read_goldens(state: _Import) -> list[tuple[str, dict[str, Any]]]:
+    """The golden evaluations of the ZIP (``evaluations/<name>/<name>.json``). The other
+    evaluations (of the scenario kind: they need a model) stay unread: kept verbatim."""
+    goldens: list[tuple[str, dict[str, Any]]] = []
+    for path in sorted(state.files):
+        parts = path.split("/")
+        if len(parts) != 3 or parts[0] != "evaluations" or not path.endswith(".json"):
+            continue
+        data = state.json_object(path)
+        if data is not None and isinstance(data.get("golden"), dict):
+            goldens.append((path, data))
+            continue
+        state.consumed.discard(path)
+        if data is not None and isinstance(data.get("scenario"), dict):
+            name = data.get("displayName") or parts[1]
+            state.note(
+                "SC607",
+                INFO,
+                path,
+                "scenario",
+                f"{name!r} is an evaluation of the scenario kind (a simulated user with a task "
+                "and rubrics): it needs a model; kept as is, listed, not run",
+            )
+    return goldens
 
 
 def _place(
