@@ -174,7 +174,8 @@ SCENARIOS = [
                 "def before_model_callback(callback_context, llm_request):\n"
                 "    if callback_context.state.get('tier') != 'gold':\n"
                 "        return LlmResponse.from_parts(parts=[\n"
-                "            Part.from_function_call(name='set_tier', args={'tier': 'gold'})])\n"
+                "            Part.from_function_call(name='set_tier', args={'tier': 'gold'}),\n"
+                "            Part.from_text(text='One moment.')])\n"
                 "    return None\n"
             ]
         },
