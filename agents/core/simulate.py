@@ -947,7 +947,10 @@ class _Run:
             self.roll_back(scope, "the model call")
             return
         note = changed
-        for part in answer:
+        # ADK yields the answer (its text) before it runs the answer's function calls.
+        texts = [p for p in answer if not isinstance(p.get("function_call"), dict)]
+        calls = [p for p in answer if isinstance(p.get("function_call"), dict)]
+        for part in texts + calls:
             if self.turn_ended is not None:
                 break
             call = part.get("function_call")
