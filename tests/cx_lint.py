@@ -24,6 +24,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.request
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from contextlib import contextmanager, suppress
@@ -120,7 +122,11 @@ def _base_python() -> str:
 
 
 def cxas_venv() -> Path:
-    """The virtualenv with ``cxas-scrapi==1.10.0``, created on first use (minutes, once)."""
+    """The virtualenv with ``cxas-scrapi==1.10.0``, created on first use (a minute, once).
+
+    Raises ``CxasUnavailable`` when the package index cannot be reached (no network), and
+    ``RuntimeError`` when it can but the install fails (that is a failure, not a skip).
+    """
     venv = venv_dir()
     if (venv / _COMPLETE).exists():
         return venv
@@ -128,34 +134,46 @@ def cxas_venv() -> Path:
         if (venv / _COMPLETE).exists():  # another worker built it while this one waited
             return venv
         shutil.rmtree(venv, ignore_errors=True)
-        steps = [
-            [_base_python(), "-m", "venv", str(venv)],
-            [
-                str(_bin(venv, "python")),
-                *("-m", "pip", "install", "--quiet", "--disable-pip-version-check"),
-                *("--retries", "2", "--timeout", "30"),
-                f"{PACKAGE}=={VERSION}",
-            ],
-        ]
-        for command in steps:
-            try:
-                done = subprocess.run(
-                    command,
-                    capture_output=True,
-                    text=True,
-                    timeout=INSTALL_TIMEOUT,
-                    check=False,
-                )
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                shutil.rmtree(venv, ignore_errors=True)
-                raise CxasUnavailable(f"{' '.join(command[:4])}: {exc}") from exc
-            if done.returncode != 0:
-                shutil.rmtree(venv, ignore_errors=True)
-                raise CxasUnavailable(
-                    f"{' '.join(command[:4])} failed: {(done.stderr or done.stdout).strip()[-800:]}"
-                )
+        try:
+            _run_step([_base_python(), "-m", "venv", str(venv)])
+            _run_step(
+                [
+                    str(_bin(venv, "python")),
+                    *("-m", "pip", "install", "--quiet", "--disable-pip-version-check"),
+                    *("--retries", "1", "--timeout", "20"),
+                    f"{PACKAGE}=={VERSION}",
+                ]
+            )
+        except BaseException:
+            shutil.rmtree(venv, ignore_errors=True)  # never leave half a virtualenv
+            raise
         (venv / _COMPLETE).write_text(f"{PACKAGE}=={VERSION}\n")
     return venv
+
+
+def _run_step(command: list[str]) -> None:
+    what = " ".join(Path(command[0]).name if i == 0 else c for i, c in enumerate(command[:5]))
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise _failure(f"{what}: no result after {INSTALL_TIMEOUT} s") from exc
+    if done.returncode != 0:
+        raise _failure(f"{what} failed: {(done.stderr or done.stdout).strip()[-800:]}")
+
+
+def _failure(message: str) -> Exception:
+    """A skip (``CxasUnavailable``) when the package index is out of reach, else an error."""
+    index = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple/")
+    try:
+        with urllib.request.urlopen(f"{index.rstrip('/')}/{PACKAGE}/", timeout=15):
+            pass
+    except urllib.error.HTTPError:
+        pass  # the index answers
+    except (OSError, ValueError) as exc:
+        return CxasUnavailable(f"{index} cannot be reached ({exc}); {message}")
+    return RuntimeError(message)
 
 
 # ---------------------------------------------------------------- running the linter

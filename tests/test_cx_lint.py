@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import zipfile
 
 import pytest
@@ -19,6 +20,7 @@ from agents import exchange, services
 from agents.core.diagnostics import Severity
 from tests.cx_corpus import cx_corpus  # noqa: F401 - the fixture
 from tests.cx_lint import (
+    CxasUnavailable,
     Finding,
     baseline,
     corpus_apps,
@@ -27,7 +29,9 @@ from tests.cx_lint import (
     cxas,  # noqa: F401 - the fixture
     cxas_lint_files,
     cxas_lint_many,
+    cxas_venv,
     new_findings,
+    venv_dir,
 )
 
 pytestmark = pytest.mark.xdist_group("cxas")
@@ -64,6 +68,19 @@ def test_new_findings_are_counting_ones_beyond_what_was_there():
     after = [finding("V100"), finding("V100"), finding("I001"), finding("I001"), finding("A002")]
     assert new_findings(before, after) == [finding("V100"), finding("A002")]
     assert new_findings(after, before) == []
+
+
+def test_without_a_package_index_the_linter_is_unavailable_and_nothing_is_left(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("STATECRAFT_CACHE", str(tmp_path))
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)  # no index from a pip.conf
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple/")  # nothing listens
+    with pytest.raises(CxasUnavailable, match=r"http://127.0.0.1:9/simple/ cannot be reached"):
+        cxas_venv()
+    assert venv_dir() == tmp_path / "cxas-venv-1.10.0"
+    assert not venv_dir().exists()  # no half-built virtualenv for the next run to trust
+    assert (tmp_path / "cxas-venv-1.10.0.lock").exists()
 
 
 # ---------------------------------------------------------------- the demo apps
