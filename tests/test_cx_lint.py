@@ -17,7 +17,9 @@ import zipfile
 import pytest
 
 from agents import exchange, services
+from agents.core.cx.app import to_cx_files
 from agents.core.diagnostics import Severity
+from agents.core.spec import AgentSpec, AppSpec, ToolKind, ToolSpec, VariableSpec, VariableType
 from tests.cx_corpus import cx_corpus  # noqa: F401 - the fixture
 from tests.cx_lint import (
     CxasUnavailable,
@@ -132,6 +134,39 @@ def test_the_linter_reports_what_the_export_fixed(cxas, demo_apps):  # noqa: F81
     files[path] = json.dumps(tool).encode()
     found = {(f.rule_id, f.file) for f in counting(cxas_lint_files(files))}
     assert found == {("A002", "app.json"), ("T012", path)}
+
+
+def test_what_the_export_reports_is_what_cx_lint_rejects(cxas):  # noqa: F811
+    """Each export error about the app's content has CX's counting finding beside it."""
+    app = AppSpec(
+        name="Tree",
+        variables=(VariableSpec("tags", VariableType.LIST, [], "Tags", VariableType.TEXT),),
+        tools=(ToolSpec("lookup", ToolKind.PYTHON, python_code="def lookup():\n    return {}\n"),),
+        agents=(
+            AgentSpec(
+                "Root",
+                "Use {@TOOL: lookup}.",
+                tools=("lookup",),
+                children=("Helper", "Other"),
+                is_root=True,
+            ),
+            AgentSpec("Other", "First tag: {{tags.0}}.", children=("Helper",)),
+            AgentSpec("Helper", "Help."),
+        ),
+    )
+    files, diagnostics = to_cx_files(app)
+    ours = {(d.code, d.subject) for d in diagnostics if d.code in ("SC324", "SC625", "SC626")}
+    assert ours == {
+        ("SC324", "agents/Other/instruction.txt"),
+        ("SC625", "tools/lookup/lookup.json"),
+        ("SC626", "agents/Helper/Helper.json"),
+    }
+    theirs = {(f.rule_id, f.file) for f in counting(cxas_lint_files(files))}
+    assert theirs == {
+        ("V104", "agents/Other/instruction.txt"),
+        ("T012", "tools/lookup/lookup.json"),
+        ("S007", "agents/Helper/Helper.json"),
+    }
 
 
 # ---------------------------------------------------------------- the corpus, as shipped

@@ -107,6 +107,7 @@ CODES: dict[str, str] = {
     "SC623": "A folder name differs from the display name it comes from.",
     "SC624": "A CX schema becomes a Statecraft schema, named here (CX does not name schemas).",
     "SC625": "A CX tool needs a description (for a Python tool, its own or its docstring).",
+    "SC626": "A sub-agent has more than one parent agent; in CX each has one.",
 }
 
 MAX_ZIP_FILES = 1_000
@@ -189,6 +190,7 @@ def to_cx_files(
             )
 
     found.extend(_rejected_paths(app, agent_dirs))
+    found.extend(_second_parents(app, agent_dirs))
     # CX's linter requires a name (A002); a CX export has the app's id there.
     app_id = folder_name(app.name).strip("_") or "app"
     app_json: dict[str, Any] = {"name": app_id, "displayName": app.name}
@@ -325,6 +327,30 @@ def _rejected_paths(app: AppSpec, agent_dirs: Mapping[str, str]) -> list[Diagnos
                 subject=file,
             )
         )
+    return found
+
+
+def _second_parents(app: AppSpec, agent_dirs: Mapping[str, str]) -> list[Diagnostic]:
+    """A sub-agent listed by more than one agent: CX's agents form a tree (cxas lint S007)."""
+    parents: dict[str, list[str]] = {}
+    for agent in app.agents:
+        for child in dict.fromkeys(agent.children):
+            parents.setdefault(child, []).append(agent.name)
+    found = []
+    for child, names in parents.items():
+        if len(names) > 1 and child in agent_dirs:
+            folder = agent_dirs[child]
+            found.append(
+                _note(
+                    "SC626",
+                    E,
+                    f"agents/{folder}/{folder}.json",
+                    "",
+                    f"the agent {child!r} is a sub-agent of {len(names)} agents "
+                    f"({', '.join(names)}); in CX a sub-agent has one parent: keep it under "
+                    "one of them",
+                )
+            )
     return found
 
 
