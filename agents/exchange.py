@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.db import transaction
 
 from agents import selectors, services
 from agents.core import limits
@@ -31,6 +32,7 @@ from agents.core.formats import from_native, loads_native, to_native
 from agents.core.spec import AppSpec, ScenarioSpec
 from agents.models import AgentApp
 from agents.services import ServiceError
+from agents.services.common import changed
 
 logger = logging.getLogger("agents.exchange")
 
@@ -117,8 +119,48 @@ class ImportRefused(ServiceError):
         super().__init__(tuple(diagnostics))
 
 
+_SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
+def import_report(
+    kind: UploadKind, diagnostics: Iterable[Diagnostic], filename: str
+) -> dict[str, Any]:
+    """Every diagnostic of an import, grouped by the file it is about (a CX ZIP's files; the
+    uploaded file otherwise): the report the import page, the API and the app's history show.
+
+    Files with errors come first, then those with warnings, then notes; within a file,
+    errors, warnings, notes, each in the order found. A message loses its ``file: field:``
+    prefix (the group and the row say them).
+    """
+    groups: dict[str, list[tuple[int, int, dict[str, str]]]] = {}
+    counts = {s.value: 0 for s in Severity}
+    for n, d in enumerate(diagnostics):
+        file = d.subject if kind == "cx" and d.subject else filename
+        message = d.message.removeprefix(f"{file}: ")
+        if d.field:
+            message = message.removeprefix(f"{d.field}: ")
+        counts[d.severity.value] += 1
+        row = {
+            "severity": d.severity.value,
+            "code": d.code,
+            "field": d.field or "",
+            "message": message,
+        }
+        groups.setdefault(file, []).append((_SEVERITY_RANK[d.severity], n, row))
+    ordered = sorted(groups.items(), key=lambda item: (min(r[0] for r in item[1]), item[0]))
+    files = [
+        {"file": file, "diagnostics": [row for _, _, row in sorted(rows, key=lambda r: r[:2])]}
+        for file, rows in ordered
+    ]
+    for group in files:  # a file kept whole, with nothing else to say: one line on the page
+        rows = group["diagnostics"]
+        group["kept_whole"] = len(rows) == 1 and rows[0]["code"] == "SC607" and not rows[0]["field"]
+    kept = sum(group["kept_whole"] for group in files)
+    return {"kind": kind, "file": filename, "counts": counts, "files": files, "kept_files": kept}
+
+
 def app_import_file(
-    *, owner: AbstractBaseUser, data: bytes, name: str | None = None
+    *, owner: AbstractBaseUser, data: bytes, name: str | None = None, filename: str = "upload"
 ) -> tuple[AgentApp, UploadKind, tuple[Diagnostic, ...]]:
     """Import an uploaded file (native JSON/YAML or CX ZIP): the one use case behind the
     import page and `manage.py import_app`. All of it or nothing: anything wrong raises
@@ -129,7 +171,22 @@ def app_import_file(
         errors = [d for d in diagnostics if d.severity is Severity.ERROR]
         raise ImportRefused(kind, errors or diagnostics)
     try:
-        app = app_import(owner=owner, spec=spec, scenarios=scenarios, name=name)
+        with transaction.atomic():
+            app = app_import(owner=owner, spec=spec, scenarios=scenarios, name=name)
+            # The whole report stays in the app's history (the import report page reads it).
+            changed(
+                app=app,
+                actor=owner,
+                action="app.import",
+                name=app.name,
+                after=import_report(kind, diagnostics, filename),
+            )
     except ServiceError as exc:
         raise ImportRefused(kind, exc.diagnostics) from exc
     return app, kind, tuple(d for d in diagnostics if d.severity is not Severity.ERROR)
+
+
+def app_import_report(app: AgentApp) -> dict[str, Any] | None:
+    """The report of the import that made `app` (None for an app made in Statecraft)."""
+    event = app.audit_events.filter(action="app.import").order_by("-id").first()
+    return event.after if event is not None else None

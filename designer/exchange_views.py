@@ -23,7 +23,6 @@ TEMPLATE = "agents/app_import.html"
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 WARNINGS_HEADER = "X-Statecraft-Export-Warnings"
 _NATIVE_TYPES = {"json": "application/json", "yaml": "application/yaml"}
-_SHOWN_WARNINGS = 5
 
 
 def _file_stem(app: AgentApp) -> str:
@@ -123,20 +122,29 @@ def app_import(request: HttpRequest) -> HttpResponse:
         return render(request, TEMPLATE, context, status=400)
     filename = upload.name or "upload"
     try:
-        app, kind, diagnostics = exchange.app_import_file(
-            owner=request.user, data=upload.read(), name=typed_name or None
+        app, _kind, diagnostics = exchange.app_import_file(
+            owner=request.user, data=upload.read(), name=typed_name or None, filename=filename
         )
     except exchange.ImportRefused as exc:
         context["kind"] = exc.kind
         context["rows"] = _rows(exc.diagnostics, filename, zip_files=exc.kind == "cx")
+        context["report"] = exchange.import_report(exc.kind, exc.diagnostics, filename)
         return render(request, TEMPLATE, context, status=400)
-    context["kind"] = kind
-    notes = [d for d in diagnostics if d.severity is Severity.WARNING]
+    warnings = sum(d.severity is Severity.WARNING for d in diagnostics)
     summary = f"Imported “{app.name}” from {filename}."
-    if notes:
-        summary += f" {len(notes)} warning{'s' if len(notes) != 1 else ''} (first ones below)."
+    if warnings:
+        summary += f" {warnings} warning{'s' if warnings != 1 else ''}: see the import report."
     messages.success(request, summary)
-    for row in _rows(notes[:_SHOWN_WARNINGS], filename, zip_files=kind == "cx"):
-        field = f" {row['field']}:" if row["field"] else ""
-        messages.warning(request, f"{row['file']}:{field} {row['message']}")
+    if diagnostics:
+        return redirect("app-import-report", app_id=app.pk)
     return redirect("app-designer", app_id=app.pk)
+
+
+@login_required
+@require_GET
+def app_import_report(request: HttpRequest, app_id: int) -> HttpResponse:
+    """Every diagnostic of the import that made the app, grouped by file."""
+    app, access = selectors.app_for_user(request.user, app_id)
+    report = exchange.app_import_report(app)
+    context = {"mode": "report", "app": app, "access": access, "report": report}
+    return render(request, TEMPLATE, context)

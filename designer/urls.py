@@ -14,6 +14,7 @@ app_patterns = [
     path("share", views.app_share, name="app-share"),
     path("history", views.app_history, name="app-history"),
     path("export", exchange_views.app_export, name="app-export"),
+    path("import-report", exchange_views.app_import_report, name="app-import-report"),
     path("export/native", exchange_views.app_export_native, name="app-export-native"),
     path("export/cx", exchange_views.app_export_cx, name="app-export-cx"),
     path("versions/", version_views.app_versions, name="app-versions"),

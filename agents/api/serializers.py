@@ -74,6 +74,49 @@ class DiagnosticsOut(serializers.Serializer):
     diagnostics = DiagnosticOut(many=True)
 
 
+class ImportIn(serializers.Serializer):
+    file = serializers.FileField(help_text="A .json/.yaml Statecraft export or a CX .zip.")
+    name = serializers.CharField(required=False, help_text="The new app's name.")
+
+
+class ReportRowOut(serializers.Serializer):
+    severity = serializers.ChoiceField(choices=["error", "warning", "info"])
+    code = serializers.CharField()
+    field = serializers.CharField(help_text="The field in the file ('' for the whole file).")
+    message = serializers.CharField()
+
+
+class ReportFileOut(serializers.Serializer):
+    file = serializers.CharField(help_text="A file of the CX ZIP, or the uploaded file.")
+    diagnostics = ReportRowOut(many=True)
+    kept_whole = serializers.BooleanField(
+        help_text="The file is kept as is and written back on export; nothing else to say."
+    )
+
+
+class ImportReportOut(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["native", "cx"])
+    file = serializers.CharField(help_text="The uploaded file's name.")
+    counts = serializers.DictField(child=serializers.IntegerField())
+    files = ReportFileOut(many=True, help_text="Every diagnostic, grouped by file.")
+    kept_files = serializers.IntegerField(help_text="How many files are kept whole.")
+
+
+class ImportedAppOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    url = serializers.CharField()
+
+
+class ImportOut(serializers.Serializer):
+    """201: `app` and `report`; 400: `detail`, `diagnostics` and `report` (nothing created)."""
+
+    app = ImportedAppOut(required=False)
+    detail = serializers.CharField(required=False)
+    diagnostics = DiagnosticOut(many=True, required=False)
+    report = ImportReportOut()
+
+
 # ---------------------------------------------------------------- apps
 
 

@@ -47,6 +47,10 @@ class SimulateThrottle(ScopedThrottle):
     scope = "simulate"
 
 
+class ImportThrottle(ScopedThrottle):
+    scope = "import"
+
+
 def with_default_throttles(*extra: type[BaseThrottle]) -> list[type[BaseThrottle]]:
     """The API-wide throttles plus the expensive endpoint's own."""
     return [*api_settings.DEFAULT_THROTTLE_CLASSES, *extra]

@@ -18,6 +18,7 @@ scenario = agent + "scenarios/<int:scenario_id>/"
 
 urlpatterns = [
     path("apps/", views.AppListView.as_view(), name="app-list"),
+    path("apps/import", views.AppImportView.as_view(), name="app-import"),
     path(app, views.AppDetailView.as_view(), name="app-detail"),
     path(app + "lint", views.AppLintView.as_view(), name="app-lint"),
     path(app + "versions/", version_views.VersionListView.as_view(), name="version-list"),

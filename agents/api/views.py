@@ -16,14 +16,20 @@ from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.generics import GenericAPIView
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from agents import selectors, services
+from agents import exchange, selectors, services
 from agents.api import serializers as io
 from agents.api.json_boundary import json_data_response
-from agents.api.throttles import CompileThrottle, SimulateThrottle, with_default_throttles
+from agents.api.throttles import (
+    CompileThrottle,
+    ImportThrottle,
+    SimulateThrottle,
+    with_default_throttles,
+)
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.lint import lint_app
 from agents.core.simulate import SimulationResult
@@ -83,6 +89,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         return _error_response([_input_error("__all__", str(exc.detail))], exc.status_code)
     return exception_handler(exc, context)
 
+
+MAX_IMPORT_BYTES = 20 * 1024 * 1024  # as the import page
 
 ERRORS = {
     400: OpenApiResponse(io.ErrorOut, description="Invalid input: the diagnostics say why."),
@@ -197,6 +205,52 @@ class AppListView(ApiView):
         app = selectors.app_with_everything(app.pk).get()
         body = self.output(io.AppDetailOut, app, access=Access("owner"))
         location = reverse("api:app-detail", args=[app.pk])
+        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": location})
+
+
+class AppImportView(ApiView):
+    """Import a Statecraft JSON/YAML file or a CX Agent Studio ZIP as a new app you own."""
+
+    queryset = AgentApp.objects.none()
+    parser_classes = [MultiPartParser, FormParser]
+    throttle_classes = with_default_throttles(ImportThrottle)
+
+    @extend_schema(
+        tags=["apps"],
+        summary="Import an app (native JSON/YAML or CX Agent Studio ZIP), with its full report",
+        description=(
+            "Multipart form: `file` (required), `name` (optional). All of it or nothing: on a "
+            "refusal nothing is created. Either way the body has `report`: every diagnostic "
+            "(errors, warnings, notes) grouped by the file it is about."
+        ),
+        request={"multipart/form-data": io.ImportIn},
+        responses={201: io.ImportOut, 400: io.ImportOut, 401: ERRORS[401]},
+    )
+    def post(self, request: Request) -> Response:
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise InvalidInput([_input_error("file", "Send the app file in the `file` field.")])
+        if upload.size > MAX_IMPORT_BYTES:
+            message = f"The file is over {MAX_IMPORT_BYTES // (1024 * 1024)} MB."
+            raise InvalidInput([_input_error("file", message)])
+        filename = upload.name or "upload"
+        name = str(request.data.get("name") or "").strip() or None
+        try:
+            app, kind, diagnostics = exchange.app_import_file(
+                owner=request.user, data=upload.read(), name=name, filename=filename
+            )
+        except exchange.ImportRefused as exc:
+            body = {
+                "detail": f"{filename}: not imported; nothing was created.",
+                "diagnostics": [d.to_dict() for d in exc.diagnostics],
+                "report": exchange.import_report(exc.kind, exc.diagnostics, filename),
+            }
+            return Response(body, status=status.HTTP_400_BAD_REQUEST)
+        location = reverse("api:app-detail", args=[app.pk])
+        body = {
+            "app": {"id": app.pk, "name": app.name, "url": location},
+            "report": exchange.import_report(kind, diagnostics, filename),
+        }
         return Response(body, status=status.HTTP_201_CREATED, headers={"Location": location})
 
 

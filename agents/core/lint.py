@@ -901,6 +901,8 @@ def _lint_tool(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Diagno
         yield from _lint_openapi(index, tool, used)
     elif tool.kind is ToolKind.MCP:
         yield from _lint_mcp(index, tool, used)
+    elif tool.kind is ToolKind.PLATFORM and not description:
+        description = rules.PLATFORM_TOOLS.get(name, "")
     if not description:
         hint = " or a docstring" if tool.kind is ToolKind.PYTHON else ""
         yield Diagnostic(

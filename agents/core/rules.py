@@ -36,6 +36,7 @@ __all__ = [
     "MODALITIES",
     "NAME_MAX_LENGTH",
     "NAME_PATTERN",
+    "PLATFORM_TOOLS",
     "SCENARIO_DEFAULTS",
     "app_name_problems",
     "channel_problems",
@@ -44,6 +45,7 @@ __all__ = [
     "modality_problems",
     "name_problems",
     "parse_python",
+    "platform_tool_problem",
     "python_problems",
     "scenario_name_problems",
     "session_values_problems",
@@ -61,6 +63,7 @@ CODES: dict[str, str] = {
     "SC008": "A JSON field has the wrong shape (object expected).",
     "SC009": "A scenario setting is out of range (budget, channel, modality).",
     "SC010": "A scenario sets a variable the app does not declare.",
+    "SC011": "A platform tool is not one CX Agent Studio provides.",
 }
 
 # Names of variables, schemas and tools (CX Agent Studio's rule for Python identifiers).
@@ -71,6 +74,20 @@ DISPLAY_NAME_MAX_LENGTH = 200  # agents
 SCENARIO_NAME_MAX_LENGTH = 200
 URL_MAX_LENGTH = 200
 CHANNELS = ("web", "api", "telephony")
+# Tools CX Agent Studio provides itself: never shipped as a folder of an export, listed by
+# name in an agent's tools (cxas-scrapi's linter: LintContext.platform_tools). Their
+# description and the arguments CX's runtime passes (callback_libs.Part.from_end_session,
+# from_customized_response).
+PLATFORM_TOOLS: Mapping[str, str] = {
+    "end_session": (
+        "Ends the session (CX platform tool). Arguments: reason (text), session_escalated "
+        "(yes/no: hand the customer to a human)."
+    ),
+    "customize_response": (
+        "Sends a customised response (CX platform tool): content, and voice settings "
+        "(disable_barge_in, enable_dtmf, dtmf_finish_digit, dtmf_endpointing_timeout)."
+    ),
+}
 MODALITIES = ("text", "voice")
 # A scenario's defaults are the core's own (SessionSpec, ScenarioSpec): models, forms,
 # services and the API take them from here.
@@ -163,6 +180,11 @@ def parse_python(code: str) -> ast.Module | Diagnostic:
         return Diagnostic("SC007", E, message)
     except ValueError as exc:
         return Diagnostic("SC007", E, f"The code cannot be read: {exc}.")
+
+
+def platform_tool_problem() -> str:
+    names = ", ".join(PLATFORM_TOOLS)
+    return f"a platform tool is one CX Agent Studio provides: {names}; name it so"
 
 
 def python_problems(
@@ -341,6 +363,8 @@ def _check_tools(app: AppSpec) -> Iterable[Diagnostic]:
                 f"{base}.python_code",
                 tool.name,
             )
+        if tool.kind is ToolKind.PLATFORM and tool.name not in PLATFORM_TOOLS:
+            yield _field_error("SC011", f"{base}.name", platform_tool_problem(), tool.name)
         if len(tool.mcp_url) > URL_MAX_LENGTH:
             message = f"at most {URL_MAX_LENGTH} characters"
             yield _field_error("SC001", f"{base}.mcp_url", message, tool.name)

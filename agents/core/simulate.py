@@ -667,6 +667,8 @@ class _Run:
             if result is None:
                 return False, None
             return True, result.return_value
+        if tool.kind is ToolKind.PLATFORM:
+            return True, {}  # CX runs it (end_session, customize_response): an empty result
         self.diagnostics.append(
             Diagnostic(
                 "SC407",

@@ -33,7 +33,9 @@ def tool_problems(tool: Tool) -> list[Diagnostic]:
     diagnostics = rules.name_problems(tool.name)
     diagnostics += unique(Tool, tool, what="tool")
     if tool.kind not in ToolKind.values:
-        diagnostics.append(error("kind", "Choose Python, OpenAPI or MCP.", "SC005"))
+        diagnostics.append(error("kind", "Choose Python, OpenAPI, MCP or Platform.", "SC005"))
+    if tool.kind == ToolKind.PLATFORM and tool.name not in rules.PLATFORM_TOOLS:
+        diagnostics.append(error("name", rules.platform_tool_problem().capitalize() + ".", "SC011"))
     if tool.kind == ToolKind.PYTHON:
         diagnostics += rules.python_problems(tool.python_code, "python_code")
     if tool.openapi_spec is not None and not isinstance(tool.openapi_spec, dict):

@@ -298,6 +298,7 @@ def version_restore(*, version: AppVersion, user: AbstractBaseUser) -> AgentApp:
     # The staging app's own history (its import, object by object) is not the app's.
     AuditEvent.objects.filter(app=staging).delete()
     AgentApp.objects.filter(pk=staging.pk).delete()
+    AgentApp.objects.filter(pk=app.pk).update(cx=spec.cx)  # what a CX import kept, as then
     app = services.app_update(app=app, name=spec.name, description=spec.description, actor=user)
     _record_history(
         actor=user,

@@ -9,6 +9,7 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from agents.core import rules
 from agents.core.render import render_value
 
 register = template.Library()
@@ -72,3 +73,9 @@ def pretty_json(value: Any) -> str:
     import json
 
     return "—" if value is None else json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+@register.simple_tag
+def platform_tool_names() -> list[str]:
+    """The tools CX Agent Studio provides (the rule set's list)."""
+    return list(rules.PLATFORM_TOOLS)

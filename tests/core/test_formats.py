@@ -40,6 +40,7 @@ from agents.core.spec import (
     VariableSpec,
     VariableType,
 )
+from tests.cx_tree import without_cx
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -369,6 +370,7 @@ def test_cx_round_trip_keeps_variables_schemas_tools_agents_and_callbacks():
     files, _ = to_cx_files(_app())
     app, diagnostics = from_cx_files(read_zip(zip_bytes(files))[0])
     assert not has_errors(diagnostics), diagnostics
+    app = without_cx(app)
     original = _app()
     assert app.name == original.name and app.description == original.description
 
@@ -492,15 +494,22 @@ def test_import_of_a_real_looking_cx_export_in_a_top_folder():
     assert app.schemas[0].name == "Profile"  # from the schema's title
     root = app.agent("root_agent")
     assert root.is_root and root.instructions == "Use {@TOOL: get_links}."
-    assert root.tools == ("get_links",) and root.children == ("Helper Agent",)
-    assert root.callbacks == (CallbackSpec(CallbackKind.AFTER_TOOL, "x = 1\n", 0),)
+    # end_session is a platform tool: CX provides it (its systemTool folder is kept as is)
+    assert root.tools == ("get_links", "end_session") and root.children == ("Helper Agent",)
+    assert app.tool("end_session").kind is ToolKind.PLATFORM
+    assert without_cx(root.callbacks) == (CallbackSpec(CallbackKind.AFTER_TOOL, "x = 1\n", 0),)
+    assert root.callbacks[0].cx["description"] == "log"  # kept, and written back on export
     assert app.agent("Helper Agent").instructions == "Inline instruction"
     reported = {(d.subject, d.field) for d in diagnostics}
     assert ("app.json", "globalInstruction") in reported
     assert ("app.json", "modelSettings") in reported
     assert ("tools/end_session/end_session.json", "systemTool") in reported
-    assert ("agents/root_agent/root_agent.json", "tools[1]") in reported
-    assert ("agents/root_agent/root_agent.json", "afterToolCallbacks[0].description") in reported
+    # the platform tool and the callback's description are understood: nothing to report
+    assert ("agents/root_agent/root_agent.json", "tools[1]") not in reported
+    assert (
+        "agents/root_agent/root_agent.json",
+        "afterToolCallbacks[0].description",
+    ) not in reported
     assert ("global_instruction.txt", None) in reported
 
 

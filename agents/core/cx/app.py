@@ -46,6 +46,7 @@ settings, guardrails, toolsets, other tool kinds, ...) is reported, not kept.
 from __future__ import annotations
 
 import ast
+import base64
 import io
 import json
 import posixpath
@@ -57,6 +58,7 @@ from typing import Any
 
 from agents.core import rules
 from agents.core.code_analysis import analyze_code
+from agents.core.cx.carry import camel_keys, overlay
 from agents.core.cx.schemas import variable_cx_schema, variable_from_cx_schema
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.formats import (
@@ -176,7 +178,10 @@ def to_cx_files(
     found: list[Diagnostic] = []
     schemas = {s.name: s.schema for s in app.schemas}
     agent_dirs = _folders(a.name for a in app.agents)
-    tool_dirs = _folders(t.name for t in app.tools)
+    own_tools = [t for t in app.tools if t.kind is not ToolKind.PLATFORM and not _in_toolset(t)]
+    tool_dirs = _folders(t.name for t in own_tools)
+    tool_dirs.update({t.name: t.name for t in app.tools if t.kind is ToolKind.PLATFORM})
+    in_toolsets = {t.name for t in app.tools if _in_toolset(t)}
     for name, folder in agent_dirs.items():
         if folder != name:
             found.append(
@@ -239,9 +244,11 @@ def to_cx_files(
     files["app.json"] = _json_bytes(app_json)
 
     for agent in app.agents:
-        files.update(_agent_files(agent, agent_dirs, tool_dirs, found))
-    for tool in app.tools:
+        own = replace(agent, tools=tuple(t for t in agent.tools if t not in in_toolsets))
+        files.update(_agent_files(own, agent_dirs, tool_dirs, found))
+    for tool in own_tools:
         files.update(_tool_files(tool, tool_dirs[tool.name], found))
+    _write_back_carry(app, files, agent_dirs, tool_dirs, schemas)
     for scenario in scenarios:
         found.append(
             _note(
@@ -254,6 +261,185 @@ def to_cx_files(
             )
         )
     return files, tuple(found)
+
+
+def _in_toolset(tool: ToolSpec) -> bool:
+    """An operation of a CX toolset, shown as a tool: the toolset itself is exported."""
+    return bool(tool.cx.get("toolset"))
+
+
+# Fields of each CX object that Statecraft edits: on export they come from Statecraft,
+# every other field from the object's original JSON (`carry.overlay`).
+_APP_EDITED = ("displayName", "description", "rootAgent", "variableDeclarations")
+_AGENT_EDITED = (
+    "displayName",
+    "description",
+    "instruction",
+    "tools",
+    "childAgents",
+    *_CALLBACK_FIELDS.values(),
+)
+_TOOL_EDITED = (
+    "displayName",
+    *(
+        f"{key}.{sub}"
+        for key in _TOOL_KIND_FIELDS.values()
+        for sub in ("description", "pythonCode", "openApiSchema", "serverAddress", "customHeaders")
+    ),
+)
+# Kept from the original when it has them (ids, and defaults export would add).
+_ORIGINAL_WINS = ("name", "executionType")
+
+
+def _restore_original(original: Mapping[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    for key in _ORIGINAL_WINS:
+        if key in original:
+            out[key] = original[key]
+        elif original and key != "name":
+            out.pop(key, None)
+    return out
+
+
+def _write_back_carry(
+    app: AppSpec,
+    files: dict[str, bytes],
+    agent_dirs: Mapping[str, str],
+    tool_dirs: Mapping[str, str],
+    schemas: Mapping[str, dict[str, Any]],
+) -> None:
+    """Lay each object's generated JSON over what its CX import kept, and write back the
+    files kept verbatim (`agents.core.cx.carry`). Objects made in Statecraft keep no
+    original: their JSON is the generated one."""
+    original_app = app.cx.get("app") or {}
+    if original_app:
+        generated = json.loads(files["app.json"])
+        by_name = {v.name: v for v in app.variables}
+        declarations = []
+        for declaration in generated.get("variableDeclarations", []):
+            variable = by_name.get(declaration.get("name"))
+            declarations.append(_variable_back(variable, declaration, schemas))
+        # In the original's order (Statecraft lists variables by name); new ones after.
+        before = [
+            d.get("name")
+            for d in original_app.get("variableDeclarations", [])
+            if isinstance(d, dict)
+        ]
+        rank = {name: i for i, name in enumerate(before)}
+        declarations.sort(key=lambda d: rank.get(d.get("name"), len(rank)))
+        generated["variableDeclarations"] = declarations
+        out = _restore_original(original_app, overlay(original_app, generated, _APP_EDITED))
+        files["app.json"] = _json_bytes(out)
+    for agent in app.agents:
+        folder = agent_dirs[agent.name]
+        path = f"agents/{folder}/{folder}.json"
+        if not agent.cx or path not in files:
+            continue
+        generated = json.loads(files[path])
+        generated["tools"] = _tools_back(agent, generated.get("tools", []), app, tool_dirs)
+        if not generated["tools"]:
+            del generated["tools"]
+        for kind, key in _CALLBACK_FIELDS.items():
+            entries = generated.get(key, [])
+            ordered = sorted((c for c in agent.callbacks if c.kind is kind), key=lambda c: c.order)
+            entries = [
+                overlay(callback.cx, entry, ("pythonCode",))
+                for callback, entry in zip(ordered, entries, strict=False)
+            ]
+            entries += [
+                e for e in agent.cx.get(key, []) if isinstance(e, dict) and e.get("disabled")
+            ]
+            if entries:
+                generated[key] = entries
+        out = _restore_original(agent.cx, overlay(agent.cx, generated, _AGENT_EDITED))
+        files[path] = _json_bytes(out)
+    for tool in app.tools:
+        folder = tool_dirs.get(tool.name)
+        path = f"tools/{folder}/{folder}.json"
+        if not tool.cx or tool.kind is ToolKind.PLATFORM or path not in files:
+            continue
+        generated = json.loads(files[path])
+        edited = _TOOL_EDITED + (("toolFakeConfig",) if tool.mock is not None else ())
+        out = _restore_original(tool.cx, overlay(tool.cx, generated, edited))
+        files[path] = _json_bytes(out)
+    for path, text in (app.cx.get("files") or {}).items():
+        files.setdefault(path, text.encode("utf-8"))
+    for path, data in (app.cx.get("binary") or {}).items():
+        files.setdefault(path, base64.b64decode(data))
+
+
+def _variable_back(
+    variable: VariableSpec | None,
+    declaration: dict[str, Any],
+    schemas: Mapping[str, dict[str, Any]],
+) -> dict[str, Any]:
+    """The original declaration when the variable is as imported, else the new one over it."""
+    if variable is None or not variable.cx:
+        return declaration
+    original = variable.cx
+    try:
+        read, _ = variable_from_cx_schema(original.get("schema") or {})
+    except (TypeError, ValueError, RecursionError):
+        read = None
+    unchanged = (
+        read is not None
+        and original.get("name") == variable.name
+        and (original.get("description") or "") == variable.description
+        and read.type is variable.type
+        and read.item_type == variable.item_type
+        and read.default == variable.default
+        and read.schema == (schemas.get(variable.schema) if variable.schema else None)
+    )
+    if unchanged:
+        return dict(original)
+    return overlay(original, declaration, ("description", "schema"))
+
+
+def _kept_tool_aliases(carried: Mapping[str, str]) -> set[str]:
+    """Every name a tool kept as it is may be referenced by: folder, `name`, `displayName`."""
+    aliases: set[str] = set()
+    for path, text in carried.items():
+        parts = path.split("/")
+        if parts[0] != "tools" or len(parts) < 2:
+            continue
+        aliases.add(parts[1])
+        if len(parts) == 3 and parts[2].rsplit(".", 1)[0] == parts[1]:
+            try:
+                data = json.loads(text) if parts[2].endswith(".json") else load_yaml(text)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(data, dict):
+                data = camel_keys(data, depth=1)
+                aliases.update(
+                    v for k in ("name", "displayName") if isinstance(v := data.get(k), str)
+                )
+    return aliases
+
+
+def _tools_back(
+    agent: AgentSpec, generated: list[str], app: AppSpec, tool_dirs: Mapping[str, str]
+) -> list[str]:
+    """The agent's tool references in their original order, with the tools kept as they are
+    (kinds Statecraft does not edit) where they were."""
+    original = [r for r in agent.cx.get("tools", []) if isinstance(r, str)]
+    kept_folders = _kept_tool_aliases(app.cx.get("files") or {})
+    new = set(generated)
+    aliases: dict[str, str] = {}  # what an original reference may say → the exported reference
+    for tool in app.tools:
+        exported = tool_dirs.get(tool.name)
+        for alias in (tool.name, exported, tool.cx.get("name"), tool.cx.get("displayName")):
+            if isinstance(alias, str) and alias and exported:
+                aliases.setdefault(alias, exported)
+    out = []
+    for reference in original:
+        segment = _last_segment(reference)
+        exported = aliases.get(reference) or aliases.get(segment)
+        if exported in new:
+            out.append(exported)
+            new.discard(exported)
+        elif segment in kept_folders or reference in kept_folders:
+            out.append(reference)
+    out += [r for r in generated if r in new]
+    return out
 
 
 def _agent_files(
@@ -584,6 +770,7 @@ _OUTPUT_ONLY = frozenset(
         "generatedSummary",
     }
 )
+_APP_FILES = ("app.json", "app.yaml", "app.yml")
 _APP_USED = frozenset({"name", "displayName", "description", "rootAgent", "variableDeclarations"})
 _APP_BEHAVIOUR = frozenset({"globalInstruction", "guardrails", "predefinedVariableDeclarations"})
 _AGENT_USED = frozenset(
@@ -611,18 +798,26 @@ _OTHER_TOOL_KINDS = (
 class _Import:
     files: Mapping[str, bytes]
     found: list[Diagnostic] = field(default_factory=list)
+    consumed: set[str] = field(default_factory=set)  # files read into Statecraft objects
 
     def note(self, code: str, severity: Severity, file: str | None, where: str, msg: str) -> None:
         self.found.append(_note(code, severity, file, where, msg))
 
     def json_object(self, path: str) -> dict[str, Any] | None:
+        """A CX object from its .json file, or its .yaml one (keys as the JSON form has them)."""
         text = self.text_file(path)
         if text is None:
             return None
         try:
-            value = json.loads(text)
+            if path.endswith((".yaml", ".yml")):
+                value = camel_keys(load_yaml(text), depth=4)
+            else:
+                value = json.loads(text)
         except json.JSONDecodeError as exc:
             self.note("SC605", E, path, "", f"not valid JSON (line {exc.lineno}: {exc.msg})")
+            return None
+        except ValueError as exc:
+            self.note("SC605", E, path, "", f"not valid YAML ({exc})")
             return None
         except RecursionError:
             self.note("SC605", E, path, "", "nested too deeply")
@@ -637,6 +832,7 @@ class _Import:
         return value
 
     def text_file(self, path: str) -> str | None:
+        self.consumed.add(path)
         try:
             return self.files[path].decode("utf-8-sig")
         except UnicodeDecodeError as exc:
@@ -670,10 +866,43 @@ class _Import:
         for key, value in data.items():
             if key in used or key in _OUTPUT_ONLY or value in (None, "", [], {}, False):
                 continue
-            severity = W if key in behaviour else INFO
-            self.note(
-                "SC607", severity, owner, f"{prefix}{key}", "Statecraft has no place for this"
-            )
+            if key in behaviour:
+                message = "kept as is and written back on export; the simulation does not apply it"
+                self.note("SC607", W, owner, f"{prefix}{key}", message)
+            else:
+                message = "kept as is and written back on export"
+                self.note("SC607", INFO, owner, f"{prefix}{key}", message)
+
+    def object_file(self, folder: str) -> str | None:
+        """``<folder>/<name>.json`` or ``.yaml`` (CX's two layouts), whichever the ZIP has."""
+        name = posixpath.basename(folder)
+        for ext in ("json", "yaml", "yml"):
+            if f"{folder}/{name}.{ext}" in self.files:
+                return f"{folder}/{name}.{ext}"
+        return None
+
+    def folders(self, top: str) -> list[str]:
+        """The folders under `top` (``agents``, ``tools``, ``toolsets``), sorted."""
+        return sorted(
+            {p.split("/")[1] for p in self.files if p.startswith(f"{top}/") and p.count("/") >= 2}
+        )
+
+    def keep(self, prefix: str) -> None:
+        """The files under `prefix` stay in the carry, verbatim, even if they were read."""
+        self.consumed.difference_update(p for p in self.files if p.startswith(prefix))
+
+    def carried_files(self) -> dict[str, Any]:
+        """Every file no Statecraft object was read from, verbatim (text; else base64)."""
+        texts: dict[str, str] = {}
+        binary: dict[str, str] = {}
+        for path in sorted(self.files):
+            if path in self.consumed:
+                continue
+            try:
+                texts[path] = self.files[path].decode("utf-8")
+            except UnicodeDecodeError:
+                binary[path] = base64.b64encode(self.files[path]).decode("ascii")
+        return {"files": texts, **({"binary": binary} if binary else {})}
 
 
 def _last_segment(reference: str) -> str:
@@ -683,34 +912,38 @@ def _last_segment(reference: str) -> str:
 def _find_app_json(
     files: Mapping[str, bytes],
 ) -> tuple[str | None, tuple[Diagnostic, ...]]:
-    candidates = [p for p in files if posixpath.basename(p) == "app.json"]
+    candidates = [p for p in files if posixpath.basename(p) in _APP_FILES]
     if not candidates:
-        return None, (_note("SC604", E, None, "", "the ZIP has no app.json"),)
+        return None, (_note("SC604", E, None, "", "the ZIP has no app.json (or app.yaml)"),)
     depth = min(p.count("/") for p in candidates)
     top = sorted(p for p in candidates if p.count("/") == depth)
-    if len(top) > 1:
+    if len({posixpath.dirname(p) for p in top}) > 1:
         return None, (_note("SC604", E, None, "", f"the ZIP has several apps: {', '.join(top)}"),)
-    return top[0][: -len("app.json")], ()
+    return top[0][: -len(posixpath.basename(top[0]))], ()
 
 
 def from_cx_files(files: Mapping[str, bytes]) -> tuple[AppSpec | None, tuple[Diagnostic, ...]]:
-    """The app a CX export holds, and what could not be read or kept. Never raises.
+    """The app a CX export holds, and what could not be read. Never raises.
 
     The app is None when nothing usable is found (no app.json, unreadable
     JSON); otherwise it comes with the diagnostics of `check_app_spec` too
-    (errors mean it cannot be imported as it is).
+    (errors mean it cannot be imported as it is). What Statecraft does not edit is
+    kept (`agents.core.cx.carry`): each object's original JSON in its ``cx``, and every
+    file no object was read from in the app's ``cx["files"]``.
     """
     prefix, problems = _find_app_json(files)
     if prefix is None:
         return None, problems
     inside = {p[len(prefix) :]: data for p, data in files.items() if p.startswith(prefix)}
     state = _Import(inside)
-    app_data = state.json_object("app.json")
+    app_path = next(p for p in _APP_FILES if p in inside)
+    app_data = state.json_object(app_path)
     if app_data is None:
         return None, tuple(state.found)
-    state.unknown_fields("app.json", app_data, _APP_USED, _APP_BEHAVIOUR)
+    state.unknown_fields(app_path, app_data, _APP_USED, _APP_BEHAVIOUR)
 
-    tools, tool_refs, tool_files, skipped_tools = _read_tools(state)
+    tools, tool_refs, tool_files, kept_tools = _read_tools(state)
+    toolsets = _read_toolsets(state, {t.name for t in tools})
     agents_raw = _read_agent_files(state)
     agent_refs: dict[str, str] = {}
     for folder, (_, data) in agents_raw.items():
@@ -726,26 +959,38 @@ def from_cx_files(files: Mapping[str, bytes]) -> tuple[AppSpec | None, tuple[Dia
     if isinstance(root_ref, str) and root_ref:
         root_name = agent_refs.get(root_ref) or agent_refs.get(_last_segment(root_ref))
         if root_name is None:
-            state.note("SC608", E, "app.json", "rootAgent", f"no agent {root_ref!r} in the ZIP")
+            state.note("SC608", E, app_path, "rootAgent", f"no agent {root_ref!r} in the ZIP")
     elif agents_raw:
-        state.note("SC606", W, "app.json", "rootAgent", "missing; the first agent is the root")
+        state.note("SC606", W, app_path, "rootAgent", "missing; the first agent is the root")
 
+    refs = _ToolRefs(tool_refs, kept_tools, toolsets)
     agents = []
     agent_files: dict[str, str] = {}
     for path, data in agents_raw.values():
-        agent = _read_agent(state, path, data, tool_refs, skipped_tools, agent_refs)
+        agent = _read_agent(state, path, data, refs, agent_refs)
         if agent is not None:
             agents.append(replace(agent, is_root=agent.name == root_name))
             agent_files[agent.name] = path
     if agents and not any(a.is_root for a in agents):
         agents[0] = replace(agents[0], is_root=True)
+    for name in sorted(refs.platform_used):
+        tools.append(
+            ToolSpec(
+                name=name,
+                kind=ToolKind.PLATFORM,
+                description=rules.PLATFORM_TOOLS[name],
+                cx={"platform": True},
+            )
+        )
+    tools.extend(t for ts in toolsets.values() for t in ts.tools if t.name in refs.toolset_used)
 
-    variables, schemas = _read_variables(state, app_data)
+    variables, schemas = _read_variables(state, app_data, app_path)
     name = app_data.get("displayName")
     if not isinstance(name, str) or not name.strip():
-        state.note("SC606", W, "app.json", "displayName", "missing; the app is named 'CX app'")
+        state.note("SC606", W, app_path, "displayName", "missing; the app is named 'CX app'")
         name = "CX app"
     description = app_data.get("description", "")
+    carried = state.carried_files()
     app = AppSpec(
         name=name.strip(),
         description=description if isinstance(description, str) else "",
@@ -753,14 +998,13 @@ def from_cx_files(files: Mapping[str, bytes]) -> tuple[AppSpec | None, tuple[Dia
         schemas=tuple(schemas),
         tools=tuple(tools),
         agents=tuple(agents),
+        cx={"app": app_data, "layout": "yaml" if app_path != "app.json" else "json", **carried},
     )
-    for path in sorted(inside):
-        top = path.split("/", 1)[0]
-        if path != "app.json" and top not in ("agents", "tools"):
-            state.note("SC607", INFO, path, "", "not imported (Statecraft has no place for it)")
+    for path in sorted(carried["files"]) + sorted(carried.get("binary", {})):
+        state.note("SC607", INFO, path, "", "kept as is and written back on export")
     variable_index = {v.name: i for i, v in enumerate(app.variables)}
     for d in check_app_spec(app):
-        state.found.append(_place(d, variable_index, tool_files, agent_files))
+        state.found.append(_place(d, variable_index, tool_files, agent_files, app_path))
     return app, tuple(state.found)
 
 
@@ -769,13 +1013,14 @@ def _place(
     variable_index: Mapping[str, int],
     tool_files: Mapping[str, str],
     agent_files: Mapping[str, str],
+    app_path: str = "app.json",
 ) -> Diagnostic:
     """A check on the Statecraft app, told in terms of the CX file and field it came from."""
     where = d.field or ""
     parts = where.split(".")
     file, cx_field = None, where
     if parts[0] in ("variables", "schemas", "name"):
-        file = "app.json"
+        file = app_path
         if parts[0] == "variables" and len(parts) > 1 and parts[1] in variable_index:
             declaration = f"variableDeclarations[{variable_index[parts[1]]}]"
             last = parts[-1]
@@ -792,11 +1037,11 @@ def _place(
 
 
 def _read_variables(
-    state: _Import, app_data: Mapping[str, Any]
+    state: _Import, app_data: Mapping[str, Any], app_path: str = "app.json"
 ) -> tuple[list[VariableSpec], list[SchemaSpec]]:
     declarations = app_data.get("variableDeclarations", [])
     if not isinstance(declarations, list):
-        state.note("SC606", E, "app.json", "variableDeclarations", "must be a list")
+        state.note("SC606", E, app_path, "variableDeclarations", "must be a list")
         return [], []
     variables: list[VariableSpec] = []
     schemas: list[SchemaSpec] = []
@@ -844,6 +1089,7 @@ def _read_variables(
                 description=description,
                 item_type=read.item_type,
                 schema=schema_name,
+                cx=declaration,
             )
         )
     return variables, schemas
@@ -880,25 +1126,36 @@ def _schema_for(
 
 def _read_agent_files(state: _Import) -> dict[str, tuple[str, dict[str, Any]]]:
     found: dict[str, tuple[str, dict[str, Any]]] = {}
-    for path in sorted(state.files):
-        parts = path.split("/")
-        if parts[0] != "agents" or not path.endswith(".json"):
+    for folder in state.folders("agents"):
+        path = state.object_file(f"agents/{folder}")
+        if path is None:
             continue
-        if len(parts) == 3 and parts[2] == f"{parts[1]}.json":
-            data = state.json_object(path)
-            if data is not None:
-                found[parts[1]] = (path, data)
-        elif len(parts) == 3:
-            state.note("SC607", INFO, path, "", "not an agent file (agents/<A>/<A>.json); skipped")
+        data = state.json_object(path)
+        if data is not None:
+            found[folder] = (path, data)
     return found
+
+
+@dataclass
+class _ToolRefs:
+    """How an agent's tool references resolve: Statecraft tools, tools CX provides, tools
+    kept as they are (kinds Statecraft does not edit), and toolsets' operations."""
+
+    tools: Mapping[str, str]
+    kept: set[str]
+    toolsets: Mapping[str, _Toolset]
+    platform_used: set[str] = field(default_factory=set)
+    toolset_used: set[str] = field(default_factory=set)
+
+    def toolset(self, reference: str) -> _Toolset | None:
+        return self.toolsets.get(reference) or self.toolsets.get(_last_segment(reference))
 
 
 def _read_agent(
     state: _Import,
     path: str,
     data: Mapping[str, Any],
-    tool_refs: Mapping[str, str],
-    skipped_tools: set[str],
+    refs: _ToolRefs,
     agent_refs: Mapping[str, str],
 ) -> AgentSpec | None:
     state.unknown_fields(path, data, _AGENT_USED, _AGENT_BEHAVIOUR)
@@ -909,13 +1166,30 @@ def _read_agent(
     description = data.get("description", "")
     tools: list[str] = []
     for i, reference in enumerate(_string_list(state, path, "tools", data.get("tools"))):
-        name = tool_refs.get(reference) or tool_refs.get(_last_segment(reference))
+        name = refs.tools.get(reference) or refs.tools.get(_last_segment(reference))
         if name is not None:
             tools.append(name)
-        elif reference in skipped_tools or _last_segment(reference) in skipped_tools:
-            state.note("SC607", W, path, f"tools[{i}]", f"{reference!r} is not imported")
+        elif _last_segment(reference) in rules.PLATFORM_TOOLS:
+            tools.append(_last_segment(reference))
+            refs.platform_used.add(_last_segment(reference))
+        elif reference in refs.kept or _last_segment(reference) in refs.kept:
+            message = f"{reference!r} is kept as is; the simulation cannot call it"
+            state.note("SC607", INFO, path, f"tools[{i}]", message)
         else:
             state.note("SC608", E, path, f"tools[{i}]", f"no tool {reference!r} in the ZIP")
+    toolsets = data.get("toolsets", [])
+    for i, entry in enumerate(toolsets if isinstance(toolsets, list) else []):
+        reference = entry.get("toolset") if isinstance(entry, dict) else None
+        toolset = refs.toolset(reference) if isinstance(reference, str) else None
+        if toolset is None:
+            state.note("SC608", E, path, f"toolsets[{i}]", f"no toolset {reference!r} in the ZIP")
+            continue
+        wanted = entry.get("toolIds")
+        for tool in toolset.tools:
+            if isinstance(wanted, list) and wanted and tool.cx["operation"] not in wanted:
+                continue
+            tools.append(tool.name)
+            refs.toolset_used.add(tool.name)
     children: list[str] = []
     for i, reference in enumerate(
         _string_list(state, path, "childAgents", data.get("childAgents"))
@@ -938,14 +1212,19 @@ def _read_agent(
                 state.note("SC606", E, path, where, "must be an object")
                 continue
             state.unknown_fields(
-                path, entry, frozenset({"pythonCode", "disabled"}), frozenset(), f"{where}."
+                path,
+                entry,
+                frozenset({"pythonCode", "disabled", "description"}),
+                frozenset(),
+                f"{where}.",
             )
             if entry.get("disabled") is True:
-                state.note("SC607", W, path, where, "a disabled callback is not imported")
+                message = "a disabled callback is kept as is (and stays disabled); it does not run"
+                state.note("SC607", INFO, path, where, message)
                 continue
             code = state.text_field(path, f"{where}.pythonCode", entry.get("pythonCode"))
             if code is not None:
-                callbacks.append(CallbackSpec(kind=kind, code=code, order=order))
+                callbacks.append(CallbackSpec(kind=kind, code=code, order=order, cx=entry))
                 order += 1
     return AgentSpec(
         name=display,
@@ -954,6 +1233,7 @@ def _read_agent(
         tools=tuple(dict.fromkeys(tools)),
         children=tuple(dict.fromkeys(children)),
         callbacks=tuple(callbacks),
+        cx=dict(data),
     )
 
 
@@ -969,37 +1249,125 @@ def _string_list(state: _Import, path: str, where: str, value: Any) -> list[str]
 def _read_tools(
     state: _Import,
 ) -> tuple[list[ToolSpec], dict[str, str], dict[str, str], set[str]]:
-    """Tools, reference → tool name, tool name → its JSON file, references of skipped tools."""
+    """Tools, reference → tool name, tool name → its JSON file, references of tools kept
+    as they are (kinds Statecraft does not edit: their files stay in the carry)."""
     tools: list[ToolSpec] = []
     refs: dict[str, str] = {}
     paths: dict[str, str] = {}
-    skipped: set[str] = set()
-    for path in sorted(state.files):
-        parts = path.split("/")
-        if parts[0] == "toolsets" and len(parts) == 3 and parts[2] == f"{parts[1]}.json":
-            state.note("SC607", W, path, "", "toolsets are not imported (one tool per operation)")
-            skipped.add(parts[1])
-            continue
-        if parts[0] != "tools" or len(parts) != 3 or parts[2] != f"{parts[1]}.json":
+    kept: set[str] = set()
+    for folder in state.folders("tools"):
+        path = state.object_file(f"tools/{folder}")
+        if path is None:
             continue
         data = state.json_object(path)
         if data is None:
             continue
-        folder = parts[1]
         named = [
             v for v in (folder, data.get("name"), data.get("displayName")) if isinstance(v, str)
         ]
         keys = {k for k in named if k} | {_last_segment(k) for k in named if k}
         tool = _read_tool(state, path, folder, data)
         if tool is None:
-            skipped.update(keys)
+            kept.update(keys)
+            state.keep(f"tools/{folder}/")
             continue
         for key in keys:
             refs.setdefault(key, tool.name)
         refs.setdefault(tool.name, tool.name)
         paths[tool.name] = path
         tools.append(tool)
-    return tools, refs, paths, skipped
+    return tools, refs, paths, kept
+
+
+@dataclass
+class _Toolset:
+    name: str
+    tools: list[ToolSpec]
+
+
+_HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+
+def _read_toolsets(state: _Import, taken: set[str]) -> dict[str, _Toolset]:
+    """Each toolset (kept verbatim) and, for an OpenAPI one, its operations as read-only
+    tools the simulation can call (``cx`` names the toolset and the operation)."""
+    found: dict[str, _Toolset] = {}
+    for folder in state.folders("toolsets"):
+        path = state.object_file(f"toolsets/{folder}")
+        if path is None:
+            continue
+        data = state.json_object(path)
+        state.keep(f"toolsets/{folder}/")
+        if data is None:
+            continue
+        toolset = _Toolset(folder, [])
+        for key in {folder, data.get("name"), data.get("displayName")}:
+            if isinstance(key, str) and key:
+                found.setdefault(key, toolset)
+                found.setdefault(_last_segment(key), toolset)
+        spec = data.get("openApiToolset")
+        if not isinstance(spec, dict):
+            kind = next((k for k in data if k.endswith("Toolset")), "this toolset")
+            message = (
+                f"{kind}: kept as is and written back on export; its operations are not "
+                "known offline, so the simulation cannot call them"
+            )
+            state.note("SC607", INFO, path, kind, message)
+            continue
+        reference = spec.get("openApiSchema")
+        text = state.text_field(path, "openApiToolset.openApiSchema", reference)
+        state.keep(f"toolsets/{folder}/")
+        document = _openapi_document(state, path, "openApiToolset.openApiSchema", text or "")
+        if document is None:
+            continue
+        toolset.tools = _toolset_operations(folder, document, taken)
+        names = ", ".join(t.name for t in toolset.tools) or "none"
+        state.note(
+            "SC607",
+            INFO,
+            path,
+            "openApiToolset",
+            f"kept as is; its operations ({names}) are shown as read-only tools",
+        )
+    return found
+
+
+def _toolset_operations(
+    folder: str, document: Mapping[str, Any], taken: set[str]
+) -> list[ToolSpec]:
+    tools: list[ToolSpec] = []
+    paths = document.get("paths")
+    for route, item in paths.items() if isinstance(paths, dict) else ():
+        if not isinstance(item, dict):
+            continue
+        for method in _HTTP_METHODS:
+            operation = item.get(method)
+            if not isinstance(operation, dict):
+                continue
+            operation_id = operation.get("operationId")
+            if not isinstance(operation_id, str) or not operation_id:
+                operation_id = f"{method}_{route}"
+            base = re.sub(r"[^A-Za-z0-9_]+", "_", operation_id).strip("_") or "operation"
+            if base[0].isdigit():
+                base = f"op_{base}"
+            base = base[: rules.NAME_MAX_LENGTH - 4]
+            name, n = base, 2
+            while name in taken:
+                name, n = f"{base}_{n}", n + 1
+            taken.add(name)
+            one = {k: v for k, v in document.items() if k != "paths"}
+            one["paths"] = {route: {method: operation}}
+            description = operation.get("description") or operation.get("summary") or ""
+            tools.append(
+                ToolSpec(
+                    name=name,
+                    kind=ToolKind.OPENAPI,
+                    description=description if isinstance(description, str) else "",
+                    openapi=one,
+                    cx={"toolset": folder, "operation": operation_id},
+                )
+            )
+    return tools
 
 
 def _read_tool(state: _Import, path: str, folder: str, data: Mapping[str, Any]) -> ToolSpec | None:
@@ -1009,10 +1377,11 @@ def _read_tool(state: _Import, path: str, folder: str, data: Mapping[str, Any]) 
         what = others[0] if others else "no tool kind"
         state.note(
             "SC607",
-            W,
+            INFO,
             path,
             others[0] if others else "",
-            f"{what}: only Python, OpenAPI and MCP tools are imported; this tool is not",
+            f"{what}: kept as is and written back on export (Statecraft edits Python, "
+            "OpenAPI and MCP tools); the simulation cannot call it",
         )
         return None
     kind = kinds[0]
@@ -1080,6 +1449,7 @@ def _read_tool(state: _Import, path: str, folder: str, data: Mapping[str, Any]) 
         mcp_url=mcp_url,
         mcp_headers=headers,
         mock=mock,
+        cx=dict(data),
     )
 
 
@@ -1104,12 +1474,14 @@ def _tool_mock(state: _Import, path: str, name: str, config: Any) -> ToolMock | 
     code = state.text_field(path, "toolFakeConfig.codeBlock.pythonCode", block.get("pythonCode"))
     mock = _read_mock(code or "")
     if mock is None:
+        # CX's own fake code is kept with the tool (its file stays in the carry).
+        state.keep(f"{posixpath.dirname(path)}/tool_fake_config/")
         state.note(
             "SC607",
             W,
             path,
             "toolFakeConfig.codeBlock",
             f"the fake-mode code of {name} is not a Statecraft mock (STATE and RESPONSE); "
-            "not imported",
+            "kept as is and written back on export",
         )
     return mock

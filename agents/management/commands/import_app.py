@@ -34,7 +34,7 @@ class Command(BaseCommand):
             raise CommandError(f"{path}: {exc.strerror or exc}") from exc
         try:
             app, kind, notes = exchange.app_import_file(
-                owner=owner, data=data, name=options["name"] or None
+                owner=owner, data=data, name=options["name"] or None, filename=path.name
             )
         except exchange.ImportRefused as exc:
             for d in exc.diagnostics:
