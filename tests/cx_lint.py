@@ -35,6 +35,7 @@ from pathlib import Path
 import pytest
 
 from tests.cx_corpus import PACKAGE, VERSION, cache_dir
+from tests.cx_tree import corpus_apps
 
 # What the issue names as counting: missing required fields (A002), variables (V100-V104),
 # agent and tool references in instructions and agent JSON (I008-I013), the tool's
@@ -294,13 +295,21 @@ def _finding(item: Mapping[str, object], app_dir: Path) -> Finding:
 
 def cxas_lint_files(files: Mapping[str, bytes]) -> list[Finding]:
     """``cxas_lint`` on an app given as its files (``to_cx_files``), written to a temp folder."""
+    return cxas_lint_files_many([files])[0]
+
+
+def cxas_lint_files_many(apps: Iterable[Mapping[str, bytes]]) -> list[list[Finding]]:
+    """``cxas_lint_files`` of each app, in one run of the linter."""
     with tempfile.TemporaryDirectory(prefix="cxas-app-") as tmp:
-        root = Path(tmp) / "app"
-        for path, data in files.items():
-            target = root / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        return cxas_lint(root)
+        roots = []
+        for n, files in enumerate(apps):
+            root = Path(tmp) / str(n) / "app"
+            for path, data in files.items():
+                target = root / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            roots.append(root)
+        return cxas_lint_many(roots)
 
 
 # ---------------------------------------------------------------- the corpus baseline
@@ -308,10 +317,9 @@ def cxas_lint_files(files: Mapping[str, bytes]) -> list[Finding]:
 BASELINE = Path(__file__).with_name("cx_lint_baseline.json")
 
 
-def corpus_apps(root: Path) -> dict[str, Path]:
-    """Every app folder (app.json or app.yaml) of the cxas-scrapi sdist, by relative path."""
-    found = {p.parent for name in ("app.json", "app.yaml") for p in root.rglob(name)}
-    return {p.relative_to(root).as_posix(): p for p in sorted(found)}
+def corpus_apps_by_name(root: Path) -> dict[str, Path]:
+    """``cx_tree.corpus_apps`` keyed by the folder's path in the sdist (``examples/bella_notte``)."""
+    return {p.relative_to(root).as_posix(): p for p in corpus_apps(root)}
 
 
 def baseline() -> dict[str, list[Finding]]:
@@ -321,7 +329,7 @@ def baseline() -> dict[str, list[Finding]]:
 
 
 def write_baseline(root: Path) -> dict[str, list[Finding]]:
-    apps = corpus_apps(root)
+    apps = corpus_apps_by_name(root)
     found = dict(zip(apps, cxas_lint_many(apps.values()), strict=True))
     document = {
         "about": f"cxas lint ({PACKAGE}=={VERSION}, every rule at its default severity) on "

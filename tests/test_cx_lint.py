@@ -20,21 +20,25 @@ from agents import exchange, services
 from agents.core.cx.app import to_cx_files
 from agents.core.diagnostics import Severity
 from agents.core.spec import AgentSpec, AppSpec, ToolKind, ToolSpec, VariableSpec, VariableType
+from agents.models import AgentApp
 from tests.cx_corpus import cx_corpus  # noqa: F401 - the fixture
 from tests.cx_lint import (
     CxasUnavailable,
     Finding,
     baseline,
-    corpus_apps,
+    corpus_apps_by_name,
     counting,
     counts,
     cxas,  # noqa: F401 - the fixture
     cxas_lint_files,
+    cxas_lint_files_many,
     cxas_lint_many,
     cxas_venv,
     new_findings,
     venv_dir,
 )
+from tests.cx_tree import folder_files
+from tests.test_cx_corpus_apps import BROKEN
 
 pytestmark = pytest.mark.xdist_group("cxas")
 
@@ -91,9 +95,8 @@ def test_without_a_package_index_the_linter_is_unavailable_and_nothing_is_left(
 @pytest.mark.django_db
 def test_every_demo_app_exports_what_cx_lint_accepts(cxas, demo_apps):  # noqa: F811
     assert len(demo_apps) == 2
-    for app in demo_apps:
-        data, _ = exchange.app_export_cx(app)
-        findings = cxas_lint_files(_unzipped(data))
+    exports = [_unzipped(exchange.app_export_cx(app)[0]) for app in demo_apps]
+    for app, findings in zip(demo_apps, cxas_lint_files_many(exports), strict=True):
         assert counting(findings) == [], f"{app.name}:\n{_shown(counting(findings))}"
         # The linter read the app: its opinions on the instructions' style are there.
         assert {"I001", "A005"} <= {f.rule_id for f in findings}, _shown(findings)
@@ -173,10 +176,41 @@ def test_what_the_export_reports_is_what_cx_lint_rejects(cxas):  # noqa: F811
 
 
 def test_corpus_apps_as_shipped_lint_as_the_baseline_records(cxas, cx_corpus):  # noqa: F811
-    apps = corpus_apps(cx_corpus)
+    apps = corpus_apps_by_name(cx_corpus)
     recorded = baseline()
     assert "examples/bella_notte" in apps
     assert sorted(apps) == sorted(recorded)
     for name, findings in zip(apps, cxas_lint_many(apps.values()), strict=True):
         assert findings == recorded[name], name
     assert counting(recorded["examples/bella_notte"])  # Google's own example has findings
+
+
+@pytest.mark.django_db
+def test_a_round_trip_of_every_corpus_app_adds_no_counting_finding(cxas, cx_corpus, user):  # noqa: F811
+    """Issue #10's acceptance: import each app as the import page does, export it again,
+    and ``cxas lint`` finds nothing that counts beyond what the app had as shipped."""
+    apps = corpus_apps_by_name(cx_corpus)
+    exports: dict[str, dict[str, bytes]] = {}
+    for name, folder in apps.items():
+        try:
+            app, _, _ = exchange.app_import_file(owner=user, data=_zipped(folder))
+        except exchange.ImportRefused:
+            assert name in BROKEN, name  # CX itself would refuse it
+            continue
+        exports[name] = _unzipped(exchange.app_export_cx(AgentApp.objects.get(pk=app.pk))[0])
+    assert len(exports) == len(apps) - len(BROKEN)
+    recorded = baseline()
+    found = cxas_lint_files_many(exports.values())
+    for name, findings in zip(exports, found, strict=True):
+        assert new_findings(recorded[name], findings) == [], name
+    # Not vacuous: the re-exports still have the counting findings the apps came with.
+    bella = found[list(exports).index("examples/bella_notte")]
+    assert {"V100", "I012"} <= {f.rule_id for f in counting(bella)}
+
+
+def _zipped(folder) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path, data in sorted(folder_files(folder).items()):
+            archive.writestr(f"{folder.name}/{path}", data)
+    return buffer.getvalue()
