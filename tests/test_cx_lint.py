@@ -15,6 +15,7 @@ import os
 import zipfile
 
 import pytest
+from django.urls import reverse
 
 from agents import exchange, services
 from agents.core.cx.app import to_cx_files
@@ -121,6 +122,19 @@ def test_an_index_into_a_list_is_an_export_error_where_cx_lint_rejects_it(cxas, 
         ("V104", "agents/Shopping_Assistant/instruction.txt", ours[0].line)
     ]
     assert "'languages' is not an OBJECT" in theirs[0].message
+
+
+@pytest.mark.django_db
+def test_the_designer_shows_an_index_into_a_list_while_typing(signed_in, shop):
+    agent = shop.agents.get()
+    body = signed_in.post(
+        reverse("agent-preview", args=[shop.pk, agent.pk]),
+        {"instructions": "Answer in {{languages.0}}."},
+        headers={"HX-Request": "true"},
+    ).content.decode()
+    assert body.lstrip().startswith('<div id="preview-panel"')
+    assert body.count("SC324") == 1
+    assert "CX Agent Studio does not accept an index into a list" in body
 
 
 @pytest.mark.django_db
