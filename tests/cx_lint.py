@@ -129,10 +129,10 @@ def cxas_venv() -> Path:
     ``RuntimeError`` when it can but the install fails (that is a failure, not a skip).
     """
     venv = venv_dir()
-    if (venv / _COMPLETE).exists():
+    if _usable(venv):
         return venv
     with _locked(venv.with_name(f"{VENV_NAME}.lock")):
-        if (venv / _COMPLETE).exists():  # another worker built it while this one waited
+        if _usable(venv):  # another worker built it while this one waited
             return venv
         shutil.rmtree(venv, ignore_errors=True)
         try:
@@ -150,6 +150,11 @@ def cxas_venv() -> Path:
             raise
         (venv / _COMPLETE).write_text(f"{PACKAGE}=={VERSION}\n")
     return venv
+
+
+def _usable(venv: Path) -> bool:
+    """Built to the end, and its interpreter still there (a Python upgrade can remove it)."""
+    return (venv / _COMPLETE).exists() and _bin(venv, "python").exists()
 
 
 def _run_step(command: list[str]) -> None:
