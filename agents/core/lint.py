@@ -118,6 +118,9 @@ _UNDECIDABLE_KEYWORDS = (
 )
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+# Values CX Agent Studio fills in instructions itself, declared or not (its linter's
+# INSTRUCTION_BUILTINS; it advises every agent to mention `{current_date}`).
+CX_INSTRUCTION_BUILTINS = frozenset({"current_date"})
 
 
 # ---------------------------------------------------------------------------
@@ -467,7 +470,7 @@ def _reference_problem(
     index: _Index, agent: AgentSpec, agent_tools: frozenset[str], kind: TokenKind, name: str
 ) -> _Found | None:
     if kind is TokenKind.DYNAMIC:
-        if name in index.variables:
+        if name in index.variables or name in CX_INSTRUCTION_BUILTINS:
             return None
         return (
             "SC302",
@@ -508,6 +511,9 @@ def _static_problems(
     dotted = ".".join(path)
     shown = f"The condition reads `{dotted}`" if in_condition else f"`{{{{{dotted}}}}}`"
     variable = index.variables.get(first)
+    builtin = variable is None and first in CX_INSTRUCTION_BUILTINS and len(path) == 1
+    if builtin and not in_condition:  # CX fills it in; a condition is decided before CX
+        return ()
     if variable is None:
         hint = index.suggest("variable", first)
         if in_condition:
