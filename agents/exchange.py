@@ -188,5 +188,5 @@ def app_import_file(
 
 def app_import_report(app: AgentApp) -> dict[str, Any] | None:
     """The report of the import that made `app` (None for an app made in Statecraft)."""
-    event = app.audit_events.filter(action="app.import").order_by("-id").first()
+    event = app.audit_events.filter(action="app.import").order_by("-id").first()  # one query
     return event.after if event is not None else None

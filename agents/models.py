@@ -95,8 +95,12 @@ class AgentApp(TimestampedModel):
     def __str__(self) -> str:
         return self.name
 
-    def to_spec(self) -> spec.AppSpec:
-        """The core's view of the app; prefetch related rows to keep this query-free."""
+    def to_spec(self, *, carry: bool = True) -> spec.AppSpec:
+        """The core's view of the app; prefetch related rows to keep this query-free.
+
+        `carry` False leaves out what a CX import kept at the app level (possibly hundreds
+        of KB of files, needed only to export): the working spec of previews and
+        simulations does without it, and never reads the (deferred) column."""
         schemas = list(self.schemas.all())
         schema_names = {s.pk: s.name for s in schemas}
         return spec.AppSpec(
@@ -106,7 +110,7 @@ class AgentApp(TimestampedModel):
             schemas=tuple(s.to_spec() for s in schemas),
             tools=tuple(t.to_spec() for t in self.tools.all()),
             agents=tuple(a.to_spec() for a in self.agents.all()),
-            cx=dict(self.cx or {}),
+            cx=dict(self.cx or {}) if carry else {},
         )
 
 

@@ -62,7 +62,8 @@ def app_for_user(
     """The app if the user may see it (404 otherwise) — and may edit it when `edit` (403)."""
     if not user.is_authenticated:
         raise PermissionDenied("Sign in first.")
-    queryset = queryset if queryset is not None else AgentApp.objects.all()
+    # What a CX import kept (`cx`) is read only by the exports, which load it themselves.
+    queryset = queryset if queryset is not None else AgentApp.objects.defer("cx")
     app = queryset.filter(pk=app_id).first()
     if app is None:
         raise Http404("No such app.")
@@ -101,10 +102,12 @@ def agent_for_user(
     return agent.app, agent, access
 
 
-def app_with_everything(app_id: int) -> QuerySet[AgentApp]:
-    """An app and every row the designer shows, in a constant number of queries."""
+def app_with_everything(app_id: int, *, carry: bool = False) -> QuerySet[AgentApp]:
+    """An app and every row the designer shows, in a constant number of queries (`carry`:
+    with what a CX import kept at the app level, which only exports read)."""
+    apps = AgentApp.objects.filter(pk=app_id)
     return (
-        AgentApp.objects.filter(pk=app_id)
+        (apps if carry else apps.defer("cx"))
         .select_related("owner")
         .prefetch_related(
             Prefetch("variables", queryset=Variable.objects.select_related("schema")),
@@ -128,7 +131,7 @@ def app_with_everything(app_id: int) -> QuerySet[AgentApp]:
 
 def app_specs(app: AgentApp) -> tuple[AppSpec, tuple[ScenarioSpec, ...]]:
     """The app and its scenarios as the core sees them, read in a fixed number of queries."""
-    loaded = app_with_everything(app.pk).get()
+    loaded = app_with_everything(app.pk, carry=True).get()
     scenarios = tuple(
         scenario.to_spec(app_id=str(loaded.pk))
         for agent in loaded.agents.all()
@@ -138,7 +141,8 @@ def app_specs(app: AgentApp) -> tuple[AppSpec, tuple[ScenarioSpec, ...]]:
 
 
 def app_spec(app: AgentApp) -> AppSpec:
-    """The app as the core sees it, cached by the app's revision.
+    """The app as the core sees it, cached by the app's revision (without the app-level CX
+    carry, which only exports need: `app_specs` has it).
 
     Every service write bumps `AgentApp.revision`, so a cached spec is never stale:
     an unchanged app costs no query beyond the one that read `app`; a changed one
@@ -154,7 +158,7 @@ def app_spec(app: AgentApp) -> AppSpec:
     spec = cache.get(key)
     if spec is None:
         loaded = app if _is_prefetched(app) else app_with_everything(app.pk).get()
-        spec = loaded.to_spec()
+        spec = loaded.to_spec(carry=False)
         cache.set(key, spec, timeout=settings.APP_SPEC_CACHE_SECONDS)
     app._spec_memo = (app.revision, spec)
     return spec
@@ -163,6 +167,11 @@ def app_spec(app: AgentApp) -> AppSpec:
 def _is_prefetched(app: AgentApp) -> bool:
     cached = getattr(app, "_prefetched_objects_cache", {})
     return all(name in cached for name in ("variables", "schemas", "tools", "agents"))
+
+
+def app_was_imported(app: AgentApp) -> bool:
+    """Whether an import made the app (it then has an import report)."""
+    return app.audit_events.filter(action="app.import").exists()
 
 
 def app_history(app: AgentApp, *, limit: int = 200) -> QuerySet[AuditEvent]:

@@ -262,6 +262,7 @@ def app_designer(request: HttpRequest, app_id: int) -> HttpResponse:
     fragment = request.GET.get("fragment") if request.htmx else None
     if fragment in {"variable-list", "schema-list", "tool-list", "agent-list", "callback-list"}:
         return render(request, f"{DESIGNER}#{fragment}", context)
+    context["imported"] = selectors.app_was_imported(app)
     return render(request, DESIGNER, context)
 
 

@@ -494,7 +494,7 @@ def test_simulate_the_bank_scenario(api, bank, use_mocks):
     scenario = agent.scenarios.get()
     url = f"/api/apps/{bank.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/simulate"
     response = api.post(url, {"use_mocks": use_mocks}, format="json")
-    assert response.status_code == 200
+    assert response.status_code == 200, response.content[:3000]
     body = response.json()
     assert body["use_mocks"] is use_mocks
     updates = [e for e in body["events"] if e["kind"] == "state_update"]
@@ -510,6 +510,14 @@ def test_simulate_the_bank_scenario(api, bank, use_mocks):
     assert body["turns"][1]["builtins"]["$context.turn_index"] == 1
     assert body["final_state"] == {"current_account_balance": 1250, "authenticated": False}
     assert not [d for d in body["diagnostics"] if d["severity"] == "error"]
+    # Each agent or tool step is a model call, with the instructions compiled for it.
+    calls = body["model_calls"]
+    assert [c["index"] for c in calls] == list(range(len(calls))) and calls
+    assert calls[0]["changed"] == [] and calls[0]["replaced_by"] == ""
+    assert all(c["instructions"] for c in calls)
+    answers = [e for e in body["events"] if e["model_call"] is not None]
+    assert {e["kind"] for e in answers} <= {"agent", "tool_call"}
+    assert all(isinstance(e["instructions_changed"], list) for e in body["events"])
 
 
 def test_simulate_shows_the_http_request_of_an_mcp_tool(api, bank):

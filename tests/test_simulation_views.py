@@ -130,3 +130,22 @@ def test_small_budget_drops_events_and_warns(signed_in, bank):
     ).content.decode()
     assert "dropped" in body
     assert "may forget current_account_balance" in body
+
+
+def test_the_timeline_says_which_static_values_changed_in_the_instructions(signed_in, bank):
+    # A static reference to the balance the tool updates: the next model call compiles the
+    # instructions again, and its answer says what changed.
+    agent = bank.agents.get()
+    services.agent_update(
+        agent=agent, instructions=agent.instructions + "\nBalance: {{current_account_balance}}"
+    )
+    body = signed_in.get(
+        reverse("agent-simulate", args=[bank.pk, agent.pk]), headers=HX
+    ).content.decode()
+    assert body.count("instructions changed: current_account_balance") == 1
+    # Without the static reference, no model call's instructions change.
+    services.agent_update(agent=agent, instructions="Answer briefly.")
+    body = signed_in.get(
+        reverse("agent-simulate", args=[bank.pk, agent.pk]), headers=HX
+    ).content.decode()
+    assert "instructions changed" not in body

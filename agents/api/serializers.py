@@ -567,6 +567,46 @@ class EventOut(serializers.Serializer):
     step = serializers.IntegerField(allow_null=True)
     dropped_at_turn = serializers.IntegerField(allow_null=True)
     model_visible = serializers.BooleanField()
+    model_call = serializers.IntegerField(
+        allow_null=True, help_text="The model call this event answers (agent, tool_call)."
+    )
+    instructions_changed = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Static variables whose value in the instructions changed since the "
+        "previous model call (on the first event of a model call's answer).",
+    )
+
+
+class ModelCallOut(serializers.Serializer):
+    index = serializers.IntegerField()
+    turn = serializers.IntegerField()
+    step = serializers.IntegerField(allow_null=True)
+    instructions = serializers.CharField(
+        help_text="Compiled from the state just before this model call."
+    )
+    instruction_tokens = serializers.IntegerField()
+    changed = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Static variables whose value changed since the previous model call.",
+    )
+    scripted = serializers.SerializerMethodField(help_text="The scenario's answer, as parts.")
+    answer = serializers.SerializerMethodField(
+        help_text="The answer the turn went on with, as parts."
+    )
+    replaced_by = serializers.CharField(
+        help_text="before_model_callback, after_model_callback, or empty."
+    )
+    history = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Events the model received."
+    )
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_scripted(self, call: Any) -> list[dict[str, Any]]:
+        return [dict(part) for part in call.scripted]
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_answer(self, call: Any) -> list[dict[str, Any]]:
+        return [dict(part) for part in call.answer]
 
 
 class TurnOut(serializers.Serializer):
@@ -582,6 +622,7 @@ class TurnOut(serializers.Serializer):
     dropped = serializers.ListField(child=serializers.IntegerField())
     warnings = DiagnosticOut(many=True)
     http = HttpRequestOut(many=True)
+    instructions = serializers.CharField(help_text="Those of the turn's last model call.")
 
 
 @extend_schema_field(OpenApiTypes.OBJECT)
@@ -591,10 +632,14 @@ class StateField(serializers.JSONField):
 
 class SimulationOut(serializers.Serializer):
     use_mocks = serializers.BooleanField()
-    instructions = serializers.CharField(help_text="Compiled with the values at session start.")
+    instructions = serializers.CharField(
+        help_text="Compiled with the values at session start (each model call compiles "
+        "them again: model_calls)."
+    )
     instruction_tokens = serializers.IntegerField()
     instruction_diagnostics = DiagnosticOut(many=True)
     diagnostics = DiagnosticOut(many=True, help_text="Step errors and warnings, in order.")
     turns = TurnOut(many=True)
     events = EventOut(many=True)
+    model_calls = ModelCallOut(many=True)
     final_state = StateField()

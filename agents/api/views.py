@@ -700,5 +700,6 @@ def _simulation(result: SimulationResult, use_mocks: bool) -> dict[str, Any]:
         "diagnostics": result.diagnostics,
         "turns": result.turns,
         "events": result.events,
+        "model_calls": result.model_calls,
         "final_state": result.final_state,
     }

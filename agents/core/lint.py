@@ -51,7 +51,10 @@ CODES: dict[str, str] = {
     "SC306": "`{@AGENT: x}` names no agent of the app (display names must match exactly).",
     "SC308": "An agent's tool list names a tool the app does not declare.",
     "SC309": "An agent's sub-agent list names an agent the app does not have.",
-    "SC310": "Static reference to a variable a tool or callback updates: the model never sees it.",
+    "SC310": (
+        "Static reference to a variable a tool or callback updates: the instructions change "
+        "mid-session (no prompt caching)."
+    ),
     "SC311": "A variable is never referenced (instructions, conditions, tools) nor updated.",
     "SC312": "A tool the agent may call is never mentioned with `{@TOOL: x}` in its instructions.",
     "SC313": "There is no agent with this name in the app.",
@@ -542,14 +545,16 @@ def _static_problems(
         verb = "updates" if len(writers) == 1 else "update"
         if in_condition:
             message = (
-                f"{shown}, which {who} {verb} during the conversation: conditions use the "
-                "value at session start, so the model never sees the update."
+                f"{shown}, which {who} {verb} during the conversation: the condition is "
+                "evaluated again before each model call, so the instructions change "
+                "mid-session, which defeats prompt caching."
             )
         else:
             message = (
-                f"{shown} is filled in once, before the model call, but {who} {verb} "
-                f"`{first}` during the conversation: the model never sees the update. "
-                f"Write `{{{first}}}` to give it the latest value."
+                f"{shown} is filled in before each model call, and {who} {verb} "
+                f"`{first}` during the conversation: the instructions change mid-session, "
+                f"which defeats prompt caching. Write `{{{first}}}` to give the model the "
+                "value through the history instead."
             )
         problems.append(("SC310", W, message))
     if len(path) > 1:

@@ -12,45 +12,76 @@ How a session runs
   ignored. A session value that differs from the default is an update made through the
   API before the conversation, so it produces a ``<state_update>`` at the start of turn 0
   (source ``session``); defaults produce none.
-- **Instructions** are compiled once, with the values at session start and the session's
-  channel and modality: static values never change during a session.
 - **Turns**: a turn starts at each USER step; steps before the first USER step form turn 0.
   ``before_agent`` callbacks run at the start of each turn (after the user message),
-  ``after_agent`` callbacks after its last step.
-- **AGENT** steps are model turns: ``before_model`` callbacks, the scripted text,
-  ``after_model`` callbacks. The agent itself never writes state.
-- **TOOL** steps, in this order: the ``tool_call`` event; ``before_tool`` callbacks (a
-  callback that returns a value other than None skips the tool, and that value is the
-  response, as in ADK); the tool itself (its mock if ``use_mocks`` or it has no code, else
-  its Python code through ``run_code``; an OpenAPI/MCP tool without a mock responds
-  ``null``); ``after_tool`` callbacks (a return value other than None replaces the
-  response, as in ADK); then the ``tool_response`` event with the final response. Every
+  ``after_agent`` callbacks after its last step. As in ADK, content a ``before_agent``
+  callback returns is the agent's message and ends the turn (no model call, no
+  ``after_agent``; SC416 when steps were skipped); content an ``after_agent`` callback
+  returns is added as the agent's message.
+- **Model calls**: every AGENT step and every TOOL step is one call of the model, as ADK
+  makes it (``model_call``): the request is built first — the instructions **compiled from
+  the state as it is just before this call** (static ``{{x}}`` and ``{% if %}`` with the
+  session's channel and modality; the seeds: "compiled into the prompt before the model
+  call"; ADK re-renders them for every call) and the history; then ``before_model``
+  callbacks (``llm_request`` with ``contents`` and ``config.system_instruction``); then the
+  model, whose answer is the step's script (AGENT: its text; TOOL: a function call with
+  its arguments); then ``after_model`` callbacks (``llm_response``). A ``before_model``
+  callback that returns a response (an ``LlmResponse``, ``Content`` or ``Part``, as JSON)
+  replaces the answer: the model is not called and the ``after_model`` callbacks do not
+  run; an ``after_model`` callback that returns one replaces the answer. The answer's
+  parts then happen in order: text is an ``agent`` event, a function call runs the tool
+  (below). Each call is recorded as a ``ModelCall``: its compiled instructions, the static
+  variables whose value changed since the previous call (also on the answer's first event,
+  ``Event.instructions_changed``, for the timeline), the scripted and the final answer,
+  who replaced it, and the events it received. The agent itself never writes state.
+- **Function calls** (a TOOL step's, or a callback's answer), in this order: the
+  ``tool_call`` event; ``before_tool`` callbacks (a value other than None skips the tool and
+  is the response); the tool itself (its mock if ``use_mocks`` or it has no code, else its
+  Python code through ``run_code``; an OpenAPI/MCP/platform tool without a mock responds
+  ``null``); ``after_tool`` callbacks (a value other than None replaces the response); then
+  the ``tool_response`` event with the final response. A tool the app does not have
+  (SC404) or the agent may not call (SC405) is reported and not run. Every
   ``<state_update>`` appears at the moment of its write, so the tool's updates come before
   its response. OpenAPI and MCP calls also record the HTTP request they would send
   (``agents.core.http``), built with the state at call time.
-- **CALLBACK** steps run every callback of the given kind, in ``order``, with the step's
+- **Callbacks of one kind** run in ``order`` until one returns a value (ADK: a non-None
+  value for tool callbacks, a truthy one for model and agent callbacks); the rest do not
+  run.
+- **CALLBACK** steps run the callbacks of the given kind that way, with the step's
   ``args`` as keyword arguments.
 - Callbacks receive, as keyword arguments: ``before_tool`` → ``tool``, ``args``;
-  ``after_tool`` → ``tool``, ``args``, ``tool_response``; the others nothing (a declared
-  parameter that is not supplied gets None in the sandbox). Their entry point is
-  ``<kind>_callback`` (``before_model_callback``…).
+  ``after_tool`` → ``tool``, ``args``, ``tool_response``; ``before_model`` →
+  ``llm_request``; ``after_model`` → ``llm_response``; the agent callbacks nothing (a
+  declared parameter that is not supplied gets None in the sandbox). Their entry point is
+  ``<kind>_callback`` (``before_model_callback``…). Code's ``context`` (``CodeCall
+  .context_values``) holds the built-ins, ``agent_name`` and ``events``: the session's
+  events in the window as CX events (``{"author", "content"}``; a sub-agent's session
+  starts with the root agent's ``transfer_to_agent`` call, as every conversation starts at
+  the root).
 
 Writes
 ------
-Each write is checked in order: an undeclared variable, or a value that does not fit the
-type/schema (``validate_value``), is a step error and that write is not applied; the other
-writes of the step still are. A write that leaves the value unchanged adds nothing; two
-writes to one variable in one step give one event per actual change, in write order
-(``x = 2`` then ``x = 1`` from 1 gives ``x: 2`` then ``x: 1``). Numbers compare by value
-(``3 == 3.0``), booleans never equal numbers, objects compare regardless of key order.
-Writing ``None`` or removing a variable (``del``, ``pop``, ``remove_variable``) leaves it
-without a value; if it had one, the update renders as ``<state_update>name: null</state_update>``.
+Each write is checked in order: a value that does not fit the type/schema
+(``validate_value``) is a step error and that write is not applied; the other writes of
+the step still are. A variable the app does not declare: code's write is **kept** in the
+session state (CX code keeps private keys there, as the runtime does) but never shown to
+the model, with one SC408 warning per writer and name; a mock's is an error and ignored.
+A write that leaves the value unchanged adds nothing; two writes to one variable in one
+step give one event per actual change, in write order (``x = 2`` then ``x = 1`` from 1
+gives ``x: 2`` then ``x: 1``). Numbers compare by value (``3 == 3.0``), booleans never
+equal numbers, objects compare regardless of key order. Writing ``None`` or removing a
+variable (``del``, ``pop``, ``remove_variable``) leaves it without a value; if it had one,
+the update renders as ``<state_update>name: null</state_update>``.
 
-A failing tool or callback (exception, timeout, memory, forbidden construct…) is a step
-error with its message and line; **none of its writes are applied** (ADK commits a call's
-state delta only with its successful result) and, for a tool, there is no response and its
-``after_tool`` callbacks do not run. The simulation then goes on with the next callback or
-step.
+Tool or callback code that fails (exception, timeout, memory, forbidden construct…) is a
+step error (SC410) with its message and line; **none of its writes are applied**, and, as
+in the runtime, where the exception ends the invocation, **the turn ends there**: no later
+callback, step or ``after_agent`` callback of the turn runs (SC415 says what was skipped);
+the next USER step starts a new turn. ADK commits the writes of a model call (its model
+callbacks) and of a tool call (``before_tool``, the tool, ``after_tool``) only with that
+call's event, so the writes of the call's earlier callbacks are undone too (their updates
+become designer-only ``error`` notes). Code that did not run at all (a cap, the runner
+failing: ``CodeResult.ran`` false) is a step error that does not end the turn.
 
 Events and the context window
 -----------------------------
@@ -61,12 +92,13 @@ Events the model sees: ``user``, ``agent``, ``tool_call`` (text
 for the designer only: their ``text`` is empty, ``tokens`` 0, and they are never part of the
 model input (``label`` describes every event in words).
 
-After each turn the model input is the instructions (always kept) plus the newest
-model-visible events whose estimated tokens (``agents.core.tokens``) fit in
-``token_budget - instruction_tokens``; the window is a contiguous suffix, so once an event
-drops out it never comes back. When the latest ``<state_update>`` of a variable that the
-compiled instructions reference dynamically (``{name}``) is outside the window, the turn
-warns once (SC413) that the agent may forget it.
+After each turn the model input is the instructions of the turn's last model call (always
+kept; ``TurnResult.instructions``) plus the newest model-visible events whose estimated
+tokens (``agents.core.tokens``) fit in ``token_budget - instruction_tokens``; the window
+is a contiguous suffix, so once an event drops out it never comes back. When the latest
+``<state_update>`` of a variable that the compiled instructions reference dynamically
+(``{name}``) is outside the window, the turn warns once (SC413) that the agent may forget
+it.
 
 ``TurnResult.builtins`` holds the ``$context`` values as at the end of the turn:
 ``$context.session_id``, ``turn_index``, ``app_id`` (the session's, else the app name),
@@ -86,6 +118,7 @@ from agents.core.compile import compile_instructions
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.http import CODES as HTTP_CODES
 from agents.core.http import HttpRequest, mcp_request, openapi_request
+from agents.core.parse import TokenKind, parse
 from agents.core.render import render_value
 from agents.core.spec import (
     AgentSpec,
@@ -110,6 +143,7 @@ __all__ = [
     "Event",
     "EventKind",
     "HttpRequest",
+    "ModelCall",
     "SimulationResult",
     "TurnResult",
     "simulate",
@@ -123,13 +157,15 @@ CODES: dict[str, str] = {
     "SC405": "A step calls a tool that is not attached to the agent.",
     "SC406": "A Python tool or callback cannot run: code execution is not available (add a mock).",
     "SC407": "An OpenAPI/MCP tool without a mock: its response is unknown (null).",
-    "SC408": "A tool or callback wrote a variable that is not declared: the write is ignored.",
+    "SC408": "A tool's mock (ignored) or code (kept in the state) wrote an undeclared variable.",
     "SC409": "A tool or callback wrote a value that does not fit the variable: write ignored.",
     "SC410": "Tool or callback code failed (exception, timeout, memory…): its writes are ignored.",
     "SC411": "A Python tool has neither code nor a mock.",
     "SC412": "A CALLBACK step names no callback kind, or the agent has no callback of that kind.",
     "SC413": "The last state update of a dynamically referenced variable left the context window.",
     "SC414": "The instructions alone exceed the token budget: no history fits.",
+    "SC415": "Tool or callback code raised: the rest of the turn is not run (as in the runtime).",
+    "SC416": "A before_agent callback answered: the rest of the turn is not run (as in ADK).",
     **HTTP_CODES,
 }
 
@@ -173,6 +209,11 @@ class CodeResult:
     error: str | None
     error_line: int | None
     stdout: str = ""
+    # False when the code was not run at all (a cap, the runner itself failing): the
+    # failure is the simulation's, so it does not end the turn as a raise does.
+    ran: bool = True
+    # The app's tools the code called through CX's ``tools.<name>(...)``: (name, returned).
+    tool_calls: tuple[tuple[str, bool], ...] = ()
 
 
 CodeRunner = Callable[[CodeCall], CodeResult]
@@ -206,10 +247,42 @@ class Event:
     label: str = ""
     step: int | None = None
     dropped_at_turn: int | None = None
+    # The model call whose answer this event is (``agent``, ``tool_call``), an index into
+    # `SimulationResult.model_calls`, and the static variables whose value in the
+    # instructions changed since the previous model call (set on the answer's first event).
+    model_call: int | None = None
+    instructions_changed: tuple[str, ...] = ()
 
     @property
     def model_visible(self) -> bool:
         return self.kind in MODEL_VISIBLE
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One call of the model (an AGENT or TOOL step, as ADK calls it).
+
+    `instructions` is what the model received as instructions: compiled from the state just
+    before the call (``before_model`` callbacks run after it, as in ADK, where the request
+    is built first); `changed` names the static variables (``{{x}}`` and ``{% if %}``
+    conditions) whose value differs from the previous model call's, so the compiled text
+    may differ (empty for the first call). `scripted` is the scenario's answer as parts
+    (``{"text": …}`` or ``{"function_call": {"name": …, "args": …}}``), `answer` the parts
+    the turn went on with, and `replaced_by` the callback that replaced the scripted answer
+    (``before_model_callback``: the model was not called; ``after_model_callback``; or "").
+    `history` holds the indexes of the events the model received with the instructions.
+    """
+
+    index: int
+    turn: int
+    step: int | None
+    instructions: str
+    instruction_tokens: int
+    changed: tuple[str, ...]
+    scripted: tuple[dict[str, Any], ...]
+    answer: tuple[dict[str, Any], ...]
+    replaced_by: str
+    history: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,12 +297,16 @@ class TurnResult:
     dropped: tuple[int, ...]
     warnings: tuple[Diagnostic, ...]
     http: tuple[HttpRequest, ...]
+    # The instructions of the turn's last model call (the session start's without one).
+    instructions: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class SimulationResult:
-    """`diagnostics` holds every simulation problem in order (step errors, warnings);
-    `instruction_diagnostics` those of compiling the instructions."""
+    """`instructions` are compiled with the values at session start (each model call
+    compiles them again: `model_calls`); `diagnostics` holds every simulation problem in
+    order (step errors, warnings); `instruction_diagnostics` those of compiling the
+    instructions at session start."""
 
     instructions: str
     instruction_tokens: int
@@ -238,11 +315,12 @@ class SimulationResult:
     final_state: dict[str, Any]
     diagnostics: tuple[Diagnostic, ...]
     instruction_diagnostics: tuple[Diagnostic, ...] = ()
+    model_calls: tuple[ModelCall, ...] = ()
 
     def model_input_text(self, turn: int) -> str:
-        """Instructions and the visible history of `turn`, one event per line."""
+        """The turn's last instructions and its visible history, one event per line."""
         texts = [self.events[i].text for i in self.turns[turn].model_input]
-        return "\n".join([self.instructions, *texts])
+        return "\n".join([self.turns[turn].instructions or self.instructions, *texts])
 
 
 # --------------------------------------------------------------------------- helpers
@@ -277,6 +355,89 @@ def _ordered(callbacks: tuple[CallbackSpec, ...], kind: CallbackKind) -> list[Ca
 
 
 _ERROR, _WARNING, _INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+_TOOL_CALLBACKS = frozenset({CallbackKind.BEFORE_TOOL, CallbackKind.AFTER_TOOL})
+# At most this many history contents are handed to a model callback (the newest).
+_MAX_CONTENTS = 200
+
+
+def _stops_on_none(value: Any) -> bool:
+    return value is not None
+
+
+def _static_names(instructions: str) -> tuple[str, ...]:
+    """The variables whose value the compiled instructions hold: ``{{x}}`` and the
+    variables of ``{% if %}`` conditions (root names, in order of appearance)."""
+    names: list[str] = []
+    for token in parse(instructions).tokens:
+        if token.kind is TokenKind.STATIC and token.path:
+            names.append(token.path[0])
+        elif token.condition is not None:
+            names.extend(path[0] for path in token.condition.references if path)
+    return tuple(dict.fromkeys(names))
+
+
+def _content_of(event: Event) -> dict[str, Any] | None:
+    """A model-visible event as a Gemini/CX content (state updates are user text)."""
+    if event.kind == "user" or event.kind == "state_update":
+        return {"role": "user", "parts": [{"text": event.text}]}
+    if event.kind == "agent":
+        return {"role": "model", "parts": [{"text": event.text}]}
+    if event.kind == "tool_call":
+        call = {"name": event.source, "args": event.value if isinstance(event.value, dict) else {}}
+        return {"role": "model", "parts": [{"function_call": call}]}
+    if event.kind == "tool_response":
+        response = event.value if isinstance(event.value, dict) else {"result": event.value}
+        return {
+            "role": "user",
+            "parts": [{"function_response": {"name": event.source, "response": response}}],
+        }
+    return None
+
+
+def _cx_events(events: list[Event], agent: str) -> list[dict[str, Any]]:
+    """The history as CX session events (``callback_context.events``): the user's messages
+    (author ``user``), the agent's messages, calls and responses (author: the agent, as in
+    ADK). State updates are not session events."""
+    out: list[dict[str, Any]] = []
+    for event in events:
+        content = _content_of(event) if event.kind != "state_update" else None
+        if content is not None:
+            out.append({"author": "user" if event.kind == "user" else agent, "content": content})
+    return out
+
+
+def response_parts(value: Any) -> tuple[dict[str, Any], ...] | None:
+    """The parts of a model answer a callback returned (an ``LlmResponse``, ``Content`` or
+    ``Part`` as JSON); None when the value is not an answer (Bella Notte's callbacks return
+    ``{"decision": "OK"}``: the model is called)."""
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("content"), dict):
+        value = value["content"]
+    if isinstance(value.get("parts"), list):
+        parts = value["parts"]
+    elif "text" in value or "function_call" in value:
+        parts = [value]
+    else:
+        return None
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        call = part.get("function_call")
+        if isinstance(call, dict) and isinstance(call.get("name"), str):
+            args = call.get("args")
+            out.append(
+                {
+                    "function_call": {
+                        "name": call["name"],
+                        "args": args if isinstance(args, dict) else {},
+                    }
+                }
+            )
+        elif isinstance(part.get("text"), str):
+            out.append({"text": part["text"]})
+    return tuple(out)
 
 
 @dataclass(slots=True)
@@ -325,6 +486,17 @@ class _Run:
         self.instruction_tokens = 0
         self.available = 0
         self.app_id = self.session.app_id or app.name
+        # Model calls: each compiles the instructions from the state of that moment.
+        self.model_calls: list[ModelCall] = []
+        self.static_names = _static_names(agent.instructions)
+        self.static_seen: dict[str, Any] | None = None  # static values at the last call
+        self.latest_instructions = ""
+        # Set when tool or callback code raised: the rest of the turn does not run.
+        self.turn_ended: str | None = None
+        # Set when a before_agent callback answered: the rest of the turn does not run.
+        self.turn_answered: str | None = None
+        self.undeclared_warned: set[tuple[str, str]] = set()
+        self.skipped_steps = 0
 
     # ----------------------------------------------------------------- setup
 
@@ -377,6 +549,8 @@ class _Run:
         value: Any = None,
         error: Diagnostic | None = None,
         label: str = "",
+        model_call: int | None = None,
+        instructions_changed: tuple[str, ...] = (),
     ) -> Event:
         event = Event(
             index=len(self.events),
@@ -390,6 +564,8 @@ class _Run:
             error=error,
             label=label or text,
             step=self.step_index,
+            model_call=model_call,
+            instructions_changed=instructions_changed,
         )
         self.events.append(event)
         if kind == "state_update" and variable is not None:
@@ -420,16 +596,55 @@ class _Run:
             "location": self.session.location,
         }
 
+    def code_context(self) -> dict[str, Any]:
+        """What code's ``context`` holds: the built-ins, the agent's name and the session's
+        events so far (CX's ``callback_context.events``, the newest of the window)."""
+        window = self.events[self.window_start :][-_MAX_CONTENTS:]
+        events = _cx_events(window, self.agent.name)
+        root = next((a for a in self.app.agents if a.is_root), None)
+        if root is not None and root.name != self.agent.name:
+            # Every conversation starts at the root agent: a scenario of a sub-agent starts
+            # after the root transferred to it, as the runtime's events show.
+            call = {"name": "transfer_to_agent", "args": {"agent_name": self.agent.name}}
+            content = {"role": "model", "parts": [{"function_call": call}]}
+            events.insert(0, {"author": root.name, "content": content})
+        return {**self.context_values(), "agent_name": self.agent.name, "events": events}
+
     def http_context(self) -> dict[str, Any]:
         return {**self.context_values(), "variables": self.state}
 
     # ----------------------------------------------------------------- writes
 
     def apply_writes(
-        self, writer: _Writer, writes: tuple[tuple[str, Any], ...], removed: tuple[str, ...]
+        self,
+        writer: _Writer,
+        writes: tuple[tuple[str, Any], ...],
+        removed: tuple[str, ...],
+        *,
+        keep_undeclared: bool = False,
     ) -> None:
         for name, value in writes:
             variable = self.variables.get(name)
+            if variable is None and keep_undeclared:
+                # CX code keeps its own keys in the session state (Bella Notte's
+                # `_active_config_id`): the runtime keeps them, so does the simulation; the
+                # model is not shown them. Reported once per writer and name.
+                if (writer.source, name) not in self.undeclared_warned:
+                    self.undeclared_warned.add((writer.source, name))
+                    self.step_error(
+                        "SC408",
+                        f"{writer.label} wrote {name}, which is not declared: kept in the "
+                        "session state as the runtime does, but the model is not shown it "
+                        "and it is not exported (declare it to make it a variable).",
+                        source=writer.source,
+                        subject=writer.subject,
+                        severity=_WARNING,
+                    )
+                if value is None:
+                    self.state.pop(name, None)
+                else:
+                    self.state[name] = value
+                continue
             if variable is None:
                 self.step_error(
                     "SC408",
@@ -481,27 +696,38 @@ class _Run:
         try:
             result = self.run_code(call)
         except Exception as exc:  # the injected runner itself must not crash the page
-            result = CodeResult(False, None, (), (), f"the code runner failed: {exc}", None)
+            result = CodeResult(
+                False, None, (), (), f"the code runner failed: {exc}", None, ran=False
+            )
         if not result.ok:
             where = f" (line {result.error_line})" if result.error_line else ""
+            ends = "; the turn ends here, as in the runtime" if result.ran else ""
             self.step_error(
                 "SC410",
-                f"{writer.label} failed{where}: {result.error or 'unknown error'}",
+                f"{writer.label} failed{where}: {result.error or 'unknown error'}{ends}",
                 source=writer.source,
                 subject=writer.subject,
             )
+            if result.ran:
+                # ADK lets the exception end the invocation: no later step, callback or
+                # after_agent callback of this turn runs.
+                self.turn_ended = writer.label
             return None
-        self.apply_writes(writer, tuple(result.writes), tuple(result.removed))
+        self.apply_writes(writer, tuple(result.writes), tuple(result.removed), keep_undeclared=True)
         return result
 
     # ----------------------------------------------------------------- callbacks
 
     def run_callbacks(self, kind: CallbackKind, args: Mapping[str, Any]) -> tuple[bool, Any]:
-        """Run the agent's callbacks of `kind` in order: (whether one returned a value, it)."""
+        """Run the agent's callbacks of `kind` in order until one returns a value (ADK's
+        pipeline: a non-None value for tool callbacks, a truthy one for the others); return
+        (whether one did, the value). Stops when code raised (`turn_ended`)."""
         callbacks = _ordered(self.agent.callbacks, kind)
-        returned: tuple[bool, Any] = (False, None)
         entry = f"{kind.value}_callback"
+        stops = _stops_on_none if kind in _TOOL_CALLBACKS else bool
         for position, callback in enumerate(callbacks, start=1):
+            if self.turn_ended is not None:
+                break
             if not callback.code.strip():
                 continue  # an empty callback does nothing
             source = entry if len(callbacks) == 1 else f"{entry} #{position}"
@@ -516,24 +742,32 @@ class _Run:
                 args=copy.deepcopy(dict(args)),
                 state=copy.deepcopy(self.state),
                 filename=f"<callback:{entry}>",
-                context_values=self.context_values(),
+                context_values=self.code_context(),
                 tools=self.tool_codes,
             )
             result = self.call_code(writer, call)
+            if result is not None and result.tool_calls:
+                called = ", ".join(dict.fromkeys(f"tools.{name}" for name, _ in result.tool_calls))
+                result_event = replace(result_event, label=f"{source} ran (called {called})")
+                self.events[result_event.index] = result_event
             if result is not None and result.return_value is not None:
                 self.events[result_event.index] = replace(
                     result_event,
                     value=result.return_value,
-                    label=f"{source} ran and returned {render_value(result.return_value)[:80]}",
+                    label=f"{result_event.label} and returned "
+                    f"{render_value(result.return_value)[:80]}",
                 )
-                if not returned[0]:
-                    returned = (True, result.return_value)
-        return returned
+                if stops(result.return_value):
+                    return True, result.return_value
+        return False, None
 
     # ----------------------------------------------------------------- steps
 
     def start_turn(self, first_step: StepSpec) -> None:
         self.turn += 1
+        self.turn_ended = None
+        self.turn_answered = None
+        self.skipped_steps = 0
         self.turn_start_event = len(self.events)
         self.turn_start_state = dict(self.state)
         self.turn_http = []
@@ -548,18 +782,25 @@ class _Run:
                 )
         if first_step.kind is StepKind.USER:
             self.add_event("user", first_step.text)
-        self.run_callbacks(CallbackKind.BEFORE_AGENT, {})
+        returned, value = self.run_callbacks(CallbackKind.BEFORE_AGENT, {})
+        parts = response_parts(value) if returned else None
+        if parts is not None and self.turn_ended is None:
+            # ADK: content from before_agent is the agent's answer and ends the invocation;
+            # the model is not called and after_agent does not run.
+            self.agent_says(parts, "before_agent_callback")
+            self.turn_answered = "before_agent_callback"
 
     def run_step(self, step: StepSpec) -> None:
         kind = step.kind
+        if (self.turn_ended or self.turn_answered) is not None and kind is not StepKind.USER:
+            self.skipped_steps += 1
+            return
         if kind is StepKind.USER:
             self.add_event("user", step.text)
         elif kind is StepKind.AGENT:
-            self.run_callbacks(CallbackKind.BEFORE_MODEL, {})
-            self.add_event("agent", step.text, source=self.agent.name)
-            self.run_callbacks(CallbackKind.AFTER_MODEL, {})
+            self.model_call(({"text": step.text},))
         elif kind is StepKind.TOOL:
-            self.run_tool_step(step)
+            self.model_call(({"function_call": {"name": step.tool, "args": dict(step.args)}},))
         elif kind is StepKind.CALLBACK:
             callback_kind = step.callback
             if callback_kind is None or not any(
@@ -577,8 +818,162 @@ class _Run:
                 return
             self.run_callbacks(callback_kind, step.args)
 
-    def run_tool_step(self, step: StepSpec) -> None:
-        name = step.tool
+    # ----------------------------------------------------------------- model calls
+
+    def begin_scope(self) -> tuple[int, dict[str, Any]]:
+        """Where the writes of a model call or a tool call start: ADK commits them with the
+        call's event (the model's answer, the tool's response), so all or none."""
+        return len(self.events), copy.deepcopy(self.state)
+
+    def roll_back(self, scope: tuple[int, dict[str, Any]], what: str) -> None:
+        """Code raised inside `what`: its event never exists in the runtime, so the writes
+        made since `scope` (by callbacks that had succeeded) are undone and their updates
+        become notes the model never sees."""
+        start, state = scope
+        self.state = state
+        for event in self.events[start:]:
+            if event.kind == "state_update":
+                self.events[event.index] = replace(
+                    event,
+                    kind="error",
+                    text="",
+                    tokens=0,
+                    label=f"{event.label} — undone: code raised in {what}, whose writes "
+                    "the runtime commits only with its result",
+                )
+        self.last_update = {}
+        for event in self.events:
+            if event.kind == "state_update" and event.variable is not None:
+                self.last_update[event.variable] = event.index
+
+    def compile_now(self) -> tuple[str, tuple[str, ...]]:
+        """The instructions compiled from the current state, and the static variables whose
+        value changed since the previous model call."""
+        compiled = compile_instructions(
+            self.agent.instructions,
+            self.state,
+            channel=self.session.channel,
+            modality=self.session.modality,
+        )
+        values = {name: copy.deepcopy(self.state.get(name)) for name in self.static_names}
+        changed: tuple[str, ...] = ()
+        if self.static_seen is not None:
+            changed = tuple(
+                name
+                for name in self.static_names
+                if not same_value(self.static_seen.get(name), values[name])
+            )
+        self.static_seen = values
+        self.latest_instructions = compiled.text
+        return compiled.text, changed
+
+    def model_contents(self) -> list[dict[str, Any]]:
+        """The history the model receives (the visible events of the window so far) as
+        CX/Gemini contents: ``{"role": "user" | "model", "parts": [...]}``."""
+        contents: list[dict[str, Any]] = []
+        for event in self.events[self.window_start :][-_MAX_CONTENTS:]:
+            content = _content_of(event)
+            if content is not None:
+                contents.append(content)
+        return contents
+
+    def model_call(self, scripted: tuple[dict[str, Any], ...]) -> None:
+        """One model call, as ADK makes it: the request (instructions compiled from the
+        current state, the history), ``before_model`` callbacks (a returned response
+        replaces the model's answer and the ``after_model`` callbacks do not run), the
+        model (the scripted answer), ``after_model`` callbacks (a returned response
+        replaces the answer); then the answer's parts: text is the agent's message, a
+        function call runs the tool."""
+        instructions, changed = self.compile_now()
+        index = len(self.model_calls)
+        history = tuple(
+            i for i in range(self.window_start, len(self.events)) if self.events[i].model_visible
+        )
+        contents = self.model_contents()
+        request = {"contents": contents, "config": {"system_instruction": instructions}}
+        answer, replaced_by = scripted, ""
+        scope = self.begin_scope()
+        returned, value = self.run_callbacks(CallbackKind.BEFORE_MODEL, {"llm_request": request})
+        parts = response_parts(value) if returned else None
+        if parts is not None:
+            answer, replaced_by = parts, "before_model_callback"
+        elif self.turn_ended is None:
+            response = {"content": {"role": "model", "parts": [dict(p) for p in scripted]}}
+            returned, value = self.run_callbacks(
+                CallbackKind.AFTER_MODEL, {"llm_response": response}
+            )
+            parts = response_parts(value) if returned else None
+            if parts is not None:
+                answer, replaced_by = parts, "after_model_callback"
+        self.model_calls.append(
+            ModelCall(
+                index=index,
+                turn=self.turn,
+                step=self.step_index,
+                instructions=instructions,
+                instruction_tokens=estimate_tokens(instructions),
+                changed=changed,
+                scripted=scripted,
+                answer=answer,
+                replaced_by=replaced_by,
+                history=history,
+            )
+        )
+        if self.turn_ended is not None:
+            self.roll_back(scope, "the model call")
+            return
+        note = changed
+        for part in answer:
+            if self.turn_ended is not None:
+                break
+            call = part.get("function_call")
+            if isinstance(call, dict):
+                name = call.get("name")
+                args = call.get("args")
+                self.run_function_call(
+                    name if isinstance(name, str) else "",
+                    dict(args) if isinstance(args, dict) else {},
+                    model_call=index,
+                    instructions_changed=note,
+                    replaced_by=replaced_by,
+                )
+                note = ()
+            elif isinstance(part.get("text"), str):
+                label = part["text"]
+                if replaced_by:
+                    label = f"{label}  (answer from the {replaced_by})"
+                self.add_event(
+                    "agent",
+                    part["text"],
+                    source=self.agent.name,
+                    label=label,
+                    model_call=index,
+                    instructions_changed=note,
+                )
+                note = ()
+
+    def agent_says(self, parts: tuple[dict[str, Any], ...], source: str) -> None:
+        """The text parts of an agent callback's content, as the agent's messages."""
+        for part in parts:
+            if isinstance(part.get("text"), str):
+                self.add_event(
+                    "agent",
+                    part["text"],
+                    source=self.agent.name,
+                    label=f"{part['text']}  (answer from the {source})",
+                )
+
+    def run_function_call(
+        self,
+        name: str,
+        args: dict[str, Any],
+        *,
+        model_call: int | None = None,
+        instructions_changed: tuple[str, ...] = (),
+        replaced_by: str = "",
+    ) -> None:
+        """A function call of the model's answer: the call event, ``before_tool``
+        callbacks, the tool, ``after_tool`` callbacks, the response event."""
         tool = self.app.tool(name)
         if tool is None:
             self.step_error(
@@ -596,24 +991,38 @@ class _Run:
                 subject=name,
             )
             return
-        args = dict(step.args)
+        label = f"{name}({render_value(args)})"
+        if replaced_by:
+            label = f"{label}  (call from the {replaced_by})"
         self.add_event(
             "tool_call",
             render_value({"functionCall": {"name": name, "args": args}}),
             source=name,
             value=args,
-            label=f"{name}({render_value(args)})",
+            label=label,
+            model_call=model_call,
+            instructions_changed=instructions_changed,
         )
+        scope = self.begin_scope()
         skipped, response = self.run_callbacks(
             CallbackKind.BEFORE_TOOL, {"tool": name, "args": args}
         )
+        if self.turn_ended is not None:
+            self.roll_back(scope, f"the call of {name}")
+            return
         if not skipped:
             ok, response = self.run_tool(tool, args)
+            if self.turn_ended is not None:
+                self.roll_back(scope, f"the call of {name}")
+                return
             if not ok:
                 return
         replaced, new_response = self.run_callbacks(
             CallbackKind.AFTER_TOOL, {"tool": name, "args": args, "tool_response": response}
         )
+        if self.turn_ended is not None:
+            self.roll_back(scope, f"the call of {name}")
+            return
         if replaced:
             response = new_response
         wrapped = response if isinstance(response, dict) else {"result": response}
@@ -660,7 +1069,7 @@ class _Run:
                 args=copy.deepcopy(args),
                 state=copy.deepcopy(self.state),
                 filename=f"<tool:{name}>",
-                context_values=self.context_values(),
+                context_values=self.code_context(),
                 tools=self.tool_codes,
             )
             result = self.call_code(writer, call)
@@ -692,8 +1101,38 @@ class _Run:
 
     def end_turn(self) -> None:
         self.step_index = None
-        self.run_callbacks(CallbackKind.AFTER_AGENT, {})
+        if self.turn_answered is not None:
+            if self.skipped_steps:
+                self.diagnostics.append(
+                    Diagnostic(
+                        "SC416",
+                        _INFO,
+                        f"The {self.turn_answered} answered in turn {self.turn}: its "
+                        f"{self.skipped_steps} later step(s) and the after_agent callbacks "
+                        "did not run (the runtime ends the turn with that answer).",
+                        subject=self.agent.name,
+                    )
+                )
+        elif self.turn_ended is None:
+            returned, value = self.run_callbacks(CallbackKind.AFTER_AGENT, {})
+            parts = response_parts(value) if returned else None
+            if parts is not None and self.turn_ended is None:
+                self.agent_says(parts, "after_agent_callback")  # ADK adds it as an event
+        else:
+            skipped = f" {self.skipped_steps} later step(s) and" if self.skipped_steps else ""
+            self.diagnostics.append(
+                Diagnostic(
+                    "SC415",
+                    _INFO,
+                    f"{self.turn_ended} raised in turn {self.turn}:{skipped} the after_agent "
+                    "callbacks of that turn did not run (the runtime ends the turn).",
+                    subject=self.agent.name,
+                )
+            )
         turn = self.turn
+        # The instructions of the turn's last model call count against the budget.
+        self.instruction_tokens = estimate_tokens(self.latest_instructions)
+        self.available = self.scenario.token_budget - self.instruction_tokens
         # Slide the window: add this turn's events, drop the oldest until it fits.
         for event in self.events[self.turn_start_event :]:
             self.window_tokens += event.tokens
@@ -758,6 +1197,7 @@ class _Run:
                 dropped=tuple(dropped),
                 warnings=tuple(warnings),
                 http=tuple(self.turn_http),
+                instructions=self.latest_instructions,
             )
         )
 
@@ -779,6 +1219,7 @@ class _Run:
             modality=self.session.modality,
         )
         instructions = compiled.text
+        self.latest_instructions = instructions
         self.instruction_tokens = estimate_tokens(instructions)
         self.available = self.scenario.token_budget - self.instruction_tokens
         self.dynamic = tuple(
@@ -806,12 +1247,13 @@ class _Run:
         )
         return SimulationResult(
             instructions=instructions,
-            instruction_tokens=self.instruction_tokens,
+            instruction_tokens=estimate_tokens(instructions),
             turns=tuple(self.turns),
             events=events,
             final_state=copy.deepcopy(self.state),
             diagnostics=tuple(self.diagnostics),
             instruction_diagnostics=tuple(compiled.diagnostics),
+            model_calls=tuple(self.model_calls),
         )
 
 

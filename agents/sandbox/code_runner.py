@@ -69,6 +69,9 @@ def to_code_result(result: host.SandboxResult) -> CodeResult:
         error=f"{error.kind}: {error.message}" if error else None,
         error_line=error.line if error else None,
         stdout=result.stdout,
+        # The sandbox failing is not the code raising: the simulation's turn goes on.
+        ran=error is None or error.kind != "internal",
+        tool_calls=result.tool_calls,
     )
 
 

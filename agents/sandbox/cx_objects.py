@@ -229,17 +229,84 @@ class Tools:
         return f"<tools: {', '.join(sorted(self.names))}>"
 
 
+def part_from(value):
+    """A Part from its JSON (``text``, ``function_call``, ``function_response``).
+
+    A part without text reads ``text`` as ``""``, as an unset string field of the runtime's
+    message objects does (CX code writes ``getattr(part, "text", "")`` and ``.strip()``s it).
+    """
+    if not isinstance(value, dict):
+        return Part(text=str(value))
+    call = value.get("function_call")
+    response = value.get("function_response")
+    return Part(
+        text=value.get("text") if isinstance(value.get("text"), str) else "",
+        function_call=FunctionCall(name=call.get("name"), args=call.get("args") or {})
+        if isinstance(call, dict)
+        else None,
+        function_response=FunctionResponse(
+            name=response.get("name"), response=response.get("response")
+        )
+        if isinstance(response, dict)
+        else None,
+    )
+
+
 def content_from(value, role="model"):
-    """A Content from what the host sends (text, a dict of parts, or nothing)."""
+    """A Content from what the host sends (text, a Content's JSON, an LlmResponse's JSON)."""
     if isinstance(value, str):
         return Content(parts=[Part(text=value)], role=role)
     if isinstance(value, dict):
-        parts = []
-        for part in value.get("parts") or ():
-            if isinstance(part, dict):
-                parts.append(Part(text=part.get("text")))
+        if isinstance(value.get("content"), dict):
+            value = value["content"]
+        parts = [part_from(part) for part in value.get("parts") or ()]
         return Content(parts=parts, role=value.get("role", role))
     return Content(parts=[], role=role)
+
+
+class Event(CxObject):
+    """A session event as ``callback_context.events`` holds it (CX's ``Event``)."""
+
+    FIELDS = ("id", "author", "invocation_id", "content", "error_code", "error_message")
+
+    def is_user(self):
+        return self.author == "user"
+
+    def is_agent(self, agent_name=None):
+        if agent_name is None:
+            return self.author != "user"
+        return self.author == agent_name
+
+    def has_error(self):
+        return self.error_code is not None
+
+    def parts(self):
+        if self.content is not None and self.content.parts:
+            return self.content.parts
+        return []
+
+
+def events_from(values):
+    """CX Events from the host's ``[{"author": …, "content": {…}}]``."""
+    events = []
+    for number, value in enumerate(values or ()):
+        if isinstance(value, dict):
+            author = value.get("author") if isinstance(value.get("author"), str) else "user"
+            content = content_from(value.get("content"), "user" if author == "user" else "model")
+            events.append(Event(id=f"e-{number}", author=author, content=content))
+    return events
+
+
+def last_parts(events, of_user):
+    """CX's ``get_last_user_input`` / ``get_last_agent_output``: the parts of the newest
+    run of user (or agent) events."""
+    parts = []
+    for event in reversed(events):
+        if parts and event.is_user() != of_user:
+            break
+        if event.is_user() == of_user:
+            parts = list(event.parts()) + parts
+    return parts
 
 
 GLOBALS = {

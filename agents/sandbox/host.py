@@ -105,6 +105,9 @@ class SandboxResult:
     undeclared: tuple[str, ...] = ()  # written names not in variables_declared
     stdout_truncated: bool = False
     run_ms: float | None = None  # time spent in the user code, measured in the child
+    # The app's tools the code called through ``tools.<name>(...)``, in order, and whether
+    # each returned (False: it raised).
+    tool_calls: tuple[tuple[str, bool], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -592,6 +595,12 @@ def _check_answer_shape(raw: dict[str, Any]) -> str | None:
     protections = raw.get("protections") or []
     if not isinstance(protections, list) or not all(isinstance(p, str) for p in protections):
         return "protections"
+    tool_calls = raw.get("tool_calls") or []
+    if not isinstance(tool_calls, list) or not all(
+        isinstance(c, list) and len(c) == 2 and isinstance(c[0], str) and isinstance(c[1], bool)
+        for c in tool_calls
+    ):
+        return "tool_calls"
     return None
 
 
@@ -625,6 +634,7 @@ def _result_from_raw(raw: dict[str, Any], given: dict[str, Any], started: float)
             undeclared=tuple(str(n) for n in raw.get("undeclared") or () if isinstance(n, str)),
             stdout_truncated=raw.get("stdout_truncated") is True,
             run_ms=raw.get("duration_ms") if isinstance(raw.get("duration_ms"), float) else None,
+            tool_calls=tuple((c[0], c[1]) for c in raw.get("tool_calls") or ()),
         )
     except (AttributeError, IndexError, TypeError, KeyError):
         error = SandboxError("internal", "the sandbox returned an unreadable answer")

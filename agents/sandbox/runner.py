@@ -111,6 +111,7 @@ class ForbiddenOperation(Forbidden, NotImplementedError):
 
 
 CX_TYPES = ()  # cx_objects.CxObject once loaded (see Sandbox)
+CX_MODULE = []  # [cx_objects] once loaded
 
 
 def exact_name(name, what="variable names"):
@@ -288,15 +289,21 @@ class Context:
         for key, default in CX_CONTEXT_DEFAULTS.items():
             if not hasattr(self, key):
                 setattr(self, key, default() if callable(default) else default)
+        # The history the simulation hands over becomes CX's Event objects.
+        if CX_MODULE and self.events and isinstance(self.events[0], dict):
+            self.events = CX_MODULE[0].events_from(self.events)
+            if self.user_content is None:
+                user = [e for e in self.events if e.is_user() and e.parts()]
+                self.user_content = user[-1].content if user else None
 
     def get_last_user_input(self):
-        return []
+        return CX_MODULE[0].last_parts(self.events, True) if CX_MODULE else []
 
     def get_last_agent_output(self):
-        return []
+        return CX_MODULE[0].last_parts(self.events, False) if CX_MODULE else []
 
     def parts(self):
-        return []
+        return [part for event in self.events for part in event.parts()]
 
     def get_variable(self, name, default=None):
         return self.state.get(name, default)
@@ -646,6 +653,7 @@ class Sandbox:
         import cx_objects
 
         self.cx = cx_objects
+        CX_MODULE[:] = [cx_objects]
         CX_TYPES = (cx_objects.CxObject,)
         self.unpack_sequence = guarded_unpack_sequence
         self.iter_unpack_sequence = guarded_iter_unpack_sequence
@@ -1020,6 +1028,20 @@ def user_traceback(tb, filename, source_lines):
     return frames[-1][0], "\n".join(out)
 
 
+def innermost_tool_frame(tb, filename):
+    """(tool name, line) of the innermost frame of *tb* in the code of another tool of the
+    app (``<tool:name>``), when the failure happened there; else None."""
+    found = None
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if type(name) is str and name.startswith("<tool:") and name != filename:
+            found = (name[6:-1], tb.tb_lineno)
+        elif name == filename:
+            found = None
+        tb = tb.tb_next
+    return found
+
+
 def describe(exc):
     if type(exc) is NameError and getattr(exc, "name", None) in WITHHELD_BUILTINS:
         return f"NameError: {exc.name!r} is not available in the sandbox"
@@ -1063,9 +1085,12 @@ def cx_callback_arguments(args, params, cx):
             out[alias] = args.get("args") or {}
     if "llm_request" in params and not isinstance(args.get("llm_request"), cx.LlmRequest):
         request = args.get("llm_request")
-        contents = request.get("contents") if isinstance(request, dict) else None
+        request = request if isinstance(request, dict) else {}
+        config = request.get("config") if isinstance(request.get("config"), dict) else {}
         out["llm_request"] = cx.LlmRequest(
-            contents=[cx.content_from(c, "user") for c in contents or ()]
+            model=request.get("model"),
+            contents=[cx.content_from(c, "user") for c in request.get("contents") or ()],
+            config=cx.GenerateContentConfig(system_instruction=config.get("system_instruction")),
         )
     if "llm_response" in params and not isinstance(args.get("llm_response"), cx.LlmResponse):
         out["llm_response"] = cx.LlmResponse(content=cx.content_from(args.get("llm_response")))
@@ -1110,6 +1135,7 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
         "ok": False,
         "return_value": None,
         "error": None,
+        "tool_calls": [],
     }
     started = time.perf_counter()
     signal.setitimer(signal.ITIMER_REAL, limits["wall_time_s"])
@@ -1153,8 +1179,16 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
         CURRENT_CONTEXT[0] = context
         tool_codes = call.get("tools") or {}
         compiled_tools = {}
+        nested = result["tool_calls"] = []  # [name, ok] of each tools.<name>(...) call
 
         def call_tool(name, arguments):
+            record = [name, False]
+            nested.append(record)
+            value = run_tool(name, arguments)
+            record[1] = True
+            return value
+
+        def run_tool(name, arguments):
             if name not in compiled_tools:
                 result = sandbox.compile_restricted_exec(
                     tool_codes[name], f"<tool:{name}>", policy=sandbox.policy
@@ -1190,9 +1224,14 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
     except BaseException as exc:
         signal.setitimer(signal.ITIMER_REAL, 0)
         line, trace = user_traceback(exc.__traceback__, filename, source_lines)
+        message = describe(exc)
+        inner = innermost_tool_frame(exc.__traceback__, filename)
+        if inner is not None:
+            # It failed inside another tool called through tools.<name>(...): say where.
+            message = f"{message} (in tool {inner[0]}, line {inner[1]})"
         result["error"] = {
             "kind": classify(exc),
-            "message": describe(exc),
+            "message": message,
             "line": line,
             "traceback": trace,
         }

@@ -67,7 +67,7 @@ def bounded_runner(
         if reason:
             if not stopped:
                 stopped.append(reason)
-            return CodeResult(False, None, (), (), f"not run: {reason}", None)
+            return CodeResult(False, None, (), (), f"not run: {reason}", None, ran=False)
         calls += 1
         return run(call)
 

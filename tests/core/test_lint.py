@@ -126,6 +126,11 @@ def test_bank_example_static_reference_to_updated_variable_warns() -> None:
     assert diagnostic.subject == "Bank Agent"
     assert "LookupBalance" in diagnostic.message
     assert "{current_account_balance}" in diagnostic.message
+    # The value is compiled again before each model call: the model sees the update, but
+    # the instructions change mid-session.
+    assert "before each model call" in diagnostic.message
+    assert "defeats prompt caching" in diagnostic.message
+    assert "never sees" not in diagnostic.message
     assert problems(agent_lint(text)) == [diagnostic]
 
 
@@ -214,6 +219,7 @@ def test_static_reference_in_condition_to_updated_variable() -> None:
     diagnostic = one(agent_lint(text), "SC310")
     assert diagnostic.severity is Severity.WARNING
     assert diagnostic.start == 0
+    assert "instructions change mid-session" in diagnostic.message
 
 
 def test_updates_by_callbacks_and_mocks_count_too() -> None:

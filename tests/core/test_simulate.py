@@ -344,19 +344,24 @@ return "done"
     assert result.diagnostics == (error,)
 
 
-def test_writing_an_undeclared_variable_is_a_step_error() -> None:
-    tool = tool_code("Sneaky", 'context.state["secret"] = 1\nreturn 1')
+def test_code_writing_an_undeclared_variable_keeps_it_in_the_state_with_a_warning() -> None:
+    # CX code keeps private keys in the session state (Bella Notte's `_active_config_id`);
+    # the runtime keeps them, the model is not shown them.
+    tool = tool_code(
+        "Sneaky", 'context.state["secret"] = context.state.get("secret", 0) + 1\nreturn 1'
+    )
     app = make_app(variables=(BALANCE,), tools=(tool,))
-    result = run(app, user("hi"), call("Sneaky"))
-    (error,) = result.diagnostics
-    assert error.code == "SC408"
-    assert "Sneaky" in error.message and "secret" in error.message
-    assert "not declared" in error.message
-    assert result.final_state == {}
-    assert "tool_response" in kinds(result)  # the call itself succeeded
+    result = run(app, user("hi"), call("Sneaky"), user("again"), call("Sneaky"))
+    (warning,) = result.diagnostics  # once per writer and name
+    assert warning.code == "SC408" and warning.severity is Severity.WARNING
+    assert "Sneaky" in warning.message and "secret" in warning.message
+    assert "not declared: kept in the session state" in warning.message
+    assert result.final_state == {"secret": 2}
+    assert "state_update" not in kinds(result)
+    assert kinds(result).count("tool_response") == 2  # the calls themselves succeeded
 
 
-def test_code_failure_is_a_step_error_with_line_and_the_simulation_goes_on() -> None:
+def test_a_tool_that_raises_ends_the_turn_as_in_the_runtime_and_the_next_turn_runs() -> None:
     tool = tool_code(
         "Broken",
         """
@@ -364,15 +369,26 @@ context.state["current_account_balance"] = 10
 raise ValueError("backend down")
 """,
     )
-    app = make_app(variables=(BALANCE,), tools=(tool,))
-    result = run(app, user("hi"), call("Broken"), agent_says("sorry"))
-    (error,) = result.diagnostics
+    after_agent = callback(CallbackKind.AFTER_AGENT, 'context.state["note"] = "after"')
+    app = make_app(
+        variables=(BALANCE, VariableSpec("note", T.TEXT)), tools=(tool,), callbacks=(after_agent,)
+    )
+    result = run(
+        app, user("hi"), call("Broken"), agent_says("sorry"), user("again"), agent_says("ok")
+    )
+    error, ended = result.diagnostics
     assert error.code == "SC410"
     assert "Broken" in error.message and "backend down" in error.message
-    assert "line 3" in error.message
-    # A failed call changes nothing and has no response; the next step still runs.
-    assert kinds(result) == ["user", "tool_call", "error", "agent"]
-    assert result.final_state == {}
+    assert "line 3" in error.message and "the turn ends here" in error.message
+    # The rest of the turn (the agent's answer, after_agent) does not run, as in ADK, where
+    # the exception ends the invocation; it is said once, with what was skipped.
+    assert ended.code == "SC415" and "1 later step(s)" in ended.message
+    turn0 = [result.events[i].kind for i in result.turns[0].events]
+    assert turn0 == ["user", "tool_call", "error"]
+    # A failed call changes nothing and has no response; the next turn runs normally.
+    turn1 = [result.events[i].kind for i in result.turns[1].events]
+    assert turn1 == ["user", "agent", "callback", "state_update"]
+    assert result.final_state == {"note": "after"}
 
 
 def test_runner_that_raises_is_a_step_error_not_a_crash() -> None:
@@ -380,6 +396,7 @@ def test_runner_that_raises_is_a_step_error_not_a_crash() -> None:
         raise RuntimeError("sandbox unavailable")
 
     result = run(banking_app(), user("hi"), call("LookupBalance"), runner=exploding)
+    # The code did not run: the simulation's failure, not the code's, so the turn goes on.
     assert codes(result) == ["SC410"]
     assert "sandbox unavailable" in result.diagnostics[0].message
 
@@ -479,8 +496,12 @@ def test_callbacks_run_in_order_around_turns_models_and_tools() -> None:
     result = run(app, user("hi"), call("Ping"), agent_says("pong"), user("bye"))
 
     assert result.diagnostics == ()
+    # Every model call, also the one whose answer is the tool call, runs before_model and
+    # after_model around it; then the tool runs (ADK's order).
     assert result.turns[0].state_after["log"] == [
         "before_agent",
+        "before_model",
+        "after_model",
         "before_tool#1",
         "before_tool#2",
         "tool",
@@ -490,9 +511,11 @@ def test_callbacks_run_in_order_around_turns_models_and_tools() -> None:
         "after_agent",
     ]
     assert result.final_state["log"][-2:] == ["before_agent", "after_agent"]
-    sources = [e.source for e in result.events if e.kind == "callback"][:3]
+    sources = [e.source for e in result.events if e.kind == "callback"][:5]
     assert sources == [
         "before_agent_callback",
+        "before_model_callback",
+        "after_model_callback",
         "before_tool_callback #1",
         "before_tool_callback #2",
     ]
@@ -505,14 +528,19 @@ def test_callbacks_run_in_order_around_turns_models_and_tools() -> None:
     assert turn0 == [
         "user",
         *["callback", "state_update"],  # before_agent
+        *["callback", "state_update"] * 2,  # before_model, after_model
         "tool_call",
         *["callback", "state_update"] * 2,  # before_tool #1, #2
         "state_update",  # the tool
         *["callback", "state_update"],  # after_tool
         "tool_response",
-        *["callback", "state_update"],  # before_model
-        "agent",
-        *["callback", "state_update"] * 2,  # after_model, after_agent
+        *["callback", "state_update"] * 2,  # before_model, after_model
+        "agent",  # the answer comes after after_model, which may replace it
+        *["callback", "state_update"],  # after_agent
+    ]
+    assert [(m.turn, m.scripted) for m in result.model_calls] == [
+        (0, ({"function_call": {"name": "Ping", "args": {}}},)),
+        (0, ({"text": "pong"},)),
     ]
 
 
@@ -603,15 +631,138 @@ def test_builtins_hold_the_session_ids_and_the_variables_as_an_object() -> None:
     ]
 
 
-def test_static_values_are_compiled_once_at_session_start() -> None:
-    variables = (VariableSpec("tier", T.TEXT, default="silver"),)
-    tool = tool_code("Upgrade", 'context.state["tier"] = "gold"')
-    app = make_app(variables=variables, tools=(tool,), instructions="Tier: {{tier}}.")
+def test_static_values_are_compiled_from_the_current_state_before_each_model_call() -> None:
+    variables = (VariableSpec("tier", T.TEXT, default="silver"), VariableSpec("n", T.NUMBER))
+    tool = tool_code("Upgrade", 'context.state["tier"] = "gold"\ncontext.state["n"] = 1')
+    instructions = "Tier: {{tier}}.{% if tier == 'gold' %} Offer the lounge.{% endif %} N: {n}"
+    app = make_app(variables=variables, tools=(tool,), instructions=instructions)
     result = run(
-        app, user("upgrade"), call("Upgrade"), session=SessionSpec(values={"tier": "bronze"})
+        app,
+        user("upgrade"),
+        call("Upgrade"),
+        agent_says("Done."),
+        user("thanks"),
+        agent_says("Welcome."),
+        session=SessionSpec(values={"tier": "bronze"}),
     )
-    assert result.instructions == "Tier: bronze."
-    assert result.final_state == {"tier": "gold"}
+    # The session start's compile stays available; each model call compiles again.
+    assert result.instructions == "Tier: bronze. N: {n}"
+    calls = result.model_calls
+    assert [c.instructions for c in calls] == [
+        "Tier: bronze. N: {n}",
+        "Tier: gold. Offer the lounge. N: {n}",
+        "Tier: gold. Offer the lounge. N: {n}",
+    ]
+    # What changed since the previous model call: static values only (n is dynamic).
+    assert [c.changed for c in calls] == [(), ("tier",), ()]
+    assert [c.instruction_tokens for c in calls] == [estimate_tokens(c.instructions) for c in calls]
+    # The answer of the second call carries the note the timeline shows.
+    done = next(e for e in result.events if e.text == "Done.")
+    assert done.model_call == 1 and done.instructions_changed == ("tier",)
+    assert next(e for e in result.events if e.kind == "tool_call").instructions_changed == ()
+    # The model input of a turn starts with the instructions of its last model call.
+    assert result.turns[0].instructions == "Tier: gold. Offer the lounge. N: {n}"
+    assert result.model_input_text(0).startswith("Tier: gold. Offer the lounge.")
+    # Each call records the history it received: the second one saw the tool's round trip.
+    assert [result.events[i].kind for i in calls[1].history] == [
+        "state_update",  # the session value
+        "user",
+        "tool_call",
+        "state_update",
+        "state_update",
+        "tool_response",
+    ]
+
+
+def model_response(*parts: dict[str, Any]) -> str:
+    """Callback code returning an LlmResponse as the sandbox hands it over (its JSON)."""
+    return "return " + repr({"content": {"role": "model", "parts": list(parts)}})
+
+
+def test_before_model_returning_a_response_replaces_the_answer_and_skips_the_model() -> None:
+    runner = FakeRunner()
+    before = callback(CallbackKind.BEFORE_MODEL, model_response({"text": "Fixed greeting."}))
+    after = callback(CallbackKind.AFTER_MODEL, 'context.state["note"] = "after ran"')
+    app = make_app(
+        variables=(BALANCE, VariableSpec("note", T.TEXT)),
+        tools=banking_app().tools,
+        instructions=BANKING_INSTRUCTIONS,
+        callbacks=(before, after),
+    )
+    result = run(app, user("hi"), call("LookupBalance"), runner=runner)
+    # The scripted tool call never happens: the callback's text is the answer, and the
+    # after_model callbacks do not run (ADK returns before calling the model).
+    assert [e.kind for e in result.events] == ["user", "callback", "agent"]
+    assert result.events[-1].text == "Fixed greeting."
+    assert "answer from the before_model_callback" in result.events[-1].label
+    (model_call,) = result.model_calls
+    assert model_call.replaced_by == "before_model_callback"
+    assert model_call.answer == ({"text": "Fixed greeting."},)
+    assert model_call.scripted == ({"function_call": {"name": "LookupBalance", "args": {}}},)
+    assert result.final_state == {}
+    # The callback received the request: the history and the compiled instructions.
+    request = runner.calls[0].args["llm_request"]
+    assert request["contents"] == [{"role": "user", "parts": [{"text": "hi"}]}]
+    assert request["config"]["system_instruction"] == BANKING_INSTRUCTIONS
+    events = runner.calls[0].context_values["events"]
+    assert events == [{"author": "user", "content": {"role": "user", "parts": [{"text": "hi"}]}}]
+
+
+def test_a_callback_answer_with_a_function_call_runs_the_tool() -> None:
+    before = callback(
+        CallbackKind.BEFORE_MODEL,
+        "if context.state.get('current_account_balance') is None:\n"
+        "    "
+        + model_response(
+            {"text": "Let me look."},
+            {"function_call": {"name": "LookupBalance", "args": {"account_id": "x"}}},
+        ),
+    )
+    app = banking_app(callbacks=(before,))
+    result = run(app, user("balance?"), agent_says("scripted, replaced"), agent_says("1250"))
+    assert kinds(result) == [
+        "user",
+        "callback",
+        "agent",
+        "tool_call",
+        "state_update",
+        "tool_response",
+        "callback",
+        "agent",
+    ]
+    assert result.events[2].text == "Let me look."
+    assert result.events[3].value == {"account_id": "x"}
+    assert "call from the before_model_callback" in result.events[3].label
+    assert result.final_state == {"current_account_balance": 1250}
+    # The second model call: the callback returned None, the scripted text stands.
+    assert result.events[-1].text == "1250" and result.model_calls[1].replaced_by == ""
+
+
+def test_after_model_returning_a_response_replaces_the_answer() -> None:
+    runner = FakeRunner()
+    after = callback(
+        CallbackKind.AFTER_MODEL,
+        "parts = kwargs['llm_response']['content']['parts']\n"
+        "if parts[0].get('text') == 'Bye':\n"
+        "    " + model_response({"text": "Goodbye, and thank you!"}),
+    )
+    app = make_app(callbacks=(after,))
+    result = run(app, user("bye"), agent_says("Bye"), agent_says("Still here"), runner=runner)
+    texts = [e.text for e in result.events if e.kind == "agent"]
+    assert texts == ["Goodbye, and thank you!", "Still here"]
+    assert [c.replaced_by for c in result.model_calls] == ["after_model_callback", ""]
+    assert runner.calls[0].args["llm_response"] == {
+        "content": {"role": "model", "parts": [{"text": "Bye"}]}
+    }
+
+
+def test_the_first_model_callback_that_returns_a_response_wins_the_rest_do_not_run() -> None:
+    first = callback(CallbackKind.BEFORE_MODEL, model_response({"text": "first"}), order=1)
+    second = callback(CallbackKind.BEFORE_MODEL, 'context.state["note"] = "ran"', order=2)
+    app = make_app(variables=(VariableSpec("note", T.TEXT),), callbacks=(first, second))
+    result = run(app, user("hi"), agent_says("scripted"))
+    assert [e.text for e in result.events if e.kind == "agent"] == ["first"]
+    assert result.final_state == {}
 
 
 def test_unknown_agent() -> None:
@@ -906,3 +1057,46 @@ def test_real_sandbox_runs_the_banking_tool() -> None:
     assert result.diagnostics == ()
     assert result.events[2].text == "<state_update>current_account_balance: 1250</state_update>"
     assert result.events[3].value == {"balance": 1250, "currency": "EUR"}
+
+
+def test_writes_of_a_tool_call_whose_tool_raises_are_undone_as_in_the_runtime() -> None:
+    # ADK commits before_tool's writes with the function response; the tool raised, so there
+    # is none: the callback's write is undone and shown as such, never to the model.
+    before = callback(CallbackKind.BEFORE_TOOL, 'context.state["note"] = "calling"')
+    model = callback(CallbackKind.BEFORE_MODEL, 'context.state["n"] = 1')
+    tool = tool_code("Broken", 'raise ValueError("down")')
+    app = make_app(
+        variables=(VariableSpec("note", T.TEXT), VariableSpec("n", T.NUMBER)),
+        tools=(tool,),
+        callbacks=(before, model),
+    )
+    result = run(app, user("hi"), call("Broken"))
+    # The model call's own writes stand: its answer (the call) exists.
+    assert result.final_state == {"n": 1}
+    undone = [e for e in result.events if "undone" in e.label]
+    assert len(undone) == 1 and undone[0].kind == "error" and undone[0].tokens == 0
+    assert "note: calling" in undone[0].label
+    assert all(
+        result.events[i].kind != "state_update" or result.events[i].variable == "n"
+        for i in result.turns[0].model_input
+    )
+
+
+def test_before_agent_content_answers_and_ends_the_turn_after_agent_content_is_added() -> None:
+    closed = callback(
+        CallbackKind.BEFORE_AGENT,
+        "if context.state.get('note') == 'closed':\n"
+        "    return {'role': 'model', 'parts': [{'text': 'We are closed.'}]}",
+    )
+    after = callback(
+        CallbackKind.AFTER_AGENT,
+        "context.state['note'] = 'closed'\n"
+        "return {'role': 'model', 'parts': [{'text': 'Anything else?'}]}",
+    )
+    app = make_app(variables=(VariableSpec("note", T.TEXT),), callbacks=(closed, after))
+    result = run(app, user("hi"), agent_says("Hello."), user("more"), agent_says("never"))
+    texts = [e.text for e in result.events if e.kind == "agent"]
+    assert texts == ["Hello.", "Anything else?", "We are closed."]
+    # The second turn: no model call, no after_agent (its write would repeat nothing anyway).
+    assert [c.turn for c in result.model_calls] == [0]
+    assert codes(result) == ["SC416"]
