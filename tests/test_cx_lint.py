@@ -153,33 +153,43 @@ def test_the_linter_reports_what_the_export_fixed(cxas, demo_apps):  # noqa: F81
     assert found == {("A002", "app.json"), ("T012", path)}
 
 
+SPARE = 'def spare() -> dict:\n    """Spare."""\n    return {}\n'
+
+
 def test_what_the_export_reports_is_what_cx_lint_rejects(cxas):  # noqa: F811
     """Each export error about the app's content has CX's counting finding beside it."""
     app = AppSpec(
         name="Tree",
         variables=(VariableSpec("tags", VariableType.LIST, [], "Tags", VariableType.TEXT),),
-        tools=(ToolSpec("lookup", ToolKind.PYTHON, python_code="def lookup():\n    return {}\n"),),
+        tools=(
+            ToolSpec("lookup", ToolKind.PYTHON, python_code="def lookup():\n    return {}\n"),
+            ToolSpec("spare", ToolKind.PYTHON, python_code=SPARE),
+            ToolSpec("end_session", ToolKind.PLATFORM),
+        ),
         agents=(
             AgentSpec(
                 "Root",
                 "Use {@TOOL: lookup}.",
-                tools=("lookup",),
+                tools=("lookup", "end_session"),
                 children=("Helper", "Other"),
                 is_root=True,
             ),
-            AgentSpec("Other", "First tag: {{tags.0}}.", children=("Helper",)),
+            AgentSpec("Other", "First tag: {{tags.0}}.", tools=("spare",), children=("Helper",)),
             AgentSpec("Helper", "Help."),
         ),
     )
     files, diagnostics = to_cx_files(app)
-    ours = {(d.code, d.subject) for d in diagnostics if d.code in ("SC324", "SC625", "SC626")}
+    codes = ("SC312", "SC324", "SC625", "SC626")
+    ours = {(d.code, d.severity, d.subject) for d in diagnostics if d.code in codes}
     assert ours == {
-        ("SC324", "agents/Other/instruction.txt"),
-        ("SC625", "tools/lookup/lookup.json"),
-        ("SC626", "agents/Helper/Helper.json"),
+        ("SC312", Severity.WARNING, "agents/Other/Other.json"),
+        ("SC324", Severity.ERROR, "agents/Other/instruction.txt"),
+        ("SC625", Severity.WARNING, "tools/lookup/lookup.json"),
+        ("SC626", Severity.ERROR, "agents/Helper/Helper.json"),
     }
     theirs = {(f.rule_id, f.file) for f in counting(cxas_lint_files(files))}
     assert theirs == {
+        ("I012", "agents/Other/Other.json"),
         ("V104", "agents/Other/instruction.txt"),
         ("T012", "tools/lookup/lookup.json"),
         ("S007", "agents/Helper/Helper.json"),

@@ -419,6 +419,7 @@ def _lint_agent(index: _Index, agent: AgentSpec, text: str, used: set[str]) -> l
                     f"it: say when to use it with `{{@TOOL: {tool_name}}}`.",
                     field=f"agents.{name}.tools",
                     subject=name,
+                    reference=tool_name,
                 )
             )
     for child in agent.children:

@@ -194,7 +194,7 @@ def to_cx_files(
                 )
             )
 
-    found.extend(_rejected_paths(app, agent_dirs))
+    found.extend(_what_cx_lint_rejects(app, agent_dirs))
     found.extend(_second_parents(app, agent_dirs))
     # CX's linter requires a name (A002); a CX export has the app's id there.
     app_id = folder_name(app.name).strip("_") or "app"
@@ -489,17 +489,26 @@ def _agent_files(
     return files
 
 
-def _rejected_paths(app: AppSpec, agent_dirs: Mapping[str, str]) -> list[Diagnostic]:
-    """Lint's findings on `{{...}}` paths that CX rejects, told as errors of the export (in
-    a condition, `{% if a.b %}`, a path is Statecraft's to resolve, not CX's)."""
+def _what_cx_lint_rejects(app: AppSpec, agent_dirs: Mapping[str, str]) -> list[Diagnostic]:
+    """Lint's findings that CX's linter makes too, told in the export's files: a `{{...}}`
+    path CX cannot resolve is an error (in a condition, `{% if a.b %}`, a path is
+    Statecraft's to resolve, not CX's); a tool the instructions never mention, a warning
+    (its I012; CX calls end_session by itself)."""
     found = []
     texts = {a.name: a.instructions for a in app.agents}
     for d in lint_app(app):
-        if d.code not in CX_REJECTED_PATH_CODES or d.subject not in agent_dirs:
+        if d.subject not in agent_dirs:
+            continue
+        folder = agent_dirs[d.subject]
+        if d.code == "SC312" and d.reference != "end_session":
+            file = f"agents/{folder}/{folder}.json"
+            message = f"CX's linter warns about it too: {d.message}"
+            found.append(replace(_note(d.code, W, file, "tools", message), reference=d.reference))
+        if d.code not in CX_REJECTED_PATH_CODES:
             continue
         if d.start is None or not texts.get(d.subject, "").startswith("{{", d.start):
             continue
-        file = f"agents/{agent_dirs[d.subject]}/instruction.txt"
+        file = f"agents/{folder}/instruction.txt"
         found.append(
             Diagnostic(
                 d.code,
