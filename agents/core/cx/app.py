@@ -32,7 +32,8 @@ the state and returning the response; fake mode off unless the imported tool
 had it on) and comes back as the mock on import (also from the older
 ``tool_fake_config/python_code.py``). What CX's linter (``cxas lint``) rejects
 is reported: a tool with no description (a Python tool's docstring serves), a
-``{{...}}`` path CX cannot resolve (``{{list.0}}``).
+``{{...}}`` path CX cannot resolve (``{{list.0}}``), a sub-agent of two agents,
+a tool the instructions never mention.
 Scenarios have no CX form and are reported, as is every
 JSON Schema feature CX cannot hold (``schemas.to_cx_schema``).
 
