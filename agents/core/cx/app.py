@@ -32,7 +32,8 @@ the state and returning the response; fake mode off unless the imported tool
 had it on) and comes back as the mock on import (also from the older
 ``tool_fake_config/python_code.py``). What CX's linter (``cxas lint``) rejects
 is reported: a tool with no description (a Python tool's docstring serves), a
-``{{...}}`` path CX cannot resolve (``{{list.0}}``).
+``{{...}}`` path CX cannot resolve (``{{list.0}}``), a sub-agent of two agents,
+a tool the instructions never mention.
 Scenarios have no CX form and are reported, as is every
 JSON Schema feature CX cannot hold (``schemas.to_cx_schema``).
 
@@ -111,6 +112,7 @@ CODES: dict[str, str] = {
     "SC623": "A folder name differs from the display name it comes from.",
     "SC624": "A CX schema becomes a Statecraft schema, named here (CX does not name schemas).",
     "SC625": "A CX tool needs a description (for a Python tool, its own or its docstring).",
+    "SC626": "A sub-agent has more than one parent agent; in CX each has one.",
 }
 
 MAX_ZIP_FILES = 1_000
@@ -195,7 +197,8 @@ def to_cx_files(
                 )
             )
 
-    found.extend(_rejected_paths(app, agent_dirs))
+    found.extend(_what_cx_lint_rejects(app, agent_dirs))
+    found.extend(_second_parents(app, agent_dirs))
     # CX's linter requires a name (A002); a CX export has the app's id there.
     app_id = folder_name(app.name).strip("_") or "app"
     app_json: dict[str, Any] = {"name": app_id, "displayName": app.name}
@@ -488,17 +491,26 @@ def _agent_files(
     return files
 
 
-def _rejected_paths(app: AppSpec, agent_dirs: Mapping[str, str]) -> list[Diagnostic]:
-    """Lint's findings on `{{...}}` paths that CX rejects, told as errors of the export (in
-    a condition, `{% if a.b %}`, a path is Statecraft's to resolve, not CX's)."""
+def _what_cx_lint_rejects(app: AppSpec, agent_dirs: Mapping[str, str]) -> list[Diagnostic]:
+    """Lint's findings that CX's linter makes too, told in the export's files: a `{{...}}`
+    path CX cannot resolve is an error (in a condition, `{% if a.b %}`, a path is
+    Statecraft's to resolve, not CX's); a tool the instructions never mention, a warning
+    (its I012; CX calls end_session by itself)."""
     found = []
     texts = {a.name: a.instructions for a in app.agents}
     for d in lint_app(app):
-        if d.code not in CX_REJECTED_PATH_CODES or d.subject not in agent_dirs:
+        if d.subject not in agent_dirs:
+            continue
+        folder = agent_dirs[d.subject]
+        if d.code == "SC312" and d.reference != "end_session":
+            file = f"agents/{folder}/{folder}.json"
+            message = f"CX's linter warns about it too: {d.message}"
+            found.append(replace(_note(d.code, W, file, "tools", message), reference=d.reference))
+        if d.code not in CX_REJECTED_PATH_CODES:
             continue
         if d.start is None or not texts.get(d.subject, "").startswith("{{", d.start):
             continue
-        file = f"agents/{agent_dirs[d.subject]}/instruction.txt"
+        file = f"agents/{folder}/instruction.txt"
         found.append(
             Diagnostic(
                 d.code,
@@ -512,6 +524,30 @@ def _rejected_paths(app: AppSpec, agent_dirs: Mapping[str, str]) -> list[Diagnos
                 subject=file,
             )
         )
+    return found
+
+
+def _second_parents(app: AppSpec, agent_dirs: Mapping[str, str]) -> list[Diagnostic]:
+    """A sub-agent listed by more than one agent: CX's agents form a tree (cxas lint S007)."""
+    parents: dict[str, list[str]] = {}
+    for agent in app.agents:
+        for child in dict.fromkeys(agent.children):
+            parents.setdefault(child, []).append(agent.name)
+    found = []
+    for child, names in parents.items():
+        if len(names) > 1 and child in agent_dirs:
+            folder = agent_dirs[child]
+            found.append(
+                _note(
+                    "SC626",
+                    E,
+                    f"agents/{folder}/{folder}.json",
+                    "",
+                    f"the agent {child!r} is a sub-agent of {len(names)} agents "
+                    f"({', '.join(names)}); in CX a sub-agent has one parent: keep it under "
+                    "one of them",
+                )
+            )
     return found
 
 
