@@ -252,6 +252,17 @@ def to_cx_files(
     for tool in own_tools:
         files.update(_tool_files(tool, tool_dirs[tool.name], found))
     _write_back_carry(app, files, agent_dirs, tool_dirs, schemas)
+    if app.cx.get("layout") == "yaml":  # imported in CX's YAML layout: exported in it too
+        for path in list(files):
+            parts = path.split("/")
+            if path == "app.json" or (
+                len(parts) == 3
+                and parts[0] in ("agents", "tools")
+                and parts[2] == f"{parts[1]}.json"
+            ):
+                files[path[: -len(".json")] + ".yaml"] = _yaml_text(
+                    json.loads(files.pop(path))
+                ).encode("utf-8")
     taken: set[str] = set()
     for scenario in scenarios:
         folder = evaluations.folder_of(scenario)
@@ -327,6 +338,9 @@ def _write_back_carry(
             if isinstance(d, dict)
         ]
         rank = {name: i for i, name in enumerate(before)}
+        for variable in app.variables:  # a renamed variable keeps its place
+            if variable.cx.get("name") in rank:
+                rank.setdefault(variable.name, rank[variable.cx["name"]])
         declarations.sort(key=lambda d: rank.get(d.get("name"), len(rank)))
         generated["variableDeclarations"] = declarations
         out = _restore_original(original_app, overlay(original_app, generated, _APP_EDITED))
@@ -362,11 +376,27 @@ def _write_back_carry(
         generated = json.loads(files[path])
         edited = _TOOL_EDITED + (("toolFakeConfig",) if tool.mock is not None else ())
         out = _restore_original(tool.cx, overlay(tool.cx, generated, edited))
+        if _imported_tool_name(tool.cx) == tool.name and "displayName" in tool.cx:
+            out["displayName"] = tool.cx["displayName"]  # not renamed: its own display name
+        for key in ("openApiTool", "mcpTool"):  # the operation's name on the server, as it was
+            before = tool.cx.get(key)
+            if isinstance(before, dict) and "name" in before and isinstance(out.get(key), dict):
+                out[key]["name"] = before["name"]
         files[path] = _json_bytes(out)
     for path, text in (app.cx.get("files") or {}).items():
         files.setdefault(path, text.encode("utf-8"))
     for path, data in (app.cx.get("binary") or {}).items():
         files.setdefault(path, base64.b64decode(data))
+
+
+def _imported_tool_name(original: Mapping[str, Any]) -> str | None:
+    """The name the import gave a tool (as `_read_tool` does): its Python function's name,
+    else its display name."""
+    function = original.get("pythonFunction")
+    if isinstance(function, dict) and isinstance(function.get("name"), str) and function["name"]:
+        return function["name"]
+    display = original.get("displayName")
+    return display.strip() if isinstance(display, str) else None
 
 
 def _variable_back(
@@ -393,7 +423,27 @@ def _variable_back(
     )
     if unchanged:
         return dict(original)
-    return overlay(original, declaration, ("description", "schema"))
+    out = overlay(original, declaration, ("description", "schema"))
+    out["schema"] = _schema_back(original.get("schema"), declaration.get("schema"))
+    return out
+
+
+def _schema_back(original: Any, generated: Any) -> Any:
+    """A variable's new CX schema, keeping what the original said that Statecraft does not
+    model (``enum`` of a text, ``minimum``, ``format``...) as long as the type is the same.
+    Properties and items follow the new schema (one removed in Statecraft stays removed)."""
+    if not (isinstance(original, dict) and isinstance(generated, dict)):
+        return generated
+    if original.get("type") != generated.get("type"):
+        return generated
+    out = overlay(original, generated, ("default", "required", "properties", "items"))
+    properties = generated.get("properties")
+    if isinstance(properties, dict):
+        before = original.get("properties") if isinstance(original.get("properties"), dict) else {}
+        out["properties"] = {k: _schema_back(before.get(k), v) for k, v in properties.items()}
+    if "items" in generated:
+        out["items"] = _schema_back(original.get("items"), generated["items"])
+    return out
 
 
 def _kept_tool_aliases(carried: Mapping[str, str]) -> set[str]:
@@ -428,7 +478,9 @@ def _tools_back(
     aliases: dict[str, str] = {}  # what an original reference may say → the exported reference
     for tool in app.tools:
         exported = tool_dirs.get(tool.name)
-        for alias in (tool.name, exported, tool.cx.get("name"), tool.cx.get("displayName")):
+        display = tool.cx.get("displayName")
+        folder = folder_name(display) if isinstance(display, str) else None
+        for alias in (tool.name, exported, tool.cx.get("name"), display, folder):
             if isinstance(alias, str) and alias and exported:
                 aliases.setdefault(alias, exported)
     out = []
@@ -810,6 +862,7 @@ class _Import:
     files: Mapping[str, bytes]
     found: list[Diagnostic] = field(default_factory=list)
     consumed: set[str] = field(default_factory=set)  # files read into Statecraft objects
+    app_path: str = "app.json"  # or app.yaml
 
     def note(self, code: str, severity: Severity, file: str | None, where: str, msg: str) -> None:
         self.found.append(_note(code, severity, file, where, msg))
@@ -957,6 +1010,11 @@ def read_cx_files(
     inside = {p[len(prefix) :]: data for p, data in files.items() if p.startswith(prefix)}
     state = _Import(inside)
     app_path = next(p for p in _APP_FILES if p in inside)
+    state.app_path = app_path
+    for other in _APP_FILES:
+        if other != app_path and other in inside:
+            message = f"the ZIP also has {other}; {app_path} is read and {other} kept as it is"
+            state.note("SC604", W, other, "", message)
     app_data = state.json_object(app_path)
     if app_data is None:
         return None, (), tuple(state.found)
@@ -1002,7 +1060,8 @@ def read_cx_files(
                 cx={"platform": True},
             )
         )
-    tools.extend(t for ts in toolsets.values() for t in ts.tools if t.name in refs.toolset_used)
+    unique = {id(ts): ts for ts in toolsets.values()}.values()  # a toolset under each alias
+    tools.extend(t for ts in unique for t in ts.tools if t.name in refs.toolset_used)
 
     variables, schemas = _read_variables(state, app_data, app_path)
     name = app_data.get("displayName")
@@ -1105,14 +1164,14 @@ def _read_variables(
     for i, declaration in enumerate(declarations):
         where = f"variableDeclarations[{i}]"
         if not isinstance(declaration, dict):
-            state.note("SC606", E, "app.json", where, "must be an object")
+            state.note("SC606", E, state.app_path, where, "must be an object")
             continue
         name = declaration.get("name")
         if not isinstance(name, str) or rules.name_problems(name):
-            state.note("SC609", E, "app.json", f"{where}.name", f"{name!r} is not a valid name")
+            state.note("SC609", E, state.app_path, f"{where}.name", f"{name!r} is not a valid name")
             continue
         state.unknown_fields(
-            "app.json",
+            state.app_path,
             declaration,
             frozenset({"name", "description", "schema"}),
             frozenset(),
@@ -1120,21 +1179,22 @@ def _read_variables(
         )
         description = declaration.get("description", "")
         if not isinstance(description, str):
-            state.note("SC606", W, "app.json", f"{where}.description", "not text; left empty")
+            state.note("SC606", W, state.app_path, f"{where}.description", "not text; left empty")
             description = ""
         cx_schema = declaration.get("schema")
         if not isinstance(cx_schema, dict):
-            state.note("SC606", E, "app.json", f"{where}.schema", "a variable needs a schema")
+            state.note("SC606", E, state.app_path, f"{where}.schema", "a variable needs a schema")
             continue
         try:
             read, problems = variable_from_cx_schema(cx_schema)
         except (TypeError, ValueError, RecursionError) as exc:
             # A CX schema with a non-text "type" ([...], {...}) trips the converter.
-            state.note("SC606", E, "app.json", f"{where}.schema", f"cannot be read ({exc})")
+            state.note("SC606", E, state.app_path, f"{where}.schema", f"cannot be read ({exc})")
             continue
         for d in problems:
             at = f"{where}.schema{_dotted(d.field)}"
-            state.found.append(_note(d.code, d.severity, "app.json", at, f"{name}: {d.message}"))
+            message = f"{name}: {d.message}"
+            state.found.append(_note(d.code, d.severity, state.app_path, at, message))
         schema_name = None
         if read.schema is not None:
             schema_name = _schema_for(state, schemas, read, name, where)
@@ -1174,7 +1234,7 @@ def _schema_for(
     state.note(
         "SC624",
         INFO,
-        "app.json",
+        state.app_path,
         f"{where}.schema",
         f"the object schema of {variable} is imported as the schema {candidate}",
     )
