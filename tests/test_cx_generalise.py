@@ -272,3 +272,26 @@ def test_edits_keep_what_statecraft_does_not_model(user):
         "default": "gold",
     }
     assert declarations[1]["schema"]["items"]["properties"] == {"id": {"type": "STRING"}}
+
+
+def test_typos_and_dangling_references_in_what_is_kept_are_reported():
+    files = _files(yaml_layout=False)
+    agent = json.loads(files["agents/Acme_Root/Acme_Root.json"])
+    agent["instructon"] = "typo"
+    agent["guardrails"] = ["NoSuchGuard"]
+    agent["transferRules"][0]["childAgent"] = "ghost"
+    files["agents/Acme_Root/Acme_Root.json"] = json.dumps(agent).encode()
+    spec, diagnostics = from_cx_files(files)
+    assert spec is not None
+    messages = {d.field: d.message for d in diagnostics if d.severity.value == "warning"}
+    assert "did you mean `instruction`?" in messages["instructon"]
+    assert "no guardrail 'NoSuchGuard'" in messages["guardrails[0]"]
+    assert "no agent 'ghost'" in messages["transferRules[0].childAgent"]
+    app_guardrails = [d for d in diagnostics if d.field == "guardrails[0]"]
+    assert len(app_guardrails) == 1  # the app's own guardrail (by resource name) resolves
+
+
+def test_a_file_named_zip_that_is_not_one_is_refused_as_such(user):
+    with pytest.raises(exchange.ImportRefused) as refused:
+        exchange.app_import_file(owner=user, data=b"hello", filename="app.zip")
+    assert refused.value.diagnostics[0].message.startswith("app.zip is not a ZIP file")

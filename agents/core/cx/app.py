@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import difflib
 import io
 import json
 import posixpath
@@ -61,6 +62,7 @@ from agents.core import rules
 from agents.core.code_analysis import analyze_code
 from agents.core.cx import evaluations
 from agents.core.cx.carry import camel_keys, overlay
+from agents.core.cx.fields import FIELDS
 from agents.core.cx.schemas import variable_cx_schema, variable_from_cx_schema
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.formats import (
@@ -837,10 +839,21 @@ _APP_FILES = ("app.json", "app.yaml", "app.yml")
 _APP_USED = frozenset({"name", "displayName", "description", "rootAgent", "variableDeclarations"})
 _APP_BEHAVIOUR = frozenset({"globalInstruction", "guardrails", "predefinedVariableDeclarations"})
 _AGENT_USED = frozenset(
-    {"name", "displayName", "description", "instruction", "tools", "childAgents", "llmAgent"}
+    {
+        "name",
+        "displayName",
+        "description",
+        "instruction",
+        "tools",
+        "childAgents",
+        "llmAgent",
+        "toolsets",
+    }
     | set(_CALLBACK_FIELDS.values())
 )
-_AGENT_BEHAVIOUR = frozenset({"remoteDialogflowAgent", "guardrails", "toolsets", "transferRules"})
+_AGENT_BEHAVIOUR = frozenset(
+    {"remoteDialogflowAgent", "guardrails", "transferRules", "modelSettings"}
+)
 _TOOL_USED = frozenset(
     {"name", "displayName", "executionType", "toolFakeConfig", *_TOOL_KIND_FIELDS.values()}
 )
@@ -926,8 +939,21 @@ class _Import:
         used: frozenset[str],
         behaviour: frozenset[str],
         prefix: str = "",
+        message_type: str = "",
     ) -> None:
+        """Note each field Statecraft does not edit: kept as is; one that the CX resource
+        (`message_type`, as in `cx.fields`) does not have is a warning with a suggestion."""
+        known = FIELDS.get(message_type)
         for key, value in data.items():
+            if known is not None and key not in known and not str(key).startswith("_"):
+                close = difflib.get_close_matches(str(key), sorted(known), n=1)
+                hint = f"did you mean `{close[0]}`? " if close else ""
+                message = (
+                    f"`{key}` is not a field of a CX {message_type}: {hint}kept as it is, "
+                    "but CX will reject or ignore it"
+                )
+                self.note("SC607", W, owner, f"{prefix}{key}", message)
+                continue
             if key in used or key in _OUTPUT_ONLY or value in (None, "", [], {}, False):
                 continue
             if key in behaviour:
@@ -1018,7 +1044,7 @@ def read_cx_files(
     app_data = state.json_object(app_path)
     if app_data is None:
         return None, (), tuple(state.found)
-    state.unknown_fields(app_path, app_data, _APP_USED, _APP_BEHAVIOUR)
+    state.unknown_fields(app_path, app_data, _APP_USED, _APP_BEHAVIOUR, message_type="App")
 
     tools, tool_refs, tool_files, kept_tools = _read_tools(state)
     toolsets = _read_toolsets(state, {t.name for t in tools})
@@ -1041,6 +1067,7 @@ def read_cx_files(
     elif agents_raw:
         state.note("SC606", W, app_path, "rootAgent", "missing; the first agent is the root")
 
+    _check_kept_references(state, app_data, agents_raw, agent_refs)
     refs = _ToolRefs(tool_refs, kept_tools, toolsets)
     agents = []
     agent_files: dict[str, str] = {}
@@ -1124,6 +1151,53 @@ def _read_goldens(state: _Import) -> list[tuple[str, dict[str, Any]]]:
     return goldens
 
 
+def _check_kept_references(
+    state: _Import,
+    app_data: Mapping[str, Any],
+    agents_raw: Mapping[str, tuple[str, dict[str, Any]]],
+    agent_refs: Mapping[str, str],
+) -> None:
+    """What Statecraft keeps as is may still name something the ZIP lacks: guardrails (of
+    the app and of agents) and the agents of transfer rules. CX would refuse such an app;
+    the import keeps it and warns, naming the fix."""
+    guardrails: set[str] = set()
+    for folder in state.folders("guardrails"):
+        guardrails.add(folder)
+        path = state.object_file(f"guardrails/{folder}")
+        data = state.json_object(path) if path else None
+        state.keep(f"guardrails/{folder}/")
+        if data is not None:
+            state.unknown_fields(
+                path, data, FIELDS["Guardrail"], frozenset(), message_type="Guardrail"
+            )
+            guardrails.update(
+                v for k in ("name", "displayName") if isinstance(v := data.get(k), str)
+            )
+    owners = [(state.app_path, app_data), *agents_raw.values()]
+    for path, data in owners:
+        for i, reference in enumerate(data.get("guardrails") or []):
+            if isinstance(reference, str) and not (
+                reference in guardrails or _last_segment(reference) in guardrails
+            ):
+                message = (
+                    f"no guardrail {reference!r} in the ZIP; CX will refuse the app: add "
+                    f"guardrails/<name>/ or remove the reference"
+                )
+                state.note("SC608", W, path, f"guardrails[{i}]", message)
+    for path, data in agents_raw.values():
+        rules_ = data.get("transferRules")
+        for i, rule in enumerate(rules_ if isinstance(rules_, list) else []):
+            child = rule.get("childAgent") if isinstance(rule, dict) else None
+            if isinstance(child, str) and not (
+                child in agent_refs or _last_segment(child) in agent_refs
+            ):
+                message = (
+                    f"no agent {child!r} in the ZIP; CX will refuse the app: name one of "
+                    "its agents or remove the rule"
+                )
+                state.note("SC608", W, path, f"transferRules[{i}].childAgent", message)
+
+
 def _place(
     d: Diagnostic,
     variable_index: Mapping[str, int],
@@ -1176,6 +1250,7 @@ def _read_variables(
             frozenset({"name", "description", "schema"}),
             frozenset(),
             prefix=f"{where}.",
+            message_type="VariableDeclaration",
         )
         description = declaration.get("description", "")
         if not isinstance(description, str):
@@ -1275,7 +1350,7 @@ def _read_agent(
     refs: _ToolRefs,
     agent_refs: Mapping[str, str],
 ) -> AgentSpec | None:
-    state.unknown_fields(path, data, _AGENT_USED, _AGENT_BEHAVIOUR)
+    state.unknown_fields(path, data, _AGENT_USED, _AGENT_BEHAVIOUR, message_type="Agent")
     folder = path.split("/")[1]
     display = data.get("displayName")
     display = display.strip() if isinstance(display, str) and display.strip() else folder
@@ -1334,6 +1409,7 @@ def _read_agent(
                 frozenset({"pythonCode", "disabled", "description"}),
                 frozenset(),
                 f"{where}.",
+                message_type="Callback",
             )
             if entry.get("disabled") is True:
                 message = "a disabled callback is kept as is (and stays disabled); it does not run"
@@ -1504,7 +1580,7 @@ def _read_tool(state: _Import, path: str, folder: str, data: Mapping[str, Any]) 
     kind = kinds[0]
     key = _TOOL_KIND_FIELDS[kind]
     spec: Mapping[str, Any] = data[key]
-    state.unknown_fields(path, data, _TOOL_USED, frozenset())
+    state.unknown_fields(path, data, _TOOL_USED, frozenset(), message_type="Tool")
     display = data.get("displayName")
     if kind is ToolKind.PYTHON and isinstance(spec.get("name"), str) and spec.get("name"):
         name, name_field = spec["name"], f"{key}.name"
