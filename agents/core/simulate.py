@@ -820,8 +820,7 @@ class _Run:
         elif kind is StepKind.EXPECT and step.expectation is not None:
             expected = step.expectation
             if expected.kind is ExpectKind.CALL and isinstance(expected.value, dict):
-                call = {"name": expected.tool, "args": dict(expected.value)}
-                self.model_call(({"function_call": call},))
+                self.run_step(StepSpec(StepKind.TOOL, tool=expected.tool, args=expected.value))
             elif expected.kind is ExpectKind.AGENT:
                 self.model_call(({"text": str(expected.value or "")},))
             elif expected.kind is ExpectKind.MOCK:
@@ -948,7 +947,10 @@ class _Run:
             self.roll_back(scope, "the model call")
             return
         note = changed
-        for part in answer:
+        # ADK yields the answer (its text) before it runs the answer's function calls.
+        texts = [p for p in answer if not isinstance(p.get("function_call"), dict)]
+        calls = [p for p in answer if isinstance(p.get("function_call"), dict)]
+        for part in texts + calls:
             if self.turn_ended is not None:
                 break
             call = part.get("function_call")
