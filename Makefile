@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 RUN_ENV := DEBUG=$${DEBUG:-true}
 PYTEST_ARGS ?=
 
-.PHONY: run test test-only install chromium sandbox-deps lint bench clean
+.PHONY: run test test-only install chromium sandbox-deps lint bench clean assets assets-check
 
 # A Python >= 3.12 (Django 6): $PYTHON if set, else the first suitable one on this machine.
 $(STAMP): pyproject.toml
@@ -73,6 +73,18 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pip install --quiet --editable '.[dev,bench]'
 	$(PY) bench/compile_bench.py
+
+# The designer's editors (CodeMirror 6): frontend/ holds the npm sources and lockfile; the
+# bundle static/js/editor.bundle.js is committed, so `make run` needs no Node. Rebuild it
+# after changing frontend/ (needs Node >= 18 and the npm registry).
+assets:
+	cd frontend && npm ci --no-audit --no-fund && node build.mjs
+
+# CI: a fresh build from the lockfile must equal the committed bundle.
+assets-check:
+	cd frontend && npm ci --no-audit --no-fund && node build.mjs "$$(pwd)/../.assets-check.js"
+	@if cmp -s .assets-check.js static/js/editor.bundle.js; then rm -f .assets-check.js; echo "static/js/editor.bundle.js matches frontend/ and its lockfile"; \
+	else rm -f .assets-check.js; echo "error: static/js/editor.bundle.js differs from a build of frontend/ (run make assets and commit)" >&2; exit 1; fi
 
 clean:
 	rm -rf $(VENV) staticfiles

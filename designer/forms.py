@@ -93,6 +93,7 @@ class VariableForm(forms.Form):
         required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
     )
     update_references = forms.BooleanField(required=False, initial=True)
+    update_code = forms.BooleanField(required=False, initial=True)
 
     def __init__(
         self, *args: Any, app: AgentApp, schemas: list[Schema] | None = None, **kwargs: Any

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import bisect
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.utils.html import escape
-from django.utils.safestring import SafeString, mark_safe
+from django.urls import reverse
 
 from agents import selectors, services
 from agents.core import code_analysis, form_text, lint, rules
@@ -17,7 +18,7 @@ from agents.core.diagnostics import Diagnostic
 from agents.core.parse import TokenKind, parse
 from agents.core.render import render_value
 from agents.core.spec import AppSpec
-from agents.models import Agent, AgentApp
+from agents.models import Agent, AgentApp, Tool
 
 CHANNELS = rules.CHANNELS
 MODALITIES = rules.MODALITIES
@@ -32,9 +33,33 @@ class SessionValue:
     error: str = ""
 
 
+# The editor's reference kinds and the compiled prompt's span kinds, by index in the data.
+TOKEN_KINDS = {
+    TokenKind.STATIC: 0,
+    TokenKind.DYNAMIC: 1,
+    TokenKind.TOOL: 2,
+    TokenKind.AGENT: 3,
+    TokenKind.IF: 4,
+    TokenKind.ELIF: 4,
+    TokenKind.ELSE: 4,
+    TokenKind.ENDIF: 4,
+}
+SPAN_KINDS = {"static": 0, "dynamic": 1, "tool": 2, "agent": 3, "missing": 4}
+# The problems listed under the preview; all of them still reach the editor's squiggles.
+LISTED_DIAGNOSTICS = 200
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+def utf16_offsets(text: str) -> Callable[[int], int]:
+    """Python counts code points, the browser UTF-16 units: the offset converter for `text`."""
+    if len(text.encode("utf-16-le")) == 2 * len(text):
+        return lambda offset: offset
+    astral = [m.start() for m in _ASTRAL.finditer(text)]
+    return lambda offset: offset + bisect.bisect_left(astral, offset)
+
+
 @dataclass
 class Preview:
-    html: SafeString
     text: str
     diagnostics: list[Diagnostic]
     channel: str
@@ -43,17 +68,77 @@ class Preview:
     values_json: str
     values_json_error: str
     input_errors: list[str]  # refused values (pasted JSON), channel, modality
-    completion: dict[str, Any]  # the editor's autocomplete and highlighting (json_script)
+    completion: dict[str, Any]  # the editor's autocomplete (json_script)
     counts: dict[str, int] = field(default_factory=dict)
+    instructions: str = ""
+    spans: tuple[Any, ...] = ()
+    code_targets: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    @property
+    def listed_diagnostics(self) -> list[tuple[Diagnostic, dict[str, str] | None]]:
+        """The problems listed, each with where a click opens its code (a tool's Python at
+        the problem's line) when it is in code rather than in the instructions."""
+        listed = []
+        for d in self.diagnostics[:LISTED_DIAGNOSTICS]:
+            target = self.code_targets.get(d.field or "") if d.line else None
+            link = None
+            if target:
+                url, element = target
+                link = {"url": f"{url}?line={d.line}&column={d.column or 1}", "target": element}
+            listed.append((d, link))
+        return listed
+
+    @property
+    def unlisted_count(self) -> int:
+        return max(0, len(self.diagnostics) - LISTED_DIAGNOSTICS)
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """What the browser needs to draw the preview and mark the editor (json_script
+        "preview-data"): the compiled text with its spans, the instructions' reference
+        tokens (the server's lexer; the browser has none) and the problems to underline.
+        Offsets are UTF-16 and delta-encoded (gap from the previous end, length), so a
+        1 MB text costs little more than itself."""
+        to_js = utf16_offsets(self.text)
+        names: dict[str, int] = {}
+        spans: list[int] = []
+        last = 0
+        for span in sorted(self.spans, key=lambda s: s.start):
+            start, end = to_js(span.start), to_js(span.end)
+            if start < last:
+                continue
+            spans += (start - last, end - start, SPAN_KINDS.get(span.kind, 4))
+            spans.append(names.setdefault(span.name, len(names)))
+            last = end
+        in_js = utf16_offsets(self.instructions)
+        tokens: list[int] = []
+        last = 0
+        for token in parse(self.instructions).tokens:
+            kind = TOKEN_KINDS.get(token.kind)
+            if kind is None:
+                continue
+            start, end = in_js(token.start), in_js(token.end)
+            tokens += (start - last, end - start, kind)
+            last = end
+        return {
+            "text": self.text,
+            "spans": spans,
+            "names": list(names),
+            "tokens": tokens,
+            "squiggles": self.squiggles,
+        }
 
     @property
     def squiggles(self) -> list[dict[str, Any]]:
         """Where the editor underlines a problem (json_script): the ones with a position."""
+        to_js = utf16_offsets(self.instructions)
         return [
             {
-                "start": d.start,
-                "end": d.end if d.end is not None else d.start,
-                "severity": d.severity,
+                "from": to_js(d.start),
+                "to": to_js(d.end if d.end is not None else d.start),
+                "severity": str(d.severity),
+                "message": d.message,
+                "code": d.code,
             }
             for d in self.diagnostics
             if d.start is not None
@@ -107,36 +192,6 @@ def _typed_values(
     return values, rows, values_json, json_error
 
 
-def _render_compiled(text: str, spans: tuple[Any, ...]) -> SafeString:
-    """Escape the compiled text and wrap each span: substituted values and kept references."""
-    out: list[str] = []
-    position = 0
-    for span in sorted(spans, key=lambda s: s.start):
-        if span.start < position:
-            continue
-        out.append(escape(text[position : span.start]))
-        piece = escape(text[span.start : span.end])
-        if span.kind == "static":
-            out.append(
-                f'<mark class="ref ref-static" title="from {{{{{escape(span.name)}}}}}" '
-                f'data-ref="{escape(span.name)}">{piece}</mark>'
-            )
-        else:
-            title = {
-                "dynamic": "dynamic variable — its value arrives as a state update",
-                "tool": "tool reference",
-                "agent": "sub-agent reference",
-                "missing": "no value: stays literally in the prompt",
-            }.get(span.kind, span.kind)
-            out.append(
-                f'<span class="chip chip-{escape(span.kind)}" title="{title}" '
-                f'data-ref="{escape(span.name)}">{piece}</span>'
-            )
-        position = span.end
-    out.append(escape(text[position:]))
-    return mark_safe("".join(out))
-
-
 def completion_data(spec: AppSpec, agent_name: str | None) -> dict[str, Any]:
     agent = spec.agent(agent_name) if agent_name else None
     return {
@@ -167,6 +222,13 @@ def build_preview(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Pre
         modality=params.get("modality") or rules.SCENARIO_DEFAULTS["modality"],
     )
     by_variable = {row.name: row for row in rows}
+    code_targets: dict[str, tuple[str, str]] = {}
+    if any(d.line and (d.field or "").startswith("tools.") for d in result.diagnostics):
+        for name, pk in Tool.objects.filter(app=app).values_list("name", "pk"):
+            code_targets[f"tools.{name}.python_code"] = (
+                reverse("tool-edit", args=[app.pk, pk]),
+                f"#tool-{pk}",
+            )
     other_problems: list[str] = []
     for problem in result.input_problems:
         row = by_variable.get(problem.subject or "")
@@ -175,7 +237,6 @@ def build_preview(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Pre
         else:
             other_problems.append(problem.message)
     return Preview(
-        html=_render_compiled(result.text, result.spans),
         text=result.text,
         diagnostics=list(result.diagnostics),
         channel=result.channel,
@@ -186,6 +247,9 @@ def build_preview(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Pre
         input_errors=other_problems,
         completion=completion_data(spec, agent.display_name),
         counts=result.counts,
+        instructions=result.instructions,
+        spans=result.spans,
+        code_targets=code_targets,
     )
 
 

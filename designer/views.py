@@ -90,11 +90,15 @@ def _fragment_or_redirect(
 def _announce_change(response: HttpResponse, app: AgentApp) -> None:
     """Tell the page the app changed, with each agent's instructions fingerprint: a rename
     may have rewritten the instructions open in the editor, which then reloads them."""
-    fingerprints = {
+    fingerprints = {"instructions": _fingerprints(app)}
+    trigger_client_event(response, APP_CHANGED, fingerprints, after="settle")
+
+
+def _fingerprints(app: AgentApp) -> dict[int, str]:
+    return {
         pk: instructions_hash(text)
         for pk, text in Agent.objects.filter(app=app).values_list("pk", "instructions")
     }
-    trigger_client_event(response, APP_CHANGED, {"instructions": fingerprints}, after="settle")
 
 
 def _designer_url(app: AgentApp, request: HttpRequest) -> str:
@@ -261,7 +265,14 @@ def app_designer(request: HttpRequest, app_id: int) -> HttpResponse:
     app, access = _loaded_app(request, app_id)
     context = _designer_context(request, app, access)
     fragment = request.GET.get("fragment") if request.htmx else None
-    if fragment in {"variable-list", "schema-list", "tool-list", "agent-list", "callback-list"}:
+    if fragment in {
+        "variable-list",
+        "schema-list",
+        "tool-list",
+        "agent-list",
+        "callback-list",
+        "agent-tools",
+    }:
         return render(request, f"{DESIGNER}#{fragment}", context)
     context["imported"] = selectors.app_was_imported(app)
     return render(request, DESIGNER, context)
@@ -289,11 +300,16 @@ def agent_preview(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespo
 @require_http_methods(["GET", "POST"])
 def agent_instructions(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
     """GET: the saved instructions and their fingerprint (JSON). POST: save them; if the
-    saved text changed since the editor loaded it, the save is refused and nothing is lost."""
+    saved text changed since the editor loaded it, the save is refused and nothing is lost.
+
+    The editor saves with `Accept: application/json`: 200 with the new fingerprint and
+    every agent's (the page's app-changed event), or 409 with the text saved meanwhile, so
+    the editor can merge it with what was typed or show both side by side."""
     app, _ = selectors.app_for_user(request.user, app_id, edit=request.method == "POST")
     agent = get_object_or_404(Agent, pk=agent_id, app=app)
     if request.method == "GET":
         return JsonResponse({"instructions": agent.instructions, "hash": agent.instructions_hash})
+    wants_json = "application/json" in request.headers.get("Accept", "")
     try:
         agent = services.agent_save_instructions(
             actor=request.user,
@@ -303,16 +319,36 @@ def agent_instructions(request: HttpRequest, app_id: int, agent_id: int) -> Http
         )
     except services.ServiceError as exc:
         status_text = exc.diagnostics[0].message
+        if wants_json:
+            agent.refresh_from_db(fields=["instructions"])
+            return JsonResponse(
+                {
+                    "error": STALE_INSTRUCTIONS,
+                    "instructions_text": agent.instructions,
+                    "hash": agent.instructions_hash,
+                },
+                status=409,
+            )
         if not request.htmx:
             return HttpResponse(status_text, status=409)
         return render(
             request, f"{DESIGNER}#save-status", {"agent": agent, "save_error": status_text}
+        )
+    if wants_json:
+        return JsonResponse(
+            {"saved": True, "hash": agent.instructions_hash, "instructions": _fingerprints(app)}
         )
     if not request.htmx:
         return redirect(_designer_url(app, request))
     response = render(request, f"{DESIGNER}#save-status", {"agent": agent, "saved": True})
     _announce_change(response, app)
     return response
+
+
+STALE_INSTRUCTIONS = (
+    "These instructions were changed elsewhere since you opened them (another editor, or a "
+    "rename that updated references)."
+)
 
 
 def _int_or_none(value: str | None) -> int | None:
@@ -388,6 +424,7 @@ def variable_edit(request: HttpRequest, app_id: int, variable_id: int) -> HttpRe
             actor=request.user,
             variable=variable,
             update_references=data["update_references"],
+            update_code=data["update_references"] and data["update_code"],
             expected_version=data["version"],
             **_variable_fields(data),
         )
@@ -583,10 +620,17 @@ def tool_edit(request: HttpRequest, app_id: int, tool_id: int) -> HttpResponse:
         )
         return _updated_list(request, app_id, "tool-list", _tool_context)
 
+    # A problem's "line 3:5" opens the code there (the editor puts its caret on it).
+    line = _int_or_none(request.GET.get("line"))
     return _inline_form(
         request,
         fragment="tool-form",
-        context={"app": app, "tool": tool},
+        context={
+            "app": app,
+            "tool": tool,
+            "code_line": line,
+            "code_column": _int_or_none(request.GET.get("column")) or 1,
+        },
         blank=lambda: ToolForm.for_tool(tool),
         bound=ToolForm,
         save=save,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -72,7 +75,16 @@ def test_preview_fragment_compiles_unsaved_text_with_session_values(signed_in, s
     body = response.content.decode()
     assert body.lstrip().startswith('<div id="preview-panel"')
     assert "No refunds after 30 days" in body and "Grace" in body
-    assert "chip-dynamic" in body and "{cart_total}" in body
+    data = json.loads(
+        re.search(r'<script id="preview-data" type="application/json">(.*?)</script>', body)[1]
+    )
+    assert data["text"].startswith("Rules: No refunds after 30 days")
+    # Spans as data: (gap, length, kind, name index); kind 1 is a dynamic reference.
+    spans = [data["spans"][i : i + 4] for i in range(0, len(data["spans"]), 4)]
+    kept = [(kind, data["names"][name]) for _, _, kind, name in spans]
+    assert (1, "cart_total") in kept and (0, "business_rules") in kept
+    # The instructions' reference tokens for the editor: (gap, length, kind).
+    assert data["tokens"][:3] == [7, len("{{business_rules}}"), 0]
 
 
 def test_preview_reports_undeclared_reference(signed_in, shop):
@@ -305,7 +317,7 @@ def test_undeclared_static_reference_is_reported_once_with_a_fix(signed_in, shop
     body = signed_in.post(
         url("agent-preview", shop.pk, agent.pk), {"instructions": "Hi {{ghost}}"}, headers=HX
     ).content.decode()
-    assert body.count("SC301") == 1 and "SC120" not in body
+    assert body.count(">SC301<") == 1 and "SC120" not in body
     assert "Create variable ghost" in body and "?name=ghost" in body
 
 
@@ -493,3 +505,60 @@ def test_agent_form_sets_sub_agents(signed_in, shop):
         headers=HX,
     ).content.decode()
     assert "cycle" in cycle
+
+
+def test_instructions_save_as_json_and_a_refusal_carries_their_text(signed_in, shop):
+    """The editor saves with Accept: application/json: the new fingerprint on success; on a
+    stale save a 409 with the text saved meanwhile, so the editor can merge or compare."""
+    agent = shop.agents.get()
+    path = url("agent-instructions", shop.pk, agent.pk)
+    base = agent.instructions_hash
+    accept = {"Accept": "application/json"}
+    saved = signed_in.post(path, {"instructions": "theirs", "base_hash": base}, headers=accept)
+    assert saved.status_code == 200
+    fresh = Agent.objects.get(pk=agent.pk)
+    assert saved.json()["hash"] == fresh.instructions_hash
+    assert saved.json()["instructions"] == {str(agent.pk): fresh.instructions_hash}
+    refused = signed_in.post(path, {"instructions": "mine", "base_hash": base}, headers=accept)
+    assert refused.status_code == 409
+    assert refused.json()["instructions_text"] == "theirs"
+    assert refused.json()["hash"] == fresh.instructions_hash
+    assert "reload" not in refused.json()["error"]
+    assert Agent.objects.get(pk=agent.pk).instructions == "theirs"
+
+
+@pytest.mark.parametrize("update_code", [True, False])
+def test_variable_rename_offers_to_update_state_accesses_in_code(signed_in, shop, update_code):
+    """One atomic change: the variable, its references and (when ticked) the tool and
+    callback code that reads or writes `context.state["cart_total"]`."""
+    agent = shop.agents.get()
+    services.callback_create(
+        agent=agent,
+        kind="before_model",
+        code="def before_model_callback(callback_context, llm_request):\n"
+        '    print(callback_context.state.get("cart_total"))\n',
+    )
+    variable = shop.variables.get(name="cart_total")
+    data = {
+        "name": "basket_total",
+        "type": variable.type,
+        "default": "0",
+        "description": variable.description,
+        "version": variable.version,
+        "update_references": "on",
+    }
+    if update_code:
+        data["update_code"] = "on"
+    response = signed_in.post(url("variable-edit", shop.pk, variable.pk), data, headers=HX)
+    assert response.status_code == 200
+    tool_code = shop.tools.get(name="AddToCart").python_code
+    callback_code = agent.callbacks.get().code
+    assert "{basket_total}" in Agent.objects.get(pk=agent.pk).instructions
+    if update_code:
+        assert 'context.state["basket_total"] = total' in tool_code
+        assert 'context.state.get("basket_total", 0)' in tool_code
+        assert '"cart_total": total' in tool_code  # a returned key, not state: unchanged
+        assert 'state.get("basket_total")' in callback_code
+    else:
+        assert 'context.state["cart_total"] = total' in tool_code
+        assert 'state.get("cart_total")' in callback_code

@@ -335,7 +335,7 @@ def test_a_comment_opener_in_names_and_defaults_cannot_break_the_page_data(signe
     data = json.loads(_script_data(page, "completion-data"))
     assert data["variables"][0]["default"] == f"{BREAKER}</script><b>x"
     assert f"Helper {BREAKER}" in data["agents"]
-    assert isinstance(json.loads(_script_data(page, "diagnostic-data")), list)
+    assert isinstance(json.loads(_script_data(page, "preview-data"))["squiggles"], list)
 
 
 def _script_data(page: str, element_id: str) -> str:

@@ -115,11 +115,12 @@ def test_squiggle_data_is_valid_json_with_positions(signed_in, shop):
     body = signed_in.post(
         url("agent-preview", shop.pk, agent.pk), {"instructions": text}, headers=HX
     ).content.decode()
-    match = re.search(r'<script id="diagnostic-data" type="application/json">(.*?)</script>', body)
-    squiggles = json.loads(match.group(1))
-    starts = {s["start"] for s in squiggles}
+    match = re.search(r'<script id="preview-data" type="application/json">(.*?)</script>', body)
+    squiggles = json.loads(match.group(1))["squiggles"]
+    starts = {s["from"] for s in squiggles}
     assert {0, text.index("{ghost}")} <= starts
-    assert all(s["end"] >= s["start"] for s in squiggles)
+    assert all(s["to"] >= s["from"] for s in squiggles)
+    assert all(s["message"] and s["code"] for s in squiggles)
     completion = re.search(
         r'<script id="completion-data" type="application/json">(.*?)</script>', body
     )

@@ -4,6 +4,8 @@ Nothing here imports Django; models hand in frozen `spec` dataclasses and get
 frozen results back. Problems are `Diagnostic` values, never exceptions.
 """
 
+import importlib
+
 from agents.core.compile import CompileResult, Span, compile_instructions
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.lint import lint_agent, lint_app
@@ -67,15 +69,16 @@ def all_codes() -> dict[str, str]:
         formats,
         http,
         lint,
-        parse,
         schemas,
         script,
         types,
     )
     from agents.core import simulate as simulation
 
+    # `parse` here is the function this package exports; its module holds the SC1xx codes.
+    parse_module = importlib.import_module("agents.core.parse")
     codes: dict[str, str] = {}
-    modules = (parse, types, schemas, lint, simulation, http, script, code_analysis, formats)
+    modules = (parse_module, types, schemas, lint, simulation, http, script, code_analysis, formats)
     for module in (*modules, cx.app, cx.schemas):
         codes.update(getattr(module, "CODES", {}))
     return dict(sorted(codes.items()))

@@ -25,6 +25,8 @@ CODES: dict[str, str] = {
     "SC101": "Wrong reference syntax, e.g. `{TOOL: x}` or `${x}`; the message gives the fix.",
     "SC102": "`{{` is never closed by `}}`, so it is not a static reference.",
     "SC103": "`$context` in instructions: built-in session values are for tools only.",
+    "SC104": '`{{prénom}}`, `{{"…"}}`: looks like a static reference but is not one (names are '
+    "ASCII letters, digits and `_`); it stays as written.",
     "SC110": "Unknown or malformed `{% %}` tag (only if, elif, else, endif exist).",
     "SC111": "`{% if %}` without a matching `{% endif %}`.",
     "SC112": "`{% endif %}` without an open `{% if %}`.",
@@ -92,6 +94,10 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 _PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*", re.ASCII)
 _REFERENCE = re.compile(r"@(TOOL|AGENT):\s*(\S.*)", re.DOTALL)
 _ALMOST_REFERENCE = re.compile(r"@?\s*([A-Za-z]+)\s*(:?)\s*(.*)", re.DOTALL)
+# What a designer may take for a name but a reference cannot be: any letters (`prénom`,
+# `名前`), or quoted text.
+_LOOKS_LIKE_NAME = re.compile(r"[^\W\d]\w*(?:\.\w+)*")
+_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'", re.DOTALL)
 _TAG_KEYWORD = re.compile(r"([A-Za-z_]*:?)(.*)", re.DOTALL)
 _REFERENCE_KINDS = {"TOOL": TokenKind.TOOL, "AGENT": TokenKind.AGENT}
 _SNIPPET = 60
@@ -155,7 +161,14 @@ def _classify_braces(raw: str) -> Lexeme:
         suggestion = _suggest_reference(content) if ":" in content else None
         if suggestion:
             return _wrong(raw, suggestion)
-        return Lexeme(TokenKind.TEXT)
+        if _LOOKS_LIKE_NAME.fullmatch(content):
+            why = "a variable name uses only ASCII letters, digits and `_`"
+        elif _QUOTED.fullmatch(content):
+            why = "quoted text is not a variable name"
+        else:
+            return Lexeme(TokenKind.TEXT)
+        message = f"`{_snippet(raw)}` is not a reference ({why}); it stays as written."
+        return Lexeme(TokenKind.TEXT, problem=Problem("SC104", Severity.WARNING, message))
     content = raw[1:-1].strip()
     if _NAME.fullmatch(content):
         return Lexeme(TokenKind.DYNAMIC, content, (content,))

@@ -7,12 +7,13 @@ character outside those names is kept as it was.
 
 from __future__ import annotations
 
+import ast
 import re
 from enum import StrEnum
 
 from agents.core.parse import Token, TokenKind, parse
 
-__all__ = ["RenameKind", "rename_references", "rename_state_key"]
+__all__ = ["RenameKind", "rename_references", "rename_state_in_code", "rename_state_key"]
 
 
 class RenameKind(StrEnum):
@@ -104,3 +105,103 @@ def rename_state_key(value: object, old: str, new: str) -> object:
     if isinstance(value, dict):
         return {k: rename_state_key(v, old, new) for k, v in value.items()}
     return value
+
+
+# `context.state` / `context.variables` (any receiver: context, tool_context, ctx…), the
+# methods that take a variable name first, and the CX helpers that do.
+_STATE_ATTRIBUTES = frozenset({"state", "variables"})
+_KEY_METHODS = frozenset({"get", "pop", "setdefault", "__getitem__", "__setitem__"})
+_NAME_FUNCTIONS = frozenset({"get_variable", "set_variable", "remove_variable"})
+
+
+def _state_aliases(tree: ast.AST) -> set[str]:
+    """Local names bound to a state mapping (`state = context.state`)."""
+    aliases: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and _is_state(node.value, set()):
+            aliases |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return aliases
+
+
+def _is_state(node: ast.AST, aliases: set[str]) -> bool:
+    if isinstance(node, ast.Attribute) and node.attr in _STATE_ATTRIBUTES:
+        return True
+    return isinstance(node, ast.Name) and node.id in aliases
+
+
+def _name_literals(tree: ast.AST, old: str) -> list[ast.Constant]:
+    """The string literals that name the variable `old` in a state access."""
+    aliases = _state_aliases(tree)
+    found: list[ast.Constant] = []
+
+    def take(node: ast.AST | None) -> None:
+        if isinstance(node, ast.Constant) and node.value == old:
+            found.append(node)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and _is_state(node.value, aliases):
+            take(node.slice)
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            names_first = (
+                isinstance(func, ast.Attribute)
+                and (
+                    (func.attr in _KEY_METHODS and _is_state(func.value, aliases))
+                    or func.attr in _NAME_FUNCTIONS
+                )
+            ) or (isinstance(func, ast.Name) and func.id in _NAME_FUNCTIONS)
+            if names_first:
+                take(node.args[0])
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "update"
+                and _is_state(func.value, aliases)
+                and isinstance(node.args[0], ast.Dict)
+            ):
+                for key in node.args[0].keys:
+                    take(key)
+        elif (
+            isinstance(node, ast.Compare)
+            and len(node.ops) == 1
+            and isinstance(node.ops[0], ast.In | ast.NotIn)
+            and _is_state(node.comparators[0], aliases)
+        ):
+            take(node.left)
+    return found
+
+
+def rename_state_in_code(code: str, old: str, new: str) -> str:
+    """Python code with every state access naming `old` naming `new` instead:
+    `context.state["old"]` (read, write, `del`), `.get/.pop/.setdefault("old")`,
+    `"old" in context.state`, `.update({"old": v})`, `get_variable/set_variable/
+    remove_variable("old")`, also through a local alias of the mapping. Only those
+    string literals change (written the same way, quotes kept); code that does not parse,
+    or a literal written with escapes or a prefix, is left as it is."""
+    if old not in code:
+        return code
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return code
+    lines = code.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    edits: list[tuple[int, int]] = []
+    for node in _name_literals(tree, old):
+        if node.lineno != node.end_lineno or node.end_col_offset is None:
+            continue
+        line = lines[node.lineno - 1].encode("utf-8")
+        start = starts[node.lineno - 1] + len(line[: node.col_offset].decode("utf-8"))
+        end = starts[node.lineno - 1] + len(line[: node.end_col_offset].decode("utf-8"))
+        literal = code[start:end]
+        if len(literal) >= 2 and literal[0] in "\"'" and literal[1:-1] == old:
+            edits.append((start + 1, end - 1))
+    out: list[str] = []
+    position = 0
+    for start, end in sorted(set(edits)):
+        out.append(code[position:start])
+        out.append(new)
+        position = end
+    out.append(code[position:])
+    return "".join(out)

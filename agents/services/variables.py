@@ -10,8 +10,8 @@ from django.db import transaction
 from agents.core import rules
 from agents.core import types as core_types
 from agents.core.diagnostics import Diagnostic
-from agents.core.rename import RenameKind, rename_state_key
-from agents.models import AgentApp, Schema, Tool, Variable, VariableType
+from agents.core.rename import RenameKind, rename_state_in_code, rename_state_key
+from agents.models import AgentApp, Callback, Schema, Tool, Variable, VariableType
 from agents.services.common import (
     UNSET,
     Actor,
@@ -124,14 +124,19 @@ def variable_update(
     schema: Schema | Any | None = UNSET,
     expected_version: int | None = None,
     update_references: bool = False,
+    update_code: bool = False,
     actor: Actor = None,
 ) -> Variable:
-    """Change a variable; a new name with `update_references` also rewrites every reference."""
+    """Change a variable; a new name with `update_references` also rewrites every reference,
+    and with `update_code` the `context.state[...]` accesses of tool and callback code, all
+    in this one transaction."""
     variable = locked(Variable, variable.pk)
     check_version(variable, expected_version)
     before = snapshot(variable)
     if name is not None and name != variable.name and update_references:
-        variable = variable_rename(variable=variable, new_name=name, actor=actor)
+        variable = variable_rename(
+            variable=variable, new_name=name, update_code=update_code, actor=actor
+        )
     elif name is not None:
         variable.name = name
     if type is not None:
@@ -175,9 +180,11 @@ def variable_rename(
     variable: Variable,
     new_name: str,
     expected_version: int | None = None,
+    update_code: bool = False,
     actor: Actor = None,
 ) -> Variable:
-    """Rename a variable and every reference to it: instructions, tool headers, OpenAPI, mocks."""
+    """Rename a variable and every reference to it: instructions, tool headers, OpenAPI, mocks;
+    with `update_code` also the state accesses in tool and callback code."""
     variable = locked(Variable, variable.pk)
     check_version(variable, expected_version)
     old = variable.name
@@ -202,4 +209,38 @@ def variable_rename(
         if (headers, openapi, mock_state) != (tool.mcp_headers, tool.openapi_spec, tool.mock_state):
             tool.mcp_headers, tool.openapi_spec, tool.mock_state = headers, openapi, mock_state
             save(tool)
+    if update_code:
+        _rename_in_code(variable.app_id, old, new_name, actor)
     return variable
+
+
+def _rename_in_code(app_id: int, old: str, new: str, actor: Actor) -> None:
+    """`context.state["old"]` becomes `context.state["new"]` in every tool and callback."""
+    for tool in Tool.objects.select_for_update().filter(app_id=app_id).exclude(python_code=""):
+        code = rename_state_in_code(tool.python_code, old, new)
+        if code != tool.python_code:
+            before = tool.python_code
+            tool.python_code = code
+            save(tool)
+            changed(
+                app=app_id,
+                actor=actor,
+                action="tool.update",
+                name=tool.name,
+                before={"python_code": before},
+                after={"python_code": code},
+            )
+    for callback in Callback.objects.select_for_update().filter(agent__app_id=app_id):
+        code = rename_state_in_code(callback.code, old, new)
+        if code != callback.code:
+            before = callback.code
+            callback.code = code
+            save(callback)
+            changed(
+                app=app_id,
+                actor=actor,
+                action="callback.update",
+                name=f"{callback.kind} callback",
+                before={"code": before},
+                after={"code": code},
+            )

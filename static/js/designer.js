@@ -1,5 +1,5 @@
-// Statecraft designer: editor highlighting, autocomplete, diagnostics, inline forms, schema builder.
-// Plain JS, no dependencies; htmx does the server round trips.
+// Statecraft designer: diagnostics, inline forms, the schema builder. Plain JS; htmx does the
+// server round trips; the editors (CodeMirror) are static/js/editor.bundle.js (frontend/).
 (function () {
   "use strict";
 
@@ -15,177 +15,27 @@
     try { return JSON.parse(node.textContent); } catch (e) { return fallback; }
   }
 
-  // ------------------------------------------------------------ editor highlighting
-
-  const editor = document.getElementById("instructions");
-  const layer = document.getElementById("instructions-highlight");
-
-  function classify(match) {
-    if (match[0].startsWith("{{")) return "static";
-    if (match[2]) return match[2] === "TOOL" ? "tool" : "agent";
-    if (match[0].startsWith("{%")) return "cond";
-    return "dynamic";
-  }
-
-  function highlight() {
-    if (!editor || !layer) return;
-    const text = editor.value;
-    const data = readJson("completion-data", { variables: [], tools: [], agents: [] });
-    const known = new Set(data.variables.map((v) => v.name));
-    const problems = readJson("diagnostic-data", []).filter((d) => d.severity !== "info");
-    // Marks: [start, end, className]; references first, diagnostics squiggle on top.
-    const marks = [];
-    REF.lastIndex = 0;
-    let m;
-    while ((m = REF.exec(text))) {
-      const kind = classify(m);
-      let cls = "hl hl-" + kind;
-      if ((kind === "static" && !known.has(m[1].split(".")[0])) || (kind === "dynamic" && !known.has(m[4]))) cls += " hl-unknown";
-      marks.push([m.index, m.index + m[0].length, cls]);
-    }
-    const bounds = new Set([0, text.length]);
-    marks.forEach(([s, e]) => { bounds.add(s); bounds.add(e); });
-    problems.forEach((p) => { if (p.start != null && p.start < text.length) { bounds.add(p.start); bounds.add(Math.min(p.end, text.length)); } });
-    const points = Array.from(bounds).sort((a, b) => a - b);
-    let html = "";
-    for (let i = 0; i < points.length - 1; i++) {
-      const s = points[i], e = points[i + 1];
-      const classes = [];
-      const ref = marks.find(([ms, me]) => ms <= s && e <= me);
-      if (ref) classes.push(ref[2]);
-      const prob = problems.find((p) => p.start <= s && e <= Math.max(p.end, p.start + 1));
-      if (prob) classes.push("squiggle squiggle-" + prob.severity);
-      const chunk = escapeHtml(text.slice(s, e));
-      html += classes.length ? `<span class="${classes.join(" ")}">${chunk}</span>` : chunk;
-    }
-    layer.innerHTML = html + "\n";
-    syncScroll();
-  }
-
-  function syncScroll() {
-    if (!editor || !layer) return;
-    layer.parentElement.scrollTop = editor.scrollTop;
-    layer.parentElement.scrollLeft = editor.scrollLeft;
-  }
-
-  // ------------------------------------------------------------ autocomplete
-
-  const list = document.getElementById("completion-list");
-  let items = [];
-  let active = 0;
-  let context = null; // {start, kind, prefix}
-
-  function completionContext() {
-    const pos = editor.selectionStart;
-    const before = editor.value.slice(Math.max(0, pos - 120), pos);
-    let m;
-    if ((m = before.match(/\{@(TOOL|AGENT):\s*([^{}\n]*)$/))) return { kind: m[1].toLowerCase(), prefix: m[2], start: pos - m[2].length };
-    if ((m = before.match(/\{@([A-Za-z]*)$/))) return { kind: "at", prefix: m[1], start: pos - m[1].length };
-    if ((m = before.match(/\{\{\s*([A-Za-z0-9_.]*)$/))) return { kind: "static", prefix: m[1], start: pos - m[1].length };
-    if ((m = before.match(/(?:^|[^{])\{\s*([A-Za-z0-9_]*)$/))) return { kind: "dynamic", prefix: m[1], start: pos - m[1].length };
-    return null;
-  }
-
-  function suggestions(ctx) {
-    const data = readJson("completion-data", { variables: [], tools: [], agents: [], agentTools: [] });
-    const p = ctx.prefix.toLowerCase();
-    if (ctx.kind === "at") {
-      return ["TOOL", "AGENT"].filter((k) => k.toLowerCase().startsWith(p)).map((k) => ({ label: k, detail: k === "TOOL" ? "tool reference" : "sub-agent reference", insert: k + ": ", reopen: true }));
-    }
-    if (ctx.kind === "tool") {
-      return data.tools.filter((t) => t.toLowerCase().includes(p)).map((t) => ({ label: t, detail: data.agentTools.includes(t) ? "tool of this agent" : "not attached to this agent", insert: t + "}" }));
-    }
-    if (ctx.kind === "agent") {
-      return data.agents.filter((a) => a.toLowerCase().includes(p)).map((a) => ({ label: a, detail: "agent", insert: a + "}" }));
-    }
-    const close = ctx.kind === "static" ? "}}" : "}";
-    return data.variables.filter((v) => v.name.toLowerCase().includes(p)).map((v) => ({ label: v.name, detail: v.type + (v.default !== "" ? " · " + v.default : ""), insert: v.name + close }));
-  }
-
-  function openCompletion() {
-    context = completionContext();
-    items = context ? suggestions(context) : [];
-    if (!items.length) return closeCompletion();
-    active = Math.min(active, items.length - 1);
-    list.innerHTML = items.map((it, i) =>
-      `<li role="option" id="completion-${i}" class="completion-item${i === active ? " active" : ""}" aria-selected="${i === active}" data-index="${i}">` +
-      `<span class="completion-label">${escapeHtml(it.label)}</span><span class="completion-detail">${escapeHtml(it.detail)}</span></li>`).join("");
-    list.hidden = false;
-    editor.setAttribute("aria-expanded", "true");
-    editor.setAttribute("aria-activedescendant", "completion-" + active);
-    positionList();
-  }
-
-  function positionList() {
-    // Place the list under the caret line, measured with a mirror of the text before the caret.
-    const mirror = document.createElement("div");
-    const style = getComputedStyle(editor);
-    ["fontFamily", "fontSize", "lineHeight", "padding", "width", "whiteSpace", "wordWrap", "letterSpacing", "tabSize"].forEach((k) => { mirror.style[k] = style[k]; });
-    mirror.style.position = "absolute"; mirror.style.visibility = "hidden"; mirror.style.whiteSpace = "pre-wrap"; mirror.style.overflowWrap = "break-word";
-    mirror.textContent = editor.value.slice(0, editor.selectionStart);
-    const caret = document.createElement("span"); caret.textContent = "\u200b"; mirror.appendChild(caret);
-    editor.parentElement.appendChild(mirror);
-    const top = caret.offsetTop - editor.scrollTop + parseFloat(style.lineHeight || "20");
-    const left = Math.min(caret.offsetLeft, editor.clientWidth - 260);
-    mirror.remove();
-    list.style.top = top + "px";
-    list.style.left = Math.max(8, left) + "px";
-  }
-
-  function closeCompletion() {
-    if (!list) return;
-    list.hidden = true; items = []; active = 0; context = null;
-    editor && editor.setAttribute("aria-expanded", "false");
-    editor && editor.removeAttribute("aria-activedescendant");
-  }
-
-  function accept(index) {
-    const it = items[index];
-    if (!it || !context) return;
-    const end = editor.selectionStart;
-    editor.setRangeText(it.insert, context.start, end, "end");
-    closeCompletion();
-    editor.dispatchEvent(new Event("input", { bubbles: true }));
-    if (it.reopen) openCompletion();
-  }
-
-  if (editor) {
-    editor.addEventListener("input", () => { highlight(); openCompletion(); });
-    editor.addEventListener("scroll", syncScroll);
-    editor.addEventListener("click", closeCompletion);
-    editor.addEventListener("blur", () => setTimeout(closeCompletion, 150));
-    editor.addEventListener("keydown", (e) => {
-      if ((e.ctrlKey || e.metaKey) && e.key === "s") {
-        e.preventDefault();
-        document.body.dispatchEvent(new Event("save-now"));
-        return;
-      }
-      if (!list || list.hidden) return;
-      if (e.key === "ArrowDown") { e.preventDefault(); active = (active + 1) % items.length; openCompletion(); }
-      else if (e.key === "ArrowUp") { e.preventDefault(); active = (active - 1 + items.length) % items.length; openCompletion(); }
-      else if (e.key === "Enter" || e.key === "Tab") { e.preventDefault(); accept(active); }
-      else if (e.key === "Escape") { e.preventDefault(); closeCompletion(); }
-    });
-    list.addEventListener("mousedown", (e) => {
-      const li = e.target.closest("[data-index]");
-      if (li) { e.preventDefault(); accept(Number(li.dataset.index)); }
-    });
-    highlight();
-  }
-
   // ------------------------------------------------------------ diagnostics: jump, announce
 
   document.addEventListener("click", (e) => {
+    // A problem in the instructions moves the editor's cursor to it (the editor is
+    // static/js/editor.bundle.js, CodeMirror); a problem in a tool's code opens the tool.
     const jump = e.target.closest(".diag-jump");
+    if (jump && jump.dataset.codeUrl) {
+      // A problem in a tool's code: open the tool's form with the caret on that line.
+      const target = document.querySelector(jump.dataset.codeTarget);
+      if (target && !target.classList.contains("editing")) {
+        htmx.ajax("GET", jump.dataset.codeUrl, { target: jump.dataset.codeTarget, swap: "outerHTML" });
+      } else if (target) {
+        const field = target.querySelector("textarea[data-code]");
+        if (field && field.cmView) window.statecraft.goToLine(field.cmView, new URL(jump.dataset.codeUrl, location.href));
+      }
+      return;
+    }
+    const editor = window.statecraft && window.statecraft.instructions;
     if (!jump || !editor || jump.dataset.start === "") return;
     const start = Number(jump.dataset.start), end = Number(jump.dataset.end || start);
-    editor.focus();
-    editor.setSelectionRange(start, end);
-    // Scroll the caret's line into view.
-    const line = editor.value.slice(0, start).split("\n").length;
-    const lineHeight = parseFloat(getComputedStyle(editor).lineHeight) || 20;
-    editor.scrollTop = Math.max(0, (line - 3) * lineHeight);
-    syncScroll();
+    editor.jumpTo(start, end);
   });
 
   let lastAnnounced = "";
@@ -222,31 +72,89 @@
       const text = counts.textContent.replace(/\s+/g, " ").trim();
       if (text !== lastAnnounced) { announcer.textContent = "Problems: " + text; lastAnnounced = text; }
     }
-    highlight();
     const focus = e.detail.elt && e.detail.elt.querySelector && (e.detail.elt.querySelector("[data-autofocus]") || (e.detail.target && e.detail.target.querySelector && e.detail.target.querySelector("[data-autofocus]")));
-    if (focus) { focus.focus(); if (focus.select) focus.select(); }
+    // A form opened at a line of its code (a problem's "line 3:5") keeps the caret there.
+    const atLine = e.detail.elt && e.detail.elt.querySelector && e.detail.elt.querySelector("[data-line]");
+    if (focus && !atLine) { focus.focus(); if (focus.select) focus.select(); }
     initForms(document);
   });
 
-  // ------------------------------------------------------------ renames elsewhere rewrite the open editor
+  // ------------------------------------------------------------ the left pane follows every save
 
-  document.body.addEventListener("app-changed", (e) => {
-    const form = document.getElementById("instructions-form");
-    const fingerprints = e.detail && e.detail.instructions;
-    if (!form || !editor || !fingerprints) return;
-    const saved = fingerprints[form.dataset.agentId];
-    const base = document.getElementById("instructions-base");
-    if (saved === undefined || !base || saved === base.value) return;
-    fetch(form.dataset.instructionsUrl, { headers: { Accept: "application/json" } })
-      .then((r) => r.json())
-      .then((data) => {
-        const caret = Math.min(editor.selectionStart, data.instructions.length);
-        editor.value = data.instructions;
-        document.getElementById("instructions-base").value = data.hash;
-        editor.setSelectionRange(caret, caret);
-        highlight();
-        htmx.trigger(form, "input-synced");
-      });
+  // Usage counts and the agent's "Tools:" line come from saved data: after each change
+  // (app-changed, sent by every save), fetch them again. Variable rows are patched one by
+  // one, so a form being opened or typed in there is never replaced.
+  function fragmentUrl(fragment) {
+    const side = document.querySelector(".pane-side[data-fragments-url]");
+    if (!side) return null;
+    return side.dataset.fragmentsUrl + "?fragment=" + fragment + (side.dataset.agent ? "&agent=" + side.dataset.agent : "");
+  }
+
+  async function fetchFragment(fragment) {
+    const url = fragmentUrl(fragment);
+    if (!url) return null;
+    const response = await fetch(url, { headers: { "HX-Request": "true" } });
+    if (!response.ok) return null;
+    return new DOMParser().parseFromString(await response.text(), "text/html");
+  }
+
+  async function refreshUsage() {
+    if (!document.getElementById("variable-list")) return;
+    const fresh = await fetchFragment("variable-list");
+    if (!fresh) return;
+    fresh.querySelectorAll("#variable-list li.item[id^=variable-]").forEach((row) => {
+      const current = document.getElementById(row.id);
+      if (!current || current.classList.contains("editing")) return;
+      const sub = current.querySelector(".item-sub");
+      const next = row.querySelector(".item-sub");
+      if (sub && next && sub.innerHTML !== next.innerHTML) {
+        sub.replaceWith(document.importNode(next, true));
+        htmx.process(current);
+      }
+    });
+  }
+
+  async function refreshAgentTools() {
+    const line = document.getElementById("agent-tools");
+    if (!line) return;
+    const fresh = await fetchFragment("agent-tools");
+    const next = fresh && fresh.getElementById("agent-tools");
+    if (next && line.isConnected && line.innerHTML !== next.innerHTML) line.replaceWith(document.importNode(next, true));
+  }
+
+  document.body.addEventListener("app-changed", () => {
+    refreshUsage();
+    refreshAgentTools();
+  });
+
+  // ------------------------------------------------------------ filter box over the left pane
+
+  function applyFilter() {
+    const box = document.getElementById("side-filter");
+    if (!box) return;
+    const wanted = box.value.trim().toLowerCase();
+    document.querySelectorAll(".pane-side .item-list > li.item:not(.editing)").forEach((li) => {
+      const name = li.querySelector(".item-name");
+      li.hidden = Boolean(wanted) && !(name && name.textContent.toLowerCase().includes(wanted));
+    });
+  }
+  document.addEventListener("input", (e) => { if (e.target.id === "side-filter") applyFilter(); });
+  document.body.addEventListener("htmx:afterSettle", applyFilter);
+
+  // ------------------------------------------------------------ typed text in an open form is never dropped silently
+
+  function markDirty(e) {
+    const form = e.target.closest && e.target.closest("[data-inline-form]");
+    if (form) form.dataset.dirty = "1";
+  }
+  document.addEventListener("input", markDirty);
+  document.addEventListener("change", markDirty);
+  document.addEventListener("submit", (e) => { if (e.target.dataset) delete e.target.dataset.dirty; }, true);
+  window.addEventListener("beforeunload", (e) => {
+    const open = Array.from(document.querySelectorAll("[data-inline-form][data-dirty]")).filter((f) => f.isConnected);
+    if (!open.length) return;
+    e.preventDefault();
+    e.returnValue = "";
   });
 
   // ------------------------------------------------------------ inline forms
@@ -300,7 +208,23 @@
     function parse() { try { const v = JSON.parse(json.value); return v && typeof v === "object" && !Array.isArray(v) ? v : null; } catch (e) { return null; } }
     function at(root, path) { let node = root; for (const key of path) { node = node && node[key]; } return node; }
     function typeOf(p) { return Array.isArray(p.type) ? p.type.find((t) => t !== "null") || "string" : (p.type || (p.properties ? "object" : "string")); }
-    function write(schema) { json.value = JSON.stringify(schema, null, 2); }
+    // The JSON field may be a CodeMirror editor (editor.bundle.js): "field-set" tells it.
+    function write(schema) { json.value = JSON.stringify(schema, null, 2); json.dispatchEvent(new Event("field-set")); }
+    const FORMATS = ["", "date", "date-time", "time", "email", "uri", "uuid", "hostname", "ipv4", "ipv6"];
+    function constraints(p, label) {
+      const type = typeOf(p);
+      if (type === "string") {
+        return `<select class="builder-format" aria-label="Format of ${label}" data-f="format">` +
+          FORMATS.map((f) => `<option value="${f}"${(p.format || "") === f ? " selected" : ""}>${f || "any format"}</option>`).join("") + `</select>` +
+          `<input class="builder-pattern mono" aria-label="Pattern of ${label}" placeholder="pattern (regex)" value="${escapeHtml(p.pattern || "")}" data-f="pattern">`;
+      }
+      if (type === "number" || type === "integer") {
+        const value = (v) => (v === undefined ? "" : escapeHtml(String(v)));
+        return `<input class="builder-min mono" inputmode="decimal" aria-label="Minimum of ${label}" placeholder="min" value="${value(p.minimum)}" data-f="minimum">` +
+          `<input class="builder-max mono" inputmode="decimal" aria-label="Maximum of ${label}" placeholder="max" value="${value(p.maximum)}" data-f="maximum">`;
+      }
+      return "";
+    }
     function options(list, selected) { return list.map((t) => `<option${t === selected ? " selected" : ""}>${t}</option>`).join(""); }
 
     function renderObject(schema, objPath, depth) {
@@ -323,6 +247,7 @@
           (type === "array"
             ? `<label class="builder-items small">items <select aria-label="Item type of ${label}" data-f="items">${options(ITEM_TYPES, typeOf(p.items || {}))}</select></label>`
             : (type === "object" ? "" : `<input class="builder-enum mono" aria-label="Allowed values of ${label}" placeholder="enum: a, b, c" value="${escapeHtml((p.enum || []).join(", "))}" data-f="enum">`)) +
+          constraints(p, label) +
           `</div>`;
         if (type === "object") html += renderObject(schema, path, depth + 1) + addButton(path, depth + 1, name);
         if (type === "array" && p.items && typeOf(p.items) === "object") {
@@ -330,6 +255,26 @@
         }
       });
       return html;
+    }
+
+    // A renamed property keeps its rows: their paths and labels change in place, so the
+    // click that ended the rename (on the property's required box, say) still lands.
+    function renamePaths(oldPath, newPath, oldName, newName, row) {
+      const prefix = JSON.stringify(oldPath).slice(0, -1);
+      const swap = (value) => {
+        const path = JSON.parse(value);
+        return JSON.stringify(newPath.concat(path.slice(oldPath.length)));
+      };
+      rows.querySelectorAll("[data-path], [data-add]").forEach((el) => {
+        const key = el.dataset.path !== undefined ? "path" : "add";
+        const value = el.dataset[key];
+        if (value === JSON.stringify(oldPath) || value.startsWith(prefix + ",")) el.dataset[key] = swap(value);
+      });
+      row.querySelectorAll("[aria-label]").forEach((el) => {
+        const text = el.getAttribute("aria-label");
+        if (text.endsWith(" " + oldName)) el.setAttribute("aria-label", text.slice(0, -oldName.length) + newName);
+        else if (text.startsWith(oldName + " ")) el.setAttribute("aria-label", newName + text.slice(oldName.length));
+      });
     }
 
     function addButton(path, depth, owner) {
@@ -375,7 +320,8 @@
         if (!next || next === name || parent.properties[next]) { e.target.value = name; return; }
         parent.properties = Object.fromEntries(Object.entries(parent.properties).map(([k, v]) => [k === name ? next : k, v]));
         if (parent.required) parent.required = parent.required.map((r) => (r === name ? next : r));
-        write(schema); render();
+        write(schema);
+        renamePaths(path, path.slice(0, -1).concat([next]), name, next, row);
       } else if (field === "type") {
         const type = e.target.value;
         prop.type = type;
@@ -388,6 +334,9 @@
         if (e.target.value === "object") prop.items.properties = prop.items.properties || {};
         else { delete prop.items.properties; delete prop.items.required; }
         write(schema); render();
+      } else if (field === "format") {
+        if (e.target.value) prop.format = e.target.value; else delete prop.format;
+        write(schema);
       } else if (field === "required") {
         const req = new Set(parent.required || []);
         if (e.target.checked) req.add(name); else req.delete(name);
@@ -399,12 +348,15 @@
     function onInput(e) {
       const row = e.target.closest(".builder-row");
       const field = e.target.dataset.f;
-      if (!row || (field !== "description" && field !== "enum")) return;
+      if (!row || !["description", "enum", "pattern", "minimum", "maximum"].includes(field)) return;
       const schema = parse();
       if (!schema) return;
       const prop = at(schema, JSON.parse(row.dataset.path));
-      if (field === "description") {
-        if (e.target.value) prop.description = e.target.value; else delete prop.description;
+      if (field === "description" || field === "pattern") {
+        if (e.target.value) prop[field] = e.target.value; else delete prop[field];
+      } else if (field === "minimum" || field === "maximum") {
+        const number = Number(e.target.value.trim());
+        if (e.target.value.trim() !== "" && Number.isFinite(number)) prop[field] = number; else delete prop[field];
       } else {
         const type = typeOf(prop);
         const values = e.target.value.split(",").map((v) => v.trim()).filter(Boolean)

@@ -30,6 +30,15 @@ def diagnostic(page: Page, text: str) -> Locator:
     return page.locator("#diagnostics li.diag").filter(has_text=text)
 
 
+def editor(page: Page) -> Locator:
+    """The instructions editor (CodeMirror's content element)."""
+    return page.locator("#instructions-editor")
+
+
+def caret(page: Page) -> int:
+    return page.evaluate("window.statecraft.instructions.view.state.selection.main.from")
+
+
 def set_instructions(app, text: str) -> None:
     from agents import services
 
@@ -52,7 +61,7 @@ def test_add_a_python_tool_from_the_tools_pane(open_designer, trip_app):
     expect(page.locator("#tool-list .item-name")).to_have_text(["BookFlight"])
 
     # Added from this agent's page, the tool is one this agent may call.
-    page.locator("#instructions").fill("Book with {@TOOL: BookFlight}.")
+    editor(page).fill("Book with {@TOOL: BookFlight}.")
     expect(page.locator("#compiled")).to_have_text("Book with {@TOOL: BookFlight}.")
     for code in ("SC304", "SC305"):
         expect(diagnostic(page, code)).to_have_count(0)
@@ -81,7 +90,7 @@ def test_compiled_prompt_follows_typing_with_every_reference_kind(open_designer,
         "{{greeting}} {{traveller.name}} {budget} {@TOOL: BookFlight} "
         "{@AGENT: Booking helper} {% if vip %}VIP{% else %}standard{% endif %}"
     )
-    page.locator("#instructions").fill(instructions)
+    editor(page).fill(instructions)
 
     compiled = page.locator("#compiled")
     expect(compiled).to_have_text(
@@ -94,12 +103,12 @@ def test_compiled_prompt_follows_typing_with_every_reference_kind(open_designer,
     for code in ("SC301", "SC302", "SC304", "SC305", "SC306"):
         expect(diagnostic(page, code)).to_have_count(0)
     # The editor colours each kind of reference.
-    layer = page.locator("#instructions-highlight")
+    layer = editor(page)
     for kind in ("static", "dynamic", "tool", "agent", "cond"):
         expect(layer.locator(f".hl-{kind}").first).to_be_visible()
 
     # Change the condition: the preview follows, still without a reload.
-    page.locator("#instructions").fill(instructions.replace("if vip", "if not vip"))
+    editor(page).fill(instructions.replace("if vip", "if not vip"))
     expect(compiled).to_have_text(
         "Hello Ada {budget} {@TOOL: BookFlight} {@AGENT: Booking helper} standard"
     )
@@ -112,14 +121,13 @@ def test_compiled_prompt_follows_typing_with_every_reference_kind(open_designer,
 
 def test_undeclared_variable_diagnostic_goes_away_when_declared(open_designer, trip_app):
     page = open_designer(trip_app)
-    editor = page.locator("#instructions")
-    editor.fill("Note: {{undeclared_thing}}")
+    editor(page).fill("Note: {{undeclared_thing}}")
 
     expect(diagnostic(page, "undeclared_thing")).not_to_have_count(0)
     expect(diagnostic(page, "SC301")).to_have_count(1)
     expect(page.locator("#compiled")).to_have_text("Note: {{undeclared_thing}}")
     # The unknown name is marked in the editor at once.
-    expect(page.locator("#instructions-highlight .hl-unknown")).to_have_text("{{undeclared_thing}}")
+    expect(editor(page).locator(".cm-lintRange-error")).to_have_text("{{undeclared_thing}}")
 
     page.get_by_role("link", name="Add a variable").click()
     form = page.locator("#variable-new form")
@@ -132,8 +140,8 @@ def test_undeclared_variable_diagnostic_goes_away_when_declared(open_designer, t
     expect(page.locator("#compiled")).to_have_text("Note: now here")
     expect(diagnostic(page, "undeclared_thing")).to_have_count(0)
     expect(diagnostic(page, "SC301")).to_have_count(0)
-    expect(editor).to_have_value("Note: {{undeclared_thing}}")
-    expect(page.locator("#instructions-highlight .hl-unknown")).to_have_count(0)
+    expect(page.locator("#instructions")).to_have_value("Note: {{undeclared_thing}}")
+    expect(editor(page).locator(".cm-lintRange-error")).to_have_count(0)
 
 
 # ------------ 7. autocomplete
@@ -141,13 +149,13 @@ def test_undeclared_variable_diagnostic_goes_away_when_declared(open_designer, t
 
 def test_autocomplete_static_variables(open_designer, trip_app):
     page = open_designer(trip_app)
-    editor = page.locator("#instructions")
-    suggestions = page.locator("#completion-list")
-    editor.click()
+    field = page.locator("#instructions")
+    suggestions = page.locator(".cm-tooltip-autocomplete")
+    editor(page).click()
     page.keyboard.type("Hi {{")
 
     expect(suggestions).to_be_visible()
-    labels = suggestions.locator(".completion-label")
+    labels = suggestions.locator(".cm-completionLabel")
     expect(labels).to_have_count(5)
     for name in ("greeting", "budget", "vip", "traveller", "cities"):
         expect(suggestions).to_contain_text(name)
@@ -160,10 +168,10 @@ def test_autocomplete_static_variables(open_designer, trip_app):
     expect(suggestions.locator("li").nth(0)).to_have_attribute("aria-selected", "true")
     page.keyboard.press("ArrowDown")
     expect(suggestions.locator("li").nth(1)).to_have_attribute("aria-selected", "true")
-    expect(suggestions.locator("li.active .completion-label")).to_have_text(second)
+    expect(suggestions.locator("li[aria-selected=true] .cm-completionLabel")).to_have_text(second)
     page.keyboard.press("Enter")
 
-    expect(editor).to_have_value(f"Hi {{{{{second}}}}}")
+    expect(field).to_have_value(f"Hi {{{{{second}}}}}")
     expect(suggestions).to_be_hidden()
     assert first != second
 
@@ -173,28 +181,28 @@ def test_autocomplete_static_variables(open_designer, trip_app):
     expect(labels).to_have_text(["traveller"])
     page.keyboard.press("Escape")
     expect(suggestions).to_be_hidden()
-    expect(editor).to_have_value(f"Hi {{{{{second}}}}} and {{{{tra")
-    expect(editor).to_be_focused()
+    expect(field).to_have_value(f"Hi {{{{{second}}}}} and {{{{tra")
+    expect(editor(page)).to_be_focused()
 
 
 def test_autocomplete_agent_reference(open_designer, trip_app):
     page = open_designer(trip_app)
-    editor = page.locator("#instructions")
-    suggestions = page.locator("#completion-list")
-    editor.click()
+    field = page.locator("#instructions")
+    suggestions = page.locator(".cm-tooltip-autocomplete")
+    editor(page).click()
     page.keyboard.type("Ask {@")
 
-    expect(suggestions.locator(".completion-label")).to_have_text(["TOOL", "AGENT"])
+    expect(suggestions.locator(".cm-completionLabel")).to_have_text(["TOOL", "AGENT"])
     page.keyboard.press("ArrowDown")
     page.keyboard.press("Enter")
-    expect(editor).to_have_value("Ask {@AGENT: ")
+    expect(field).to_have_value("Ask {@AGENT: ")
     # The list reopens with the agents of the app.
     expect(suggestions).to_be_visible()
     expect(suggestions).to_contain_text("Booking helper")
     page.keyboard.type("Boo")
-    expect(suggestions.locator(".completion-label")).to_have_text(["Booking helper"])
+    expect(suggestions.locator(".cm-completionLabel")).to_have_text(["Booking helper"])
     page.keyboard.press("Enter")
-    expect(editor).to_have_value("Ask {@AGENT: Booking helper}")
+    expect(field).to_have_value("Ask {@AGENT: Booking helper}")
     expect(suggestions).to_be_hidden()
     expect(page.locator("#compiled")).to_have_text("Ask {@AGENT: Booking helper}")
 
@@ -212,21 +220,20 @@ def test_clicking_a_diagnostic_moves_the_cursor(open_designer, trip_app):
     expect(problem.locator(".diag-pos")).to_have_text("line 3:9")
     problem.get_by_role("button").click()
 
-    editor = page.locator("#instructions")
-    expect(editor).to_be_focused()
-    assert editor.evaluate("el => el.selectionStart") == text.index("{{nope}}")
+    expect(editor(page)).to_be_focused()
+    assert caret(page) == text.index("{{nope}}")
 
     # Another problem, elsewhere: the cursor follows.
     text2 = "{{gone}} first.\n" + text
-    editor.fill(text2)
+    editor(page).fill(text2)
     gone = diagnostic(page, "gone").filter(has_text="SC301")
     expect(gone).to_have_count(1)
-    editor.evaluate("el => el.setSelectionRange(el.value.length, el.value.length)")
+    page.keyboard.press("Control+End")
     gone.get_by_role("button").click()
-    expect(editor).to_be_focused()
-    assert editor.evaluate("el => el.selectionStart") == text2.index("{{gone}}")
+    expect(editor(page)).to_be_focused()
+    assert caret(page) == text2.index("{{gone}}")
     diagnostic(page, "nope").filter(has_text="SC301").get_by_role("button").click()
-    assert editor.evaluate("el => el.selectionStart") == text2.index("{{nope}}")
+    assert caret(page) == text2.index("{{nope}}")
 
 
 # ------------ 9. save
@@ -238,8 +245,7 @@ def _saved_instructions(app) -> str:
 
 def test_ctrl_s_saves_the_instructions(open_designer, trip_app):
     page = open_designer(trip_app)
-    editor = page.locator("#instructions")
-    editor.click()
+    editor(page).click()
     page.keyboard.type("Say {{greeting}} to {{traveller.name}}.")
     with page.expect_response(re.compile(r"/instructions$")) as saved:
         page.keyboard.press("Control+s")
@@ -254,9 +260,8 @@ def test_ctrl_s_saves_the_instructions(open_designer, trip_app):
 
 def test_autosave_then_save_button_saves_again(open_designer, trip_app):
     page = open_designer(trip_app)
-    editor = page.locator("#instructions")
     status = page.locator("#save-status")
-    editor.click()
+    editor(page).click()
     # Typing alone saves, after a pause.
     with page.expect_response(re.compile(r"/instructions$")) as first:
         page.keyboard.type("First line.")

@@ -79,7 +79,7 @@ def test_create_app_from_the_app_list(signed_in_page: Page):
     expect(page.locator(".agent-title")).to_contain_text("root_agent")
     expect(page.locator(".agent-title .type-badge")).to_have_text("root agent")
     expect(page.locator("#agent-list")).to_contain_text("root_agent")
-    expect(page.locator("#instructions")).to_be_editable()
+    expect(page.locator("#instructions-editor")).to_be_editable()
     expect(page.locator("#instructions")).to_have_value("")
     # The empty Variables pane says what to do next.
     expect(page.locator("#variable-list .count")).to_have_text("0")
@@ -142,6 +142,7 @@ def test_add_one_variable_of_each_type(signed_in_page: Page, live_server, user):
     form.get_by_label("Name", exact=True).fill("traveller")
     choose_type(form, "Custom object")
     form.get_by_role("combobox", name=re.compile(r"^Schema")).select_option(label="Traveller")
+    expect(form.locator(".default-field .cm-field-json")).to_be_visible()  # a JSON editor
     form.get_by_label("Default").fill('{"name": "Ada", "age": 36}')
     submit_new_variable(page, form)
     expect_variable(page, "traveller", "Traveller", '{"name": "Ada", "age": 36}')
@@ -200,7 +201,8 @@ def test_type_change_swaps_only_the_default_widget(signed_in_page: Page, live_se
 
     choose_type(form, "Custom object")
     expect(form.get_by_role("combobox", name=re.compile(r"^Schema"))).to_be_visible()
-    expect(form.locator(".default-field textarea[name=default]")).to_be_visible()
+    # A JSON editor (CodeMirror) for the object's default.
+    expect(form.locator(".default-field .cm-field-json")).to_be_visible()
     expect_typed_fields_kept()
 
     choose_type(form, "List")
@@ -276,7 +278,8 @@ def test_object_default_checked_against_its_schema(open_designer, trip_app):
     error = form.locator(".default-field .error-text")
     expect(error).to_be_visible()
     expect(error).to_contain_text(re.compile(r"minimum", re.IGNORECASE))
-    expect(form.get_by_label("Default")).to_have_value(typed)
+    expect(form.locator("textarea[name=default]")).to_have_value(typed)
+    expect(form.get_by_label("Default")).to_have_text(typed)
     expect(form.get_by_label("Default")).to_have_attribute("aria-invalid", "true")
     expect(form.get_by_label("Name", exact=True)).to_have_value("traveller")
     # Nothing was saved.

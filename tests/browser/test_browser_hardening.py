@@ -138,24 +138,20 @@ def test_every_page_and_fragment_escapes_the_payload_and_keeps_its_script(
     # The designer: its script runs (highlight layer, completion), its panels load.
     page.goto(f"{base}/apps/{app.pk}/?agent={root.pk}")
     expect(page.locator("#compiled")).to_contain_text(f"Say Hi {P}")
-    expect(
-        page.locator(
-            "#instructions-highlight .ref-static, #instructions-highlight [class*=static]"
-        ).first
-    ).to_be_visible()
+    expect(page.locator("#instructions-editor .hl-static").first).to_be_visible()
     expect(page.locator("#conversation-panel .turn").first).to_contain_text(P)
     watch.check("designer")
-    editor = page.locator("#instructions")
+    editor = page.locator("#instructions-editor")
     editor.click()
-    editor.press("End")
-    editor.type(" {{")
-    suggestions = page.locator("#completion-list")
+    editor.press("Control+End")
+    editor.press_sequentially(" {{")
+    suggestions = page.locator(".cm-tooltip-autocomplete")
     expect(suggestions).to_be_visible()
     expect(suggestions).to_contain_text("greeting")
     editor.press("Escape")
     expect(page.locator("#compiled")).to_contain_text("{{")  # the preview fragment came back
     expect(page.locator("#completion-data")).to_be_attached()  # its json_script survived the swap
-    expect(page.locator("#diagnostic-data")).to_be_attached()
+    expect(page.locator("#preview-data")).to_be_attached()
     watch.check("designer typing: preview fragment")
 
     # Each inline form fragment, opened as a designer does.

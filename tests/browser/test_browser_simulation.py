@@ -44,9 +44,9 @@ def test_editing_instructions_resimulates_and_a_failing_tool_is_a_step_error(
         tool=bank_app.tools.get(),
         python_code="def LookupBalance(account_id=''):\n    return 1 / 0\n",
     )
-    editor = page.locator("#instructions")
+    editor = page.locator("#instructions-editor")
     editor.focus()
-    page.keyboard.press("End")
+    page.keyboard.press("Control+End")
     editor.press_sequentially(" ok")
     error = page.locator("#conversation-panel .event-error").first
     expect(error).to_contain_text("ZeroDivisionError")

@@ -21,7 +21,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def _save_instructions(page: Page, text: str) -> None:
-    editor = page.locator("#instructions")
+    editor = page.locator("#instructions-editor")
     editor.click()
     page.keyboard.press("Control+a")
     page.keyboard.type(text)

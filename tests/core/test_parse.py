@@ -7,6 +7,7 @@ from itertools import pairwise
 
 import pytest
 
+from agents.core import compile_instructions
 from agents.core.conditions import Condition, ConditionError, parse_condition
 from agents.core.diagnostics import Severity
 from agents.core.parse import CODES, TokenKind, parse
@@ -364,3 +365,20 @@ def test_evaluate_never_raises():
     weird = condition("a < b")
     assert weird.evaluate({"a": object(), "b": 1}) is False
     assert weird.evaluate(None) is False
+
+
+@pytest.mark.parametrize(
+    "text", ["Bonjour {{prénom}}.", "{{名前}}", '{{"a name"}}', "{{ café.prix }}"]
+)
+def test_a_name_a_reference_cannot_have_is_reported_not_silently_kept(text):
+    result = parse(text)
+    assert [d.code for d in result.diagnostics] == ["SC104"]
+    assert result.diagnostics[0].start == text.index("{{")
+    assert all(t.kind is TokenKind.TEXT for t in result.tokens)
+    # It stays in the compiled prompt exactly as written.
+    assert compile_instructions(text, {}).text == text
+
+
+@pytest.mark.parametrize("text", ['{"a": 1}', "{{a b}}", "{{ 3 }}", "{ prénom }"])
+def test_braces_that_are_not_name_like_stay_silent(text):
+    assert [d.code for d in parse(text).diagnostics if d.code == "SC104"] == []

@@ -99,3 +99,42 @@ def test_condition_strings_are_not_renamed():
         "{% if q == 'a' and b.a %}yes{% endif %}"
     )
     assert re.search("q", rename_references(text, RenameKind.VARIABLE, "b", "q"))
+
+
+def test_state_accesses_in_code_follow_a_rename_and_nothing_else_does():
+    from agents.core.rename import rename_state_in_code
+
+    code = (
+        "def T(x):\n"
+        '    """old is a word."""\n'
+        "    s = tool_context.state\n"
+        "    context.state[\"old\"] = context.state.get('old', 0) + 1\n"
+        '    if "old" in context.state:\n'
+        '        del context.state["old"]\n'
+        "    s[\"old\"] = 'old'\n"
+        '    context.state.update({"old": 2, "other": 3})\n'
+        "    set_variable(\"old\", 1); context.set_variable('old', 2)\n"
+        '    print("old", x["old"], context.state["older"])\n'
+        '    return {"old": 1}\n'
+    )
+    renamed = rename_state_in_code(code, "old", "fresh")
+    assert renamed == (
+        "def T(x):\n"
+        '    """old is a word."""\n'
+        "    s = tool_context.state\n"
+        "    context.state[\"fresh\"] = context.state.get('fresh', 0) + 1\n"
+        '    if "fresh" in context.state:\n'
+        '        del context.state["fresh"]\n'
+        "    s[\"fresh\"] = 'old'\n"
+        '    context.state.update({"fresh": 2, "other": 3})\n'
+        "    set_variable(\"fresh\", 1); context.set_variable('fresh', 2)\n"
+        '    print("old", x["old"], context.state["older"])\n'
+        '    return {"old": 1}\n'
+    )
+    assert rename_state_in_code("def broken(:\n  context.state['old']", "old", "x").endswith(
+        "['old']"
+    )
+    # Non-ASCII text before the literal on its line: offsets are counted right.
+    assert rename_state_in_code('é = 1; context.state["old"] = é', "old", "n") == (
+        'é = 1; context.state["n"] = é'
+    )

@@ -1,0 +1,307 @@
+"""The designer's editor with big instructions, in a real browser: paste, preview, typing, load.
+
+Run on purpose (not part of the test suite), from the project root:
+
+    .venv/bin/python bench/editor_bench.py [--sizes 10,100,1000] [--keys 20] [--runs 1]
+
+It creates a throwaway SQLite database, migrates it, loads the demo apps, starts gunicorn
+(2 workers, 4 threads, the test settings: production but plain HTTP) with the rate limits
+raised, and drives Debian's Chromium with Playwright as a designer would, for each size
+(KB of instructions over the Shopping assistant's variables and tools, ~1 reference per
+100 bytes):
+
+- paste → preview: Ctrl+V of the text (through the real clipboard) until the compiled
+  prompt shows its last line; the preview response's size in bytes;
+- paste → settled: until the page's main thread answers again after that (a frame and a
+  task);
+- keystroke → screen: 20 keys typed at the end of the text, each measured in the page from
+  its keydown to the frame that shows it (median and worst);
+- page load with that text saved: from navigation to the editor showing it and the
+  compiled prompt's last line (and the load event).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+sys.path.insert(0, str(ROOT))
+
+PASSWORD = "bench-pass-123456"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_text(size_kb: int, variables: list[str], tools: list[str], marker: str) -> str:
+    """~size_kb KB of instructions, a reference about every 100 bytes, ending with marker."""
+    lines: list[str] = []
+    total = 0
+    target = size_kb * 1024
+    i = 0
+    while total < target:
+        v = variables[i % len(variables)]
+        t = tools[i % len(tools)]
+        kind = i % 4
+        if kind == 0:
+            line = f"Line {i}: greet the customer and use {{{{{v}}}}} where it helps the answer."
+        elif kind == 1:
+            line = f"Line {i}: the value {{{v}}} arrives as a state update during the session."
+        elif kind == 2:
+            line = f"Line {i}: when asked, call {{@TOOL: {t}}} and say what it returned."
+        else:
+            line = f"Line {i}: keep answers short, friendly and precise; never invent prices."
+        lines.append(line)
+        total += len(line) + 1
+        i += 1
+    lines.append(marker)
+    return "\n".join(lines)
+
+
+# In the page: each keydown's time to the frame after it (keydown → rAF → task).
+KEY_PROBE = """
+() => {
+  window.__keyTimes = [];
+  document.addEventListener('keydown', () => {
+    const t0 = performance.now();
+    requestAnimationFrame(() => setTimeout(() => window.__keyTimes.push(performance.now() - t0)));
+  }, true);
+}
+"""
+
+SETTLE = "() => new Promise(r => requestAnimationFrame(() => setTimeout(r)))"
+
+
+def phase(text: str) -> None:
+    if os.environ.get("BENCH_VERBOSE"):
+        print("  ..", text, flush=True)
+
+
+def wait_for_compiled(page, marker: str) -> None:
+    """The compiled prompt shows the text's last line (a read-only CodeMirror view holds the
+    whole text but draws only what is on screen; the old page drew it all)."""
+    from playwright.sync_api import expect
+
+    if page.evaluate("!!(window.statecraft && window.statecraft.compiled)"):
+        page.wait_for_function(
+            "m => window.statecraft.compiled.text().endsWith(m)", arg=marker, timeout=180_000
+        )
+    else:
+        expect(page.locator("#compiled")).to_contain_text(marker)
+
+
+def editor_selector(page) -> str:
+    new = "#instructions-editor"
+    return new if page.locator(new).count() else "#instructions"
+
+
+def run(sizes: list[int], keys: int, runs: int) -> list[dict]:
+    from playwright.sync_api import expect, sync_playwright
+
+    results: list[dict] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path="/usr/bin/chromium",
+            headless=True,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"],
+        )
+        context = browser.new_context(
+            viewport={"width": 1440, "height": 900},
+            permissions=["clipboard-read", "clipboard-write"],
+        )
+        context.set_default_timeout(180_000)
+        expect.set_options(timeout=180_000)
+        page = context.new_page()
+        # Leaving a page with a big unsaved text asks first: the benchmark says leave.
+        page.on("dialog", lambda dialog: dialog.accept())
+        base = os.environ["BENCH_BASE"]
+        page.goto(f"{base}/accounts/login/")
+        page.get_by_label("Username").fill("bench")
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url(f"{base}/")
+
+        from agents import services
+        from agents.models import Agent, AgentApp
+
+        app = AgentApp.objects.get(name="Shopping assistant", owner__username="bench")
+        agent = Agent.objects.get(app=app, is_root=True)
+        variables = list(app.variables.values_list("name", flat=True))
+        tools = list(app.tools.values_list("name", flat=True))
+        url = f"{base}/apps/{app.pk}/?agent={agent.pk}"
+
+        for size in sizes:
+            for run_index in range(runs):
+                marker = f"END OF TEXT {size} KB run {run_index}"
+                text = make_text(size, variables, tools, marker)
+                row: dict = {"size_kb": size, "bytes": len(text.encode())}
+
+                # ---- paste into an empty editor
+                services.agent_update(agent=Agent.objects.get(pk=agent.pk), instructions="")
+                page.goto(url)
+                page.locator("#compiled").wait_for()
+                page.wait_for_load_state("networkidle")
+                selector = editor_selector(page)
+                page.evaluate("t => navigator.clipboard.writeText(t)", text)
+                page.locator(selector).click()
+                page.keyboard.press("Control+A")
+                previews: list = []
+
+                def on_response(r, previews=previews):
+                    if r.url.endswith("/preview"):
+                        previews.append(r)
+
+                page.on("response", on_response)
+                phase("paste")
+                t0 = time.perf_counter()
+                page.keyboard.press("Control+V")
+                wait_for_compiled(page, marker)
+                row["paste_to_preview_s"] = time.perf_counter() - t0
+                page.evaluate(SETTLE)
+                row["paste_to_settled_s"] = time.perf_counter() - t0
+                sizes_seen = []
+                for r in previews:
+                    # A response replaced before it was read has no body.
+                    with contextlib.suppress(Exception):
+                        sizes_seen.append(len(r.body()))
+                row["preview_response_bytes"] = max(sizes_seen) if sizes_seen else None
+                page.remove_listener("response", on_response)
+
+                phase("type")
+                # ---- typing at the end of the big text
+                page.evaluate(KEY_PROBE)
+                page.keyboard.press("Control+End")
+                for ch in "abcdefghijklmnopqrstuvwxyz"[:keys]:
+                    page.keyboard.press(ch)
+                page.evaluate(SETTLE)
+                page.wait_for_function(f"window.__keyTimes.length >= {keys}")
+                times = page.evaluate("window.__keyTimes")
+                row["key_median_ms"] = statistics.median(times)
+                row["key_max_ms"] = max(times)
+                # Leave only once the text is saved (the old page saved on its own too).
+                page.wait_for_function(
+                    "() => !(window.statecraft && window.statecraft.instructions)"
+                    " || !window.statecraft.instructions.isDirty()"
+                )
+
+                phase("load")
+                # ---- load the page with the text saved
+                services.agent_update(agent=Agent.objects.get(pk=agent.pk), instructions=text)
+                page.goto(f"{base}/")
+                t0 = time.perf_counter()
+                page.goto(url, wait_until="load")
+                row["page_load_event_s"] = time.perf_counter() - t0
+                wait_for_compiled(page, marker)
+                page.evaluate(SETTLE)
+                row["page_ready_s"] = time.perf_counter() - t0
+                row["page_html_bytes"] = page.evaluate(
+                    "performance.getEntriesByType('navigation')[0].transferSize"
+                )
+                results.append(row)
+                print(json.dumps(row), flush=True)
+        browser.close()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="10,100,1000", help="KB of instructions")
+    parser.add_argument("--keys", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=1)
+    args = parser.parse_args()
+
+    workdir = Path(tempfile.mkdtemp(prefix="statecraft-editor-bench-"))
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "DATABASE_URL": f"sqlite:///{workdir / 'bench.sqlite3'}",
+        "STATIC_ROOT": str(workdir / "static"),
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "RATE_LIMITS": "preview=100000/m,simulate=100000/m,compile=100000/m",
+        "DJANGO_ALLOW_ASYNC_UNSAFE": "true",
+        "BENCH_BASE": f"http://127.0.0.1:{port}",
+    }
+    os.environ.update(env)
+    manage = [PYTHON, "manage.py"]
+    subprocess.run(
+        [*manage, "migrate", "--no-input"], cwd=ROOT, env=env, check=True, capture_output=True
+    )
+    subprocess.run(
+        [*manage, "collectstatic", "--no-input"], cwd=ROOT, env=env, check=True, capture_output=True
+    )
+
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+
+    from agents.demo import load_demo
+
+    user = get_user_model().objects.create_user("bench", password=PASSWORD)
+    load_demo(user)
+
+    server = subprocess.Popen(
+        [
+            PYTHON,
+            "-m",
+            "gunicorn",
+            "designer.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--threads",
+            "4",
+            "--timeout",
+            "120",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        rows = run([int(s) for s in args.sizes.split(",")], args.keys, args.runs)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    print()
+    print(
+        "| size | paste → preview | paste → settled | preview response | key median / worst "
+        "| page load (load event / ready) |"
+    )
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        kb = r["preview_response_bytes"]
+        print(
+            f"| {r['size_kb']} KB | {r['paste_to_preview_s']:.2f} s | "
+            f"{r['paste_to_settled_s']:.2f} s | {kb / 1024:,.0f} KB | "
+            f"{r['key_median_ms']:.1f} / {r['key_max_ms']:.1f} ms | "
+            f"{r['page_load_event_s']:.2f} / {r['page_ready_s']:.2f} s |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,749 @@
+// Statecraft's editors, built on CodeMirror 6 and bundled by frontend/build.mjs into
+// static/js/editor.bundle.js (committed: `make run` needs no Node; `make assets` rebuilds).
+//
+// - the instructions: reference colours and lint squiggles from the server's tokens and
+//   diagnostics (one lexer, the server's), completion of {{ { {@, undo that survives saves
+//   and renames, a save status that tells the truth, no lost work (flush or warn on leaving,
+//   three-way merge or side by side on a refused save);
+// - the compiled prompt: a read-only view of the text and its spans sent as data;
+// - Python (tools, callbacks) and JSON (defaults, schemas, mocks, session values) fields.
+import {
+  EditorState,
+  StateField,
+  StateEffect,
+  RangeSetBuilder,
+  ChangeSet,
+  Transaction,
+} from "@codemirror/state";
+import {
+  EditorView,
+  keymap,
+  Decoration,
+  drawSelection,
+  lineNumbers,
+  highlightActiveLine,
+  highlightActiveLineGutter,
+} from "@codemirror/view";
+import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirror/commands";
+import {
+  autocompletion,
+  completionKeymap,
+  acceptCompletion,
+  startCompletion,
+} from "@codemirror/autocomplete";
+import { setDiagnostics, linter, lintKeymap } from "@codemirror/lint";
+import { python } from "@codemirror/lang-python";
+import { json, jsonParseLinter } from "@codemirror/lang-json";
+import {
+  indentUnit,
+  syntaxHighlighting,
+  defaultHighlightStyle,
+  bracketMatching,
+  indentOnInput,
+} from "@codemirror/language";
+import { searchKeymap, highlightSelectionMatches } from "@codemirror/search";
+import { diff } from "@codemirror/merge";
+
+// ------------------------------------------------------------------ shared
+
+function readJson(id, fallback) {
+  const node = document.getElementById(id);
+  if (!node) return fallback;
+  try {
+    return JSON.parse(node.textContent);
+  } catch (e) {
+    return fallback;
+  }
+}
+
+const baseTheme = EditorView.theme({
+  "&": { height: "100%", fontSize: "14px", backgroundColor: "var(--surface)", color: "var(--text)" },
+  ".cm-scroller": { fontFamily: "var(--mono)", lineHeight: "1.6" },
+  ".cm-content": { caretColor: "var(--text)" },
+  "&.cm-focused": { outline: "none" },
+  ".cm-gutters": { backgroundColor: "var(--surface)", color: "var(--muted)", border: "none" },
+  ".cm-activeLine": { backgroundColor: "transparent" },
+  ".cm-tooltip": { backgroundColor: "var(--surface)", border: "1px solid var(--border)", borderRadius: "6px" },
+  ".cm-tooltip-autocomplete > ul > li[aria-selected]": { backgroundColor: "var(--accent-soft)", color: "var(--text)" },
+  ".cm-completionLabel": { fontFamily: "var(--mono)", fontWeight: "600" },
+  ".cm-completionDetail": { color: "var(--muted)", fontStyle: "normal", marginLeft: "1em" },
+});
+
+/** Edits that turn `from` into `to`, as few and small as a diff finds (keeps undo precise). */
+function changesBetween(from, to) {
+  return diff(from, to).map((c) => ({ from: c.fromA, to: c.toA, insert: to.slice(c.fromB, c.toB) }));
+}
+
+/** Three-way merge of text: my edits and theirs, both from `base`; null when they overlap. */
+export function merge3(base, mine, theirs) {
+  if (mine === theirs) return mine;
+  if (mine === base) return theirs;
+  if (theirs === base) return mine;
+  const edits = [
+    ...diff(base, mine).map((c) => ({ fromA: c.fromA, toA: c.toA, text: mine.slice(c.fromB, c.toB) })),
+    ...diff(base, theirs).map((c) => ({ fromA: c.fromA, toA: c.toA, text: theirs.slice(c.fromB, c.toB) })),
+  ].sort((a, b) => a.fromA - b.fromA || a.toA - b.toA);
+  let out = "";
+  let pos = 0;
+  let last = null;
+  for (const edit of edits) {
+    if (last && edit.fromA === last.fromA && edit.toA === last.toA && edit.text === last.text) continue;
+    if (last && (edit.fromA < last.toA || (edit.fromA === last.toA && (edit.fromA === last.fromA || edit.fromA === edit.toA)))) {
+      return null; // both sides changed the same place
+    }
+    out += base.slice(pos, edit.fromA) + edit.text;
+    pos = edit.toA;
+    last = edit;
+  }
+  return out + base.slice(pos);
+}
+
+// ------------------------------------------------------------------ the instructions editor
+
+const KINDS = ["static", "dynamic", "tool", "agent", "cond"];
+const tokenMarks = KINDS.map((k) => Decoration.mark({ class: `hl hl-${k}` }));
+const setTokens = StateEffect.define();
+const tokenField = StateField.define({
+  create: () => Decoration.none,
+  update(deco, tr) {
+    deco = deco.map(tr.changes);
+    for (const e of tr.effects) if (e.is(setTokens)) deco = e.value;
+    return deco;
+  },
+  provide: (f) => EditorView.decorations.from(f),
+});
+
+/** Decorations from the server's tokens, [gap, length, kind] triples (gap from the last end),
+ * moved through the edits made since the text was sent. */
+function tokenDecorations(flat, mapping, length) {
+  const builder = new RangeSetBuilder();
+  let pos = 0;
+  for (let i = 0; i + 2 < flat.length; i += 3) {
+    let from = pos + flat[i];
+    let to = from + flat[i + 1];
+    pos = to;
+    if (mapping) {
+      from = mapping.mapPos(from, 1);
+      to = mapping.mapPos(to, -1);
+    }
+    if (to > from && to <= length) builder.add(from, to, tokenMarks[flat[i + 2]]);
+  }
+  return builder.finish();
+}
+
+function referenceCompletions(context) {
+  const data = readJson("completion-data", { variables: [], tools: [], agents: [], agentTools: [] });
+  const line = context.state.doc.lineAt(context.pos);
+  const before = line.text.slice(Math.max(0, context.pos - line.from - 200), context.pos - line.from);
+  let m;
+  if ((m = before.match(/\{@(TOOL|AGENT):\s*([^{}\n]*)$/))) {
+    const names = m[1] === "TOOL" ? data.tools : data.agents;
+    return {
+      from: context.pos - m[2].length,
+      options: names.map((name) => ({
+        label: name,
+        detail: m[1] === "TOOL" ? (data.agentTools.includes(name) ? "tool of this agent" : "not attached to this agent") : "agent",
+        apply: name + "}",
+        type: m[1] === "TOOL" ? "function" : "class",
+      })),
+      validFor: /^[^{}\n]*$/,
+    };
+  }
+  if ((m = before.match(/\{@([A-Za-z]*)$/))) {
+    return {
+      from: context.pos - m[1].length,
+      options: ["TOOL", "AGENT"].map((kind) => ({
+        label: kind,
+        detail: kind === "TOOL" ? "tool reference" : "sub-agent reference",
+        type: "keyword",
+        boost: kind === "TOOL" ? 1 : 0,
+        apply: (view, completion, from, to) => {
+          view.dispatch({ changes: { from, to, insert: kind + ": " }, selection: { anchor: from + kind.length + 2 }, userEvent: "input.complete" });
+          startCompletion(view);
+        },
+      })),
+      validFor: /^[A-Za-z]*$/,
+    };
+  }
+  const variables = (close) =>
+    data.variables.map((v) => ({
+      label: v.name,
+      detail: v.type + (v.default !== "" ? " · " + v.default : ""),
+      apply: v.name + close,
+      type: "variable",
+    }));
+  if ((m = before.match(/\{\{\s*([A-Za-z0-9_.]*)$/))) {
+    return { from: context.pos - m[1].length, options: variables("}}"), validFor: /^[A-Za-z0-9_.]*$/ };
+  }
+  if ((m = before.match(/(?:^|[^{])\{\s*([A-Za-z0-9_]*)$/))) {
+    return { from: context.pos - m[1].length, options: variables("}"), validFor: /^[A-Za-z0-9_]*$/ };
+  }
+  return null;
+}
+
+const STATUS = {
+  clean: "All changes saved",
+  dirty: "Unsaved changes",
+  saving: "Saving…",
+  saved: "Saved",
+};
+
+class InstructionsEditor {
+  constructor(textarea) {
+    this.textarea = textarea;
+    this.form = textarea.form;
+    this.readOnly = textarea.readOnly;
+    this.saveUrl = this.form.dataset.instructionsUrl;
+    this.agentId = this.form.dataset.agentId;
+    this.base = document.getElementById("instructions-base");
+    this.savedText = textarea.value; // the text the server holds, as far as we know
+    this.changeCount = 0; // edits since the page loaded
+    this.savedCount = 0; // the edit count that was last saved
+    this.pending = null; // edits since the text of the preview in flight was taken
+    this.saveTimer = null;
+    this.saving = null;
+    this.conflict = null;
+    const host = document.createElement("div");
+    host.className = "cm-host";
+    textarea.hidden = true;
+    textarea.insertAdjacentElement("afterend", host);
+    const label = document.querySelector(`label[for="${textarea.id}"]`);
+    this.view = new EditorView({
+      parent: host,
+      state: EditorState.create({
+        doc: textarea.value,
+        extensions: [
+          history(),
+          drawSelection(),
+          highlightActiveLine(),
+          EditorView.lineWrapping,
+          tokenField,
+          highlightSelectionMatches(),
+          autocompletion({ override: [referenceCompletions], icons: false, activateOnTyping: true }),
+          keymap.of([
+            { key: "Mod-s", preventDefault: true, run: () => (this.save(), true) },
+            { key: "Tab", run: acceptCompletion },
+            ...completionKeymap,
+            ...searchKeymap,
+            ...historyKeymap,
+            ...lintKeymap,
+            ...defaultKeymap,
+          ]),
+          EditorState.readOnly.of(this.readOnly),
+          EditorView.contentAttributes.of({
+            id: "instructions-editor",
+            "aria-label": label ? label.textContent.trim() : "Instructions",
+            "aria-describedby": textarea.getAttribute("aria-describedby") || "",
+            "aria-multiline": "true",
+            role: "textbox",
+          }),
+          baseTheme,
+          EditorView.updateListener.of((update) => this.onUpdate(update)),
+        ],
+      }),
+    });
+    window.statecraft.instructions = this;
+    this.bind();
+    this.applyPreviewData();
+  }
+
+  text() {
+    return this.view.state.doc.toString();
+  }
+
+  isDirty() {
+    return this.changeCount !== this.savedCount;
+  }
+
+  onUpdate(update) {
+    if (!update.docChanged) return;
+    if (this.pending) this.pending = this.pending.compose(update.changes);
+    this.changeCount += 1;
+    if (this.readOnly) return;
+    if (!this.conflict) this.setStatus("dirty");
+    this.textarea.dataset.stale = "1";
+    document.body.dispatchEvent(new CustomEvent("editor-changed"));
+    htmx.trigger(this.form, "editor-changed");
+    clearTimeout(this.saveTimer);
+    this.saveTimer = setTimeout(() => this.save(), 1500);
+  }
+
+  setStatus(kind, message) {
+    const status = document.getElementById("save-status");
+    if (!status) return;
+    this.status = kind;
+    status.textContent = message || STATUS[kind];
+    status.classList.toggle("error-text", kind === "refused");
+    status.dataset.state = kind;
+  }
+
+  /** The editor's text goes into every request that carries the instructions. */
+  syncTextarea() {
+    if (this.textarea.dataset.stale) {
+      this.textarea.value = this.text();
+      delete this.textarea.dataset.stale;
+    }
+  }
+
+  bind() {
+    document.body.addEventListener("htmx:configRequest", (e) => {
+      if (!("instructions" in e.detail.parameters) && !(e.detail.parameters instanceof FormData && e.detail.parameters.has("instructions"))) return;
+      this.syncTextarea();
+      const text = this.textarea.value;
+      if (e.detail.parameters instanceof FormData) e.detail.parameters.set("instructions", text);
+      else e.detail.parameters.instructions = text;
+      if (e.detail.elt === this.form) this.pending = ChangeSet.empty(this.view.state.doc.length);
+    });
+    document.body.addEventListener("htmx:afterSettle", (e) => {
+      if (e.detail.target && e.detail.target.id === "preview-panel") this.applyPreviewData();
+    });
+    const button = document.getElementById("save-instructions");
+    if (button) {
+      button.addEventListener("click", (e) => {
+        e.preventDefault();
+        this.save();
+      });
+    }
+    document.body.addEventListener("save-now", () => this.save());
+    document.body.addEventListener("app-changed", (e) => this.onAppChanged(e));
+    // Leaving the page: a small text is flushed (keepalive), anything else is warned about.
+    window.addEventListener("beforeunload", (e) => {
+      if (this.readOnly || (!this.isDirty() && !this.conflict)) return;
+      this.keepDraft();
+      const text = this.text();
+      if (!this.conflict && new Blob([text]).size < 60000) {
+        this.save({ keepalive: true });
+        return;
+      }
+      e.preventDefault();
+      e.returnValue = "";
+    });
+    this.offerDraft();
+  }
+
+  // ---------------------------------------------------------------- drafts (last resort)
+
+  draftKey() {
+    return `statecraft:draft:${this.saveUrl}`;
+  }
+
+  keepDraft() {
+    try {
+      localStorage.setItem(this.draftKey(), JSON.stringify({ text: this.text(), base: this.base.value, savedText: this.savedText, at: Date.now() }));
+    } catch (e) {
+      /* over the quota: the flush or the warning still stand */
+    }
+  }
+
+  dropDraft() {
+    try {
+      localStorage.removeItem(this.draftKey());
+    } catch (e) {
+      /* storage unavailable */
+    }
+  }
+
+  offerDraft() {
+    let draft = null;
+    try {
+      draft = JSON.parse(localStorage.getItem(this.draftKey()) || "null");
+    } catch (e) {
+      draft = null;
+    }
+    if (!draft || draft.text === this.savedText || this.readOnly) {
+      this.dropDraft();
+      return;
+    }
+    // Text typed before the page was left and never saved: offer it back, merged if it can be.
+    const merged = merge3(draft.savedText, draft.text, this.savedText);
+    const panel = this.panel(
+      "draft",
+      "Text you typed here earlier was not saved. It is restored into the editor as an edit you can undo.",
+    );
+    this.replaceText(merged !== null ? merged : draft.text);
+    panel.querySelector(".conflict-note").textContent +=
+      merged !== null ? " It was merged with the saved text." : " It differs from the saved text at the same places: check before saving.";
+    this.dropDraft();
+  }
+
+  // ---------------------------------------------------------------- saving
+
+  async save(options = {}) {
+    if (this.readOnly) return;
+    clearTimeout(this.saveTimer);
+    if (this.conflict && !options.force) return;
+    if (this.saving) {
+      this.saveAgain = true;
+      return;
+    }
+    const count = this.changeCount;
+    const text = this.text();
+    // URL-encoded: a multipart body would turn every line break into CRLF.
+    const body = new URLSearchParams();
+    body.append("csrfmiddlewaretoken", this.form.querySelector("[name=csrfmiddlewaretoken]").value);
+    body.append("instructions", text);
+    body.append("base_hash", this.base.value);
+    if (options.keepalive) {
+      fetch(this.saveUrl, { method: "POST", body, keepalive: true, headers: { Accept: "application/json" } });
+      return;
+    }
+    this.setStatus("saving");
+    this.saving = fetch(this.saveUrl, { method: "POST", body, headers: { Accept: "application/json" } });
+    let response;
+    let data = {};
+    try {
+      response = await this.saving;
+      data = await response.json().catch(() => ({}));
+    } catch (e) {
+      response = null;
+    }
+    this.saving = null;
+    if (response && response.ok) {
+      this.base.value = data.hash;
+      this.savedText = text;
+      this.savedCount = count;
+      this.dropDraft();
+      this.setStatus(this.isDirty() ? "dirty" : "saved");
+      document.body.dispatchEvent(new CustomEvent("app-changed", { detail: { instructions: data.instructions || {} } }));
+      if (this.isDirty() || this.saveAgain) {
+        this.saveAgain = false;
+        this.saveTimer = setTimeout(() => this.save(), 300);
+      }
+    } else if (response && response.status === 409) {
+      this.saveAgain = false;
+      this.onConflict(data, text);
+    } else {
+      this.saveAgain = false;
+      const why = response ? data.error || `the server answered ${response.status}` : "the server could not be reached";
+      this.setStatus("refused", `Not saved: ${why}. Your text is still here; saving again shortly.`);
+      this.saveTimer = setTimeout(() => this.save(), 5000);
+    }
+  }
+
+  // ---------------------------------------------------------------- someone else's change
+
+  /** A refused save: merge their text with mine when the edits do not overlap, else show
+   * both side by side and let me choose. Nothing is dropped either way. */
+  onConflict(data, mine) {
+    const theirs = data.instructions_text;
+    const merged = merge3(this.savedText, mine, theirs);
+    if (merged !== null) {
+      this.adoptTheirs(theirs, data.hash);
+      this.replaceText(merged);
+      this.setStatus("dirty", "Merged with changes saved elsewhere; saving…");
+      this.save();
+      return;
+    }
+    this.conflict = { theirs, hash: data.hash };
+    this.setStatus("refused", "Not saved: changed elsewhere. Your text is kept; compare below.");
+    const panel = this.panel("conflict", data.error || "These instructions were changed elsewhere since you opened them.");
+    const views = document.createElement("div");
+    views.className = "conflict-views";
+    views.innerHTML = '<div class="conflict-theirs"><h4>Their saved text</h4><div class="conflict-view"></div></div>';
+    panel.insertBefore(views, panel.querySelector(".row-actions"));
+    this.theirsView = new EditorView({
+      parent: views.querySelector(".conflict-view"),
+      state: EditorState.create({
+        doc: theirs,
+        extensions: [EditorState.readOnly.of(true), EditorView.editable.of(false), EditorView.lineWrapping, baseTheme,
+          EditorView.contentAttributes.of({ "aria-label": "Their saved text", id: "theirs-text" })],
+      }),
+    });
+    const actions = panel.querySelector(".row-actions");
+    actions.innerHTML =
+      '<button type="button" class="btn btn-primary btn-small" data-keep-mine>Keep my text (save over theirs)</button>' +
+      '<button type="button" class="btn btn-quiet btn-small" data-take-theirs>Use their text (mine stays in undo)</button>';
+    actions.querySelector("[data-keep-mine]").addEventListener("click", () => {
+      this.adoptTheirs(theirs, data.hash);
+      this.closePanel();
+      this.save({ force: true });
+    });
+    actions.querySelector("[data-take-theirs]").addEventListener("click", () => {
+      this.adoptTheirs(theirs, data.hash);
+      this.replaceText(theirs);
+      this.savedCount = this.changeCount;
+      this.closePanel();
+      this.setStatus("saved", "Their text is in the editor (Ctrl+Z brings yours back)");
+    });
+  }
+
+  adoptTheirs(theirs, hash) {
+    this.savedText = theirs;
+    this.base.value = hash;
+    this.conflict = null;
+  }
+
+  panel(kind, message) {
+    this.closePanel();
+    const panel = document.createElement("div");
+    panel.className = `conflict conflict-${kind}`;
+    panel.id = "editor-conflict";
+    panel.setAttribute("role", "alert");
+    panel.innerHTML = '<p class="conflict-note"></p><div class="row-actions"><button type="button" class="btn btn-quiet btn-small" data-dismiss>Dismiss</button></div>';
+    panel.querySelector(".conflict-note").textContent = message;
+    panel.querySelector("[data-dismiss]").addEventListener("click", () => this.closePanel());
+    this.view.dom.parentElement.insertAdjacentElement("afterend", panel);
+    return panel;
+  }
+
+  closePanel() {
+    if (this.theirsView) {
+      this.theirsView.destroy();
+      this.theirsView = null;
+    }
+    const old = document.getElementById("editor-conflict");
+    if (old) old.remove();
+  }
+
+  /** Put `text` in the editor as an edit (undoable), touching only what differs. */
+  replaceText(text) {
+    const current = this.text();
+    if (current === text) return;
+    this.view.dispatch({ changes: changesBetween(current, text), annotations: Transaction.userEvent.of("input.replace") });
+  }
+
+  /** A rename elsewhere rewrote the saved instructions: bring them in without losing typing. */
+  async onAppChanged(e) {
+    const fingerprints = e.detail && e.detail.instructions;
+    if (!fingerprints || this.conflict) return;
+    const saved = fingerprints[this.agentId];
+    if (saved === undefined || saved === this.base.value) return;
+    const response = await fetch(this.saveUrl, { headers: { Accept: "application/json" } });
+    const data = await response.json();
+    const mine = this.text();
+    const merged = merge3(this.savedText, mine, data.instructions);
+    if (merged === null) {
+      this.onConflict({ instructions_text: data.instructions, hash: data.hash }, mine);
+      return;
+    }
+    const wasDirty = this.isDirty();
+    this.adoptTheirs(data.instructions, data.hash);
+    this.replaceText(merged);
+    if (!wasDirty) {
+      this.savedCount = this.changeCount;
+      clearTimeout(this.saveTimer);
+      this.setStatus("saved", "Updated by a rename (Ctrl+Z undoes it here)");
+    }
+    htmx.trigger(this.form, "input-synced");
+  }
+
+  // ---------------------------------------------------------------- the server's view of the text
+
+  applyPreviewData() {
+    const data = readJson("preview-data", null);
+    if (!data) return;
+    const mapping = this.pending;
+    const length = this.view.state.doc.length;
+    const decorations = tokenDecorations(data.tokens, mapping, length);
+    const diagnostics = [];
+    for (const d of data.squiggles) {
+      let from = d.from;
+      let to = Math.max(d.to, d.from);
+      if (mapping) {
+        from = mapping.mapPos(from, 1);
+        to = mapping.mapPos(to, -1);
+      }
+      if (from > length) continue;
+      to = Math.min(Math.max(to, from), length);
+      diagnostics.push({ from, to, severity: d.severity, message: d.message, source: d.code });
+    }
+    this.view.dispatch(setDiagnostics(this.view.state, diagnostics), { effects: setTokens.of(decorations) });
+    window.statecraft.compiled && window.statecraft.compiled.show(data);
+  }
+
+  jumpTo(start, end) {
+    const length = this.view.state.doc.length;
+    const anchor = Math.min(start, length);
+    this.view.dispatch({
+      selection: { anchor, head: Math.min(end, length) },
+      effects: EditorView.scrollIntoView(anchor, { y: "center" }),
+    });
+    this.view.focus();
+  }
+}
+
+// ------------------------------------------------------------------ the compiled prompt
+
+const spanClass = {
+  static: (name) => Decoration.mark({ tagName: "mark", class: "ref ref-static", attributes: { title: `from {{${name}}}`, "data-ref": name } }),
+  dynamic: (name) => Decoration.mark({ class: "chip chip-dynamic", attributes: { title: "dynamic variable — its value arrives as a state update", "data-ref": name } }),
+  tool: (name) => Decoration.mark({ class: "chip chip-tool", attributes: { title: "tool reference", "data-ref": name } }),
+  agent: (name) => Decoration.mark({ class: "chip chip-agent", attributes: { title: "sub-agent reference", "data-ref": name } }),
+  missing: (name) => Decoration.mark({ class: "chip chip-missing", attributes: { title: "no value: stays literally in the prompt", "data-ref": name } }),
+};
+const SPAN_KINDS = ["static", "dynamic", "tool", "agent", "missing"];
+const setSpans = StateEffect.define();
+const spanField = StateField.define({
+  create: () => Decoration.none,
+  update(deco, tr) {
+    deco = deco.map(tr.changes);
+    for (const e of tr.effects) if (e.is(setSpans)) deco = e.value;
+    return deco;
+  },
+  provide: (f) => EditorView.decorations.from(f),
+});
+
+class CompiledView {
+  constructor(host) {
+    this.host = host;
+    this.cache = new Map();
+    host.textContent = "";
+    this.view = new EditorView({
+      parent: host,
+      state: EditorState.create({
+        doc: "",
+        extensions: [
+          EditorState.readOnly.of(true),
+          EditorView.editable.of(false),
+          EditorView.lineWrapping,
+          spanField,
+          baseTheme,
+          EditorView.contentAttributes.of({ "aria-label": "Compiled prompt", role: "document" }),
+        ],
+      }),
+    });
+    window.statecraft.compiled = this;
+  }
+
+  mark(kind, name) {
+    const key = kind + "\u0000" + name;
+    let deco = this.cache.get(key);
+    if (!deco) {
+      deco = spanClass[kind](name);
+      if (this.cache.size > 5000) this.cache.clear();
+      this.cache.set(key, deco);
+    }
+    return deco;
+  }
+
+  /** Show the compiled text: only what changed is replaced, so the scroll position stays. */
+  show(data) {
+    const old = this.view.state.doc.toString();
+    const text = data.text;
+    let changes = [];
+    if (old !== text) {
+      let start = 0;
+      const min = Math.min(old.length, text.length);
+      while (start < min && old.charCodeAt(start) === text.charCodeAt(start)) start++;
+      let end = 0;
+      while (end < min - start && old.charCodeAt(old.length - 1 - end) === text.charCodeAt(text.length - 1 - end)) end++;
+      changes = { from: start, to: old.length - end, insert: text.slice(start, text.length - end) };
+    }
+    const builder = new RangeSetBuilder();
+    const spans = data.spans;
+    let pos = 0;
+    for (let i = 0; i + 3 < spans.length; i += 4) {
+      const from = pos + spans[i];
+      const to = from + spans[i + 1];
+      pos = to;
+      if (to > from && to <= text.length) builder.add(from, to, this.mark(SPAN_KINDS[spans[i + 2]], data.names[spans[i + 3]]));
+    }
+    this.view.dispatch({ changes, effects: setSpans.of(builder.finish()) });
+    this.host.dataset.length = String(text.length);
+  }
+
+  text() {
+    return this.view.state.doc.toString();
+  }
+}
+
+// ------------------------------------------------------------------ Python and JSON fields
+
+function codeField(textarea) {
+  if (textarea.dataset.cmBound) return;
+  textarea.dataset.cmBound = "1";
+  const language = textarea.dataset.code;
+  // The editor takes the field's name for assistive technology: its label, by wrapping or
+  // by `for` (the id moves to the editor, so the label points at what is typed in).
+  const id = textarea.id;
+  const forLabel = id ? document.querySelector(`label[for="${id}"]`) : null;
+  const label = forLabel || textarea.closest("label");
+  const labelText = label ? (label.querySelector("span") || label).textContent.trim().replace(/\s+/g, " ") : language;
+  const host = document.createElement("div");
+  host.className = `cm-field cm-field-${language}`;
+  if (textarea.getAttribute("aria-invalid")) host.classList.add("invalid");
+  textarea.insertAdjacentElement("beforebegin", host);
+  // The field stays in the form (hidden) and carries the text; it leaves its label.
+  textarea.hidden = true;
+  if (id) textarea.removeAttribute("id");
+  (textarea.form || host.parentElement).appendChild(textarea);
+  const attributes = { "aria-label": labelText, "aria-multiline": "true", role: "textbox", "data-field": textarea.name };
+  if (id) attributes.id = id;
+  for (const name of ["aria-invalid", "aria-describedby"]) {
+    if (textarea.getAttribute(name)) attributes[name] = textarea.getAttribute(name);
+  }
+  const extensions = [
+    history(),
+    drawSelection(),
+    bracketMatching(),
+    syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+    baseTheme,
+    keymap.of([...searchKeymap, ...historyKeymap, ...lintKeymap, ...defaultKeymap]),
+    EditorView.contentAttributes.of(attributes),
+    EditorView.updateListener.of((update) => {
+      if (!update.docChanged) return;
+      textarea.value = update.state.doc.toString();
+      // Only what the designer typed is news to the page (not what another script set).
+      if (update.transactions.some((tr) => tr.annotation(Transaction.remote))) return;
+      textarea.dispatchEvent(new Event("input", { bubbles: true }));
+    }),
+  ];
+  if (language === "python") {
+    extensions.push(python(), indentUnit.of("    "), indentOnInput(), lineNumbers(), highlightActiveLineGutter(), keymap.of([indentWithTab]));
+  } else {
+    extensions.push(json(), linter(jsonLinter(), { delay: 300 }), EditorView.lineWrapping);
+  }
+  const view = new EditorView({ parent: host, state: EditorState.create({ doc: textarea.value, extensions }) });
+  textarea.cmView = view;
+  if (textarea.hasAttribute("data-autofocus")) view.focus();
+  // Someone else changed the field (the schema builder writes the JSON): follow it.
+  textarea.addEventListener("field-set", () => {
+    const current = view.state.doc.toString();
+    if (current !== textarea.value) view.dispatch({ changes: changesBetween(current, textarea.value), annotations: Transaction.remote.of(true) });
+  });
+  if (Number(textarea.dataset.line || 0)) goToLine(view, null, textarea.dataset.line, textarea.dataset.column);
+}
+
+/** Put the caret on a line and column (1-based) of a code editor, and show it. */
+function goToLine(view, url, line, column) {
+  if (url) {
+    line = url.searchParams.get("line");
+    column = url.searchParams.get("column");
+  }
+  const at = view.state.doc.line(Math.max(1, Math.min(Number(line) || 1, view.state.doc.lines)));
+  const offset = Math.max(1, Number(column) || 1) - 1;
+  view.dispatch({ selection: { anchor: Math.min(at.from + offset, at.to) }, effects: EditorView.scrollIntoView(at.from, { y: "center" }) });
+  view.focus();
+}
+
+/** JSON must parse (an empty field is allowed: it means "none"). */
+function jsonLinter() {
+  const parse = jsonParseLinter();
+  return (view) => (view.state.doc.toString().trim() ? parse(view) : []);
+}
+
+function enhance(root) {
+  (root || document).querySelectorAll("textarea[data-code]").forEach(codeField);
+}
+
+// ------------------------------------------------------------------ start
+
+window.statecraft = window.statecraft || {};
+window.statecraft.merge3 = merge3;
+window.statecraft.enhance = enhance;
+window.statecraft.goToLine = goToLine;
+
+function start() {
+  const compiled = document.getElementById("compiled");
+  if (compiled) new CompiledView(compiled);
+  const textarea = document.getElementById("instructions");
+  if (textarea) new InstructionsEditor(textarea);
+  else if (compiled) window.statecraft.compiled.show(readJson("preview-data", { text: "", spans: [], names: [] }));
+  enhance(document);
+  const enhanceSwapped = (e) => enhance(e.detail.elt && e.detail.elt.isConnected ? e.detail.elt : document);
+  document.body.addEventListener("htmx:afterSwap", enhanceSwapped);
+  document.body.addEventListener("htmx:afterSettle", enhanceSwapped);
+}
+
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+else start();
