@@ -413,7 +413,8 @@ def test_cx_export_reports_what_it_cannot_carry():
 
 def test_cx_folder_names_are_sanitized_and_unique():
     assert cx_format.folder_name("Shopping Assistant") == "Shopping_Assistant"
-    assert cx_format.folder_name("Café / Bar!") == "Caf_Bar_"
+    assert cx_format.folder_name("Café / Bar!") == "Cafe_Bar"  # accents dropped, no edge _
+    assert cx_format.folder_name("Été") == "Ete" and cx_format.folder_name("名前") == "_"
     app = AppSpec(
         name="x", agents=(AgentSpec("a b", is_root=True), AgentSpec("a-b"), AgentSpec("A B"))
     )

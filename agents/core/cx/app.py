@@ -54,6 +54,7 @@ import io
 import json
 import posixpath
 import re
+import unicodedata
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -152,8 +153,10 @@ def _dotted(pointer: str | None) -> str:
 
 
 def folder_name(name: str) -> str:
-    """The folder a resource goes in: runs of other characters become one ``_``."""
-    return _FOLDER_RE.sub("_", name.strip()) or "_"
+    """The folder a resource goes in: accents dropped (``Été`` → ``Ete``), then runs of
+    other characters become one ``_``."""
+    plain = unicodedata.normalize("NFKD", name.strip()).encode("ascii", "ignore").decode()
+    return _FOLDER_RE.sub("_", plain).strip("_") or _FOLDER_RE.sub("_", name.strip()) or "_"
 
 
 def _folders(names: Iterable[str]) -> dict[str, str]:
@@ -387,9 +390,20 @@ def _write_back_carry(
                 out[key]["name"] = before["name"]
         files[path] = _json_bytes(out)
     for path, text in (app.cx.get("files") or {}).items():
+        if path in files and path.endswith((".yaml", ".yml", ".json")):
+            if _same_document(files[path], text):  # unchanged: its own text, comments and all
+                files[path] = text.encode("utf-8")
+            continue
         files.setdefault(path, text.encode("utf-8"))
     for path, data in (app.cx.get("binary") or {}).items():
         files.setdefault(path, base64.b64decode(data))
+
+
+def _same_document(generated: bytes, original: str) -> bool:
+    try:
+        return load_yaml(generated.decode("utf-8")) == load_yaml(original)
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return False
 
 
 def _imported_tool_name(original: Mapping[str, Any]) -> str | None:
@@ -1618,6 +1632,9 @@ def _read_tool(state: _Import, path: str, folder: str, data: Mapping[str, Any]) 
         text = state.text_field(path, f"{key}.openApiSchema", spec.get("openApiSchema"))
         if text:
             openapi = _openapi_document(state, path, f"{key}.openApiSchema", text)
+            # The document's text (comments, quoting) stays in the carry: exported as it
+            # was while the document is unchanged.
+            state.keep(f"{posixpath.dirname(path)}/open_api_tool/")
     else:
         state.unknown_fields(
             path,
