@@ -17,9 +17,14 @@ def shop_app(user):
 
 def _edit_price(page: Page, old: str, new: str) -> None:
     page.get_by_label("Edit tool AddToCart").click()
-    code = page.locator("#tool-list textarea[name=python_code]")
-    expect(code).to_be_visible()
-    code.fill(code.input_value().replace(f"price = {old}", f"price = {new}"))
+    editor = page.locator("#tool-list .cm-field-python .cm-content")
+    expect(editor).to_be_visible()
+    text = page.locator("#tool-list textarea[name=python_code]").input_value()
+    assert f"price = {old}" in text
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(text.replace(f"price = {old}", f"price = {new}"))  # as a paste
+    expect(editor).to_contain_text(f"price = {new}")
     page.locator("#tool-list button[type=submit]", has_text="Save").click()
 
 
