@@ -1122,8 +1122,10 @@ def read_cx_files(
         agents=tuple(agents),
         cx={"app": app_data, "layout": "yaml" if app_path != "app.json" else "json", **carried},
     )
+    already = {d.subject for d in state.found}  # a file with its own note needs no other
     for path in sorted(carried["files"]) + sorted(carried.get("binary", {})):
-        state.note("SC607", INFO, path, "", "kept as is and written back on export")
+        if path not in already:
+            state.note("SC607", INFO, path, "", "kept as is and written back on export")
     variable_index = {v.name: i for i, v in enumerate(app.variables)}
     for d in check_app_spec(app):
         state.found.append(_place(d, variable_index, tool_files, agent_files, app_path))
