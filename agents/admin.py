@@ -18,6 +18,7 @@ from agents.models import (
     AuditEvent,
     Callback,
     Scenario,
+    ScenarioResult,
     ScenarioStep,
     Schema,
     Tool,
@@ -275,7 +276,17 @@ class AppShareAdmin(VersionedAdmin):
 class ScenarioStepInline(admin.TabularInline):
     model = ScenarioStep
     extra = 0
-    fields = ("order", "kind", "text", "tool", "args", "callback_kind")
+    fields = (
+        "order",
+        "kind",
+        "text",
+        "tool",
+        "args",
+        "callback_kind",
+        "variables",
+        "event",
+        "expectation",
+    )
 
 
 @admin.register(Scenario)
@@ -287,9 +298,11 @@ class ScenarioAdmin(VersionedAdmin):
         "channel",
         "token_budget",
         "step_count",
+        "last_status",
+        "last_run",
         "updated_at",
     )
-    list_select_related = ("agent", "agent__app")
+    list_select_related = ("agent", "agent__app", "last_result")
     list_filter = ("channel", "modality", "use_mocks")
     search_fields = ("name", "agent__display_name", "agent__app__name")
     autocomplete_fields = ("agent",)
@@ -305,6 +318,18 @@ class ScenarioAdmin(VersionedAdmin):
     @admin.display(description="steps", ordering="_step_count")
     def step_count(self, obj: Scenario) -> int:
         return obj._step_count  # type: ignore[attr-defined]
+
+    @admin.display(description="last result", ordering="last_result__status")
+    def last_status(self, obj: Scenario) -> str:
+        result = getattr(obj, "last_result", None)
+        return result.get_status_display() if result is not None else "—"
+
+    @admin.display(description="last run", ordering="last_result__ran_at")
+    def last_run(self, obj: Scenario) -> str:
+        result = getattr(obj, "last_result", None)
+        if result is None:
+            return "—"
+        return f"{result.ran_at:%Y-%m-%d %H:%M} by {result.ran_by_name or 'a command'}"
 
 
 @admin.register(ScenarioStep)
@@ -409,3 +434,41 @@ class AuditEventAdmin(ReadOnlyAdmin):
         "after",
     )
     fields = readonly_fields
+
+
+@admin.register(ScenarioResult)
+class ScenarioResultAdmin(ReadOnlyAdmin):
+    """The last evaluation of each scenario (manage.py evaluate, the API, the designer)."""
+
+    list_display = (
+        "scenario",
+        "app_name",
+        "status",
+        "passed",
+        "failed",
+        "needs_model",
+        "ran_by_name",
+        "ran_at",
+    )
+    list_select_related = ("scenario", "scenario__agent", "scenario__agent__app")
+    list_filter = ("status", "ran_at")
+    search_fields = ("scenario__name", "scenario__agent__app__name", "ran_by_name")
+    fields = (
+        "scenario",
+        "status",
+        "passed",
+        "failed",
+        "needs_model",
+        "app_revision",
+        "ran_by_name",
+        "ran_at",
+        "results",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="app", ordering="scenario__agent__app__name")
+    def app_name(self, obj: ScenarioResult) -> str:
+        return obj.scenario.agent.app.name
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

@@ -27,8 +27,12 @@ The tool will update the {current_account_balance} variable.
 Always share the {current_account_balance} with the user.
 """
 
+# The demo scenarios are goldens too (issue #11): their expectations check what the tools'
+# real code does. Change AddToCart's price (19.5) and "Buy a product" fails.
 SHOPPING_SCRIPT = """user: I'd like the blue running shoes, two pairs please.
 tool: AddToCart {"product_id": "shoe-blue-42", "quantity": 2}
+expect response: AddToCart {"quantity": 2, "cart_total": 39}
+expect state [Check_Cart_Total]: {"cart_total": 39}
 agent: Done — two pairs are in your cart.
 """
 
@@ -41,8 +45,11 @@ LOOKUP_BALANCE_CODE = '''def LookupBalance(account_id: str = "primary") -> dict:
 
 BANKING_SCRIPT = """user: Hi! What is the balance of my current account?
 tool: LookupBalance {"account_id": "primary"}
+expect response: LookupBalance {"balance": 1250, "currency": "EUR"}
+expect state [Check_Balance_Stored]: {"current_account_balance": 1250}
 agent: Your current account balance is 1,250 EUR.
 user: Thanks. Is that enough to pay a 900 EUR invoice?
+expect no calls
 agent: Yes — after paying it you would have 350 EUR left.
 """
 

@@ -26,7 +26,7 @@ from django.db import transaction
 
 from agents import selectors, services
 from agents.core import limits
-from agents.core.cx.app import from_cx_files, read_zip, to_cx_files, zip_bytes
+from agents.core.cx.app import read_cx_files, read_zip, to_cx_files, zip_bytes
 from agents.core.diagnostics import Diagnostic, Severity, has_errors
 from agents.core.formats import from_native, loads_native, to_native
 from agents.core.spec import AppSpec, ScenarioSpec
@@ -62,22 +62,26 @@ UploadKind = Literal["native", "cx"]
 
 
 def read_app_file(
-    data: bytes,
+    data: bytes, filename: str = ""
 ) -> tuple[UploadKind, AppSpec | None, tuple[ScenarioSpec, ...], tuple[Diagnostic, ...]]:
-    """What an uploaded file holds: a CX ZIP (by its signature) or a native JSON/YAML text."""
+    """What an uploaded file holds: a CX ZIP (by its signature) or a native JSON/YAML text.
+    A file named ``.zip`` that is not one is refused as such (not read as a native text)."""
     limit = {
         "max_objects": settings.IMPORT_MAX_OBJECTS,
         "max_instructions_bytes": settings.IMPORT_MAX_INSTRUCTIONS_BYTES,
     }
+    if filename.lower().endswith(".zip") and data[:4] not in (b"PK\x03\x04", b"PK\x05\x06"):
+        message = f"{filename} is not a ZIP file (a CX Agent Studio export is one); export it again"
+        return "cx", None, (), (Diagnostic("SC601", Severity.ERROR, message, field="(zip)"),)
     if data[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
         files, problems = read_zip(data)
         if files is None:
             return "cx", None, (), problems
-        spec, diagnostics = from_cx_files(files)
+        spec, scenarios, diagnostics = read_cx_files(files)
         over = limits.app_spec_problems(spec, **limit) if spec is not None else ()
         if over:
             return "cx", None, (), over
-        return "cx", spec, (), diagnostics
+        return "cx", spec, scenarios, diagnostics
     doc, problems = loads_native(data, max_yaml_bytes=settings.IMPORT_MAX_YAML_BYTES)
     if doc is None:
         return "native", None, (), problems
@@ -166,7 +170,7 @@ def app_import_file(
     import page and `manage.py import_app`. All of it or nothing: anything wrong raises
     `ImportRefused` with every problem (its errors first). Returns the app, the kind of
     file and the warnings and notes that did not stop it."""
-    kind, spec, scenarios, diagnostics = read_app_file(data)
+    kind, spec, scenarios, diagnostics = read_app_file(data, filename)
     if spec is None or has_errors(diagnostics):
         errors = [d for d in diagnostics if d.severity is Severity.ERROR]
         raise ImportRefused(kind, errors or diagnostics)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -401,6 +402,7 @@ class StepKind(models.TextChoices):
     AGENT = spec.StepKind.AGENT, "Agent message"
     TOOL = spec.StepKind.TOOL, "Tool call"
     CALLBACK = spec.StepKind.CALLBACK, "Callback run"
+    EXPECT = spec.StepKind.EXPECT, "Expectation"
 
 
 Channel = models.TextChoices("Channel", [(c.upper(), (c, c)) for c in rules.CHANNELS])
@@ -484,6 +486,13 @@ class ScenarioStep(TimestampedModel):
         default=dict, blank=True, help_text="Tool call: its arguments (JSON object)."
     )
     callback_kind = models.CharField(max_length=20, choices=CallbackKind.choices, blank=True)
+    variables = OrderedJSONField(
+        default=dict, blank=True, help_text="User input: session variables it sets (JSON object)."
+    )
+    event = models.CharField(max_length=200, blank=True, help_text="User input: its event.")
+    expectation = OrderedJSONField(
+        null=True, blank=True, help_text="Expectation: kind, tool, agent, value, note."
+    )
 
     class Meta:
         ordering = ["order", "id"]
@@ -503,7 +512,77 @@ class ScenarioStep(TimestampedModel):
             tool=self.tool,
             args=dict(self.args or {}),
             callback=spec.CallbackKind(self.callback_kind) if self.callback_kind else None,
+            variables=dict(self.variables or {}),
+            event=self.event,
+            expectation=expectation_from_json(self.expectation),
         )
+
+
+def expectation_to_json(expectation: spec.ExpectationSpec | None) -> dict[str, Any] | None:
+    if expectation is None:
+        return None
+    return {
+        "kind": expectation.kind.value,
+        "tool": expectation.tool,
+        "agent": expectation.agent,
+        "value": expectation.value,
+        "note": expectation.note,
+    }
+
+
+def expectation_from_json(data: Any) -> spec.ExpectationSpec | None:
+    if not isinstance(data, dict) or "kind" not in data:
+        return None
+    return spec.ExpectationSpec(
+        kind=spec.ExpectKind(data["kind"]),
+        tool=data.get("tool", ""),
+        agent=data.get("agent", ""),
+        value=data.get("value"),
+        note=data.get("note", ""),
+    )
+
+
+class ResultStatus(models.TextChoices):
+    PASSED = "passed", "Passed"
+    FAILED = "failed", "Failed"
+    NEEDS_MODEL = "needs_model", "Needs a model"
+    NONE = "none", "No expectations"
+
+
+class ScenarioResult(models.Model):
+    """The last evaluation of a scenario's expectations: when, who, and what came out."""
+
+    scenario = models.OneToOneField(Scenario, on_delete=models.CASCADE, related_name="last_result")
+    status = models.CharField(max_length=12, choices=ResultStatus.choices)
+    passed = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    needs_model = models.PositiveIntegerField(default=0)
+    results = OrderedJSONField(
+        default=list, blank=True, help_text="Each expectation: step, turn, status, message, diff."
+    )
+    app_revision = models.PositiveBigIntegerField(default=0)
+    ran_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="scenario_results",
+    )
+    ran_by_name = models.CharField(max_length=150, blank=True)
+    ran_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-ran_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=ResultStatus.values), name="result_status_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scenario} — {self.get_status_display()}"
 
 
 class AuditEvent(models.Model):

@@ -177,3 +177,12 @@ def app_was_imported(app: AgentApp) -> bool:
 def app_history(app: AgentApp, *, limit: int = 200) -> QuerySet[AuditEvent]:
     """The app's most recent changes, newest first."""
     return app.audit_events.select_related("actor").order_by("-created_at", "-id")[:limit]
+
+
+def app_needs_model_evaluations(app: AgentApp) -> list[tuple[str, str]]:
+    """The CX evaluations of the scenario kind an imported app carries, (name, file): they
+    need a model, so they are listed, never run. Reads only the app's carry column."""
+    from agents.core.cx.evaluations import needs_model_evaluations
+
+    carry = AgentApp.objects.filter(pk=app.pk).values_list("cx", flat=True).first() or {}
+    return needs_model_evaluations(AppSpec(name=app.name, cx=carry))

@@ -220,6 +220,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Several "kind" fields: each choice set gets its own name.
+    "ENUM_NAME_OVERRIDES": {
+        "ToolKindEnum": "agents.models.ToolKind",
+        "UploadKindEnum": [("native", "native"), ("cx", "cx")],
+    },
 }
 
 # Production hardening; `manage.py check --deploy` is clean when DEBUG is off.

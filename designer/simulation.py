@@ -7,11 +7,13 @@ result for the template.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents import services
+from agents.core.evaluate import ExpectationResult, ScenarioEvaluation
 from agents.core.render import render_value
 from agents.core.simulate import SimulationResult
 from agents.models import Agent, AgentApp, Scenario
@@ -22,6 +24,62 @@ class StateRow:
     name: str
     value: str
     changed: bool
+
+
+_BADGE = {"passed": "✓ passed", "failed": "✗ failed", "needs_model": "? needs a model"}
+
+
+def _pretty(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=2)
+    except (TypeError, ValueError):
+        return render_value(value)
+
+
+@dataclass
+class ExpectView:
+    """An expectation's outcome at its step of the timeline (an item among the events)."""
+
+    result: ExpectationResult
+    kind: str = "expect"
+    index: int | None = None
+    tokens: int = 0
+
+    @property
+    def step(self) -> int:
+        return self.result.step
+
+    @property
+    def status(self) -> str:
+        return self.result.status
+
+    @property
+    def badge(self) -> str:
+        return _BADGE[self.result.status]
+
+    @property
+    def expected_text(self) -> str:
+        return _pretty(self.result.expected)
+
+    @property
+    def actual_text(self) -> str:
+        return _pretty(self.result.actual)
+
+
+def _interleave(events: list[Any], expectations: list[ExpectationResult]) -> list[Any]:
+    """The turn's events with each expectation placed at its step (after the events the
+    steps before it produced)."""
+    pending = sorted(expectations, key=lambda r: r.step)
+    items: list[Any] = []
+    for event in events:
+        while pending and event.step is not None and pending[0].step < event.step:
+            items.append(ExpectView(pending.pop(0)))
+        if event.step is None:  # after_agent callbacks: the end of the turn
+            items.extend(ExpectView(r) for r in pending)
+            pending = []
+        items.append(event)
+    items.extend(ExpectView(r) for r in pending)
+    return items
 
 
 @dataclass
@@ -50,6 +108,7 @@ class Conversation:
     diagnostics: list[Any] = field(default_factory=list)
     use_mocks: bool = False
     budget: int = 0
+    evaluation: ScenarioEvaluation | None = None
 
 
 def _mocks_choice(params: Mapping[str, Any], scenario: Scenario) -> bool | None:
@@ -71,13 +130,15 @@ def build_conversation(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -
     conversation = Conversation(scenarios=scenarios, scenario=scenario)
     if scenario is None:
         return conversation
-    scenario_spec, result = services.simulate_scenario(
+    run = services.scenario_run(
         app=app,
         agent=agent,
         scenario=scenario,
         instructions=params.get("instructions"),
         use_mocks=_mocks_choice(params, scenario),
     )
+    scenario_spec, result = run.spec, run.result
+    conversation.evaluation = run.evaluation
     use_mocks = scenario_spec.use_mocks
     conversation.result = result
     conversation.use_mocks = use_mocks
@@ -88,7 +149,10 @@ def build_conversation(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -
         conversation.turns.append(
             TurnView(
                 index=turn.index,
-                events=[events[i] for i in turn.events],
+                events=_interleave(
+                    [events[i] for i in turn.events],
+                    [r for r in run.evaluation.results if r.turn == turn.index],
+                ),
                 state=[
                     StateRow(k, render_value(v), k in turn.changed)
                     for k, v in turn.state_after.items()

@@ -13,6 +13,7 @@ app_patterns = [
     path("delete", views.app_delete, name="app-delete"),
     path("share", views.app_share, name="app-share"),
     path("history", views.app_history, name="app-history"),
+    path("run-all", views.app_run_all, name="app-run-all"),
     path("export", exchange_views.app_export, name="app-export"),
     path("import-report", exchange_views.app_import_report, name="app-import-report"),
     path("export/native", exchange_views.app_export_native, name="app-export-native"),

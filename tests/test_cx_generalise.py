@@ -27,6 +27,7 @@ ROOT_ID = "5b1c8a8e-0f3c-4a4e-9d7e-1a2b3c4d5e6f"
 BILLING_ID = "9f0e1d2c-3b4a-5968-7766-554433221100"
 LOOKUP_ID = "0d1e2f3a-4b5c-6d7e-8f90-a1b2c3d4e5f6"
 CLIENT_ID = "c1c2c3c4-d5d6-e7e8-f9f0-a1a2a3a4a5a6"
+ORDERS_ID = "7a7a7a7a-1111-2222-3333-444455556666"
 PREFIX = "projects/p/locations/us/apps/a1"
 
 
@@ -47,6 +48,7 @@ def _app_files() -> dict[str, object]:
             "errorHandlingSettings": {"fallbackResponse": {"text": "Sorry."}},
             "defaultChannelProfile": {"channelType": "WEB_UI", "profileId": "web"},
             "globalInstruction": "Always be polite.",
+            "metadata": {"cost_center": "cc_01", "owner_team": "care"},
             "variableDeclarations": [
                 {
                     "name": "customer_tier",
@@ -74,10 +76,10 @@ def _app_files() -> dict[str, object]:
             "name": ROOT_ID,
             "displayName": "Acme Root",
             "instruction": "agents/Acme_Root/instruction.txt",
-            "tools": [LOOKUP_ID, CLIENT_ID, "end_session"],
+            "tools": [LOOKUP_ID, CLIENT_ID, "end_session", "kb_search"],
             "toolsets": [
                 {"toolset": "Crm_Mcp"},
-                {"toolset": "Orders_Api", "toolIds": ["getOrder"]},
+                {"toolset": f"{PREFIX}/toolsets/{ORDERS_ID}", "toolIds": ["getOrder"]},
             ],
             "childAgents": [f"{PREFIX}/agents/{BILLING_ID}"],
             "modelSettings": {"model": "gemini-2.5-pro"},
@@ -112,7 +114,7 @@ def _app_files() -> dict[str, object]:
         },
         "tools/lookup_customer/lookup_customer.json": {
             "name": LOOKUP_ID,
-            "displayName": "lookup_customer",
+            "displayName": "Lookup Customer",
             "executionType": "SYNCHRONOUS",
             "pythonFunction": {
                 "name": "lookup_customer",
@@ -154,9 +156,14 @@ def _app_files() -> dict[str, object]:
                 },
             },
         },
+        "tools/kb_search/kb_search.json": {
+            "displayName": "kb_search",
+            "description": "Search the knowledge base.",
+            "mcpTool": {"name": "search", "serverAddress": "https://mcp.example.com/kb"},
+        },
         "toolsets/Orders_Api/Orders_Api.json": {
-            "name": "Orders_Api",
-            "displayName": "Orders_Api",
+            "name": ORDERS_ID,
+            "displayName": "Orders API",
             "openApiToolset": {
                 "openApiSchema": "toolsets/Orders_Api/open_api_toolset/open_api_schema.yaml"
             },
@@ -201,7 +208,7 @@ def test_an_unusual_export_round_trips_semantically_equal(user, yaml_layout):
     assert list(root.children.values_list("display_name", flat=True)) == ["Billing"]
     attached = set(root.tools.values_list("name", flat=True))
     # the Python tool, the platform tool and the OpenAPI toolset's chosen operation
-    assert attached == {"lookup_customer", "end_session", "getOrder"}
+    assert attached == {"lookup_customer", "end_session", "getOrder", "kb_search"}
     assert app.tools.get(name="getOrder").cx == {"toolset": "Orders_Api", "operation": "getOrder"}
     assert root.callbacks.count() == 1  # the disabled one is kept, not run
     data, _ = exchange.app_export_cx(app)
@@ -244,3 +251,47 @@ def test_a_version_restore_keeps_what_the_cx_import_kept(user):
     assert json.dumps(cx_tree(read_zip(data)[0]), sort_keys=True) == json.dumps(
         cx_tree(files), sort_keys=True
     )
+
+
+def test_edits_keep_what_statecraft_does_not_model(user):
+    from agents import services
+
+    files = _files(yaml_layout=False)
+    app, _, _ = exchange.app_import_file(owner=user, data=_zip(files))
+    tier = app.variables.get(name="customer_tier")
+    services.variable_update(variable=tier, default="gold", actor=user)
+    tickets = app.variables.get(name="open_tickets")
+    services.variable_update(variable=tickets, name="tickets", actor=user)
+    data, _ = exchange.app_export_cx(AgentApp.objects.get(pk=app.pk))
+    app_json = json.loads(read_zip(data)[0]["app.json"])
+    declarations = app_json["variableDeclarations"]
+    assert [d["name"] for d in declarations] == ["customer_tier", "tickets"]  # order kept
+    assert declarations[0]["schema"] == {
+        "type": "STRING",
+        "enum": ["gold", "silver"],  # Statecraft has no enum for a text: kept from CX
+        "default": "gold",
+    }
+    assert declarations[1]["schema"]["items"]["properties"] == {"id": {"type": "STRING"}}
+
+
+def test_typos_and_dangling_references_in_what_is_kept_are_reported():
+    files = _files(yaml_layout=False)
+    agent = json.loads(files["agents/Acme_Root/Acme_Root.json"])
+    agent["instructon"] = "typo"
+    agent["guardrails"] = ["NoSuchGuard"]
+    agent["transferRules"][0]["childAgent"] = "ghost"
+    files["agents/Acme_Root/Acme_Root.json"] = json.dumps(agent).encode()
+    spec, diagnostics = from_cx_files(files)
+    assert spec is not None
+    messages = {d.field: d.message for d in diagnostics if d.severity.value == "warning"}
+    assert "did you mean `instruction`?" in messages["instructon"]
+    assert "no guardrail 'NoSuchGuard'" in messages["guardrails[0]"]
+    assert "no agent 'ghost'" in messages["transferRules[0].childAgent"]
+    app_guardrails = [d for d in diagnostics if d.field == "guardrails[0]"]
+    assert len(app_guardrails) == 1  # the app's own guardrail (by resource name) resolves
+
+
+def test_a_file_named_zip_that_is_not_one_is_refused_as_such(user):
+    with pytest.raises(exchange.ImportRefused) as refused:
+        exchange.app_import_file(owner=user, data=b"hello", filename="app.zip")
+    assert refused.value.diagnostics[0].message.startswith("app.zip is not a ZIP file")

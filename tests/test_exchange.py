@@ -116,7 +116,8 @@ def test_cx_download_is_a_zip_with_the_warning_count(signed_in, bank):
     assert "tools/LookupBalance/python_function/python_code.py" in names
     _, diagnostics = exchange.app_export_cx(bank)
     warnings = [d for d in diagnostics if d.severity.value != "info"]
-    assert int(response[WARNINGS_HEADER]) == len(warnings) >= 1  # the scenario is not exported
+    assert int(response[WARNINGS_HEADER]) == len(warnings)
+    assert "evaluations/Balance_question/Balance_question.json" in names  # a golden
 
 
 def test_export_page_lists_the_downloads_and_the_report(signed_in, bank):
@@ -259,7 +260,20 @@ def test_import_of_the_demo_bank_cx_zip(signed_in, user, bank):
     original, _ = _spec_and_scenarios(bank)
     assert spec.variables == original.variables
     assert spec.tools == original.tools and spec.agents == original.agents
-    assert not imported.agents.get().scenarios.exists()  # scenarios are not part of CX
+    # The scenario comes back as a golden: its calls and expectations; the scripted agent
+    # messages are the model's (not in a golden), so each turn ends with an empty one.
+    scenario = imported.agents.get().scenarios.get()
+    assert scenario.name == "Balance question"
+    assert services.scenario_script(scenario) == (
+        "user: Hi! What is the balance of my current account?\n"
+        'expect call: LookupBalance {"account_id": "primary"}\n'
+        'expect response: LookupBalance {"balance": 1250, "currency": "EUR"}\n'
+        'expect state [Check_Balance_Stored]: {"current_account_balance": 1250}\n'
+        "agent: \n"
+        "user: Thanks. Is that enough to pay a 900 EUR invoice?\n"
+        "expect no calls\n"
+        "agent: "
+    )
 
 
 def test_upload_that_is_not_an_app_is_refused_with_a_message(signed_in):

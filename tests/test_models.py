@@ -66,7 +66,7 @@ def test_one_root_agent_and_unique_display_names(app):
 def test_to_spec_carries_everything(shop, django_assert_max_num_queries):
     from agents.selectors import app_with_everything
 
-    app = app_with_everything(shop.pk).get()
+    app = app_with_everything(shop.pk, carry=True).get()
     with django_assert_max_num_queries(0):
         spec = app.to_spec()
     assert {v.name for v in spec.variables} == {

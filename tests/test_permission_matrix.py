@@ -55,6 +55,9 @@ VIEW_ACTIONS = {  # POSTs that only read: previews, simulations, examples, copie
     "agent-compile",
     "scenario-simulate",
     "version-diff",
+    "app-evaluate",  # runs the goldens (stores the last result, changes no app content)
+    "scenario-evaluate",
+    "app-run-all",
 }
 
 

@@ -450,11 +450,16 @@ class ScenarioPatchIn(ScenarioIn):
 
 
 class StepOut(serializers.Serializer):
-    kind = serializers.CharField(help_text="user, agent, tool or callback.")
+    kind = serializers.CharField(help_text="user, agent, tool, callback or expect.")
     text = serializers.CharField()
     tool = serializers.CharField()
     args = serializers.JSONField()
     callback_kind = BlankAsNullCharField(allow_null=True)
+    variables = serializers.JSONField(help_text="User input: session variables it sets.")
+    event = serializers.CharField(help_text="User input: its event.")
+    expectation = serializers.JSONField(
+        allow_null=True, help_text="Expect: {kind, tool, agent, value, note}."
+    )
 
 
 class ScenarioOut(serializers.ModelSerializer):
@@ -643,3 +648,42 @@ class SimulationOut(serializers.Serializer):
     events = EventOut(many=True)
     model_calls = ModelCallOut(many=True)
     final_state = StateField()
+
+
+class ExpectationResultOut(serializers.Serializer):
+    step = serializers.IntegerField(help_text="Index of the expectation's step (from 0).")
+    turn = serializers.IntegerField()
+    kind = serializers.CharField(help_text="state, call, response, no calls, transfer, agent.")
+    line = serializers.CharField(help_text="The expectation as its script line.")
+    note = serializers.CharField()
+    status = serializers.ChoiceField(choices=["passed", "failed", "needs_model"])
+    message = serializers.CharField()
+    expected = serializers.JSONField(allow_null=True)
+    actual = serializers.JSONField(allow_null=True)
+    differences = serializers.ListField(child=serializers.CharField())
+
+
+class ScenarioEvaluationOut(serializers.Serializer):
+    scenario = serializers.IntegerField()
+    name = serializers.CharField()
+    agent = serializers.IntegerField()
+    agent_name = serializers.CharField()
+    status = serializers.ChoiceField(choices=["passed", "failed", "needs_model", "none"])
+    passed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    needs_model = serializers.IntegerField()
+    results = ExpectationResultOut(many=True)
+    diagnostics = DiagnosticOut(many=True, help_text="The simulation's step errors and warnings.")
+
+
+class EvaluationSummaryOut(serializers.Serializer):
+    passed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    needs_model = serializers.IntegerField()
+    no_expectations = serializers.IntegerField()
+
+
+class AppEvaluationOut(serializers.Serializer):
+    ok = serializers.BooleanField(help_text="No expectation failed.")
+    summary = EvaluationSummaryOut()
+    scenarios = ScenarioEvaluationOut(many=True)

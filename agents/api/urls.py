@@ -21,6 +21,7 @@ urlpatterns = [
     path("apps/import", views.AppImportView.as_view(), name="app-import"),
     path(app, views.AppDetailView.as_view(), name="app-detail"),
     path(app + "lint", views.AppLintView.as_view(), name="app-lint"),
+    path(app + "evaluate", views.AppEvaluateView.as_view(), name="app-evaluate"),
     path(app + "versions/", version_views.VersionListView.as_view(), name="version-list"),
     path(
         app + "versions/<int:number>/",
@@ -46,6 +47,7 @@ urlpatterns = [
     path(agent + "scenarios/", views.ScenarioListView.as_view(), name="scenario-list"),
     path(scenario, views.ScenarioDetailView.as_view(), name="scenario-detail"),
     path(scenario + "simulate", views.ScenarioSimulateView.as_view(), name="scenario-simulate"),
+    path(scenario + "evaluate", views.ScenarioEvaluateView.as_view(), name="scenario-evaluate"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves the page's script from a URL (no inline script: CSP); the
     # template has no inline style either.

@@ -7,6 +7,7 @@ invalid input (DRF validation and `ServiceError` alike) and 409 for a stale `ver
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -35,6 +36,7 @@ from agents.core.lint import lint_app
 from agents.core.simulate import SimulationResult
 from agents.models import Agent, AgentApp, AppShare, Scenario, Schema, Tool, Variable
 from agents.selectors import Access
+from agents.services.evaluation import ScenarioRun, summarise
 
 # ---------------------------------------------------------------- errors
 
@@ -703,3 +705,74 @@ def _simulation(result: SimulationResult, use_mocks: bool) -> dict[str, Any]:
         "model_calls": result.model_calls,
         "final_state": result.final_state,
     }
+
+
+def _evaluation(run: ScenarioRun) -> dict[str, Any]:
+    evaluation = run.evaluation
+    return {
+        "scenario": run.scenario.pk,
+        "name": run.scenario.name,
+        "agent": run.agent.pk,
+        "agent_name": run.agent.display_name,
+        "status": evaluation.status,
+        "passed": evaluation.passed,
+        "failed": evaluation.failed,
+        "needs_model": evaluation.needs_model,
+        "results": [dataclasses.asdict(r) for r in evaluation.results],
+        "diagnostics": run.result.diagnostics,
+    }
+
+
+class ScenarioEvaluateView(ApiView):
+    """Run one scenario's expectations (goldens) and store its last result."""
+
+    queryset = Scenario.objects.none()
+    throttle_classes = with_default_throttles(SimulateThrottle)
+
+    @extend_schema(
+        tags=["actions"],
+        operation_id="apps_agents_scenarios_evaluate",
+        summary="Check the scenario's expectations: each passed, failed or needing a model",
+        description=(
+            "Simulates the scenario (Python tools and callbacks in the sandbox) and checks "
+            "each expectation against what happened; the outcome is stored as the scenario's "
+            "last result. Viewers may evaluate."
+        ),
+        request=None,
+        responses={200: io.ScenarioEvaluationOut, **READ_ERRORS},
+    )
+    def post(self, request: Request, app_id: int, agent_id: int, scenario_id: int) -> Response:
+        app = self.load_app(queryset=selectors.app_with_everything(app_id))
+        agent = next((a for a in app.agents.all() if a.pk == agent_id), None)
+        scenario = agent and next((s for s in agent.scenarios.all() if s.pk == scenario_id), None)
+        if scenario is None:
+            raise exceptions.NotFound("No such scenario for this agent.")
+        run = services.scenario_evaluate(
+            app=app, agent=agent, scenario=scenario, actor=request.user
+        )
+        return json_data_response(self.output(io.ScenarioEvaluationOut, _evaluation(run)))
+
+
+class AppEvaluateView(ApiView):
+    """Run the expectations of every scenario of the app, as `manage.py evaluate` does."""
+
+    queryset = AgentApp.objects.none()
+    throttle_classes = with_default_throttles(SimulateThrottle)
+
+    @extend_schema(
+        tags=["actions"],
+        operation_id="apps_evaluate",
+        summary="Check every scenario's expectations; `ok` is false when one failed",
+        request=None,
+        responses={200: io.AppEvaluationOut, **READ_ERRORS},
+    )
+    def post(self, request: Request, app_id: int) -> Response:
+        app = self.load_app()
+        runs = services.app_evaluate(app=app, actor=request.user)
+        summary = summarise(runs)
+        body = {
+            "ok": summary.ok,
+            "summary": dataclasses.asdict(summary),
+            "scenarios": [_evaluation(run) for run in runs],
+        }
+        return json_data_response(self.output(io.AppEvaluationOut, body))

@@ -42,6 +42,8 @@ from agents.core.spec import (
     AppSpec,
     CallbackKind,
     CallbackSpec,
+    ExpectationSpec,
+    ExpectKind,
     ScenarioSpec,
     SchemaSpec,
     SessionSpec,
@@ -289,10 +291,42 @@ NATIVE_SCHEMA: dict[str, Any] = {
                 "tool": {"$ref": "#/$defs/name"},
                 "args": {"type": "object"},
                 "callback": {"enum": [k.value for k in CallbackKind]},
+                "variables": {
+                    "description": "A user input's session variables (CX userInput.variables).",
+                    "type": "object",
+                },
+                "event": {"description": "A user input's event (CX userInput.event).", **_text()},
+                "expectation": {"$ref": "#/$defs/expectation"},
             },
             "allOf": [
                 _if_then("kind", StepKind.TOOL.value, ["tool"]),
                 _if_then("kind", StepKind.CALLBACK.value, ["callback"]),
+                _if_then("kind", StepKind.EXPECT.value, ["expectation"]),
+            ],
+        },
+        "expectation": {
+            "description": (
+                "A golden expectation (CX GoldenExpectation): the state at the end of the "
+                "turn, a tool call (value: its arguments; null leaves them to the model), a "
+                "tool response, no tool calls, a transfer, the agent's reply, or a mock of "
+                "the next call of a tool."
+            ),
+            "type": "object",
+            "required": ["kind"],
+            "additionalProperties": False,
+            "properties": {
+                "kind": {"enum": [k.value for k in ExpectKind]},
+                "tool": {"$ref": "#/$defs/name"},
+                "agent": _text(200, min_length=1),
+                "value": {},
+                "note": _text(500),
+            },
+            "allOf": [
+                _if_then("kind", ExpectKind.STATE.value, ["value"]),
+                _if_then("kind", ExpectKind.CALL.value, ["tool"]),
+                _if_then("kind", ExpectKind.RESPONSE.value, ["tool"]),
+                _if_then("kind", ExpectKind.MOCK.value, ["tool"]),
+                _if_then("kind", ExpectKind.TRANSFER.value, ["agent"]),
             ],
         },
     },
@@ -408,7 +442,39 @@ def _scenario_out(scenario: ScenarioSpec) -> dict[str, Any]:
     }
 
 
+def _expectation_out(expectation: ExpectationSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": expectation.kind.value}
+    if expectation.tool:
+        out["tool"] = expectation.tool
+    if expectation.agent:
+        out["agent"] = expectation.agent
+    if expectation.kind not in (ExpectKind.NO_CALLS, ExpectKind.TRANSFER):
+        out["value"] = _json(expectation.value)
+    if expectation.note:
+        out["note"] = expectation.note
+    return out
+
+
+def _expectation_in(data: Mapping[str, Any]) -> ExpectationSpec:
+    return ExpectationSpec(
+        kind=ExpectKind(data["kind"]),
+        tool=data.get("tool", ""),
+        agent=data.get("agent", ""),
+        value=data.get("value"),
+        note=data.get("note", ""),
+    )
+
+
 def _step_out(step: StepSpec) -> dict[str, Any]:
+    if step.kind is StepKind.EXPECT and step.expectation is not None:
+        return {"kind": step.kind.value, "expectation": _expectation_out(step.expectation)}
+    if step.kind is StepKind.USER and (step.variables or step.event):
+        out: dict[str, Any] = {"kind": step.kind.value, "text": step.text}
+        if step.variables:
+            out["variables"] = _json(step.variables)
+        if step.event:
+            out["event"] = step.event
+        return out
     if step.kind is StepKind.TOOL:
         return {"kind": step.kind.value, "tool": step.tool, "args": _json(step.args)}
     if step.kind is StepKind.CALLBACK:
@@ -779,6 +845,9 @@ def _scenario_in(s: dict[str, Any], agent: str, diagnostics: list[Diagnostic]) -
                 tool=step.get("tool", ""),
                 args=step.get("args", {}),
                 callback=CallbackKind(step["callback"]) if "callback" in step else None,
+                variables=step.get("variables", {}),
+                event=step.get("event", ""),
+                expectation=_expectation_in(step["expectation"]) if "expectation" in step else None,
             )
             for step in s.get("steps", [])
         )

@@ -121,6 +121,9 @@ _UNDECIDABLE_KEYWORDS = (
 )
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+# Values CX Agent Studio fills in instructions itself, declared or not (its linter's
+# INSTRUCTION_BUILTINS; it advises every agent to mention `{current_date}`).
+CX_INSTRUCTION_BUILTINS = frozenset({"current_date"})
 
 
 # ---------------------------------------------------------------------------
@@ -416,6 +419,7 @@ def _lint_agent(index: _Index, agent: AgentSpec, text: str, used: set[str]) -> l
                     f"it: say when to use it with `{{@TOOL: {tool_name}}}`.",
                     field=f"agents.{name}.tools",
                     subject=name,
+                    reference=tool_name,
                 )
             )
     for child in agent.children:
@@ -470,7 +474,7 @@ def _reference_problem(
     index: _Index, agent: AgentSpec, agent_tools: frozenset[str], kind: TokenKind, name: str
 ) -> _Found | None:
     if kind is TokenKind.DYNAMIC:
-        if name in index.variables:
+        if name in index.variables or name in CX_INSTRUCTION_BUILTINS:
             return None
         return (
             "SC302",
@@ -511,6 +515,9 @@ def _static_problems(
     dotted = ".".join(path)
     shown = f"The condition reads `{dotted}`" if in_condition else f"`{{{{{dotted}}}}}`"
     variable = index.variables.get(first)
+    builtin = variable is None and first in CX_INSTRUCTION_BUILTINS and len(path) == 1
+    if builtin and not in_condition:  # CX fills it in; a condition is decided before CX
+        return ()
     if variable is None:
         hint = index.suggest("variable", first)
         if in_condition:

@@ -49,6 +49,15 @@ How a session runs
   run.
 - **CALLBACK** steps run the callbacks of the given kind that way, with the step's
   ``args`` as keyword arguments.
+- A **USER** step may set session variables (CX's ``userInput.variables``): they are
+  applied at the start of its turn, before the user message and the ``before_agent``
+  callbacks, as writes of the source ``session`` (checked like any write). An event input
+  (``userInput.event``) without text shows as the user message ``<event>name</event>``.
+- **EXPECT** steps (golden expectations, checked by ``agents.core.evaluate``) do nothing
+  here, except: ``expect call`` with arguments is the scripted model calling the tool (a
+  TOOL step); ``expect agent`` is the scripted reply (an AGENT step); ``mock`` makes the
+  next call of its tool (this turn or later) answer the given response without running
+  the tool's mock or code (its before/after tool callbacks still run).
 - Callbacks receive, as keyword arguments: ``before_tool`` → ``tool``, ``args``;
   ``after_tool`` → ``tool``, ``args``, ``tool_response``; ``before_model`` →
   ``llm_request``; ``after_model`` → ``llm_response``; the agent callbacks nothing (a
@@ -125,6 +134,7 @@ from agents.core.spec import (
     AppSpec,
     CallbackKind,
     CallbackSpec,
+    ExpectKind,
     ScenarioSpec,
     StepKind,
     StepSpec,
@@ -475,6 +485,7 @@ class _Run:
         self.step_index: int | None = None
         self.mcp_calls = 0
         self.session_updates: list[tuple[str, Any]] = []
+        self.step_mocks: dict[str, Any] = {}  # tool name -> the response of its next call
         # Context window: events[window_start:] is the visible suffix, `window_tokens` its size.
         self.window_start = 0
         self.window_tokens = 0
@@ -781,7 +792,12 @@ class _Run:
                     value=value,
                 )
         if first_step.kind is StepKind.USER:
-            self.add_event("user", first_step.text)
+            if first_step.variables:
+                writer = _Writer("session", "the session input", "session")
+                writes = tuple((k, copy.deepcopy(v)) for k, v in first_step.variables.items())
+                self.apply_writes(writer, writes, ())
+            if first_step.text or first_step.event:
+                self.add_event("user", first_step.text or f"<event>{first_step.event}</event>")
         returned, value = self.run_callbacks(CallbackKind.BEFORE_AGENT, {})
         parts = response_parts(value) if returned else None
         if parts is not None and self.turn_ended is None:
@@ -801,6 +817,14 @@ class _Run:
             self.model_call(({"text": step.text},))
         elif kind is StepKind.TOOL:
             self.model_call(({"function_call": {"name": step.tool, "args": dict(step.args)}},))
+        elif kind is StepKind.EXPECT and step.expectation is not None:
+            expected = step.expectation
+            if expected.kind is ExpectKind.CALL and isinstance(expected.value, dict):
+                self.run_step(StepSpec(StepKind.TOOL, tool=expected.tool, args=expected.value))
+            elif expected.kind is ExpectKind.AGENT:
+                self.model_call(({"text": str(expected.value or "")},))
+            elif expected.kind is ExpectKind.MOCK:
+                self.step_mocks[expected.tool] = copy.deepcopy(expected.value)
         elif kind is StepKind.CALLBACK:
             callback_kind = step.callback
             if callback_kind is None or not any(
@@ -923,7 +947,10 @@ class _Run:
             self.roll_back(scope, "the model call")
             return
         note = changed
-        for part in answer:
+        # ADK yields the answer (its text) before it runs the answer's function calls.
+        texts = [p for p in answer if not isinstance(p.get("function_call"), dict)]
+        calls = [p for p in answer if isinstance(p.get("function_call"), dict)]
+        for part in texts + calls:
             if self.turn_ended is not None:
                 break
             call = part.get("function_call")
@@ -1047,6 +1074,8 @@ class _Run:
                 tool, args, self.http_context(), request_id=self.mcp_calls
             )
             self.record_http(request, problems)
+        if name in self.step_mocks:
+            return True, self.step_mocks.pop(name)
         has_code = tool.kind is ToolKind.PYTHON and bool((tool.python_code or "").strip())
         mock = tool.mock
         if mock is not None and (self.scenario.use_mocks or not has_code):

@@ -140,14 +140,46 @@ class StepKind(StrEnum):
     AGENT = "agent"
     TOOL = "tool"
     CALLBACK = "callback"
+    EXPECT = "expect"
+
+
+class ExpectKind(StrEnum):
+    """What a golden expectation checks (CX's ``GoldenExpectation``), and the mock step."""
+
+    STATE = "state"  # updatedVariables
+    CALL = "call"  # toolCall: the scripted model calls the tool (args None: the model chooses)
+    RESPONSE = "response"  # toolResponse
+    NO_CALLS = "no calls"  # noToolCalls
+    TRANSFER = "transfer"  # agentTransfer
+    AGENT = "agent"  # agentResponse: the scripted reply, checked only by a model
+    MOCK = "mock"  # mockToolResponse: the next call of the tool answers this, no code runs
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectationSpec:
+    """One expectation of a scenario step (see ``agents.core.evaluate`` for the rules).
+
+    `tool` names the tool (CALL, RESPONSE, MOCK), `agent` the target (TRANSFER); `value` is
+    the expected variables (STATE, an object), the arguments (CALL; None when the golden
+    leaves them to the model), the response (RESPONSE, MOCK) or the reply text (AGENT).
+    """
+
+    kind: ExpectKind
+    tool: str = ""
+    agent: str = ""
+    value: Any = None
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class StepSpec:
-    """One scripted step: a user or agent message, a tool call, or a callback run.
+    """One scripted step: a user or agent message, a tool call, a callback run or an
+    expectation.
 
     `tool` names the tool and `args` its arguments (TOOL); `callback` is the
-    callback kind to run, all callbacks of that kind in order (CALLBACK).
+    callback kind to run, all callbacks of that kind in order (CALLBACK). A USER step may
+    also set session `variables` (CX's ``userInput.variables``) and carry an `event`
+    (``userInput.event``) besides or instead of its text; EXPECT holds `expectation`.
     """
 
     kind: StepKind
@@ -155,6 +187,9 @@ class StepSpec:
     tool: str = ""
     args: dict[str, Any] = field(default_factory=dict)
     callback: CallbackKind | None = None
+    variables: dict[str, Any] = field(default_factory=dict)
+    event: str = ""
+    expectation: ExpectationSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,11 @@ Calling convention
   ``str.format`` and ``string.Formatter`` go through a formatter whose fields pass the
   attribute guard.  CX's globals (``LlmRequest``, ``LlmResponse``, ``Content``, ``Part``...,
   ``tools.<name>(args)``) and callback signatures are provided (``cx_objects.py``).
+  ``context_values["events"]`` (``[{"author", "content"}]``) becomes CX's
+  ``callback_context.events`` (``Event`` objects), ``user_content`` and
+  ``get_last_user_input()``/``get_last_agent_output()``; each ``tools.<name>(...)`` call is
+  reported in ``SandboxResult.tool_calls`` (name, returned), and a failure inside the
+  called tool names that tool and its line.
 
 Security model: the OS is the boundary, the language filter is defence in depth
 ---------------------------------------------------------------------------------

@@ -32,6 +32,14 @@ from agents.services.apps import (
     free_name,
 )
 from agents.services.common import CODES, UNSET, ServiceError, StaleObjectError
+from agents.services.evaluation import (
+    ScenarioRun,
+    app_evaluate,
+    scenario_evaluate,
+    scenario_result_record,
+    scenario_run,
+    summarise,
+)
 from agents.services.preview import AgentPreview, preview_agent
 from agents.services.scenarios import scenario_delete, scenario_save, scenario_script
 from agents.services.schemas import schema_create, schema_delete, schema_problems, schema_update
@@ -49,6 +57,7 @@ __all__ = [
     "CODES",
     "UNSET",
     "AgentPreview",
+    "ScenarioRun",
     "ServiceError",
     "StaleObjectError",
     "agent_create",
@@ -63,6 +72,7 @@ __all__ = [
     "app_create_from_spec",
     "app_delete",
     "app_duplicate",
+    "app_evaluate",
     "app_share",
     "app_share_by_username",
     "app_unshare",
@@ -74,6 +84,9 @@ __all__ = [
     "free_name",
     "preview_agent",
     "scenario_delete",
+    "scenario_evaluate",
+    "scenario_result_record",
+    "scenario_run",
     "scenario_save",
     "scenario_script",
     "schema_create",
@@ -81,6 +94,7 @@ __all__ = [
     "schema_problems",
     "schema_update",
     "simulate_scenario",
+    "summarise",
     "tool_create",
     "tool_delete",
     "tool_problems",

@@ -12,6 +12,7 @@ How often a user may simulate is the rate limiter's (`agents/ratelimit.py`, scop
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import replace
 from functools import cache
@@ -74,8 +75,14 @@ def bounded_runner(
     return bounded, stopped
 
 
-def simulate_bounded(app: AppSpec, scenario: ScenarioSpec) -> SimulationResult:
-    """Simulate *scenario* with the real sandbox, within the caps of the settings."""
+def simulate_bounded(
+    app: AppSpec, scenario: ScenarioSpec, *, session: host.SandboxSession | None = None
+) -> SimulationResult:
+    """Simulate *scenario* with the real sandbox, within the caps of the settings.
+
+    `session` lets several simulations of one run (every scenario of an app) share one warm
+    sandbox: each code call still runs in a fresh process forked for it, and the caps
+    still count per simulation."""
     refused = refused_protections()
     notes: list[Diagnostic] = []
     max_steps = int(limit("SIMULATION_MAX_STEPS"))
@@ -106,9 +113,9 @@ def simulate_bounded(app: AppSpec, scenario: ScenarioSpec) -> SimulationResult:
         result = simulate(app, scenario, run_code=None)
     else:
         deadline = time.monotonic() + float(limit("SIMULATION_MAX_SECONDS"))
-        with host.open_session() as session:
+        with contextlib.nullcontext(session) if session else host.open_session() as warm:
             runner, stopped = bounded_runner(
-                session, max_calls=int(limit("SIMULATION_MAX_CODE_CALLS")), deadline=deadline
+                warm, max_calls=int(limit("SIMULATION_MAX_CODE_CALLS")), deadline=deadline
             )
             result = simulate(app, scenario, run_code=runner)
         if stopped:

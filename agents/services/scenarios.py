@@ -11,7 +11,7 @@ from agents import selectors
 from agents.core import rules
 from agents.core.diagnostics import Diagnostic
 from agents.core.script import format_script, parse_script
-from agents.models import Agent, Scenario, ScenarioStep
+from agents.models import Agent, Scenario, ScenarioStep, expectation_to_json
 from agents.services.common import (
     SCENARIO_FIELDS,
     Actor,
@@ -103,6 +103,9 @@ def scenario_save(
                 tool=step.tool,
                 args=step.args,
                 callback_kind=step.callback.value if step.callback else "",
+                variables=step.variables,
+                event=step.event,
+                expectation=expectation_to_json(step.expectation),
             )
             for i, step in enumerate(parsed.steps)
         )

@@ -14,6 +14,7 @@ from agents import selectors
 from agents.core.simulate import SimulationResult
 from agents.core.spec import AppSpec, ScenarioSpec
 from agents.models import Agent, AgentApp, Scenario
+from agents.sandbox.host import SandboxSession
 from agents.services.bounds import simulate_bounded
 
 logger = logging.getLogger("agents.simulation")
@@ -39,6 +40,7 @@ def simulate_scenario(
     scenario: Scenario,
     instructions: str | None = None,
     use_mocks: bool | None = None,
+    session: SandboxSession | None = None,
 ) -> tuple[ScenarioSpec, SimulationResult]:
     """Run `scenario` against the app (with `instructions` for `agent` when given).
 
@@ -50,4 +52,4 @@ def simulate_scenario(
     if use_mocks is not None:
         scenario_spec = replace(scenario_spec, use_mocks=use_mocks)
     # One warm sandbox for this simulation only, bounded in steps, calls and time.
-    return scenario_spec, simulate_bounded(spec, scenario_spec)
+    return scenario_spec, simulate_bounded(spec, scenario_spec, session=session)

@@ -23,6 +23,7 @@ reference or ``{% if %}``.
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,7 +175,8 @@ SCENARIOS = [
                 "def before_model_callback(callback_context, llm_request):\n"
                 "    if callback_context.state.get('tier') != 'gold':\n"
                 "        return LlmResponse.from_parts(parts=[\n"
-                "            Part.from_function_call(name='set_tier', args={'tier': 'gold'})])\n"
+                "            Part.from_function_call(name='set_tier', args={'tier': 'gold'}),\n"
+                "            Part.from_text(text='One moment.')])\n"
                 "    return None\n"
             ]
         },
@@ -409,7 +411,10 @@ def adk_run(scenario: Scenario) -> AdkOutcome:
         )
         outcome.final_state = dict(final.state)
 
-    asyncio.run(run())
+    # A thread of its own: an xdist worker may already run an event loop in this thread
+    # (Playwright's sync API does, for the browser tests sharing the worker).
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, run()).result()
     return outcome
 
 

@@ -4,6 +4,7 @@ place, and the instruction paths CX rejects (``tests/test_cx_lint.py`` runs the 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -173,3 +174,39 @@ def test_paths_cx_resolves_and_conditions_are_not_export_errors():
         ("SC322", Severity.ERROR),
         ("SC323", Severity.ERROR),
     ]
+
+
+def test_a_sub_agent_of_two_agents_is_an_error_of_the_export():
+    agents = (
+        AgentSpec("Root", "r", children=("Helper", "Other"), is_root=True),
+        AgentSpec("Other", "o", children=("Helper",)),
+        AgentSpec("Helper", "h"),
+    )
+    _, found = to_cx_files(AppSpec(name="Tree", agents=agents))
+    reported = [d for d in found if d.code == "SC626"]
+    assert [(d.severity, d.subject) for d in reported] == [
+        (Severity.ERROR, "agents/Helper/Helper.json")
+    ]
+    assert "'Helper' is a sub-agent of 2 agents (Root, Other)" in reported[0].message
+    tree = (agents[0], replace(agents[1], children=()), agents[2])
+    _, found = to_cx_files(AppSpec(name="Tree", agents=tree))
+    assert not [d for d in found if d.code == "SC626"]
+
+
+def test_a_tool_the_instructions_never_mention_is_a_warning_but_end_session():
+    tools = (
+        ToolSpec("lookup", ToolKind.PYTHON, python_code=DOCUMENTED),
+        ToolSpec("end_session", ToolKind.PLATFORM),
+    )
+    app = AppSpec(
+        name="Shop",
+        tools=tools,
+        agents=(AgentSpec("Root Agent", "Hi.", tools=("lookup", "end_session"), is_root=True),),
+    )
+    _, found = to_cx_files(app)
+    unmentioned = [d for d in found if d.code == "SC312"]
+    assert [(d.severity, d.subject, d.field, d.reference) for d in unmentioned] == [
+        (Severity.WARNING, "agents/Root_Agent/Root_Agent.json", "tools", "lookup")
+    ]
+    mentioned = replace(app, agents=(replace(app.agents[0], instructions="{@TOOL: lookup}"),))
+    assert not [d for d in to_cx_files(mentioned)[1] if d.code == "SC312"]

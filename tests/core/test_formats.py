@@ -339,9 +339,14 @@ def test_cx_layout_and_every_json_parses_with_the_official_types():
         "tools/Crm/Crm.json",
     } <= set(files)
     json_files = [p for p in files if p.endswith(".json")]
-    assert len(json_files) == 6
+    assert len(json_files) == 7  # with the scenario, a golden evaluation (ces_v1beta)
     for path in json_files:
         text = files[path].decode("utf-8")
+        if path.startswith("evaluations/"):
+            from google.cloud.ces_v1beta import types as ces_beta
+
+            assert ces_beta.Evaluation.from_json(text, ignore_unknown_fields=False).golden
+            continue
         message = {"app.json": ces.App}.get(path) or (
             ces.Agent if path.startswith("agents/") else ces.Tool
         )
@@ -408,7 +413,8 @@ def test_cx_export_reports_what_it_cannot_carry():
 
 def test_cx_folder_names_are_sanitized_and_unique():
     assert cx_format.folder_name("Shopping Assistant") == "Shopping_Assistant"
-    assert cx_format.folder_name("Café / Bar!") == "Caf_Bar_"
+    assert cx_format.folder_name("Café / Bar!") == "Cafe_Bar"  # accents dropped, no edge _
+    assert cx_format.folder_name("Été") == "Ete" and cx_format.folder_name("名前") == "_"
     app = AppSpec(
         name="x", agents=(AgentSpec("a b", is_root=True), AgentSpec("a-b"), AgentSpec("A B"))
     )
@@ -615,3 +621,23 @@ def test_formats_import_neither_django_nor_yaml_at_import_time():
         [sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_native_round_trip_keeps_expectations_inputs_and_mocks():
+    from agents.core.script import format_script, parse_script
+
+    script = (
+        'variables: {"tier": "gold"}\nevent: welcome\nuser: hi\n'
+        'expect call [Check]: LookupBalance {"account_id": "primary"}\nexpect call: LookupBalance\n'
+        'expect state: {"balance": 4}\nexpect response: LookupBalance {"ok": true}\n'
+        "expect no calls\nexpect transfer: Other\nexpect agent: Hello\n"
+        'mock: LookupBalance {"balance": 0}'
+    )
+    steps = parse_script(script).steps
+    scenario = replace(_scenarios()[0], steps=steps)
+    doc = to_native(_app(), [scenario])
+    assert not list(formats._native_validator().iter_errors(doc))
+    _, scenarios, diagnostics = from_native(json.loads(json.dumps(doc)))
+    assert not has_errors(diagnostics), diagnostics
+    assert scenarios[0].steps == steps
+    assert format_script(scenarios[0].steps) == script

@@ -395,6 +395,17 @@ def test_an_index_into_a_list_is_an_error_naming_the_list_and_the_fix() -> None:
     )
 
 
+def test_cx_fills_in_current_date_so_it_needs_no_declaration() -> None:
+    text = "Today is {current_date} ({{current_date}})."
+    assert problems(agent_lint(text)) == []
+    for text, code in (
+        ("{current_datee}", "SC302"),
+        ("{{current_date.year}}", "SC301"),
+        ("{% if current_date %}x{% endif %}", "SC303"),
+    ):
+        assert one(agent_lint(text), code).severity is Severity.ERROR, text
+
+
 def test_path_the_schema_does_not_have() -> None:
     text = "Ship to {{customer.address.cty}}"
     diagnostic = one(agent_lint(text), "SC321")

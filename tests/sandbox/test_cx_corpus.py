@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from agents.core.simulate import CodeCall, CodeResult, simulate
-from agents.core.spec import AppSpec, CallbackKind, CallbackSpec
+from agents.core.spec import AppSpec, CallbackKind, CallbackSpec, ToolKind, ToolSpec
 from agents.sandbox import Limits, open_session
 from agents.sandbox.code_runner import sandbox_runner
 from tests.cx_corpus import (
@@ -38,6 +38,7 @@ from tests.cx_corpus import (
     golden_scenario,
     goldens,
     load_app,
+    tool_arguments,
     tool_owner,
     tools_scenario,
     with_every_tool,
@@ -208,3 +209,19 @@ def test_a_file_that_cannot_run_names_the_construct_and_the_line(cx_corpus):  # 
             f"tool {tool.name} failed (line {at + 1})" in message
             or f"(in tool {tool.name}, line {at + 1})" in message
         ), message
+
+
+def test_arguments_come_from_the_golden_then_the_schema_then_the_signature(tmp_path):
+    code = (
+        "def book(party: int, when: str, notes: str = '', vip: bool = False, *, tool_context=None):\n"
+        "    return {}\n"
+    )
+    plain = ToolSpec("book", ToolKind.PYTHON, python_code=code)
+    # The signature: required parameters only, a sample by annotation.
+    assert tool_arguments(tmp_path, plain) == {"party": 1, "when": "sample"}
+    # A JSON parameter schema (CX's pythonFunction.parameters) overrides it.
+    schema = {"type": "object", "properties": {"party": {"type": "number"}}, "required": ["party"]}
+    typed = replace(plain, cx={"pythonFunction": {"parameters": schema}})
+    assert tool_arguments(tmp_path, typed) == {"party": 1.5, "when": "sample"}
+    # A golden's arguments win, completed for what they leave out.
+    assert tool_arguments(tmp_path, typed, {"party": 4}) == {"party": 4, "when": "sample"}

@@ -146,3 +146,46 @@ def test_an_after_model_llm_response_replaces_the_answer_and_keeps_the_call() ->
     assert next(e.text for e in result.events if e.kind == "agent") == "Goodbye!"
     assert result.model_calls[0].replaced_by == "after_model_callback"
     assert result.final_state["reason"] == "scripted"
+
+
+def test_a_tool_called_from_a_callback_is_recorded_and_its_failure_names_its_line() -> None:
+    calling = """
+def before_agent_callback(callback_context):
+    tools.record({"reason": callback_context.state.get("trigger") or "none"})
+    return None
+"""
+    spec = app()
+    root = spec.agents[0]
+    spec = AppSpec(
+        name=spec.name,
+        variables=spec.variables,
+        tools=spec.tools,
+        agents=(
+            AgentSpec(
+                name=root.name,
+                tools=root.tools,
+                callbacks=(CallbackSpec(CallbackKind.BEFORE_AGENT, calling, 0),),
+                is_root=True,
+            ),
+        ),
+    )
+    scenario = ScenarioSpec(name="s", agent="Support", steps=steps(("user", "hi")))
+    with open_session() as session:
+        result = simulate(spec, scenario, run_code=sandbox_runner(session, memoise=False))
+    (ran,) = [e for e in result.events if e.kind == "callback"]
+    assert ran.label == "before_agent_callback ran (called tools.record)"
+    assert result.final_state["reason"] == "none"
+    # The called tool fails on its own line (4 of RECORD): the callback's error says which
+    # tool and where, besides the callback's own line.
+    broken = RECORD.replace('    context.state["reason"] = reason', "    return 1 / 0")
+    spec = AppSpec(
+        name=spec.name,
+        variables=spec.variables,
+        tools=(ToolSpec("record", ToolKind.PYTHON, python_code=broken),),
+        agents=spec.agents,
+    )
+    with open_session() as session:
+        result = simulate(spec, scenario, run_code=sandbox_runner(session, memoise=False))
+    (error,) = [d for d in result.diagnostics if d.code == "SC410"]
+    assert "ZeroDivisionError" in error.message
+    assert "(line 3)" in error.message and "(in tool record, line 4)" in error.message

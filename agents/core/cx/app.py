@@ -32,9 +32,11 @@ the state and returning the response; fake mode off unless the imported tool
 had it on) and comes back as the mock on import (also from the older
 ``tool_fake_config/python_code.py``). What CX's linter (``cxas lint``) rejects
 is reported: a tool with no description (a Python tool's docstring serves), a
-``{{...}}`` path CX cannot resolve (``{{list.0}}``).
-Scenarios have no CX form and are reported, as is every
-JSON Schema feature CX cannot hold (``schemas.to_cx_schema``).
+``{{...}}`` path CX cannot resolve (``{{list.0}}``), a sub-agent of two agents,
+a tool the instructions never mention.
+Scenarios are golden evaluations, ``evaluations/<name>/<name>.json`` both ways
+(``agents.core.cx.evaluations``). Every JSON Schema feature CX cannot hold is
+reported (``schemas.to_cx_schema``).
 
 Import reads such a ZIP, also one whose files sit in a top folder, and takes
 texts either from the file a field names or inline. Diagnostics name the file
@@ -47,10 +49,12 @@ from __future__ import annotations
 
 import ast
 import base64
+import difflib
 import io
 import json
 import posixpath
 import re
+import unicodedata
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -58,7 +62,9 @@ from typing import Any
 
 from agents.core import rules
 from agents.core.code_analysis import analyze_code
+from agents.core.cx import evaluations
 from agents.core.cx.carry import camel_keys, overlay
+from agents.core.cx.fields import FIELDS
 from agents.core.cx.schemas import variable_cx_schema, variable_from_cx_schema
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.formats import (
@@ -88,6 +94,7 @@ __all__ = [
     "MAX_ZIP_FILES",
     "folder_name",
     "from_cx_files",
+    "read_cx_files",
     "read_zip",
     "to_cx_files",
     "zip_bytes",
@@ -109,6 +116,7 @@ CODES: dict[str, str] = {
     "SC623": "A folder name differs from the display name it comes from.",
     "SC624": "A CX schema becomes a Statecraft schema, named here (CX does not name schemas).",
     "SC625": "A CX tool needs a description (for a Python tool, its own or its docstring).",
+    "SC626": "A sub-agent has more than one parent agent; in CX each has one.",
 }
 
 MAX_ZIP_FILES = 1_000
@@ -145,8 +153,10 @@ def _dotted(pointer: str | None) -> str:
 
 
 def folder_name(name: str) -> str:
-    """The folder a resource goes in: runs of other characters become one ``_``."""
-    return _FOLDER_RE.sub("_", name.strip()) or "_"
+    """The folder a resource goes in: accents dropped (``Été`` → ``Ete``), then runs of
+    other characters become one ``_``."""
+    plain = unicodedata.normalize("NFKD", name.strip()).encode("ascii", "ignore").decode()
+    return _FOLDER_RE.sub("_", plain).strip("_") or _FOLDER_RE.sub("_", name.strip()) or "_"
 
 
 def _folders(names: Iterable[str]) -> dict[str, str]:
@@ -193,7 +203,8 @@ def to_cx_files(
                 )
             )
 
-    found.extend(_rejected_paths(app, agent_dirs))
+    found.extend(_what_cx_lint_rejects(app, agent_dirs))
+    found.extend(_second_parents(app, agent_dirs))
     # CX's linter requires a name (A002); a CX export has the app's id there.
     app_id = folder_name(app.name).strip("_") or "app"
     app_json: dict[str, Any] = {"name": app_id, "displayName": app.name}
@@ -247,17 +258,27 @@ def to_cx_files(
     for tool in own_tools:
         files.update(_tool_files(tool, tool_dirs[tool.name], found))
     _write_back_carry(app, files, agent_dirs, tool_dirs, schemas)
+    if app.cx.get("layout") == "yaml":  # imported in CX's YAML layout: exported in it too
+        for path in list(files):
+            parts = path.split("/")
+            if path == "app.json" or (
+                len(parts) == 3
+                and parts[0] in ("agents", "tools")
+                and parts[2] == f"{parts[1]}.json"
+            ):
+                files[path[: -len(".json")] + ".yaml"] = _yaml_text(
+                    json.loads(files.pop(path))
+                ).encode("utf-8")
+    taken: set[str] = set()
     for scenario in scenarios:
-        found.append(
-            _note(
-                "SC620",
-                W,
-                None,
-                f"agents.{scenario.agent}.scenarios.{scenario.name}",
-                "scenarios have no CX Agent Studio form; this one is not exported "
-                "(the native format keeps it)",
-            )
+        folder = evaluations.folder_of(scenario)
+        while folder.lower() in taken:
+            folder += "_2"
+        taken.add(folder.lower())
+        files[f"evaluations/{folder}/{folder}.json"] = _json_bytes(
+            evaluations.scenario_to_evaluation(app, scenario)
         )
+        found.extend(evaluations.export_problems(scenario))
     return files, tuple(found)
 
 
@@ -323,6 +344,9 @@ def _write_back_carry(
             if isinstance(d, dict)
         ]
         rank = {name: i for i, name in enumerate(before)}
+        for variable in app.variables:  # a renamed variable keeps its place
+            if variable.cx.get("name") in rank:
+                rank.setdefault(variable.name, rank[variable.cx["name"]])
         declarations.sort(key=lambda d: rank.get(d.get("name"), len(rank)))
         generated["variableDeclarations"] = declarations
         out = _restore_original(original_app, overlay(original_app, generated, _APP_EDITED))
@@ -358,11 +382,38 @@ def _write_back_carry(
         generated = json.loads(files[path])
         edited = _TOOL_EDITED + (("toolFakeConfig",) if tool.mock is not None else ())
         out = _restore_original(tool.cx, overlay(tool.cx, generated, edited))
+        if _imported_tool_name(tool.cx) == tool.name and "displayName" in tool.cx:
+            out["displayName"] = tool.cx["displayName"]  # not renamed: its own display name
+        for key in ("openApiTool", "mcpTool"):  # the operation's name on the server, as it was
+            before = tool.cx.get(key)
+            if isinstance(before, dict) and "name" in before and isinstance(out.get(key), dict):
+                out[key]["name"] = before["name"]
         files[path] = _json_bytes(out)
     for path, text in (app.cx.get("files") or {}).items():
+        if path in files and path.endswith((".yaml", ".yml", ".json")):
+            if _same_document(files[path], text):  # unchanged: its own text, comments and all
+                files[path] = text.encode("utf-8")
+            continue
         files.setdefault(path, text.encode("utf-8"))
     for path, data in (app.cx.get("binary") or {}).items():
         files.setdefault(path, base64.b64decode(data))
+
+
+def _same_document(generated: bytes, original: str) -> bool:
+    try:
+        return load_yaml(generated.decode("utf-8")) == load_yaml(original)
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return False
+
+
+def _imported_tool_name(original: Mapping[str, Any]) -> str | None:
+    """The name the import gave a tool (as `_read_tool` does): its Python function's name,
+    else its display name."""
+    function = original.get("pythonFunction")
+    if isinstance(function, dict) and isinstance(function.get("name"), str) and function["name"]:
+        return function["name"]
+    display = original.get("displayName")
+    return display.strip() if isinstance(display, str) else None
 
 
 def _variable_back(
@@ -389,7 +440,27 @@ def _variable_back(
     )
     if unchanged:
         return dict(original)
-    return overlay(original, declaration, ("description", "schema"))
+    out = overlay(original, declaration, ("description", "schema"))
+    out["schema"] = _schema_back(original.get("schema"), declaration.get("schema"))
+    return out
+
+
+def _schema_back(original: Any, generated: Any) -> Any:
+    """A variable's new CX schema, keeping what the original said that Statecraft does not
+    model (``enum`` of a text, ``minimum``, ``format``...) as long as the type is the same.
+    Properties and items follow the new schema (one removed in Statecraft stays removed)."""
+    if not (isinstance(original, dict) and isinstance(generated, dict)):
+        return generated
+    if original.get("type") != generated.get("type"):
+        return generated
+    out = overlay(original, generated, ("default", "required", "properties", "items"))
+    properties = generated.get("properties")
+    if isinstance(properties, dict):
+        before = original.get("properties") if isinstance(original.get("properties"), dict) else {}
+        out["properties"] = {k: _schema_back(before.get(k), v) for k, v in properties.items()}
+    if "items" in generated:
+        out["items"] = _schema_back(original.get("items"), generated["items"])
+    return out
 
 
 def _kept_tool_aliases(carried: Mapping[str, str]) -> set[str]:
@@ -424,7 +495,9 @@ def _tools_back(
     aliases: dict[str, str] = {}  # what an original reference may say → the exported reference
     for tool in app.tools:
         exported = tool_dirs.get(tool.name)
-        for alias in (tool.name, exported, tool.cx.get("name"), tool.cx.get("displayName")):
+        display = tool.cx.get("displayName")
+        folder = folder_name(display) if isinstance(display, str) else None
+        for alias in (tool.name, exported, tool.cx.get("name"), display, folder):
             if isinstance(alias, str) and alias and exported:
                 aliases.setdefault(alias, exported)
     out = []
@@ -487,17 +560,26 @@ def _agent_files(
     return files
 
 
-def _rejected_paths(app: AppSpec, agent_dirs: Mapping[str, str]) -> list[Diagnostic]:
-    """Lint's findings on `{{...}}` paths that CX rejects, told as errors of the export (in
-    a condition, `{% if a.b %}`, a path is Statecraft's to resolve, not CX's)."""
+def _what_cx_lint_rejects(app: AppSpec, agent_dirs: Mapping[str, str]) -> list[Diagnostic]:
+    """Lint's findings that CX's linter makes too, told in the export's files: a `{{...}}`
+    path CX cannot resolve is an error (in a condition, `{% if a.b %}`, a path is
+    Statecraft's to resolve, not CX's); a tool the instructions never mention, a warning
+    (its I012; CX calls end_session by itself)."""
     found = []
     texts = {a.name: a.instructions for a in app.agents}
     for d in lint_app(app):
-        if d.code not in CX_REJECTED_PATH_CODES or d.subject not in agent_dirs:
+        if d.subject not in agent_dirs:
+            continue
+        folder = agent_dirs[d.subject]
+        if d.code == "SC312" and d.reference != "end_session":
+            file = f"agents/{folder}/{folder}.json"
+            message = f"CX's linter warns about it too: {d.message}"
+            found.append(replace(_note(d.code, W, file, "tools", message), reference=d.reference))
+        if d.code not in CX_REJECTED_PATH_CODES:
             continue
         if d.start is None or not texts.get(d.subject, "").startswith("{{", d.start):
             continue
-        file = f"agents/{agent_dirs[d.subject]}/instruction.txt"
+        file = f"agents/{folder}/instruction.txt"
         found.append(
             Diagnostic(
                 d.code,
@@ -511,6 +593,30 @@ def _rejected_paths(app: AppSpec, agent_dirs: Mapping[str, str]) -> list[Diagnos
                 subject=file,
             )
         )
+    return found
+
+
+def _second_parents(app: AppSpec, agent_dirs: Mapping[str, str]) -> list[Diagnostic]:
+    """A sub-agent listed by more than one agent: CX's agents form a tree (cxas lint S007)."""
+    parents: dict[str, list[str]] = {}
+    for agent in app.agents:
+        for child in dict.fromkeys(agent.children):
+            parents.setdefault(child, []).append(agent.name)
+    found = []
+    for child, names in parents.items():
+        if len(names) > 1 and child in agent_dirs:
+            folder = agent_dirs[child]
+            found.append(
+                _note(
+                    "SC626",
+                    E,
+                    f"agents/{folder}/{folder}.json",
+                    "",
+                    f"the agent {child!r} is a sub-agent of {len(names)} agents "
+                    f"({', '.join(names)}); in CX a sub-agent has one parent: keep it under "
+                    "one of them",
+                )
+            )
     return found
 
 
@@ -748,10 +854,21 @@ _APP_FILES = ("app.json", "app.yaml", "app.yml")
 _APP_USED = frozenset({"name", "displayName", "description", "rootAgent", "variableDeclarations"})
 _APP_BEHAVIOUR = frozenset({"globalInstruction", "guardrails", "predefinedVariableDeclarations"})
 _AGENT_USED = frozenset(
-    {"name", "displayName", "description", "instruction", "tools", "childAgents", "llmAgent"}
+    {
+        "name",
+        "displayName",
+        "description",
+        "instruction",
+        "tools",
+        "childAgents",
+        "llmAgent",
+        "toolsets",
+    }
     | set(_CALLBACK_FIELDS.values())
 )
-_AGENT_BEHAVIOUR = frozenset({"remoteDialogflowAgent", "guardrails", "toolsets", "transferRules"})
+_AGENT_BEHAVIOUR = frozenset(
+    {"remoteDialogflowAgent", "guardrails", "transferRules", "modelSettings"}
+)
 _TOOL_USED = frozenset(
     {"name", "displayName", "executionType", "toolFakeConfig", *_TOOL_KIND_FIELDS.values()}
 )
@@ -773,6 +890,7 @@ class _Import:
     files: Mapping[str, bytes]
     found: list[Diagnostic] = field(default_factory=list)
     consumed: set[str] = field(default_factory=set)  # files read into Statecraft objects
+    app_path: str = "app.json"  # or app.yaml
 
     def note(self, code: str, severity: Severity, file: str | None, where: str, msg: str) -> None:
         self.found.append(_note(code, severity, file, where, msg))
@@ -836,8 +954,21 @@ class _Import:
         used: frozenset[str],
         behaviour: frozenset[str],
         prefix: str = "",
+        message_type: str = "",
     ) -> None:
+        """Note each field Statecraft does not edit: kept as is; one that the CX resource
+        (`message_type`, as in `cx.fields`) does not have is a warning with a suggestion."""
+        known = FIELDS.get(message_type)
         for key, value in data.items():
+            if known is not None and key not in known and not str(key).startswith("_"):
+                close = difflib.get_close_matches(str(key), sorted(known), n=1)
+                hint = f"did you mean `{close[0]}`? " if close else ""
+                message = (
+                    f"`{key}` is not a field of a CX {message_type}: {hint}kept as it is, "
+                    "but CX will reject or ignore it"
+                )
+                self.note("SC607", W, owner, f"{prefix}{key}", message)
+                continue
             if key in used or key in _OUTPUT_ONLY or value in (None, "", [], {}, False):
                 continue
             if key in behaviour:
@@ -897,7 +1028,16 @@ def _find_app_json(
 
 
 def from_cx_files(files: Mapping[str, bytes]) -> tuple[AppSpec | None, tuple[Diagnostic, ...]]:
-    """The app a CX export holds, and what could not be read. Never raises.
+    """The app a CX export holds (see `read_cx_files`, without the scenarios)."""
+    app, _, found = read_cx_files(files)
+    return app, found
+
+
+def read_cx_files(
+    files: Mapping[str, bytes],
+) -> tuple[AppSpec | None, tuple[ScenarioSpec, ...], tuple[Diagnostic, ...]]:
+    """The app a CX export holds, its golden evaluations as scenarios
+    (`agents.core.cx.evaluations`), and what could not be read. Never raises.
 
     The app is None when nothing usable is found (no app.json, unreadable
     JSON); otherwise it comes with the diagnostics of `check_app_spec` too
@@ -907,14 +1047,19 @@ def from_cx_files(files: Mapping[str, bytes]) -> tuple[AppSpec | None, tuple[Dia
     """
     prefix, problems = _find_app_json(files)
     if prefix is None:
-        return None, problems
+        return None, (), problems
     inside = {p[len(prefix) :]: data for p, data in files.items() if p.startswith(prefix)}
     state = _Import(inside)
     app_path = next(p for p in _APP_FILES if p in inside)
+    state.app_path = app_path
+    for other in _APP_FILES:
+        if other != app_path and other in inside:
+            message = f"the ZIP also has {other}; {app_path} is read and {other} kept as it is"
+            state.note("SC604", W, other, "", message)
     app_data = state.json_object(app_path)
     if app_data is None:
-        return None, tuple(state.found)
-    state.unknown_fields(app_path, app_data, _APP_USED, _APP_BEHAVIOUR)
+        return None, (), tuple(state.found)
+    state.unknown_fields(app_path, app_data, _APP_USED, _APP_BEHAVIOUR, message_type="App")
 
     tools, tool_refs, tool_files, kept_tools = _read_tools(state)
     toolsets = _read_toolsets(state, {t.name for t in tools})
@@ -937,6 +1082,7 @@ def from_cx_files(files: Mapping[str, bytes]) -> tuple[AppSpec | None, tuple[Dia
     elif agents_raw:
         state.note("SC606", W, app_path, "rootAgent", "missing; the first agent is the root")
 
+    _check_kept_references(state, app_data, agents_raw, agent_refs)
     refs = _ToolRefs(tool_refs, kept_tools, toolsets)
     agents = []
     agent_files: dict[str, str] = {}
@@ -956,7 +1102,8 @@ def from_cx_files(files: Mapping[str, bytes]) -> tuple[AppSpec | None, tuple[Dia
                 cx={"platform": True},
             )
         )
-    tools.extend(t for ts in toolsets.values() for t in ts.tools if t.name in refs.toolset_used)
+    unique = {id(ts): ts for ts in toolsets.values()}.values()  # a toolset under each alias
+    tools.extend(t for ts in unique for t in ts.tools if t.name in refs.toolset_used)
 
     variables, schemas = _read_variables(state, app_data, app_path)
     name = app_data.get("displayName")
@@ -964,6 +1111,7 @@ def from_cx_files(files: Mapping[str, bytes]) -> tuple[AppSpec | None, tuple[Dia
         state.note("SC606", W, app_path, "displayName", "missing; the app is named 'CX app'")
         name = "CX app"
     description = app_data.get("description", "")
+    goldens = _read_goldens(state)
     carried = state.carried_files()
     app = AppSpec(
         name=name.strip(),
@@ -974,12 +1122,97 @@ def from_cx_files(files: Mapping[str, bytes]) -> tuple[AppSpec | None, tuple[Dia
         agents=tuple(agents),
         cx={"app": app_data, "layout": "yaml" if app_path != "app.json" else "json", **carried},
     )
+    already = {d.subject for d in state.found}  # a file with its own note needs no other
     for path in sorted(carried["files"]) + sorted(carried.get("binary", {})):
-        state.note("SC607", INFO, path, "", "kept as is and written back on export")
+        if path not in already:
+            state.note("SC607", INFO, path, "", "kept as is and written back on export")
     variable_index = {v.name: i for i, v in enumerate(app.variables)}
     for d in check_app_spec(app):
         state.found.append(_place(d, variable_index, tool_files, agent_files, app_path))
-    return app, tuple(state.found)
+    scenarios: list[ScenarioSpec] = []
+    names: set[str] = set()
+    for path, data in goldens:
+        scenario, notes = evaluations.evaluation_to_scenario(app, data, path)
+        state.found.extend(notes)
+        if scenario is not None and scenario.agent:
+            while (scenario.agent, scenario.name.lower()) in names:
+                scenario = replace(scenario, name=f"{scenario.name} (2)")
+            names.add((scenario.agent, scenario.name.lower()))
+            scenarios.append(scenario)
+    return app, tuple(scenarios), tuple(state.found)
+
+
+def _read_goldens(state: _Import) -> list[tuple[str, dict[str, Any]]]:
+    """The golden evaluations of the ZIP (``evaluations/<name>/<name>.json``). The other
+    evaluations (of the scenario kind: they need a model) stay unread: kept verbatim."""
+    goldens: list[tuple[str, dict[str, Any]]] = []
+    for path in sorted(state.files):
+        parts = path.split("/")
+        if len(parts) != 3 or parts[0] != "evaluations" or not path.endswith(".json"):
+            continue
+        data = state.json_object(path)
+        if data is not None and isinstance(data.get("golden"), dict):
+            goldens.append((path, data))
+            continue
+        state.consumed.discard(path)
+        if data is not None and isinstance(data.get("scenario"), dict):
+            name = data.get("displayName") or parts[1]
+            state.note(
+                "SC607",
+                INFO,
+                path,
+                "scenario",
+                f"{name!r} is an evaluation of the scenario kind (a simulated user with a task "
+                "and rubrics): it needs a model; kept as is, listed, not run",
+            )
+    return goldens
+
+
+def _check_kept_references(
+    state: _Import,
+    app_data: Mapping[str, Any],
+    agents_raw: Mapping[str, tuple[str, dict[str, Any]]],
+    agent_refs: Mapping[str, str],
+) -> None:
+    """What Statecraft keeps as is may still name something the ZIP lacks: guardrails (of
+    the app and of agents) and the agents of transfer rules. CX would refuse such an app;
+    the import keeps it and warns, naming the fix."""
+    guardrails: set[str] = set()
+    for folder in state.folders("guardrails"):
+        guardrails.add(folder)
+        path = state.object_file(f"guardrails/{folder}")
+        data = state.json_object(path) if path else None
+        state.keep(f"guardrails/{folder}/")
+        if data is not None:
+            state.unknown_fields(
+                path, data, FIELDS["Guardrail"], frozenset(), message_type="Guardrail"
+            )
+            guardrails.update(
+                v for k in ("name", "displayName") if isinstance(v := data.get(k), str)
+            )
+    owners = [(state.app_path, app_data), *agents_raw.values()]
+    for path, data in owners:
+        for i, reference in enumerate(data.get("guardrails") or []):
+            if isinstance(reference, str) and not (
+                reference in guardrails or _last_segment(reference) in guardrails
+            ):
+                message = (
+                    f"no guardrail {reference!r} in the ZIP; CX will refuse the app: add "
+                    f"guardrails/<name>/ or remove the reference"
+                )
+                state.note("SC608", W, path, f"guardrails[{i}]", message)
+    for path, data in agents_raw.values():
+        rules_ = data.get("transferRules")
+        for i, rule in enumerate(rules_ if isinstance(rules_, list) else []):
+            child = rule.get("childAgent") if isinstance(rule, dict) else None
+            if isinstance(child, str) and not (
+                child in agent_refs or _last_segment(child) in agent_refs
+            ):
+                message = (
+                    f"no agent {child!r} in the ZIP; CX will refuse the app: name one of "
+                    "its agents or remove the rule"
+                )
+                state.note("SC608", W, path, f"transferRules[{i}].childAgent", message)
 
 
 def _place(
@@ -1022,36 +1255,38 @@ def _read_variables(
     for i, declaration in enumerate(declarations):
         where = f"variableDeclarations[{i}]"
         if not isinstance(declaration, dict):
-            state.note("SC606", E, "app.json", where, "must be an object")
+            state.note("SC606", E, state.app_path, where, "must be an object")
             continue
         name = declaration.get("name")
         if not isinstance(name, str) or rules.name_problems(name):
-            state.note("SC609", E, "app.json", f"{where}.name", f"{name!r} is not a valid name")
+            state.note("SC609", E, state.app_path, f"{where}.name", f"{name!r} is not a valid name")
             continue
         state.unknown_fields(
-            "app.json",
+            state.app_path,
             declaration,
             frozenset({"name", "description", "schema"}),
             frozenset(),
             prefix=f"{where}.",
+            message_type="VariableDeclaration",
         )
         description = declaration.get("description", "")
         if not isinstance(description, str):
-            state.note("SC606", W, "app.json", f"{where}.description", "not text; left empty")
+            state.note("SC606", W, state.app_path, f"{where}.description", "not text; left empty")
             description = ""
         cx_schema = declaration.get("schema")
         if not isinstance(cx_schema, dict):
-            state.note("SC606", E, "app.json", f"{where}.schema", "a variable needs a schema")
+            state.note("SC606", E, state.app_path, f"{where}.schema", "a variable needs a schema")
             continue
         try:
             read, problems = variable_from_cx_schema(cx_schema)
         except (TypeError, ValueError, RecursionError) as exc:
             # A CX schema with a non-text "type" ([...], {...}) trips the converter.
-            state.note("SC606", E, "app.json", f"{where}.schema", f"cannot be read ({exc})")
+            state.note("SC606", E, state.app_path, f"{where}.schema", f"cannot be read ({exc})")
             continue
         for d in problems:
             at = f"{where}.schema{_dotted(d.field)}"
-            state.found.append(_note(d.code, d.severity, "app.json", at, f"{name}: {d.message}"))
+            message = f"{name}: {d.message}"
+            state.found.append(_note(d.code, d.severity, state.app_path, at, message))
         schema_name = None
         if read.schema is not None:
             schema_name = _schema_for(state, schemas, read, name, where)
@@ -1091,7 +1326,7 @@ def _schema_for(
     state.note(
         "SC624",
         INFO,
-        "app.json",
+        state.app_path,
         f"{where}.schema",
         f"the object schema of {variable} is imported as the schema {candidate}",
     )
@@ -1132,7 +1367,7 @@ def _read_agent(
     refs: _ToolRefs,
     agent_refs: Mapping[str, str],
 ) -> AgentSpec | None:
-    state.unknown_fields(path, data, _AGENT_USED, _AGENT_BEHAVIOUR)
+    state.unknown_fields(path, data, _AGENT_USED, _AGENT_BEHAVIOUR, message_type="Agent")
     folder = path.split("/")[1]
     display = data.get("displayName")
     display = display.strip() if isinstance(display, str) and display.strip() else folder
@@ -1191,6 +1426,7 @@ def _read_agent(
                 frozenset({"pythonCode", "disabled", "description"}),
                 frozenset(),
                 f"{where}.",
+                message_type="Callback",
             )
             if entry.get("disabled") is True:
                 message = "a disabled callback is kept as is (and stays disabled); it does not run"
@@ -1361,7 +1597,7 @@ def _read_tool(state: _Import, path: str, folder: str, data: Mapping[str, Any]) 
     kind = kinds[0]
     key = _TOOL_KIND_FIELDS[kind]
     spec: Mapping[str, Any] = data[key]
-    state.unknown_fields(path, data, _TOOL_USED, frozenset())
+    state.unknown_fields(path, data, _TOOL_USED, frozenset(), message_type="Tool")
     display = data.get("displayName")
     if kind is ToolKind.PYTHON and isinstance(spec.get("name"), str) and spec.get("name"):
         name, name_field = spec["name"], f"{key}.name"
@@ -1398,6 +1634,9 @@ def _read_tool(state: _Import, path: str, folder: str, data: Mapping[str, Any]) 
         text = state.text_field(path, f"{key}.openApiSchema", spec.get("openApiSchema"))
         if text:
             openapi = _openapi_document(state, path, f"{key}.openApiSchema", text)
+            # The document's text (comments, quoting) stays in the carry: exported as it
+            # was while the document is unchanged.
+            state.keep(f"{posixpath.dirname(path)}/open_api_tool/")
     else:
         state.unknown_fields(
             path,

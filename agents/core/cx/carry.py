@@ -27,6 +27,23 @@ __all__ = ["EMPTY", "camel_keys", "is_empty", "overlay"]
 
 EMPTY: tuple[Any, ...] = (None, "", [], {})
 _SNAKE = re.compile(r"_([a-z0-9])")
+# Fields whose keys are the user's data (names of variables, properties, headers, labels),
+# never CX field names: `camel_keys` leaves what is inside them alone.
+_VALUES = frozenset(
+    {
+        "schema",
+        "default",
+        "customHeaders",
+        "variables",
+        "args",
+        "metadata",
+        "labels",
+        "parameters",
+        "properties",
+        "response",
+        "headers",
+    }
+)
 
 
 def is_empty(value: Any) -> bool:
@@ -80,7 +97,7 @@ def camel_keys(data: Any, depth: int = 2) -> Any:
         out = {}
         for key, value in data.items():
             name = _camel(key) if isinstance(key, str) else key
-            if name in ("schema", "default", "customHeaders", "variables", "args"):
+            if name in _VALUES:
                 out[name] = value
             else:
                 out[name] = camel_keys(value, depth - 1)

@@ -1,0 +1,451 @@
+"""Check a scenario's expectations (CX golden evaluations) against what its simulation did.
+
+``evaluate(scenario, result)`` reads the ``SimulationResult`` of ``simulate`` and reports
+each EXPECT step of the scenario as passed, failed (expected vs actual, with the
+differences in words) or needing a model. Pure and deterministic, like the simulation.
+
+When an expectation is checked
+------------------------------
+As CX does, an expectation belongs to its turn (a turn starts at each user input) and is
+checked against the whole turn: ``expect state`` against the state at the end of the turn,
+``expect response`` against the tool's last response in the turn, ``expect no calls``
+against every tool call of the turn. Where it sits in the turn only matters for the
+timeline.
+
+- ``expect state: {...}`` — each listed variable must match its value at the end of the
+  turn (``null`` means "has no value"); ``expect state: {}`` means no variable changed
+  during the turn.
+- ``expect call: Tool {args}`` — the scripted model makes this call (the tool's real code
+  and callbacks run): passed when it ran without error, failed with the error otherwise
+  (unknown tool, not attached, exception, not run). Without arguments the model chooses
+  them: needs a model, and the tool is not run offline.
+- ``expect response: Tool {...}`` — the response of the tool's last call in the turn
+  (a response that is not an object is compared as ``{"result": value}``, as ADK wraps it).
+- ``expect no calls`` — no tool call in the turn.
+- ``expect transfer: Agent`` — passed when the agent is a sub-agent of the scenario's
+  agent (the scripted model hands over); the simulation itself stays with the scenario's
+  agent.
+- ``expect agent: text`` — what the model replies can only be judged by a model: needs a
+  model (the scripted reply still runs, with its model callbacks).
+
+The matching rule (``matches``)
+-------------------------------
+Google's goldens list only what they care about, so: an object matches when every key it
+lists is present and matches recursively (other keys are ignored), except ``{}``, which
+matches only an empty object; a list matches a list of the same length, item by item (with
+the same rule inside); numbers compare by value (``4`` equals ``4.0``), booleans are not
+numbers; anything else must be equal.
+
+A scenario passes when it has expectations, none failed and at least one passed; it fails
+when one failed; it needs a model when all of them need one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agents.core.diagnostics import Severity
+from agents.core.render import render_value
+from agents.core.script import format_expectation
+from agents.core.simulate import SimulationResult
+from agents.core.spec import AppSpec, ExpectKind, ScenarioSpec, StepKind
+
+__all__ = [
+    "ExpectationResult",
+    "JUnitCase",
+    "ScenarioEvaluation",
+    "Status",
+    "differences",
+    "evaluate",
+    "junit_xml",
+    "matches",
+    "step_turns",
+]
+
+Status = Literal["passed", "failed", "needs_model"]
+ScenarioStatus = Literal["passed", "failed", "needs_model", "none"]
+
+_MISSING = object()
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def matches(expected: Any, actual: Any) -> bool:
+    """Whether `actual` satisfies `expected` (see the module docstring)."""
+    return not differences(expected, actual, limit=1)
+
+
+def differences(expected: Any, actual: Any, *, path: str = "", limit: int = 20) -> list[str]:
+    """Where `actual` does not satisfy `expected`, one readable line each (at most `limit`)."""
+    found: list[str] = []
+    _diff(expected, actual, path, found, limit)
+    return found
+
+
+def _show(value: Any) -> str:
+    if value is _MISSING:
+        return "nothing (missing)"
+    text = render_value(value) if not isinstance(value, str) else f'"{value}"'
+    return text if len(text) <= 120 else text[:117] + "…"
+
+
+def _diff(expected: Any, actual: Any, path: str, found: list[str], limit: int) -> None:
+    if len(found) >= limit:
+        return
+    where = path or "the value"
+    if isinstance(expected, Mapping):
+        if not isinstance(actual, Mapping):
+            found.append(f"{where}: expected an object {_show(expected)}, got {_show(actual)}")
+            return
+        if not expected:
+            if actual:
+                found.append(f"{where}: expected an empty object, got {_show(actual)}")
+            return
+        for key, value in expected.items():
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in actual:
+                found.append(f"{sub}: expected {_show(value)}, got nothing (missing)")
+            else:
+                _diff(value, actual[key], sub, found, limit)
+            if len(found) >= limit:
+                return
+        return
+    if isinstance(expected, list | tuple):
+        if not isinstance(actual, list | tuple):
+            found.append(f"{where}: expected a list {_show(expected)}, got {_show(actual)}")
+            return
+        if len(expected) != len(actual):
+            found.append(
+                f"{where}: expected {len(expected)} items {_show(expected)}, "
+                f"got {len(actual)} {_show(actual)}"
+            )
+            return
+        for i, (want, got) in enumerate(zip(expected, actual, strict=True)):
+            _diff(want, got, f"{path}[{i}]", found, limit)
+        return
+    if _is_number(expected) and _is_number(actual):
+        same = expected == actual
+    elif isinstance(expected, bool) or isinstance(actual, bool):
+        same = type(expected) is type(actual) and expected == actual
+    else:
+        same = type(expected) is type(actual) and expected == actual
+    if not same:
+        found.append(f"{where}: expected {_show(expected)}, got {_show(actual)}")
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectationResult:
+    """The outcome of one EXPECT step: `step` its index in the scenario, `turn` its turn.
+
+    `expected`/`actual` are what was compared (JSON values), `differences` say where they
+    differ, `message` says the outcome in words."""
+
+    step: int
+    turn: int
+    kind: str
+    line: str
+    note: str
+    status: Status
+    message: str
+    expected: Any = None
+    actual: Any = None
+    differences: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioEvaluation:
+    results: tuple[ExpectationResult, ...] = ()
+    status: ScenarioStatus = "none"
+    passed: int = 0
+    failed: int = 0
+    needs_model: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+    def at_step(self, step: int) -> ExpectationResult | None:
+        return next((r for r in self.results if r.step == step), None)
+
+
+def step_turns(scenario: ScenarioSpec) -> list[int]:
+    """The turn of each step, by the simulation's rule (a USER step starts a turn; steps
+    before the first one are turn 0)."""
+    turns: list[int] = []
+    turn = -1
+    for step in scenario.steps:
+        if turn < 0 or step.kind is StepKind.USER:
+            turn += 1
+        turns.append(turn)
+    return turns
+
+
+def _status(results: list[ExpectationResult]) -> ScenarioStatus:
+    if not results:
+        return "none"
+    if any(r.status == "failed" for r in results):
+        return "failed"
+    if any(r.status == "passed" for r in results):
+        return "passed"
+    return "needs_model"
+
+
+def evaluate(
+    scenario: ScenarioSpec, result: SimulationResult, app: AppSpec | None = None
+) -> ScenarioEvaluation:
+    """Each expectation of `scenario` checked against `result` (its simulation). `app`
+    (optional) lets a transfer be checked against the agent's sub-agents."""
+    turns = step_turns(scenario)
+    results: list[ExpectationResult] = []
+    for index, step in enumerate(scenario.steps):
+        expected = step.expectation
+        if step.kind is not StepKind.EXPECT or expected is None:
+            continue
+        if expected.kind is ExpectKind.MOCK:
+            continue
+        turn = turns[index]
+        line = format_expectation(expected)
+
+        def outcome(
+            status: Status,
+            message: str,
+            want: Any = None,
+            got: Any = None,
+            diffs: tuple[str, ...] = (),
+            *,
+            index: int = index,
+            turn: int = turn,
+            line: str = line,
+            kind: str = expected.kind.value,
+            note: str = expected.note,
+        ) -> None:
+            results.append(
+                ExpectationResult(index, turn, kind, line, note, status, message, want, got, diffs)
+            )
+
+        if turn >= len(result.turns):
+            outcome("failed", "This turn was not simulated (see the simulation's problems).")
+            continue
+        turn_result = result.turns[turn]
+        events = [result.events[i] for i in turn_result.events]
+        kind = expected.kind
+        if kind is ExpectKind.AGENT:
+            outcome(
+                "needs_model",
+                "What the agent replies depends on the model: run this golden in CX Agent "
+                "Studio to check it.",
+                expected.value,
+            )
+        elif kind is ExpectKind.CALL:
+            if expected.value is None:
+                outcome(
+                    "needs_model",
+                    f"The golden leaves the arguments of {expected.tool} to the model: "
+                    "the call is not run offline.",
+                )
+                continue
+            own = [e for e in events if e.step == index]
+            # Notes the runtime would not stop for (an undeclared key kept, a value undone by
+            # a later failure is an error) do not fail the call; errors do.
+            errors = [
+                e
+                for e in own
+                if e.kind == "error" and (e.error is None or e.error.severity is Severity.ERROR)
+            ]
+            answered = any(e.kind == "tool_response" for e in own)
+            if errors:
+                outcome(
+                    "failed",
+                    f"The call of {expected.tool} failed: {errors[0].label}",
+                    expected.value,
+                    None,
+                    tuple(e.label for e in errors),
+                )
+            elif not answered:
+                outcome("failed", f"{expected.tool} did not answer.", expected.value)
+            else:
+                outcome("passed", f"{expected.tool} was called and answered.", expected.value)
+        elif kind is ExpectKind.STATE:
+            want = expected.value if isinstance(expected.value, dict) else {}
+            state = turn_result.state_after
+            if not want:
+                changed = list(turn_result.changed)
+                if changed:
+                    got = {name: state.get(name) for name in changed}
+                    outcome(
+                        "failed",
+                        "Expected no variable to change in this turn; "
+                        f"{', '.join(changed)} changed.",
+                        {},
+                        got,
+                        tuple(f"{name}: changed to {_show(got[name])}" for name in changed),
+                    )
+                else:
+                    outcome("passed", "No variable changed in this turn.", {}, {})
+                continue
+            got = {name: state.get(name) for name in want}
+            diffs: list[str] = []
+            for name, value in want.items():
+                if value is None:
+                    if state.get(name) is not None:
+                        diffs.append(f"{name}: expected no value, got {_show(state[name])}")
+                elif name not in state:
+                    diffs.append(f"{name}: expected {_show(value)}, got no value")
+                else:
+                    diffs.extend(differences(value, state[name], path=name))
+            if diffs:
+                outcome(
+                    "failed",
+                    f"The state at the end of turn {turn} differs.",
+                    want,
+                    got,
+                    tuple(diffs),
+                )
+            else:
+                outcome("passed", f"The state at the end of turn {turn} matches.", want, got)
+        elif kind is ExpectKind.RESPONSE:
+            responses = [
+                e.value for e in events if e.kind == "tool_response" and e.source == expected.tool
+            ]
+            if not responses:
+                outcome(
+                    "failed",
+                    f"{expected.tool} gave no response in turn {turn}.",
+                    expected.value,
+                )
+                continue
+            got = responses[-1]
+            compared = (
+                got
+                if isinstance(got, dict) or not isinstance(expected.value, dict)
+                else {"result": got}
+            )
+            diffs = differences(expected.value, compared, path="response")
+            if diffs:
+                outcome(
+                    "failed",
+                    f"The response of {expected.tool} differs.",
+                    expected.value,
+                    got,
+                    tuple(diffs),
+                )
+            else:
+                outcome("passed", f"The response of {expected.tool} matches.", expected.value, got)
+        elif kind is ExpectKind.NO_CALLS:
+            calls = [e.label for e in events if e.kind == "tool_call"]
+            if calls:
+                outcome(
+                    "failed",
+                    f"Expected no tool call in turn {turn}; got {len(calls)}.",
+                    [],
+                    calls,
+                    tuple(f"called {label}" for label in calls),
+                )
+            else:
+                outcome("passed", f"No tool was called in turn {turn}.", [], [])
+        elif kind is ExpectKind.TRANSFER:
+            agent = app.agent(scenario.agent) if app is not None else None
+            if app is not None and app.agent(expected.agent) is None:
+                outcome("failed", f"The app has no agent {expected.agent!r}.", expected.agent)
+            elif agent is not None and expected.agent not in agent.children:
+                outcome(
+                    "failed",
+                    f"{expected.agent} is not a sub-agent of {agent.name}: it cannot take over.",
+                    expected.agent,
+                    list(agent.children),
+                )
+            else:
+                outcome(
+                    "passed",
+                    f"{scenario.agent} can hand over to {expected.agent} (the scripted model "
+                    "does; the simulation stays with the scenario's agent).",
+                    expected.agent,
+                )
+    return ScenarioEvaluation(
+        results=tuple(results),
+        status=_status(results),
+        passed=sum(r.status == "passed" for r in results),
+        failed=sum(r.status == "failed" for r in results),
+        needs_model=sum(r.status == "needs_model" for r in results),
+    )
+
+
+# --------------------------------------------------------------------------- JUnit XML
+
+
+@dataclass(frozen=True, slots=True)
+class JUnitCase:
+    suite: str  # the app
+    classname: str  # app.agent
+    name: str  # the scenario
+    evaluation: ScenarioEvaluation
+    seconds: float = 0.0
+    errors: tuple[str, ...] = ()  # problems of the run itself (step errors), for the log
+
+
+def _case_text(case: JUnitCase) -> str:
+    lines = []
+    for r in case.evaluation.results:
+        note = f" [{r.note}]" if r.note else ""
+        lines.append(f"step {r.step + 1} (turn {r.turn}){note}: {r.status}: {r.line}")
+        lines.append(f"  {r.message}")
+        lines.extend(f"    {d}" for d in r.differences)
+    lines.extend(f"simulation: {e}" for e in case.errors)
+    return "\n".join(lines)
+
+
+def junit_xml(cases: list[JUnitCase]) -> str:
+    """JUnit XML (the common Ant/Jenkins/GitLab shape): one testsuite per app, one testcase
+    per scenario; a failed scenario has a <failure>, one that needs a model or has no
+    expectations is <skipped>."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.Element("testsuites", name="statecraft evaluate")
+    suites: dict[str, ET.Element] = {}
+    totals = {"tests": 0, "failures": 0, "skipped": 0}
+    for case in cases:
+        suite = suites.get(case.suite)
+        if suite is None:
+            suite = suites[case.suite] = ET.SubElement(
+                root, "testsuite", name=case.suite, tests="0", failures="0", errors="0", skipped="0"
+            )
+        element = ET.SubElement(
+            suite,
+            "testcase",
+            classname=case.classname,
+            name=case.name,
+            time=f"{case.seconds:.3f}",
+        )
+        evaluation = case.evaluation
+        suite.set("tests", str(int(suite.get("tests", "0")) + 1))
+        totals["tests"] += 1
+        if evaluation.status == "failed":
+            first = next(r for r in evaluation.results if r.status == "failed")
+            failure = ET.SubElement(
+                element,
+                "failure",
+                message=f"{evaluation.failed} of {len(evaluation.results)} expectations "
+                f"failed; first at step {first.step + 1}: {first.message}",
+                type="ExpectationFailed",
+            )
+            failure.text = _case_text(case)
+            suite.set("failures", str(int(suite.get("failures", "0")) + 1))
+            totals["failures"] += 1
+        elif evaluation.status in ("needs_model", "none"):
+            message = (
+                "every expectation needs a model (run it in CX Agent Studio)"
+                if evaluation.status == "needs_model"
+                else "no expectations"
+            )
+            ET.SubElement(element, "skipped", message=message)
+            suite.set("skipped", str(int(suite.get("skipped", "0")) + 1))
+            totals["skipped"] += 1
+        else:
+            out = ET.SubElement(element, "system-out")
+            out.text = _case_text(case)
+    for key, value in totals.items():
+        root.set(key, str(value))
+    root.set("errors", "0")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

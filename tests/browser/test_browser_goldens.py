@@ -1,0 +1,61 @@
+"""A golden fails when a designer breaks a tool, shows where and why, and passes once fixed."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
+
+
+@pytest.fixture
+def shop_app(user):
+    from agents.demo import load_demo
+
+    return next(a for a in load_demo(user) if a.name == "Shopping assistant")
+
+
+def _edit_price(page: Page, old: str, new: str) -> None:
+    page.get_by_label("Edit tool AddToCart").click()
+    editor = page.locator("#tool-list .cm-field-python .cm-content")
+    expect(editor).to_be_visible()
+    text = page.locator("#tool-list textarea[name=python_code]").input_value()
+    assert f"price = {old}" in text
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(text.replace(f"price = {old}", f"price = {new}"))  # as a paste
+    expect(editor).to_contain_text(f"price = {new}")
+    page.locator("#tool-list button[type=submit]", has_text="Save").click()
+
+
+def test_breaking_a_tool_turns_the_golden_red_with_the_diff_and_fixing_it_turns_it_green(
+    open_designer, shop_app
+):
+    page: Page = open_designer(shop_app)
+    conversation = page.locator("#conversation-panel")
+    state = conversation.locator("#expect-step-3")
+    expect(state).to_have_class("event event-expect expect-passed")
+    expect(state.locator(".badge")).to_have_text("✓ passed")
+
+    _edit_price(page, "19.5", "21")
+
+    expect(state).to_have_class("event event-expect expect-failed")
+    expect(state.locator(".badge")).to_have_text("✗ failed")
+    expect(state.locator(".expect-diff")).to_have_text("cart_total: expected 39, got 42")
+    expect(state.locator("pre.expected")).to_contain_text('"cart_total": 39')
+    expect(state.locator("pre.actual")).to_contain_text('"cart_total": 42')
+    expect(conversation.locator("#golden-summary")).to_contain_text("2 failed")
+
+    page.get_by_role("button", name="Run all").click()
+    summary = page.locator("#run-all")
+    expect(summary.locator(".run-all-summary")).to_contain_text("1 failed")
+    failing = summary.locator("a.failed-step")
+    expect(failing).to_have_text(["step 3", "step 4 [Check_Cart_Total]"])
+
+    _edit_price(page, "21", "19.5")
+
+    expect(state).to_have_class("event event-expect expect-passed")
+    expect(state.locator(".badge")).to_have_text("✓ passed")
+    expect(conversation.locator("#golden-summary")).to_contain_text("2 passed")
+    expect(summary.locator(".run-all-summary")).to_contain_text("1 passed")
+    expect(summary.locator(".run-all-summary")).to_contain_text("0 failed")
