@@ -116,7 +116,7 @@ def app_with_everything(app_id: int, *, carry: bool = False) -> QuerySet[AgentAp
             Prefetch(
                 "agents",
                 queryset=Agent.objects.prefetch_related(
-                    Prefetch("tools", queryset=Tool.objects.only("id", "name", "app_id")),
+                    Prefetch("tools", queryset=Tool.objects.only("id", "name", "app_id", "cx")),
                     Prefetch(
                         "children", queryset=Agent.objects.only("id", "display_name", "app_id")
                     ),

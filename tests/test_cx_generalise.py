@@ -208,8 +208,11 @@ def test_an_unusual_export_round_trips_semantically_equal(user, yaml_layout):
     assert list(root.children.values_list("display_name", flat=True)) == ["Billing"]
     attached = set(root.tools.values_list("name", flat=True))
     # the Python tool, the platform tool and the OpenAPI toolset's chosen operation
-    assert attached == {"lookup_customer", "end_session", "getOrder", "kb_search"}
-    assert app.tools.get(name="getOrder").cx == {"toolset": "Orders_Api", "operation": "getOrder"}
+    assert attached == {"lookup_customer", "end_session", "Orders_Api_getOrder", "kb_search"}
+    assert app.tools.get(name="Orders_Api_getOrder").cx == {
+        "toolset": "Orders_Api",
+        "operation": "getOrder",
+    }
     assert root.callbacks.count() == 1  # the disabled one is kept, not run
     data, _ = exchange.app_export_cx(app)
     exported, _ = read_zip(data)
@@ -230,11 +233,13 @@ def test_what_is_kept_is_reported_and_toolset_operations_are_callable():
     fields = {(d.subject, d.field) for d in diagnostics}
     assert ("app.json", "modelSettings") in fields and ("app.json", "guardrails") in fields
     assert ("agents/Acme_Root/Acme_Root.json", "transferRules") in fields
-    operation = spec.tool("getOrder")
+    operation = spec.tool("Orders_Api_getOrder")
     assert operation.kind is ToolKind.OPENAPI and list(operation.openapi["paths"]) == [
         "/orders/{id}"
     ]
-    assert spec.tool("createOrder") is None  # the agent lists only getOrder of that toolset
+    assert (
+        spec.tool("Orders_Api_createOrder") is None
+    )  # the agent lists only getOrder of that toolset
 
 
 def test_a_version_restore_keeps_what_the_cx_import_kept(user):
@@ -295,3 +300,22 @@ def test_a_file_named_zip_that_is_not_one_is_refused_as_such(user):
     with pytest.raises(exchange.ImportRefused) as refused:
         exchange.app_import_file(owner=user, data=b"hello", filename="app.zip")
     assert refused.value.diagnostics[0].message.startswith("app.zip is not a ZIP file")
+
+
+def test_the_designer_shows_what_the_import_kept_for_an_agent(client, user):
+    from django.urls import reverse
+
+    app, _, _ = exchange.app_import_file(owner=user, data=_zip(_files(yaml_layout=False)))
+    client.force_login(user)
+    page = client.get(reverse("app-designer", args=[app.pk])).content.decode()
+    kept = page[page.index('id="agent-cx-kept"') :]
+    kept = kept[: kept.index("</p>")]
+    for what, name in [
+        ("tool", CLIENT_ID),  # the client function, referenced by id
+        ("toolset", "Crm_Mcp"),
+        ("transfer rule", BILLING_ID),
+        ("disabled callback", "before_model"),
+        ("model", "gemini-2.5-pro"),
+    ]:
+        assert f"{what} <code>{name}</code>" in kept
+    assert "lookup_customer" not in kept and "end_session" not in kept  # shown as tools

@@ -10,6 +10,7 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from agents.core import rules
+from agents.core.cx.carry import kept_summary
 from agents.core.render import render_value
 
 register = template.Library()
@@ -79,3 +80,17 @@ def pretty_json(value: Any) -> str:
 def platform_tool_names() -> list[str]:
     """The tools CX Agent Studio provides (the rule set's list)."""
     return list(rules.PLATFORM_TOOLS)
+
+
+@register.simple_tag
+def cx_kept(agent: Any) -> list[tuple[str, str]]:
+    """What the agent's CX import kept without editing (`carry.kept_summary`)."""
+    if not agent.cx:
+        return []
+    tools = [
+        n
+        for t in agent.tools.all()
+        for n in (t.name, t.cx.get("name"), t.cx.get("displayName"))
+        if n
+    ]
+    return kept_summary(agent.cx, tools)

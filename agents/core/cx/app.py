@@ -1557,7 +1557,8 @@ def _toolset_operations(
             operation_id = operation.get("operationId")
             if not isinstance(operation_id, str) or not operation_id:
                 operation_id = f"{method}_{route}"
-            base = re.sub(r"[^A-Za-z0-9_]+", "_", operation_id).strip("_") or "operation"
+            # CX calls an operation `<toolset>_<operationId>` (as `{@TOOL: ...}` names it).
+            base = re.sub(r"[^A-Za-z0-9_]+", "_", f"{folder}_{operation_id}").strip("_")
             if base[0].isdigit():
                 base = f"op_{base}"
             base = base[: rules.NAME_MAX_LENGTH - 4]

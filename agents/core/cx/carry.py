@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["EMPTY", "camel_keys", "is_empty", "overlay"]
+__all__ = ["EMPTY", "camel_keys", "is_empty", "kept_summary", "overlay"]
 
 EMPTY: tuple[Any, ...] = (None, "", [], {})
 _SNAKE = re.compile(r"_([a-z0-9])")
@@ -105,3 +105,37 @@ def camel_keys(data: Any, depth: int = 2) -> Any:
     if isinstance(data, list):
         return [camel_keys(item, depth) for item in data]
     return data
+
+
+def kept_summary(original: Mapping[str, Any], tools: Iterable[str]) -> list[tuple[str, str]]:
+    """What an agent's original CX JSON holds that Statecraft keeps without editing, as
+    (what, name) pairs for the designer: tools of other kinds, toolsets, guardrails,
+    transfer rules, disabled callbacks, model settings. `tools` are the names (and ids) of
+    the tools Statecraft shows for the agent."""
+    shown = set(tools)
+    found: list[tuple[str, str]] = []
+    for reference in original.get("tools") or []:
+        name = str(reference).rsplit("/", 1)[-1]
+        if reference not in shown and name not in shown:
+            found.append(("tool", name))
+    for entry in original.get("toolsets") or []:
+        if isinstance(entry, dict) and entry.get("toolset"):
+            found.append(("toolset", str(entry["toolset"]).rsplit("/", 1)[-1]))
+    for reference in original.get("guardrails") or []:
+        found.append(("guardrail", str(reference).rsplit("/", 1)[-1]))
+    for rule in original.get("transferRules") or []:
+        child = rule.get("childAgent") if isinstance(rule, dict) else None
+        found.append(("transfer rule", str(child or "?").rsplit("/", 1)[-1]))
+    for key, value in original.items():
+        if key.endswith("Callbacks") and isinstance(value, list):
+            for entry in value:
+                if isinstance(entry, dict) and entry.get("disabled"):
+                    kind = key[: -len("Callbacks")]
+                    found.append(("disabled callback", _SNAKE_OF.sub(r"_\1", kind).lower()))
+    model = original.get("modelSettings")
+    if isinstance(model, dict) and model.get("model"):
+        found.append(("model", str(model["model"])))
+    return found
+
+
+_SNAKE_OF = re.compile(r"(?<=[a-z])([A-Z])")
