@@ -223,6 +223,13 @@ def build_preview(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Pre
     )
     by_variable = {row.name: row for row in rows}
     code_targets: dict[str, tuple[str, str]] = {}
+    if any(d.line and (d.field or "").startswith("agents.") for d in result.diagnostics):
+        # The n-th callback of the agent in the spec is the n-th in the model's order.
+        for index, pk in enumerate(agent.callbacks.values_list("pk", flat=True)):
+            code_targets[f"agents.{agent.display_name}.callbacks.{index}.code"] = (
+                reverse("callback-edit", args=[app.pk, agent.pk, pk]),
+                f"#callback-{pk}",
+            )
     if any(d.line and (d.field or "").startswith("tools.") for d in result.diagnostics):
         for name, pk in Tool.objects.filter(app=app).values_list("name", "pk"):
             code_targets[f"tools.{name}.python_code"] = (

@@ -1031,10 +1031,17 @@ def callback_edit(
         )
         return _updated_list(request, app_id, "callback-list", _callback_list_context)
 
+    # A problem's "line 3:5" opens the code there, as for a tool.
     return _inline_form(
         request,
         fragment="callback-form",
-        context={"app": app, "agent": agent, "callback": callback},
+        context={
+            "app": app,
+            "agent": agent,
+            "callback": callback,
+            "code_line": _int_or_none(request.GET.get("line")),
+            "code_column": _int_or_none(request.GET.get("column")) or 1,
+        },
         blank=lambda: CallbackForm.for_callback(callback),
         bound=CallbackForm,
         save=save,

@@ -331,6 +331,31 @@ def test_a_code_problem_opens_the_tool_at_its_line_and_column(open_designer, tri
     assert caret == [line, column]
 
 
+def test_a_callback_problem_opens_the_callback_at_its_line(open_designer, trip_app):
+    from agents import services
+
+    agent = root_agent(trip_app)
+    callback = services.callback_create(
+        agent=agent,
+        kind="before_agent",
+        code='def before_agent_callback(callback_context):\n    context.state["nowhere"] = 1\n',
+    )
+    page = open_designer(trip_app)
+    problem = page.locator("#diagnostics li.diag").filter(has_text="nowhere")
+    expect(problem.first).to_be_visible()
+    where = problem.first.locator(".diag-pos").inner_text()
+    line, column = (int(n) for n in re.fullmatch(r"line (\d+):(\d+)", where).groups())
+    problem.first.get_by_role("button").click()
+    code = page.locator(f"#callback-{callback.pk} .cm-field-python .cm-content")
+    expect(code).to_be_focused()
+    caret = page.evaluate(
+        f"""() => {{ const v = document.querySelector('#callback-{callback.pk} textarea[name=code]').cmView;
+        const head = v.state.selection.main.head, at = v.state.doc.lineAt(head);
+        return [at.number, head - at.from + 1]; }}"""
+    )
+    assert caret == [line, column]
+
+
 def test_python_fields_indent_with_tab(open_designer, trip_app):
     page = open_designer(trip_app)
     page.get_by_role("link", name="Add a tool").click()
