@@ -872,14 +872,14 @@ def variable_from_cx_schema(cx: dict[str, Any]) -> tuple[CxVariable, tuple[Diagn
             )
         item_type = _plain_type(item_kind)
         if item_type is None:
-            diagnostics.append(
-                schema_diagnostic(
-                    "SC249",
-                    Severity.WARNING,
-                    "#/items: the list items have no usable type; read as text",
-                    "#/items",
+            message = "#/items: the list items have no usable type; read as text"
+            if item_kind == "array":
+                message = (
+                    "#/items: a list of lists has no Statecraft type (a list holds text, "
+                    "numbers, yes/no or objects); read as a list of text: wrap each inner "
+                    'list in an object ({"values": [...]}) to keep it typed'
                 )
-            )
+            diagnostics.append(schema_diagnostic("SC249", Severity.WARNING, message, "#/items"))
             item_type = VariableType.TEXT
         _report_lost_constraints(items if isinstance(items, dict) else {}, "#/items", diagnostics)
         _report_lost_constraints(schema, "#", diagnostics, allowed={"items"})
