@@ -560,7 +560,8 @@ class EventOut(serializers.Serializer):
     index = serializers.IntegerField()
     turn = serializers.IntegerField()
     kind = serializers.CharField(
-        help_text="user, agent, tool_call, tool_response, state_update, callback or error."
+        help_text="user, agent, tool_call, tool_response, state_update, callback, transfer "
+        "or error."
     )
     text = serializers.CharField(help_text="What the model sees (empty for callback, error).")
     tokens = serializers.IntegerField()
