@@ -83,6 +83,15 @@ How a session runs
   that starts at a sub-agent begins with the root agent's ``transfer_to_agent`` call, as
   every conversation starts at the root).
 
+The session clock
+-----------------
+``SessionSpec.now`` (an ISO date-time; "" = the real clock) is what tool and callback code
+reads as now: ``CodeCall.now``, which the sandbox turns into ``datetime.date.today()``,
+``datetime.datetime.now()``/``today()``/``utcnow()`` and ``time.time()`` (without an
+offset the clock is UTC; it stands still during a call). A value that is not an ISO
+date-time is reported (SC418) and the code reads the real clock. Goldens compare dates
+with today, so a golden written for a day runs with that day as its clock.
+
 Writes
 ------
 Each write is checked in order: a value that does not fit the type/schema
@@ -134,6 +143,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -192,6 +202,7 @@ CODES: dict[str, str] = {
     "SC415": "Tool or callback code raised: the rest of the turn is not run (as in the runtime).",
     "SC416": "A before_agent callback answered: the rest of the turn is not run (as in ADK).",
     "SC417": "A transfer to an agent that does not exist or that the agent may not hand over to.",
+    "SC418": "The session clock is not an ISO date-time: code reads the real clock.",
     **HTTP_CODES,
 }
 
@@ -222,6 +233,8 @@ class CodeCall:
     context_values: dict[str, Any] = field(default_factory=dict)
     # The app's Python tools by name, for CX's ``tools.<name>(...)`` inside the code.
     tools: dict[str, str] = field(default_factory=dict)
+    # The session clock (ISO date-time) the code's ``datetime``/``time`` read; "" = real.
+    now: str = ""
 
 
 @dataclass(frozen=True)
@@ -373,6 +386,24 @@ def same_value(a: Any, b: Any) -> bool:
         return False
 
 
+_NOW_RE = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})(?:[T ]([01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?"
+    r"(?:Z|[+-](?:[01]\d|2[0-3]):?[0-5]\d)?"
+)
+
+
+def valid_now(text: str) -> bool:
+    """Whether `text` is a session clock: an ISO 8601 date-time (a date alone is midnight;
+    an offset or ``Z`` optional), as the sandbox's ``datetime.fromisoformat`` reads it."""
+    found = _NOW_RE.fullmatch(text)
+    if found is None:
+        return False
+    year, month, day = (int(found.group(i)) for i in (1, 2, 3))
+    days = [31, 29 if year % 4 == 0 and (year % 100 or year % 400 == 0) else 28, 31, 30, 31]
+    days += [30, 31, 31, 30, 31, 30, 31]
+    return 1 <= month <= 12 and 1 <= day <= days[month - 1]
+
+
 def state_update_text(name: str, value: Any) -> str:
     return f"<state_update>{name}: {render_value(value)}</state_update>"
 
@@ -518,6 +549,7 @@ class _Run:
         self.instruction_tokens = 0
         self.available = 0
         self.app_id = self.session.app_id or app.name
+        self.now = ""  # the session clock, once checked (start_session)
         # Model calls: each compiles the instructions from the state of that moment.
         self.model_calls: list[ModelCall] = []
         self.static_names = _static_names(agent.instructions)
@@ -534,6 +566,19 @@ class _Run:
 
     def start_session(self) -> None:
         self.state = dict(self.app.default_values())
+        if self.session.now:
+            if valid_now(self.session.now):
+                self.now = self.session.now
+            else:
+                self.diagnostics.append(
+                    Diagnostic(
+                        "SC418",
+                        _WARNING,
+                        f"The session clock {self.session.now!r} is not an ISO date-time "
+                        "(like 2026-06-01T12:00:00): the code reads the real clock.",
+                        field="session.now",
+                    )
+                )
         for name, value in self.session.values.items():
             variable = self.variables.get(name)
             if variable is None:
@@ -776,6 +821,7 @@ class _Run:
                 filename=f"<callback:{entry}>",
                 context_values=self.code_context(),
                 tools=self.tool_codes,
+                now=self.now,
             )
             result = self.call_code(writer, call)
             if result is not None and result.tool_calls:
@@ -1194,6 +1240,7 @@ class _Run:
                 filename=f"<tool:{name}>",
                 context_values=self.code_context(),
                 tools=self.tool_codes,
+                now=self.now,
             )
             result = self.call_code(writer, call)
             if result is None:

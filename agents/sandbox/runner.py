@@ -1285,12 +1285,68 @@ def write_frame(fd, body, **header):
         data = data[os.write(fd, data) :]
 
 
+# The key of ``context_values`` that carries the session clock (an ISO date-time): taken
+# out before the code's ``context`` is built.
+CLOCK_KEY = "__session_now__"
+
+
+def freeze_clock(sandbox, now):
+    """Make the code's clock read `now` (an ISO date-time; without an offset, UTC):
+    ``datetime.date.today()``, ``datetime.datetime.now()``/``today()``/``utcnow()``,
+    ``time.time()``/``time_ns()``. Only the call process's module proxies change (it is a
+    fork of its own), so the host and other calls keep the real clock. The clock stands
+    still during the call: the simulation is deterministic."""
+    import datetime as real
+
+    moment = real.datetime.fromisoformat(now)
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=real.UTC)
+    wall = moment.replace(tzinfo=None)  # the local time the session lives in
+    stamp = aware.timestamp()
+
+    class date(real.date):
+        @classmethod
+        def today(cls):
+            return cls(wall.year, wall.month, wall.day)
+
+    class datetime(real.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            value = wall if tz is None else aware.astimezone(tz)
+            return cls(
+                value.year, value.month, value.day, value.hour, value.minute, value.second,
+                value.microsecond, tzinfo=value.tzinfo,
+            )  # fmt: skip
+
+        @classmethod
+        def today(cls):
+            return cls.now()
+
+        @classmethod
+        def utcnow(cls):
+            return cls.now(real.UTC).replace(tzinfo=None)
+
+    for cls in (date, datetime):
+        cls.__module__ = "datetime"
+    modules = sandbox.modules
+    attributes = dict(modules["datetime"].__dict__)
+    attributes.pop("_SandboxModule__name", None)
+    attributes.update(date=date, datetime=datetime)
+    modules["datetime"] = SandboxModule("datetime", attributes)
+    attributes = dict(modules["time"].__dict__)
+    attributes.pop("_SandboxModule__name", None)
+    attributes.update(time=lambda: stamp, time_ns=lambda: int(stamp * 1_000_000_000))
+    modules["time"] = SandboxModule("time", attributes)
+
+
 def call_result(sandbox, request, limits, protections):
     """Run one call (in the call process); return its answer as JSON bytes."""
     state_data = dict(request.get("state") or {})
     declared = request.get("declared")
     declared = set(declared) if declared is not None else None
-    context_values = request.get("context_values") or {}
+    context_values = dict(request.get("context_values") or {})
+    now = context_values.pop(CLOCK_KEY, None)
+    if isinstance(now, str) and now:
+        freeze_clock(sandbox, now)
     cap = limits["max_output_bytes"]
     try:
         result = run_call(sandbox, request, state_data, declared, context_values, limits)
