@@ -1338,6 +1338,25 @@ def freeze_clock(sandbox, now):
     modules["time"] = SandboxModule("time", attributes)
 
 
+def _canonical(value):
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+def add_in_place_writes(result, given):
+    """A value the code changed in place (``sm = context.state["sm"]; sm["filled"].update(
+    ...)``, as Bella Notte's tools do) is a write too: the runtime's state holds the same
+    object, so the change persists there. Each such variable gets one write of its final
+    value, after the code's own writes, when it differs from the value last written (or
+    given)."""
+    last = dict(given)
+    for name, value in result["writes"]:
+        last[name] = _canonical(value)
+    removed = set(result["removed"])
+    for name, value in result["state"].items():
+        if name in last and name not in removed and last[name] != _canonical(value):
+            result["writes"].append([name, value])
+
+
 def call_result(sandbox, request, limits, protections):
     """Run one call (in the call process); return its answer as JSON bytes."""
     state_data = dict(request.get("state") or {})
@@ -1347,10 +1366,14 @@ def call_result(sandbox, request, limits, protections):
     now = context_values.pop(CLOCK_KEY, None)
     if isinstance(now, str) and now:
         freeze_clock(sandbox, now)
+    # The values as given, to find the ones the code changed in place (below).
+    given = {name: _canonical(value) for name, value in state_data.items()}
     cap = limits["max_output_bytes"]
     try:
         result = run_call(sandbox, request, state_data, declared, context_values, limits)
         result["state"] = final_state(state_data)
+        if result.get("ok"):
+            add_in_place_writes(result, given)
         result["protections"] = protections
         # ensure_ascii (the default): a lone surrogate ("\ud800") in a user string must not
         # make the encoding fail.

@@ -78,3 +78,36 @@ def test_the_scenario_session_now_reaches_the_tools_and_a_bad_one_is_reported() 
     assert today("2026-07-04T09:00:00") == ("2026-07-04", [])
     real, codes = today("next tuesday")
     assert real == __import__("datetime").date.today().isoformat() and codes == ["SC418"]
+
+
+# A value changed in place is a write (Bella Notte's confirm_pending), found by the same
+# call process: kept here with the other per-call behaviour of the sandbox child.
+CONFIRM = '''
+def confirm_pending():
+    """Commit the pending slots."""
+    sm = context.state["sm"]
+    sm["filled"].update(sm["pending"])
+    sm["pending"] = {}
+    context.state["count"] = 1
+    return {"stored": True}
+'''
+
+
+def test_a_value_changed_in_place_is_written_after_the_codes_own_writes() -> None:
+    run = sandbox_runner(memoise=False)
+    state = {"sm": {"filled": {"a": 1}, "pending": {"b": 2}}, "other": {"x": 1}}
+    result = run(
+        CodeCall(
+            code=CONFIRM,
+            entry="confirm_pending",
+            kind="tool",
+            args={},
+            state=state,
+            filename="<tool:confirm_pending>",
+        )
+    )
+    assert result.ok, result.error
+    assert result.writes == (
+        ("count", 1),
+        ("sm", {"filled": {"a": 1, "b": 2}, "pending": {}}),
+    )
