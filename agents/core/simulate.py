@@ -53,8 +53,8 @@ How a session runs
   (designer-only), X's ``before_agent`` callbacks at once (as ADK starts the sub-agent in
   the same invocation; content they return answers and ends the turn), and from then on
   X's instructions, tools and callbacks; the state is shared and the session stays with X
-  in the next turns. At the end of the turn the ``after_agent`` callbacks run for X, then
-  for each agent that transferred in this turn (ADK runs X inside them). ADK's rule for
+  in the next turns. At the end of the turn only X's ``after_agent`` callbacks run (ADK's
+  runner: the agent that transferred does not run its own; ``tests/adk`` checks it). ADK's rule for
   the target: a sub-agent of the current agent, its parent or a peer (another sub-agent
   of the parent); anything else (or an unknown agent) is an SC417 step error naming both
   agents, and the session stays where it was.
@@ -519,9 +519,6 @@ class _Run:
         self.session = scenario.session
         self.agent = agent
         self.start_agent = agent
-        # The agents that ran in this turn, in order (a transfer adds one): their
-        # after_agent callbacks run at the end of the turn, the last one's first.
-        self.turn_agents: list[AgentSpec] = [agent]
         self.run_code: CodeRunner | None = runner
         self.variables: dict[str, VariableSpec] = {v.name: v for v in app.variables}
         self.schemas = {s.name: s.schema for s in app.schemas}
@@ -849,7 +846,6 @@ class _Run:
         self.turn_start_event = len(self.events)
         self.turn_start_state = dict(self.state)
         self.turn_http = []
-        self.turn_agents = [self.agent]
         if self.turn == 0:
             for name, value in self.session_updates:
                 self.add_event(
@@ -1179,7 +1175,6 @@ class _Run:
             label=f"{self.agent.name} transferred to {target.name}",
         )
         self.agent = target
-        self.turn_agents.append(target)
         self.static_names = _static_names(target.instructions)
         compiled = compile_instructions(
             target.instructions,
@@ -1284,18 +1279,12 @@ class _Run:
                     )
                 )
         elif self.turn_ended is None:
-            # ADK runs a transferred-to agent inside the one that transferred: the last
-            # agent's after_agent callbacks run first, then those of the agents before it.
-            current = self.agent
-            for agent in reversed(self.turn_agents):
-                if self.turn_ended is not None:
-                    break
-                self.agent = agent
-                returned, value = self.run_callbacks(CallbackKind.AFTER_AGENT, {})
-                parts = response_parts(value) if returned else None
-                if parts is not None and self.turn_ended is None:
-                    self.agent_says(parts, "after_agent_callback")  # ADK adds it as an event
-            self.agent = current
+            # After a transfer, only the agent that ends the turn runs its after_agent
+            # callbacks (ADK's runner: the agent that transferred does not).
+            returned, value = self.run_callbacks(CallbackKind.AFTER_AGENT, {})
+            parts = response_parts(value) if returned else None
+            if parts is not None and self.turn_ended is None:
+                self.agent_says(parts, "after_agent_callback")  # ADK adds it as an event
         else:
             skipped = f" {self.skipped_steps} later step(s) and" if self.skipped_steps else ""
             self.diagnostics.append(
