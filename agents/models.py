@@ -427,6 +427,12 @@ class Scenario(TimestampedModel):
     project_id = models.CharField(max_length=100, default=SCENARIO_DEFAULTS["project_id"])
     project_number = models.CharField(max_length=30, default=SCENARIO_DEFAULTS["project_number"])
     location = models.CharField(max_length=50, default=SCENARIO_DEFAULTS["location"])
+    now = models.CharField(
+        max_length=40,
+        blank=True,
+        default=SCENARIO_DEFAULTS["now"],
+        help_text="The session clock code reads (ISO date-time); empty: the real clock.",
+    )
     token_budget = models.PositiveIntegerField(default=SCENARIO_DEFAULTS["token_budget"])
     use_mocks = models.BooleanField(
         default=SCENARIO_DEFAULTS["use_mocks"],
@@ -466,6 +472,7 @@ class Scenario(TimestampedModel):
                 project_id=self.project_id,
                 project_number=self.project_number,
                 location=self.location,
+                now=self.now,
             ),
             steps=tuple(step.to_spec() for step in self.steps.all()),
             token_budget=self.token_budget,

@@ -303,6 +303,11 @@ class ScenarioForm(forms.Form):
     project_id = forms.CharField(max_length=100, initial="my-project")
     project_number = forms.CharField(max_length=30, initial="123456789")
     location = forms.CharField(max_length=50, initial="us-central1")
+    now = forms.CharField(
+        max_length=40,
+        required=False,
+        help_text="The clock the code reads, like 2026-06-01T12:00:00 (empty: the real clock).",
+    )
     token_budget = forms.IntegerField(min_value=1, max_value=10_000_000, initial=8000)
     use_mocks = forms.BooleanField(required=False)
     version = forms.IntegerField(
@@ -324,6 +329,7 @@ class ScenarioForm(forms.Form):
                 "project_id": scenario.project_id,
                 "project_number": scenario.project_number,
                 "location": scenario.location,
+                "now": scenario.now,
                 "token_budget": scenario.token_budget,
                 "use_mocks": scenario.use_mocks,
                 "version": scenario.version,

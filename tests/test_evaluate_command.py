@@ -15,7 +15,7 @@ from django.core.management.base import CommandError
 
 from agents import services
 from agents.demo import ADD_TO_CART_CODE
-from agents.models import ScenarioResult, Tool
+from agents.models import Scenario, ScenarioResult, Tool
 from tests.cx_corpus import cx_corpus  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db
@@ -144,16 +144,24 @@ def test_bella_notte_imports_with_its_goldens_and_evaluate_runs_them(user, cx_co
     files = folder_files(cx_corpus / "examples" / "bella_notte")
     app, kind, _ = exchange.app_import_file(owner=user, data=zip_bytes(files))
     assert kind == "cx"
+    # Its evaluations have no createTime: the clock is the designer's to set (README). The
+    # goldens' dates are in June and July 2026.
+    assert set(Scenario.objects.filter(agent__app=app).values_list("now", flat=True)) == {""}
+    Scenario.objects.filter(agent__app=app).update(now="2026-06-01T12:00:00")
     out = io.StringIO()
     with pytest.raises(CommandError) as raised:
         call_command("evaluate", str(app.pk), stdout=out)
     assert raised.value.returncode == 1
     text = out.getvalue()
     assert text.count("MODEL  Bella Notte Restaurant Reservations / ") == 5
-    assert "0 passed, 28 failed, 0 need a model, 0 without expectations" in text
-    # Why (README): after a transfer the calls are the sub-agent's, but the simulation stays
-    # with the scenario's agent; confirmations never move pending slots to filled.
-    assert "may not call tool confirm_pending: it is not attached" in text
+    assert "1 passed, 27 failed, 0 need a model, 0 without expectations" in text
+    # Transfers hand the session to the sub-agent (README): its calls run.
+    assert "PASS  Bella Notte Restaurant Reservations / Bella_Notte_Host / Happy Path - " in text
+    assert "may not call tool" not in text
+    # Why the rest fail (README): the scripted model does not follow the app's readbacks
+    # (a before_model callback answers "Just to confirm…" in place of the listed call), and
+    # the goldens leave unlisted calls and transfers to the model.
+    assert "set_selected_time did not answer." in text
     assert "sm.filled.party_size: expected 4, got nothing (missing)" in text
 
 

@@ -149,3 +149,34 @@ def test_the_timeline_says_which_static_values_changed_in_the_instructions(signe
         reverse("agent-simulate", args=[bank.pk, agent.pk]), headers=HX
     ).content.decode()
     assert "instructions changed" not in body
+
+
+def test_the_scenario_editor_and_the_api_set_the_session_clock(signed_in, bank):
+    agent = bank.agents.get()
+    form = {
+        "name": "Clocked",
+        "steps_script": "user: Hi\nagent: Hello",
+        "session_values": "",
+        "channel": "web",
+        "modality": "text",
+        "session_id": "s",
+        "project_id": "p",
+        "project_number": "1",
+        "location": "l",
+        "token_budget": "8000",
+        "now": "2026-06-01T12:00:00",
+    }
+    response = signed_in.post(reverse("scenario-new", args=[bank.pk, agent.pk]), form, headers=HX)
+    assert response.status_code == 200
+    scenario = Scenario.objects.get(agent=agent, name="Clocked")
+    assert scenario.now == "2026-06-01T12:00:00"
+    assert scenario.to_spec().session.now == "2026-06-01T12:00:00"
+    editor = signed_in.get(
+        reverse("scenario-edit", args=[bank.pk, agent.pk, scenario.pk]), headers=HX
+    )
+    assert 'name="now" value="2026-06-01T12:00:00"' in editor.content.decode()
+    url = f"/api/apps/{bank.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/"
+    bad = signed_in.patch(url, {"now": "next tuesday"}, content_type="application/json")
+    assert bad.status_code == 400 and bad.json()["diagnostics"][0]["code"] == "SC009"
+    ok = signed_in.patch(url, {"now": ""}, content_type="application/json")
+    assert ok.status_code == 200 and ok.json()["now"] == ""

@@ -440,6 +440,13 @@ class ScenarioIn(serializers.Serializer):
     project_id = serializers.CharField(max_length=100, required=False)
     project_number = serializers.CharField(max_length=30, required=False)
     location = serializers.CharField(max_length=50, required=False)
+    now = serializers.CharField(
+        max_length=40,
+        required=False,
+        allow_blank=True,
+        help_text="The session clock code reads (ISO date-time, like 2026-06-01T12:00:00); "
+        "empty: the real clock.",
+    )
     token_budget = serializers.IntegerField(min_value=1, max_value=MAX_TOKEN_BUDGET, required=False)
     use_mocks = serializers.BooleanField(required=False)
 
@@ -483,6 +490,7 @@ class ScenarioOut(serializers.ModelSerializer):
             "project_id",
             "project_number",
             "location",
+            "now",
             "token_budget",
             "use_mocks",
             "version",
@@ -560,7 +568,8 @@ class EventOut(serializers.Serializer):
     index = serializers.IntegerField()
     turn = serializers.IntegerField()
     kind = serializers.CharField(
-        help_text="user, agent, tool_call, tool_response, state_update, callback or error."
+        help_text="user, agent, tool_call, tool_response, state_update, callback, transfer "
+        "or error."
     )
     text = serializers.CharField(help_text="What the model sees (empty for callback, error).")
     tokens = serializers.IntegerField()

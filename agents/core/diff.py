@@ -477,7 +477,8 @@ def _scenario_key(s: ScenarioSpec) -> str:
 def _scenario_fields(a: ScenarioSpec, b: ScenarioSpec) -> list[FieldChange]:
     sa, sb = a.session, b.session
     out = [*_json_changes("session.values", dict(sa.values), dict(sb.values))]
-    for field in ("channel", "modality", "session_id", "project_id", "project_number", "location"):
+    fields = ("channel", "modality", "session_id", "project_id", "project_number", "location")
+    for field in (*fields, "now"):
         out += _plain(f"session.{field}", getattr(sa, field), getattr(sb, field))
     out += _plain("token_budget", a.token_budget, b.token_budget)
     out += _plain("use_mocks", a.use_mocks, b.use_mocks)

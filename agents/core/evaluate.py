@@ -21,10 +21,10 @@ timeline.
   them: needs a model, and the tool is not run offline.
 - ``expect response: Tool {...}`` — the response of the tool's last call in the turn
   (a response that is not an object is compared as ``{"result": value}``, as ADK wraps it).
-- ``expect no calls`` — no tool call in the turn.
-- ``expect transfer: Agent`` — passed when the agent is a sub-agent of the scenario's
-  agent (the scripted model hands over); the simulation itself stays with the scenario's
-  agent.
+- ``expect no calls`` — no tool call in the turn (a transfer is not a tool call).
+- ``expect transfer: Agent`` — the scripted model calls ``transfer_to_agent`` (the
+  simulation hands the session over to the agent): passed when the transfer happened,
+  failed with the reason otherwise (no such agent, not one the agent may hand over to).
 - ``expect agent: text`` — what the model replies can only be judged by a model: needs a
   model (the scripted reply still runs, with its model callbacks).
 
@@ -49,7 +49,7 @@ from typing import Any, Literal
 from agents.core.diagnostics import Severity
 from agents.core.render import render_value
 from agents.core.script import format_expectation
-from agents.core.simulate import SimulationResult
+from agents.core.simulate import TRANSFER_TOOL, SimulationResult
 from agents.core.spec import AppSpec, ExpectKind, ScenarioSpec, StepKind
 
 __all__ = [
@@ -194,8 +194,8 @@ def _status(results: list[ExpectationResult]) -> ScenarioStatus:
 def evaluate(
     scenario: ScenarioSpec, result: SimulationResult, app: AppSpec | None = None
 ) -> ScenarioEvaluation:
-    """Each expectation of `scenario` checked against `result` (its simulation). `app`
-    (optional) lets a transfer be checked against the agent's sub-agents."""
+    """Each expectation of `scenario` checked against `result` (its simulation). `app` is
+    no longer needed (the simulation makes the transfers); kept for callers."""
     turns = step_turns(scenario)
     results: list[ExpectationResult] = []
     for index, step in enumerate(scenario.steps):
@@ -333,7 +333,7 @@ def evaluate(
             else:
                 outcome("passed", f"The response of {expected.tool} matches.", expected.value, got)
         elif kind is ExpectKind.NO_CALLS:
-            calls = [e.label for e in events if e.kind == "tool_call"]
+            calls = [e.label for e in events if e.kind == "tool_call" and e.source != TRANSFER_TOOL]
             if calls:
                 outcome(
                     "failed",
@@ -345,22 +345,30 @@ def evaluate(
             else:
                 outcome("passed", f"No tool was called in turn {turn}.", [], [])
         elif kind is ExpectKind.TRANSFER:
-            agent = app.agent(scenario.agent) if app is not None else None
-            if app is not None and app.agent(expected.agent) is None:
-                outcome("failed", f"The app has no agent {expected.agent!r}.", expected.agent)
-            elif agent is not None and expected.agent not in agent.children:
+            own = [e for e in events if e.step == index]
+            done = [
+                e
+                for e in own
+                if e.kind == "transfer"
+                and isinstance(e.value, dict)
+                and e.value.get("to") == expected.agent
+            ]
+            errors = [e for e in own if e.kind == "error"]
+            if done:
                 outcome(
-                    "failed",
-                    f"{expected.agent} is not a sub-agent of {agent.name}: it cannot take over.",
+                    "passed",
+                    f"{done[0].value.get('from')} transferred to {expected.agent}.",
                     expected.agent,
-                    list(agent.children),
+                    expected.agent,
                 )
             else:
                 outcome(
-                    "passed",
-                    f"{scenario.agent} can hand over to {expected.agent} (the scripted model "
-                    "does; the simulation stays with the scenario's agent).",
+                    "failed",
+                    f"No transfer to {expected.agent}"
+                    + (f": {errors[0].label}" if errors else "."),
                     expected.agent,
+                    None,
+                    tuple(e.label for e in errors),
                 )
     return ScenarioEvaluation(
         results=tuple(results),

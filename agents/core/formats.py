@@ -268,6 +268,11 @@ NATIVE_SCHEMA: dict[str, Any] = {
                         "project_id": _text(100),
                         "project_number": _text(30),
                         "location": _text(50),
+                        "now": {
+                            **_text(40),
+                            "description": "The session clock code reads (ISO date-time, "
+                            "like 2026-06-01T12:00:00); absent or empty: the real clock.",
+                        },
                     },
                 },
                 "token_budget": {"type": "integer", "minimum": 1},
@@ -434,6 +439,7 @@ def _scenario_out(scenario: ScenarioSpec) -> dict[str, Any]:
             "project_id": session.project_id,
             "project_number": session.project_number,
             "location": session.location,
+            **({"now": session.now} if session.now else {}),
         },
         "token_budget": scenario.token_budget,
         "use_mocks": scenario.use_mocks,
@@ -862,6 +868,7 @@ def _scenario_in(s: dict[str, Any], agent: str, diagnostics: list[Diagnostic]) -
             project_id=session.get("project_id", defaults.project_id),
             project_number=session.get("project_number", defaults.project_number),
             location=session.get("location", defaults.location),
+            now=session.get("now", defaults.now),
         ),
         steps=steps,
         token_budget=s.get("token_budget", 8000),

@@ -61,7 +61,7 @@ CODES: dict[str, str] = {
     "SC006": "A custom object has no schema, or a schema of another app.",
     "SC007": "Python code of a tool or callback does not parse.",
     "SC008": "A JSON field has the wrong shape (object expected).",
-    "SC009": "A scenario setting is out of range (budget, channel, modality).",
+    "SC009": "A scenario setting is out of range (budget, channel, modality, clock).",
     "SC010": "A scenario sets a variable the app does not declare.",
     "SC011": "A platform tool is not one CX Agent Studio provides.",
 }
@@ -100,6 +100,7 @@ SCENARIO_DEFAULTS: Mapping[str, Any] = {
     "project_id": _SESSION.project_id,
     "project_number": _SESSION.project_number,
     "location": _SESSION.location,
+    "now": _SESSION.now,
     "token_budget": _SCENARIO.token_budget,
     "use_mocks": _SCENARIO.use_mocks,
 }
@@ -211,6 +212,21 @@ def modality_problems(modality: str, field: str = "modality") -> list[Diagnostic
     if modality in MODALITIES:
         return []
     return [_error("SC009", field, f"Modality must be one of {', '.join(MODALITIES)}.")]
+
+
+def now_problems(now: str, field: str = "now") -> list[Diagnostic]:
+    """The session clock: empty (the real clock) or an ISO date-time."""
+    from agents.core.simulate import valid_now
+
+    if not now or valid_now(now):
+        return []
+    return [
+        _error(
+            "SC009",
+            field,
+            "The clock must be an ISO date-time like 2026-06-01T12:00:00 (empty: the real clock).",
+        )
+    ]
 
 
 def token_budget_problems(budget: Any, field: str = "token_budget") -> list[Diagnostic]:

@@ -40,10 +40,24 @@ How a session runs
   Python code through ``run_code``; an OpenAPI/MCP/platform tool without a mock responds
   ``null``); ``after_tool`` callbacks (a value other than None replaces the response); then
   the ``tool_response`` event with the final response. A tool the app does not have
-  (SC404) or the agent may not call (SC405) is reported and not run. Every
+  (SC404) or the agent may not call (SC405) is reported and not run; ``transfer_to_agent``
+  is every agent's (below). Every
   ``<state_update>`` appears at the moment of its write, so the tool's updates come before
   its response. OpenAPI and MCP calls also record the HTTP request they would send
   (``agents.core.http``), built with the state at call time.
+- **Transfers** (ADK's, which CX's ``agentTransfer`` is): a function call
+  ``transfer_to_agent {"agent_name": X}`` (a TOOL step, ``expect transfer: X``, which is
+  the scripted model making that call, or a callback's answer) runs like a tool call
+  (``tool_call`` event, the current agent's ``before_tool``/``after_tool`` callbacks, the
+  response ``{"result": null}``), then hands the session over to X: a ``transfer`` event
+  (designer-only), X's ``before_agent`` callbacks at once (as ADK starts the sub-agent in
+  the same invocation; content they return answers and ends the turn), and from then on
+  X's instructions, tools and callbacks; the state is shared and the session stays with X
+  in the next turns. At the end of the turn only X's ``after_agent`` callbacks run (ADK's
+  runner: the agent that transferred does not run its own; ``tests/adk`` checks it). ADK's rule for
+  the target: a sub-agent of the current agent, its parent or a peer (another sub-agent
+  of the parent); anything else (or an unknown agent) is an SC417 step error naming both
+  agents, and the session stays where it was.
 - **Callbacks of one kind** run in ``order`` until one returns a value (ADK: a non-None
   value for tool callbacks, a truthy one for model and agent callbacks); the rest do not
   run.
@@ -55,8 +69,9 @@ How a session runs
   (``userInput.event``) without text shows as the user message ``<event>name</event>``.
 - **EXPECT** steps (golden expectations, checked by ``agents.core.evaluate``) do nothing
   here, except: ``expect call`` with arguments is the scripted model calling the tool (a
-  TOOL step); ``expect agent`` is the scripted reply (an AGENT step); ``mock`` makes the
-  next call of its tool (this turn or later) answer the given response without running
+  TOOL step); ``expect agent`` is the scripted reply (an AGENT step); ``expect
+  transfer: X`` is the scripted model calling ``transfer_to_agent`` (a transfer); ``mock``
+  makes the next call of its tool (this turn or later) answer the given response without running
   the tool's mock or code (its before/after tool callbacks still run).
 - Callbacks receive, as keyword arguments: ``before_tool`` → ``tool``, ``args``;
   ``after_tool`` → ``tool``, ``args``, ``tool_response``; ``before_model`` →
@@ -64,9 +79,18 @@ How a session runs
   declared parameter that is not supplied gets None in the sandbox). Their entry point is
   ``<kind>_callback`` (``before_model_callback``…). Code's ``context`` (``CodeCall
   .context_values``) holds the built-ins, ``agent_name`` and ``events``: the session's
-  events in the window as CX events (``{"author", "content"}``; a sub-agent's session
-  starts with the root agent's ``transfer_to_agent`` call, as every conversation starts at
-  the root).
+  events in the window as CX events (``{"author", "content"}``; the session of a scenario
+  that starts at a sub-agent begins with the root agent's ``transfer_to_agent`` call, as
+  every conversation starts at the root).
+
+The session clock
+-----------------
+``SessionSpec.now`` (an ISO date-time; "" = the real clock) is what tool and callback code
+reads as now: ``CodeCall.now``, which the sandbox turns into ``datetime.date.today()``,
+``datetime.datetime.now()``/``today()``/``utcnow()`` and ``time.time()`` (without an
+offset the clock is UTC; it stands still during a call). A value that is not an ISO
+date-time is reported (SC418) and the code reads the real clock. Goldens compare dates
+with today, so a golden written for a day runs with that day as its clock.
 
 Writes
 ------
@@ -119,6 +143,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -176,12 +201,15 @@ CODES: dict[str, str] = {
     "SC414": "The instructions alone exceed the token budget: no history fits.",
     "SC415": "Tool or callback code raised: the rest of the turn is not run (as in the runtime).",
     "SC416": "A before_agent callback answered: the rest of the turn is not run (as in ADK).",
+    "SC417": "A transfer to an agent that does not exist or that the agent may not hand over to.",
+    "SC418": "The session clock is not an ISO date-time: code reads the real clock.",
     **HTTP_CODES,
 }
 
 EventKind = Literal[
-    "user", "agent", "tool_call", "tool_response", "state_update", "callback", "error"
+    "user", "agent", "tool_call", "tool_response", "state_update", "callback", "transfer", "error"
 ]
+TRANSFER_TOOL = "transfer_to_agent"  # ADK's function for a transfer (CX's agentTransfer)
 MODEL_VISIBLE: frozenset[str] = frozenset(
     {"user", "agent", "tool_call", "tool_response", "state_update"}
 )
@@ -205,6 +233,8 @@ class CodeCall:
     context_values: dict[str, Any] = field(default_factory=dict)
     # The app's Python tools by name, for CX's ``tools.<name>(...)`` inside the code.
     tools: dict[str, str] = field(default_factory=dict)
+    # The session clock (ISO date-time) the code's ``datetime``/``time`` read; "" = real.
+    now: str = ""
 
 
 @dataclass(frozen=True)
@@ -356,6 +386,24 @@ def same_value(a: Any, b: Any) -> bool:
         return False
 
 
+_NOW_RE = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})(?:[T ]([01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?"
+    r"(?:Z|[+-](?:[01]\d|2[0-3]):?[0-5]\d)?"
+)
+
+
+def valid_now(text: str) -> bool:
+    """Whether `text` is a session clock: an ISO 8601 date-time (a date alone is midnight;
+    an offset or ``Z`` optional), as the sandbox's ``datetime.fromisoformat`` reads it."""
+    found = _NOW_RE.fullmatch(text)
+    if found is None:
+        return False
+    year, month, day = (int(found.group(i)) for i in (1, 2, 3))
+    days = [31, 29 if year % 4 == 0 and (year % 100 or year % 400 == 0) else 28, 31, 30, 31]
+    days += [30, 31, 31, 30, 31, 30, 31]
+    return 1 <= month <= 12 and 1 <= day <= days[month - 1]
+
+
 def state_update_text(name: str, value: Any) -> str:
     return f"<state_update>{name}: {render_value(value)}</state_update>"
 
@@ -470,6 +518,7 @@ class _Run:
         self.scenario = scenario
         self.session = scenario.session
         self.agent = agent
+        self.start_agent = agent
         self.run_code: CodeRunner | None = runner
         self.variables: dict[str, VariableSpec] = {v.name: v for v in app.variables}
         self.schemas = {s.name: s.schema for s in app.schemas}
@@ -497,6 +546,7 @@ class _Run:
         self.instruction_tokens = 0
         self.available = 0
         self.app_id = self.session.app_id or app.name
+        self.now = ""  # the session clock, once checked (start_session)
         # Model calls: each compiles the instructions from the state of that moment.
         self.model_calls: list[ModelCall] = []
         self.static_names = _static_names(agent.instructions)
@@ -513,6 +563,19 @@ class _Run:
 
     def start_session(self) -> None:
         self.state = dict(self.app.default_values())
+        if self.session.now:
+            if valid_now(self.session.now):
+                self.now = self.session.now
+            else:
+                self.diagnostics.append(
+                    Diagnostic(
+                        "SC418",
+                        _WARNING,
+                        f"The session clock {self.session.now!r} is not an ISO date-time "
+                        "(like 2026-06-01T12:00:00): the code reads the real clock.",
+                        field="session.now",
+                    )
+                )
         for name, value in self.session.values.items():
             variable = self.variables.get(name)
             if variable is None:
@@ -613,10 +676,10 @@ class _Run:
         window = self.events[self.window_start :][-_MAX_CONTENTS:]
         events = _cx_events(window, self.agent.name)
         root = next((a for a in self.app.agents if a.is_root), None)
-        if root is not None and root.name != self.agent.name:
+        if root is not None and root.name != self.start_agent.name:
             # Every conversation starts at the root agent: a scenario of a sub-agent starts
             # after the root transferred to it, as the runtime's events show.
-            call = {"name": "transfer_to_agent", "args": {"agent_name": self.agent.name}}
+            call = {"name": TRANSFER_TOOL, "args": {"agent_name": self.start_agent.name}}
             content = {"role": "model", "parts": [{"function_call": call}]}
             events.insert(0, {"author": root.name, "content": content})
         return {**self.context_values(), "agent_name": self.agent.name, "events": events}
@@ -755,6 +818,7 @@ class _Run:
                 filename=f"<callback:{entry}>",
                 context_values=self.code_context(),
                 tools=self.tool_codes,
+                now=self.now,
             )
             result = self.call_code(writer, call)
             if result is not None and result.tool_calls:
@@ -823,6 +887,9 @@ class _Run:
                 self.run_step(StepSpec(StepKind.TOOL, tool=expected.tool, args=expected.value))
             elif expected.kind is ExpectKind.AGENT:
                 self.model_call(({"text": str(expected.value or "")},))
+            elif expected.kind is ExpectKind.TRANSFER:
+                call = {"name": TRANSFER_TOOL, "args": {"agent_name": expected.agent}}
+                self.model_call(({"function_call": call},))
             elif expected.kind is ExpectKind.MOCK:
                 self.step_mocks[expected.tool] = copy.deepcopy(expected.value)
         elif kind is StepKind.CALLBACK:
@@ -1002,7 +1069,12 @@ class _Run:
         """A function call of the model's answer: the call event, ``before_tool``
         callbacks, the tool, ``after_tool`` callbacks, the response event."""
         tool = self.app.tool(name)
-        if tool is None:
+        target: AgentSpec | None = None
+        if tool is None and name == TRANSFER_TOOL:
+            target = self.transfer_target(args)
+            if target is None:
+                return
+        elif tool is None:
             self.step_error(
                 "SC404",
                 f"The tool {name or '(none)'} does not exist in this app.",
@@ -1010,7 +1082,7 @@ class _Run:
                 subject=name,
             )
             return
-        if name not in self.agent.tools:
+        if tool is not None and name not in self.agent.tools:
             self.step_error(
                 "SC405",
                 f"agent {self.agent.name} may not call tool {name}: it is not attached.",
@@ -1037,7 +1109,9 @@ class _Run:
         if self.turn_ended is not None:
             self.roll_back(scope, f"the call of {name}")
             return
-        if not skipped:
+        if not skipped and tool is None:
+            response = None  # ADK's transfer_to_agent returns nothing: {"result": null}
+        elif not skipped:
             ok, response = self.run_tool(tool, args)
             if self.turn_ended is not None:
                 self.roll_back(scope, f"the call of {name}")
@@ -1060,6 +1134,67 @@ class _Run:
             value=response,
             label=f"{name} → {render_value(response)}",
         )
+        if target is not None and not skipped:
+            self.transfer(target)
+
+    def transfer_target(self, args: dict[str, Any]) -> AgentSpec | None:
+        """The agent a ``transfer_to_agent`` call hands over to, if ADK allows it: a
+        sub-agent of the current agent, its parent or a peer (another sub-agent of the
+        parent). Otherwise an SC417 step error naming both agents, and None."""
+        current = self.agent
+        wanted = args.get("agent_name")
+        wanted = wanted if isinstance(wanted, str) else ""
+        target = self.app.agent(wanted)
+        parent = next((a for a in self.app.agents if current.name in a.children), None)
+        allowed = set(current.children)
+        if parent is not None:
+            allowed |= {parent.name, *parent.children}
+        allowed.discard(current.name)
+        if target is None:
+            problem = "the app has no such agent"
+        elif target.name not in allowed:
+            problem = "it is not a sub-agent, the parent or a peer of it"
+        else:
+            return target
+        self.step_error(
+            "SC417",
+            f"agent {current.name} cannot transfer to {wanted or '(no agent)'}: {problem}.",
+            source=TRANSFER_TOOL,
+            subject=current.name,
+        )
+        return None
+
+    def transfer(self, target: AgentSpec) -> None:
+        """ADK's transfer: after the call's response, the target agent runs in the same
+        invocation (its before_agent callbacks now, its instructions, tools and callbacks
+        from now on; the state is shared) and the session stays with it."""
+        self.add_event(
+            "transfer",
+            source=target.name,
+            value={"from": self.agent.name, "to": target.name},
+            label=f"{self.agent.name} transferred to {target.name}",
+        )
+        self.agent = target
+        self.static_names = _static_names(target.instructions)
+        compiled = compile_instructions(
+            target.instructions,
+            self.state,
+            channel=self.session.channel,
+            modality=self.session.modality,
+        )
+        self.dynamic = tuple(
+            dict.fromkeys(
+                [
+                    *self.dynamic,
+                    *(s.name.split(".")[0] for s in compiled.spans if s.kind == "dynamic"),
+                ]
+            )
+        )
+        returned, value = self.run_callbacks(CallbackKind.BEFORE_AGENT, {})
+        parts = response_parts(value) if returned else None
+        if parts is not None and self.turn_ended is None:
+            self.agent_says(parts, "before_agent_callback")
+            self.turn_answered = "before_agent_callback"
 
     def run_tool(self, tool: ToolSpec, args: dict[str, Any]) -> tuple[bool, Any]:
         """Run the tool itself: (ok, response)."""
@@ -1100,6 +1235,7 @@ class _Run:
                 filename=f"<tool:{name}>",
                 context_values=self.code_context(),
                 tools=self.tool_codes,
+                now=self.now,
             )
             result = self.call_code(writer, call)
             if result is None:
@@ -1143,6 +1279,8 @@ class _Run:
                     )
                 )
         elif self.turn_ended is None:
+            # After a transfer, only the agent that ends the turn runs its after_agent
+            # callbacks (ADK's runner: the agent that transferred does not).
             returned, value = self.run_callbacks(CallbackKind.AFTER_AGENT, {})
             parts = response_parts(value) if returned else None
             if parts is not None and self.turn_ended is None:

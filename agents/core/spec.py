@@ -204,6 +204,8 @@ class SessionSpec:
     project_id: str = "my-project"
     project_number: str = "123456789"
     location: str = "us-central1"
+    # The session clock: what code reads as now (ISO date-time); "" = the real clock.
+    now: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,8 @@
 `agents.core.simulate` takes any `CodeRunner`; this is the real one. Results are
 memoised on a call's full input (code, entry, arguments, state, context), so
 re-simulating while a designer types starts no process at all; code that reads the
-clock sees the time of its first run.
+clock sees the time of its first run (or the session clock, ``CodeCall.now``, part of the
+key).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from collections import OrderedDict
 
 from agents.core.simulate import CodeCall, CodeResult, CodeRunner
 from agents.sandbox import host
+
+# runner.CLOCK_KEY: the sandbox child takes the session clock out of the context values.
+CLOCK_KEY = "__session_now__"
 
 logger = logging.getLogger("agents.sandbox")
 
@@ -92,6 +96,7 @@ def sandbox_runner(
                     call.args,
                     call.state,
                     call.context_values,
+                    call.now,
                     # The app's tools, by digest: the key stays small.
                     hashlib.sha256(json.dumps(call.tools, sort_keys=True).encode()).hexdigest()
                     if call.tools
@@ -112,7 +117,11 @@ def sandbox_runner(
                 kind=call.kind,
                 args=call.args,
                 state=call.state,
-                context_values=call.context_values,
+                context_values=(
+                    {**call.context_values, CLOCK_KEY: call.now}
+                    if call.now
+                    else call.context_values
+                ),
                 tools=call.tools,
             )
         )

@@ -1285,16 +1285,95 @@ def write_frame(fd, body, **header):
         data = data[os.write(fd, data) :]
 
 
+# The key of ``context_values`` that carries the session clock (an ISO date-time): taken
+# out before the code's ``context`` is built.
+CLOCK_KEY = "__session_now__"
+
+
+def freeze_clock(sandbox, now):
+    """Make the code's clock read `now` (an ISO date-time; without an offset, UTC):
+    ``datetime.date.today()``, ``datetime.datetime.now()``/``today()``/``utcnow()``,
+    ``time.time()``/``time_ns()``. Only the call process's module proxies change (it is a
+    fork of its own), so the host and other calls keep the real clock. The clock stands
+    still during the call: the simulation is deterministic."""
+    import datetime as real
+
+    moment = real.datetime.fromisoformat(now)
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=real.UTC)
+    wall = moment.replace(tzinfo=None)  # the local time the session lives in
+    stamp = aware.timestamp()
+
+    class date(real.date):
+        @classmethod
+        def today(cls):
+            return cls(wall.year, wall.month, wall.day)
+
+    class datetime(real.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            value = wall if tz is None else aware.astimezone(tz)
+            return cls(
+                value.year, value.month, value.day, value.hour, value.minute, value.second,
+                value.microsecond, tzinfo=value.tzinfo,
+            )  # fmt: skip
+
+        @classmethod
+        def today(cls):
+            return cls.now()
+
+        @classmethod
+        def utcnow(cls):
+            return cls.now(real.UTC).replace(tzinfo=None)
+
+    for cls in (date, datetime):
+        cls.__module__ = "datetime"
+    modules = sandbox.modules
+    attributes = dict(modules["datetime"].__dict__)
+    attributes.pop("_SandboxModule__name", None)
+    attributes.update(date=date, datetime=datetime)
+    modules["datetime"] = SandboxModule("datetime", attributes)
+    attributes = dict(modules["time"].__dict__)
+    attributes.pop("_SandboxModule__name", None)
+    attributes.update(time=lambda: stamp, time_ns=lambda: int(stamp * 1_000_000_000))
+    modules["time"] = SandboxModule("time", attributes)
+
+
+def _canonical(value):
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+def add_in_place_writes(result, given):
+    """A value the code changed in place (``sm = context.state["sm"]; sm["filled"].update(
+    ...)``, as Bella Notte's tools do) is a write too: the runtime's state holds the same
+    object, so the change persists there. Each such variable gets one write of its final
+    value, after the code's own writes, when it differs from the value last written (or
+    given)."""
+    last = dict(given)
+    for name, value in result["writes"]:
+        last[name] = _canonical(value)
+    removed = set(result["removed"])
+    for name, value in result["state"].items():
+        if name in last and name not in removed and last[name] != _canonical(value):
+            result["writes"].append([name, value])
+
+
 def call_result(sandbox, request, limits, protections):
     """Run one call (in the call process); return its answer as JSON bytes."""
     state_data = dict(request.get("state") or {})
     declared = request.get("declared")
     declared = set(declared) if declared is not None else None
-    context_values = request.get("context_values") or {}
+    context_values = dict(request.get("context_values") or {})
+    now = context_values.pop(CLOCK_KEY, None)
+    if isinstance(now, str) and now:
+        freeze_clock(sandbox, now)
+    # The values as given, to find the ones the code changed in place (below).
+    given = {name: _canonical(value) for name, value in state_data.items()}
     cap = limits["max_output_bytes"]
     try:
         result = run_call(sandbox, request, state_data, declared, context_values, limits)
         result["state"] = final_state(state_data)
+        if result.get("ok"):
+            add_in_place_writes(result, given)
         result["protections"] = protections
         # ensure_ascii (the default): a lone surrogate ("\ud800") in a user string must not
         # make the encoding fail.

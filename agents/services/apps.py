@@ -176,6 +176,7 @@ _SCENARIO_FIELDS = {
     "session_values": "session.values",
     "channel": "session.channel",
     "modality": "session.modality",
+    "now": "session.now",
 }
 
 
@@ -237,6 +238,7 @@ def app_create_from_spec(
                 project_id=session.project_id,
                 project_number=session.project_number,
                 location=session.location,
+                now=session.now,
                 token_budget=scenario.token_budget,
                 use_mocks=scenario.use_mocks,
                 cx=scenario.cx,

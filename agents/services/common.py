@@ -173,6 +173,7 @@ SCENARIO_FIELDS = (
     "project_id",
     "project_number",
     "location",
+    "now",
     "token_budget",
     "use_mocks",
 )

@@ -40,6 +40,7 @@ def _scenario_problems(scenario: Scenario) -> list[Diagnostic]:
     diagnostics += rules.token_budget_problems(scenario.token_budget)
     diagnostics += rules.channel_problems(scenario.channel)
     diagnostics += rules.modality_problems(scenario.modality)
+    diagnostics += rules.now_problems(scenario.now)
     app_spec = selectors.app_spec(scenario.agent.app)
     diagnostics += rules.session_values_problems(scenario.session_values, app_spec)
     return diagnostics

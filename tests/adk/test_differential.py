@@ -483,3 +483,121 @@ def test_the_differential_harness_sees_a_difference() -> None:
         "You serve a gold customer.",
     ]
     assert collapsed([*our_writes, ("tier", "platinum")]) != collapsed(theirs.writes)
+
+
+# --------------------------------------------------------------------------- transfers
+
+
+def _log_agent(who: str, kind: str) -> str:
+    return (
+        f"def {kind}_callback(callback_context):\n"
+        f"    callback_context.state['log'] = callback_context.state.get('log', []) + "
+        f"['{who} {kind}']\n"
+        "    return None\n"
+    )
+
+
+TRANSFER_ANSWERS = [
+    # (agent, answer) of each model call, in order: turn 0, then turn 1.
+    ("host", ("call", "transfer_to_agent", {"agent_name": "desk"})),
+    ("desk", ("call", "ping", {})),
+    ("desk", ("text", "Booked.")),
+    ("desk", ("text", "Still me.")),
+]
+
+
+def test_a_transfer_runs_the_sub_agent_as_adk_does() -> None:
+    """The host transfers to desk: desk's before_agent runs at once, its instructions and
+    tools from then on, only desk's after_agent at the end of the turn (not the host's), and
+    the next turn stays with desk. Compared: the callbacks' log (the final state) and the
+    instructions of each model call, less the transfer note ADK appends (README, "CX and
+    ADK")."""
+    from google.adk.agents import LlmAgent
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    kinds = ("before_agent", "after_agent")
+    instructions: list[str] = []
+
+    class ScriptedLlm(BaseLlm):
+        async def generate_content_async(self, llm_request, stream=False):  # type: ignore[override]
+            instructions.append(str(llm_request.config.system_instruction or ""))
+            _, answer = TRANSFER_ANSWERS[len(instructions) - 1]
+            if answer[0] == "call":
+                part = types.Part.from_function_call(name=answer[1], args=dict(answer[2]))
+            else:
+                part = types.Part.from_text(text=answer[1])
+            yield LlmResponse(content=types.Content(role="model", parts=[part]))
+
+    def load(code: str, entry: str):
+        namespace: dict[str, Any] = {}
+        exec(compile(code, f"<{entry}>", "exec"), namespace)
+        return namespace[entry]
+
+    def adk_agent(name: str, instruction: str, **kwargs: Any) -> Any:
+        return LlmAgent(
+            name=name,
+            model=ScriptedLlm(model="scripted"),
+            instruction=instruction,
+            before_agent_callback=load(_log_agent(name, "before_agent"), "before_agent_callback"),
+            after_agent_callback=load(_log_agent(name, "after_agent"), "after_agent_callback"),
+            **kwargs,
+        )
+
+    desk = adk_agent("desk", "You book.", tools=[load(PING, "ping")])
+    host = adk_agent("host", "You greet.", sub_agents=[desk])
+    runner = InMemoryRunner(agent=host, app_name="diff")
+    final: dict[str, Any] = {}
+
+    async def run() -> None:
+        session = await runner.session_service.create_session(
+            app_name="diff", user_id="u", state={"log": []}
+        )
+        for text in ("a table", "thanks"):
+            message = types.Content(role="user", parts=[types.Part(text=text)])
+            async for _ in runner.run_async(
+                user_id="u", session_id=session.id, new_message=message
+            ):
+                pass
+        got = await runner.session_service.get_session(
+            app_name="diff", user_id="u", session_id=session.id
+        )
+        final.update(got.state)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, run()).result()
+
+    def agent_spec(name: str, instruction: str, **kwargs: Any) -> AgentSpec:
+        callbacks = tuple(
+            CallbackSpec(CallbackKind(kind), _log_agent(name, kind), 0) for kind in kinds
+        )
+        return AgentSpec(name, instructions=instruction, callbacks=callbacks, **kwargs)
+
+    app = AppSpec(
+        name="diff",
+        variables=(LOG,),
+        tools=(ToolSpec("ping", ToolKind.PYTHON, python_code=PING),),
+        agents=(
+            agent_spec("host", "You greet.", children=("desk",), is_root=True),
+            agent_spec("desk", "You book.", tools=("ping",)),
+        ),
+    )
+    steps: list[StepSpec] = [StepSpec(StepKind.USER, text="a table")]
+    for number, (_, answer) in enumerate(TRANSFER_ANSWERS):
+        if number == 3:
+            steps.append(StepSpec(StepKind.USER, text="thanks"))
+        if answer[0] == "call":
+            steps.append(StepSpec(StepKind.TOOL, tool=answer[1], args=dict(answer[2])))
+        else:
+            steps.append(StepSpec(StepKind.AGENT, text=answer[1]))
+    scenario = ScenarioSpec(name="transfer", agent="host", steps=tuple(steps))
+    with open_session() as session:
+        ours = simulate(app, scenario, run_code=sandbox_runner(session))
+    assert [d.code for d in ours.diagnostics] == []
+    assert ours.final_state["log"] == final["log"]
+    assert [c.instructions for c in ours.model_calls] == [
+        text.split("\n\nYou are an agent.")[0].split("\n\nYou are an agent")[0]
+        for text in instructions
+    ]

@@ -96,6 +96,16 @@ def test_an_exported_golden_imports_back_as_the_same_steps():
     assert back.steps == steps
 
 
+def test_the_evaluations_create_time_is_the_scenarios_session_clock():
+    steps = parse_script("user: hi\nexpect no calls\n").steps
+    data = scenario_to_evaluation(_app(), ScenarioSpec(name="g", agent="Host", steps=steps))
+    back, _ = evaluation_to_scenario(_app(), data, "evaluations/g/g.json")
+    assert back is not None and back.session.now == ""  # none: the real clock
+    data["createTime"] = "2026-06-01T10:11:12.123456789Z"
+    back, _ = evaluation_to_scenario(_app(), data, "evaluations/g/g.json")
+    assert back is not None and back.session.now == "2026-06-01T10:11:12.123456Z"
+
+
 def test_a_whole_app_export_writes_evaluations_and_the_import_reads_them(tmp_path):
     steps = parse_script('user: hi\nexpect call: set_party {"party_size": 2}\nagent:').steps
     scenario = ScenarioSpec(name="Party of two", agent="Host", steps=steps)

@@ -163,7 +163,12 @@ def _scenarios() -> tuple[ScenarioSpec, ...]:
         ScenarioSpec(
             "Balance question",
             "Bank Agent",
-            session=SessionSpec(values={"balance": 3}, channel="telephony", modality="voice"),
+            session=SessionSpec(
+                values={"balance": 3},
+                channel="telephony",
+                modality="voice",
+                now="2026-06-01T12:00:00",
+            ),
             steps=(
                 StepSpec(StepKind.USER, text="What is my balance?"),
                 StepSpec(StepKind.TOOL, tool="LookupBalance", args={"account_id": "primary"}),

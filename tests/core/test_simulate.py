@@ -7,6 +7,7 @@ import inspect
 import json
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -1100,3 +1101,139 @@ def test_before_agent_content_answers_and_ends_the_turn_after_agent_content_is_a
     # The second turn: no model call, no after_agent (its write would repeat nothing anyway).
     assert [c.turn for c in result.model_calls] == [0]
     assert codes(result) == ["SC416"]
+
+
+# --------------------------------------------------------------------------- transfers
+
+
+def _log(kind: CallbackKind, who: str) -> CallbackSpec:
+    return callback(kind, f"context.state['log'] = context.state.get('log', []) + ['{who}']")
+
+
+def transfer_app() -> AppSpec:
+    """A host with two peers: the reservation agent has book (and the host has none)."""
+    book = tool_code("book", 'context.state["booked"] = True\nreturn {"ok": True}')
+    log = VariableSpec("log", T.LIST, item_type=T.TEXT, default=[])
+    booked = VariableSpec("booked", T.BOOLEAN, default=False)
+    host = AgentSpec(
+        "Host",
+        instructions="You greet.",
+        children=("Reservations", "Menu"),
+        is_root=True,
+        callbacks=(
+            _log(CallbackKind.BEFORE_AGENT, "host in"),
+            _log(CallbackKind.AFTER_AGENT, "host out"),
+        ),
+    )
+    reservations = AgentSpec(
+        "Reservations",
+        instructions="You book tables. Booked: {{booked}}.",
+        tools=("book",),
+        callbacks=(
+            _log(CallbackKind.BEFORE_AGENT, "res in"),
+            _log(CallbackKind.AFTER_AGENT, "res out"),
+        ),
+    )
+    return AppSpec(
+        name="bistro",
+        variables=(log, booked),
+        tools=(book,),
+        agents=(host, reservations, AgentSpec("Menu", instructions="You read the menu.")),
+    )
+
+
+def transfer_to(agent: str) -> StepSpec:
+    return StepSpec(StepKind.TOOL, tool="transfer_to_agent", args={"agent_name": agent})
+
+
+def test_a_transfer_hands_the_session_to_the_sub_agent_with_its_tools_instructions_callbacks():
+    result = simulate(
+        transfer_app(),
+        ScenarioSpec(
+            name="s",
+            agent="Host",
+            steps=(
+                user("a table for 2"),
+                transfer_to("Reservations"),
+                call("book"),
+                agent_says("Booked."),
+                user("thanks"),
+                agent_says("You're welcome."),
+            ),
+        ),
+        run_code=FakeRunner(),
+    )
+    assert codes(result) == []
+    turn0 = [result.events[i] for i in result.turns[0].events]
+    assert [(e.kind, e.source) for e in turn0 if e.kind != "state_update"] == [
+        ("user", ""),
+        ("callback", "before_agent_callback"),
+        ("tool_call", "transfer_to_agent"),
+        ("tool_response", "transfer_to_agent"),
+        ("transfer", "Reservations"),
+        ("callback", "before_agent_callback"),
+        ("tool_call", "book"),
+        ("tool_response", "book"),
+        ("agent", "Reservations"),
+        ("callback", "after_agent_callback"),
+    ]
+    transfer = next(e for e in turn0 if e.kind == "transfer")
+    assert transfer.value == {"from": "Host", "to": "Reservations"}
+    assert not transfer.model_visible
+    assert result.turns[0].state_after["log"] == ["host in", "res in", "res out"]
+    # The sub-agent's instructions from the transfer on; the session stays with it.
+    assert [c.instructions for c in result.model_calls] == [
+        "You greet.",
+        "You book tables. Booked: false.",
+        "You book tables. Booked: true.",
+        "You book tables. Booked: true.",
+    ]
+    assert result.final_state["log"][3:] == ["res in", "res out"]
+
+
+def test_a_transfer_to_an_agent_that_is_not_a_child_parent_or_peer_is_an_error():
+    app = transfer_app()
+    app = replace(app, agents=(*app.agents, AgentSpec("Stranger")))
+    result = simulate(
+        app,
+        ScenarioSpec(
+            name="s",
+            agent="Reservations",
+            steps=(user("x"), transfer_to("Stranger"), transfer_to("Ghost"), transfer_to("Menu")),
+        ),
+        run_code=FakeRunner(),
+    )
+    errors = [d for d in result.diagnostics if d.code == "SC417"]
+    assert [d.message for d in errors] == [
+        "agent Reservations cannot transfer to Stranger: it is not a sub-agent, the parent or "
+        "a peer of it.",
+        "agent Reservations cannot transfer to Ghost: the app has no such agent.",
+    ]
+    # A peer is allowed (ADK: peers unless disallowed).
+    assert [e.value for e in result.events if e.kind == "transfer"] == [
+        {"from": "Reservations", "to": "Menu"}
+    ]
+
+
+def test_expect_transfer_is_the_model_calling_transfer_to_agent_and_its_check():
+    from agents.core.evaluate import evaluate
+    from agents.core.script import parse_script
+
+    parsed = parse_script(
+        "user: table\nexpect transfer: Reservations\nexpect call: book {}\n"
+        'expect state: {"booked": true}\nexpect no calls\n'
+        "user: again\nexpect transfer: Stranger\n"
+    )
+    scenario = ScenarioSpec(name="s", agent="Host", steps=parsed.steps)
+    app = transfer_app()
+    result = simulate(app, scenario, run_code=FakeRunner())
+    evaluation = evaluate(scenario, result, app)
+    assert [r.status for r in evaluation.results] == [
+        "passed",
+        "passed",
+        "passed",
+        "failed",  # book was called in the turn; the transfer itself is not a tool call
+        "failed",
+    ]
+    assert evaluation.results[0].message == "Host transferred to Reservations."
+    assert "cannot transfer to Stranger" in evaluation.results[4].message

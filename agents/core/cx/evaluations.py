@@ -32,6 +32,9 @@ back as it was; changed, the original with its ``golden`` replaced. Evaluations 
 *scenario* kind (a simulated user with a task and rubrics) need a model: they are not
 converted (the import keeps them verbatim and lists them).
 
+The evaluation's ``createTime``, when it has one, is the scenario's session clock
+(``session.now``): its tools then compare dates with the day the golden was written.
+
 The scenario talks to the agent that can make the golden's first tool calls: the root if it
 has those tools, else the first agent that has them all.
 """
@@ -46,11 +49,13 @@ from typing import Any
 
 from agents.core import rules
 from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.simulate import valid_now
 from agents.core.spec import (
     AppSpec,
     ExpectationSpec,
     ExpectKind,
     ScenarioSpec,
+    SessionSpec,
     StepKind,
     StepSpec,
 )
@@ -347,10 +352,21 @@ def evaluation_to_scenario(
     scenario = ScenarioSpec(
         name=name,
         agent=_agent_for(app, tools_first, targets),
+        session=SessionSpec(now=_clock(data.get("createTime"))),
         steps=tuple(steps),
         cx={"evaluation": copy.deepcopy(dict(data)), "folder": folder},
     )
     return scenario, tuple(found)
+
+
+def _clock(stamp: Any) -> str:
+    """The evaluation's ``createTime`` (RFC 3339, nanoseconds) as the session clock: the
+    golden was written for that day. "" when there is none (Google's bella_notte has none:
+    a designer sets the scenario's clock)."""
+    if not isinstance(stamp, str):
+        return ""
+    stamp = re.sub(r"(\.\d{6})\d+", r"\1", stamp.strip())
+    return stamp if valid_now(stamp) else ""
 
 
 def _expectation(
