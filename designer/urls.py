@@ -37,6 +37,7 @@ app_patterns = [
     ),
     path("variables/new", views.variable_new, name="variable-new"),
     path("variables/default-field", views.variable_default_field, name="variable-default-field"),
+    path("variables/default-check", views.variable_default_check, name="variable-default-check"),
     path("variables/<int:variable_id>/edit", views.variable_edit, name="variable-edit"),
     path("variables/<int:variable_id>/delete", views.variable_delete, name="variable-delete"),
     path("variables/<int:variable_id>/usage", views.variable_usage, name="variable-usage"),

@@ -463,6 +463,19 @@ def variable_default_field(request: HttpRequest, app_id: int) -> HttpResponse:
     return render(request, f"{DESIGNER}#default-field", {"app": app, "form": form, "uid": uid})
 
 
+@login_required
+@require_POST
+def variable_default_check(request: HttpRequest, app_id: int) -> HttpResponse:
+    """Check the default being typed against the variable's type and schema (the form's own
+    rule, `form_text.parse_form_value`), so the JSON editor says what is wrong before Save."""
+    app, _ = _loaded_app(request, app_id, edit=True)
+    form = VariableForm(request.POST, app=app, schemas=list(app.schemas.all()))
+    form.is_valid()
+    errors = form.errors.get("default", []) if request.POST.get("default", "").strip() else []
+    uid = request.POST.get("form_uid", "new")
+    return render(request, f"{DESIGNER}#default-check", {"errors": errors, "uid": uid})
+
+
 # ---------------------------------------------------------------- schemas
 
 

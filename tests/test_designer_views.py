@@ -562,3 +562,20 @@ def test_variable_rename_offers_to_update_state_accesses_in_code(signed_in, shop
     else:
         assert 'context.state["cart_total"] = total' in tool_code
         assert 'state.get("cart_total")' in callback_code
+
+
+def test_a_default_is_checked_against_the_schema_while_typed(signed_in, shop):
+    from django.urls import reverse
+
+    schema = shop.schemas.get(name="Customer")
+    url = reverse("variable-default-check", args=[shop.pk])
+    fields = {"name": "buyer", "type": "object", "schema": schema.pk, "form_uid": "new"}
+    bad = signed_in.post(url, {**fields, "default": '{"first_name": "Ada", "tier": "platinum"}'})
+    assert bad.status_code == 200
+    body = bad.content.decode()
+    assert 'id="default-check-new"' in body and "platinum" in body
+    good = signed_in.post(url, {**fields, "default": '{"first_name": "Ada", "tier": "gold"}'})
+    assert (
+        '<span id="default-check-new" class="error-text default-check" role="status" aria-live="polite"></span>'
+        in good.content.decode()
+    )

@@ -77,7 +77,7 @@ def required(route: Route, method: str) -> str:
         return "edit"
     if route.name in VIEW_ACTIONS:
         return "view"
-    if route.name.endswith(("-new", "-edit", "-delete", "default-field")):
+    if route.name.endswith(("-new", "-edit", "-delete", "default-field", "default-check")):
         return "edit"
     return "view" if method == "get" else "edit"
 

@@ -59,3 +59,18 @@ def test_breaking_a_tool_turns_the_golden_red_with_the_diff_and_fixing_it_turns_
     expect(conversation.locator("#golden-summary")).to_contain_text("2 passed")
     expect(summary.locator(".run-all-summary")).to_contain_text("1 passed")
     expect(summary.locator(".run-all-summary")).to_contain_text("0 failed")
+
+
+def test_a_json_default_is_checked_against_its_schema_as_it_is_typed(open_designer, shop_app):
+    page: Page = open_designer(shop_app)
+    page.get_by_label("Edit customer", exact=True).click()
+    editor = page.locator("#variable-list .default-field .cm-content")
+    expect(editor).to_be_visible()
+    check = page.locator("#variable-list .default-check")
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text('{"first_name": "Ada", "tier": "platinum"}')
+    expect(check).to_contain_text("platinum")
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text('{"first_name": "Ada", "tier": "gold"}')
+    expect(check).to_have_text("")
