@@ -576,6 +576,6 @@ def test_a_default_is_checked_against_the_schema_while_typed(signed_in, shop):
     assert 'id="default-check-new"' in body and "platinum" in body
     good = signed_in.post(url, {**fields, "default": '{"first_name": "Ada", "tier": "gold"}'})
     assert (
-        '<span id="default-check-new" class="error-text default-check" role="status" aria-live="polite"></span>'
+        '<span id="default-check-new" class="default-check" role="status" aria-live="polite"></span>'
         in good.content.decode()
     )
