@@ -9,7 +9,7 @@ cached spec).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -198,21 +198,44 @@ def snapshot(obj: Model | None) -> dict[str, Any] | None:
     return {field: getattr(obj, field) for field in fields}
 
 
+def rewrite_text_field(
+    *,
+    app_id: int,
+    objects: Iterable[Model],
+    field: str,
+    rewrite: Callable[[str], str],
+    action: str,
+    name_of: Callable[[Any], str],
+    actor: Actor,
+) -> None:
+    """Apply `rewrite` to `field` of each object (locked by the caller's queryset); save and
+    audit those it changes: a rename reaching into instructions or code."""
+    for obj in objects:
+        before = getattr(obj, field)
+        after = rewrite(before)
+        if after != before:
+            setattr(obj, field, after)
+            save(obj)
+            changed(
+                app=app_id,
+                actor=actor,
+                action=action,
+                name=name_of(obj),
+                before={field: before},
+                after={field: after},
+            )
+
+
 def rewrite_instructions(
     *, app_id: int, kind: RenameKind, old: str, new: str, actor: Actor
 ) -> None:
     """Every agent's instructions with references to the renamed object updated (locked)."""
-    for agent in Agent.objects.select_for_update().filter(app_id=app_id):
-        rewritten = rename_references(agent.instructions, kind, old, new)
-        if rewritten != agent.instructions:
-            before = agent.instructions
-            agent.instructions = rewritten
-            save(agent)
-            changed(
-                app=app_id,
-                actor=actor,
-                action="agent.instructions",
-                name=agent.display_name,
-                before={"instructions": before},
-                after={"instructions": rewritten},
-            )
+    rewrite_text_field(
+        app_id=app_id,
+        objects=Agent.objects.select_for_update().filter(app_id=app_id),
+        field="instructions",
+        rewrite=lambda text: rename_references(text, kind, old, new),
+        action="agent.instructions",
+        name_of=lambda agent: agent.display_name,
+        actor=actor,
+    )

@@ -22,6 +22,7 @@ from agents.services.common import (
     on_field,
     raise_if,
     rewrite_instructions,
+    rewrite_text_field,
     save,
     snapshot,
     unique,
@@ -216,31 +217,21 @@ def variable_rename(
 
 def _rename_in_code(app_id: int, old: str, new: str, actor: Actor) -> None:
     """`context.state["old"]` becomes `context.state["new"]` in every tool and callback."""
-    for tool in Tool.objects.select_for_update().filter(app_id=app_id).exclude(python_code=""):
-        code = rename_state_in_code(tool.python_code, old, new)
-        if code != tool.python_code:
-            before = tool.python_code
-            tool.python_code = code
-            save(tool)
-            changed(
-                app=app_id,
-                actor=actor,
-                action="tool.update",
-                name=tool.name,
-                before={"python_code": before},
-                after={"python_code": code},
-            )
-    for callback in Callback.objects.select_for_update().filter(agent__app_id=app_id):
-        code = rename_state_in_code(callback.code, old, new)
-        if code != callback.code:
-            before = callback.code
-            callback.code = code
-            save(callback)
-            changed(
-                app=app_id,
-                actor=actor,
-                action="callback.update",
-                name=f"{callback.kind} callback",
-                before={"code": before},
-                after={"code": code},
-            )
+    rewrite_text_field(
+        app_id=app_id,
+        objects=Tool.objects.select_for_update().filter(app_id=app_id).exclude(python_code=""),
+        field="python_code",
+        rewrite=lambda code: rename_state_in_code(code, old, new),
+        action="tool.update",
+        name_of=lambda tool: tool.name,
+        actor=actor,
+    )
+    rewrite_text_field(
+        app_id=app_id,
+        objects=Callback.objects.select_for_update().filter(agent__app_id=app_id),
+        field="code",
+        rewrite=lambda code: rename_state_in_code(code, old, new),
+        action="callback.update",
+        name_of=lambda callback: f"{callback.kind} callback",
+        actor=actor,
+    )
