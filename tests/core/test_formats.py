@@ -40,6 +40,7 @@ from agents.core.spec import (
     VariableSpec,
     VariableType,
 )
+from tests import optional
 from tests.cx_tree import without_cx
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -326,7 +327,7 @@ def test_scenario_script_is_accepted_in_place_of_steps():
 
 
 def test_cx_layout_and_every_json_parses_with_the_official_types():
-    ces = pytest.importorskip("google.cloud.ces_v1.types")
+    ces = optional.ces_v1()
     files, _ = to_cx_files(_app(), _scenarios())
     assert {
         "app.json",
@@ -348,8 +349,7 @@ def test_cx_layout_and_every_json_parses_with_the_official_types():
     for path in json_files:
         text = files[path].decode("utf-8")
         if path.startswith("evaluations/"):
-            from google.cloud.ces_v1beta import types as ces_beta
-
+            ces_beta = optional.ces_v1beta()
             assert ces_beta.Evaluation.from_json(text, ignore_unknown_fields=False).golden
             continue
         message = {"app.json": ces.App}.get(path) or (
