@@ -365,8 +365,8 @@ def test_socket_to_postgres_is_refused():
 def test_file_write_is_refused():
     code = "def t():\n    with open('x.txt', 'w') as f:\n        f.write('x')\n"
     result = tool(code)
-    assert_blocked(result, "forbidden", "exception")
-    assert "NameError" in result.error.message or result.error.kind == "forbidden"
+    assert_blocked(result, "forbidden")
+    assert "'open' is not available in the sandbox" in result.error.message
 
 
 def test_caught_forbidden_import_is_still_contained():
@@ -414,8 +414,8 @@ def test_memory_bombs_are_contained(expr):
 
 def test_gradual_memory_growth_is_contained():
     code = "def t():\n    xs = []\n    while True:\n        xs.append('x' * 10**6)\n"
-    result = tool(code, limits=FAST)
-    assert_blocked(result, "memory", "timeout")
+    result = tool(code)  # the default time limit: the memory limit is reached first
+    assert_blocked(result, "memory")
 
 
 def test_huge_print_is_truncated():
@@ -616,7 +616,7 @@ def test_state_object_cannot_be_patched():
         "context.get_variable = len",
     ):
         result = tool(f"def t():\n    {body}\n")
-        assert_blocked(result, "exception", "forbidden")
+        assert_blocked(result, "exception")  # the object refuses: AttributeError, TypeError
 
 
 def test_private_entry_names_are_refused():
