@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -66,3 +71,34 @@ def bank(demo_apps):
 @pytest.fixture
 def shop(demo_apps):
     return next(a for a in demo_apps if a.name == "Shopping assistant")
+
+
+@pytest.fixture(scope="session")
+def _migrated_sqlite(tmp_path_factory, worker_id) -> Path:
+    """A SQLite file with every migration applied by `manage.py migrate` in a child
+    process: made once per run (the xdist workers share it, under a file lock)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base if worker_id == "master" else base.parent) / "migrated.sqlite3"
+    with open(shared.with_suffix(".lock"), "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not shared.exists():
+            part = shared.with_suffix(".part")
+            env = {**os.environ, "DATABASE_URL": f"sqlite:///{part}"}
+            subprocess.run(
+                [sys.executable, "manage.py", "migrate", "-v0", "--settings=tests.settings"],
+                cwd=Path(__file__).resolve().parent.parent,
+                env=env,
+                check=True,
+                timeout=300,
+            )
+            part.rename(shared)
+    return shared
+
+
+@pytest.fixture
+def migrated_sqlite_url(_migrated_sqlite, tmp_path) -> str:
+    """`DATABASE_URL` of a migrated SQLite database of this test's own (a copy), for the
+    commands the tests run as real processes."""
+    path = tmp_path / "migrated.sqlite3"
+    shutil.copyfile(_migrated_sqlite, path)
+    return f"sqlite:///{path}"
