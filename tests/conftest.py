@@ -22,6 +22,31 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Keep `--dist loadgroup` grouping (`make test`): pytest-xdist names a test's
+    `xdist_group` by suffixing its node id on the workers (`...@group`), through
+    `item._nodeid`; pytest 9.2 derives `nodeid` from `item._id`, so the suffix is lost
+    and every group silently falls apart — the browser tests, ADK, the permission
+    matrix's world and the production probe then run on both workers (pytest-xdist
+    issue 1386). The same suffix, on `_id`; nothing happens where xdist's own works."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # an older pytest: xdist's own suffix takes effect
+        return
+    for item in items:
+        names = {
+            str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+            for mark in item.iter_markers("xdist_group")
+        }
+        nodeid = item.nodeid
+        if not names or nodeid.rfind("@") > nodeid.rfind("]") or not hasattr(item, "_id"):
+            continue
+        item._id = NodeId.parse(f"{nodeid}@{'_'.join(sorted(names))}")
+
+
 @pytest.fixture(autouse=True)
 def _empty_cache():
     """Each test starts and ends with an empty cache: cached app specs (ids and revisions
