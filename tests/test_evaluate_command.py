@@ -71,12 +71,11 @@ def test_an_unknown_app_is_exit_status_2(shop):
     assert "Balance question" in out.getvalue() and "Buy a product" not in out.getvalue()
 
 
-def test_exit_codes_through_a_real_process(tmp_path):
+def test_exit_codes_through_a_real_process(tmp_path, migrated_sqlite_url):
     root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path}/x.sqlite3"}
+    env = {**os.environ, "DATABASE_URL": migrated_sqlite_url}
     manage = [sys.executable, "manage.py"]
     settings = "--settings=tests.settings"
-    subprocess.run([*manage, "migrate", "-v0", settings], cwd=root, env=env, check=True)
     subprocess.run(
         [*manage, "load_demo", settings], cwd=root, env=env, check=True, capture_output=True
     )

@@ -46,10 +46,11 @@ from agents.core.spec import (
 )
 from agents.sandbox import open_session
 from agents.sandbox.code_runner import sandbox_runner
+from tests import optional
 
 pytestmark = [pytest.mark.adk, pytest.mark.xdist_group("adk")]
 
-adk = pytest.importorskip("google.adk", reason="google-adk is in the dev extra")
+adk = optional.need("google.adk", "google-adk")
 
 T = VariableType
 

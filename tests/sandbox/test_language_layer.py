@@ -64,7 +64,11 @@ def tool(code: str, **kwargs):
 def test_a_str_subclass_cannot_fool_the_attribute_guard(body):
     result = tool(f"import json\n{SNEAKY}\ndef t():\n    {body}\n")
     assert not result.ok, result
-    assert result.error.kind == "forbidden" or "AttributeError" in result.error.message, result
+    if "json" in body:  # a module attribute the sandbox does not offer: not there at all
+        assert result.error.kind == "exception", result.error
+        assert "AttributeError: module 'json' has no attribute 'decoder'" in result.error.message
+    else:  # a private or restricted name, whatever the str subclass answers
+        assert result.error.kind == "forbidden", result.error
 
 
 def test_a_str_subclass_cannot_fool_the_import_guard():
@@ -110,7 +114,7 @@ def test_methods_that_could_lie_to_the_host_cannot_be_defined(method):
 def test_format_strings_cannot_walk_to_private_attributes(expression):
     result = tool(f"import string\ndef t():\n    return {expression}\n")
     assert not result.ok, result
-    assert result.error.kind == "forbidden" or "AttributeError" in result.error.message
+    assert result.error.kind == "forbidden", result.error
 
 
 def test_generator_and_traceback_frames_are_unreachable():
