@@ -630,7 +630,7 @@ class AuditEvent(models.Model):
 
 # ---------------------------------------------------------------- versions and labels
 
-LABEL_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
+LABEL_PATTERN = r"\A[a-z0-9][a-z0-9_.-]*\Z"  # the whole text (not "$": "v1\n")
 LABEL_MAX_LENGTH = 64
 
 

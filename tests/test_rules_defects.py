@@ -1,0 +1,57 @@
+"""Issue 22, "The rules" and the operator's side: each test fails on the code before the fix."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import IntegrityError, transaction
+from rest_framework.test import APIClient
+
+from agents.models import Callback, Variable
+from agents.services import common
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def api(user):
+    client = APIClient()
+    client.force_login(user)
+    return client
+
+
+# ---------------------------------------------------------------- 11: names and constraints
+
+
+@pytest.mark.parametrize("name", ["ghost\n", "ghost\r", "\nghost"])
+def test_a_name_ending_in_a_newline_is_refused_naming_the_field(api, shop, name):
+    response = api.post(
+        f"/api/apps/{shop.pk}/variables/", {"name": name, "type": "text"}, format="json"
+    )
+    assert response.status_code == 400
+    assert ("SC003", "name") in {(d["code"], d["field"]) for d in response.json()["diagnostics"]}
+
+
+def test_the_database_rule_refuses_a_name_ending_in_a_newline(shop):
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Variable.objects.create(app=shop, name="ghost\n", type="text")
+
+
+def test_a_unique_clash_caught_by_the_database_names_its_constraint(shop):
+    taken = shop.variables.first()
+    clash = Variable(app=shop, name=taken.name, type="text")
+    with pytest.raises(common.ServiceError) as caught:
+        common.save(clash)
+    (diagnostic,) = caught.value.diagnostics
+    assert (diagnostic.field, diagnostic.code) == ("name", "SC004")
+    assert "variable_unique_name_per_app" in diagnostic.message
+
+
+def test_a_callback_order_clash_is_reported_on_order_not_on_a_name(shop):
+    agent = shop.agents.get(is_root=True)
+    Callback.objects.create(agent=agent, kind="before_agent", order=3, code="pass")
+    clash = Callback(agent=agent, kind="before_agent", order=3, code="pass")
+    with pytest.raises(common.ServiceError) as caught:
+        common.save(clash)
+    (diagnostic,) = caught.value.diagnostics
+    assert diagnostic.field == "order"
+    assert "callback_unique_order_per_kind" in diagnostic.message
