@@ -55,3 +55,42 @@ def test_a_callback_order_clash_is_reported_on_order_not_on_a_name(shop):
     (diagnostic,) = caught.value.diagnostics
     assert diagnostic.field == "order"
     assert "callback_unique_order_per_kind" in diagnostic.message
+
+
+# ---------------------------------------------------------------- 12: a rename is audited, whole
+
+
+def test_a_rename_that_rewrites_a_tool_records_it_in_the_history(bank, user):
+    from agents import services
+    from agents.models import AuditEvent
+
+    services.tool_create(
+        app=bank,
+        name="Transfer",
+        kind="mcp",
+        mcp_url="https://mcp.example.com/mcp",
+        mcp_headers={"X-Auth": "$context.variables.authenticated"},
+        mock_enabled=True,
+        mock_state={"authenticated": True},
+        mock_response={"ok": True},
+    )
+    variable = bank.variables.get(name="authenticated")
+    services.variable_rename(variable=variable, new_name="signed_in", actor=user)
+    event = AuditEvent.objects.get(app=bank, action="tool.update", object_name="Transfer")
+    assert event.before == {
+        "mcp_headers": {"X-Auth": "$context.variables.authenticated"},
+        "mock_state": {"authenticated": True},
+    }
+    assert event.after == {
+        "mcp_headers": {"X-Auth": "$context.variables.signed_in"},
+        "mock_state": {"signed_in": True},
+    }
+
+
+@pytest.mark.parametrize("separator", ["\f", "\u2028", "\x85", "\v"])
+def test_renaming_in_code_reaches_past_a_line_break_python_does_not_count(separator):
+    from agents.core.rename import rename_state_in_code
+
+    code = f'x = 1  # note{separator}\ncontext.state["old"] = 2\nif "old" in context.state:\n    pass\n'
+    renamed = rename_state_in_code(code, "old", "new")
+    assert renamed == code.replace('"old"', '"new"')
