@@ -94,3 +94,40 @@ def test_renaming_in_code_reaches_past_a_line_break_python_does_not_count(separa
     code = f'x = 1  # note{separator}\ncontext.state["old"] = 2\nif "old" in context.state:\n    pass\n'
     renamed = rename_state_in_code(code, "old", "new")
     assert renamed == code.replace('"old"', '"new"')
+
+
+# ---------------------------------------------------------------- 13: refusals said once, as typed
+
+HX = {"HX-Request": "true"}
+
+
+def test_a_refused_schema_delete_over_htmx_is_not_shown_again_on_the_next_page(signed_in, shop):
+    from django.urls import reverse
+
+    schema = shop.schemas.get(name="Customer")
+    refused = signed_in.post(reverse("schema-delete", args=[shop.pk, schema.pk]), headers=HX)
+    assert "used by customer" in refused.content.decode()
+    next_page = signed_in.get(reverse("app-designer", args=[shop.pk]))
+    assert "used by customer" not in next_page.content.decode()
+
+
+@pytest.mark.parametrize("typed", ["[]", "0", '""', "false"])
+def test_session_values_that_are_not_an_object_are_refused_not_emptied(signed_in, bank, typed):
+    from django.urls import reverse
+
+    agent = bank.agents.get()
+    form = {
+        "name": "Listy",
+        "steps_script": "user: Hi",
+        "session_values": typed,
+        "channel": "web",
+        "modality": "text",
+        "session_id": "s",
+        "project_id": "p",
+        "project_number": "1",
+        "location": "l",
+        "token_budget": "8000",
+    }
+    response = signed_in.post(reverse("scenario-new", args=[bank.pk, agent.pk]), form, headers=HX)
+    assert not agent.scenarios.filter(name="Listy").exists()
+    assert "Enter one JSON object" in response.content.decode()
