@@ -131,3 +131,74 @@ def test_session_values_that_are_not_an_object_are_refused_not_emptied(signed_in
     response = signed_in.post(reverse("scenario-new", args=[bank.pk, agent.pk]), form, headers=HX)
     assert not agent.scenarios.filter(name="Listy").exists()
     assert "Enter one JSON object" in response.content.decode()
+
+
+# ---------------------------------------------------------------- 14: the admin, by permission
+
+
+@pytest.fixture
+def bare_staff(django_user_model):
+    return django_user_model.objects.create_user(
+        username="clerk", password="pw-clerk-123456", is_staff=True
+    )
+
+
+def _admin_urls(app):
+    from django.urls import reverse
+    from django.utils import timezone
+
+    from agents import services
+    from agents.models import AppVersion, AuditEvent, ScenarioResult
+
+    version = services.versions.version_create(app=app, name="first", user=app.owner)
+    scenario = app.agents.get(is_root=True).scenarios.first()
+    result = ScenarioResult.objects.create(
+        scenario=scenario, status="passed", results=[], ran_at=timezone.now()
+    )
+    event = AuditEvent.objects.filter(app=app).first()
+    urls = []
+    for obj in (version, event, result):
+        name = f"admin:agents_{obj._meta.model_name}"
+        urls += [reverse(f"{name}_changelist"), reverse(f"{name}_change", args=[obj.pk])]
+    assert isinstance(version, AppVersion)
+    return urls
+
+
+def test_staff_without_permissions_cannot_read_versions_history_or_results(
+    client, bare_staff, bank
+):
+    urls = _admin_urls(bank)
+    client.force_login(bare_staff)
+    assert {url: client.get(url).status_code for url in urls} == {url: 403 for url in urls}
+
+
+def test_a_view_permission_opens_exactly_its_own_model(client, bare_staff, bank):
+    from django.contrib.auth.models import Permission
+
+    urls = _admin_urls(bank)
+    bare_staff.user_permissions.add(Permission.objects.get(codename="view_auditevent"))
+    client.force_login(bare_staff)
+    codes = [client.get(url).status_code for url in urls]
+    assert codes == [403, 403, 200, 200, 403, 403]
+
+
+def test_the_audit_trail_cannot_be_deleted_in_the_admin_even_by_a_superuser(client, staff, bank):
+    from django.urls import reverse
+
+    from agents.models import AuditEvent
+
+    client.force_login(staff)
+    event = AuditEvent.objects.filter(app=bank).first()
+    delete_url = reverse("admin:agents_auditevent_delete", args=[event.pk])
+    assert client.post(delete_url, {"post": "yes"}).status_code == 403
+    changelist = reverse("admin:agents_auditevent_changelist")
+    client.post(changelist, {"action": "delete_selected", "_selected_action": [event.pk], "post": "yes"})
+    assert AuditEvent.objects.filter(pk=event.pk).exists()
+
+
+def test_an_apps_revision_is_not_editable_in_the_admin(client, staff, bank):
+    from django.urls import reverse
+
+    client.force_login(staff)
+    page = client.get(reverse("admin:agents_agentapp_change", args=[bank.pk])).content.decode()
+    assert 'name="revision"' not in page
