@@ -192,7 +192,9 @@ def test_the_audit_trail_cannot_be_deleted_in_the_admin_even_by_a_superuser(clie
     delete_url = reverse("admin:agents_auditevent_delete", args=[event.pk])
     assert client.post(delete_url, {"post": "yes"}).status_code == 403
     changelist = reverse("admin:agents_auditevent_changelist")
-    client.post(changelist, {"action": "delete_selected", "_selected_action": [event.pk], "post": "yes"})
+    client.post(
+        changelist, {"action": "delete_selected", "_selected_action": [event.pk], "post": "yes"}
+    )
     assert AuditEvent.objects.filter(pk=event.pk).exists()
 
 
@@ -202,3 +204,30 @@ def test_an_apps_revision_is_not_editable_in_the_admin(client, staff, bank):
     client.force_login(staff)
     page = client.get(reverse("admin:agents_agentapp_change", args=[bank.pk])).content.decode()
     assert 'name="revision"' not in page
+
+
+# ---------------------------------------------------------------- 15: counts in the database
+
+
+def test_counts_live_in_the_database_and_ended_windows_are_purged(monkeypatch):
+    from django.core.management import call_command
+
+    from agents import ratelimit
+    from agents.models import RateLimitCount
+
+    moment = [1_000_000.0]
+    monkeypatch.setattr(ratelimit, "now", lambda: moment[0])
+    rate = ratelimit.Rate(limit=2, period=60)
+    assert [ratelimit.hit("t", "who", rate).allowed for _ in range(3)] == [True, True, False]
+    assert RateLimitCount.objects.get().count == 3
+    moment[0] += 120
+    call_command("purge_expired", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    assert not RateLimitCount.objects.exists()
+
+
+def test_a_wrong_api_token_counts_as_an_anonymous_request(settings):
+    from agents import ratelimit
+
+    settings.RATE_LIMITS = {**ratelimit.settings.RATE_LIMITS, "api-anon": "2/h"}
+    client = APIClient(HTTP_AUTHORIZATION="Token not-a-token")
+    assert [client.get("/api/apps/").status_code for _ in range(3)] == [401, 401, 429]
