@@ -231,3 +231,13 @@ def test_a_wrong_api_token_counts_as_an_anonymous_request(settings):
     settings.RATE_LIMITS = {**ratelimit.settings.RATE_LIMITS, "api-anon": "2/h"}
     client = APIClient(HTTP_AUTHORIZATION="Token not-a-token")
     assert [client.get("/api/apps/").status_code for _ in range(3)] == [401, 401, 429]
+
+
+# ---------------------------------------------------------------- 17: the new key is not cached
+
+
+def test_the_page_that_shows_a_new_api_key_is_never_stored(signed_in):
+    from django.urls import reverse
+
+    response = signed_in.post(reverse("api-token"), {"action": "create"})
+    assert response.status_code == 200 and "no-store" in response["Cache-Control"]
