@@ -78,6 +78,8 @@ MODULE_EXCLUSIONS = {
     # singledispatch().register(f) evaluates f's string annotations with the real eval.
     "functools": {"singledispatchmethod", "singledispatch"},
     "collections": {"abc"},
+    # The metaclass makes a class from a namespace given as data (its dunders unchecked).
+    "enum": {"EnumType", "EnumMeta", "EnumDict"},
 }
 # Attribute names that are refused at run time on top of RestrictedPython's compile-time
 # checks (names starting with "_" and the inspect attributes are refused as well).
@@ -740,6 +742,7 @@ class Sandbox:
         self.user_classes: set[type] = set()
         self.formatter = make_safe_formatter(string.Formatter, self)
         self.modules = {name: self._module_proxy(name) for name in ALLOWED_MODULES}
+        self._check_enum_functional_api()
         # Warm lazily imported helpers now: nothing can be imported once jailed.
         import _strptime  # noqa: F401 - used by datetime.strptime
         import encodings.idna  # noqa: F401 - str.encode("idna")
@@ -795,6 +798,28 @@ class Sandbox:
         if name == "dataclasses":
             public["make_dataclass"] = self.make_dataclass
         return SandboxModule(name, public)
+
+    @staticmethod
+    def _check_enum_functional_api():
+        """Enum("Name", names): each member name is a class attribute, so a name like
+        "__str__" would define that dunder; held to the class rule (this child only)."""
+        import enum
+
+        create = enum.EnumType._create_
+
+        def checked_create(cls, class_name, names, *args, **kwargs):
+            if type(names) is str:
+                members = str.split(str.replace(names, ",", " "))
+            elif isinstance(names, dict):
+                members = list(dict.keys(names))
+            else:
+                names = list(names)
+                members = [n if type(n) is str else n[0] for n in names]
+            for member in members:
+                check_class_namespace({member: None}, "an Enum")
+            return create(cls, class_name, names, *args, **kwargs)
+
+        enum.EnumType._create_ = checked_create
 
     # -- library functions that would read or write attributes around the guard
 

@@ -294,11 +294,20 @@ def test_update_wrapper_reaches_no_attribute_around_the_guard(body, word, kind):
         "type(type(1))('Liar', (str,), {'__str__': lambda self: 'x'})",
         "dataclasses.make_dataclass('Liar', [], namespace={'__iter__': lambda self: iter([])})",
         "dataclasses.make_dataclass('Holder', [('__globals__', dict)])",
+        "enum.Enum('Liar', [('__hash__', 1)])",
+        "enum.Enum('Liar', {'__str__': 1})",
     ],
-    ids=["type-of-int", "type-of-type", "make_dataclass-namespace", "make_dataclass-field"],
+    ids=[
+        "type-of-int",
+        "type-of-type",
+        "make_dataclass-namespace",
+        "make_dataclass-field",
+        "enum-pairs",
+        "enum-mapping",
+    ],
 )
 def test_no_way_of_making_a_class_defines_a_refused_dunder(body):
-    result = tool(f"import dataclasses\ndef t():\n    {body}\n    return 'ran'\n")
+    result = tool(f"import dataclasses, enum\ndef t():\n    {body}\n    return 'ran'\n")
     _forbidden(result, "cannot define")
 
 
