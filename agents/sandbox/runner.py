@@ -1007,7 +1007,18 @@ class Sandbox:
 
     def make_class(self, name, bases, namespace, **kwargs):
         check_class_namespace(namespace)
-        cls = type(name, bases, namespace, **kwargs)
+        meta = type
+        for base in bases:
+            if isinstance(base, type) and issubclass(type(base), meta):
+                meta = type(base)
+        if meta is not type:
+            # The class statement's namespace as the metaclass prepares it (an Enum needs
+            # its own mapping), filled in the body's order.
+            prepared = meta.__prepare__(name, bases, **kwargs)
+            for key, value in namespace.items():
+                prepared[key] = value
+            namespace = prepared
+        cls = meta(name, bases, namespace, **kwargs)
         self.user_classes.add(cls)
         return cls
 

@@ -326,3 +326,19 @@ def test_type_of_a_class_still_answers_like_its_metaclass():
     result = tool(code)
     assert result.ok, result.error
     assert result.return_value == [True, True, "type", 3, 2, "A"]
+
+
+def test_an_enum_class_statement_works():
+    code = """
+    import enum
+    class Color(enum.Enum):
+        RED = 1
+        GREEN = 2
+    class Level(enum.IntEnum):
+        LOW = 1
+    def t():
+        return [Color.RED.name, Color(2).name, [c.value for c in Color], Level.LOW + 1]
+    """
+    result = tool(code)
+    assert result.ok, result.error
+    assert result.return_value == ["RED", "GREEN", [1, 2], 2]
