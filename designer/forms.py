@@ -80,6 +80,20 @@ def _json_field_value(raw: str, field: str, *, allow_empty: bool = True) -> Any:
         ) from exc
 
 
+def _json_object_value(raw: str, field: str) -> dict[str, Any]:
+    """A JSON object field: blank is {}, anything but an object is refused (never made {})."""
+    value = _json_field_value(raw, field)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        kind = {list: "a list", str: "a string", bool: "true/false"}.get(type(value), "a number")
+        raise forms.ValidationError(
+            f'Enter one JSON object, e.g. {{"name": "value"}}, or leave it empty; this is {kind}.',
+            code="json_object",
+        )
+    return value
+
+
 class VariableForm(forms.Form):
     """Name, type and description as typed; the default is typed as text and parsed by type."""
 
@@ -225,10 +239,10 @@ class ToolForm(forms.Form):
         return _json_field_value(self.cleaned_data["openapi_spec"], "openapi_spec")
 
     def clean_mcp_headers(self) -> Any:
-        return _json_field_value(self.cleaned_data["mcp_headers"], "mcp_headers") or {}
+        return _json_object_value(self.cleaned_data["mcp_headers"], "mcp_headers")
 
     def clean_mock_state(self) -> Any:
-        return _json_field_value(self.cleaned_data["mock_state"], "mock_state") or {}
+        return _json_object_value(self.cleaned_data["mock_state"], "mock_state")
 
     def clean_mock_response(self) -> Any:
         return _json_field_value(self.cleaned_data["mock_response"], "mock_response")
@@ -337,4 +351,4 @@ class ScenarioForm(forms.Form):
         )
 
     def clean_session_values(self) -> Any:
-        return _json_field_value(self.cleaned_data["session_values"], "session_values") or {}
+        return _json_object_value(self.cleaned_data["session_values"], "session_values")

@@ -553,7 +553,8 @@ def schema_delete(request: HttpRequest, app_id: int, schema_id: int) -> HttpResp
     try:
         services.schema_delete(actor=request.user, schema=schema)
     except services.ServiceError as exc:
-        messages.error(request, str(exc))
+        if not request.htmx:  # htmx shows the refusal in the list; a flash would repeat it
+            messages.error(request, str(exc))
         app, access = _loaded_app(request, app_id)
         context = _schema_context(request, app, access)
         context["schema_error"] = str(exc)

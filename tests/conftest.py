@@ -50,7 +50,8 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(autouse=True)
 def _empty_cache():
     """Each test starts and ends with an empty cache: cached app specs (ids and revisions
-    repeat after a rollback) and rate-limit counts (agents/ratelimit.py)."""
+    repeat after a rollback). Rate-limit counts are database rows (agents/ratelimit.py):
+    each test's transaction takes them away."""
     from django.core.cache import cache
 
     cache.clear()

@@ -116,6 +116,25 @@ class ApiView(GenericAPIView):
     def get_exception_handler(self) -> Any:
         return api_exception_handler
 
+    # DRF checks permissions before throttles: an anonymous request (401) or a wrong token
+    # would never count. Here the throttles count first, once, whoever asks.
+    def perform_authentication(self, request: Request) -> None:
+        try:
+            super().perform_authentication(request)
+        except exceptions.AuthenticationFailed:
+            self.check_throttles(request)  # a guessed token counts for its address
+            raise
+
+    def check_permissions(self, request: Request) -> None:
+        self.check_throttles(request)
+        super().check_permissions(request)
+
+    def check_throttles(self, request: Request) -> None:
+        if getattr(request, "_statecraft_throttled", False):
+            return
+        request._statecraft_throttled = True  # type: ignore[attr-defined]
+        super().check_throttles(request)
+
     def get_authenticate_header(self, request: Request) -> str:
         # Not signed in: 401 with a Token challenge (never Basic: a browser would prompt
         # for a password and then replay it on cross-site requests).

@@ -88,7 +88,7 @@ CODES: dict[str, str] = {
     "SC511": "A field that does not apply to the object is ignored.",
 }
 
-NAME_PATTERN = rules.NAME_PATTERN
+NAME_PATTERN = rules.NAME_PATTERN_JSON  # the export format's JSON Schema (ECMA-262)
 NAME_MAX_LENGTH = rules.NAME_MAX_LENGTH
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO

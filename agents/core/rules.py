@@ -36,6 +36,7 @@ __all__ = [
     "MODALITIES",
     "NAME_MAX_LENGTH",
     "NAME_PATTERN",
+    "NAME_PATTERN_JSON",
     "PLATFORM_TOOLS",
     "SCENARIO_DEFAULTS",
     "app_name_problems",
@@ -67,7 +68,11 @@ CODES: dict[str, str] = {
 }
 
 # Names of variables, schemas and tools (CX Agent Studio's rule for Python identifiers).
-NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+# \A and \Z: the whole text, in Python's re, the regex package and PostgreSQL alike (a `$`
+# lets Python accept "name\n"); NAME_PATTERN_JSON is the same rule in ECMA-262 (JSON Schema),
+# where `$` is the end of the text.
+NAME_PATTERN = r"\A[A-Za-z_][A-Za-z0-9_]*\Z"
+NAME_PATTERN_JSON = r"^[A-Za-z_][A-Za-z0-9_]*$"
 NAME_MAX_LENGTH = 64
 APP_NAME_MAX_LENGTH = 200
 DISPLAY_NAME_MAX_LENGTH = 200  # agents
@@ -121,7 +126,7 @@ def name_problems(name: str, field: str = "name", subject: str | None = None) ->
     if len(name) > NAME_MAX_LENGTH:
         message = f"Name is too long: at most {NAME_MAX_LENGTH} characters."
         return [_error("SC003", field, message, subject)]
-    if not _NAME_RE.match(name):
+    if not _NAME_RE.fullmatch(name):
         message = (
             f"'{name}' is not a valid name: use letters, digits and underscores, "
             "not starting with a digit (for example customer_name)."

@@ -651,8 +651,11 @@ def _failed(error: SandboxError, state: dict[str, Any], started: float) -> Sandb
 
 
 def _tail(stderr: bytes) -> str:
+    """The end of what the child wrote on stderr, framed: code that escaped the language
+    layer writes there, so it is quoted as one JSON string (newlines, carriage returns and
+    terminal escapes shown as escapes), never copied raw into a message or a log line."""
     text = stderr.decode("utf-8", "replace").strip()
-    return f": {text[-500:]}" if text else ""
+    return f"; the sandbox wrote on stderr: {json.dumps(text[-500:])}" if text else ""
 
 
 @dataclass

@@ -207,9 +207,19 @@ def variable_rename(
         headers = rename_state_key(tool.mcp_headers, old, new_name)
         openapi = rename_state_key(tool.openapi_spec, old, new_name)
         mock_state = {(new_name if k == old else k): v for k, v in (tool.mock_state or {}).items()}
-        if (headers, openapi, mock_state) != (tool.mcp_headers, tool.openapi_spec, tool.mock_state):
+        fields = {"mcp_headers": headers, "openapi_spec": openapi, "mock_state": mock_state}
+        before = {f: getattr(tool, f) for f in fields if getattr(tool, f) != fields[f]}
+        if before:
             tool.mcp_headers, tool.openapi_spec, tool.mock_state = headers, openapi, mock_state
             save(tool)
+            changed(
+                app=variable.app_id,
+                actor=actor,
+                action="tool.update",
+                name=tool.name,
+                before=before,
+                after={f: fields[f] for f in before},
+            )
     if update_code:
         _rename_in_code(variable.app_id, old, new_name, actor)
     return variable

@@ -338,7 +338,7 @@ def label_problems(name: str) -> list[Diagnostic]:
         return [_error("name", "Give the label a name, e.g. production or staging.")]
     if len(name) > LABEL_MAX_LENGTH:
         return [_error("name", f"The label is too long: at most {LABEL_MAX_LENGTH} characters.")]
-    if not _LABEL_RE.match(name):
+    if not _LABEL_RE.fullmatch(name):
         return [
             _error(
                 "name",

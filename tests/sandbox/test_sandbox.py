@@ -622,3 +622,18 @@ def test_state_object_cannot_be_patched():
 def test_private_entry_names_are_refused():
     result = run_code("x = 1", entry="_getattr_", kind="tool")
     assert_blocked(result, "invalid_request")
+
+
+def test_what_the_child_writes_on_stderr_cannot_forge_a_log_line(caplog):
+    """Issue 22 item 17: escaped code writes on the stderr it inherits; the host quotes it."""
+    from agents.sandbox import host
+    from agents.sandbox.code_runner import to_code_result
+
+    forged = b"oops\n[2026-12-01 10:00:00 +0000] [1] [INFO] Booting worker\r\x1b[2Kroot signed in"
+    error = host._crash_error(1, forged)
+    caplog.set_level("ERROR", logger="agents.sandbox")
+    to_code_result(host.SandboxResult(ok=False, error=error))
+    (record,) = caplog.records
+    line = record.getMessage()
+    assert "\n" not in line and "\r" not in line and "\x1b" not in line
+    assert '"oops\\n[2026-12-01' in line  # shown, as one quoted string
