@@ -18,7 +18,8 @@ timeline.
 - ``expect call: Tool {args}`` — the scripted model makes this call (the tool's real code
   and callbacks run): passed when it ran without error, failed with the error otherwise
   (unknown tool, not attached, exception, not run). Without arguments the model chooses
-  them: needs a model, and the tool is not run offline.
+  them: needs a model, and the tool is not run offline — unless the tool takes no
+  parameter (nothing to choose: it runs with ``{}``, ``simulate.no_parameter_arguments``).
 - ``expect response: Tool {...}`` — the response of the tool's last call in the turn
   (a response that is not an object is compared as ``{"result": value}``, as ADK wraps it).
 - ``expect no calls`` — no tool call in the turn (a transfer is not a tool call).
@@ -238,14 +239,14 @@ def evaluate(
                 expected.value,
             )
         elif kind is ExpectKind.CALL:
-            if expected.value is None:
+            own = [e for e in events if e.step == index]
+            if expected.value is None and not any(e.kind == "tool_call" for e in own):
                 outcome(
                     "needs_model",
                     f"The golden leaves the arguments of {expected.tool} to the model: "
                     "the call is not run offline.",
                 )
                 continue
-            own = [e for e in events if e.step == index]
             # Notes the runtime would not stop for (an undeclared key kept, a value undone by
             # a later failure is an error) do not fail the call; errors do.
             errors = [

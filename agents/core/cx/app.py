@@ -110,6 +110,8 @@ CODES: dict[str, str] = {
     "SC607": "A CX feature Statecraft has no place for is not imported.",
     "SC608": "A reference names a file, tool or agent the ZIP does not have.",
     "SC609": "A CX name is not a valid Statecraft name.",
+    "SC610": "Goldens start at the root agent, as CX starts every conversation (a note).",
+    "SC611": "A toolset is a Terraform template: its ${var} placeholders are kept verbatim.",
     "SC620": "A Statecraft feature CX Agent Studio has no place for is not exported.",
     "SC621": "A mock is exported as the tool's fake-mode code block (fake mode as imported).",
     "SC622": "A CX variable needs a description; this one has none.",
@@ -1139,6 +1141,15 @@ def read_cx_files(
                 scenario = replace(scenario, name=f"{scenario.name} (2)")
             names.add((scenario.agent, scenario.name.lower()))
             scenarios.append(scenario)
+    root = next((a for a in app.agents if a.is_root), None)
+    if scenarios and root is not None and len(app.agents) > 1:
+        message = (
+            f"the {len(scenarios)} golden(s) start at the root agent {root.name}, as CX "
+            "starts every conversation: a sub-agent's tools run once the root's model has "
+            "transferred to it (a golden that leaves that routing to the model needs the "
+            "routing call written into its first turn to run offline)"
+        )
+        state.note("SC610", INFO, state.app_path, "rootAgent", message)
     return app, tuple(scenarios), tuple(state.found)
 
 
