@@ -98,7 +98,8 @@ Each write is checked in order: a value that does not fit the type/schema
 (``validate_value``) is a step error and that write is not applied; the other writes of
 the step still are. A variable the app does not declare: code's write is **kept** in the
 session state (CX code keeps private keys there, as the runtime does) but never shown to
-the model, with one SC408 warning per writer and name; a mock's is an error and ignored.
+the model, with one SC408 note per writer and name (a ``note`` event: the runtime's normal
+state, never an error); a mock's is an error and ignored.
 A write that leaves the value unchanged adds nothing; two writes to one variable in one
 step give one event per actual change, in write order (``x = 2`` then ``x = 1`` from 1
 gives ``x: 2`` then ``x: 1``). Numbers compare by value (``3 == 3.0``), booleans never
@@ -121,9 +122,9 @@ Events and the context window
 Events the model sees: ``user``, ``agent``, ``tool_call`` (text
 ``{"functionCall": {"name": …, "args": {…}}}``), ``tool_response`` (text
 ``{"functionResponse": {"name": …, "response": {…}}}``, a non-object response wrapped as
-``{"result": value}`` as ADK does) and ``state_update``. ``callback`` and ``error`` events are
-for the designer only: their ``text`` is empty, ``tokens`` 0, and they are never part of the
-model input (``label`` describes every event in words).
+``{"result": value}`` as ADK does) and ``state_update``. ``callback``, ``error`` and
+``note`` events are for the designer only: their ``text`` is empty, ``tokens`` 0, and they
+are never part of the model input (``label`` describes every event in words).
 
 After each turn the model input is the instructions of the turn's last model call (always
 kept; ``TurnResult.instructions``) plus the newest model-visible events whose estimated
@@ -142,6 +143,7 @@ one ``$context.variables.<name>`` per variable that has a value.
 from __future__ import annotations
 
 import copy
+import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -193,7 +195,8 @@ CODES: dict[str, str] = {
     "SC405": "A step calls a tool that is not attached to the agent.",
     "SC406": "A Python tool or callback cannot run: code execution is not available (add a mock).",
     "SC407": "An OpenAPI/MCP tool without a mock: its response is unknown (null).",
-    "SC408": "A tool's mock (ignored) or code (kept in the state) wrote an undeclared variable.",
+    "SC408": "A tool's mock wrote an undeclared variable (ignored: an error); code's write of "
+    "one is kept in the session state, as the runtime keeps it (a note).",
     "SC409": "A tool or callback wrote a value that does not fit the variable: write ignored.",
     "SC410": "Tool or callback code failed (exception, timeout, memory…): its writes are ignored.",
     "SC411": "A Python tool has neither code nor a mock.",
@@ -553,7 +556,11 @@ class _Run:
         self.run_code: CodeRunner | None = runner
         self.variables: dict[str, VariableSpec] = {v.name: v for v in app.variables}
         self.schemas = {s.name: s.schema for s in app.schemas}
-        self.tool_codes = {t.name: t.python_code for t in app.tools if t.python_code}
+        self.tool_codes = {
+            t.name: t.python_code
+            for t in app.tools
+            if t.kind is ToolKind.PYTHON and t.python_code.strip()
+        }
         self.state: dict[str, Any] = {}
         self.events: list[Event] = []
         self.diagnostics: list[Diagnostic] = []
@@ -698,6 +705,14 @@ class _Run:
         self.diagnostics.append(diagnostic)
         self.add_event("error", source=source, error=diagnostic, label=message)
 
+    def note(self, code: str, message: str, *, source: str, subject: str | None) -> None:
+        """Something the runtime does not stop for, told in the timeline (a ``note`` event,
+        designer-only) and as an INFO diagnostic: never an error."""
+        where = f"steps.{self.step_index}" if self.step_index is not None else None
+        diagnostic = Diagnostic(code, _INFO, message, field=where, subject=subject)
+        self.diagnostics.append(diagnostic)
+        self.add_event("note", source=source, error=diagnostic, label=message)
+
     def context_values(self) -> dict[str, Any]:
         return {
             "session_id": self.session.session_id,
@@ -722,6 +737,36 @@ class _Run:
             events.insert(0, {"author": root.name, "content": content})
         return {**self.context_values(), "agent_name": self.agent.name, "events": events}
 
+    def code_tools(self) -> dict[str, str]:
+        """What CX's ``tools.<name>(...)`` reaches from code: each Python tool's code, and
+        for every other tool (an OpenAPI or MCP toolset's operation, an OpenAPI or MCP
+        tool) a function answering what the simulation answers for it — the next golden
+        ``mock`` of it, else its mock's response, else null (no request is sent offline)."""
+        tools = dict(self.tool_codes)
+        for tool in self.app.tools:
+            if tool.name in tools or tool.kind is ToolKind.PYTHON:
+                continue
+            if tool.name in self.step_mocks:
+                answer = self.step_mocks[tool.name]
+            elif tool.mock is not None:
+                answer = tool.mock.response
+            elif tool.kind is ToolKind.PLATFORM:
+                answer = {}
+            else:
+                answer = None
+            text = json.dumps(json.dumps(answer, default=str))
+            tools[tool.name] = (
+                f"import json\n\n\ndef {tool.name}(**arguments):\n    return json.loads({text})\n"
+            )
+        return tools
+
+    def used_code_mocks(self, result: CodeResult) -> None:
+        """A golden ``mock`` answers the next call of its tool, a call from code too."""
+        for name, returned in result.tool_calls:
+            tool = self.app.tool(name)
+            if returned and tool is not None and tool.kind is not ToolKind.PYTHON:
+                self.step_mocks.pop(name, None)
+
     def http_context(self) -> dict[str, Any]:
         return {**self.context_values(), "variables": self.state}
 
@@ -743,14 +788,14 @@ class _Run:
                 # model is not shown them. Reported once per writer and name.
                 if (writer.source, name) not in self.undeclared_warned:
                     self.undeclared_warned.add((writer.source, name))
-                    self.step_error(
+                    self.note(
                         "SC408",
-                        f"{writer.label} wrote {name}, which is not declared: kept in the "
-                        "session state as the runtime does, but the model is not shown it "
-                        "and it is not exported (declare it to make it a variable).",
+                        f"{writer.label} keeps {name} in the session state (no variable "
+                        "declares it: the runtime's normal state for code's own keys; the "
+                        "model is not shown it and it is not exported — declare it to make "
+                        "it a variable).",
                         source=writer.source,
                         subject=writer.subject,
-                        severity=_WARNING,
                     )
                 if value is None:
                     self.state.pop(name, None)
@@ -855,10 +900,12 @@ class _Run:
                 state=copy.deepcopy(self.state),
                 filename=f"<callback:{entry}>",
                 context_values=self.code_context(),
-                tools=self.tool_codes,
+                tools=self.code_tools(),
                 now=self.now,
             )
             result = self.call_code(writer, call)
+            if result is not None:
+                self.used_code_mocks(result)
             given = args.get("args")
             if result is not None and result.args is not None and isinstance(given, dict):
                 # ADK hands the same dict to the tool callbacks and the tool: a change made
@@ -1355,12 +1402,13 @@ class _Run:
                 state=copy.deepcopy(self.state),
                 filename=f"<tool:{name}>",
                 context_values=self.code_context(),
-                tools=self.tool_codes,
+                tools=self.code_tools(),
                 now=self.now,
             )
             result = self.call_code(writer, call)
             if result is None:
                 return False, None
+            self.used_code_mocks(result)
             return True, result.return_value
         if tool.kind is ToolKind.PLATFORM:
             return True, {}  # CX runs it (end_session, customize_response): an empty result

@@ -674,6 +674,13 @@ class Sandbox:
         self.user_classes: set[type] = set()
         self.formatter = make_safe_formatter(string.Formatter, self)
         self.modules = {name: self._module_proxy(name) for name in ALLOWED_MODULES}
+        # ``from __future__ import annotations`` (CX code has it): a compiler directive; the
+        # statement itself imports the feature names, which hold nothing to reach.
+        import __future__ as future
+
+        self.modules["__future__"] = SandboxModule(
+            "__future__", {n: getattr(future, n) for n in future.all_feature_names}
+        )
         # Warm lazily imported helpers now: nothing can be imported once jailed.
         import _strptime  # noqa: F401 - used by datetime.strptime
         import encodings.idna  # noqa: F401 - str.encode("idna")

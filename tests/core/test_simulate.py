@@ -345,7 +345,7 @@ return "done"
     assert result.diagnostics == (error,)
 
 
-def test_code_writing_an_undeclared_variable_keeps_it_in_the_state_with_a_warning() -> None:
+def test_code_writing_an_undeclared_variable_keeps_it_in_the_state_with_a_note() -> None:
     # CX code keeps private keys in the session state (Bella Notte's `_active_config_id`);
     # the runtime keeps them, the model is not shown them.
     tool = tool_code(
@@ -353,12 +353,14 @@ def test_code_writing_an_undeclared_variable_keeps_it_in_the_state_with_a_warnin
     )
     app = make_app(variables=(BALANCE,), tools=(tool,))
     result = run(app, user("hi"), call("Sneaky"), user("again"), call("Sneaky"))
-    (warning,) = result.diagnostics  # once per writer and name
-    assert warning.code == "SC408" and warning.severity is Severity.WARNING
-    assert "Sneaky" in warning.message and "secret" in warning.message
-    assert "not declared: kept in the session state" in warning.message
+    (note,) = result.diagnostics  # once per writer and name
+    # The runtime's normal state (issue 18.6): a note in the timeline, never an error.
+    assert note.code == "SC408" and note.severity is Severity.INFO
+    assert "Sneaky" in note.message and "secret" in note.message
+    assert "keeps secret in the session state" in note.message
     assert result.final_state == {"secret": 2}
-    assert "state_update" not in kinds(result)
+    assert "state_update" not in kinds(result) and "error" not in kinds(result)
+    assert kinds(result).count("note") == 1
     assert kinds(result).count("tool_response") == 2  # the calls themselves succeeded
 
 

@@ -236,6 +236,23 @@ def _tool_name(ref: Any) -> str:
     return ref.rstrip("/").rsplit("/", 1)[-1] if isinstance(ref, str) else ""
 
 
+def _called_tool(app: AppSpec, data: Mapping[str, Any]) -> str:
+    """The tool a golden's ``toolCall``/``toolResponse``/``mockToolResponse`` names: ``tool``
+    (a resource path or name), ``displayName``, or ``toolsetTool`` ({toolset, toolId}: the
+    app's tool for that toolset's operation, ``<toolset>_<toolId>`` as CX names it)."""
+    named = _tool_name(data.get("tool") or data.get("displayName"))
+    ref = data.get("toolsetTool")
+    if named or not isinstance(ref, Mapping):
+        return named
+    toolset = _tool_name(ref.get("toolset"))
+    tool_id = ref.get("toolId") if isinstance(ref.get("toolId"), str) else ""
+    for tool in app.tools:
+        cx = tool.cx if isinstance(tool.cx, Mapping) else {}
+        if cx.get("operation") == tool_id and cx.get("toolset") == toolset:
+            return tool.name
+    return re.sub(r"[^A-Za-z0-9_]+", "_", f"{toolset}_{tool_id}").strip("_")
+
+
 def evaluation_to_scenario(
     app: AppSpec, data: Mapping[str, Any], path: str
 ) -> tuple[ScenarioSpec | None, tuple[Diagnostic, ...]]:
@@ -365,7 +382,7 @@ def _expectation(
         args = call.get("args")
         return ExpectationSpec(
             ExpectKind.CALL,
-            tool=_tool_name(call.get("tool") or call.get("displayName")),
+            tool=_called_tool(app, call),
             value=copy.deepcopy(dict(args)) if isinstance(args, Mapping) else None,
             note=note,
         )
@@ -375,7 +392,7 @@ def _expectation(
             value = response.get("response")
             return ExpectationSpec(
                 kind,
-                tool=_tool_name(response.get("tool") or response.get("displayName")),
+                tool=_called_tool(app, response),
                 value=copy.deepcopy(value) if value is not None else {},
                 note=note,
             )
