@@ -310,6 +310,9 @@ class Event:
     # instructions changed since the previous model call (set on the answer's first event).
     model_call: int | None = None
     instructions_changed: tuple[str, ...] = ()
+    # The agent whose message, call or response this is (another agent's reaches the
+    # current one as context: `_content_of`).
+    author: str = ""
 
     @property
     def model_visible(self) -> bool:
@@ -435,6 +438,7 @@ def _ordered(callbacks: tuple[CallbackSpec, ...], kind: CallbackKind) -> list[Ca
 
 _ERROR, _WARNING, _INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 _TOOL_CALLBACKS = frozenset({CallbackKind.BEFORE_TOOL, CallbackKind.AFTER_TOOL})
+_AUTHORED = frozenset({"agent", "tool_call", "tool_response"})
 # At most this many history contents are handed to a model callback (the newest).
 _MAX_CONTENTS = 200
 # ADK's loop calls the model again after every answer with a function call; past the
@@ -468,8 +472,23 @@ def no_parameter_arguments(app: AppSpec, tool_name: str) -> dict[str, Any] | Non
     return {} if function_parameters(tool.python_code, tool.name) == () else None
 
 
-def _content_of(event: Event) -> dict[str, Any] | None:
-    """A model-visible event as a Gemini/CX content (state updates are user text)."""
+def _relayed(event: Event) -> str:
+    """Another agent's message, call or response as the current agent reads it (ADK's
+    ``_present_other_agent_message``: user text naming the agent)."""
+    value = render_value(event.value if isinstance(event.value, dict) else {"result": event.value})
+    if event.kind == "agent":
+        return f"[{event.author}] said: {event.text}"
+    if event.kind == "tool_call":
+        return f"[{event.author}] called tool `{event.source}` with parameters: {value}"
+    return f"[{event.author}] `{event.source}` tool returned result: {value}"
+
+
+def _content_of(event: Event, agent: str = "") -> dict[str, Any] | None:
+    """A model-visible event as a Gemini/CX content (state updates are user text). For the
+    agent `agent`, another agent's message, call or response is user text in ``<context>``
+    (as ADK relays it; the marker is what CX code such as bella_notte's filters)."""
+    if agent and event.author and event.author != agent and event.kind in _AUTHORED:
+        return {"role": "user", "parts": [{"text": f"<context>{_relayed(event)}</context>"}]}
     if event.kind == "user" or event.kind == "state_update":
         return {"role": "user", "parts": [{"text": event.text}]}
     if event.kind == "agent":
@@ -494,7 +513,8 @@ def _cx_events(events: list[Event], agent: str) -> list[dict[str, Any]]:
     for event in events:
         content = _content_of(event) if event.kind != "state_update" else None
         if content is not None:
-            out.append({"author": "user" if event.kind == "user" else agent, "content": content})
+            author = "user" if event.kind == "user" else event.author or agent
+            out.append({"author": author, "content": content})
     return out
 
 
@@ -685,6 +705,7 @@ class _Run:
             step=self.step_index,
             model_call=model_call,
             instructions_changed=instructions_changed,
+            author=self.agent.name if kind in _AUTHORED else "",
         )
         self.events.append(event)
         if kind == "state_update" and variable is not None:
@@ -1068,7 +1089,7 @@ class _Run:
         for event in self.events[self.window_start :][-_MAX_CONTENTS:]:
             if event.kind == "state_update" and not state_updates:
                 continue
-            content = _content_of(event)
+            content = _content_of(event, self.agent.name)
             if content is not None:
                 contents.append(content)
         return contents
