@@ -138,7 +138,7 @@ def bella_app(cx_corpus):  # noqa: F811
 
 
 def test_every_golden_starts_at_the_root_agent(bella_app) -> None:
-    app, scenarios = bella_app
+    _app, scenarios = bella_app
     assert len(scenarios) == 28
     assert {s.agent for s in scenarios} == {"Bella_Notte_Host"}
 
