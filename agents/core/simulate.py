@@ -18,13 +18,24 @@ How a session runs
   callback returns is the agent's message and ends the turn (no model call, no
   ``after_agent``; SC416 when steps were skipped); content an ``after_agent`` callback
   returns is added as the agent's message.
-- **Model calls**: every AGENT step and every TOOL step is one call of the model, as ADK
-  makes it (``model_call``): the request is built first — the instructions **compiled from
-  the state as it is just before this call** (static ``{{x}}`` and ``{% if %}`` with the
-  session's channel and modality; the seeds: "compiled into the prompt before the model
-  call"; ADK re-renders them for every call) and the history; then ``before_model``
-  callbacks (``llm_request`` with ``contents`` and ``config.system_instruction``); then the
-  model, whose answer is the step's script (AGENT: its text; TOOL: a function call with
+- **Model calls**: every AGENT step and every TOOL step is one answer of the scripted
+  model (``scripted_answer``), used by the next model call that reaches the model; ADK's
+  loop calls the model again after every answer with a function call, so a
+  ``before_model`` callback answering in the model's place does not use the scripted answer
+  up (after its function call runs, the model is called again; after its text alone, ADK's
+  turn is over and the turn's later scripted answers are not used, SC420), and a turn
+  whose script ends on a function call gets one more model call past the script, replying
+  "" (``finish_model_loop``; at most MAX_UNSCRIPTED_CALLS, then SC419). The model itself
+  answers in ``model_answer`` (the scripted answer offline; the hook a live model
+  replaces). Each model call, as ADK makes it (``model_call``): the request is built
+  first — the instructions **compiled from the state as it is just before this call**
+  (static ``{{x}}`` and ``{% if %}`` with the session's channel and modality; the seeds:
+  "compiled into the prompt before the model call"; ADK re-renders them for every call)
+  and the history; then ``before_model`` callbacks (``llm_request`` with ``contents`` —
+  the runtime's: messages, calls and responses without the state updates, so the user's
+  message is the last content as CX code reads it; another agent's events as
+  ``<context>`` user text — and ``config.system_instruction``); then the model, whose
+  answer is the step's script (AGENT: its text; TOOL: a function call with
   its arguments); then ``after_model`` callbacks (``llm_response``). A ``before_model``
   callback that returns a response (an ``LlmResponse``, ``Content`` or ``Part``, as JSON)
   replaces the answer: the model is not called and the ``after_model`` callbacks do not
