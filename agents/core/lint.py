@@ -69,7 +69,7 @@ CODES: dict[str, str] = {
     "SC332": "Two variables, tools, agents or schemas have the same name.",
     "SC333": "A variable has no description (CX Agent Studio requires one on export).",
     "SC334": "A tool has no description (for a Python tool, no docstring either).",
-    "SC340": "A tool or callback writes a variable the app does not declare.",
+    "SC340": "A tool or callback writes a key no variable declares (a note: the runtime keeps it).",
     "SC341": "A tool or callback writes a value that does not fit the variable's type or schema.",
     "SC342": "A tool or callback writes a variable whose name is computed: it cannot be checked.",
     "SC343": "A tool or callback reads or removes a variable the app does not declare.",
@@ -1016,9 +1016,10 @@ def _write_problems(
         else:
             yield diagnostic(
                 "SC340",
-                E,
-                f"{label} writes `{name}`, which the app does not declare: declare it, or fix "
-                f"the name.{hint}",
+                INFO,
+                f"{label} writes `{name}`, which no variable declares: the session keeps it "
+                "as the runtime does (code's own key), but the model is not shown it and it "
+                f"is not exported; declare it to make it a variable.{hint}",
             )
         return
     if write.removal:

@@ -83,6 +83,7 @@ def to_code_result(result: host.SandboxResult) -> CodeResult:
         # The sandbox failing is not the code raising: the simulation's turn goes on.
         ran=error is None or error.kind != "internal",
         tool_calls=result.tool_calls,
+        args=result.args,
     )
 
 

@@ -743,6 +743,13 @@ class Sandbox:
         self.formatter = make_safe_formatter(string.Formatter, self)
         self.modules = {name: self._module_proxy(name) for name in ALLOWED_MODULES}
         self._check_enum_functional_api()
+        # ``from __future__ import annotations`` (CX code has it): a compiler directive; the
+        # statement itself imports the feature names, which hold nothing to reach.
+        import __future__ as future
+
+        self.modules["__future__"] = SandboxModule(
+            "__future__", {n: getattr(future, n) for n in future.all_feature_names}
+        )
         # Warm lazily imported helpers now: nothing can be imported once jailed.
         import _strptime  # noqa: F401 - used by datetime.strptime
         import encodings.idna  # noqa: F401 - str.encode("idna")
@@ -1243,9 +1250,11 @@ def cx_callback_arguments(args, params, cx):
     tool = args.get("tool")
     if "tool" in params and isinstance(tool, str):
         out["tool"] = cx.Tool(name=tool, description="")
+    given = args.get("args")
     for alias in ("input", "tool_input"):
         if alias in params and alias not in args:
-            out[alias] = args.get("args") or {}
+            # The same dict under every name: a change in place is seen by the host.
+            out[alias] = given if isinstance(given, dict) else {}
     if "llm_request" in params and not isinstance(args.get("llm_request"), cx.LlmRequest):
         request = args.get("llm_request")
         request = request if isinstance(request, dict) else {}
@@ -1370,10 +1379,15 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
         namespace["tools"] = sandbox.cx.Tools(
             [n for n in tool_codes if type(n) is str and type(tool_codes[n]) is str], call_tool
         )
+        given_args = (call.get("args") or {}).get("args") if kind == "callback" else None
+        before_args = _canonical(given_args) if isinstance(given_args, dict) else None
         value = func(**call_arguments(func, kind, call.get("args") or {}, context, sandbox.cx))
         signal.setitimer(signal.ITIMER_REAL, 0)
         try:
             result["return_value"] = to_json_value(value, "the return value")
+            if before_args is not None and _canonical(given_args) != before_args:
+                # A tool callback changed the call's arguments in place: ADK's tool gets them.
+                result["args"] = to_json_value(given_args, "the tool arguments")
             result["ok"] = True
         except NotSerializable as exc:
             result["error"] = {

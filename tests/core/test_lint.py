@@ -506,7 +506,8 @@ def test_schema_problems_come_from_check_schema() -> None:
 def test_tool_writes_undeclared_variable() -> None:
     app = bank_app(tools=(python_tool("LookupBalance", 'context.state["balanse"] = 3'),))
     diagnostic = one(lint_app(app), "SC340")
-    assert diagnostic.severity is Severity.ERROR
+    # The runtime keeps a key code writes (a note, as the timeline's SC408): issue 18.6.
+    assert diagnostic.severity is Severity.INFO
     assert (diagnostic.field, diagnostic.subject) == (
         "tools.LookupBalance.python_code",
         "LookupBalance",

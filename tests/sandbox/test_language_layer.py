@@ -236,7 +236,7 @@ def test_a_tool_calls_another_tool_of_the_app():
     result = run_code(code, entry="t", kind="tool", tools=tools)
     assert result.error is None and result.return_value == {"twice": 42}
     unknown = run_code("def t():\n    return tools.nope({})\n", entry="t", kind="tool")
-    assert unknown.error is not None and "no Python tool named 'nope'" in unknown.error.message
+    assert unknown.error is not None and "no tool named 'nope'" in unknown.error.message
 
 
 # ---------------------------------------------------------------- issue 22, item 16
