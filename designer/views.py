@@ -17,6 +17,7 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap, retarget, trigger_client_event
 
@@ -259,6 +260,7 @@ def app_delete(request: HttpRequest, app_id: int) -> HttpResponse:
 # ---------------------------------------------------------------- designer page
 
 
+@never_cache  # Back must not show an old copy: its base fingerprint would conflict.
 @login_required
 @require_GET
 def app_designer(request: HttpRequest, app_id: int) -> HttpResponse:
@@ -318,8 +320,9 @@ def agent_instructions(request: HttpRequest, app_id: int, agent_id: int) -> Http
             base_hash=request.POST.get("base_hash") or None,
         )
     except services.ServiceError as exc:
-        status_text = exc.diagnostics[0].message
-        if wants_json:
+        status_text = " ".join(d.message for d in exc.diagnostics)
+        stale = isinstance(exc, services.StaleObjectError)
+        if wants_json and stale:
             agent.refresh_from_db(fields=["instructions"])
             return JsonResponse(
                 {
@@ -329,8 +332,12 @@ def agent_instructions(request: HttpRequest, app_id: int, agent_id: int) -> Http
                 },
                 status=409,
             )
+        if wants_json:
+            # A refusal (a NUL character, a text over the limit): its reason, not a conflict;
+            # the editor keeps the typing and does not retry the same text.
+            return JsonResponse({"error": status_text, "refused": True}, status=422)
         if not request.htmx:
-            return HttpResponse(status_text, status=409)
+            return HttpResponse(status_text, status=409 if stale else 422)
         return render(
             request, f"{DESIGNER}#save-status", {"agent": agent, "save_error": status_text}
         )

@@ -377,6 +377,8 @@ class InstructionsEditor {
       return;
     }
     const count = this.changeCount;
+    // A text the server refused is not sent again until it changes.
+    if (this.refusedCount === count && !options.force) return;
     const text = this.text();
     // URL-encoded: a multipart body would turn every line break into CRLF.
     const body = new URLSearchParams();
@@ -412,6 +414,13 @@ class InstructionsEditor {
     } else if (response && response.status === 409) {
       this.saveAgain = false;
       this.onConflict(data, text);
+    } else if (response && response.status >= 400 && response.status < 500 && response.status !== 429) {
+      // A refusal of this text (a NUL character, a text over the limit): say why and keep
+      // the typing; the same text is not sent again (the next edit saves again).
+      this.saveAgain = false;
+      this.refusedCount = count;
+      const why = data.error || `the server answered ${response.status}`;
+      this.setStatus("refused", `Not saved: ${why} Your text is still here; fix it and it saves again.`);
     } else {
       this.saveAgain = false;
       const why = response ? data.error || `the server answered ${response.status}` : "the server could not be reached";

@@ -1,0 +1,125 @@
+"""Browser tests of the designer defects of issue 22 (items 1-10): each reproduces what a
+designer did in Chromium and fails on the code before the fix."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.xdist_group("browser-designer-defects"),
+    pytest.mark.django_db(transaction=True),
+]
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+
+
+@pytest.fixture
+def shop_app(user):
+    from agents.demo import load_demo
+
+    return next(a for a in load_demo(user) if a.name == "Shopping assistant")
+
+
+def _root(app):
+    return app.agents.get(is_root=True)
+
+
+# ------------ 1. saving a scenario keeps "Use tool mocks" and posts only the scenario
+
+
+def test_saving_an_unchanged_scenario_keeps_mocks_off_and_posts_no_instructions(
+    open_designer, shop_app
+):
+    scenario = _root(shop_app).scenarios.get()
+    assert scenario.use_mocks is False
+    page: Page = open_designer(shop_app)
+    panel = page.locator("#conversation-panel")
+    panel.get_by_role("link", name="Edit", exact=True).click()
+    form = page.locator("#scenario-editor form")
+    expect(form.get_by_label("Use tool mocks")).not_to_be_checked()
+    with page.expect_request(re.compile(r"/scenarios/\d+/edit$")) as sent:
+        form.get_by_role("button", name="Save scenario").click()
+    expect(page.locator("#scenario-editor form")).to_have_count(0)
+    body = sent.value.post_data or ""
+    assert "instructions=" not in body
+    scenario.refresh_from_db()
+    assert scenario.use_mocks is False
+
+
+# ------------ 2. Back never shows a stale designer
+
+
+def test_back_shows_the_saved_instructions_not_an_old_copy(open_designer, shop_app, live_server):
+    page: Page = open_designer(shop_app)
+    page.locator("#instructions-editor").click()
+    page.keyboard.press("Control+End")
+    with page.expect_response(re.compile(r"/instructions$")) as saved:
+        page.keyboard.type(" Typed before leaving.")
+        page.keyboard.press("Control+s")
+    assert saved.value.ok
+    expect(page.locator("#save-status")).to_have_text("Saved")
+    page.get_by_role("link", name="History").click()
+    expect(page).to_have_url(re.compile(r"/history$"))
+    page.go_back()
+    expect(page.locator("#instructions-editor")).to_contain_text("Typed before leaving.")
+
+
+# ------------ 4. a refused save is a refusal, not a conflict, and is not sent in a loop
+
+
+def test_a_refused_instruction_save_says_why_keeps_the_text_and_does_not_loop(
+    open_designer, shop_app
+):
+    page: Page = open_designer(shop_app)
+    posts: list[str] = []
+    page.on(
+        "request",
+        lambda r: posts.append(r.url) if r.method == "POST" and r.url.endswith("/instructions") else None,
+    )
+    page.locator("#instructions-editor").click()
+    page.keyboard.press("Control+End")
+    with page.expect_response(re.compile(r"/instructions$")) as refused:
+        page.keyboard.insert_text(" nul:\x00.")
+        page.keyboard.press("Control+s")
+    assert refused.value.status == 422
+    status = page.locator("#save-status")
+    expect(status).to_contain_text("NUL")
+    expect(status).not_to_contain_text("changed elsewhere")
+    expect(page.locator("#editor-conflict")).to_have_count(0)
+    # The same text is not sent again: pressing Ctrl+S again sends nothing.
+    page.keyboard.press("Control+s")
+    page.evaluate("new Promise((resolve) => setTimeout(resolve, 0))")
+    assert len(posts) == 1
+    assert "nul:" in page.evaluate("window.statecraft.instructions.text()")
+    assert "nul:" not in _root(shop_app).instructions
+
+
+MERGES = [
+    # (base, mine, theirs, merged or None)
+    ("abc", "abc", "abc", "abc"),
+    ("abc", "aXbc", "abc", "aXbc"),
+    ("abc", "abc", "abcY", "abcY"),
+    ("one two three", "ONE two three", "one two THREE", "ONE two THREE"),
+    ("one two three", "one 2 three", "one deux three", None),
+    ("line 1\nline 2\n", "line 1 mine\nline 2\n", "line 1\nline 2 theirs\n", "line 1 mine\nline 2 theirs\n"),
+    ("abc", "aXbc", "aXbc", "aXbc"),
+    ("abc", "aXbc", "aYbc", None),
+    ("", "mine", "theirs", None),
+    ("keep", "", "keep", ""),
+]
+
+
+def test_three_way_merge(open_designer, shop_app):
+    """merge3 of the bundled editor, in the browser that runs it: non-overlapping edits of
+    both sides merge, edits of the same place give null."""
+    page: Page = open_designer(shop_app)
+    got = page.evaluate(
+        "(cases) => cases.map(([b, m, t]) => window.statecraft.merge3(b, m, t))",
+        [list(case[:3]) for case in MERGES],
+    )
+    assert got == [case[3] for case in MERGES]
