@@ -142,9 +142,36 @@ def _inline_form(
     if form.is_valid():
         try:
             return save(form.cleaned_data)
+        except services.StaleObjectError as exc:
+            form = _over_stale(form, exc, bound, request.POST)
         except services.ServiceError as exc:
             _apply_service_errors(form, exc)
     return _form_response(request, fragment, {**context, "form": form})
+
+
+def _over_stale(
+    form: forms.Form,
+    exc: services.StaleObjectError,
+    bound: Callable[[QueryDict], forms.Form],
+    data: QueryDict,
+) -> forms.Form:
+    """A save refused because someone saved meanwhile: the form comes back with what was
+    typed and the version saved meanwhile, so Save saves over it (a retry is not refused
+    forever) and Cancel shows their change."""
+    if exc.current_version is None or "version" not in form.fields:
+        _apply_service_errors(form, exc)
+        return form
+    fresh = data.copy()
+    fresh["version"] = str(exc.current_version)
+    form = bound(fresh)
+    form.is_valid()
+    form.add_error(
+        None,
+        "Someone else saved this meanwhile (it is now at version "
+        f"{exc.current_version}). What you typed is kept: Save again to save it over their "
+        "change, or Cancel to see theirs.",
+    )
+    return form
 
 
 def _updated_list(
@@ -195,7 +222,18 @@ def _designer_context(
         "preview": preview_builder.build_preview(app, agent, request.GET) if agent else None,
         # The conversation loads as its own fragment: a page view never waits on a simulation.
         "conversation": None,
+        # A viewer's visit runs nobody's code: the last stored result, and a Run button.
+        "stored": _stored_result(request, agent) if agent and not access.can_edit else None,
     }
+
+
+def _stored_result(request: HttpRequest, agent: Agent) -> dict[str, Any]:
+    scenarios = list(agent.scenarios.all())
+    wanted = request.GET.get("scenario")
+    scenario = next((s for s in scenarios if str(s.pk) == wanted), None) or next(
+        iter(scenarios), None
+    )
+    return {"scenario": scenario, "result": getattr(scenario, "last_result", None)}
 
 
 # ---------------------------------------------------------------- app list

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.http import QueryDict
 
@@ -40,3 +42,36 @@ def test_a_hidden_off_is_not_read_as_a_ticked_box(values, ticked):
     form = ScenarioForm(data)
     assert form.is_valid(), form.errors
     assert form.cleaned_data["use_mocks"] is ticked
+
+
+# ------------ 5. a save refused as stale can be retried without a reload
+
+
+def test_a_stale_variable_save_comes_back_with_the_typing_and_saves_on_retry(client, user):
+    from agents import services
+    from agents.demo import load_demo
+
+    app = next(a for a in load_demo(user) if a.name == "Shopping assistant")
+    variable = app.variables.get(name="business_rules")
+    client.force_login(user)
+    url = f"/apps/{app.pk}/variables/{variable.pk}/edit"
+    typed = {
+        "version": str(variable.version),
+        "form_uid": str(variable.pk),
+        "name": "business_rules",
+        "update_references": "on",
+        "update_code": "on",
+        "type": "text",
+        "description": "Rules.",
+        "default": "Typed by ada.",
+    }
+    services.variable_update(variable=variable, description="Changed by someone else.")
+    refused = client.post(url, typed, HTTP_HX_REQUEST="true")
+    html = refused.content.decode()
+    assert "Someone else saved this meanwhile" in html
+    assert "Typed by ada." in html
+    version = re.search(r'name="version" value="(\d+)"', html).group(1)
+    retried = client.post(url, {**typed, "version": version}, HTTP_HX_REQUEST="true")
+    assert retried.status_code == 200
+    variable.refresh_from_db()
+    assert variable.default == "Typed by ada."

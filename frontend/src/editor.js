@@ -658,6 +658,8 @@ class CompiledView {
 
 // ------------------------------------------------------------------ Python and JSON fields
 
+let hintCount = 0;
+
 function codeField(textarea) {
   if (textarea.dataset.cmBound) return;
   textarea.dataset.cmBound = "1";
@@ -681,6 +683,12 @@ function codeField(textarea) {
   for (const name of ["aria-invalid", "aria-describedby"]) {
     if (textarea.getAttribute(name)) attributes[name] = textarea.getAttribute(name);
   }
+  // Tab indents in code: say how to leave the field (CodeMirror's Escape, then Tab).
+  const hint = document.createElement("span");
+  hint.className = "cm-hint muted small";
+  hint.id = `cm-hint-${++hintCount}`;
+  hint.textContent = language === "python" ? "Tab indents here; to leave the code, press Esc then Tab." : "Tab leaves the field.";
+  attributes["aria-describedby"] = [attributes["aria-describedby"], hint.id].filter(Boolean).join(" ");
   const extensions = [
     history(),
     drawSelection(),
@@ -704,6 +712,7 @@ function codeField(textarea) {
   }
   const view = new EditorView({ parent: host, state: EditorState.create({ doc: textarea.value, extensions }) });
   textarea.cmView = view;
+  host.insertAdjacentElement("afterend", hint);
   if (textarea.hasAttribute("data-autofocus")) view.focus();
   // Someone else changed the field (the schema builder writes the JSON): follow it.
   textarea.addEventListener("field-set", () => {

@@ -161,6 +161,8 @@
 
   document.addEventListener("keydown", (e) => {
     if (e.key !== "Escape") return;
+    // Escape in a code editor is the editor's (Escape then Tab leaves it): never a Cancel.
+    if (e.target.closest && e.target.closest(".cm-editor")) return;
     const form = e.target.closest && e.target.closest("[data-inline-form]");
     if (!form) return;
     const cancel = form.querySelector("[data-cancel]");

@@ -123,3 +123,61 @@ def test_three_way_merge(open_designer, shop_app):
         [list(case[:3]) for case in MERGES],
     )
     assert got == [case[3] for case in MERGES]
+
+
+# ------------ 10. a viewer's visit runs nobody's code
+
+
+def test_a_viewer_sees_the_last_stored_result_and_runs_the_simulation_on_request(
+    page: Page, live_server, shop_app, other_user
+):
+    from agents import services
+
+    services.app_share(app=shop_app, user=other_user, role="viewer")
+    services.app_evaluate(app=shop_app, actor=shop_app.owner)
+    simulations: list[str] = []
+    page.on("request", lambda r: simulations.append(r.url) if "/simulate" in r.url else None)
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("Username").fill("bob")
+    page.get_by_label("Password").fill("pw-bob-123456")
+    page.get_by_role("button", name="Sign in").click()
+    page.goto(f"{live_server.url}/apps/{shop_app.pk}/")
+    expect(page.locator("#compiled")).to_be_visible()
+    stored = page.locator("#stored-result")
+    expect(stored).to_contain_text("Buy a product")
+    expect(stored).to_contain_text("Passed")
+    expect(stored).to_contain_text("by ada")
+    assert simulations == []
+    page.get_by_role("link", name="Run the simulation").click()
+    expect(page.locator("#conversation-panel .timeline")).to_be_visible()
+    assert len(simulations) == 1
+
+
+# ------------ 5. Escape in a code editor is the editor's, not the form's Cancel
+
+
+def test_escape_in_a_code_editor_keeps_the_form_and_escape_then_tab_leaves_it(
+    open_designer, shop_app
+):
+    page: Page = open_designer(shop_app)
+    page.get_by_label("Edit tool AddToCart").click()
+    form = page.locator("#tool-list li.editing form")
+    code = form.locator(".cm-field-python .cm-content")
+    expect(code).to_be_visible()
+    expect(form.locator(".cm-hint").first).to_have_text(
+        "Tab indents here; to leave the code, press Esc then Tab."
+    )
+    code.click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type("\n# typed before Escape")
+    page.keyboard.press("Escape")
+    expect(form).to_be_visible()
+    expect(code).to_contain_text("# typed before Escape")
+    page.keyboard.press("Tab")
+    focused_in_code = page.evaluate(
+        "() => Boolean(document.activeElement.closest('.cm-field-python'))"
+    )
+    assert focused_in_code is False
+    expect(form.locator("textarea[name=python_code]")).to_have_value(
+        re.compile("# typed before Escape")
+    )
