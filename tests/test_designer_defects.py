@@ -75,3 +75,45 @@ def test_a_stale_variable_save_comes_back_with_the_typing_and_saves_on_retry(cli
     assert retried.status_code == 200
     variable.refresh_from_db()
     assert variable.default == "Typed by ada."
+
+
+# ------------ 3. a variable rename moves scenario expectations and values with it
+
+
+def test_a_variable_rename_rewrites_scenarios_in_the_same_transaction_with_audit(user):
+    from agents import services
+    from agents.models import AuditEvent
+    from agents.services.evaluation import app_evaluate
+
+    from agents.demo import load_demo
+
+    app = next(a for a in load_demo(user) if a.name == "Shopping assistant")
+    root = app.agents.get(is_root=True)
+    scenario = root.scenarios.get()
+    services.scenario_save(
+        actor=user,
+        agent=root,
+        scenario=scenario,
+        name=scenario.name,
+        steps_script=(
+            'variables: {"cart_total": 0}\n'
+            "user: Two pairs please.\n"
+            'tool: AddToCart {"product_id": "shoe-blue-42", "quantity": 2}\n'
+            'expect state [Check_Cart_Total]: {"cart_total": 39}\n'
+        ),
+        session_values={"cart_total": 0, "languages": ["French"]},
+    )
+    variable = app.variables.get(name="cart_total")
+    services.variable_update(
+        actor=user, variable=variable, name="basket_total", update_references=True,
+        update_code=True,
+    )
+    scenario.refresh_from_db()
+    assert list(scenario.session_values) == ["basket_total", "languages"]
+    steps = list(scenario.steps.all())
+    assert steps[0].variables == {"basket_total": 0}
+    assert steps[-1].expectation["value"] == {"basket_total": 39}
+    event = AuditEvent.objects.filter(action="scenario.update", object_name=scenario.name).get()
+    assert event.after["session_values"] == {"basket_total": 0, "languages": ["French"]}
+    (run,) = app_evaluate(app=app, actor=user)
+    assert run.evaluation.status == "passed", [r.message for r in run.evaluation.results]
