@@ -82,10 +82,9 @@ def test_a_stale_variable_save_comes_back_with_the_typing_and_saves_on_retry(cli
 
 def test_a_variable_rename_rewrites_scenarios_in_the_same_transaction_with_audit(user):
     from agents import services
+    from agents.demo import load_demo
     from agents.models import AuditEvent
     from agents.services.evaluation import app_evaluate
-
-    from agents.demo import load_demo
 
     app = next(a for a in load_demo(user) if a.name == "Shopping assistant")
     root = app.agents.get(is_root=True)
@@ -105,7 +104,10 @@ def test_a_variable_rename_rewrites_scenarios_in_the_same_transaction_with_audit
     )
     variable = app.variables.get(name="cart_total")
     services.variable_update(
-        actor=user, variable=variable, name="basket_total", update_references=True,
+        actor=user,
+        variable=variable,
+        name="basket_total",
+        update_references=True,
         update_code=True,
     )
     scenario.refresh_from_db()

@@ -79,7 +79,9 @@ def test_a_refused_instruction_save_says_why_keeps_the_text_and_does_not_loop(
     posts: list[str] = []
     page.on(
         "request",
-        lambda r: posts.append(r.url) if r.method == "POST" and r.url.endswith("/instructions") else None,
+        lambda r: (
+            posts.append(r.url) if r.method == "POST" and r.url.endswith("/instructions") else None
+        ),
     )
     page.locator("#instructions-editor").click()
     page.keyboard.press("Control+End")
@@ -106,7 +108,12 @@ MERGES = [
     ("abc", "abc", "abcY", "abcY"),
     ("one two three", "ONE two three", "one two THREE", "ONE two THREE"),
     ("one two three", "one 2 three", "one deux three", None),
-    ("line 1\nline 2\n", "line 1 mine\nline 2\n", "line 1\nline 2 theirs\n", "line 1 mine\nline 2 theirs\n"),
+    (
+        "line 1\nline 2\n",
+        "line 1 mine\nline 2\n",
+        "line 1\nline 2 theirs\n",
+        "line 1 mine\nline 2 theirs\n",
+    ),
     ("abc", "aXbc", "aXbc", "aXbc"),
     ("abc", "aXbc", "aYbc", None),
     ("", "mine", "theirs", None),
