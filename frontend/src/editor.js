@@ -607,7 +607,8 @@ class CompiledView {
           EditorView.lineWrapping,
           spanField,
           baseTheme,
-          EditorView.contentAttributes.of({ "aria-label": "Compiled prompt", role: "document" }),
+          // A read-only text box (a document role allows no aria-multiline, which CodeMirror sets).
+          EditorView.contentAttributes.of({ "aria-label": "Compiled prompt", role: "textbox", "aria-readonly": "true" }),
         ],
       }),
     });
@@ -678,7 +679,9 @@ function codeField(textarea) {
   textarea.hidden = true;
   if (id) textarea.removeAttribute("id");
   (textarea.form || host.parentElement).appendChild(textarea);
-  const attributes = { "aria-label": labelText, "aria-multiline": "true", role: "textbox", "data-field": textarea.name };
+  // tabindex: a long code line scrolls the field sideways, and a scrolling region needs a
+  // focusable element that axe-core recognises (a contenteditable alone is not one).
+  const attributes = { "aria-label": labelText, "aria-multiline": "true", role: "textbox", "data-field": textarea.name, tabindex: "0" };
   if (id) attributes.id = id;
   for (const name of ["aria-invalid", "aria-describedby"]) {
     if (textarea.getAttribute(name)) attributes[name] = textarea.getAttribute(name);

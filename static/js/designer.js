@@ -169,6 +169,31 @@
     if (cancel) { e.preventDefault(); cancel.click(); }
   });
 
+  // Save or Cancel of an inline form replaces it: focus goes back to what opened it (the
+  // row's ✎, or the list's +), never to the page's start.
+  let focusAfter = null;
+  document.body.addEventListener("htmx:beforeRequest", (e) => {
+    const elt = e.detail.elt;
+    const form = elt && elt.closest && elt.closest("[data-inline-form]");
+    if (!form) return;
+    const row = form.closest("li.item");
+    const section = form.closest("section, details");
+    focusAfter = { id: row && row.id, section: section && section.id };
+  });
+  document.body.addEventListener("htmx:afterSettle", () => {
+    if (!focusAfter) return;
+    const wanted = focusAfter;
+    focusAfter = null;
+    const active = document.activeElement;
+    // Something has the focus already (the form came back with an error and its field).
+    if (active && active !== document.body && active.isConnected) return;
+    const row = wanted.id && !/-new$/.test(wanted.id) ? document.getElementById(wanted.id) : null;
+    const section = wanted.section ? document.getElementById(wanted.section) : null;
+    const target = (row && row.querySelector(".item-actions a, .item-actions button"))
+      || (section && section.querySelector(".side-head a.btn-icon, :scope > a.btn, #conversation-controls a.btn"));
+    if (target) target.focus();
+  });
+
   document.addEventListener("click", (e) => {
     // A Cancel that only empties a region (no server round trip): data-clear="#selector".
     const button = e.target.closest && e.target.closest("[data-clear]");

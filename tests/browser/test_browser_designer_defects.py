@@ -3,6 +3,7 @@ designer did in Chromium and fails on the code before the fix."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -188,3 +189,54 @@ def test_escape_in_a_code_editor_keeps_the_form_and_escape_then_tab_leaves_it(
     expect(form.locator("textarea[name=python_code]")).to_have_value(
         re.compile("# typed before Escape")
     )
+
+
+# ------------ 8. accessibility: no axe-core violation on the designer and its pages
+
+
+def test_the_designer_has_no_axe_violations(open_designer, shop_app):
+    from tests.browser.conftest import axe_violations
+
+    page: Page = open_designer(shop_app)
+    expect(page.locator("#conversation-panel .timeline")).to_be_visible()
+    page.get_by_label("Edit tool AddToCart").click()
+    expect(page.locator("#tool-list .cm-field-python")).to_be_visible()
+    page.get_by_label("Add a variable").click()
+    expect(page.locator("#variable-new form")).to_be_visible()
+    violations = axe_violations(page)
+    assert violations == [], json.dumps(violations, indent=1)
+
+
+def test_versions_history_and_import_report_have_no_axe_violations(
+    signed_in_page: Page, live_server, shop_app
+):
+    from agents import exchange
+    from agents.services import versions
+    from tests.browser.conftest import axe_violations
+
+    versions.version_create(app=shop_app, user=shop_app.owner, name="First", note="first")
+    data, _ = exchange.app_export_cx(shop_app)
+    imported, _, _ = exchange.app_import_file(
+        owner=shop_app.owner, data=data, name="Imported shop", filename="shop.zip"
+    )
+    page = signed_in_page
+    found = {}
+    for app, path in ((shop_app, "versions"), (shop_app, "history"), (imported, "import-report")):
+        page.goto(f"{live_server.url}/apps/{app.pk}/{path}")
+        expect(page.locator("main h1")).to_be_visible()
+        found[path] = axe_violations(page)
+    assert found == {"versions": [], "history": [], "import-report": []}, json.dumps(found)
+
+
+def test_focus_returns_to_the_row_after_an_inline_save_or_cancel(open_designer, shop_app):
+    page: Page = open_designer(shop_app)
+    page.get_by_label("Edit tool AddToCart").click()
+    page.locator("#tool-list li.editing").get_by_role("link", name="Cancel").click()
+    expect(page.get_by_label("Edit tool AddToCart")).to_be_focused()
+    page.get_by_label("Edit tool AddToCart").click()
+    page.locator("#tool-list li.editing").get_by_role("button", name="Save").click()
+    expect(page.get_by_label("Edit tool AddToCart")).to_be_focused()
+    page.get_by_label("Add a variable").click()
+    expect(page.locator("#variable-new input[name=name]")).to_be_focused()
+    page.locator("#variable-list li.editing").get_by_role("link", name="Cancel").click()
+    expect(page.get_by_label("Add a variable")).to_be_focused()
