@@ -178,10 +178,11 @@
     if (!form) return;
     const row = form.closest("li.item");
     const section = form.closest("section, details");
-    focusAfter = { id: row && row.id, section: section && section.id };
+    focusAfter = { elt, id: row && row.id, section: section && section.id };
   });
-  document.body.addEventListener("htmx:afterSettle", () => {
-    if (!focusAfter) return;
+  document.body.addEventListener("htmx:afterSettle", (e) => {
+    // Only the settling of the form's own request (other regions settle meanwhile).
+    if (!focusAfter || !e.detail.requestConfig || e.detail.requestConfig.elt !== focusAfter.elt) return;
     const wanted = focusAfter;
     focusAfter = null;
     const active = document.activeElement;

@@ -240,3 +240,58 @@ def test_focus_returns_to_the_row_after_an_inline_save_or_cancel(open_designer, 
     expect(page.locator("#variable-new input[name=name]")).to_be_focused()
     page.locator("#variable-list li.editing").get_by_role("link", name="Cancel").click()
     expect(page.get_by_label("Add a variable")).to_be_focused()
+
+
+# ------------ 6. layout at 1280 px
+
+
+def _box(page: Page, selector: str) -> dict:
+    return page.locator(selector).first.bounding_box()
+
+
+def test_layout_at_1280_px_keeps_everything_inside_its_pane(open_designer, shop_app):
+    from agents import services
+
+    tool = shop_app.tools.get(name="AddToCart")
+    services.tool_update(tool=tool, python_code=tool.python_code.replace("19.5", "21"))
+    rules = shop_app.variables.get(name="business_rules")
+    services.variable_update(variable=rules, default="A" * 600)
+    page: Page = open_designer(shop_app)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    expect(page.locator("#expect-step-2.expect-failed")).to_be_visible()
+    overflow = page.evaluate(
+        "() => [...document.querySelectorAll('.pane')].map((p) => p.scrollWidth - p.clientWidth)"
+    )
+    assert overflow == [0, 0, 0]  # the failure cards fit the preview pane
+    rows = page.evaluate(
+        "() => [...document.querySelectorAll('.state-table tr')].map((r) => r.offsetHeight)"
+    )
+    assert max(rows) < 200  # a 600-character value opens on request
+
+    page.get_by_label("Edit customer", exact=True).click()
+    side = _box(page, ".pane-side")
+    label = _box(page, "#variable-list li.editing label.check:has([name=update_code])")
+    assert label["x"] + label["width"] <= side["x"] + side["width"]
+    page.locator("#variable-list li.editing").get_by_role("link", name="Cancel").click()
+
+    page.get_by_label("Edit schema Customer").click()
+    cancel = _box(page, "#schema-list li.editing [data-cancel]")
+    assert cancel["x"] + cancel["width"] <= side["x"] + side["width"]
+    page.locator("#schema-list li.editing [data-cancel]").click()
+
+    page.get_by_label("Edit tool AddToCart").click()
+    code = _box(page, "#tool-list .cm-field-python")
+    assert code["width"] >= 480  # code gets a wide editor, not the 320 px pane
+
+    page.locator("#tool-list li.editing [data-cancel]").click()
+
+    root = _root(shop_app)
+    services.agent_save_instructions(
+        agent=root, instructions="Changed elsewhere.\n" + root.instructions
+    )
+    page.evaluate(
+        "() => window.statecraft.instructions.view.dispatch({changes: {from: 0, to: 0, insert: 'Mine. '}})"
+    )
+    page.evaluate("window.statecraft.instructions.save()")
+    expect(page.locator("#editor-conflict")).to_be_visible()
+    assert _box(page, "#editor-help")["width"] >= 200  # not a word per line
