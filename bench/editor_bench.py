@@ -109,7 +109,28 @@ def editor_selector(page) -> str:
     return new if page.locator(new).count() else "#instructions"
 
 
-def run(sizes: list[int], keys: int, runs: int) -> list[dict]:
+def print_profile(profile: dict, size: int, top: int = 25) -> None:
+    """The typing's CPU profile (Chromium's sampling profiler): self time per function."""
+    nodes = {n["id"]: n for n in profile["nodes"]}
+    interval = {}
+    samples, deltas = profile.get("samples", []), profile.get("timeDeltas", [])
+    for node_id, delta in zip(samples[1:], deltas[1:], strict=False):
+        interval[node_id] = interval.get(node_id, 0) + delta
+    by_function: dict[str, float] = {}
+    for node_id, micros in interval.items():
+        frame = nodes[node_id]["callFrame"]
+        name = frame["functionName"] or "(anonymous)"
+        where = f"{frame['url'].rsplit('/', 1)[-1]}:{frame['lineNumber'] + 1}:{frame['columnNumber'] + 1}"
+        key = f"{name} {where}" if frame["url"] else name
+        by_function[key] = by_function.get(key, 0) + micros / 1000
+    print(f"profile while typing at {size} KB (self ms):")
+    for key, ms in sorted(by_function.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {ms:8.1f}  {key}")
+
+
+def run(
+    sizes: list[int], keys: int, runs: int, key_delay_ms: int = 0, profile: bool = False
+) -> list[dict]:
     from playwright.sync_api import expect, sync_playwright
 
     results: list[dict] = []
@@ -182,14 +203,32 @@ def run(sizes: list[int], keys: int, runs: int) -> list[dict]:
                 page.remove_listener("response", on_response)
 
                 phase("type")
-                # ---- typing at the end of the big text
+                # ---- typing at the end of the big text, once it is saved (the autosave
+                # after the paste): a designer edits a saved text
+                page.wait_for_function(
+                    "() => !(window.statecraft && window.statecraft.instructions)"
+                    " || !window.statecraft.instructions.isDirty()"
+                )
                 page.evaluate(KEY_PROBE)
                 page.keyboard.press("Control+End")
+                cdp = None
+                if profile:
+                    cdp = context.new_cdp_session(page)
+                    cdp.send("Profiler.enable")
+                    cdp.send("Profiler.setSamplingInterval", {"interval": 200})
+                    cdp.send("Profiler.start")
                 for ch in "abcdefghijklmnopqrstuvwxyz"[:keys]:
                     page.keyboard.press(ch)
+                    if key_delay_ms:
+                        # A designer's pace: the preview (150 ms after a pause) and its
+                        # answer land between keys, as they do for a person typing.
+                        page.wait_for_timeout(key_delay_ms)
                 page.evaluate(SETTLE)
                 page.wait_for_function(f"window.__keyTimes.length >= {keys}")
                 times = page.evaluate("window.__keyTimes")
+                if cdp is not None:
+                    print_profile(cdp.send("Profiler.stop")["profile"], size)
+                    cdp.detach()
                 row["key_median_ms"] = statistics.median(times)
                 row["key_max_ms"] = max(times)
                 # Leave only once the text is saved (the old page saved on its own too).
@@ -222,6 +261,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="10,100,1000", help="KB of instructions")
     parser.add_argument("--keys", type=int, default=20)
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--profile", action="store_true", help="print a CPU profile of the typing")
+    parser.add_argument(
+        "--key-delay", type=int, default=200, help="ms between keys (0: as fast as possible)"
+    )
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="statecraft-editor-bench-"))
@@ -283,7 +326,13 @@ def main() -> None:
                 break
             except OSError:
                 time.sleep(0.2)
-        rows = run([int(s) for s in args.sizes.split(",")], args.keys, args.runs)
+        rows = run(
+            [int(s) for s in args.sizes.split(",")],
+            args.keys,
+            args.runs,
+            args.key_delay,
+            args.profile,
+        )
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -328,6 +328,10 @@ def agent_preview(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespo
     the spec cached by the app's revision (no reload of the whole app)."""
     app, agent, access = selectors.agent_for_user(request.user, app_id, agent_id)
     params = request.POST if request.method == "POST" else request.GET
+    try:
+        params = preview_builder.with_instructions(agent, params)
+    except preview_builder.StaleEdit:
+        return _stale_edit()
     preview = preview_builder.build_preview(app, agent, params)
     return render(
         request,
@@ -822,9 +826,19 @@ def agent_simulate(request: HttpRequest, app_id: int, agent_id: int) -> HttpResp
     app, agent, access = selectors.agent_for_user(
         request.user, app_id, agent_id, with_scenarios=True
     )
-    return _conversation(
-        request, app, access, agent, request.POST if request.method == "POST" else request.GET
-    )
+    params = request.POST if request.method == "POST" else request.GET
+    try:
+        params = preview_builder.with_instructions(agent, params)
+    except preview_builder.StaleEdit:
+        return _stale_edit()
+    return _conversation(request, app, access, agent, params)
+
+
+def _stale_edit() -> HttpResponse:
+    """An edit of a saved text that changed meanwhile: the editor sends the whole text."""
+    response = HttpResponse("Send the whole instructions: the saved text changed.", status=409)
+    response["X-Statecraft-Resend"] = "instructions"
+    return response
 
 
 @dataclass

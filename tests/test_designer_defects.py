@@ -119,3 +119,35 @@ def test_a_variable_rename_rewrites_scenarios_in_the_same_transaction_with_audit
     assert event.after["session_values"] == {"basket_total": 0, "languages": ["French"]}
     (run,) = app_evaluate(app=app, actor=user)
     assert run.evaluation.status == "passed", [r.message for r in run.evaluation.results]
+
+
+# ------------ 9. a key of a big text posts its edit, not the text
+
+
+def test_a_preview_of_one_edit_of_the_saved_text(client, user):
+    from agents import services
+    from agents.demo import load_demo
+
+    app = next(a for a in load_demo(user) if a.name == "Shopping assistant")
+    root = app.agents.get(is_root=True)
+    saved = "Hi 😀 there. " * 3000 + "{{cart_total}}"
+    root = services.agent_save_instructions(agent=root, instructions=saved)
+    client.force_login(user)
+    url = f"/apps/{app.pk}/agents/{root.pk}/preview"
+    utf16 = len(saved.encode("utf-16-le")) // 2
+    edit = {
+        "base_hash": root.instructions_hash,
+        "instructions_from": str(utf16),
+        "instructions_to": str(utf16),
+        "instructions_insert": " and {{cart_total}}!",
+    }
+    answer = client.post(url, edit, HTTP_HX_REQUEST="true")
+    assert answer.status_code == 200
+    assert "0 and 0!" in answer.content.decode()
+    stale = client.post(url, {**edit, "base_hash": "0" * 16}, HTTP_HX_REQUEST="true")
+    assert stale.status_code == 409
+    assert stale["X-Statecraft-Resend"] == "instructions"
+    inside_a_pair = client.post(
+        url, {**edit, "instructions_from": "4", "instructions_to": "4"}, HTTP_HX_REQUEST="true"
+    )
+    assert inside_a_pair.status_code == 409

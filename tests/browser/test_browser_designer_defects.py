@@ -295,3 +295,24 @@ def test_layout_at_1280_px_keeps_everything_inside_its_pane(open_designer, shop_
     page.evaluate("window.statecraft.instructions.save()")
     expect(page.locator("#editor-conflict")).to_be_visible()
     assert _box(page, "#editor-help")["width"] >= 200  # not a word per line
+
+
+# ------------ 9. a key of a big saved text posts its edit, not the text
+
+
+def test_typing_in_a_big_text_posts_the_edit_and_the_preview_follows(open_designer, shop_app):
+    from agents import services
+
+    root = _root(shop_app)
+    big = "Keep answers short and friendly.\n" * 1500 + "Total: {{cart_total}}"
+    services.agent_save_instructions(agent=root, instructions=big)
+    page: Page = open_designer(shop_app)
+    expect(page.locator("#compiled")).to_have_attribute("data-length", str(len(big) - 14 + 1))
+    page.locator("#instructions-editor").click()
+    page.keyboard.press("Control+End")
+    with page.expect_request(re.compile(r"/preview$")) as sent:
+        page.keyboard.type(" EUR")
+    body = sent.value.post_data or ""
+    assert len(body) < 2000  # the edit, not the 50 KB text
+    assert "instructions_insert=" in body
+    expect(page.locator("#compiled")).to_have_attribute("data-length", str(len(big) - 14 + 5))
