@@ -120,7 +120,8 @@ def print_profile(profile: dict, size: int, top: int = 25) -> None:
     for node_id, micros in interval.items():
         frame = nodes[node_id]["callFrame"]
         name = frame["functionName"] or "(anonymous)"
-        where = f"{frame['url'].rsplit('/', 1)[-1]}:{frame['lineNumber'] + 1}:{frame['columnNumber'] + 1}"
+        file = frame["url"].rsplit("/", 1)[-1]
+        where = f"{file}:{frame['lineNumber'] + 1}:{frame['columnNumber'] + 1}"
         key = f"{name} {where}" if frame["url"] else name
         by_function[key] = by_function.get(key, 0) + micros / 1000
     print(f"profile while typing at {size} KB (self ms):")
