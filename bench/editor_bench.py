@@ -14,8 +14,12 @@ raised, and drives Debian's Chromium with Playwright as a designer would, for ea
   prompt shows its last line; the preview response's size in bytes;
 - paste → settled: until the page's main thread answers again after that (a frame and a
   task);
-- keystroke → screen: 20 keys typed at the end of the text, each measured in the page from
-  its keydown to the frame that shows it (median and worst);
+- keystroke → screen: once the pasted text is saved, 20 keys typed at the end of it at a
+  designer's pace (--key-delay, 200 ms: the preview and its answer land between keys),
+  each measured in the page from its keydown to the frame that shows it (median and
+  worst); the same keys in a bare textarea with one short line give this probe's floor
+  on this machine (measured after each size, under the load of that moment); --profile
+  prints Chromium's CPU profile of the typing;
 - page load with that text saved: from navigation to the editor showing it and the
   compiled prompt's last line (and the load event).
 """
@@ -212,6 +216,7 @@ def run(
                 )
                 page.evaluate(KEY_PROBE)
                 page.keyboard.press("Control+End")
+                page.evaluate("() => { window.__keyTimes.length = 0; }")  # only the typed keys
                 cdp = None
                 if profile:
                     cdp = context.new_cdp_session(page)
@@ -232,6 +237,7 @@ def run(
                     cdp.detach()
                 row["key_median_ms"] = statistics.median(times)
                 row["key_max_ms"] = max(times)
+                row["key_ms"] = [round(t, 1) for t in times]
                 # Leave only once the text is saved (the old page saved on its own too).
                 page.wait_for_function(
                     "() => !(window.statecraft && window.statecraft.instructions)"
@@ -253,6 +259,30 @@ def run(
                 )
                 results.append(row)
                 print(json.dumps(row), flush=True)
+        # ---- the floor of this probe on this machine: a bare, short textarea, same keys and
+        # pace (a 1 MB bare textarea is far slower than the editor: it lays out all the text)
+        for size in sizes:
+            text = "A short text."
+            page.goto(f"{base}/accounts/login/")
+            page.evaluate(
+                """t => { document.body.innerHTML = '<textarea id="bare" rows="20"></textarea>';
+                           document.getElementById('bare').value = t; }""",
+                text,
+            )
+            page.locator("#bare").focus()
+            page.evaluate(KEY_PROBE)
+            page.keyboard.press("Control+End")
+            page.evaluate("() => { window.__keyTimes.length = 0; }")
+            for ch in "abcdefghijklmnopqrstuvwxyz"[:keys]:
+                page.keyboard.press(ch)
+                if key_delay_ms:
+                    page.wait_for_timeout(key_delay_ms)
+            page.wait_for_function(f"window.__keyTimes.length >= {keys}")
+            times = page.evaluate("window.__keyTimes")
+            row = {"size_kb": size, "bare_key_median_ms": statistics.median(times)}
+            row["bare_key_max_ms"] = max(times)
+            print(json.dumps(row), flush=True)
+            next(r for r in results if r["size_kb"] == size).update(row)
         browser.close()
     return results
 
@@ -340,15 +370,16 @@ def main() -> None:
     print()
     print(
         "| size | paste → preview | paste → settled | preview response | key median / worst "
-        "| page load (load event / ready) |"
+        "| bare textarea key | page load (load event / ready) |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         kb = r["preview_response_bytes"]
         print(
             f"| {r['size_kb']} KB | {r['paste_to_preview_s']:.2f} s | "
             f"{r['paste_to_settled_s']:.2f} s | {kb / 1024:,.0f} KB | "
             f"{r['key_median_ms']:.1f} / {r['key_max_ms']:.1f} ms | "
+            f"{r['bare_key_median_ms']:.1f} / {r['bare_key_max_ms']:.1f} ms | "
             f"{r['page_load_event_s']:.2f} / {r['page_ready_s']:.2f} s |"
         )
 

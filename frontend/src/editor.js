@@ -267,7 +267,12 @@ class InstructionsEditor {
     if (!this.conflict && this.status !== "dirty") this.setStatus("dirty");
     this.stale = true;
     document.body.dispatchEvent(new CustomEvent("editor-changed"));
-    htmx.trigger(this.form, "editor-changed");
+    // The preview follows a pause in typing: 150 ms, or 450 ms for a text over 200 KB,
+    // whose preview answer (the compiled text, its spans) takes the page ~40 ms to take
+    // in: it must not land between the keys of a designer typing.
+    clearTimeout(this.previewTimer);
+    const pause = this.view.state.doc.length > 200000 ? 450 : 150;
+    this.previewTimer = setTimeout(() => htmx.trigger(this.form, "editor-changed"), pause);
     clearTimeout(this.saveTimer);
     this.saveTimer = setTimeout(() => this.save(), 1500);
   }
@@ -556,6 +561,7 @@ class InstructionsEditor {
     panel.querySelector(".conflict-note").textContent = message;
     panel.querySelector("[data-dismiss]").addEventListener("click", () => this.closePanel());
     this.view.dom.parentElement.insertAdjacentElement("afterend", panel);
+    panel.parentElement.classList.add("with-conflict");
     return panel;
   }
 
@@ -565,7 +571,10 @@ class InstructionsEditor {
       this.theirsView = null;
     }
     const old = document.getElementById("editor-conflict");
-    if (old) old.remove();
+    if (old) {
+      old.parentElement.classList.remove("with-conflict");
+      old.remove();
+    }
   }
 
   /** Put `text` in the editor as an edit (undoable), touching only what differs. */

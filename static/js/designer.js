@@ -77,7 +77,15 @@
     const atLine = e.detail.elt && e.detail.elt.querySelector && e.detail.elt.querySelector("[data-line]");
     if (focus && !atLine) { focus.focus(); if (focus.select) focus.select(); }
     initForms(document);
+    wideCode();
   });
+
+  // Code gets a wide editor: a form with Python code open in the left pane widens it.
+  function wideCode() {
+    const designer = document.querySelector("main.designer, .designer");
+    if (designer) designer.classList.toggle("wide-code", Boolean(document.querySelector(".pane-side li.editing .cm-field-python, .pane-side li.editing textarea[data-code=python]")));
+  }
+  document.body.addEventListener("htmx:afterSettle", wideCode);
 
   // ------------------------------------------------------------ the left pane follows every save
 

@@ -280,6 +280,7 @@ def test_layout_at_1280_px_keeps_everything_inside_its_pane(open_designer, shop_
     page.locator("#schema-list li.editing [data-cancel]").click()
 
     page.get_by_label("Edit tool AddToCart").click()
+    expect(page.locator("main.designer")).to_have_class(re.compile(r"\bwide-code\b"))
     code = _box(page, "#tool-list .cm-field-python")
     assert code["width"] >= 480  # code gets a wide editor, not the 320 px pane
 
