@@ -850,6 +850,11 @@ class RunAll:
     needs_model: list[tuple[str, str]]  # CX evaluations of the scenario kind: (name, file)
 
     @property
+    def needs_model_count(self) -> int:
+        """Every "?" row: scenarios whose expectations need a model, and CX evaluations."""
+        return self.summary.needs_model + len(self.needs_model)
+
+    @property
     def rows(self) -> list[dict[str, Any]]:
         return [
             {

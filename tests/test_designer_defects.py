@@ -151,3 +151,22 @@ def test_a_preview_of_one_edit_of_the_saved_text(client, user):
         url, {**edit, "instructions_from": "4", "instructions_to": "4"}, HTTP_HX_REQUEST="true"
     )
     assert inside_a_pair.status_code == 409
+
+
+# ------------ 7. the favicon; Run all counts every "?" row
+
+
+def test_favicon_ico_answers_with_the_icon(client):
+    answer = client.get("/favicon.ico")
+    assert answer.status_code == 301
+    assert answer["Location"].endswith("favicon.svg")
+
+
+def test_run_all_counts_no_model_rows_it_does_not_show(client, user):
+    from agents.demo import load_demo
+
+    app = next(a for a in load_demo(user) if a.name == "Shopping assistant")
+    client.force_login(user)
+    html = client.post(f"/apps/{app.pk}/run-all", HTTP_HX_REQUEST="true").content.decode()
+    assert "1 passed" in html
+    assert "need a model" not in html  # no "0 need a model" beside no "?" row

@@ -87,6 +87,18 @@
   }
   document.body.addEventListener("htmx:afterSettle", wideCode);
 
+  // A Run all link to a failing step (#expect-step-N): the conversation loads after the
+  // page, so the browser found no such anchor; bring the step into view once it is there.
+  let stepShown = false;
+  document.body.addEventListener("htmx:afterSettle", () => {
+    if (stepShown || !/^#expect-step-\d+$/.test(location.hash)) return;
+    const step = document.getElementById(location.hash.slice(1));
+    if (!step) return;
+    stepShown = true;
+    step.scrollIntoView({ block: "center" });
+    step.classList.add("linked-step");
+  });
+
   // ------------------------------------------------------------ the left pane follows every save
 
   // Usage counts and the agent's "Tools:" line come from saved data: after each change

@@ -317,3 +317,21 @@ def test_typing_in_a_big_text_posts_the_edit_and_the_preview_follows(open_design
     assert len(body) < 2000  # the edit, not the 50 KB text
     assert "instructions_insert=" in body
     expect(page.locator("#compiled")).to_have_attribute("data-length", str(len(big) - 14 + 5))
+
+
+# ------------ 7. a failing step's link brings the step into view
+
+
+def test_a_failing_step_link_scrolls_the_step_into_view(open_designer, shop_app, live_server):
+    from agents import services
+
+    tool = shop_app.tools.get(name="AddToCart")
+    services.tool_update(tool=tool, python_code=tool.python_code.replace("19.5", "21"))
+    page: Page = open_designer(shop_app)
+    page.get_by_role("button", name="Run all").click()
+    link = page.locator("#run-all a.failed-step").last
+    expect(link).to_be_visible()
+    link.click()
+    step = page.locator("#expect-step-3")
+    expect(step).to_have_class(re.compile(r"\blinked-step\b"))
+    expect(step).to_be_in_viewport()
