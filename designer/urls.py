@@ -2,9 +2,7 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.templatetags.static import static
 from django.urls import include, path
-from django.views.generic import RedirectView
 
 from agents.signin import SignInForm
 from designer import account_views, exchange_views, version_views, views
@@ -84,7 +82,7 @@ urlpatterns = [
     path("", views.app_list, name="app-list"),
     path("healthz", views.healthz, name="healthz"),
     # Browsers ask for /favicon.ico whatever the page links: the SVG icon answers.
-    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
+    path("favicon.ico", views.favicon, name="favicon"),
     path(
         "accounts/login/",
         auth_views.LoginView.as_view(authentication_form=SignInForm),

@@ -16,6 +16,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
+from django.templatetags.static import static
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -67,6 +68,13 @@ def healthz(request: HttpRequest) -> HttpResponse:
         logger.exception("healthz: the database check failed")
         return JsonResponse({"status": "error", "database": "unavailable"}, status=503)
     return JsonResponse({"status": "ok", "database": "ok"})
+
+
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """/favicon.ico, which browsers ask for whatever the page links: the SVG icon (resolved
+    per request, so the static manifest is read only once it exists)."""
+    return redirect(static("favicon.svg"), permanent=True)
 
 
 def _fragment_or_redirect(

@@ -45,7 +45,7 @@ def _walk(patterns, prefix="", namespace=""):
 
 
 ROUTES = list(_walk(get_resolver().url_patterns))
-PUBLIC = {"healthz", "login", "logout", "schema", "docs"}
+PUBLIC = {"healthz", "favicon", "login", "logout", "schema", "docs"}
 SIGNED_IN = {"app-list", "app-create", "app-import", "api-token"}  # not about one app
 VIEW_ACTIONS = {  # POSTs that only read: previews, simulations, examples, copies, diffs
     "agent-preview",
