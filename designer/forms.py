@@ -27,6 +27,21 @@ from agents.models import (
 MAX_ID = rules.MAX_ID
 
 
+class Checkbox(forms.CheckboxInput):
+    """A checkbox that reads "off" (a hidden input's value, or a ticked box's "off") as
+    unticked, like "false": Django's own reads every other string as ticked."""
+
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> bool:
+        if name not in data:
+            return False
+        values = data.getlist(name) if hasattr(data, "getlist") else [data.get(name)]
+        return any(str(v).lower() in ("on", "true", "1", "yes") for v in values)
+
+
+class CheckboxField(forms.BooleanField):
+    widget = Checkbox
+
+
 def _valid_ids(values: Any) -> bool:
     """Primary keys must be integers a database column can hold (not '9' * 400)."""
     items = values if isinstance(values, list | tuple) else [values]
@@ -106,8 +121,8 @@ class VariableForm(forms.Form):
     version = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
     )
-    update_references = forms.BooleanField(required=False, initial=True)
-    update_code = forms.BooleanField(required=False, initial=True)
+    update_references = CheckboxField(required=False, initial=True)
+    update_code = CheckboxField(required=False, initial=True)
 
     def __init__(
         self, *args: Any, app: AgentApp, schemas: list[Schema] | None = None, **kwargs: Any
@@ -201,11 +216,11 @@ class ToolForm(forms.Form):
     mcp_headers = forms.CharField(
         required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
     )
-    mock_enabled = forms.BooleanField(required=False)
+    mock_enabled = CheckboxField(required=False)
     mock_state = forms.CharField(
         required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
     )
-    update_references = forms.BooleanField(required=False, initial=True)
+    update_references = CheckboxField(required=False, initial=True)
     mock_response = forms.CharField(
         required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
     )
@@ -251,7 +266,7 @@ class ToolForm(forms.Form):
 class AgentForm(forms.Form):
     display_name = forms.CharField(max_length=rules.DISPLAY_NAME_MAX_LENGTH, strip=True)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    is_root = forms.BooleanField(required=False)
+    is_root = CheckboxField(required=False)
     tools = IdMultipleChoiceField(
         queryset=Tool.objects.none(), required=False, widget=forms.CheckboxSelectMultiple
     )
@@ -323,7 +338,7 @@ class ScenarioForm(forms.Form):
         help_text="The clock the code reads, like 2026-06-01T12:00:00 (empty: the real clock).",
     )
     token_budget = forms.IntegerField(min_value=1, max_value=10_000_000, initial=8000)
-    use_mocks = forms.BooleanField(required=False)
+    use_mocks = CheckboxField(required=False)
     version = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
     )

@@ -45,7 +45,14 @@ class ServiceError(Exception):
 
 
 class StaleObjectError(ServiceError):
-    """Someone else saved the object since it was read: the save is refused, nothing is lost."""
+    """Someone else saved the object since it was read: the save is refused, nothing is lost.
+
+    `current_version` is the version saved meanwhile (None when unknown), so a form can
+    offer to save over it without a reload that would drop what was typed."""
+
+    def __init__(self, diagnostics: Any, current_version: int | None = None) -> None:
+        super().__init__(diagnostics)
+        self.current_version = current_version
 
 
 def error(field: str, message: str, code: str = "SC001") -> Diagnostic:
@@ -81,7 +88,8 @@ def check_version(obj: Model, expected_version: int | None) -> None:
                     "Reload to see their change, then apply yours again.",
                     code="SC002",
                 )
-            ]
+            ],
+            current_version=obj.version,
         )
 
 
