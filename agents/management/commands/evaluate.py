@@ -3,8 +3,10 @@
 APP is an app's id or its exact name (none: every app). Each scenario is simulated with
 the real sandbox and its expectations checked (the use case behind the designer's "Run
 all" and the API's evaluate); its outcome is stored as the scenario's last result.
+``--model NAME`` runs them live against a configured model (README: Goldens live).
 Exit status: 0 when no expectation failed (those that need a model do not fail a run),
-1 when one failed, 2 when an APP names no app. ``--junit FILE`` writes JUnit XML.
+1 when one failed, 2 when an APP names no app (or --model no configured model).
+``--junit FILE`` writes JUnit XML.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from agents import selectors
 from agents.core.diagnostics import Severity
 from agents.core.evaluate import JUnitCase, junit_xml
 from agents.models import AgentApp
+from agents.services.common import ServiceError
 from agents.services.evaluation import app_evaluate, summarise
 
 _LABEL = {"passed": "PASS", "failed": "FAIL", "needs_model": "MODEL", "none": "----"}
@@ -29,6 +32,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("apps", nargs="*", help="app ids or exact names (default: all)")
         parser.add_argument("--junit", metavar="FILE", help="write JUnit XML to FILE")
+        parser.add_argument(
+            "--model",
+            metavar="NAME",
+            help="run the goldens live against this configured model (STATECRAFT_MODELS or "
+            "the admin's endpoints); each run is recorded for replay",
+        )
 
     def find_apps(self, wanted: list[str]) -> list[AgentApp]:
         if not wanted:
@@ -45,12 +54,17 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **options: object) -> None:
         apps = self.find_apps([str(a) for a in options["apps"]])  # type: ignore[union-attr]
+        model = str(options.get("model") or "") or None
         cases: list[JUnitCase] = []
         all_runs = []
         for app in apps:
             runs = []
             started = time.monotonic()
-            for run in app_evaluate(app=app, actor=None):
+            try:
+                app_runs = app_evaluate(app=app, actor=None, model=model)
+            except ServiceError as exc:
+                raise CommandError(str(exc), returncode=2) from exc
+            for run in app_runs:
                 seconds = time.monotonic() - started
                 started = time.monotonic()
                 runs.append(run)
@@ -59,9 +73,18 @@ class Command(BaseCommand):
                     f"{evaluation.passed} passed, {evaluation.failed} failed, "
                     f"{evaluation.needs_model} need a model"
                 )
+                live = ""
+                if run.live is not None:
+                    tokens_in, tokens_out = run.live.tokens
+                    live = (
+                        f" [live {run.live.model}: {len(run.live.calls)} model calls, "
+                        f"{tokens_in}+{tokens_out} tokens, ${run.live.cost:.4f}"
+                        + (f", error: {run.live.error}" if run.live.error else "")
+                        + "]"
+                    )
                 self.stdout.write(
                     f"{_LABEL[evaluation.status]}  {app.name} / {run.agent.display_name} / "
-                    f"{run.scenario.name}  ({counts})"
+                    f"{run.scenario.name}  ({counts}){live}"
                 )
                 for r in evaluation.results:
                     if r.status == "failed":
