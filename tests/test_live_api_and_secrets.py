@@ -145,9 +145,9 @@ def test_a_model_key_never_appears_anywhere(
     staff,
     user,
     configured,
-    bank_app,
+    bank_app,  # noqa: F811
     caplog,
-    capsys,  # noqa: F811
+    capsys,
 ):
     from django.test import Client
 

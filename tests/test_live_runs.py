@@ -378,3 +378,57 @@ def test_evaluate_command_live_fails_with_exit_1_when_the_model_skips_the_call(
         call_command("evaluate", str(app.pk), "--model", "loop", stdout=io.StringIO())
     assert raised.value.returncode == 1
     assert Scenario.objects.get(pk=scenario.pk).last_result.status == "failed"
+
+
+def test_a_cx_scenario_evaluation_runs_a_simulated_user_then_the_judge(
+    server, models_env, bank_app
+):
+    models_env()
+    app, _, scenario = bank_app
+    evaluation = {
+        "displayName": "Simulated balance question",
+        "scenario": {
+            "task": "Ask for the balance of your current account.",
+            "rubrics": ["The agent tells the user the balance.", "The agent is rude."],
+            "scenarioExpectations": [
+                {"toolExpectation": {"expectedToolCall": {"tool": "LookupBalance"}}},
+                {"agentResponse": {"chunks": [{"text": "1,250"}]}},
+            ],
+            "userFacts": [{"name": "account", "value": "primary"}],
+            "maxTurns": 3,
+        },
+    }
+    path = "evaluations/Simulated/Simulated.json"
+    from agents.models import AgentApp
+
+    services.scenario_delete(scenario=scenario)  # only the CX evaluation runs
+    AgentApp.objects.filter(pk=app.pk).update(cx={"files": {path: json.dumps(evaluation)}})
+    verdicts = {
+        "rubrics": [
+            {"index": 1, "passed": True, "reason": "It said 1,250 EUR."},
+            {"index": 2, "passed": False, "reason": "It was polite."},
+        ]
+    }
+    server.script(
+        openai_text("Hi, what is my current account balance?"),  # the simulated user
+        openai_call("LookupBalance", {}),  # the agent
+        openai_text("Your balance is 1,250 EUR."),
+        openai_text("END"),  # the user's task is done
+        openai_text(json.dumps(verdicts)),  # the judge
+    )
+    out = io.StringIO()
+    with pytest.raises(CommandError) as raised:
+        call_command("evaluate", str(app.pk), "--model", "loop", stdout=out)
+    assert raised.value.returncode == 1  # the second rubric failed
+    text = out.getvalue()
+    assert "FAIL  Live bank / Simulated balance question  (simulated user, 1 turns" in text
+    assert "ended by user" in text
+    assert "It said 1,250 EUR." in text and "It was polite." in text
+    user_request = server.seen[0].body["messages"]
+    assert "Ask for the balance" in user_request[0]["content"]
+    assert "account: primary" in user_request[0]["content"]
+    judge = server.seen[4].body["messages"][1]["content"]
+    assert "AGENT: Your balance is 1,250 EUR." in judge and "1. The agent tells" in judge
+    assert len(server.seen) == 5  # the final re-run answered from the memo
+    run = LiveRun.objects.get(scenario_name="Simulated balance question")
+    assert run.model_calls == 2 and "user: Hi, what is my current account balance?" in run.script

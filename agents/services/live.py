@@ -452,3 +452,153 @@ def errors_of(result: SimulationResult) -> tuple[str, ...]:
 
 def lines_of(expectations: list[ExpectationSpec]) -> list[str]:
     return [format_expectation(e) for e in expectations]
+
+
+# --------------------------------------------------------------------------- scenario kind
+
+
+@dataclass(frozen=True)
+class UserScenarioOutcome:
+    """A CX evaluation of the scenario kind run live: the conversation, the checks."""
+
+    name: str
+    path: str
+    evaluation: ScenarioEvaluation
+    outcome: LiveOutcome
+    turns: int
+    ended_by: str  # user (its task ended), turns (the limit), error
+
+
+def run_user_scenarios(
+    *,
+    app: AgentApp,
+    model: str,
+    judge: str | None = None,
+    actor: Actor = None,
+    caps: Caps | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleeper: Callable[[float], None] = time.sleep,
+    session: SandboxSession | None = None,
+) -> list[UserScenarioOutcome]:
+    """Every CX evaluation of the scenario kind the app carries, run live: a model plays
+    the user (``agents.core.user_sim``), the agent answers with `model`, the expectations
+    are checked and the rubrics judged by `judge` (default: `model`). Each is stored as a
+    live run (replayable: its user turns are the run's script)."""
+    from agents.core.cx.evaluations import needs_model_evaluations
+    from agents.core.evaluate import _status
+    from agents.core.live import Memo
+    from agents.core.spec import AppSpec
+    from agents.core.user_sim import (
+        check_expectations,
+        judge_request,
+        read_scenario,
+        read_verdicts,
+        transcript,
+        user_message,
+        user_request,
+    )
+
+    carry = AgentApp.objects.filter(pk=app.pk).values_list("cx", flat=True).first() or {}
+    files = carry.get("files") if isinstance(carry, Mapping) else None
+    listed = needs_model_evaluations(AppSpec(name=app.name, cx=carry))
+    if not listed or not isinstance(files, Mapping):
+        return []
+    spec = selectors.app_spec(app)
+    root = next((a for a in spec.agents if a.is_root), spec.agents[0] if spec.agents else None)
+    if root is None:
+        return []
+    endpoint, temperature = resolve_model(app, model)
+    judge_endpoint = resolve_model(app, judge)[0] if judge else endpoint
+
+    def client(which: Endpoint) -> Callable[[ModelRequest], ModelAnswer]:
+        return _strategy(which, stream=False, on_text=None, sleeper=sleeper)
+
+    outcomes: list[UserScenarioOutcome] = []
+    for _name, path in listed:
+        try:
+            data = json.loads(files[path])
+        except (ValueError, TypeError, KeyError):
+            continue
+        scenario = read_scenario(data, path)
+        if scenario is None:
+            continue
+        caps_now = caps or live_caps()
+        recorder = Recorder(with_temperature(client(endpoint), temperature))
+        capped = Capped(recorder, caps_now, clock)
+        agent_model = Memo(capped)
+        user_model = Capped(client(endpoint), caps_now, clock)
+        steps: list[StepSpec] = []
+        conversation: list[tuple[str, str]] = []
+        result: SimulationResult | None = None
+        ended_by = "turns"
+        for turn in range(scenario.max_turns):
+            answer = user_model(user_request(scenario, conversation, turn))
+            if answer.error:
+                ended_by = "error"
+                break
+            text = user_message(" ".join(p.get("text", "") for p in answer.parts if "text" in p))
+            if text is None:
+                ended_by = "user"
+                break
+            steps.append(StepSpec(StepKind.USER, text=text))
+            scenario_spec = ScenarioSpec(name=scenario.name, agent=root.name, steps=tuple(steps))
+            recorder.calls.clear()
+            result = simulate_bounded(
+                spec,
+                scenario_spec,
+                session=session,
+                model=agent_model,
+                max_seconds=caps_now.max_seconds,
+            )
+            conversation = transcript(result)
+            if any(d.code == "SC419" for d in result.diagnostics):
+                ended_by = "error"
+                break
+        scenario_spec = ScenarioSpec(name=scenario.name, agent=root.name, steps=tuple(steps))
+        if result is None:
+            result = SimulationResult("", 0, (), (), {}, ())
+        results = check_expectations(scenario, result)
+        if scenario.rubrics:
+            verdict = client(judge_endpoint)(judge_request(scenario, conversation, 0))
+            text = " ".join(p.get("text", "") for p in verdict.parts if "text" in p)
+            results += read_verdicts(scenario, text, verdict.message if verdict.error else "")
+        evaluation = ScenarioEvaluation(
+            results=tuple(results),
+            status=_status(results),
+            passed=sum(r.status == "passed" for r in results),
+            failed=sum(r.status == "failed" for r in results),
+        )
+        # The final run's calls, in order (earlier turns answered from the memo).
+        final = Recorder(agent_model)
+        if steps:
+            final_result = simulate_bounded(
+                spec,
+                scenario_spec,
+                session=session,
+                model=final,
+                max_seconds=caps_now.max_seconds,
+            )
+            result = final_result
+        calls = [c.as_json() for c in final.calls]
+        failed = next((c["answer"]["error"] for c in calls if c["answer"].get("error")), "")
+        run = _store(
+            app=app,
+            scenario=None,
+            scenario_spec=scenario_spec,
+            agent_name=root.name,
+            model_name=endpoint.name,
+            replay_of=None,
+            result=result,
+            evaluation=evaluation,
+            calls=calls,
+            drift=[],
+            failed=failed,
+            actor=actor,
+        )
+        outcome = LiveOutcome(
+            run, scenario_spec, result, evaluation, calls, [], endpoint.name, failed
+        )
+        outcomes.append(
+            UserScenarioOutcome(scenario.name, path, evaluation, outcome, len(steps), ended_by)
+        )
+    return outcomes

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -38,6 +39,11 @@ class Command(BaseCommand):
             help="run the goldens live against this configured model (STATECRAFT_MODELS or "
             "the admin's endpoints); each run is recorded for replay",
         )
+        parser.add_argument(
+            "--judge",
+            metavar="NAME",
+            help="the model that judges the rubrics of CX scenario evaluations (default: --model)",
+        )
 
     def find_apps(self, wanted: list[str]) -> list[AgentApp]:
         if not wanted:
@@ -51,6 +57,40 @@ class Command(BaseCommand):
                 raise CommandError(f"No app {key!r} (give an id or an exact name).", returncode=2)
             apps.extend(a for a in found if a not in apps)
         return apps
+
+    def user_scenarios(
+        self, app: AgentApp, model: str, options: dict, cases: list[JUnitCase]
+    ) -> list[SimpleNamespace]:
+        """The CX evaluations of the scenario kind, live: a simulated user, then rubrics."""
+        from agents.services.live import run_user_scenarios
+
+        judge = str(options.get("judge") or "") or None
+        out = []
+        started = time.monotonic()
+        for done in run_user_scenarios(app=app, model=model, judge=judge):
+            seconds = time.monotonic() - started
+            started = time.monotonic()
+            evaluation = done.evaluation
+            self.stdout.write(
+                f"{_LABEL[evaluation.status]}  {app.name} / {done.name}  (simulated user, "
+                f"{done.turns} turns, ended by {done.ended_by}; {evaluation.passed} passed, "
+                f"{evaluation.failed} failed)"
+            )
+            for r in evaluation.results:
+                mark = "ok  " if r.status == "passed" else "FAIL"
+                self.stdout.write(f"      {mark} {r.line}")
+                self.stdout.write(f"        {r.message}")
+            cases.append(
+                JUnitCase(
+                    suite=app.name,
+                    classname=f"{app.name}.simulated_user",
+                    name=done.name,
+                    evaluation=evaluation,
+                    seconds=seconds,
+                )
+            )
+            out.append(SimpleNamespace(evaluation=evaluation))
+        return out
 
     def handle(self, *args: object, **options: object) -> None:
         apps = self.find_apps([str(a) for a in options["apps"]])  # type: ignore[union-attr]
@@ -107,6 +147,9 @@ class Command(BaseCommand):
                     )
                 )
             all_runs.extend(runs)
+            if model:
+                all_runs.extend(self.user_scenarios(app, model, options, cases))
+                continue
             for name, file in selectors.app_needs_model_evaluations(app):
                 self.stdout.write(
                     f"MODEL  {app.name} / {name}  (CX evaluation of the scenario kind, {file}: "
