@@ -112,7 +112,7 @@ class LiveEvent:
             if call is not None
             else ""
         )
-        self.call_cost = f"${float(answer.get('cost') or 0):.4f}" if call is not None else ""
+        self.call_cost = f"${float(answer.get('cost') or 0):.6f}" if call is not None else ""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._event, name)
@@ -164,6 +164,9 @@ def _live_outcome(
 ) -> Any:
     """A live run (``live`` with a model picked) or a replay (``replay`` = a run's id) when
     the panel asked for one; None for the scripted simulation."""
+    instructions = params.get("instructions")
+    if instructions is not None and instructions.replace("\r\n", "\n") == agent.instructions:
+        instructions = None  # the saved text: the run is recorded (a try-out is not)
     replay = str(params.get("replay", "") or "")
     if replay.isdigit():
         recorded = LiveRun.objects.filter(pk=int(replay), app=app, scenario=scenario).first()
@@ -177,7 +180,7 @@ def _live_outcome(
             scenario=scenario,
             model=str(params["model"]),
             actor=actor,
-            instructions=params.get("instructions"),
+            instructions=instructions,
             use_mocks=_mocks_choice(params, scenario),
         )
     return None
@@ -209,7 +212,9 @@ def build_conversation(
         conversation.live = LiveView(
             run=outcome.run,
             model=outcome.model,
-            mode=outcome.run.mode if outcome.run is not None else "live",
+            mode=outcome.run.mode
+            if outcome.run is not None
+            else ("replay" if params.get("replay") else "live"),
             calls=len(outcome.calls),
             tokens_in=tokens_in,
             tokens_out=tokens_out,
