@@ -432,3 +432,113 @@ def test_a_cx_scenario_evaluation_runs_a_simulated_user_then_the_judge(
     assert len(server.seen) == 5  # the final re-run answered from the memo
     run = LiveRun.objects.get(scenario_name="Simulated balance question")
     assert run.model_calls == 2 and "user: Hi, what is my current account balance?" in run.script
+
+
+def test_refused_content_is_named_for_both_protocols(server, models_env, bank_app):
+    models_env()
+    app, agent, scenario = bank_app
+    refused = openai_text("")
+    refused.body["choices"][0]["finish_reason"] = "content_filter"
+    server.script(refused)
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert outcome.error == "refused"
+    models_env("gemini")
+    blocked = gemini_text("")
+    blocked.body["candidates"][0]["finishReason"] = "SAFETY"
+    server.script(blocked)
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert outcome.error == "refused" and "safety" in outcome.calls[0]["answer"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        ("{not json", "STATECRAFT_MODELS is not valid JSON"),
+        ('{"m": {"kind": "claude", "model": "x"}}', "STATECRAFT_MODELS.m.kind"),
+        ('{"m": {"kind": "openai"}}', "STATECRAFT_MODELS.m.model"),
+        (
+            '{"m": {"kind": "openai", "model": "x", "api_key": "sk-1"}}',
+            "STATECRAFT_MODELS.m.api_key",
+        ),
+        (
+            '{"m": {"kind": "openai", "model": "x", "api_key_env": "NOPE"}}',
+            "the environment variable NOPE",
+        ),
+        ('{"m": {"kind": "gemini", "model": "x"}}', "STATECRAFT_MODELS.m.api_key_env"),
+        ('{"m": {"kind": "openai", "model": "x", "timeout": "5"}}', "STATECRAFT_MODELS.m.timeout"),
+        ('{"m": {"kind": "openai", "model": "x", "base_url": "ftp://h"}}', "m.base_url"),
+    ],
+)
+def test_a_bad_statecraft_models_names_the_field(config, field):
+    from agents.llm.endpoints import ConfigError, parse_models
+
+    with pytest.raises(ConfigError) as raised:
+        parse_models(config, {})
+    assert field in str(raised.value)
+
+
+def test_the_price_table_and_an_endpoint_price_override():
+    from agents.llm.endpoints import Endpoint, cost_of
+
+    flash = Endpoint("f", "gemini", "gemini-2.5-flash")
+    assert cost_of(flash, 1_000_000, 1_000_000) == pytest.approx(0.30 + 2.50)
+    lite = Endpoint("l", "gemini", "gemini-2.5-flash-lite")  # the longest prefix wins
+    assert cost_of(lite, 1_000_000, 0) == pytest.approx(0.10)
+    local = Endpoint("o", "openai", "llama3.1", price_in=1.0, price_out=2.0)
+    assert cost_of(local, 500_000, 250_000) == pytest.approx(1.0)
+    assert cost_of(Endpoint("u", "openai", "unknown-model"), 10**6, 10**6) == 0.0
+
+
+def test_the_app_default_model_and_cx_model_settings_pick_the_endpoint(
+    server, models_env, bank_app
+):
+    from agents.models import AgentApp
+    from agents.services.live_models import app_model_set, resolve_model
+
+    models_env()
+    app, _, _ = bank_app
+    with pytest.raises(services.ServiceError):
+        resolve_model(app, None)
+    AgentApp.objects.filter(pk=app.pk).update(
+        cx={"app": {"modelSettings": {"model": "test-model", "temperature": 0.2}}}
+    )
+    endpoint, temperature = resolve_model(app, None)  # CX names the endpoint's model
+    assert endpoint.name == "loop" and temperature == 0.2
+    AgentApp.objects.filter(pk=app.pk).update(cx={})
+    app_model_set(app=app, model="loop")
+    assert resolve_model(app, None)[0].name == "loop"
+
+
+def test_cx_model_settings_temperature_reaches_the_wire(server, models_env, bank_app):
+    from agents.models import AgentApp
+
+    models_env()
+    app, agent, scenario = bank_app
+    AgentApp.objects.filter(pk=app.pk).update(
+        cx={"app": {"modelSettings": {"model": "test-model", "temperature": 0.3}}}
+    )
+    server.script(openai_text("Hello."))
+    run_live(app=app, agent=agent, scenario=scenario)
+    assert server.seen[0].body["temperature"] == 0.3
+
+
+def test_extra_tool_calls_disallow_fails_a_call_the_golden_does_not_list(
+    server, models_env, bank_app, user
+):
+    models_env()
+    app, agent, scenario = bank_app
+    services.scenario_save(
+        agent=agent,
+        scenario=scenario,
+        steps_script="user: Hi!\nexpect agent: Hello, how can I help?\n",
+    )
+    from agents.models import Scenario as ScenarioModel
+
+    ScenarioModel.objects.filter(pk=scenario.pk).update(
+        cx={"golden": {"extraToolCallBehavior": "DISALLOW"}}
+    )
+    scenario.refresh_from_db()
+    server.script(openai_call("LookupBalance", {}), openai_text("Hello, how can I help you?"))
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    kinds = {r.kind: r.status for r in outcome.evaluation.results}
+    assert kinds == {"agent": "passed", "extra calls": "failed"}
