@@ -13,6 +13,7 @@ from agents.models import (
     Agent,
     AgentApp,
     AppLabel,
+    AppModelDefault,
     AppShare,
     AppVersion,
     AuditEvent,
@@ -572,3 +573,18 @@ class LiveRunAdmin(ReadOnlyAdmin):
         "calls",
     )
     readonly_fields = fields
+
+
+@admin.register(AppModelDefault)
+class AppModelDefaultAdmin(admin.ModelAdmin):
+    """The model an app's live runs use when a run names none (a configured name)."""
+
+    list_display = ("app", "model", "updated_at")
+    list_select_related = ("app",)
+    search_fields = ("app__name", "model")
+    raw_id_fields = ("app",)
+
+    def save_model(self, request: HttpRequest, obj: Model, form: forms.Form, change: bool) -> None:
+        from agents.services.live_models import app_model_set
+
+        app_model_set(app=obj.app, model=obj.model)  # type: ignore[attr-defined]

@@ -221,3 +221,39 @@ def test_a_model_key_never_appears_anywhere(
     assert len(configured.seen) >= 5  # the runs really happened
     for key in (KEY, ADMIN_KEY):
         assert key not in everything
+
+
+def test_the_admin_pages_of_live_models_open_with_constant_queries(
+    staff,
+    configured,
+    bank_app,  # noqa: F811
+):
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from agents.services.live import run_live
+    from agents.services.live_models import app_model_set
+
+    app, agent, scenario = bank_app
+    admin_client = Client()
+    admin_client.force_login(staff)
+    configured.repeat_last = True
+    configured.script(openai_text("Hello."))
+    run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    app_model_set(app=app, model="loop")
+    endpoint_save(endpoint=ModelEndpoint(name="e", kind="openai", model="m"), api_key="k-1")
+    for name in ("liverun", "modelendpoint", "appmodeldefault"):
+        url = reverse(f"admin:agents_{name}_changelist")
+        assert admin_client.get(url).status_code == 200
+    with CaptureQueriesContext(connection) as few:
+        assert admin_client.get(reverse("admin:agents_liverun_changelist")).status_code == 200
+    for _ in range(5):
+        run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    with CaptureQueriesContext(connection) as many:
+        assert admin_client.get(reverse("admin:agents_liverun_changelist")).status_code == 200
+    assert len(many.captured_queries) == len(few.captured_queries)
+    endpoint = ModelEndpoint.objects.get(name="e")
+    change = admin_client.get(reverse("admin:agents_modelendpoint_change", args=[endpoint.pk]))
+    assert change.status_code == 200 and "k-1" not in change.content.decode()
+    assert admin_client.get(reverse("admin:agents_modelendpoint_add")).status_code == 200

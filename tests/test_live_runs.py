@@ -250,7 +250,7 @@ def test_a_tool_the_model_invents_is_reported_and_ends_the_turn(server, models_e
     assert len(server.seen) == 1
     problem = next(d for d in outcome.result.diagnostics if d.code == "SC404")
     assert "TransferMoney" in problem.message
-    assert outcome.evaluation.status == "failed"
+    assert outcome.evaluation.status == "failed" and outcome.error == "unknown_tool"
 
 
 def test_a_model_that_never_stops_calling_tools_hits_the_cap(server, models_env, bank_app):

@@ -261,6 +261,8 @@ def _run(
     failed = next((c["answer"]["error"] for c in calls if c["answer"].get("error")), "")
     if not failed and capped.stopped:
         failed = "cap"
+    if not failed and any(d.code in ("SC404", "SC405") for d in result.diagnostics):
+        failed = "unknown_tool"  # the model called a tool the agent does not have
     run = None
     if record:
         run = _store(
