@@ -575,9 +575,31 @@ class LiveRunAdmin(ReadOnlyAdmin):
     readonly_fields = fields
 
 
+class AppModelDefaultForm(forms.ModelForm):
+    class Meta:
+        model = AppModelDefault
+        fields = ("app", "model")
+
+    def clean_model(self) -> str:
+        from agents.services.common import ServiceError
+        from agents.services.live_models import endpoints
+
+        name = self.cleaned_data["model"].strip()
+        try:
+            known = endpoints()
+        except ServiceError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        if name not in known:
+            names = ", ".join(sorted(known)) or "none configured"
+            raise forms.ValidationError(f"No model named {name!r} (configured: {names}).")
+        return name
+
+
 @admin.register(AppModelDefault)
 class AppModelDefaultAdmin(admin.ModelAdmin):
     """The model an app's live runs use when a run names none (a configured name)."""
+
+    form = AppModelDefaultForm
 
     list_display = ("app", "model", "updated_at")
     list_select_related = ("app",)

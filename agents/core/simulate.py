@@ -73,6 +73,15 @@ How a session runs
   transfer: X`` is the scripted model calling ``transfer_to_agent`` (a transfer); ``mock``
   makes the next call of its tool (this turn or later) answer the given response without running
   the tool's mock or code (its before/after tool callbacks still run).
+- **Live runs** (``simulate(..., model=strategy)``, ``agents.core.model``): the USER
+  steps drive the turns and, in each turn a user input started, the model is called
+  (``live_turn``) until it answers without a function call, a call fails (SC419) or the
+  code ends the turn; each call is a ``model_call`` whose answer comes from the strategy
+  (``ask_model``: a ``ModelRequest`` with the compiled instructions, the window's
+  contents and the agent's function declarations) after the ``before_model`` callbacks.
+  Scripted AGENT/TOOL steps and expectations do not act (``agents.core.live`` checks
+  them against what the model did); ``mock`` steps still do. A call of a tool the agent
+  does not have (SC404/SC405) ends the turn, as ADK raises.
 - Callbacks receive, as keyword arguments: ``before_tool`` → ``tool``, ``args``;
   ``after_tool`` → ``tool``, ``args``, ``tool_response``; ``before_model`` →
   ``llm_request``; ``after_model`` → ``llm_response``; the agent callbacks nothing (a
