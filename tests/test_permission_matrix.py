@@ -46,7 +46,7 @@ def _walk(patterns, prefix="", namespace=""):
 
 ROUTES = list(_walk(get_resolver().url_patterns))
 PUBLIC = {"healthz", "login", "logout", "schema", "docs"}
-SIGNED_IN = {"app-list", "app-create", "app-import", "api-token"}  # not about one app
+SIGNED_IN = {"app-list", "app-create", "app-import", "api-token", "model-list"}  # no app
 VIEW_ACTIONS = {  # POSTs that only read: previews, simulations, examples, copies, diffs
     "agent-preview",
     "agent-simulate",
@@ -58,6 +58,7 @@ VIEW_ACTIONS = {  # POSTs that only read: previews, simulations, examples, copie
     "app-evaluate",  # runs the goldens (stores the last result, changes no app content)
     "scenario-evaluate",
     "app-run-all",
+    "live-run-replay",  # re-runs a recording offline (stores the replay, changes no app)
 }
 
 
@@ -105,6 +106,17 @@ def world(django_user_model, user, bank):
 
     version = versions.version_create(app=bank, name="first", note="", user=user)
     label = versions.label_set(app=bank, version=version, name="production", user=user)
+    from agents.models import LiveRun
+
+    scenario = agent.scenarios.get()
+    live_run = LiveRun.objects.create(
+        app=bank,
+        scenario=scenario,
+        scenario_name=scenario.name,
+        agent_name=agent.display_name,
+        model_name="recorded",
+        script="user: Hi!",
+    )
     users = {
         "stranger": stranger,
         "viewer": viewer,
@@ -123,6 +135,7 @@ def world(django_user_model, user, bank):
         "name": bank.variables.first().name,
         "number": version.number,
         "label": label.name,
+        "run_id": live_run.pk,
     }
     return users, ids
 
