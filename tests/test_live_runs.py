@@ -542,3 +542,81 @@ def test_extra_tool_calls_disallow_fails_a_call_the_golden_does_not_list(
     outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
     kinds = {r.kind: r.status for r in outcome.evaluation.results}
     assert kinds == {"agent": "passed", "extra calls": "failed"}
+
+
+def test_manage_py_evaluate_model_in_a_real_process(server, bank_app, tmp_path):
+    """The pipeline's way: STATECRAFT_MODELS and the key in the environment of a real
+    `manage.py evaluate APP --model NAME` process (its start-up check reads them too)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from agents import exchange
+    from agents.core.formats import dumps_native
+
+    app, _, _ = bank_app
+    document = tmp_path / "bank.json"
+    document.write_text(dumps_native(exchange.app_export_native(app)), encoding="utf-8")
+    server.script(
+        openai_call("LookupBalance", {"account_id": "primary"}),
+        openai_text("Your balance is 1,250 EUR."),
+    )
+    root = Path(__file__).resolve().parent.parent
+    models = {
+        "ci": {
+            "kind": "openai",
+            "model": "test-model",
+            "base_url": f"{server.url}/v1",
+            "api_key_env": "CI_MODEL_KEY",
+        }
+    }
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path}/x.sqlite3",
+        "STATECRAFT_MODELS": json.dumps(models),
+        "CI_MODEL_KEY": KEY,
+    }
+    manage = [sys.executable, "manage.py"]
+    settings = "--settings=tests.settings"
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [*manage, *args, settings],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    assert run("migrate", "-v0").returncode == 0
+    assert (
+        run(
+            "createsuperuser", "--noinput", "--username", "ci", "--email", "ci@example.com"
+        ).returncode
+        == 0
+    )
+    imported = run("import_app", str(document), "--owner", "ci", "--name", "CI bank")
+    assert imported.returncode == 0, imported.stderr
+    done = run("evaluate", "CI bank", "--model", "ci", "--junit", str(tmp_path / "j.xml"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASS  CI bank / banking_agent / Balance live" in done.stdout
+    assert [s.headers["authorization"] for s in server.seen] == [f"Bearer {KEY}"] * 2
+    assert KEY not in done.stdout + done.stderr
+    env["STATECRAFT_MODELS"] = '{"ci": {"kind": "openai"}}'
+    bad = run("evaluate", "CI bank", "--model", "ci")
+    assert bad.returncode != 0 and "STATECRAFT_MODELS.ci.model" in bad.stderr
+
+
+def test_gemini_streams_a_function_call(server, models_env, bank_app):
+    models_env("gemini")
+    app, agent, scenario = bank_app
+    call = gemini_call("LookupBalance", {"account_id": "primary"}).body
+    server.script(Reply(stream=[call], done_marker=False), gemini_stream("1,250 ", "EUR."))
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop", stream=True)
+    assert all(s.path.endswith(":streamGenerateContent?alt=sse") for s in server.seen)
+    event = next(e for e in outcome.result.events if e.kind == "tool_call")
+    assert event.value == {"account_id": "primary"}
+    assert outcome.evaluation.status == "passed"
