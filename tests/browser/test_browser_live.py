@@ -2,12 +2,13 @@
 replay it (no drift), change the instructions and replay again (drift at call 1).
 
 The model is a real HTTP server on loopback speaking OpenAI's chat completions
-(tests/llm_server.py). Leaves the screenshot docs/live-run.png (README, Live runs).
+(tests/llm_server.py). With UPDATE_SCREENSHOTS=1 it rewrites docs/live-run.png (README, Live models).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from tests.llm_server import ModelServer, openai_call, openai_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 DOCS = Path(__file__).resolve().parent.parent.parent / "docs"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 
 
 @pytest.fixture
@@ -70,9 +72,11 @@ def test_run_live_then_replay_and_drift(open_designer, live_bank, server):
         "model call 1: 20+7 tok"
     )
     expect(page.locator("#golden-summary")).to_contain_text("3 passed")
-    DOCS.mkdir(exist_ok=True)
+    # The README's picture is rewritten only on request (UPDATE_SCREENSHOTS=1).
+    folder = DOCS if os.environ.get("UPDATE_SCREENSHOTS") else ARTIFACTS
+    folder.mkdir(exist_ok=True)
     page.set_viewport_size({"width": 1440, "height": 1250})
-    page.screenshot(path=str(DOCS / "live-run.png"))
+    page.screenshot(path=str(folder / "live-run.png"))
     page.locator("#replay-live").click()
     expect(page.locator("#drift-badge")).to_have_text("no drift")
     # Change one instruction line in the editor (unsaved): the panel simulates it scripted;
