@@ -257,3 +257,19 @@ def test_the_admin_pages_of_live_models_open_with_constant_queries(
     change = admin_client.get(reverse("admin:agents_modelendpoint_change", args=[endpoint.pk]))
     assert change.status_code == 200 and "k-1" not in change.content.decode()
     assert admin_client.get(reverse("admin:agents_modelendpoint_add")).status_code == 200
+
+
+def test_the_app_default_model_through_the_api(signed_in, configured, bank_app):  # noqa: F811
+    app, agent, scenario = bank_app
+    url = f"/api/apps/{app.pk}/model"
+    assert signed_in.get(url).json() == {"model": ""}
+    bad = signed_in.put(url, {"model": "nope"}, content_type="application/json")
+    assert bad.status_code == 400 and "No model named 'nope'" in json.dumps(bad.json())
+    assert signed_in.put(url, {"model": "loop"}, content_type="application/json").json() == {
+        "model": "loop"
+    }
+    configured.script(openai_text("Hello."))
+    from agents.services.live import run_live
+
+    outcome = run_live(app=app, agent=agent, scenario=scenario)  # no model named
+    assert outcome.model == "loop" and len(configured.seen) == 1

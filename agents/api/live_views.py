@@ -130,3 +130,31 @@ class LiveRunGoldenView(LiveRunView):
 
         scenario = _scenario_queryset().get(pk=scenario.pk)
         return Response(self.output(io.ScenarioOut, scenario), status=status.HTTP_201_CREATED)
+
+
+class AppModelView(ApiView):
+    """The model an app's live runs use when a run names none."""
+
+    queryset = LiveRun.objects.none()
+
+    def body(self, app: Any) -> dict[str, Any]:
+        from agents.models import AppModelDefault
+
+        row = AppModelDefault.objects.filter(app=app).first()
+        return {"model": row.model if row is not None else ""}
+
+    @extend_schema(tags=["models"], responses={200: io.ModelIn, **READ_ERRORS})
+    def get(self, request: Request, app_id: int) -> Response:
+        return Response(self.body(self.load_app()))
+
+    @extend_schema(
+        tags=["models"],
+        summary="Set the app's default model (a configured name; empty clears it)",
+        request=io.ModelIn,
+        responses={200: io.ModelIn, **ERRORS},
+    )
+    def put(self, request: Request, app_id: int) -> Response:
+        app = self.load_app(edit=True)
+        data = self.valid(io.ModelIn)
+        live_models.app_model_set(app=app, model=(data.get("model") or "").strip())
+        return Response(self.body(app))

@@ -49,6 +49,7 @@ urlpatterns = [
     path(scenario + "simulate", views.ScenarioSimulateView.as_view(), name="scenario-simulate"),
     path(scenario + "evaluate", views.ScenarioEvaluateView.as_view(), name="scenario-evaluate"),
     path("models", live_views.ModelListView.as_view(), name="model-list"),
+    path(app + "model", live_views.AppModelView.as_view(), name="app-model"),
     path(
         app + "live-runs/<int:run_id>/replay",
         live_views.LiveRunReplayView.as_view(),
