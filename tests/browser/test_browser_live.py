@@ -63,10 +63,12 @@ def test_run_live_then_replay_and_drift(open_designer, live_bank, server):
     panel = page.locator("#conversation-panel")
     panel.locator("select[name=scenario]").select_option(label="Balance live")
     expect(panel.locator(".event-user .msg").first).to_have_text("What is my balance?")
+    # No refresh of the panel in flight (an automatic one would replace the live request).
+    page.wait_for_load_state("networkidle")
     panel.locator("#model-picker").select_option("mini")
     panel.locator("#run-live").click()
     summary = page.locator("#live-summary")
-    expect(summary).to_contain_text("live · mini")
+    expect(summary).to_contain_text("live · mini", timeout=30_000)
     expect(summary).to_contain_text("2 model calls")
     expect(page.locator("#conversation-panel .call-cost").first).to_contain_text(
         "model call 1: 20+7 tok"
@@ -77,8 +79,9 @@ def test_run_live_then_replay_and_drift(open_designer, live_bank, server):
     folder.mkdir(exist_ok=True)
     page.set_viewport_size({"width": 1440, "height": 1250})
     page.screenshot(path=str(folder / "live-run.png"))
+    page.wait_for_load_state("networkidle")
     page.locator("#replay-live").click()
-    expect(page.locator("#drift-badge")).to_have_text("no drift")
+    expect(page.locator("#drift-badge")).to_have_text("no drift", timeout=30_000)
     # Change one instruction line in the editor (unsaved): the panel simulates it scripted;
     # Replay then runs the recording against the new text.
     editor = page.locator("#instructions-editor")
@@ -86,8 +89,9 @@ def test_run_live_then_replay_and_drift(open_designer, live_bank, server):
     page.keyboard.press("Control+Home")
     editor.press_sequentially("Be brief. ")
     expect(page.locator("#live-summary")).to_have_count(0)
+    page.wait_for_load_state("networkidle")
     page.locator("#replay-live").click()
-    expect(page.locator("#drift-badge")).to_have_text("drift at call 1")
+    expect(page.locator("#drift-badge")).to_have_text("drift at call 1", timeout=30_000)
     expect(page.locator("#drift-list")).to_contain_text("instructions line 1")
     expect(page.locator("#drift-list")).to_contain_text("Be brief.")
     assert len(server.seen) == 2  # replays call no model
