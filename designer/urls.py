@@ -54,6 +54,11 @@ app_patterns = [
     path("agents/<int:agent_id>/instructions", views.agent_instructions, name="agent-instructions"),
     path("agents/<int:agent_id>/preview", views.agent_preview, name="agent-preview"),
     path("agents/<int:agent_id>/simulate", views.agent_simulate, name="agent-simulate"),
+    path(
+        "agents/<int:agent_id>/live-runs/<int:run_id>/golden",
+        views.live_run_golden,
+        name="live-run-golden",
+    ),
     path("agents/<int:agent_id>/callbacks/new", views.callback_new, name="callback-new"),
     path(
         "agents/<int:agent_id>/callbacks/<int:callback_id>/edit",
