@@ -1228,7 +1228,8 @@ class _Run:
         replaces the answer); then the answer's parts: text is the agent's message, a
         function call runs the tool. Returns whether the model itself was asked (False when
         a ``before_model`` callback answered in its place). `scripted` None: a live run,
-        the model answers (``ask_model``) after the ``before_model`` callbacks, when they did not."""
+        the model answers (``ask_model``) after the ``before_model`` callbacks, when they
+        did not."""
         instructions, changed = self.compile_now()
         index = len(self.model_calls)
         history = tuple(
