@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0006_session_now'),
+        ('agents', '0008_rules_defects_rate_limit_counts'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
