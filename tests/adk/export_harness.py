@@ -261,6 +261,13 @@ def collapsed(writes: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     return out
 
 
+def collapsed_updates(texts: list[str]) -> list[str]:
+    """``<state_update>`` lines with consecutive ones of one variable counted once (the
+    last), as ``collapsed`` does for writes."""
+    named = [(text.removeprefix("<state_update>").split(":", 1)[0], text) for text in texts]
+    return [text for name, text in collapsed(named)]
+
+
 def visible_state(state: dict[str, Any]) -> dict[str, Any]:
     """The app's state (not the keys code keeps privately, ``_...``); no value = absent."""
     return {k: v for k, v in state.items() if not k.startswith("_") and v is not None}
@@ -305,7 +312,7 @@ def differences(ours: SimulationResult, theirs: AdkOutcome) -> list[str]:
             updates = [
                 ours.events[i].text for i in call.history if ours.events[i].kind == "state_update"
             ]
-            if updates != adk_updates:
+            if collapsed_updates(updates) != collapsed_updates(adk_updates):
                 out.append(f"<state_update>s of model call {call.index} differ")
                 break
     ended = sorted({e.turn for e in ours.events if e.error and e.error.code == "SC410"})

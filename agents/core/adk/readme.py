@@ -72,7 +72,13 @@ def package_readme(
         "## What it needs",
         "",
         "- Python 3.10 or newer and `pip install google-adk` (it brings `google-genai`);",
-        "  nothing of Statecraft or Django.",
+        "  nothing of Statecraft or Django."
+        + (
+            " The MCP tools need `pip install mcp` too."
+            if any(t.kind.value == "mcp" for t in app.tools)
+            else ""
+        ),
+        '- `adk eval` needs `pip install "google-adk[eval]"`.',
         "- A model: the agents use the model the app's CX settings name, else `gemini-2.5-flash`;",
         "  set `STATECRAFT_ADK_MODEL` to use another. For Gemini set `GOOGLE_API_KEY` (or",
         "  `GOOGLE_GENAI_USE_VERTEXAI=TRUE` with `GOOGLE_CLOUD_PROJECT` and",
