@@ -281,17 +281,26 @@ def calls_per_turn(result: SimulationResult, turns: int) -> list[int]:
     return counts
 
 
-def differences(ours: SimulationResult, theirs: AdkOutcome) -> list[str]:
-    """What differs between the two runs (empty: they agree)."""
+def _same(value: Any) -> Any:
+    return value
+
+
+def differences(ours: SimulationResult, theirs: AdkOutcome, normalize: Any = _same) -> list[str]:
+    """What differs between the two runs (empty: they agree). `normalize` maps every value
+    and text of both runs before they are compared (to set aside what an app does at
+    random)."""
     out = []
-    if collapsed(statecraft_writes(ours)) != collapsed(theirs.writes):
-        out.append(f"writes: {collapsed(statecraft_writes(ours))} != {collapsed(theirs.writes)}")
-    if visible_state(ours.final_state) != visible_state(theirs.final_state):
-        a, b = visible_state(ours.final_state), visible_state(theirs.final_state)
+    our_writes = normalize(collapsed(statecraft_writes(ours)))
+    their_writes = normalize(collapsed(theirs.writes))
+    if our_writes != their_writes:
+        out.append(f"writes: {our_writes} != {their_writes}")
+    a = normalize(visible_state(ours.final_state))
+    b = normalize(visible_state(theirs.final_state))
+    if a != b:
         keys = sorted(k for k in a.keys() | b.keys() if not same_value(a.get(k), b.get(k)))
         out.append(f"final state differs in {keys}")
-    texts = [e.text for e in ours.events if e.kind == "agent"]
-    adk_texts = [t for t in theirs.agent_texts if t]
+    texts = normalize([e.text for e in ours.events if e.kind == "agent"])
+    adk_texts = normalize([t for t in theirs.agent_texts if t])
     if [t for t in texts if t] != adk_texts:
         out.append(f"answers: {texts} != {adk_texts}")
     responses = [
@@ -299,7 +308,7 @@ def differences(ours: SimulationResult, theirs: AdkOutcome) -> list[str]:
         for e in ours.events
         if e.kind == "tool_response"
     ]
-    if responses != theirs.tool_responses:
+    if normalize(responses) != normalize(theirs.tool_responses):
         out.append("tool responses differ")
     if len(ours.model_calls) == len(theirs.instructions):
         for call, text in zip(ours.model_calls, theirs.instructions, strict=True):
@@ -312,7 +321,7 @@ def differences(ours: SimulationResult, theirs: AdkOutcome) -> list[str]:
             updates = [
                 ours.events[i].text for i in call.history if ours.events[i].kind == "state_update"
             ]
-            if collapsed_updates(updates) != collapsed_updates(adk_updates):
+            if normalize(collapsed_updates(updates)) != normalize(collapsed_updates(adk_updates)):
                 out.append(f"<state_update>s of model call {call.index} differ")
                 break
     ended = sorted({e.turn for e in ours.events if e.error and e.error.code == "SC410"})
