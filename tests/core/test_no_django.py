@@ -31,6 +31,11 @@ def test_no_core_module_imports_django():
         check=False,
     )
     assert completed.returncode == 0, completed.stderr
-    # every module, and every sub-package (its __init__), below agents/core
-    on_disk = len([p for p in CORE.rglob("*.py") if p != CORE / "__init__.py"])
+    # every module, and every sub-package (its __init__), below agents/core — less the
+    # files the ADK export ships into a package (agents/core/adk/shipped/: not a Statecraft
+    # module; it imports google-adk and its package's own siblings)
+    shipped = CORE / "adk" / "shipped"
+    on_disk = len(
+        [p for p in CORE.rglob("*.py") if p != CORE / "__init__.py" and shipped not in p.parents]
+    )
     assert int(completed.stdout.strip()) == on_disk  # every module was imported
