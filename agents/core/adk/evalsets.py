@@ -43,6 +43,29 @@ from agents.core.spec import (
     StepSpec,
 )
 
+CODES = {
+    "SC650": (
+        "A scenario talks to a sub-agent; ADK's eval starts every conversation at the root agent."
+    ),
+    "SC651": "Input variables after a scenario's first turn have no place in an ADK evalset.",
+    "SC652": "A `callback:` step has no place in an ADK evalset (ADK runs callbacks itself).",
+    "SC653": (
+        "An `expect call` whose arguments the model chooses is left out of the evalset (ADK's"
+        " trajectory compares arguments exactly)."
+    ),
+    "SC654": "A `mock:` step has no place in an ADK evalset; under ADK the tool runs.",
+    "SC655": "Steps before a scenario's first `user:` step have no invocation in an ADK evalset.",
+    "SC660": (
+        "An uploaded ADK evalset cannot be read (not JSON, no `eval_cases` list, a malformed "
+        "invocation); nothing is imported."
+    ),
+    "SC661": (
+        "An eval case has no static conversation (a conversation scenario needs a user "
+        "simulator): not imported."
+    ),
+    "SC662": "An evalset's session state sets a variable the app does not declare: left out.",
+}
+
 TRANSFER_TOOL = "transfer_to_agent"
 CHANNEL_KEY = "_statecraft_channel"
 MODALITY_KEY = "_statecraft_modality"

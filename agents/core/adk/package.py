@@ -35,6 +35,23 @@ from agents.core.adk.evalsets import evalset_files
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.spec import AgentSpec, AppSpec, CallbackKind, ScenarioSpec, ToolKind, ToolSpec
 
+CODES = {
+    "SC640": (
+        "A sub-agent already has a parent: ADK gives an agent one parent, so the ADK export "
+        "leaves it out there."
+    ),
+    "SC641": (
+        "An agent is not under the root agent: ADK runs only the root's tree, so the ADK "
+        "export leaves it out."
+    ),
+    "SC642": (
+        "An MCP header that is not a `$context` template is not exported (it may be a "
+        "secret): the ADK package reads it from an environment variable."
+    ),
+    "SC643": "A tool has no code, no document and no mock: in the ADK package it answers `{}`.",
+    "SC644": "The app has no agent: the ADK package has nothing to run.",
+}
+
 CORE = Path(__file__).resolve().parent.parent
 SHIPPED = Path(__file__).resolve().parent / "shipped"
 # Statecraft's instruction compiler and what it imports (pure standard library).
