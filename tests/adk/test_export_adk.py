@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import importlib
 import io
 import json
 import re
@@ -501,3 +502,21 @@ def test_the_export_page_offers_the_adk_project(signed_in, shop):
     assert download["Content-Disposition"] == 'attachment; filename="shopping_assistant-adk.zip"'
     with zipfile.ZipFile(io.BytesIO(download.content)) as archive:
         assert "shopping_assistant/agent.py" in archive.namelist()
+
+
+def test_mcp_headers_are_filled_from_the_session_and_the_environment(tmp_path, monkeypatch):
+    """A `$context` template is filled from the state at call time; a literal header comes
+    from its environment variable (never from the export)."""
+    app = AppSpec(name=LOADABLE.name, variables=LOADABLE.variables, agents=LOADABLE.agents)
+    module, _ = load_package(app, (), tmp_path)
+    runtime = importlib.import_module(f"{module.__name__}.statecraft_runtime.runtime")
+    provide = runtime.header_provider(
+        [
+            ("Authorization", "env", "REMOTE_AUTHORIZATION"),
+            ("X-Tier", "template", "tier={$context.variables.tier}"),
+            ("X-Missing", "template", "$context.variables.nobody"),
+        ]
+    )
+    monkeypatch.setenv("REMOTE_AUTHORIZATION", "Bearer from-env")
+    context = type("Ctx", (), {"state": {"tier": "gold"}, "session": None})()
+    assert provide(context) == {"Authorization": "Bearer from-env", "X-Tier": "tier=gold"}
