@@ -720,3 +720,115 @@ class RateLimitCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key[:12]}… = {self.count}"
+
+
+# --------------------------------------------------------------------------- live models
+
+
+class EndpointKind(models.TextChoices):
+    OPENAI = "openai", "OpenAI-compatible (chat completions)"
+    GEMINI = "gemini", "Gemini (API key or Vertex AI)"
+
+
+class ModelEndpoint(TimestampedModel):
+    """A model an operator configured in the admin (besides ``STATECRAFT_MODELS``).
+
+    The API key is stored encrypted (``agents.keyring``) and never shown again: nothing
+    reads `api_key_encrypted` but the model client. Not part of any app: never exported,
+    versioned or audited."""
+
+    name = models.CharField(max_length=60, unique=True)
+    kind = models.CharField(max_length=10, choices=EndpointKind.choices)
+    model = models.CharField(max_length=200, help_text="The model's id, like gemini-2.5-flash.")
+    base_url = models.URLField(
+        blank=True, help_text="Empty: the provider's own API. Any OpenAI-compatible URL works."
+    )
+    api_key_encrypted = models.TextField(blank=True, editable=False)
+    vertex = models.BooleanField(
+        default=False, help_text="Gemini through Vertex AI with this machine's Google credentials."
+    )
+    project = models.CharField(max_length=100, blank=True)
+    location = models.CharField(max_length=50, blank=True)
+    timeout = models.FloatField(default=60.0)
+    max_retries = models.PositiveSmallIntegerField(default=3)
+    price_in = models.FloatField(null=True, blank=True, help_text="USD per million input tokens.")
+    price_out = models.FloatField(null=True, blank=True, help_text="USD per million output tokens.")
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "model endpoint"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind}: {self.model})"
+
+    @property
+    def has_key(self) -> bool:
+        return bool(self.api_key_encrypted)
+
+
+class AppModelDefault(models.Model):
+    """The model an app's live runs use when a run names none."""
+
+    app = models.OneToOneField(AgentApp, on_delete=models.CASCADE, related_name="model_default")
+    model = models.CharField(max_length=60)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.app}: {self.model}"
+
+
+class LiveRunMode(models.TextChoices):
+    LIVE = "live", "Live"
+    REPLAY = "replay", "Replay"
+
+
+class LiveRun(models.Model):
+    """One run of a scenario with a model (live) or from a recording (replay).
+
+    `calls` holds every model call: its request fingerprint, the request (instructions,
+    contents, tool declarations) and the answer (parts, tokens, cost, error). A replay
+    names its recording (`replay_of`) and its `drift` (which call, what changed)."""
+
+    app = models.ForeignKey(AgentApp, on_delete=models.CASCADE, related_name="live_runs")
+    scenario = models.ForeignKey(
+        Scenario, on_delete=models.SET_NULL, null=True, blank=True, related_name="live_runs"
+    )
+    scenario_name = models.CharField(max_length=SCENARIO_NAME_MAX_LENGTH)
+    agent_name = models.CharField(max_length=DISPLAY_NAME_MAX_LENGTH)
+    model_name = models.CharField(max_length=60)
+    mode = models.CharField(max_length=8, choices=LiveRunMode.choices, default=LiveRunMode.LIVE)
+    replay_of = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="replays"
+    )
+    script = models.TextField(blank=True, help_text="The scenario's script when it ran.")
+    status = models.CharField(max_length=12, choices=ResultStatus.choices, default="none")
+    error = models.CharField(max_length=30, blank=True, help_text="A named model error, if any.")
+    calls = OrderedJSONField(default=list, blank=True)
+    drift = OrderedJSONField(default=list, blank=True)
+    evaluation = OrderedJSONField(default=list, blank=True)
+    timeline = OrderedJSONField(default=list, blank=True)
+    final_state = OrderedJSONField(default=dict, blank=True)
+    diagnostics = OrderedJSONField(default=list, blank=True)
+    model_calls = models.PositiveIntegerField(default=0)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    cost = models.FloatField(default=0.0)
+    retries = models.PositiveIntegerField(default=0)
+    app_revision = models.PositiveBigIntegerField(default=0)
+    ran_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="live_runs",
+    )
+    ran_by_name = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "live run"
+
+    def __str__(self) -> str:
+        return f"{self.scenario_name} · {self.model_name} · {self.mode}"

@@ -64,6 +64,7 @@ __all__ = [
 def all_codes() -> dict[str, str]:
     """Every diagnostic code of the core, with its one-line meaning (the README's table)."""
     from agents.core import (
+        adk,
         code_analysis,
         cx,
         formats,
@@ -74,11 +75,13 @@ def all_codes() -> dict[str, str]:
         types,
     )
     from agents.core import simulate as simulation
+    from agents.core.adk import evalsets, package
 
     # `parse` here is the function this package exports; its module holds the SC1xx codes.
     parse_module = importlib.import_module("agents.core.parse")
     codes: dict[str, str] = {}
     modules = (parse_module, types, schemas, lint, simulation, http, script, code_analysis, formats)
-    for module in (*modules, cx.app, cx.schemas):
+    del adk  # the package; its modules hold the codes
+    for module in (*modules, cx.app, cx.schemas, package, evalsets):
         codes.update(getattr(module, "CODES", {}))
     return dict(sorted(codes.items()))
