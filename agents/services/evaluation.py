@@ -15,6 +15,7 @@ record (the result row names who ran it and when).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from dataclasses import asdict, dataclass
 
@@ -27,12 +28,12 @@ from agents.core.evaluate import ScenarioEvaluation, evaluate
 from agents.core.simulate import SimulationResult
 from agents.core.spec import ScenarioSpec
 from agents.models import Agent, AgentApp, Scenario, ScenarioResult
-from agents.sandbox import host
-from agents.sandbox.host import SandboxSession
 from agents.services.common import Actor
-from agents.services.simulation import simulate_scenario
+from agents.services.simulation import BoundedRunner, batch_runner, simulate_scenario
 
 MEMO_SECONDS = 3600
+# A run cut by a bound (a cap, a missing protection) is not what the scenario does: not kept.
+_NOT_MEMOISED = {"SC470", "SC471", "SC472"}
 
 
 @dataclass(frozen=True)
@@ -68,9 +69,10 @@ def scenario_run(
     scenario: Scenario,
     instructions: str | None = None,
     use_mocks: bool | None = None,
-    session: SandboxSession | None = None,
+    runner: BoundedRunner | None = None,
 ) -> ScenarioRun:
-    """Simulate `scenario` and check its expectations (memoised; nothing is stored)."""
+    """Simulate `scenario` and check its expectations (memoised; nothing is stored).
+    `runner` is a batch's bounded sandbox (`simulation.batch_runner`)."""
     key = _memo_key(app, scenario, instructions, use_mocks)
     hit = cache.get(key)
     if hit is not None:
@@ -82,10 +84,11 @@ def scenario_run(
         scenario=scenario,
         instructions=instructions,
         use_mocks=use_mocks,
-        session=session,
+        runner=runner,
     )
     evaluation = evaluate(spec, result, selectors.app_spec(app))
-    cache.set(key, (spec, result, evaluation), timeout=MEMO_SECONDS)
+    if not any(d.code in _NOT_MEMOISED for d in result.diagnostics):
+        cache.set(key, (spec, result, evaluation), timeout=MEMO_SECONDS)
     return ScenarioRun(scenario, agent, spec, result, evaluation)
 
 
@@ -132,6 +135,13 @@ def scenario_evaluate(
     return run
 
 
+def app_scenarios(app: AgentApp) -> tuple[AgentApp, list[tuple[Agent, Scenario]]]:
+    """The app loaded with everything, and its scenarios in run order (agents in order,
+    scenarios by name)."""
+    loaded = selectors.app_with_everything(app.pk).get()
+    return loaded, [(each, s) for each in loaded.agents.all() for s in each.scenarios.all()]
+
+
 def app_evaluate(
     *,
     app: AgentApp,
@@ -139,28 +149,31 @@ def app_evaluate(
     record: bool = True,
     agent: Agent | None = None,
     instructions: str | None = None,
+    runner: BoundedRunner | None = None,
 ) -> list[ScenarioRun]:
     """Run every scenario of the app (its agents in order, scenarios by name). With `agent`
-    and `instructions`, that agent's unsaved instructions are used (and nothing stored)."""
-    loaded = selectors.app_with_everything(app.pk).get()
+    and `instructions`, that agent's unsaved instructions are used (and nothing stored).
+
+    The designer and the API run this as a job (`agents.services.jobs`, kind
+    ``evaluate_app``), which reports progress scenario by scenario."""
+    loaded, pairs = app_scenarios(app)
     runs: list[ScenarioRun] = []
     # One warm sandbox for the whole run (started at the first code call, if any): every
     # call still gets a fresh process; the caps count per scenario.
-    with host.open_session() as session:
-        for each in loaded.agents.all():
+    with batch_runner() if runner is None else contextlib.nullcontext(runner) as bounded:
+        for each, scenario in pairs:
             text = instructions if agent is not None and each.pk == agent.pk else None
-            for scenario in each.scenarios.all():
-                run = scenario_run(
-                    app=loaded, agent=each, scenario=scenario, instructions=text, session=session
+            run = scenario_run(
+                app=loaded, agent=each, scenario=scenario, instructions=text, runner=bounded
+            )
+            if record and text is None:
+                scenario_result_record(
+                    scenario=scenario,
+                    evaluation=run.evaluation,
+                    app_revision=loaded.revision,
+                    actor=actor,
                 )
-                if record and text is None:
-                    scenario_result_record(
-                        scenario=scenario,
-                        evaluation=run.evaluation,
-                        app_revision=loaded.revision,
-                        actor=actor,
-                    )
-                runs.append(run)
+            runs.append(run)
     return runs
 
 
