@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from agents.api import version_views, views
+from agents.api import job_views, version_views, views
 
 app_name = "api"
 
@@ -48,6 +48,8 @@ urlpatterns = [
     path(scenario, views.ScenarioDetailView.as_view(), name="scenario-detail"),
     path(scenario + "simulate", views.ScenarioSimulateView.as_view(), name="scenario-simulate"),
     path(scenario + "evaluate", views.ScenarioEvaluateView.as_view(), name="scenario-evaluate"),
+    path("jobs/<uuid:job_id>/", job_views.JobDetailView.as_view(), name="job-detail"),
+    path("jobs/<uuid:job_id>/cancel", job_views.JobCancelView.as_view(), name="job-cancel"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves the page's script from a URL (no inline script: CSP); the
     # template has no inline style either.

@@ -197,3 +197,32 @@ def summarise(runs: list[ScenarioRun]) -> Summary:
         needs_model=statuses.count("needs_model"),
         no_expectations=statuses.count("none"),
     )
+
+
+def run_data(run: ScenarioRun) -> dict:
+    """One scenario's outcome as JSON: what the API's evaluate returns per scenario."""
+    evaluation = run.evaluation
+    return {
+        "scenario": run.scenario.pk,
+        "name": run.scenario.name,
+        "agent": run.agent.pk,
+        "agent_name": run.agent.display_name,
+        "status": evaluation.status,
+        "passed": evaluation.passed,
+        "failed": evaluation.failed,
+        "needs_model": evaluation.needs_model,
+        "results": [asdict(r) for r in evaluation.results],
+        "diagnostics": [d.to_dict() for d in run.result.diagnostics],
+    }
+
+
+def summary_data(scenarios: list[dict]) -> dict:
+    """`ok` and the counts over scenario outcomes (`run_data` dicts)."""
+    statuses = [s["status"] for s in scenarios]
+    summary = Summary(
+        passed=statuses.count("passed"),
+        failed=statuses.count("failed"),
+        needs_model=statuses.count("needs_model"),
+        no_expectations=statuses.count("none"),
+    )
+    return {"ok": summary.ok, "summary": asdict(summary), "scenarios": scenarios}
