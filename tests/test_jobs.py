@@ -188,7 +188,7 @@ def test_the_job_kinds_are_a_registry_others_extend(user, bank):
 
 
 def test_an_unknown_kind_is_refused_with_the_known_ones(user):
-    with pytest.raises(ValueError, match="No job kind 'nope'; known: .*evaluate_app"):
+    with pytest.raises(ValueError, match=r"No job kind 'nope'; known: .*evaluate_app"):
         jobs.job_submit(kind="nope", owner=user)
 
 
