@@ -238,6 +238,8 @@ class JobContext:
         fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
         if done is not None:
             fields["progress_done"] = self.job.progress_done = done
+            of = total if total is not None else self.job.progress_total
+            logger.info("job %s: %s of %s done", self.job.pk, done, of)
         if total is not None:
             fields["progress_total"] = self.job.progress_total = total
         if current is not None:

@@ -15,7 +15,7 @@ import threading
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
-from django.db import close_old_connections, connection
+from django.db import close_old_connections, connection, connections
 
 from agents.services import jobs
 
@@ -54,9 +54,10 @@ class Command(BaseCommand):
         backend = settings.TASKS_BACKEND
         self.stdout.write(f"worker {jobs.this_worker()} on the {backend} queue", ending="\n")
         self.stdout.flush()
+        connections.close_all()  # an RQ worker forks a process per job: no shared connection
         try:
             if backend == "rq":
-                rq_args = ["default", "--with-scheduler"]
+                rq_args = ["default", "--job-class", "django_tasks_rq.backend.Job"]
                 if options["batch"]:
                     rq_args.append("--burst")
                 call_command("rqworker", *rq_args)
