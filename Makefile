@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 RUN_ENV := DEBUG=$${DEBUG:-true}
 PYTEST_ARGS ?=
 
-.PHONY: run test test-only install chromium sandbox-deps lint bench clean assets assets-check
+.PHONY: run worker test test-only install chromium sandbox-deps lint bench clean assets assets-check
 
 # A Python >= 3.12 (Django 6): $PYTHON if set, else the first suitable one on this machine.
 $(STAMP): pyproject.toml
@@ -41,8 +41,16 @@ install: $(STAMP)
 run: $(STAMP) sandbox-deps
 	@$(RUN_ENV) $(PY) manage.py migrate --no-input
 	@$(RUN_ENV) $(PY) manage.py load_demo
-	@echo "Serving Statecraft on http://$(HOST):$(PORT)/  (admin: http://$(HOST):$(PORT)/admin/)"
-	@$(RUN_ENV) $(PY) manage.py runserver "$(HOST):$(PORT)"
+	@echo "Serving Statecraft on http://$(HOST):$(PORT)/  (admin: http://$(HOST):$(PORT)/admin/), with one worker for jobs"
+	@# The web server and one worker together; Ctrl-C (or the server ending) stops both.
+	@$(RUN_ENV) bash -c '$(PY) manage.py worker & worker=$$!; \
+	  trap "kill $$worker 2>/dev/null; wait $$worker 2>/dev/null" EXIT; \
+	  $(PY) manage.py runserver "$(HOST):$(PORT)"'
+
+# A worker for jobs (Run all, evaluate, version diffs) in the foreground (README, "Jobs").
+worker: $(STAMP) sandbox-deps
+	@$(RUN_ENV) $(PY) manage.py migrate --no-input
+	@$(RUN_ENV) $(PY) manage.py worker
 
 # The sandbox's OS layer (README, "The sandbox"): bubblewrap for the namespaces and the
 # read-only root, libseccomp for the seccomp filters. Debian packages; skipped when present.

@@ -66,3 +66,20 @@ def bank(demo_apps):
 @pytest.fixture
 def shop(demo_apps):
     return next(a for a in demo_apps if a.name == "Shopping assistant")
+
+
+@pytest.fixture
+def run_jobs():
+    """Run every queued job as a worker does (`jobs.job_run`), in the test's transaction."""
+
+    def run() -> int:
+        from agents.models import Job
+        from agents.services.jobs import job_run
+
+        queued = Job.objects.filter(status="queued").order_by("created_at")
+        ids = [str(pk) for pk in queued.values_list("pk", flat=True)]
+        for pk in ids:
+            job_run(pk)
+        return len(ids)
+
+    return run

@@ -12,6 +12,7 @@ Each runs its simulations on a runner borrowed from the one door
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 from django.db import transaction
@@ -37,11 +38,13 @@ def _evaluate(ctx: JobContext, only: set[int] | None) -> dict[str, Any]:
                 continue
             ctx.check()
             ctx.progress(current=f"{agent.display_name} / {scenario.name}")
+            started = time.monotonic()
             run = evaluation.scenario_run(app=loaded, agent=agent, scenario=scenario, runner=runner)
+            data = {**evaluation.run_data(run), "seconds": round(time.monotonic() - started, 3)}
             if ctx.cancelled:  # stopped mid-scenario: that outcome is not the scenario's
                 break
             with transaction.atomic():
-                if ctx.item(key, evaluation.run_data(run), position=position) and record:
+                if ctx.item(key, data, position=position) and record:
                     evaluation.scenario_result_record(
                         scenario=scenario,
                         evaluation=run.evaluation,

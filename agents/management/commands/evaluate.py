@@ -1,26 +1,50 @@
-"""manage.py evaluate [APP ...] [--junit FILE]: run every scenario's expectations, for CI.
+"""manage.py evaluate [APP ...] [--junit FILE] [--jobs N]: run every scenario's expectations.
 
 APP is an app's id or its exact name (none: every app). Each scenario is simulated with
 the real sandbox and its expectations checked (the use case behind the designer's "Run
 all" and the API's evaluate); its outcome is stored as the scenario's last result.
+The command runs the work as jobs itself (kind ``evaluate_app``, no worker needed):
+``--jobs N`` splits the scenarios into N jobs run at once, each with its own sandbox.
 Exit status: 0 when no expectation failed (those that need a model do not fail a run),
 1 when one failed, 2 when an APP names no app. ``--junit FILE`` writes JUnit XML.
 """
 
 from __future__ import annotations
 
-import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connection
 
 from agents import selectors
-from agents.core.diagnostics import Severity
-from agents.core.evaluate import JUnitCase, junit_xml
-from agents.models import AgentApp
-from agents.services.evaluation import app_evaluate, summarise
+from agents.core.evaluate import ExpectationResult, JUnitCase, ScenarioEvaluation, junit_xml
+from agents.models import AgentApp, Job
+from agents.services import evaluation, jobs
 
 _LABEL = {"passed": "PASS", "failed": "FAIL", "needs_model": "MODEL", "none": "----"}
+
+
+def _evaluation(data: dict[str, Any]) -> ScenarioEvaluation:
+    results = tuple(
+        ExpectationResult(**{**r, "differences": tuple(r.get("differences", ()))})
+        for r in data["results"]
+    )
+    return ScenarioEvaluation(
+        results=results,
+        status=data["status"],
+        passed=data["passed"],
+        failed=data["failed"],
+        needs_model=data["needs_model"],
+    )
+
+
+def _run(job: Job) -> Job | None:
+    try:
+        return jobs.job_run(str(job.pk))
+    finally:
+        connection.close()  # a thread's own connection
 
 
 class Command(BaseCommand):
@@ -29,6 +53,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("apps", nargs="*", help="app ids or exact names (default: all)")
         parser.add_argument("--junit", metavar="FILE", help="write JUnit XML to FILE")
+        parser.add_argument(
+            "--jobs", type=int, default=1, metavar="N", help="run N jobs at once (default 1)"
+        )
 
     def find_apps(self, wanted: list[str]) -> list[AgentApp]:
         if not wanted:
@@ -43,56 +70,66 @@ class Command(BaseCommand):
             apps.extend(a for a in found if a not in apps)
         return apps
 
+    def submit(self, apps: list[AgentApp], parallel: int) -> list[tuple[AgentApp, list[Job]]]:
+        """The jobs of each app: its scenarios split into `parallel` chunks."""
+        planned = []
+        for app in apps:
+            _, pairs = evaluation.app_scenarios(app)
+            ids = [s.pk for _, s in pairs]
+            chunks = [ids[i::parallel] for i in range(parallel)] if parallel > 1 else [ids]
+            planned.append(
+                (
+                    app,
+                    [
+                        jobs.job_submit(
+                            kind="evaluate_app",
+                            owner=None,
+                            app=app,
+                            params={"scenarios": chunk},
+                            enqueue=False,
+                        )
+                        for chunk in chunks
+                        if chunk or len(chunks) == 1
+                    ],
+                )
+            )
+        return planned
+
     def handle(self, *args: object, **options: object) -> None:
         apps = self.find_apps([str(a) for a in options["apps"]])  # type: ignore[union-attr]
+        parallel = max(1, int(options["jobs"]))  # type: ignore[call-overload]
+        planned = self.submit(apps, parallel)
+        every = [job for _, app_jobs in planned for job in app_jobs]
+        if parallel > 1:
+            with ThreadPoolExecutor(max_workers=parallel) as pool:
+                list(pool.map(_run, every))
+        else:
+            for job in every:
+                jobs.job_run(str(job.pk))
         cases: list[JUnitCase] = []
-        all_runs = []
-        for app in apps:
-            runs = []
-            started = time.monotonic()
-            for run in app_evaluate(app=app, actor=None):
-                seconds = time.monotonic() - started
-                started = time.monotonic()
-                runs.append(run)
-                evaluation = run.evaluation
-                counts = (
-                    f"{evaluation.passed} passed, {evaluation.failed} failed, "
-                    f"{evaluation.needs_model} need a model"
-                )
-                self.stdout.write(
-                    f"{_LABEL[evaluation.status]}  {app.name} / {run.agent.display_name} / "
-                    f"{run.scenario.name}  ({counts})"
-                )
-                for r in evaluation.results:
-                    if r.status == "failed":
-                        note = f" [{r.note}]" if r.note else ""
-                        self.stdout.write(f"      step {r.step + 1}{note}: {r.line}")
-                        self.stdout.write(f"        {r.message}")
-                        for d in r.differences:
-                            self.stdout.write(f"          {d}")
-                errors = tuple(
-                    d.message for d in run.result.diagnostics if d.severity is Severity.ERROR
-                )
-                cases.append(
-                    JUnitCase(
-                        suite=app.name,
-                        classname=f"{app.name}.{run.agent.display_name}",
-                        name=run.scenario.name,
-                        evaluation=evaluation,
-                        seconds=seconds,
-                        errors=errors,
-                    )
-                )
-            all_runs.extend(runs)
+        outcomes: list[dict[str, Any]] = []
+        for app, app_jobs in planned:
+            done = [Job.objects.get(pk=job.pk) for job in app_jobs]
+            for job in done:
+                if job.status != "succeeded":
+                    self.stderr.write(f"ERROR  {app.name}: the job {job.status}: {job.error}")
+            scenarios = [s for job in done for s in (job.result or {}).get("scenarios", [])]
+            order = {
+                pk: i for i, pk in enumerate(s.pk for _, s in evaluation.app_scenarios(app)[1])
+            }
+            scenarios.sort(key=lambda s: order.get(s["scenario"], len(order)))
+            for data in scenarios:
+                outcomes.append(data)
+                self.report(app, data, cases)
             for name, file in selectors.app_needs_model_evaluations(app):
                 self.stdout.write(
                     f"MODEL  {app.name} / {name}  (CX evaluation of the scenario kind, {file}: "
                     "a simulated user and rubrics need a model; not run)"
                 )
-        summary = summarise(all_runs)
+        summary = evaluation.summary_data(outcomes)["summary"]
         self.stdout.write(
-            f"{summary.passed} passed, {summary.failed} failed, {summary.needs_model} need a "
-            f"model, {summary.no_expectations} without expectations"
+            f"{summary['passed']} passed, {summary['failed']} failed, {summary['needs_model']} "
+            f"need a model, {summary['no_expectations']} without expectations"
         )
         if options.get("junit"):
             path = Path(str(options["junit"]))
@@ -100,5 +137,34 @@ class Command(BaseCommand):
                 path.write_text(junit_xml(cases), encoding="utf-8")
             except OSError as exc:
                 raise CommandError(f"{path}: {exc.strerror or exc}", returncode=2) from exc
-        if not summary.ok:
-            raise CommandError(f"{summary.failed} scenario(s) failed.", returncode=1)
+        if summary["failed"]:
+            raise CommandError(f"{summary['failed']} scenario(s) failed.", returncode=1)
+
+    def report(self, app: AgentApp, data: dict[str, Any], cases: list[JUnitCase]) -> None:
+        evaluation_ = _evaluation(data)
+        counts = (
+            f"{evaluation_.passed} passed, {evaluation_.failed} failed, "
+            f"{evaluation_.needs_model} need a model"
+        )
+        self.stdout.write(
+            f"{_LABEL[evaluation_.status]}  {app.name} / {data['agent_name']} / "
+            f"{data['name']}  ({counts})"
+        )
+        for r in evaluation_.results:
+            if r.status == "failed":
+                note = f" [{r.note}]" if r.note else ""
+                self.stdout.write(f"      step {r.step + 1}{note}: {r.line}")
+                self.stdout.write(f"        {r.message}")
+                for d in r.differences:
+                    self.stdout.write(f"          {d}")
+        errors = tuple(d["message"] for d in data["diagnostics"] if d["severity"] == "error")
+        cases.append(
+            JUnitCase(
+                suite=app.name,
+                classname=f"{app.name}.{data['agent_name']}",
+                name=data["name"],
+                evaluation=evaluation_,
+                seconds=float(data.get("seconds", 0.0)),
+                errors=errors,
+            )
+        )
