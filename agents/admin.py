@@ -17,6 +17,7 @@ from agents.models import (
     AppVersion,
     AuditEvent,
     Callback,
+    Job,
     Scenario,
     ScenarioResult,
     ScenarioStep,
@@ -469,6 +470,52 @@ class ScenarioResultAdmin(ReadOnlyAdmin):
     @admin.display(description="app", ordering="scenario__agent__app__name")
     def app_name(self, obj: ScenarioResult) -> str:
         return obj.scenario.agent.app.name
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(Job)
+class JobAdmin(ReadOnlyAdmin):
+    """Every job (README, "Jobs"): who submitted it, its status, progress and error."""
+
+    list_display = (
+        "id",
+        "kind",
+        "app",
+        "owner",
+        "status",
+        "progress_done",
+        "progress_total",
+        "attempts",
+        "worker",
+        "created_at",
+        "finished_at",
+    )
+    list_select_related = ("app", "owner")
+    list_filter = ("status", "kind", "created_at")
+    search_fields = ("id", "app__name", "owner__username", "error")
+    readonly_fields = fields = (
+        "id",
+        "kind",
+        "app",
+        "owner",
+        "status",
+        "params",
+        "caps",
+        "progress_done",
+        "progress_total",
+        "current",
+        "error",
+        "attempts",
+        "worker",
+        "task_id",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "heartbeat_at",
+        "result",
+    )
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False

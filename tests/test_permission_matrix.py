@@ -61,10 +61,17 @@ VIEW_ACTIONS = {  # POSTs that only read: previews, simulations, examples, copie
 }
 
 
+# A job is its submitter's alone (whatever their role in the app): anyone else gets 404.
+JOB_ROUTES = {"job-detail", "job-cancel", "app-run-all-job", "app-run-all-cancel"}
+
+
 def required(route: Route, method: str) -> str:
-    """What a user needs for `method` on `route`: public, signed-in, view, edit or owner."""
+    """What a user needs for `method` on `route`: public, signed-in, view, edit, owner, or
+    job (the job's submitter)."""
     if route.name in PUBLIC:
         return "public"
+    if route.name in JOB_ROUTES:
+        return "job"
     if route.name in SIGNED_IN and "<int:app_id>" not in route.pattern:
         return "signed-in"
     if route.name == "app-delete" or (route.name == "app-share" and method == "post"):
@@ -105,6 +112,9 @@ def world(django_user_model, user, bank):
 
     version = versions.version_create(app=bank, name="first", note="", user=user)
     label = versions.label_set(app=bank, version=version, name="production", user=user)
+    from agents.services import jobs
+
+    job = jobs.job_submit(kind="evaluate_app", owner=user, app=bank, enqueue=False)
     users = {
         "stranger": stranger,
         "viewer": viewer,
@@ -123,6 +133,7 @@ def world(django_user_model, user, bank):
         "name": bank.variables.first().name,
         "number": version.number,
         "label": label.name,
+        "job_id": job.pk,
     }
     return users, ids
 
@@ -150,6 +161,8 @@ def _expect_refusal(route: Route, role: str, level: str, method: str) -> int | N
         return 401 if route.api else 302
     if level == "signed-in":
         return None
+    if level == "job":
+        return None if role == "owner" else 404
     if role in ("stranger", "staff"):
         return 404
     rank = {"viewer": 1, "editor": 2, "owner": 3}[role]

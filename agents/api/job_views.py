@@ -1,7 +1,7 @@
 """The jobs of the API: GET a job (status, progress, result), POST its cancel.
 
 Jobs are submitted by the action endpoints (evaluate...), which answer 202 with the job's
-url. A job is visible to whoever submitted it (and staff); anyone else gets 404.
+url. A job is visible to whoever submitted it; anyone else gets 404.
 """
 
 from __future__ import annotations

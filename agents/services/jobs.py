@@ -402,12 +402,11 @@ def jobs_recover(jobs: Iterable[Job] | None = None) -> list[Job]:
 
 
 def job_for_user(user: Actor, job_id: Any) -> Job:
-    """The job, when `user` submitted it (or is staff); Job.DoesNotExist otherwise. A
-    running job whose worker is gone is recovered first."""
-    query = Job.objects.select_related("app")
-    if not (user is not None and user.is_staff):
-        query = query.filter(owner=user)
-    job = query.get(pk=job_id)
+    """The job, when `user` submitted it; Job.DoesNotExist otherwise (operators see every
+    job in the admin). A running job whose worker is gone is recovered first."""
+    if user is None or not user.pk:
+        raise Job.DoesNotExist
+    job = Job.objects.select_related("app").get(pk=job_id, owner=user)
     if job.status == JobStatus.RUNNING and jobs_recover([job]):
         job.refresh_from_db()
     return job
