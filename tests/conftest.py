@@ -83,3 +83,23 @@ def run_jobs():
         return len(ids)
 
     return run
+
+
+@pytest.fixture
+def workers():
+    """Start real worker processes on the test database (tests/workers.py); all are
+    stopped at the end of the test."""
+    from tests.workers import Worker
+
+    started: list[Worker] = []
+
+    def start(**env: str) -> Worker:
+        worker = Worker(**env)
+        started.append(worker)
+        worker.wait_for("on the")
+        worker.cursor = 0  # what it said while starting (a recovery) is still to be read
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
