@@ -23,6 +23,11 @@ app_patterns = [
     path("versions/", version_views.app_versions, name="app-versions"),
     path("versions/new", version_views.version_create, name="version-create"),
     path("versions/diff", version_views.version_diff, name="version-diff"),
+    path(
+        "versions/diff/scenarios/<uuid:job_id>",
+        version_views.version_diff_scenarios,
+        name="version-diff-scenarios",
+    ),
     path("versions/labels", version_views.label_set, name="label-set"),
     path("versions/labels/<str:name>/delete", version_views.label_delete, name="label-delete"),
     path("versions/<int:number>/restore", version_views.version_restore, name="version-restore"),

@@ -62,7 +62,13 @@ VIEW_ACTIONS = {  # POSTs that only read: previews, simulations, examples, copie
 
 
 # A job is its submitter's alone (whatever their role in the app): anyone else gets 404.
-JOB_ROUTES = {"job-detail", "job-cancel", "app-run-all-job", "app-run-all-cancel"}
+JOB_ROUTES = {
+    "job-detail",
+    "job-cancel",
+    "app-run-all-job",
+    "app-run-all-cancel",
+    "version-diff-scenarios",
+}
 
 
 def required(route: Route, method: str) -> str:
@@ -114,7 +120,7 @@ def world(django_user_model, user, bank):
     label = versions.label_set(app=bank, version=version, name="production", user=user)
     from agents.services import jobs
 
-    job = jobs.job_submit(kind="evaluate_app", owner=user, app=bank, enqueue=False)
+    job = jobs.job_submit(kind="version_diff", owner=user, app=bank, enqueue=False)
     users = {
         "stranger": stranger,
         "viewer": viewer,
