@@ -329,3 +329,5 @@ JOBS_MAX_TOKENS = int(os.environ.get("JOBS_MAX_TOKENS", "2000000"))
 JOBS_HEARTBEAT_SECONDS = float(os.environ.get("JOBS_HEARTBEAT_SECONDS", "5"))
 JOBS_STALE_SECONDS = float(os.environ.get("JOBS_STALE_SECONDS", "60"))
 JOBS_MAX_ATTEMPTS = int(os.environ.get("JOBS_MAX_ATTEMPTS", "2"))
+# Warm sandbox sessions a worker keeps between jobs (each serves one user; 0: none).
+SANDBOX_POOL_SIZE = int(os.environ.get("SANDBOX_POOL_SIZE", "2"))

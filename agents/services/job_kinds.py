@@ -23,6 +23,11 @@ from agents.services.jobs import JobContext, register
 from agents.services.simulation import batch_runner
 
 
+def _owner(ctx: JobContext) -> str:
+    """Whose run it is, for the warm session pool (a session never serves two users)."""
+    return f"user:{ctx.job.owner_id}" if ctx.job.owner_id else "command"
+
+
 def _evaluate(ctx: JobContext, only: set[int] | None) -> dict[str, Any]:
     job = ctx.job
     loaded, pairs = evaluation.app_scenarios(job.app)
@@ -31,7 +36,7 @@ def _evaluate(ctx: JobContext, only: set[int] | None) -> dict[str, Any]:
     record = bool(job.params.get("record", True))
     done = ctx.done_keys()
     ctx.progress(done=len(done), total=len(pairs))
-    with batch_runner(caps=ctx.caps, should_stop=ctx.should_stop) as runner:
+    with batch_runner(caps=ctx.caps, should_stop=ctx.should_stop, owner=_owner(ctx)) as runner:
         for position, (agent, scenario) in enumerate(pairs):
             key = f"scenario:{scenario.pk}"
             if key in done:
@@ -76,7 +81,7 @@ def version_diff(ctx: JobContext) -> dict[str, Any]:
     params = ctx.job.params
     app = ctx.job.app
     ctx.progress(done=0, total=1, current="simulating the scenarios of both sides")
-    with batch_runner(caps=ctx.caps, should_stop=ctx.should_stop) as runner:
+    with batch_runner(caps=ctx.caps, should_stop=ctx.should_stop, owner=_owner(ctx)) as runner:
         diff = versions.app_diff(
             app,
             _side(app, params.get("before")),

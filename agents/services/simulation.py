@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -210,20 +211,87 @@ class BoundedRunner:
         return replace(result, diagnostics=(*notes, *result.diagnostics))
 
 
+class SessionPool:
+    """Warm sandbox sessions a worker process keeps between jobs.
+
+    Each session serves one batch at a time and belongs to the user it last served: a
+    batch of the same user takes it back warm (its session child already started); a
+    batch of another user never gets it, but a new session, and a session beyond the
+    pool's size is killed. So no state, file or process of one user's run survives into
+    another user's (inside a session every code call is a fresh forked process anyway)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._free: list[tuple[str, host.SandboxSession]] = []
+        self._lock = threading.Lock()
+        self.started = 0  # sessions created
+        self.reused = 0  # batches served by a warm session
+
+    def borrow(self, owner: str) -> host.SandboxSession:
+        with self._lock:
+            for i, (who, session) in enumerate(self._free):
+                if who == owner:
+                    del self._free[i]
+                    self.reused += 1
+                    return session
+            self.started += 1
+        return host.open_session()
+
+    def give_back(self, owner: str, session: host.SandboxSession) -> None:
+        with self._lock:
+            # Another user's warm session goes first: it would never serve this one.
+            self._free = [(w, s) for w, s in self._free if w != owner or s is session]
+            self._free.append((owner, session))
+            while len(self._free) > self.size:
+                _, old = self._free.pop(0)
+                old.close()
+
+    def clear(self) -> None:
+        with self._lock:
+            free, self._free = self._free, []
+        for _, session in free:
+            session.close()
+
+
+_POOL: SessionPool | None = None
+
+
+def use_session_pool(size: int) -> SessionPool | None:
+    """Keep up to `size` warm sessions in this process (a worker calls it; 0: none)."""
+    global _POOL
+    if _POOL is not None:
+        _POOL.clear()
+    _POOL = SessionPool(size) if size > 0 else None
+    return _POOL
+
+
 @contextlib.contextmanager
 def batch_runner(
     *,
     caps: Caps | None = None,
     should_stop: Callable[[], str] | None = None,
     session: host.SandboxSession | None = None,
+    owner: str | None = None,
 ) -> Iterator[BoundedRunner]:
     """Borrow a bounded runner for a batch of simulations (one warm sandbox session,
-    started at the first code call if any, killed when the block ends)."""
+    started at the first code call if any). With a pool (`use_session_pool`) and the
+    batch's `owner` (the user it runs for), the session comes from the pool and goes
+    back to it; otherwise it is killed when the block ends."""
     if session is not None:
         yield BoundedRunner(session, caps=caps, should_stop=should_stop)
         return
-    with host.open_session() as warm:
+    pool = _POOL
+    if pool is None or owner is None:
+        with host.open_session() as warm:
+            yield BoundedRunner(warm, caps=caps, should_stop=should_stop)
+        return
+    warm = pool.borrow(owner)
+    try:
         yield BoundedRunner(warm, caps=caps, should_stop=should_stop)
+    except BaseException:
+        warm.close()  # a batch that failed does not hand its session on
+        raise
+    pool.give_back(owner, warm)
 
 
 def simulate_bounded(

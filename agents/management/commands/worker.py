@@ -17,7 +17,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections, connection, connections
 
-from agents.services import jobs
+from agents.services import jobs, simulation
 
 
 class Command(BaseCommand):
@@ -38,6 +38,8 @@ class Command(BaseCommand):
             self.stdout.write(f"recovered job {job.pk} ({job.kind}) left by {job.worker}")
 
     def handle(self, *args: object, **options: object) -> None:
+        # Warm sandbox sessions kept between jobs, one user's at a time each (README, Jobs).
+        simulation.use_session_pool(int(getattr(settings, "SANDBOX_POOL_SIZE", 2)))
         self._recover()
         stop = threading.Event()
         every = max(float(jobs.setting("JOBS_STALE_SECONDS")) / 2, 1.0)
