@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser.conftest import ARTIFACTS
+
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 
@@ -92,6 +94,7 @@ def test_run_all_shows_the_bar_moving_fills_results_and_cancel_stops_it(
     from agents.models import Job
     from tests.workers import slow_app
 
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     total = slow_app(bank_app, 12, calls=3)  # about 1 s a scenario
     worker = workers()
     page: Page = open_designer(bank_app)
@@ -102,7 +105,7 @@ def test_run_all_shows_the_bar_moving_fills_results_and_cancel_stops_it(
     expect(run_all.locator(".run-all-count")).not_to_have_text(f"1 of {total}")  # it moves
     expect(run_all.locator(".run-all-current")).to_contain_text("running banking_agent / ")
     expect(run_all.locator(".run-all-item").nth(1)).to_be_visible()  # results fill in
-    page.screenshot(path="tests/artifacts/run_all_progress.png")
+    page.screenshot(path=str(ARTIFACTS / "run_all_progress.png"))
     run_all.get_by_role("button", name="Cancel").click()
     job = Job.objects.get(app=bank_app)
     worker.wait_for(f"job {job.pk} (evaluate_app) cancelled")
@@ -110,5 +113,5 @@ def test_run_all_shows_the_bar_moving_fills_results_and_cancel_stops_it(
     expect(run_all.locator("progress")).to_have_count(0)
     job.refresh_from_db()
     assert job.status == "cancelled" and job.progress_done < total
-    page.screenshot(path="tests/artifacts/run_all_cancelled.png")
+    page.screenshot(path=str(ARTIFACTS / "run_all_cancelled.png"))
     assert page.js_errors == []
