@@ -274,6 +274,11 @@ def app_designer(request: HttpRequest, app_id: int) -> HttpResponse:
     }:
         return render(request, f"{DESIGNER}#{fragment}", context)
     context["imported"] = selectors.app_was_imported(app)
+    running = selectors.active_run_all(request.user, app)
+    if running is not None:  # back on the page while Run all runs: its progress again
+        from designer.job_views import run_all_context
+
+        context["run_all"] = run_all_context(app, running)
     return render(request, DESIGNER, context)
 
 

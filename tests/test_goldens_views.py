@@ -99,3 +99,12 @@ def test_another_users_job_is_not_shown(client, other_user, signed_in, shop):
 def test_run_all_is_refused_to_strangers(client, other_user, shop):
     client.force_login(other_user)
     assert client.post(reverse("app-run-all", args=[shop.pk])).status_code == 404
+
+
+def test_back_on_the_designer_page_a_running_run_all_shows_its_progress(signed_in, shop, run_jobs):
+    signed_in.post(reverse("app-run-all", args=[shop.pk]), HTTP_HX_REQUEST="true")
+    page = signed_in.get(reverse("app-designer", args=[shop.pk])).content.decode()
+    assert "<progress" in page and "Queued…" in page
+    run_jobs()
+    page = signed_in.get(reverse("app-designer", args=[shop.pk])).content.decode()
+    assert "<progress" not in page  # finished: the page is as before Run all
