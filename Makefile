@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 RUN_ENV := DEBUG=$${DEBUG:-true}
 PYTEST_ARGS ?=
 
-.PHONY: run test test-only install install-test chromium sandbox-deps lint bench clean assets assets-check
+.PHONY: run worker test test-only install install-test chromium sandbox-deps lint bench clean assets assets-check
 
 # What `make run` installs is the project's runtime dependencies only; `make test` (and CI)
 # installs the `test` extra on top (pytest, Playwright, ruff, and the libraries only tests use:
@@ -59,8 +59,16 @@ install-test: $(TEST_STAMP)
 run: $(RUN_STAMP) sandbox-deps
 	@$(RUN_ENV) $(PY) manage.py migrate --no-input
 	@$(RUN_ENV) $(PY) manage.py load_demo
-	@echo "Serving Statecraft on http://$(HOST):$(PORT)/  (admin: http://$(HOST):$(PORT)/admin/)"
-	@$(RUN_ENV) $(PY) manage.py runserver "$(HOST):$(PORT)"
+	@echo "Serving Statecraft on http://$(HOST):$(PORT)/  (admin: http://$(HOST):$(PORT)/admin/), with one worker for jobs"
+	@# The web server and one worker together; Ctrl-C (or the server ending) stops both.
+	@$(RUN_ENV) bash -c '$(PY) manage.py worker & worker=$$!; \
+	  trap "kill $$worker 2>/dev/null; wait $$worker 2>/dev/null" EXIT; \
+	  $(PY) manage.py runserver "$(HOST):$(PORT)"'
+
+# A worker for jobs (Run all, evaluate, version diffs) in the foreground (README, "Jobs").
+worker: $(RUN_STAMP) sandbox-deps
+	@$(RUN_ENV) $(PY) manage.py migrate --no-input
+	@$(RUN_ENV) $(PY) manage.py worker
 
 # The sandbox's OS layer (README, "The sandbox"): bubblewrap for the namespaces and the
 # read-only root, libseccomp for the seccomp filters. Debian packages; skipped when present.

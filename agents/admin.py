@@ -18,6 +18,7 @@ from agents.models import (
     AppVersion,
     AuditEvent,
     Callback,
+    Job,
     LiveRun,
     ModelEndpoint,
     Scenario,
@@ -615,3 +616,49 @@ class AppModelDefaultAdmin(admin.ModelAdmin):
         from agents.services.live_models import app_model_set
 
         app_model_set(app=obj.app, model=obj.model)  # type: ignore[attr-defined]
+
+
+@admin.register(Job)
+class JobAdmin(ReadOnlyAdmin):
+    """Every job (README, "Jobs"): who submitted it, its status, progress and error."""
+
+    list_display = (
+        "id",
+        "kind",
+        "app",
+        "owner",
+        "status",
+        "progress_done",
+        "progress_total",
+        "attempts",
+        "worker",
+        "created_at",
+        "finished_at",
+    )
+    list_select_related = ("app", "owner")
+    list_filter = ("status", "kind", "created_at")
+    search_fields = ("id", "app__name", "owner__username", "error")
+    readonly_fields = fields = (
+        "id",
+        "kind",
+        "app",
+        "owner",
+        "status",
+        "params",
+        "caps",
+        "progress_done",
+        "progress_total",
+        "current",
+        "error",
+        "attempts",
+        "worker",
+        "task_id",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "heartbeat_at",
+        "result",
+    )
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

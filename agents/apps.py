@@ -9,3 +9,4 @@ class AgentsConfig(AppConfig):
 
     def ready(self) -> None:
         from agents import checks  # noqa: F401 - registers the sandbox's system check
+        from agents.services import job_kinds  # noqa: F401 - registers the built-in job kinds

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning, register
 
 from agents.sandbox import jail
-from agents.services.bounds import missing_protections
+from agents.services.simulation import missing_protections
 
 
 @register("sandbox")

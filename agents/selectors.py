@@ -12,7 +12,17 @@ from django.db.models import Count, Prefetch, Q, QuerySet
 from django.http import Http404
 
 from agents.core.spec import AppSpec, ScenarioSpec
-from agents.models import Agent, AgentApp, AppShare, AuditEvent, Scenario, Tool, Variable
+from agents.models import (
+    JOB_ACTIVE,
+    Agent,
+    AgentApp,
+    AppShare,
+    AuditEvent,
+    Job,
+    Scenario,
+    Tool,
+    Variable,
+)
 
 
 @dataclass(frozen=True)
@@ -199,3 +209,14 @@ def app_needs_model_evaluations(app: AgentApp) -> list[tuple[str, str]]:
 
     carry = AgentApp.objects.filter(pk=app.pk).values_list("cx", flat=True).first() or {}
     return needs_model_evaluations(AppSpec(name=app.name, cx=carry))
+
+
+def active_run_all(user: AbstractBaseUser, app: AgentApp) -> Job | None:
+    """The user's queued or running Run all of the app (the newest), or None."""
+    if user is None or not user.pk:
+        return None
+    return (
+        Job.objects.filter(owner=user, app=app, kind="evaluate_app", status__in=JOB_ACTIVE)
+        .order_by("-created_at")
+        .first()
+    )

@@ -52,6 +52,8 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_tasks_db",
+    "django_rq",
     "agents",
     "designer",
 ]
@@ -312,3 +314,35 @@ LIVE_MAX_MODEL_CALLS = int(os.environ.get("LIVE_MAX_MODEL_CALLS", "40"))
 LIVE_MAX_CALLS_PER_TURN = int(os.environ.get("LIVE_MAX_CALLS_PER_TURN", "10"))
 LIVE_MAX_TOKENS = int(os.environ.get("LIVE_MAX_TOKENS", "200000"))
 LIVE_MAX_SECONDS = float(os.environ.get("LIVE_MAX_SECONDS", "120"))
+# Jobs (README, "Jobs"): long work runs in worker processes through Django's Tasks framework.
+# TASKS_BACKEND=database (default): a queue in the app's own database (django-tasks-db), no
+# broker, `make run` on SQLite just works. TASKS_BACKEND=rq: Redis-backed RQ workers
+# (django-tasks-rq) on any number of machines, REDIS_URL naming the Redis.
+# TASKS_BACKEND=immediate runs a job inside the request that submits it (tests, debugging).
+TASKS_BACKEND = os.environ.get("TASKS_BACKEND", "database").strip().lower()
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+_TASK_BACKENDS = {
+    "database": "django_tasks_db.DatabaseBackend",
+    "rq": "django_tasks_rq.RQBackend",
+    "immediate": "django.tasks.backends.immediate.ImmediateBackend",
+}
+if TASKS_BACKEND not in _TASK_BACKENDS:
+    raise ImproperlyConfigured(
+        f"TASKS_BACKEND={TASKS_BACKEND!r}: use one of {', '.join(_TASK_BACKENDS)}."
+    )
+TASKS = {"default": {"BACKEND": _TASK_BACKENDS[TASKS_BACKEND], "QUEUES": ["default"]}}
+RQ_QUEUES = {"default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 3600}}
+# At most this many queued + running jobs per user (a 429 names the limit beyond it).
+JOBS_MAX_ACTIVE_PER_USER = int(os.environ.get("JOBS_MAX_ACTIVE_PER_USER", "4"))
+# A job's own caps over all its scenarios (per-simulation caps still apply to each).
+JOBS_MAX_SECONDS = float(os.environ.get("JOBS_MAX_SECONDS", "600"))
+JOBS_MAX_CODE_CALLS = int(os.environ.get("JOBS_MAX_CODE_CALLS", "20000"))
+JOBS_MAX_MODEL_CALLS = int(os.environ.get("JOBS_MAX_MODEL_CALLS", "1000"))
+JOBS_MAX_TOKENS = int(os.environ.get("JOBS_MAX_TOKENS", "2000000"))
+# A running job whose worker sent no heartbeat for this long is taken as lost: it is queued
+# again (up to JOBS_MAX_ATTEMPTS runs in all) or marked failed with the reason.
+JOBS_HEARTBEAT_SECONDS = float(os.environ.get("JOBS_HEARTBEAT_SECONDS", "5"))
+JOBS_STALE_SECONDS = float(os.environ.get("JOBS_STALE_SECONDS", "60"))
+JOBS_MAX_ATTEMPTS = int(os.environ.get("JOBS_MAX_ATTEMPTS", "2"))
+# Warm sandbox sessions a worker keeps between jobs (each serves one user; 0: none).
+SANDBOX_POOL_SIZE = int(os.environ.get("SANDBOX_POOL_SIZE", "2"))

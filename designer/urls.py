@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from agents.signin import SignInForm
-from designer import account_views, exchange_views, version_views, views
+from designer import account_views, exchange_views, job_views, version_views, views
 
 app_patterns = [
     path("", views.app_designer, name="app-designer"),
@@ -13,7 +13,9 @@ app_patterns = [
     path("delete", views.app_delete, name="app-delete"),
     path("share", views.app_share, name="app-share"),
     path("history", views.app_history, name="app-history"),
-    path("run-all", views.app_run_all, name="app-run-all"),
+    path("run-all", job_views.app_run_all, name="app-run-all"),
+    path("run-all/<uuid:job_id>", job_views.run_all_status, name="app-run-all-job"),
+    path("run-all/<uuid:job_id>/cancel", job_views.run_all_cancel, name="app-run-all-cancel"),
     path("export", exchange_views.app_export, name="app-export"),
     path("import-report", exchange_views.app_import_report, name="app-import-report"),
     path("export/native", exchange_views.app_export_native, name="app-export-native"),
@@ -23,6 +25,11 @@ app_patterns = [
     path("versions/", version_views.app_versions, name="app-versions"),
     path("versions/new", version_views.version_create, name="version-create"),
     path("versions/diff", version_views.version_diff, name="version-diff"),
+    path(
+        "versions/diff/scenarios/<uuid:job_id>",
+        version_views.version_diff_scenarios,
+        name="version-diff-scenarios",
+    ),
     path("versions/labels", version_views.label_set, name="label-set"),
     path("versions/labels/<str:name>/delete", version_views.label_delete, name="label-delete"),
     path("versions/<int:number>/restore", version_views.version_restore, name="version-restore"),

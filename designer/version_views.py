@@ -22,9 +22,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from agents import selectors
 from agents.core import rules
 from agents.core.formats import dumps_native
-from agents.models import AgentApp, AppVersion
+from agents.models import JOB_FINISHED, AgentApp, AppVersion, Job
 from agents.selectors import Access
-from agents.services import ServiceError, versions
+from agents.services import ServiceError, jobs, versions
 
 VERSIONS = "agents/app_versions.html"
 DIFF = "agents/version_diff.html"
@@ -285,8 +285,76 @@ def version_diff(request: HttpRequest, app_id: int) -> HttpResponse:
         return render(request, DIFF, context, status=400)
     before_side = versions.diff_side(app, before)  # type: ignore[arg-type]
     after_side = versions.diff_side(app, after)  # type: ignore[arg-type]
+    # The page answers at once; the scenarios are simulated on both sides by a job (the
+    # section polls for its result), reused while the page is reloaded unchanged.
     diff = versions.app_diff(
-        app, before_side, after_side, values=values, channel=channel, modality=modality
+        app,
+        before_side,
+        after_side,
+        values=values,
+        channel=channel,
+        modality=modality,
+        simulate_scenarios=False,
     )
     context.update(before=before_side, after=after_side, diff=diff)
+    context["scenario_job"] = _scenario_job(
+        request,
+        app,
+        before_side,
+        after_side,
+        {
+            "before": before.number if before else None,  # type: ignore[union-attr]
+            "after": after.number if after else None,  # type: ignore[union-attr]
+            "values": values,
+            "channel": channel,
+            "modality": modality,
+        },
+    )
     return render(request, DIFF, context)
+
+
+def _scenario_job(
+    request: HttpRequest,
+    app: AgentApp,
+    before: versions.DiffSide,
+    after: versions.DiffSide,
+    params: dict[str, Any],
+) -> dict[str, Any]:
+    """What the page's scenario-results section shows: the job simulating both sides."""
+    if not (before.scenarios and after.scenarios):
+        return {"job": None, "scenarios": None, "active": False, "error": ""}
+    try:
+        job = jobs.job_submit(
+            kind="version_diff", owner=request.user, app=app, params=params, reuse=True
+        )
+    except jobs.JobLimitError as exc:
+        return {"job": None, "scenarios": None, "active": False, "error": str(exc)}
+    return _scenario_context(job)
+
+
+def _scenario_context(job: Job) -> dict[str, Any]:
+    finished = job.status in JOB_FINISHED
+    scenarios = (job.result or {}).get("scenarios") if job.status == "succeeded" else None
+    return {
+        "job": job,
+        "scenarios": scenarios,
+        "changed": [s for s in scenarios or () if s["change"] != "same"],
+        "active": not finished,
+        "error": job.error if finished and job.status != "succeeded" else "",
+        "poll_ms": 500,
+    }
+
+
+@login_required
+@require_GET
+def version_diff_scenarios(request: HttpRequest, app_id: int, job_id: object) -> HttpResponse:
+    """The scenario-results section of a diff page, from its job (polled while it runs)."""
+    app, access = selectors.app_for_user(request.user, app_id)
+    try:
+        job = jobs.job_for_user(request.user, job_id)
+    except Job.DoesNotExist:
+        raise Http404("No such job of yours.") from None
+    if job.app_id != app.pk or job.kind != "version_diff":
+        raise Http404("No such diff job for this app.")
+    context = {"app": app, "access": access, "scenario_job": _scenario_context(job)}
+    return render(request, f"{DIFF}#scenario-results", context)

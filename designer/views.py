@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from django import forms
@@ -325,6 +324,11 @@ def app_designer(request: HttpRequest, app_id: int) -> HttpResponse:
     }:
         return render(request, f"{DESIGNER}#{fragment}", context)
     context["imported"] = selectors.app_was_imported(app)
+    running = selectors.active_run_all(request.user, app)
+    if running is not None:  # back on the page while Run all runs: its progress again
+        from designer.job_views import run_all_context
+
+        context["run_all"] = run_all_context(app, running)
     return render(request, DESIGNER, context)
 
 
@@ -875,54 +879,6 @@ def live_run_golden(request: HttpRequest, app_id: int, agent_id: int, run_id: in
     response = _conversation(request, app, access, agent, {"scenario": str(scenario.pk)})
     response["HX-Trigger"] = "scenarios-changed"
     return response
-
-
-@dataclass
-class RunAll:
-    """ "Run all" on the designer page: every scenario's outcome and the summary."""
-
-    runs: list[services.ScenarioRun]
-    summary: Any
-    needs_model: list[tuple[str, str]]  # CX evaluations of the scenario kind: (name, file)
-
-    @property
-    def needs_model_count(self) -> int:
-        """Every "?" row: scenarios whose expectations need a model, and CX evaluations."""
-        return self.summary.needs_model + len(self.needs_model)
-
-    @property
-    def rows(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "run": run,
-                "failed_steps": [r for r in run.evaluation.results if r.status == "failed"],
-            }
-            for run in self.runs
-        ]
-
-
-@login_required
-@require_POST
-@rate_limited("simulate", "simulations")
-def app_run_all(request: HttpRequest, app_id: int) -> HttpResponse:
-    """Run every scenario's expectations (stored as their last results); the summary
-    fragment, or the designer page with it without JavaScript."""
-    app, access = _loaded_app(request, app_id)
-    runs = services.app_evaluate(app=app, actor=request.user)
-    run_all = RunAll(
-        runs=runs,
-        summary=services.summarise(runs),
-        needs_model=selectors.app_needs_model_evaluations(app),
-    )
-    if request.htmx:
-        return render(
-            request,
-            f"{DESIGNER}#run-all",
-            {"app": app, "access": access, "run_all": run_all},
-        )
-    context = _designer_context(request, app, access)
-    context["run_all"] = run_all
-    return render(request, DESIGNER, context)
 
 
 @login_required

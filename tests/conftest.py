@@ -128,3 +128,40 @@ def migrated_sqlite_url(_migrated_sqlite, tmp_path) -> str:
     path = tmp_path / "migrated.sqlite3"
     shutil.copyfile(_migrated_sqlite, path)
     return f"sqlite:///{path}"
+
+
+@pytest.fixture
+def run_jobs():
+    """Run every queued job as a worker does (`jobs.job_run`), in the test's transaction."""
+
+    def run() -> int:
+        from agents.models import Job
+        from agents.services.jobs import job_run
+
+        queued = Job.objects.filter(status="queued").order_by("created_at")
+        ids = [str(pk) for pk in queued.values_list("pk", flat=True)]
+        for pk in ids:
+            job_run(pk)
+        return len(ids)
+
+    return run
+
+
+@pytest.fixture
+def workers():
+    """Start real worker processes on the test database (tests/workers.py); all are
+    stopped at the end of the test."""
+    from tests.workers import Worker
+
+    started: list[Worker] = []
+
+    def start(**env: str) -> Worker:
+        worker = Worker(**env)
+        started.append(worker)
+        worker.wait_for("on the")
+        worker.cursor = 0  # what it said while starting (a recovery) is still to be read
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()

@@ -15,7 +15,7 @@ from django.core.management.base import CommandError
 
 from agents import services
 from agents.demo import ADD_TO_CART_CODE
-from agents.models import Scenario, ScenarioResult, Tool
+from agents.models import Job, Scenario, ScenarioResult, Tool
 from tests.cx_corpus import cx_corpus  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db
@@ -98,10 +98,17 @@ def test_exit_codes_through_a_real_process(tmp_path, migrated_sqlite_url):
     assert missing.returncode == 2 and "No app '999999'" in missing.stderr
 
 
-def test_the_api_evaluates_an_app_and_one_scenario(signed_in, user, shop):
+def _job_result(client, response, run_jobs):
+    assert response.status_code == 202, response.content
+    run_jobs()
+    job = client.get(response["Location"]).json()
+    assert job["status"] == "succeeded", job["error"]
+    return job["result"]
+
+
+def test_the_api_evaluates_an_app_and_one_scenario(signed_in, user, shop, run_jobs):
     response = signed_in.post(f"/api/apps/{shop.pk}/evaluate")
-    assert response.status_code == 200
-    body = response.json()
+    body = _job_result(signed_in, response, run_jobs)
     assert body["ok"] is True
     assert body["summary"] == {"passed": 1, "failed": 0, "needs_model": 0, "no_expectations": 0}
     golden = next(s for s in body["scenarios"] if s["name"] == "Buy a product")
@@ -111,16 +118,15 @@ def test_the_api_evaluates_an_app_and_one_scenario(signed_in, user, shop):
     ]
     break_add_to_cart(shop, user)
     url = f"/api/apps/{shop.pk}/agents/{golden['agent']}/scenarios/{golden['scenario']}/evaluate"
-    response = signed_in.post(url)
-    assert response.status_code == 200
-    one = response.json()
+    one = _job_result(signed_in, signed_in.post(url), run_jobs)
     assert one["status"] == "failed" and one["failed"] == 2
     state = next(r for r in one["results"] if r["kind"] == "state")
     assert state["expected"] == {"cart_total": 39} and state["actual"] == {"cart_total": 42}
     assert state["differences"] == ["cart_total: expected 39, got 42"]
     stored = ScenarioResult.objects.get(scenario_id=golden["scenario"])
     assert stored.status == "failed" and stored.ran_by == user
-    assert signed_in.post(f"/api/apps/{shop.pk}/evaluate").json()["ok"] is False
+    again = signed_in.post(f"/api/apps/{shop.pk}/evaluate")
+    assert _job_result(signed_in, again, run_jobs)["ok"] is False
 
 
 def test_the_admin_lists_last_results_for_operators(client, staff, shop):
@@ -196,3 +202,21 @@ def test_the_api_writes_and_reads_expectations_in_the_step_script(signed_in, ban
         content_type="application/json",
     )
     assert bad.status_code == 400 and bad.json()["diagnostics"][0]["code"] == "SC454"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_jobs_n_runs_the_scenarios_in_parallel_jobs_with_the_same_report(tmp_path, shop, bank):
+    agent = bank.agents.get()
+    for i in range(3):
+        services.scenario_save(agent=agent, name=f"Extra {i}", steps_script=f"user: hi {i}")
+    outputs = []
+    for jobs in ("1", "3"):
+        out = io.StringIO()
+        call_command(
+            "evaluate", "--jobs", jobs, "--junit", str(tmp_path / f"{jobs}.xml"), stdout=out
+        )
+        outputs.append(out.getvalue())
+    assert outputs[0] == outputs[1]
+    assert "2 passed, 0 failed, 0 need a model, 3 without expectations" in outputs[1]
+    # One job per chunk of each app: 1 + 1 with --jobs 1, then 1 (shop) + 3 (bank).
+    assert Job.objects.filter(kind="evaluate_app", owner=None, status="succeeded").count() == 6

@@ -133,3 +133,20 @@ def test_views_and_api_write_only_through_services():
             if ".save(" in text or ".objects.create(" in text or ".delete()" in text:
                 offenders.append(str(path.relative_to(ROOT)))
     assert not offenders, offenders
+
+
+# The one door (README, Architecture): only the simulation service opens the sandbox, and
+# the system check reads the host's protections. Batch callers borrow its bounded runner.
+SANDBOX_DOORS = {"agents/services/simulation.py", "agents/checks.py"}
+
+
+def test_only_the_simulation_service_imports_the_sandbox():
+    offenders = sorted(
+        str(path.relative_to(ROOT))
+        for where in ("agents", "designer")
+        for path in _modules(where)
+        if not path.is_relative_to(ROOT / "agents" / "sandbox")
+        and str(path.relative_to(ROOT)) not in SANDBOX_DOORS
+        and any(n == "agents.sandbox" or n.startswith("agents.sandbox.") for n in _imports(path))
+    )
+    assert not offenders, f"{offenders} import agents.sandbox: go through services.simulation"

@@ -65,10 +65,23 @@ VIEW_ACTIONS = {  # POSTs that only read: previews, simulations, examples, copie
 }
 
 
+# A job is its submitter's alone (whatever their role in the app): anyone else gets 404.
+JOB_ROUTES = {
+    "job-detail",
+    "job-cancel",
+    "app-run-all-job",
+    "app-run-all-cancel",
+    "version-diff-scenarios",
+}
+
+
 def required(route: Route, method: str) -> str:
-    """What a user needs for `method` on `route`: public, signed-in, view, edit or owner."""
+    """What a user needs for `method` on `route`: public, signed-in, view, edit, owner, or
+    job (the job's submitter)."""
     if route.name in PUBLIC:
         return "public"
+    if route.name in JOB_ROUTES:
+        return "job"
     if route.name in SIGNED_IN and "<int:app_id>" not in route.pattern:
         return "signed-in"
     if route.name == "app-delete" or (route.name == "app-share" and method == "post"):
@@ -125,6 +138,9 @@ def _build_world():
         model_name="recorded",
         script="user: Hi!",
     )
+    from agents.services import jobs
+
+    job = jobs.job_submit(kind="version_diff", owner=user, app=bank, enqueue=False)
     users = {
         "stranger": stranger,
         "viewer": viewer,
@@ -144,6 +160,7 @@ def _build_world():
         "number": version.number,
         "label": label.name,
         "run_id": live_run.pk,
+        "job_id": job.pk,
     }
     return users, ids
 
@@ -182,6 +199,8 @@ def _expect_refusal(route: Route, role: str, level: str, method: str) -> int | N
         return 401 if route.api else 302
     if level == "signed-in":
         return None
+    if level == "job":
+        return None if role == "owner" else 404
     if role in ("stranger", "staff"):
         return 404
     rank = {"viewer": 1, "editor": 2, "owner": 3}[role]

@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from agents import exchange, services
-from agents.models import AgentApp, AppLabel, AppVersion
+from agents.models import AgentApp, AppLabel, AppVersion, Job
 from agents.services import ServiceError, versions
 
 pytestmark = pytest.mark.django_db
@@ -273,7 +273,7 @@ def test_every_version_exports_in_every_format(signed_in, bank, user):
     assert signed_in.get(reverse("version-export-cx", args=[bank.pk, 7])).status_code == 404
 
 
-def test_diff_page_shows_three_layers(signed_in, bank, user):
+def test_diff_page_shows_three_layers(signed_in, bank, user, run_jobs):
     versions.version_create(app=bank, user=user, name="Before")
     variable = bank.variables.get(name="authenticated")
     services.variable_update(variable=variable, default=True)
@@ -282,12 +282,21 @@ def test_diff_page_shows_three_layers(signed_in, bank, user):
     response = signed_in.get(reverse("version-diff", args=[bank.pk]))
     assert response.status_code == 200
     page = response.content.decode()
-    for section in ("diff-declarations", "diff-instructions", "diff-prompts", "scenario-results"):
+    for section in ("diff-declarations", "diff-instructions", "diff-prompts"):
         assert f'id="{section}"' in page
     assert "v1 · Before</strong> → <strong>working copy" in page
     assert "<code>default</code>" in page and "<code>false</code>" in page
     assert "Be brief." in page
-    assert "Balance question" in page
+    # The scenarios are simulated by a job: the page answers at once and polls for them.
+    job = Job.objects.get(kind="version_diff")
+    fragment = reverse("version-diff-scenarios", args=[bank.pk, job.pk])
+    assert f'hx-get="{fragment}"' in page and "Simulating the scenarios" in page
+    assert signed_in.get(reverse("version-diff", args=[bank.pk])).status_code == 200
+    assert Job.objects.filter(kind="version_diff").count() == 1  # a reload reuses the job
+    run_jobs()
+    results = signed_in.get(fragment, HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="scenario-results"' in results and "Balance question" in results
+    assert "hx-get" not in results
 
 
 def test_diff_page_between_two_versions_and_values(signed_in, bank, user):

@@ -760,3 +760,43 @@ class AppEvaluationOut(serializers.Serializer):
     ok = serializers.BooleanField(help_text="No expectation failed.")
     summary = EvaluationSummaryOut()
     scenarios = ScenarioEvaluationOut(many=True)
+
+
+class JobAcceptedOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    url = serializers.URLField(help_text="GET it for progress and the result.")
+    status = serializers.ChoiceField(
+        choices=["queued", "running", "succeeded", "failed", "cancelled"]
+    )
+
+
+class JobProgressOut(serializers.Serializer):
+    done = serializers.IntegerField()
+    total = serializers.IntegerField()
+
+
+class JobOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    kind = serializers.CharField(help_text="evaluate_app, evaluate_scenario, version_diff...")
+    url = serializers.URLField()
+    status = serializers.ChoiceField(
+        choices=["queued", "running", "succeeded", "failed", "cancelled"]
+    )
+    progress = JobProgressOut()
+    current = serializers.CharField(help_text="What runs now (agent / scenario), or empty.")
+    result = serializers.JSONField(
+        allow_null=True,
+        help_text="evaluate_app: {ok, summary, scenarios}; `scenarios` (each as "
+        "ScenarioEvaluationOut) fill in while it runs. evaluate_scenario: one "
+        "ScenarioEvaluationOut. Null while nothing finished.",
+    )
+    error = serializers.CharField(help_text="Why it failed or was cancelled; empty otherwise.")
+    attempts = serializers.IntegerField(
+        help_text="Runs so far (a job whose worker died is retried)."
+    )
+    caps = serializers.JSONField(
+        help_text="max_steps, max_code_calls, max_seconds, max_model_calls, max_tokens."
+    )
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)

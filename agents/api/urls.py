@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from agents.api import live_views, version_views, views
+from agents.api import job_views, live_views, version_views, views
 
 app_name = "api"
 
@@ -60,6 +60,8 @@ urlpatterns = [
         live_views.LiveRunGoldenView.as_view(),
         name="live-run-golden",
     ),
+    path("jobs/<uuid:job_id>/", job_views.JobDetailView.as_view(), name="job-detail"),
+    path("jobs/<uuid:job_id>/cancel", job_views.JobCancelView.as_view(), name="job-cancel"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves the page's script from a URL (no inline script: CSP); the
     # template has no inline style either.

@@ -7,7 +7,6 @@ invalid input (DRF validation and `ServiceError` alike) and 409 for a stale `ver
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -34,9 +33,9 @@ from agents.api.throttles import (
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.lint import lint_app
 from agents.core.simulate import SimulationResult
-from agents.models import Agent, AgentApp, AppShare, Scenario, Schema, Tool, Variable
+from agents.models import Agent, AgentApp, AppShare, Job, Scenario, Schema, Tool, Variable
 from agents.selectors import Access
-from agents.services.evaluation import ScenarioRun, summarise
+from agents.services import jobs
 
 # ---------------------------------------------------------------- errors
 
@@ -745,24 +744,36 @@ def _simulation(result: SimulationResult, use_mocks: bool) -> dict[str, Any]:
     }
 
 
-def _evaluation(run: ScenarioRun) -> dict[str, Any]:
-    evaluation = run.evaluation
-    return {
-        "scenario": run.scenario.pk,
-        "name": run.scenario.name,
-        "agent": run.agent.pk,
-        "agent_name": run.agent.display_name,
-        "status": evaluation.status,
-        "passed": evaluation.passed,
-        "failed": evaluation.failed,
-        "needs_model": evaluation.needs_model,
-        "results": [dataclasses.asdict(r) for r in evaluation.results],
-        "diagnostics": run.result.diagnostics,
-    }
+def accepted(request: Request, job: Job) -> Response:
+    """202 for a submitted job: its id, url (also the Location header) and status."""
+    url = request.build_absolute_uri(reverse("api:job-detail", args=[job.pk]))
+    body = {"id": str(job.pk), "url": url, "status": job.status}
+    return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
+
+
+def submit(request: Request, **kwargs: Any) -> Job:
+    """`jobs.job_submit` for the request's user; over the per-user limit, a 429 naming it."""
+    try:
+        return jobs.job_submit(owner=request.user, **kwargs)
+    except jobs.JobLimitError as exc:
+        raise exceptions.Throttled(detail=str(exc)) from exc
+
+
+JOB_ACCEPTED = {
+    202: OpenApiResponse(
+        io.JobAcceptedOut,
+        description="Queued: follow `url` (also in `Location`) for progress and the result.",
+    ),
+    429: OpenApiResponse(
+        io.ErrorOut,
+        description="Too many jobs queued or running for you (JOBS_MAX_ACTIVE_PER_USER), "
+        "or too many simulations (RATE_LIMITS).",
+    ),
+}
 
 
 class ScenarioEvaluateView(ApiView):
-    """Run one scenario's expectations (goldens) and store its last result."""
+    """Run one scenario's expectations (goldens) as a job, storing its last result."""
 
     queryset = Scenario.objects.none()
     throttle_classes = with_default_throttles(SimulateThrottle)
@@ -770,30 +781,42 @@ class ScenarioEvaluateView(ApiView):
     @extend_schema(
         tags=["actions"],
         operation_id="apps_agents_scenarios_evaluate",
-        summary="Check the scenario's expectations: each passed, failed or needing a model",
+        summary="Check the scenario's expectations (a job): each passed, failed or needing a model",
         description=(
-            "Simulates the scenario (Python tools and callbacks in the sandbox) and checks "
-            "each expectation against what happened; the outcome is stored as the scenario's "
-            "last result. Viewers may evaluate."
+            "Queues a job that simulates the scenario (Python tools and callbacks in the "
+            "sandbox) and checks each expectation against what happened; the outcome is "
+            "stored as the scenario's last result. Answers 202 at once; GET the job's `url` "
+            "until its status is succeeded, failed or cancelled: `result` is then the "
+            "scenario's outcome. Viewers may evaluate."
         ),
         request=io.ModelIn,
-        responses={200: io.ScenarioEvaluationOut, **READ_ERRORS},
+        responses={**JOB_ACCEPTED, **READ_ERRORS},
     )
     def post(self, request: Request, app_id: int, agent_id: int, scenario_id: int) -> Response:
-        app = self.load_app(queryset=selectors.app_with_everything(app_id))
-        agent = next((a for a in app.agents.all() if a.pk == agent_id), None)
-        scenario = agent and next((s for s in agent.scenarios.all() if s.pk == scenario_id), None)
-        if scenario is None:
+        app = self.load_app()
+        if not Scenario.objects.filter(pk=scenario_id, agent_id=agent_id, agent__app=app).exists():
             raise exceptions.NotFound("No such scenario for this agent.")
-        data = self.valid(io.ModelIn)
-        run = services.scenario_evaluate(
-            app=app, agent=agent, scenario=scenario, actor=request.user, model=data.get("model")
-        )
-        return json_data_response(self.output(io.ScenarioEvaluationOut, _evaluation(run)))
+        params: dict[str, Any] = {"scenario": scenario_id}
+        model = _checked_model(app, self.valid(io.ModelIn).get("model"))
+        if model:
+            params["model"] = model
+        job = submit(request, kind="evaluate_scenario", app=app, params=params)
+        return accepted(request, job)
+
+
+def _checked_model(app: AgentApp, name: str | None) -> str | None:
+    """`name` when it names a configured model (else the 400 that lists them), before a
+    job is queued for it."""
+    if not name:
+        return None
+    from agents.services.live_models import resolve_model
+
+    resolve_model(app, name)
+    return name
 
 
 class AppEvaluateView(ApiView):
-    """Run the expectations of every scenario of the app, as `manage.py evaluate` does."""
+    """Run the expectations of every scenario of the app as a job (as `manage.py evaluate`)."""
 
     queryset = AgentApp.objects.none()
     throttle_classes = with_default_throttles(SimulateThrottle)
@@ -801,19 +824,19 @@ class AppEvaluateView(ApiView):
     @extend_schema(
         tags=["actions"],
         operation_id="apps_evaluate",
-        summary="Check every scenario's expectations; `ok` is false when one failed",
-        description="`model` runs every scenario live with that configured model.",
+        summary="Check every scenario's expectations (a job); `result.ok` is false when one failed",
+        description=(
+            "Queues a job and answers 202 with its `id`, `url` and `status` (and a "
+            "`Location` header). GET the url for `status` (queued, running, succeeded, "
+            "failed, cancelled), `progress` {done, total} and `result` {ok, summary, "
+            "scenarios}: each scenario's outcome as it finishes. POST `<url>cancel` stops it. "
+            "`model` runs every scenario live with that configured model."
+        ),
         request=io.ModelIn,
-        responses={200: io.AppEvaluationOut, **READ_ERRORS},
+        responses={**JOB_ACCEPTED, **READ_ERRORS},
     )
     def post(self, request: Request, app_id: int) -> Response:
         app = self.load_app()
-        data = self.valid(io.ModelIn)
-        runs = services.app_evaluate(app=app, actor=request.user, model=data.get("model") or None)
-        summary = summarise(runs)
-        body = {
-            "ok": summary.ok,
-            "summary": dataclasses.asdict(summary),
-            "scenarios": [_evaluation(run) for run in runs],
-        }
-        return json_data_response(self.output(io.AppEvaluationOut, body))
+        model = _checked_model(app, self.valid(io.ModelIn).get("model"))
+        params = {"model": model} if model else {}
+        return accepted(request, submit(request, kind="evaluate_app", app=app, params=params))

@@ -48,6 +48,9 @@ from agents.core.spec import (
     VariableSpec,
 )
 
+# Simulates one scenario against one side (the default: `simulate` with `run_code`).
+Simulator = Callable[[AppSpec, ScenarioSpec], SimulationResult]
+
 __all__ = [
     "AppDiff",
     "DeclarationChange",
@@ -666,7 +669,13 @@ def _scenario_results(
     scenarios_after: Sequence[ScenarioSpec],
     agent_renames: Mapping[str, str],
     run_code: CodeRunner | None,
+    simulator: Simulator | None = None,
 ) -> list[ScenarioResultChange]:
+    if simulator is None:
+
+        def simulator(app: AppSpec, scenario: ScenarioSpec) -> SimulationResult:
+            return simulate(app, scenario, run_code=run_code)
+
     after_by_key = {_scenario_key(s): s for s in scenarios_after}
     out: list[ScenarioResultChange] = []
     seen: set[str] = set()
@@ -677,8 +686,8 @@ def _scenario_results(
             out.append(ScenarioResultChange(old.agent, old.name, "removed"))
             continue
         seen.add(key)
-        result_a = simulate(before, old, run_code=run_code)
-        result_b = simulate(after, new, run_code=run_code)
+        result_a = simulator(before, old)
+        result_b = simulator(after, new)
         final = _json_changes("state", result_a.final_state, result_b.final_state)
         change = ScenarioResultChange(
             new.agent,
@@ -716,11 +725,13 @@ def diff_apps(
     simulate_scenarios: bool = True,
     run_code: CodeRunner | None = None,
     context: int = DEFAULT_CONTEXT,
+    simulator: Simulator | None = None,
 ) -> AppDiff:
     """The three-layer diff from `before` to `after` (see the module docstring). Never raises.
 
     `values` are session values used on both sides over each side's defaults; the
-    scenarios are simulated only when `simulate_scenarios` (code through `run_code`).
+    scenarios are simulated only when `simulate_scenarios` (code through `run_code`, or
+    each simulation by `simulator`: the Django layer's bounded one).
     """
     scenarios_before = tuple(before_scenarios)
     scenarios_after = tuple(after_scenarios)
@@ -762,7 +773,7 @@ def diff_apps(
         )
     scenarios = (
         _scenario_results(
-            before, after, scenarios_before, scenarios_after, renames.agents, run_code
+            before, after, scenarios_before, scenarios_after, renames.agents, run_code, simulator
         )
         if simulate_scenarios
         else []

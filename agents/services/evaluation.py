@@ -15,6 +15,7 @@ record (the result row names who ran it and when).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -28,12 +29,12 @@ from agents.core.evaluate import ScenarioEvaluation, allows_extra_calls, evaluat
 from agents.core.simulate import SimulationResult
 from agents.core.spec import ScenarioSpec
 from agents.models import Agent, AgentApp, Scenario, ScenarioResult
-from agents.sandbox import host
-from agents.sandbox.host import SandboxSession
 from agents.services.common import Actor
-from agents.services.simulation import simulate_scenario
+from agents.services.simulation import BoundedRunner, batch_runner, simulate_scenario
 
 MEMO_SECONDS = 3600
+# A run cut by a bound (a cap, a missing protection) is not what the scenario does: not kept.
+_NOT_MEMOISED = {"SC470", "SC471", "SC472"}
 
 
 @dataclass(frozen=True)
@@ -70,9 +71,10 @@ def scenario_run(
     scenario: Scenario,
     instructions: str | None = None,
     use_mocks: bool | None = None,
-    session: SandboxSession | None = None,
+    runner: BoundedRunner | None = None,
 ) -> ScenarioRun:
-    """Simulate `scenario` and check its expectations (memoised; nothing is stored)."""
+    """Simulate `scenario` and check its expectations (memoised; nothing is stored).
+    `runner` is a batch's bounded sandbox (`simulation.batch_runner`)."""
     key = _memo_key(app, scenario, instructions, use_mocks)
     hit = cache.get(key)
     if hit is not None:
@@ -84,12 +86,13 @@ def scenario_run(
         scenario=scenario,
         instructions=instructions,
         use_mocks=use_mocks,
-        session=session,
+        runner=runner,
     )
     # The app-level carry (app.json) says whether goldens list only some calls.
     allow = allows_extra_calls(selectors.app_cx_settings(app), spec)
     evaluation = evaluate(spec, result, selectors.app_spec(app), extra_calls_allowed=allow)
-    cache.set(key, (spec, result, evaluation), timeout=MEMO_SECONDS)
+    if not any(d.code in _NOT_MEMOISED for d in result.diagnostics):
+        cache.set(key, (spec, result, evaluation), timeout=MEMO_SECONDS)
     return ScenarioRun(scenario, agent, spec, result, evaluation)
 
 
@@ -124,7 +127,7 @@ def live_scenario_run(
     actor: Actor,
     instructions: str | None = None,
     use_mocks: bool | None = None,
-    session: SandboxSession | None = None,
+    runner: BoundedRunner | None = None,
 ) -> ScenarioRun:
     """The scenario run live with `model` (``agents.services.live.run_live``; recorded)."""
     from agents.services.live import run_live
@@ -137,7 +140,7 @@ def live_scenario_run(
         actor=actor,
         instructions=instructions,
         use_mocks=use_mocks,
-        session=session,
+        runner=runner,
     )
     return ScenarioRun(
         scenario, agent, outcome.spec, outcome.result, outcome.evaluation, live=outcome
@@ -177,6 +180,13 @@ def scenario_evaluate(
     return run
 
 
+def app_scenarios(app: AgentApp) -> tuple[AgentApp, list[tuple[Agent, Scenario]]]:
+    """The app loaded with everything, and its scenarios in run order (agents in order,
+    scenarios by name)."""
+    loaded = selectors.app_with_everything(app.pk).get()
+    return loaded, [(each, s) for each in loaded.agents.all() for s in each.scenarios.all()]
+
+
 def app_evaluate(
     *,
     app: AgentApp,
@@ -185,48 +195,47 @@ def app_evaluate(
     agent: Agent | None = None,
     instructions: str | None = None,
     model: str | None = None,
+    runner: BoundedRunner | None = None,
 ) -> list[ScenarioRun]:
     """Run every scenario of the app (its agents in order, scenarios by name). With `agent`
     and `instructions`, that agent's unsaved instructions are used (and nothing stored).
-    With `model`, every scenario runs live against that model (recorded as live runs)."""
+    With `model`, every scenario runs live against that model (recorded as live runs).
+
+    The designer and the API run this as a job (`agents.services.jobs`, kind
+    ``evaluate_app``), which reports progress scenario by scenario."""
     if model:
         from agents.services.live_models import resolve_model
 
         resolve_model(app, model)  # an unknown model fails before anything runs
-    loaded = selectors.app_with_everything(app.pk).get()
+    loaded, pairs = app_scenarios(app)
     runs: list[ScenarioRun] = []
     # One warm sandbox for the whole run (started at the first code call, if any): every
     # call still gets a fresh process; the caps count per scenario.
-    with host.open_session() as session:
-        for each in loaded.agents.all():
+    with batch_runner() if runner is None else contextlib.nullcontext(runner) as bounded:
+        for each, scenario in pairs:
             text = instructions if agent is not None and each.pk == agent.pk else None
-            for scenario in each.scenarios.all():
-                if model:
-                    run = live_scenario_run(
-                        app=loaded,
-                        agent=each,
-                        scenario=scenario,
-                        model=model,
-                        actor=actor,
-                        instructions=text,
-                        session=session,
-                    )
-                else:
-                    run = scenario_run(
-                        app=loaded,
-                        agent=each,
-                        scenario=scenario,
-                        instructions=text,
-                        session=session,
-                    )
-                if record and text is None:
-                    scenario_result_record(
-                        scenario=scenario,
-                        evaluation=run.evaluation,
-                        app_revision=loaded.revision,
-                        actor=actor,
-                    )
-                runs.append(run)
+            if model:
+                run = live_scenario_run(
+                    app=loaded,
+                    agent=each,
+                    scenario=scenario,
+                    model=model,
+                    actor=actor,
+                    instructions=text,
+                    runner=bounded,
+                )
+            else:
+                run = scenario_run(
+                    app=loaded, agent=each, scenario=scenario, instructions=text, runner=bounded
+                )
+            if record and text is None:
+                scenario_result_record(
+                    scenario=scenario,
+                    evaluation=run.evaluation,
+                    app_revision=loaded.revision,
+                    actor=actor,
+                )
+            runs.append(run)
     return runs
 
 
@@ -250,3 +259,47 @@ def summarise(runs: list[ScenarioRun]) -> Summary:
         needs_model=statuses.count("needs_model"),
         no_expectations=statuses.count("none"),
     )
+
+
+def run_data(run: ScenarioRun) -> dict:
+    """One scenario's outcome as JSON: what the API's evaluate returns per scenario."""
+    evaluation = run.evaluation
+    return {
+        "scenario": run.scenario.pk,
+        "name": run.scenario.name,
+        "agent": run.agent.pk,
+        "agent_name": run.agent.display_name,
+        "status": evaluation.status,
+        "passed": evaluation.passed,
+        "failed": evaluation.failed,
+        "needs_model": evaluation.needs_model,
+        "results": [asdict(r) for r in evaluation.results],
+        "diagnostics": [d.to_dict() for d in run.result.diagnostics],
+        **({"live": _live_data(run.live)} if run.live is not None else {}),
+    }
+
+
+def _live_data(live: Any) -> dict:
+    """A live run's figures (``agents.services.live.LiveOutcome``): model, calls, tokens, cost."""
+    tokens_in, tokens_out = live.tokens
+    return {
+        "run": live.run.pk if live.run is not None else None,
+        "model": live.model,
+        "model_calls": len(live.calls),
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "cost": round(live.cost, 6),
+        "error": live.error,
+    }
+
+
+def summary_data(scenarios: list[dict]) -> dict:
+    """`ok` and the counts over scenario outcomes (`run_data` dicts)."""
+    statuses = [s["status"] for s in scenarios]
+    summary = Summary(
+        passed=statuses.count("passed"),
+        failed=statuses.count("failed"),
+        needs_model=statuses.count("needs_model"),
+        no_expectations=statuses.count("none"),
+    )
+    return {"ok": summary.ok, "summary": asdict(summary), "scenarios": scenarios}

@@ -6,7 +6,7 @@
     run_live(*, app, agent, scenario, model=None, actor=None, instructions=None,
              use_mocks=None, replay_of=None, on_text=None, caps=None,
              clock=time.monotonic, sleeper=time.sleep, stream=False, record=True,
-             session=None) -> LiveOutcome
+             runner=None) -> LiveOutcome
 
 - the endpoint is ``resolve_model`` 's (the run's name, the app's default, CX
   ``modelSettings``); with `replay_of` (a stored ``LiveRun``) no model is called: the
@@ -46,11 +46,9 @@ from agents.core.spec import ExpectationSpec, ExpectKind, ScenarioSpec, StepKind
 from agents.llm.clients import client_for
 from agents.llm.endpoints import Endpoint
 from agents.models import Agent, AgentApp, LiveRun, Scenario
-from agents.sandbox.host import SandboxSession
-from agents.services.bounds import simulate_bounded
 from agents.services.common import Actor, ServiceError, error
 from agents.services.live_models import resolve_model, with_temperature
-from agents.services.simulation import with_instructions
+from agents.services.simulation import BoundedRunner, simulate_bounded, with_instructions
 
 __all__ = ["LiveOutcome", "live_caps", "live_run_save_golden", "replay_live", "run_live"]
 
@@ -172,7 +170,7 @@ def run_live(
     sleeper: Callable[[float], None] = time.sleep,
     stream: bool = False,
     record: bool = True,
-    session: SandboxSession | None = None,
+    runner: BoundedRunner | None = None,
 ) -> LiveOutcome:
     """Run `scenario` with a model, or replay a recording (see the module docstring).
     Raises ServiceError only when no model can be named (``ModelNotConfigured``)."""
@@ -196,7 +194,7 @@ def run_live(
         sleeper=sleeper,
         stream=stream,
         record=record and instructions is None,
-        session=session,
+        runner=runner,
     )
 
 
@@ -217,7 +215,7 @@ def _run(
     sleeper: Callable[[float], None],
     stream: bool,
     record: bool,
-    session: SandboxSession | None,
+    runner: BoundedRunner | None,
     strategy: Callable[[ModelRequest], ModelAnswer] | None = None,
 ) -> LiveOutcome:
     caps = caps or live_caps()
@@ -238,7 +236,7 @@ def _run(
     recorder = Recorder(inner)
     capped = Capped(recorder, caps, clock)
     result = simulate_bounded(
-        spec, scenario_spec, session=session, model=capped, max_seconds=caps.max_seconds
+        spec, scenario_spec, runner=runner, model=capped, max_seconds=caps.max_seconds
     )
     calls = [c.as_json() for c in recorder.calls]
     drift = [d.as_json() for d in replayer.drift] if replayer is not None else []
@@ -369,7 +367,7 @@ def replay_live(
         sleeper=time.sleep,
         stream=False,
         record=record and instructions is None,
-        session=None,
+        runner=None,
     )
 
 
@@ -480,7 +478,7 @@ def run_user_scenarios(
     caps: Caps | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleeper: Callable[[float], None] = time.sleep,
-    session: SandboxSession | None = None,
+    runner: BoundedRunner | None = None,
 ) -> list[UserScenarioOutcome]:
     """Every CX evaluation of the scenario kind the app carries, run live: a model plays
     the user (``agents.core.user_sim``), the agent answers with `model`, the expectations
@@ -548,7 +546,7 @@ def run_user_scenarios(
             result = simulate_bounded(
                 spec,
                 scenario_spec,
-                session=session,
+                runner=runner,
                 model=agent_model,
                 max_seconds=caps_now.max_seconds,
             )
@@ -576,7 +574,7 @@ def run_user_scenarios(
             final_result = simulate_bounded(
                 spec,
                 scenario_spec,
-                session=session,
+                runner=runner,
                 model=final,
                 max_seconds=caps_now.max_seconds,
             )

@@ -1,23 +1,327 @@
-"""Simulate a scenario: one function for the designer's conversation and the API.
+"""Simulate a scenario: the one door to the sandbox (README, Architecture, "One door").
 
-The core simulates (pure, deterministic); this function picks the spec (the cached
-app, with the agent's unsaved instructions when given), applies the caller's mocks
-choice, and hands the core a code runner that goes through the sandbox.
+Only this module (and the system check of the host's protections) imports
+``agents.sandbox``. A single simulation (the designer's conversation, the API's simulate)
+calls `simulate_scenario`; batch callers (evaluate-all, the version diff, jobs) borrow a
+`BoundedRunner` from `batch_runner()`: one warm sandbox session shared by the batch, and
+every simulation it runs is bounded the same way:
+
+* ``SANDBOX_REQUIRED_PROTECTIONS``: no code runs when the host lacks one (SC471, the
+  simulation goes on with mocks only);
+* ``SIMULATION_MAX_STEPS`` steps per scenario (SC470);
+* ``SIMULATION_MAX_CODE_CALLS`` code calls and ``SIMULATION_MAX_SECONDS`` of wall time
+  per simulation, and a job's own totals (`Caps`): every refused tool or callback becomes
+  a step error and the simulation notes why (SC472), so a simulation always ends well
+  before gunicorn's worker timeout, and a job before its own cap.
+
+How often a user may simulate is the rate limiter's (`agents/ratelimit.py`, scope
+``simulate``, shared by the designer and the API; a job is rate-limited when it is
+submitted, and the number of a user's queued and running jobs is capped by
+``JOBS_MAX_ACTIVE_PER_USER``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from dataclasses import replace
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from functools import cache
+
+from django.conf import settings
 
 from agents import selectors
-from agents.core.simulate import SimulationResult
+from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.model import ModelStrategy
+from agents.core.simulate import CodeCall, CodeResult, CodeRunner, SimulationResult, simulate
 from agents.core.spec import AppSpec, ScenarioSpec
 from agents.models import Agent, AgentApp, Scenario
-from agents.sandbox.host import SandboxSession
-from agents.services.bounds import simulate_bounded
+from agents.sandbox import host, jail
+from agents.sandbox.code_runner import sandbox_runner
 
 logger = logging.getLogger("agents.simulation")
+
+DEFAULTS = {
+    "SIMULATION_MAX_STEPS": 300,
+    "SIMULATION_MAX_CODE_CALLS": 300,
+    "SIMULATION_MAX_SECONDS": 10.0,
+}
+
+
+def limit(name: str) -> float:
+    return getattr(settings, name, DEFAULTS[name])
+
+
+@cache
+def missing_protections() -> dict[str, str]:
+    """The protections this host cannot give, with the reason (checked once per process)."""
+    return {name: why for name, why in jail.available_protections().items() if why}
+
+
+def refused_protections() -> dict[str, str]:
+    """Required protections (``SANDBOX_REQUIRED_PROTECTIONS``) that this host lacks."""
+    required = getattr(settings, "SANDBOX_REQUIRED_PROTECTIONS", ())
+    missing = missing_protections()
+    return {name: missing[name] for name in required if name in missing}
+
+
+@dataclass
+class Caps:
+    """What one batch (a job) may spend in total, beside each simulation's own caps.
+
+    None: no cap beyond the per-simulation settings. `max_model_calls` and `max_tokens`
+    are kept for the live-model runs (the simulation here calls no model)."""
+
+    max_code_calls: int | None = None
+    max_seconds: float | None = None
+    max_model_calls: int | None = None
+    max_tokens: int | None = None
+    # Spent so far (filled in by the runner).
+    code_calls: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def as_json(self) -> dict[str, float | int | None]:
+        return {
+            "max_code_calls": self.max_code_calls,
+            "max_seconds": self.max_seconds,
+            "max_model_calls": self.max_model_calls,
+            "max_tokens": self.max_tokens,
+        }
+
+
+def bounded_runner(
+    session: host.SandboxSession,
+    *,
+    max_calls: int,
+    deadline: float,
+    caps: Caps | None = None,
+    should_stop: Callable[[], str] | None = None,
+) -> tuple[CodeRunner, list[str]]:
+    """The sandbox runner, refusing every call after *max_calls* or past *deadline*
+    (``time.monotonic()``), past the batch's `caps`, or once `should_stop` gives a reason
+    (a cancelled job). The list receives the reason the first refused call gave."""
+    run = sandbox_runner(session)
+    calls = 0
+    stopped: list[str] = []
+
+    def bounded(call: CodeCall) -> CodeResult:
+        nonlocal calls
+        reason = ""
+        now = time.monotonic()
+        if calls >= max_calls:
+            reason = f"the simulation reached its cap of {max_calls} code calls"
+        elif now >= deadline:
+            reason = f"the simulation reached its time cap of {limit('SIMULATION_MAX_SECONDS')} s"
+        elif (
+            caps is not None
+            and caps.max_code_calls is not None
+            and (caps.code_calls >= caps.max_code_calls)
+        ):
+            reason = f"the job reached its cap of {caps.max_code_calls} code calls"
+        elif (
+            caps is not None
+            and caps.max_seconds is not None
+            and (now - caps.started >= caps.max_seconds)
+        ):
+            reason = f"the job reached its time cap of {caps.max_seconds:g} s"
+        elif should_stop is not None:
+            reason = should_stop()
+        if reason:
+            if not stopped:
+                stopped.append(reason)
+            return CodeResult(False, None, (), (), f"not run: {reason}", None, ran=False)
+        calls += 1
+        if caps is not None:
+            caps.code_calls += 1
+        return run(call)
+
+    return bounded, stopped
+
+
+class BoundedRunner:
+    """A sandbox session lent to a batch: `simulate` runs one scenario within every bound.
+
+    Each code call still runs in a fresh process forked for it; the per-simulation caps
+    count per `simulate` call, `caps` over the whole batch."""
+
+    def __init__(
+        self,
+        session: host.SandboxSession,
+        *,
+        caps: Caps | None = None,
+        should_stop: Callable[[], str] | None = None,
+    ) -> None:
+        self.session = session
+        self.caps = caps
+        self.should_stop = should_stop
+
+    def simulate(
+        self,
+        app: AppSpec,
+        scenario: ScenarioSpec,
+        *,
+        model: ModelStrategy | None = None,
+        max_seconds: float | None = None,
+    ) -> SimulationResult:
+        """`model` makes it a live run (``agents.services.live``), whose time cap
+        `max_seconds` replaces ``SIMULATION_MAX_SECONDS``: a model's answers take far
+        longer than code does."""
+        refused = refused_protections()
+        notes: list[Diagnostic] = []
+        max_steps = int(limit("SIMULATION_MAX_STEPS"))
+        if len(scenario.steps) > max_steps:
+            notes.append(
+                Diagnostic(
+                    "SC470",
+                    Severity.ERROR,
+                    f"The scenario has {len(scenario.steps)} steps; only the first "
+                    f"{max_steps} are simulated (SIMULATION_MAX_STEPS). Split it into "
+                    "shorter scenarios.",
+                    field="steps",
+                    subject=scenario.name,
+                )
+            )
+            scenario = replace(scenario, steps=scenario.steps[:max_steps])
+        if refused:
+            names = ", ".join(f"{name} ({why})" for name, why in refused.items())
+            notes.append(
+                Diagnostic(
+                    "SC471",
+                    Severity.ERROR,
+                    "Python code is not run: this server's sandbox lacks protections that "
+                    f"SANDBOX_REQUIRED_PROTECTIONS requires: {names}. Tick mocks, or ask the "
+                    "operator to install them (README, The sandbox).",
+                    subject=scenario.name,
+                )
+            )
+            result = simulate(app, scenario, run_code=None, model=model)
+        else:
+            seconds = max_seconds if max_seconds is not None else limit("SIMULATION_MAX_SECONDS")
+            deadline = time.monotonic() + float(seconds)
+            runner, stopped = bounded_runner(
+                self.session,
+                max_calls=int(limit("SIMULATION_MAX_CODE_CALLS")),
+                deadline=deadline,
+                caps=self.caps,
+                should_stop=self.should_stop,
+            )
+            result = simulate(app, scenario, run_code=runner, model=model)
+            if stopped:
+                notes.append(
+                    Diagnostic(
+                        "SC472",
+                        Severity.ERROR,
+                        f"The simulation was stopped: {stopped[0]}; later tools and callbacks "
+                        "were not run. Shorten the scenario or make the code faster.",
+                        subject=scenario.name,
+                    )
+                )
+        if not notes:
+            return result
+        return replace(result, diagnostics=(*notes, *result.diagnostics))
+
+
+class SessionPool:
+    """Warm sandbox sessions a worker process keeps between jobs.
+
+    Each session serves one batch at a time and belongs to the user it last served: a
+    batch of the same user takes it back warm (its session child already started); a
+    batch of another user never gets it, but a new session, and a session beyond the
+    pool's size is killed. So no state, file or process of one user's run survives into
+    another user's (inside a session every code call is a fresh forked process anyway)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._free: list[tuple[str, host.SandboxSession]] = []
+        self._lock = threading.Lock()
+        self.started = 0  # sessions created
+        self.reused = 0  # batches served by a warm session
+
+    def borrow(self, owner: str) -> host.SandboxSession:
+        with self._lock:
+            for i, (who, session) in enumerate(self._free):
+                if who == owner:
+                    del self._free[i]
+                    self.reused += 1
+                    return session
+            self.started += 1
+        return host.open_session()
+
+    def give_back(self, owner: str, session: host.SandboxSession) -> None:
+        with self._lock:
+            # Another user's warm session goes first: it would never serve this one.
+            self._free = [(w, s) for w, s in self._free if w != owner or s is session]
+            self._free.append((owner, session))
+            while len(self._free) > self.size:
+                _, old = self._free.pop(0)
+                old.close()
+
+    def clear(self) -> None:
+        with self._lock:
+            free, self._free = self._free, []
+        for _, session in free:
+            session.close()
+
+
+_POOL: SessionPool | None = None
+
+
+def use_session_pool(size: int) -> SessionPool | None:
+    """Keep up to `size` warm sessions in this process (a worker calls it; 0: none)."""
+    global _POOL
+    if _POOL is not None:
+        _POOL.clear()
+    _POOL = SessionPool(size) if size > 0 else None
+    return _POOL
+
+
+@contextlib.contextmanager
+def batch_runner(
+    *,
+    caps: Caps | None = None,
+    should_stop: Callable[[], str] | None = None,
+    session: host.SandboxSession | None = None,
+    owner: str | None = None,
+) -> Iterator[BoundedRunner]:
+    """Borrow a bounded runner for a batch of simulations (one warm sandbox session,
+    started at the first code call if any). With a pool (`use_session_pool`) and the
+    batch's `owner` (the user it runs for), the session comes from the pool and goes
+    back to it; otherwise it is killed when the block ends."""
+    if session is not None:
+        yield BoundedRunner(session, caps=caps, should_stop=should_stop)
+        return
+    pool = _POOL
+    if pool is None or owner is None:
+        with host.open_session() as warm:
+            yield BoundedRunner(warm, caps=caps, should_stop=should_stop)
+        return
+    warm = pool.borrow(owner)
+    try:
+        yield BoundedRunner(warm, caps=caps, should_stop=should_stop)
+    except BaseException:
+        warm.close()  # a batch that failed does not hand its session on
+        raise
+    pool.give_back(owner, warm)
+
+
+def simulate_bounded(
+    app: AppSpec,
+    scenario: ScenarioSpec,
+    *,
+    runner: BoundedRunner | None = None,
+    session: host.SandboxSession | None = None,
+    model: ModelStrategy | None = None,
+    max_seconds: float | None = None,
+) -> SimulationResult:
+    """Simulate *scenario* with the real sandbox, within the caps of the settings (on the
+    batch's `runner` when given, else on `session` or a sandbox session of its own).
+    `model` makes it a live run with the time cap `max_seconds` (``BoundedRunner``)."""
+    if runner is not None:
+        return runner.simulate(app, scenario, model=model, max_seconds=max_seconds)
+    with batch_runner(session=session) as own:
+        return own.simulate(app, scenario, model=model, max_seconds=max_seconds)
 
 
 def with_instructions(spec: AppSpec, agent_name: str, instructions: str | None) -> AppSpec:
@@ -40,16 +344,15 @@ def simulate_scenario(
     scenario: Scenario,
     instructions: str | None = None,
     use_mocks: bool | None = None,
-    session: SandboxSession | None = None,
+    runner: BoundedRunner | None = None,
 ) -> tuple[ScenarioSpec, SimulationResult]:
     """Run `scenario` against the app (with `instructions` for `agent` when given).
 
     `use_mocks` None keeps the scenario's own setting; True or False overrides it both
-    ways. The simulation is a bounded job (`agents.services.bounds`).
+    ways. The simulation is bounded (module docstring); `runner` is a batch's.
     """
     spec = with_instructions(selectors.app_spec(app), agent.display_name, instructions)
     scenario_spec = scenario.to_spec(app_id=f"apps/{app.pk}")
     if use_mocks is not None:
         scenario_spec = replace(scenario_spec, use_mocks=use_mocks)
-    # One warm sandbox for this simulation only, bounded in steps, calls and time.
-    return scenario_spec, simulate_bounded(spec, scenario_spec, session=session)
+    return scenario_spec, simulate_bounded(spec, scenario_spec, runner=runner)

@@ -14,6 +14,7 @@ staff) deletes a version.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -42,11 +43,10 @@ from agents.models import (
     Tool,
     Variable,
 )
-from agents.sandbox import host as sandbox
-from agents.sandbox.code_runner import sandbox_runner
 from agents.selectors import Access
 from agents.services import ServiceError
 from agents.services.common import changed
+from agents.services.simulation import BoundedRunner, batch_runner
 
 VERSION_NAME_MAX_LENGTH = 200
 _LABEL_RE = re.compile(LABEL_PATTERN)
@@ -203,8 +203,10 @@ def app_diff(
     channel: str = "web",
     modality: str = "text",
     simulate_scenarios: bool = True,
+    runner: BoundedRunner | None = None,
 ) -> AppDiff:
-    """The three-layer diff; scenarios are simulated with the sandbox, as the designer does."""
+    """The three-layer diff; scenarios are simulated through the one door (bounded: caps,
+    required protections), on the batch's `runner` when given."""
     app_id = f"apps/{app.pk}"
     scenarios_before = tuple(_with_app_id(s, app_id) for s in before.scenarios)
     scenarios_after = tuple(_with_app_id(s, app_id) for s in after.scenarios)
@@ -219,7 +221,7 @@ def app_diff(
             modality=modality,
             simulate_scenarios=simulate_scenarios,
         )
-    with sandbox.open_session() as session:
+    with batch_runner() if runner is None else contextlib.nullcontext(runner) as bounded:
         return diff_apps(
             before.spec,
             after.spec,
@@ -228,7 +230,7 @@ def app_diff(
             values=values,
             channel=channel,
             modality=modality,
-            run_code=sandbox_runner(session),
+            simulator=bounded.simulate,
         )
 
 

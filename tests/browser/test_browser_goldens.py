@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser.conftest import ARTIFACTS
+
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 
@@ -13,6 +15,13 @@ def shop_app(user):
     from agents.demo import load_demo
 
     return next(a for a in load_demo(user) if a.name == "Shopping assistant")
+
+
+@pytest.fixture
+def bank_app(user):
+    from agents.demo import load_demo
+
+    return next(a for a in load_demo(user) if a.name == "Bank demo")
 
 
 def _edit_price(page: Page, old: str, new: str) -> None:
@@ -29,8 +38,9 @@ def _edit_price(page: Page, old: str, new: str) -> None:
 
 
 def test_breaking_a_tool_turns_the_golden_red_with_the_diff_and_fixing_it_turns_it_green(
-    open_designer, shop_app
+    open_designer, shop_app, workers
 ):
+    workers()  # Run all is a job: a worker runs it
     page: Page = open_designer(shop_app)
     conversation = page.locator("#conversation-panel")
     state = conversation.locator("#expect-step-3")
@@ -74,3 +84,34 @@ def test_a_json_default_is_checked_against_its_schema_as_it_is_typed(open_design
     page.keyboard.press("Control+A")
     page.keyboard.insert_text('{"first_name": "Ada", "tier": "gold"}')
     expect(check).to_have_text("")
+
+
+def test_run_all_shows_the_bar_moving_fills_results_and_cancel_stops_it(
+    open_designer, bank_app, workers
+):
+    """Run all is a job run by a real worker process: the bar counts the scenarios as they
+    finish, each result appears as it comes, and Cancel stops the job part-way."""
+    from agents.models import Job
+    from tests.workers import slow_app
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    total = slow_app(bank_app, 12, calls=3)  # about 1 s a scenario
+    worker = workers()
+    page: Page = open_designer(bank_app)
+    page.get_by_role("button", name="Run all").click()
+    run_all = page.locator("#run-all")
+    expect(run_all.locator("progress")).to_be_visible()
+    expect(run_all.locator(".run-all-count")).to_have_text(f"1 of {total}")
+    expect(run_all.locator(".run-all-count")).not_to_have_text(f"1 of {total}")  # it moves
+    expect(run_all.locator(".run-all-current")).to_contain_text("running banking_agent / ")
+    expect(run_all.locator(".run-all-item").nth(1)).to_be_visible()  # results fill in
+    page.screenshot(path=str(ARTIFACTS / "run_all_progress.png"))
+    run_all.get_by_role("button", name="Cancel").click()
+    job = Job.objects.get(app=bank_app)
+    worker.wait_for(f"job {job.pk} (evaluate_app) cancelled")
+    expect(run_all.locator(".run-all-stopped")).to_contain_text("Cancelled after")
+    expect(run_all.locator("progress")).to_have_count(0)
+    job.refresh_from_db()
+    assert job.status == "cancelled" and job.progress_done < total
+    page.screenshot(path=str(ARTIFACTS / "run_all_cancelled.png"))
+    assert page.js_errors == []

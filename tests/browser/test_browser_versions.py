@@ -122,3 +122,27 @@ def test_screenshot_of_the_diff(signed_in_page: Page, live_server, user):
     data = target.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert struct.unpack(">II", data[16:24]) == (1440, 1500)
+
+
+def test_the_diff_answers_at_once_and_fills_its_scenario_results(
+    signed_in_page: Page, live_server, user, workers
+):
+    from agents import services
+    from agents.demo import ADD_TO_CART_CODE, load_demo
+    from agents.services import versions
+
+    shop = next(a for a in load_demo(user) if a.name == "Shopping assistant")
+    versions.version_create(app=shop, user=user, name="Launch")
+    tool = shop.tools.get(name="AddToCart")
+    services.tool_update(tool=tool, python_code=ADD_TO_CART_CODE.replace("19.5", "21"))
+    workers()
+    page = signed_in_page
+    page.goto(f"{live_server.url}/apps/{shop.pk}/versions/diff?from=1&to=working")
+    expect(page.locator("#diff-summary")).to_contain_text("v1 · Launch → working copy")
+    results = page.locator("#scenario-results")
+    expect(results).to_contain_text("Buy a product")
+    expect(results.locator(".change-badge").first).to_have_text("changed")
+    expect(page.locator("#scenario-results-section")).to_have_attribute("data-status", "succeeded")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "version_diff_scenarios.png"), full_page=True)
+    assert page.js_errors == []  # type: ignore[attr-defined]

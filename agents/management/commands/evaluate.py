@@ -1,9 +1,12 @@
-"""manage.py evaluate [APP ...] [--junit FILE]: run every scenario's expectations, for CI.
+"""manage.py evaluate [APP ...] [--junit FILE] [--jobs N]: run every scenario's expectations.
 
 APP is an app's id or its exact name (none: every app). Each scenario is simulated with
 the real sandbox and its expectations checked (the use case behind the designer's "Run
 all" and the API's evaluate); its outcome is stored as the scenario's last result.
-``--model NAME`` runs them live against a configured model (README: Goldens live).
+The command runs the work as jobs itself (kind ``evaluate_app``, no worker needed):
+``--jobs N`` splits the scenarios into N jobs run at once, each with its own sandbox.
+``--model NAME`` runs them live against a configured model (README: Goldens live), and
+the CX evaluations of the scenario kind with a simulated user (``--judge`` for rubrics).
 Exit status: 0 when no expectation failed (those that need a model do not fail a run),
 1 when one failed, 2 when an APP names no app (or --model no configured model).
 ``--junit FILE`` writes JUnit XML.
@@ -12,19 +15,41 @@ Exit status: 0 when no expectation failed (those that need a model do not fail a
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import SimpleNamespace
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connection
 
 from agents import selectors
-from agents.core.diagnostics import Severity
-from agents.core.evaluate import JUnitCase, junit_xml
-from agents.models import AgentApp
+from agents.core.evaluate import ExpectationResult, JUnitCase, ScenarioEvaluation, junit_xml
+from agents.models import AgentApp, Job
+from agents.services import evaluation, jobs
 from agents.services.common import ServiceError
-from agents.services.evaluation import app_evaluate, summarise
 
 _LABEL = {"passed": "PASS", "failed": "FAIL", "needs_model": "MODEL", "none": "----"}
+
+
+def _evaluation(data: dict[str, Any]) -> ScenarioEvaluation:
+    results = tuple(
+        ExpectationResult(**{**r, "differences": tuple(r.get("differences", ()))})
+        for r in data["results"]
+    )
+    return ScenarioEvaluation(
+        results=results,
+        status=data["status"],
+        passed=data["passed"],
+        failed=data["failed"],
+        needs_model=data["needs_model"],
+    )
+
+
+def _run(job: Job) -> Job | None:
+    try:
+        return jobs.job_run(str(job.pk))
+    finally:
+        connection.close()  # a thread's own connection
 
 
 class Command(BaseCommand):
@@ -33,6 +58,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("apps", nargs="*", help="app ids or exact names (default: all)")
         parser.add_argument("--junit", metavar="FILE", help="write JUnit XML to FILE")
+        parser.add_argument(
+            "--jobs", type=int, default=1, metavar="N", help="run N jobs at once (default 1)"
+        )
         parser.add_argument(
             "--model",
             metavar="NAME",
@@ -58,9 +86,132 @@ class Command(BaseCommand):
             apps.extend(a for a in found if a not in apps)
         return apps
 
+    def submit(
+        self, apps: list[AgentApp], parallel: int, model: str | None = None
+    ) -> list[tuple[AgentApp, list[Job]]]:
+        """The jobs of each app: its scenarios split into `parallel` chunks."""
+        planned = []
+        for app in apps:
+            _, pairs = evaluation.app_scenarios(app)
+            ids = [s.pk for _, s in pairs]
+            chunks = [ids[i::parallel] for i in range(parallel)] if parallel > 1 else [ids]
+            planned.append(
+                (
+                    app,
+                    [
+                        jobs.job_submit(
+                            kind="evaluate_app",
+                            owner=None,
+                            app=app,
+                            params={"scenarios": chunk, **({"model": model} if model else {})},
+                            enqueue=False,
+                        )
+                        for chunk in chunks
+                        if chunk or len(chunks) == 1
+                    ],
+                )
+            )
+        return planned
+
+    def handle(self, *args: object, **options: object) -> None:
+        apps = self.find_apps([str(a) for a in options["apps"]])  # type: ignore[union-attr]
+        parallel = max(1, int(options["jobs"]))  # type: ignore[call-overload]
+        model = str(options.get("model") or "") or None
+        if model:
+            from agents.services.live_models import resolve_model
+
+            for app in apps:  # an unknown model fails before anything runs
+                try:
+                    resolve_model(app, model)
+                except ServiceError as exc:
+                    raise CommandError(str(exc), returncode=2) from exc
+        planned = self.submit(apps, parallel, model)
+        every = [job for _, app_jobs in planned for job in app_jobs]
+        if parallel > 1:
+            with ThreadPoolExecutor(max_workers=parallel) as pool:
+                list(pool.map(_run, every))
+        else:
+            for job in every:
+                jobs.job_run(str(job.pk))
+        cases: list[JUnitCase] = []
+        outcomes: list[dict[str, Any]] = []
+        for app, app_jobs in planned:
+            done = [Job.objects.get(pk=job.pk) for job in app_jobs]
+            for job in done:
+                if job.status != "succeeded":
+                    self.stderr.write(f"ERROR  {app.name}: the job {job.status}: {job.error}")
+            scenarios = [s for job in done for s in (job.result or {}).get("scenarios", [])]
+            order = {
+                pk: i for i, pk in enumerate(s.pk for _, s in evaluation.app_scenarios(app)[1])
+            }
+            scenarios.sort(key=lambda s: order.get(s["scenario"], len(order)))
+            for data in scenarios:
+                outcomes.append(data)
+                self.report(app, data, cases)
+            if model:
+                outcomes.extend(self.user_scenarios(app, model, options, cases))
+                continue
+            for name, file in selectors.app_needs_model_evaluations(app):
+                self.stdout.write(
+                    f"MODEL  {app.name} / {name}  (CX evaluation of the scenario kind, {file}: "
+                    "a simulated user and rubrics need a model; not run)"
+                )
+        summary = evaluation.summary_data(outcomes)["summary"]
+        self.stdout.write(
+            f"{summary['passed']} passed, {summary['failed']} failed, {summary['needs_model']} "
+            f"need a model, {summary['no_expectations']} without expectations"
+        )
+        if options.get("junit"):
+            path = Path(str(options["junit"]))
+            try:
+                path.write_text(junit_xml(cases), encoding="utf-8")
+            except OSError as exc:
+                raise CommandError(f"{path}: {exc.strerror or exc}", returncode=2) from exc
+        if summary["failed"]:
+            raise CommandError(f"{summary['failed']} scenario(s) failed.", returncode=1)
+
+    def report(self, app: AgentApp, data: dict[str, Any], cases: list[JUnitCase]) -> None:
+        evaluation_ = _evaluation(data)
+        counts = (
+            f"{evaluation_.passed} passed, {evaluation_.failed} failed, "
+            f"{evaluation_.needs_model} need a model"
+        )
+        live = ""
+        if data.get("live"):
+            run = data["live"]
+            live = (
+                f" [live {run['model']}: {run['model_calls']} model calls, "
+                f"{run['tokens_in']}+{run['tokens_out']} tokens, ${run['cost']:.4f}"
+                + (f", error: {run['error']}" if run["error"] else "")
+                + "]"
+            )
+        self.stdout.write(
+            f"{_LABEL[evaluation_.status]}  {app.name} / {data['agent_name']} / "
+            f"{data['name']}  ({counts}){live}"
+        )
+        for r in evaluation_.results:
+            # A failure, or one the calls the golden leaves out decide (said why).
+            if r.status == "failed" or r.left_to_model:
+                note = f" [{r.note}]" if r.note else ""
+                self.stdout.write(f"      step {r.step + 1}{note}: {r.line}")
+                self.stdout.write(f"        {r.message}")
+                for d in r.differences:
+                    self.stdout.write(f"          {d}")
+        errors = tuple(d["message"] for d in data["diagnostics"] if d["severity"] == "error")
+        cases.append(
+            JUnitCase(
+                suite=app.name,
+                classname=f"{app.name}.{data['agent_name']}",
+                name=data["name"],
+                evaluation=evaluation_,
+                seconds=float(data.get("seconds", 0.0)),
+                errors=errors,
+            )
+        )
+
     def user_scenarios(
         self, app: AgentApp, model: str, options: dict, cases: list[JUnitCase]
-    ) -> list[SimpleNamespace]:
+    ) -> list[dict[str, Any]]:
         """The CX evaluations of the scenario kind, live: a simulated user, then rubrics."""
         from agents.services.live import run_user_scenarios
 
@@ -70,13 +221,13 @@ class Command(BaseCommand):
         for done in run_user_scenarios(app=app, model=model, judge=judge):
             seconds = time.monotonic() - started
             started = time.monotonic()
-            evaluation = done.evaluation
+            evaluation_ = done.evaluation
             self.stdout.write(
-                f"{_LABEL[evaluation.status]}  {app.name} / {done.name}  (simulated user, "
-                f"{done.turns} turns, ended by {done.ended_by}; {evaluation.passed} passed, "
-                f"{evaluation.failed} failed)"
+                f"{_LABEL[evaluation_.status]}  {app.name} / {done.name}  (simulated user, "
+                f"{done.turns} turns, ended by {done.ended_by}; {evaluation_.passed} passed, "
+                f"{evaluation_.failed} failed)"
             )
-            for r in evaluation.results:
+            for r in evaluation_.results:
                 mark = "ok  " if r.status == "passed" else "FAIL"
                 self.stdout.write(f"      {mark} {r.line}")
                 self.stdout.write(f"        {r.message}")
@@ -85,87 +236,9 @@ class Command(BaseCommand):
                     suite=app.name,
                     classname=f"{app.name}.simulated_user",
                     name=done.name,
-                    evaluation=evaluation,
+                    evaluation=evaluation_,
                     seconds=seconds,
                 )
             )
-            out.append(SimpleNamespace(evaluation=evaluation))
+            out.append({"status": evaluation_.status})
         return out
-
-    def handle(self, *args: object, **options: object) -> None:
-        apps = self.find_apps([str(a) for a in options["apps"]])  # type: ignore[union-attr]
-        model = str(options.get("model") or "") or None
-        cases: list[JUnitCase] = []
-        all_runs = []
-        for app in apps:
-            runs = []
-            started = time.monotonic()
-            try:
-                app_runs = app_evaluate(app=app, actor=None, model=model)
-            except ServiceError as exc:
-                raise CommandError(str(exc), returncode=2) from exc
-            for run in app_runs:
-                seconds = time.monotonic() - started
-                started = time.monotonic()
-                runs.append(run)
-                evaluation = run.evaluation
-                counts = (
-                    f"{evaluation.passed} passed, {evaluation.failed} failed, "
-                    f"{evaluation.needs_model} need a model"
-                )
-                live = ""
-                if run.live is not None:
-                    tokens_in, tokens_out = run.live.tokens
-                    live = (
-                        f" [live {run.live.model}: {len(run.live.calls)} model calls, "
-                        f"{tokens_in}+{tokens_out} tokens, ${run.live.cost:.4f}"
-                        + (f", error: {run.live.error}" if run.live.error else "")
-                        + "]"
-                    )
-                self.stdout.write(
-                    f"{_LABEL[evaluation.status]}  {app.name} / {run.agent.display_name} / "
-                    f"{run.scenario.name}  ({counts}){live}"
-                )
-                for r in evaluation.results:
-                    # A failure, or one the calls the golden leaves out decide (said why).
-                    if r.status == "failed" or r.left_to_model:
-                        note = f" [{r.note}]" if r.note else ""
-                        self.stdout.write(f"      step {r.step + 1}{note}: {r.line}")
-                        self.stdout.write(f"        {r.message}")
-                        for d in r.differences:
-                            self.stdout.write(f"          {d}")
-                errors = tuple(
-                    d.message for d in run.result.diagnostics if d.severity is Severity.ERROR
-                )
-                cases.append(
-                    JUnitCase(
-                        suite=app.name,
-                        classname=f"{app.name}.{run.agent.display_name}",
-                        name=run.scenario.name,
-                        evaluation=evaluation,
-                        seconds=seconds,
-                        errors=errors,
-                    )
-                )
-            all_runs.extend(runs)
-            if model:
-                all_runs.extend(self.user_scenarios(app, model, options, cases))
-                continue
-            for name, file in selectors.app_needs_model_evaluations(app):
-                self.stdout.write(
-                    f"MODEL  {app.name} / {name}  (CX evaluation of the scenario kind, {file}: "
-                    "a simulated user and rubrics need a model; not run)"
-                )
-        summary = summarise(all_runs)
-        self.stdout.write(
-            f"{summary.passed} passed, {summary.failed} failed, {summary.needs_model} need a "
-            f"model, {summary.no_expectations} without expectations"
-        )
-        if options.get("junit"):
-            path = Path(str(options["junit"]))
-            try:
-                path.write_text(junit_xml(cases), encoding="utf-8")
-            except OSError as exc:
-                raise CommandError(f"{path}: {exc.strerror or exc}", returncode=2) from exc
-        if not summary.ok:
-            raise CommandError(f"{summary.failed} scenario(s) failed.", returncode=1)

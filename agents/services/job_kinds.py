@@ -1,0 +1,115 @@
+"""The built-in kinds of job (`agents.services.jobs.register`).
+
+* ``evaluate_app``: every scenario of the app (or the `scenarios` ids given), each stored
+  as its last result and as one item of the job; the result is the API's evaluate body.
+* ``evaluate_scenario``: one scenario (`scenario` id), the same way.
+  Both take `model` (a configured model's name): the scenarios then run live.
+* ``version_diff``: the version diff's scenario results (the page shows the rest at once).
+
+Each runs its simulations on a runner borrowed from the one door
+(`services.simulation.batch_runner`), with the job's caps and its cancel hook.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from django.db import transaction
+
+from agents.models import AppVersion
+from agents.services import evaluation, versions
+from agents.services.jobs import JobContext, register
+from agents.services.simulation import batch_runner
+
+
+def _owner(ctx: JobContext) -> str:
+    """Whose run it is, for the warm session pool (a session never serves two users)."""
+    return f"user:{ctx.job.owner_id}" if ctx.job.owner_id else "command"
+
+
+def _evaluate(ctx: JobContext, only: set[int] | None) -> dict[str, Any]:
+    job = ctx.job
+    loaded, pairs = evaluation.app_scenarios(job.app)
+    if only is not None:
+        pairs = [(a, s) for a, s in pairs if s.pk in only]
+    record = bool(job.params.get("record", True))
+    model = job.params.get("model") or None  # a live run against that model (issue 21)
+    done = ctx.done_keys()
+    ctx.progress(done=len(done), total=len(pairs))
+    with batch_runner(caps=ctx.caps, should_stop=ctx.should_stop, owner=_owner(ctx)) as runner:
+        for position, (agent, scenario) in enumerate(pairs):
+            key = f"scenario:{scenario.pk}"
+            if key in done:
+                continue
+            ctx.check()
+            ctx.progress(current=f"{agent.display_name} / {scenario.name}")
+            started = time.monotonic()
+            if model:
+                run = evaluation.live_scenario_run(
+                    app=loaded,
+                    agent=agent,
+                    scenario=scenario,
+                    model=model,
+                    actor=job.owner,
+                    runner=runner,
+                )
+            else:
+                run = evaluation.scenario_run(
+                    app=loaded, agent=agent, scenario=scenario, runner=runner
+                )
+            data = {**evaluation.run_data(run), "seconds": round(time.monotonic() - started, 3)}
+            if ctx.cancelled:  # stopped mid-scenario: that outcome is not the scenario's
+                break
+            with transaction.atomic():
+                if ctx.item(key, data, position=position) and record:
+                    evaluation.scenario_result_record(
+                        scenario=scenario,
+                        evaluation=run.evaluation,
+                        app_revision=loaded.revision,
+                        actor=job.owner,
+                    )
+            done.add(key)
+            ctx.progress(done=len(done))
+    ctx.check()
+    return evaluation.summary_data(ctx.items())
+
+
+def evaluate_app(ctx: JobContext) -> dict[str, Any]:
+    wanted = ctx.job.params.get("scenarios")
+    return _evaluate(ctx, None if wanted is None else {int(pk) for pk in wanted})
+
+
+def evaluate_scenario(ctx: JobContext) -> dict[str, Any]:
+    result = _evaluate(ctx, {int(ctx.job.params["scenario"])})
+    return result["scenarios"][0] if result["scenarios"] else result
+
+
+def _side(app: Any, number: int | None) -> versions.DiffSide:
+    version = None if number is None else AppVersion.objects.get(app=app, number=number)
+    return versions.diff_side(app, version)
+
+
+def version_diff(ctx: JobContext) -> dict[str, Any]:
+    params = ctx.job.params
+    app = ctx.job.app
+    ctx.progress(done=0, total=1, current="simulating the scenarios of both sides")
+    with batch_runner(caps=ctx.caps, should_stop=ctx.should_stop, owner=_owner(ctx)) as runner:
+        diff = versions.app_diff(
+            app,
+            _side(app, params.get("before")),
+            _side(app, params.get("after")),
+            values=params.get("values") or {},
+            channel=params.get("channel", "web"),
+            modality=params.get("modality", "text"),
+            runner=runner,
+        )
+    ctx.check()
+    ctx.progress(done=1)
+    return {"scenarios": [dataclasses.asdict(s) for s in diff.scenarios]}
+
+
+register("evaluate_app", run=evaluate_app, label="Run all")
+register("evaluate_scenario", run=evaluate_scenario, label="Evaluate a scenario")
+register("version_diff", run=version_diff, label="Version diff: scenario results")

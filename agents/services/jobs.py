@@ -1,0 +1,440 @@
+"""Jobs: long work (Run all, evaluate, the version diff's scenarios, large imports) run by a
+worker, not in the web request (README, "Jobs").
+
+A request calls `job_submit`: a `Job` row is written and its id is enqueued on Django's
+Tasks framework (``agents.tasks.run_job``; the backend is ``TASKS_BACKEND``: the database
+queue by default, RQ on Redis to spread workers over machines). A worker calls `job_run`,
+which claims the job (one conditional UPDATE: a job never runs twice at once), runs its
+kind's function and stores the outcome. The row is the truth the page and the API read:
+status, progress, the current piece, the result, the error.
+
+Job kinds are pluggable: `register(name, run=...)` adds one; `run(ctx)` gets a
+`JobContext` (the job, its caps, the bounded-runner stop hook, progress, idempotent items)
+and returns the result (JSON). Every piece of work a kind stores goes through
+`JobContext.item(key, ...)`, written once per (job, key): a job retried after its worker
+died skips the pieces already done and never stores one twice.
+
+A worker killed mid-job (SIGKILL, a lost machine) leaves the job "running" with a stale
+heartbeat; `jobs_recover` (run by every worker at start and then periodically, and by a
+read of the job) queues it again, up to ``JOBS_MAX_ATTEMPTS`` runs, then marks it failed
+with the reason. Never lost silently, never run twice to a double write.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from agents.models import JOB_ACTIVE, JOB_FINISHED, AgentApp, Job, JobItem, JobStatus
+from agents.services.common import Actor
+from agents.services.simulation import Caps
+
+logger = logging.getLogger("agents.jobs")
+
+DEFAULTS: dict[str, float] = {
+    "JOBS_MAX_ACTIVE_PER_USER": 4,
+    "JOBS_MAX_SECONDS": 600.0,
+    "JOBS_MAX_CODE_CALLS": 20000,
+    "JOBS_MAX_MODEL_CALLS": 1000,
+    "JOBS_MAX_TOKENS": 2_000_000,
+    "JOBS_HEARTBEAT_SECONDS": 5.0,
+    "JOBS_STALE_SECONDS": 60.0,
+    "JOBS_MAX_ATTEMPTS": 2,
+}
+# How often a running job reads its row for a cancel request (and writes its heartbeat).
+CANCEL_POLL_SECONDS = 0.25
+
+
+def setting(name: str) -> float:
+    return getattr(settings, name, DEFAULTS[name])
+
+
+def this_worker() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+# ---------------------------------------------------------------- kinds
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """A kind of job: `run(ctx)` does the work and returns the result (JSON)."""
+
+    name: str
+    run: Callable[[JobContext], Any]
+    label: str = ""
+
+
+KINDS: dict[str, JobKind] = {}
+
+
+def register(name: str, *, run: Callable[[JobContext], Any], label: str = "") -> JobKind:
+    """Add a kind of job (e.g. the live-model runs): `job_submit(kind=name, ...)` then runs
+    `run(ctx)` in a worker. Register at import of a module that `agents.apps` loads."""
+    kind = JobKind(name, run, label or name.replace("_", " "))
+    KINDS[name] = kind
+    return kind
+
+
+def job_kind(name: str) -> JobKind:
+    from agents.services import job_kinds  # noqa: F401 - registers the built-in kinds
+
+    if name not in KINDS:
+        raise ValueError(f"No job kind {name!r}; known: {', '.join(sorted(KINDS))}.")
+    return KINDS[name]
+
+
+# ---------------------------------------------------------------- errors
+
+
+class JobLimitError(Exception):
+    """The user has as many queued and running jobs as ``JOBS_MAX_ACTIVE_PER_USER`` allows."""
+
+    def __init__(self, active: int, limit: int) -> None:
+        self.active = active
+        self.limit = limit
+        super().__init__(
+            f"Too many jobs: you have {active} queued or running, and at most {limit} are "
+            f"allowed at once (JOBS_MAX_ACTIVE_PER_USER={limit}). Wait for one to finish, "
+            "or cancel one."
+        )
+
+
+class JobStopped(Exception):
+    """Raised inside a job's run: cancelled, or past one of the job's own caps."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        self.status = status
+        self.reason = reason
+        super().__init__(reason)
+
+
+# ---------------------------------------------------------------- submit, cancel
+
+
+def default_caps() -> dict[str, Any]:
+    return {
+        "max_steps": int(getattr(settings, "SIMULATION_MAX_STEPS", 300)),
+        "max_code_calls": int(setting("JOBS_MAX_CODE_CALLS")),
+        "max_seconds": float(setting("JOBS_MAX_SECONDS")),
+        "max_model_calls": int(setting("JOBS_MAX_MODEL_CALLS")),
+        "max_tokens": int(setting("JOBS_MAX_TOKENS")),
+    }
+
+
+def job_submit(
+    *,
+    kind: str,
+    owner: Actor,
+    app: AgentApp | None = None,
+    params: dict[str, Any] | None = None,
+    caps: dict[str, Any] | None = None,
+    reuse: bool = False,
+    enqueue: bool = True,
+) -> Job:
+    """Write a queued job and enqueue it (after the transaction commits).
+
+    Refused with `JobLimitError` when the owner already has ``JOBS_MAX_ACTIVE_PER_USER``
+    jobs queued or running. `reuse`: an unfinished or succeeded job of the same kind, app,
+    parameters and app revision by the same owner is returned instead of a new one (the
+    version diff's page reloaded). `enqueue` False: the caller runs it itself
+    (`manage.py evaluate`)."""
+    job_kind(kind)
+    params = dict(params or {})
+    if app is not None:
+        params.setdefault("app_revision", app.revision)
+    user = owner if owner is not None and owner.pk else None
+    with transaction.atomic():
+        if user is not None:
+            # One submission at a time per user: the count below cannot race.
+            get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+            if reuse:
+                found = (
+                    Job.objects.filter(kind=kind, owner=user, app=app, params=params)
+                    .exclude(status__in=(JobStatus.FAILED, JobStatus.CANCELLED))
+                    .order_by("-created_at")
+                    .first()
+                )
+                if found is not None:
+                    return found
+            active = Job.objects.filter(owner=user, status__in=JOB_ACTIVE).count()
+            limit = int(setting("JOBS_MAX_ACTIVE_PER_USER"))
+            if active >= limit:
+                raise JobLimitError(active, limit)
+        job = Job.objects.create(
+            kind=kind,
+            owner=user,
+            app=app,
+            params=params,
+            caps={**default_caps(), **(caps or {})},
+        )
+        if enqueue:
+            transaction.on_commit(lambda: _enqueue(job.pk))
+    return job
+
+
+def _enqueue(job_id: Any) -> None:
+    from agents.tasks import run_job
+
+    result = run_job.enqueue(str(job_id))
+    Job.objects.filter(pk=job_id, task_id="").update(task_id=str(result.id)[:64])
+
+
+@transaction.atomic
+def job_cancel(*, job: Job) -> Job:
+    """Cancel a job: a queued one at once; a running one stops at its next code call or
+    scenario (its finished pieces are kept). A finished job is left as it is."""
+    now = timezone.now()
+    queued = Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED)
+    if not queued.update(
+        status=JobStatus.CANCELLED, finished_at=now, current="", error="Cancelled before it ran."
+    ):
+        Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(cancel_requested=True)
+    return Job.objects.get(pk=job.pk)
+
+
+# ---------------------------------------------------------------- the worker's side
+
+
+class JobContext:
+    """What a kind's `run` gets: its job, caps, progress, items and the stop hook."""
+
+    def __init__(self, job: Job, worker: str, clock: Callable[[], float] = time.monotonic):
+        self.job = job
+        self.worker = worker
+        self.clock = clock
+        caps = job.caps or {}
+        self.caps = Caps(
+            max_code_calls=caps.get("max_code_calls"),
+            max_seconds=caps.get("max_seconds"),
+            max_model_calls=caps.get("max_model_calls"),
+            max_tokens=caps.get("max_tokens"),
+            started=clock(),
+        )
+        self.cancelled = False
+        self._polled = float("-inf")
+        self._beat = clock()
+
+    # Progress and heartbeat -------------------------------------------------
+
+    def _mine(self) -> Any:
+        return Job.objects.filter(pk=self.job.pk, status=JobStatus.RUNNING, worker=self.worker)
+
+    def progress(
+        self, *, done: int | None = None, total: int | None = None, current: str | None = None
+    ) -> None:
+        fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
+        if done is not None:
+            fields["progress_done"] = self.job.progress_done = done
+            of = total if total is not None else self.job.progress_total
+            logger.info("job %s: %s of %s done", self.job.pk, done, of)
+        if total is not None:
+            fields["progress_total"] = self.job.progress_total = total
+        if current is not None:
+            fields["current"] = self.job.current = current[:300]
+        self._mine().update(**fields)
+        self._beat = self.clock()
+
+    def should_stop(self) -> str:
+        """ "" to go on; else why to stop (the bounded runner refuses the call with it)."""
+        now = self.clock()
+        if self.cancelled:
+            return "the job was cancelled"
+        if now - self._polled >= CANCEL_POLL_SECONDS:
+            self._polled = now
+            row = Job.objects.filter(pk=self.job.pk).values("cancel_requested", "status").first()
+            if row is None or row["cancel_requested"] or row["status"] != JobStatus.RUNNING:
+                self.cancelled = True
+                return "the job was cancelled"
+        if now - self._beat >= float(setting("JOBS_HEARTBEAT_SECONDS")):
+            self._mine().update(heartbeat_at=timezone.now())
+            self._beat = now
+        return ""
+
+    def check(self) -> None:
+        """Between pieces: stop when cancelled or past the job's time cap."""
+        self._polled = float("-inf")
+        if self.should_stop():
+            raise JobStopped(JobStatus.CANCELLED, "Cancelled.")
+        caps = self.caps
+        if caps.max_seconds is not None and self.clock() - caps.started >= caps.max_seconds:
+            raise JobStopped(
+                JobStatus.FAILED,
+                f"The job reached its time cap of {caps.max_seconds:g} s (JOBS_MAX_SECONDS) "
+                f"after {self.job.progress_done} of {self.job.progress_total}.",
+            )
+        if caps.max_code_calls is not None and caps.code_calls >= caps.max_code_calls:
+            raise JobStopped(
+                JobStatus.FAILED,
+                f"The job reached its cap of {caps.max_code_calls} code calls "
+                f"(JOBS_MAX_CODE_CALLS) after {self.job.progress_done} of "
+                f"{self.job.progress_total}.",
+            )
+
+    # Items ------------------------------------------------------------------
+
+    def done_keys(self) -> set[str]:
+        return set(JobItem.objects.filter(job=self.job).values_list("key", flat=True))
+
+    def item(self, key: str, data: Any, *, position: int = 0) -> bool:
+        """Store one finished piece, once per (job, key); False when it was already stored
+        (a retried job): the caller then writes nothing else for it. Call inside the
+        transaction that writes the piece's own rows, so both or neither are stored."""
+        try:
+            with transaction.atomic():
+                JobItem.objects.create(job=self.job, key=key, data=data, position=position)
+        except IntegrityError:
+            return False
+        return True
+
+    def items(self) -> list[Any]:
+        return [item.data for item in JobItem.objects.filter(job=self.job)]
+
+
+def job_run(job_id: str, *, worker: str | None = None) -> Job | None:
+    """Claim the job and run it (the task's body). None when it is not queued any more
+    (cancelled, or claimed by another worker): nothing runs twice."""
+    worker = worker or this_worker()
+    now = timezone.now()
+    claimed = Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(
+        status=JobStatus.RUNNING,
+        worker=worker,
+        attempts=F("attempts") + 1,
+        started_at=now,
+        heartbeat_at=now,
+        error="",
+    )
+    if not claimed:
+        return None
+    job = Job.objects.select_related("app", "owner").get(pk=job_id)
+    ctx = JobContext(job, worker)
+    logger.info("job %s (%s) started by %s, attempt %s", job.pk, job.kind, worker, job.attempts)
+    status, result, error = JobStatus.SUCCEEDED, None, ""
+    try:
+        result = job_kind(job.kind).run(ctx)
+        if ctx.cancelled:
+            status, error = JobStatus.CANCELLED, "Cancelled."
+    except JobStopped as stop:
+        status, error = stop.status, stop.reason
+    except Exception as exc:  # the job fails with the reason; the worker goes on
+        logger.exception("job %s (%s) failed", job.pk, job.kind)
+        status, error = JobStatus.FAILED, f"{type(exc).__name__}: {exc}"
+    if result is None and status != JobStatus.SUCCEEDED:
+        result = partial_result(job, ctx)
+    finished = timezone.now()
+    ctx._mine().update(status=status, result=result, error=error, finished_at=finished, current="")
+    logger.info("job %s (%s) %s", job.pk, job.kind, status)
+    job.refresh_from_db()
+    return job
+
+
+def partial_result(job: Job, ctx: JobContext) -> Any:
+    items = ctx.items()
+    return {"scenarios": items} if items else None
+
+
+# ---------------------------------------------------------------- recovery
+
+
+def _worker_gone(worker: str) -> bool:
+    """True when `worker` ran on this host and its process is gone."""
+    host, _, pid = worker.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def jobs_recover(jobs: Iterable[Job] | None = None) -> list[Job]:
+    """Running jobs whose worker is gone (its process on this host has exited, or no
+    heartbeat for ``JOBS_STALE_SECONDS``): queue each again, or after
+    ``JOBS_MAX_ATTEMPTS`` runs mark it failed with the reason. Returns those touched."""
+    stale_before = timezone.now() - timedelta(seconds=float(setting("JOBS_STALE_SECONDS")))
+    candidates = (
+        list(jobs) if jobs is not None else list(Job.objects.filter(status=JobStatus.RUNNING))
+    )
+    touched: list[Job] = []
+    max_attempts = int(setting("JOBS_MAX_ATTEMPTS"))
+    for job in candidates:
+        if job.status != JobStatus.RUNNING:
+            continue
+        beat = job.heartbeat_at or job.started_at or job.created_at
+        if not (_worker_gone(job.worker) or beat < stale_before):
+            continue
+        lost = Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING, worker=job.worker)
+        why = f"its worker ({job.worker}) stopped during attempt {job.attempts}"
+        if job.attempts < max_attempts and not job.cancel_requested:
+            again = {"current": "", "worker": "", "error": f"Retried: {why}."}
+            if lost.update(status=JobStatus.QUEUED, **again):
+                logger.warning("job %s: %s; queued again", job.pk, why)
+                transaction.on_commit(lambda pk=job.pk: _enqueue(pk))
+                touched.append(job)
+        else:
+            status = JobStatus.CANCELLED if job.cancel_requested else JobStatus.FAILED
+            message = (
+                f"The job failed: {why} of {max_attempts} (JOBS_MAX_ATTEMPTS). The scenarios "
+                "it finished are kept; run it again for the rest."
+            )
+            if lost.update(status=status, current="", finished_at=timezone.now(), error=message):
+                logger.warning("job %s: %s; marked %s", job.pk, why, status)
+                touched.append(job)
+    return touched
+
+
+# ---------------------------------------------------------------- reads
+
+
+def job_for_user(user: Actor, job_id: Any) -> Job:
+    """The job, when `user` submitted it; Job.DoesNotExist otherwise (operators see every
+    job in the admin). A running job whose worker is gone is recovered first."""
+    if user is None or not user.pk:
+        raise Job.DoesNotExist
+    job = Job.objects.select_related("app").get(pk=job_id, owner=user)
+    if job.status == JobStatus.RUNNING and jobs_recover([job]):
+        job.refresh_from_db()
+    return job
+
+
+def job_data(job: Job, *, url: str = "") -> dict[str, Any]:
+    """The job as the API and the page show it (`result.scenarios` fill in as they
+    finish; the whole result once the job succeeded)."""
+    result = job.result
+    if result is None and job.status in JOB_ACTIVE:
+        items = [item.data for item in JobItem.objects.filter(job=job)]
+        result = {"scenarios": items} if items else None
+    return {
+        "id": str(job.pk),
+        "kind": job.kind,
+        "url": url,
+        "status": job.status,
+        "progress": {"done": job.progress_done, "total": job.progress_total},
+        "current": job.current,
+        "result": result,
+        "error": job.error,
+        "attempts": job.attempts,
+        "caps": job.caps,
+        "created_at": job.created_at,
+        "started_at": job.started_at,
+        "finished_at": job.finished_at,
+    }
+
+
+def is_finished(job: Job) -> bool:
+    return job.status in JOB_FINISHED

@@ -1,0 +1,111 @@
+"""Run all as a job on the designer page: submit, the progress fragment, cancel.
+
+"Run all" answers at once with the job's progress fragment; while the job is queued or
+running the fragment asks for itself again every half second (htmx polling; README,
+"Jobs": why polling rather than server-sent events), so the bar moves, the results fill
+in as scenarios finish, and the Cancel button stops the job. The work is a worker's
+(`agents.services.jobs`, kind ``evaluate_app``); no request waits for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from agents import selectors
+from agents.models import JOB_ACTIVE, AgentApp, Job
+from agents.ratelimit import rate_limited
+from agents.services import jobs
+from designer.views import _designer_context, _loaded_app
+
+DESIGNER = "agents/app_designer.html"
+POLL_MS = 500
+
+
+def _job(request: HttpRequest, app: AgentApp, job_id: object) -> Job:
+    try:
+        job = jobs.job_for_user(request.user, job_id)
+    except Job.DoesNotExist:
+        raise Http404("No such job of yours.") from None
+    if job.app_id != app.pk:
+        raise Http404("No such job for this app.")
+    return job
+
+
+def run_all_context(app: AgentApp, job: Job) -> dict[str, Any]:
+    """What the Run-all fragment shows of `job`: progress, rows so far, the summary."""
+    data = jobs.job_data(job)
+    scenarios = (data["result"] or {}).get("scenarios", [])
+    rows = [
+        {
+            **s,
+            "failed_steps": [r for r in s["results"] if r["status"] == "failed"],
+        }
+        for s in scenarios
+    ]
+    start = job.started_at
+    end = job.finished_at or timezone.now()
+    finished = job.status not in JOB_ACTIVE
+    summary = (data["result"] or {}).get("summary") if finished else None
+    needs_model = selectors.app_needs_model_evaluations(app) if finished else []
+    return {
+        "job": job,
+        "rows": rows,
+        "done": job.progress_done,
+        "total": job.progress_total,
+        "elapsed": (end - start).total_seconds() if start else 0.0,
+        "active": not finished,
+        "summary": summary,
+        "needs_model": needs_model,
+        # Every "?" row: scenarios whose expectations need a model, and CX evaluations.
+        "needs_model_count": (summary or {}).get("needs_model", 0) + len(needs_model),
+        "poll_ms": POLL_MS,
+    }
+
+
+def render_run_all(request: HttpRequest, app: AgentApp, access: Any, job: Job) -> HttpResponse:
+    context = {"app": app, "access": access, "run_all": run_all_context(app, job)}
+    return render(request, f"{DESIGNER}#run-all", context)
+
+
+@login_required
+@require_POST
+@rate_limited("simulate", "simulations")
+def app_run_all(request: HttpRequest, app_id: int) -> HttpResponse:
+    """Submit Run all (a newer one supersedes this user's unfinished one for the app); the
+    progress fragment, or the designer page with it without JavaScript."""
+    app, access = _loaded_app(request, app_id)
+    for old in Job.objects.filter(
+        owner=request.user, app=app, kind="evaluate_app", status__in=JOB_ACTIVE
+    ):
+        jobs.job_cancel(job=old)
+    try:
+        job = jobs.job_submit(kind="evaluate_app", owner=request.user, app=app)
+    except jobs.JobLimitError as exc:
+        return HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8")
+    if request.htmx:
+        return render_run_all(request, app, access, job)
+    context = _designer_context(request, app, access)
+    context["run_all"] = run_all_context(app, job)
+    return render(request, DESIGNER, context)
+
+
+@login_required
+@require_GET
+def run_all_status(request: HttpRequest, app_id: int, job_id: object) -> HttpResponse:
+    """The Run-all fragment of one job (polled while it runs)."""
+    app, access = selectors.app_for_user(request.user, app_id)
+    return render_run_all(request, app, access, _job(request, app, job_id))
+
+
+@login_required
+@require_POST
+def run_all_cancel(request: HttpRequest, app_id: int, job_id: object) -> HttpResponse:
+    app, access = selectors.app_for_user(request.user, app_id)
+    job = jobs.job_cancel(job=_job(request, app, job_id))
+    return render_run_all(request, app, access, job)

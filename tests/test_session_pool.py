@@ -1,0 +1,74 @@
+"""The worker's warm sandbox pool (README, Jobs): a session is reused warm by the same
+user's next job, never by another user's, and nothing planted by one user's code is seen
+by the next run of another user's app."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents import services
+from agents.services import jobs, simulation
+
+pytestmark = pytest.mark.django_db
+
+PLANT = (
+    "import math, json, functools\n"
+    "def LookupBalance(account_id=''):\n"
+    "    planted = []\n"
+    "    for module in (math, json, functools):\n"
+    "        try:\n"
+    "            module.statecraft_marker = 'from ada'\n"
+    "            planted.append(module.__name__)\n"
+    "        except Exception:\n"
+    "            pass\n"
+    "    return {'planted': planted}\n"
+)
+LOOK = (
+    "import math, json, functools\n"
+    "def LookupBalance(account_id=''):\n"
+    "    seen = [getattr(m, 'statecraft_marker', None) for m in (math, json, functools)]\n"
+    "    return {'seen': [s for s in seen if s]}\n"
+)
+
+
+@pytest.fixture
+def pool():
+    made = simulation.use_session_pool(2)
+    yield made
+    simulation.use_session_pool(0)
+
+
+def _app(owner, code: str, expect: str = ""):
+    from agents.demo import load_demo
+
+    bank = next(a for a in load_demo(owner) if a.name == "Bank demo")
+    services.tool_update(tool=bank.tools.get(), python_code=code)
+    services.scenario_save(
+        agent=bank.agents.get(),
+        name="Probe",
+        steps_script='user: hi\ntool: LookupBalance {"account_id": "x"}' + expect,
+    )
+    return bank
+
+
+def _run(owner, app):
+    job = jobs.job_submit(kind="evaluate_app", owner=owner, app=app, enqueue=False)
+    return jobs.job_run(str(job.pk))
+
+
+def _returned(job, scenario="Probe"):
+    (probe,) = [s for s in job.result["scenarios"] if s["name"] == scenario]
+    return probe
+
+
+def test_another_users_run_gets_a_fresh_session_and_sees_no_marker(pool, user, other_user):
+    ada_app = _app(user, PLANT)
+    _run(user, ada_app)
+    _run(user, ada_app)
+    assert (pool.started, pool.reused) == (1, 1)  # ada's second job took her warm session
+    bob_app = _app(other_user, LOOK, '\nexpect response: LookupBalance {"seen": []}')
+    bob = _run(other_user, bob_app)
+    assert (pool.started, pool.reused) == (2, 1)  # bob never gets ada's session
+    probe = _returned(bob)
+    # Bob's tool, run in the pool right after ada's, found none of her markers.
+    assert (probe["status"], probe["passed"]) == ("passed", 1), probe["results"]

@@ -1,0 +1,99 @@
+"""A real worker process for tests: `manage.py worker` on the test database, whose output
+is read line by line with a deadline (the tests wait for what it says, never for a time)."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+# About 0.3 s of work per call, whatever the machine: it watches the clock.
+SLOW_TOOL = (
+    "import datetime\n"
+    "def LookupBalance(account_id=''):\n"
+    "    start = datetime.datetime.now()\n"
+    "    while (datetime.datetime.now() - start).total_seconds() < 0.3:\n"
+    "        pass\n"
+    "    return {'balance': 1}\n"
+)
+
+
+class Worker:
+    """`manage.py worker` in its own process, on the test database."""
+
+    def __init__(self, **env: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "manage.py", "worker", "--interval=0.05"],
+            cwd=ROOT,
+            env={
+                **os.environ,
+                "DJANGO_SETTINGS_MODULE": "tests.settings",
+                "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
+                "PYTHONUNBUFFERED": "1",
+                **env,
+            },
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        self.seen: list[str] = []
+        self.cursor = 0  # lines before it were matched by an earlier wait
+
+    def wait_for(self, text: str, timeout: float = 90) -> str:
+        """The next line containing `text`; fails with all output at the deadline."""
+        for i in range(self.cursor, len(self.seen)):
+            if text in self.seen[i]:
+                self.cursor = i + 1
+                return self.seen[i]
+        deadline = time.monotonic() + timeout
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            while (left := deadline - time.monotonic()) > 0:
+                if not sel.select(left):
+                    break
+                line = self.proc.stdout.readline()
+                if not line:
+                    break
+                self.seen.append(line)
+                if text in line:
+                    self.cursor = len(self.seen)
+                    return line
+        raise AssertionError(f"no line with {text!r}; the worker said:\n{''.join(self.seen)}")
+
+    def kill(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.proc.stdout.close()
+
+
+def slow_app(bank, scenarios: int, calls: int = 1) -> int:
+    """The bank demo with `scenarios` more scenarios of `calls` slow tool calls each (each
+    call its own arguments: nothing is memoised); returns how many scenarios it has."""
+    from agents import services
+
+    services.tool_update(tool=bank.tools.get(), python_code=SLOW_TOOL)
+    agent = bank.agents.get()
+    for i in range(scenarios):
+        services.scenario_save(
+            agent=agent,
+            name=f"Slow {i}",
+            steps_script="user: hi\n"
+            + "\n".join(f'tool: LookupBalance {{"account_id": "{i}-{c}"}}' for c in range(calls)),
+        )
+    return bank.agents.get().scenarios.count()
