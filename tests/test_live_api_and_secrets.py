@@ -76,13 +76,18 @@ def test_api_simulate_with_a_model_runs_live_and_reports_tokens_and_cost(
     assert replay["live"]["mode"] == "replay" and replay["live"]["drift"] == []
 
 
-def test_api_evaluate_with_a_model(signed_in, configured, bank_app):  # noqa: F811
+def test_api_evaluate_with_a_model(signed_in, configured, bank_app, run_jobs):  # noqa: F811
+    """The evaluate job runs the goldens live: its result holds the live run's figures."""
     app = bank_app[0]
     configured.script(openai_call("LookupBalance", {}), openai_text("It is 1,250 EUR."))
-    body = signed_in.post(
+    response = signed_in.post(
         f"/api/apps/{app.pk}/evaluate", {"model": "loop"}, content_type="application/json"
-    ).json()
+    )
+    assert response.status_code == 202
+    assert run_jobs() == 1
+    body = signed_in.get(response.json()["url"]).json()["result"]
     assert body["ok"] is True and body["summary"]["passed"] == 1
+    assert body["scenarios"][0]["live"]["model_calls"] == 2
 
 
 def test_an_unknown_model_is_a_400_naming_the_field(signed_in, configured, bank_app):  # noqa: F811
