@@ -160,6 +160,24 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _relayed(author: str, part: Any) -> str | None:
+    """Another agent's message, call or response as the current agent reads it (ADK's
+    ``[agent] said: …``; Statecraft's simulation words it the same way); None for a part
+    with nothing to say (an inline payload)."""
+    if part.text:
+        return f"[{author}] said: {part.text}"
+    call = part.function_call
+    if call is not None:
+        return (
+            f"[{author}] called tool `{call.name}` with parameters: {render_value(call.args or {})}"
+        )
+    response = part.function_response
+    if response is not None:
+        value = response.response if isinstance(response.response, dict) else {"result": None}
+        return f"[{author}] `{response.name}` tool returned result: {render_value(value)}"
+    return None
+
+
 def _cx_events(session: Any) -> list[cx.Event]:
     out = []
     for number, event in enumerate(getattr(session, "events", None) or ()):
@@ -517,9 +535,17 @@ class App:
                 state[name] = copy.deepcopy(value)
         state[SESSION_KEY] = given
 
-    def history(self, session: Any) -> list[types.Content]:
+    def history(
+        self, session: Any, agent: str = "", *, state_updates: bool = True
+    ) -> list[types.Content]:
         """The contents the model receives: the session's events, each preceded by a
-        ``<state_update>`` per declared variable its state delta changed."""
+        ``<state_update>`` per declared variable its state delta changed. Without
+        `state_updates`, the runtime's contents a model callback reads as
+        ``llm_request.contents`` (messages, calls and responses: the user's message is the
+        last content of a turn's first call, as CX code reads it). For the agent `agent`,
+        another agent's message, call or response is user text in ``<context>`` (as
+        Statecraft's simulation relays it, the marker CX code such as Bella Notte's
+        filters)."""
         running = copy.deepcopy(self.defaults)
         out: list[types.Content] = []
 
@@ -530,8 +556,9 @@ class App:
                 running.pop(name, None)
             else:
                 running[name] = value
-            text = state_update_text(name, value)
-            out.append(types.Content(role="user", parts=[types.Part(text=text)]))
+            if state_updates:
+                text = state_update_text(name, value)
+                out.append(types.Content(role="user", parts=[types.Part(text=text)]))
 
         events = list(getattr(session, "events", None) or ())
         for event in events:
@@ -545,6 +572,13 @@ class App:
                 update(name, value)
             content = event.content
             if content is None or not content.parts or event.partial:
+                continue
+            if agent and event.author not in ("user", agent):
+                for part in content.parts:
+                    text = _relayed(event.author, part)
+                    if text is not None:
+                        relayed = types.Part(text=f"<context>{text}</context>")
+                        out.append(types.Content(role="user", parts=[relayed]))
                 continue
             copied = content.model_copy(deep=True)
             copied.role = copied.role or ("user" if event.author == "user" else "model")
@@ -591,11 +625,18 @@ class App:
         if kind == "before_model":
 
             def before_model(callback_context: Any, llm_request: Any) -> AdkLlmResponse | None:
-                llm_request.contents = self.history(callback_context.session)
+                session = callback_context.session
+                agent = callback_context.agent_name
                 if not funcs:
+                    llm_request.contents = self.history(session, agent)
                     return None
+                # The callbacks read the runtime's contents; the model the history with
+                # the state updates (a callback's edits of the contents do not reach the
+                # model, as in Statecraft's simulation: `apply_request`).
+                llm_request.contents = self.history(session, agent, state_updates=False)
                 request = cx_request(llm_request)
                 returned, value = chain(CxContext(callback_context), {"llm_request": request})
+                llm_request.contents = self.history(session, agent)
                 apply_request(request, llm_request)
                 parts = response_parts(value) if returned else None
                 if parts is None:
