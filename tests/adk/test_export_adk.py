@@ -40,6 +40,8 @@ from agents.core.adk.package import package_name, to_adk_files
 from agents.core.spec import (
     AgentSpec,
     AppSpec,
+    CallbackKind,
+    CallbackSpec,
     ExpectKind,
     ScenarioSpec,
     ToolKind,
@@ -142,6 +144,95 @@ def test_a_corpus_app_runs_on_adk_as_in_the_simulation(cx_corpus, app, tmp_path)
     outcome = {s.name: compare(spec, s, tmp_path / str(n)) for n, s in enumerate(scenarios)}
     differ = {name: found for name, (kind, found) in outcome.items() if kind == "differ"}
     assert differ == {}
+
+
+# ------------------------------------------------------------ the runtime where CX code reads it
+
+HEARD = (
+    "def before_model_callback(callback_context, llm_request):\n"
+    "    parts = llm_request.contents[-1].parts if llm_request.contents else []\n"
+    "    callback_context.state['heard'] = parts[0].text if parts and parts[0].text else ''\n"
+    "    return None\n"
+)
+TEXTS = (VariableSpec("heard", VariableType.TEXT), VariableSpec("flag", VariableType.TEXT))
+
+
+def _one_turn(agent: str, *answers: str) -> ScenarioSpec:
+    from agents.core.script import parse_script
+
+    return ScenarioSpec(
+        name="s", agent=agent, steps=parse_script("user: hello\n" + "".join(answers)).steps
+    )
+
+
+def test_a_model_callback_reads_the_users_message_last_not_a_state_update(tmp_path):
+    """A before_agent write comes after the user's message; a model callback's
+    ``llm_request.contents[-1]`` is still that message (the state updates are the model's)."""
+    flag = (
+        "def before_agent_callback(callback_context):\n    callback_context.state['flag'] = 'on'\n"
+    )
+    app = AppSpec(
+        name="heard",
+        variables=TEXTS,
+        agents=(
+            AgentSpec(
+                "root",
+                instructions="Say hi.",
+                is_root=True,
+                callbacks=(
+                    CallbackSpec(CallbackKind.BEFORE_AGENT, flag),
+                    CallbackSpec(CallbackKind.BEFORE_MODEL, HEARD),
+                ),
+            ),
+        ),
+    )
+    theirs = adk_run(app, _one_turn("root", "agent: hi\n"), tmp_path)
+    assert theirs.final_state["heard"] == "hello"
+
+
+def test_another_agents_events_reach_a_model_callback_as_context(tmp_path):
+    """After a transfer, the new agent's callback reads the root's transfer as
+    ``<context>`` user text, as the simulation relays it."""
+    app = AppSpec(
+        name="relay",
+        variables=TEXTS,
+        agents=(
+            AgentSpec("root", instructions="Route.", children=("desk",), is_root=True),
+            AgentSpec(
+                "desk",
+                instructions="Help.",
+                callbacks=(CallbackSpec(CallbackKind.BEFORE_MODEL, HEARD),),
+            ),
+        ),
+    )
+    scenario = _one_turn("root", "expect transfer: desk\n", "agent: hi\n")
+    assert compare(app, scenario, tmp_path) == ("agree", [])
+
+
+def test_a_before_tool_callback_filling_empty_arguments_in_place_reaches_the_tool(tmp_path):
+    """CX's ``before_tool_callback(tool, input, callback_context)`` adds an argument to a
+    call made with none: ADK hands the tool that same dict."""
+    code = (
+        'def greet(name: str = "") -> dict:\n    """Greet."""\n'
+        '    context.state["heard"] = name\n    return {"name": name}\n'
+    )
+    fill = "def before_tool_callback(tool, input, callback_context):\n    input['name'] = 'Ada'\n"
+    app = AppSpec(
+        name="fill",
+        variables=TEXTS,
+        tools=(ToolSpec("greet", ToolKind.PYTHON, python_code=code),),
+        agents=(
+            AgentSpec(
+                "root",
+                instructions="Greet.",
+                tools=("greet",),
+                is_root=True,
+                callbacks=(CallbackSpec(CallbackKind.BEFORE_TOOL, fill),),
+            ),
+        ),
+    )
+    theirs = adk_run(app, _one_turn("root", "tool: greet {}\n", "agent: ok\n"), tmp_path)
+    assert theirs.final_state["heard"] == "Ada"
 
 
 def test_the_comparison_sees_a_difference(tmp_path):

@@ -363,7 +363,9 @@ def _callback_kwargs(
             out[name] = context
     for alias in ("input", "tool_input"):
         if alias in names and alias not in out:
-            out[alias] = given.get("args") or {}
+            # The very dict ADK hands the tool (also when empty): a change in place reaches it.
+            args = given.get("args")
+            out[alias] = args if args is not None else {}
     if not accepts_any:
         out = {k: v for k, v in out.items() if k in names}
     for p in params:
