@@ -87,8 +87,9 @@ class Turn:
 
 
 def script_turns(scenario: ScenarioSpec, names: dict[str, str]) -> list[Turn] | None:
-    """The scenario's turns and the scripted model's answers (one per model call, as the
-    simulation makes them); None when a step has no ADK counterpart (a mock, a callback
+    """The scenario's turns and the scripted model's answers (one per model call that
+    reaches the model, as the simulation uses them: a ``before_model`` callback answering
+    in the model's place uses none; past them the model answers ""); None when a step has no ADK counterpart (a mock, a callback
     step, steps before the first user message)."""
     turns: list[Turn] = []
     for step in scenario.steps:

@@ -22,7 +22,9 @@ What it does (the package's README says what differs from CX):
   session state before every model call; ``{dynamic}`` stays as written.
 - **State updates**: before every model call the history the model receives is rebuilt from
   the session's events with one ``<state_update>name: value</state_update>`` user message
-  per change of a declared variable, where the change happened.
+  per change of a declared variable, where the change happened; model callbacks read it
+  without those entries (the runtime's contents: the user's message last), and another
+  agent's events are user text in ``<context>``, as Statecraft's simulation has them.
 - **Defaults**: the first ``before_agent`` callback of a session writes the declared
   defaults of the variables the session does not set.
 """
