@@ -15,7 +15,7 @@ import itertools
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,14 @@ def load_package(app: AppSpec, scenarios: tuple[ScenarioSpec, ...], where: Path)
 # --------------------------------------------------------------------------- Statecraft
 
 
+# The exported package sends the whole history (its README: Statecraft's simulated context
+# window does not apply), so the simulation runs with a budget no scenario reaches: code's
+# ``callback_context.events`` and the model's history then hold every event, as on ADK.
+WHOLE_HISTORY = 10**9
+
+
 def statecraft_run(app: AppSpec, scenario: ScenarioSpec, limits: Limits | None = None):
+    scenario = replace(scenario, token_budget=max(scenario.token_budget, WHOLE_HISTORY))
     with open_session(**({"limits": limits} if limits else {})) as session:
         return simulate(app, scenario, run_code=sandbox_runner(session))
 
@@ -80,8 +87,9 @@ class Turn:
 
 
 def script_turns(scenario: ScenarioSpec, names: dict[str, str]) -> list[Turn] | None:
-    """The scenario's turns and the scripted model's answers (one per model call, as the
-    simulation makes them); None when a step has no ADK counterpart (a mock, a callback
+    """The scenario's turns and the scripted model's answers (one per model call that
+    reaches the model, as the simulation uses them: a ``before_model`` callback answering
+    in the model's place uses none; past them the model answers ""); None when a step has no ADK counterpart (a mock, a callback
     step, steps before the first user message)."""
     turns: list[Turn] = []
     for step in scenario.steps:
@@ -149,7 +157,7 @@ def adk_run(app: AppSpec, scenario: ScenarioSpec, where: Path) -> AdkOutcome | N
     root = module.agent.root_agent
     outcome = AdkOutcome()
     current = [0]
-    counted: list[int] = []
+    reached: list[int] = []  # per turn, the model calls that reached the model
 
     class ScriptedLlm(BaseLlm):
         async def generate_content_async(self, llm_request, stream=False):  # type: ignore[override]
@@ -161,7 +169,10 @@ def adk_run(app: AppSpec, scenario: ScenarioSpec, where: Path) -> AdkOutcome | N
                     if p.text and p.text.startswith("<state_update>")
                 ]
             )
-            k = counted[-1]
+            # The turn's next scripted answer: one per call that reaches the model (a
+            # before_model callback answering in its place does not use one up).
+            k = reached[current[0]]
+            reached[current[0]] += 1
             answers = turns[current[0]].answers
             if k < len(answers):
                 answer = answers[k]
@@ -175,7 +186,6 @@ def adk_run(app: AppSpec, scenario: ScenarioSpec, where: Path) -> AdkOutcome | N
             yield LlmResponse(content=types.Content(role="model", parts=[part]))
 
     def count(callback_context, llm_request):
-        counted.append(outcome.calls_per_turn[current[0]])
         outcome.calls_per_turn[current[0]] += 1
         instruction = llm_request.config.system_instruction
         outcome.instructions.append(str(instruction or ""))
@@ -213,6 +223,7 @@ def adk_run(app: AppSpec, scenario: ScenarioSpec, where: Path) -> AdkOutcome | N
         for number, turn in enumerate(turns):
             current[0] = number
             outcome.calls_per_turn.append(0)
+            reached.append(0)
             message = types.Content(role="user", parts=[types.Part(text=turn.text)])
             try:
                 async for event in runner.run_async(

@@ -25,6 +25,9 @@ differently, and what the adapter does about it:
   message per change of a declared variable, placed before the event that made it (a
   tool's updates before its response). ADK keeps one value per variable per event, so two
   writes of one variable in one tool call give one update (CX and Statecraft give two).
+  Model callbacks read `llm_request.contents` without these entries (messages, calls and
+  responses: the user's message is the last content of a turn's first model call); the
+  model's request has them. A callback's edits of the contents do not reach the model.
   The whole history is sent: Statecraft's simulated context window (its token budget)
   does not apply.
 - **Defaults**: the first `before_agent` callback of a session writes the declared
@@ -49,6 +52,10 @@ differently, and what the adapter does about it:
   response until it answers in text; a callback that answers in text ends the turn.
 - **`context.events`** are the session's events with their real authors (each agent's
   own name), not the current agent's.
+- **Another agent's events** (its messages, calls and responses, before a transfer) reach
+  the current agent's model and model callbacks as user text in `<context>` (`[agent]
+  said: …`, `[agent] called tool …`), as Statecraft's simulation relays them, in place of
+  ADK's own "For context:" wording.
 """
 
 

@@ -22,7 +22,9 @@ What it does (the package's README says what differs from CX):
   session state before every model call; ``{dynamic}`` stays as written.
 - **State updates**: before every model call the history the model receives is rebuilt from
   the session's events with one ``<state_update>name: value</state_update>`` user message
-  per change of a declared variable, where the change happened.
+  per change of a declared variable, where the change happened; model callbacks read it
+  without those entries (the runtime's contents: the user's message last), and another
+  agent's events are user text in ``<context>``, as Statecraft's simulation has them.
 - **Defaults**: the first ``before_agent`` callback of a session writes the declared
   defaults of the variables the session does not set.
 """
@@ -158,6 +160,24 @@ def _plain(value: Any) -> Any:
     if callable(dump):
         return dump(mode="json", exclude_none=True)
     return value
+
+
+def _relayed(author: str, part: Any) -> str | None:
+    """Another agent's message, call or response as the current agent reads it (ADK's
+    ``[agent] said: …``; Statecraft's simulation words it the same way); None for a part
+    with nothing to say (an inline payload)."""
+    if part.text:
+        return f"[{author}] said: {part.text}"
+    call = part.function_call
+    if call is not None:
+        return (
+            f"[{author}] called tool `{call.name}` with parameters: {render_value(call.args or {})}"
+        )
+    response = part.function_response
+    if response is not None:
+        value = response.response if isinstance(response.response, dict) else {"result": None}
+        return f"[{author}] `{response.name}` tool returned result: {render_value(value)}"
+    return None
 
 
 def _cx_events(session: Any) -> list[cx.Event]:
@@ -345,7 +365,9 @@ def _callback_kwargs(
             out[name] = context
     for alias in ("input", "tool_input"):
         if alias in names and alias not in out:
-            out[alias] = given.get("args") or {}
+            # The very dict ADK hands the tool (also when empty): a change in place reaches it.
+            args = given.get("args")
+            out[alias] = args if args is not None else {}
     if not accepts_any:
         out = {k: v for k, v in out.items() if k in names}
     for p in params:
@@ -517,9 +539,17 @@ class App:
                 state[name] = copy.deepcopy(value)
         state[SESSION_KEY] = given
 
-    def history(self, session: Any) -> list[types.Content]:
+    def history(
+        self, session: Any, agent: str = "", *, state_updates: bool = True
+    ) -> list[types.Content]:
         """The contents the model receives: the session's events, each preceded by a
-        ``<state_update>`` per declared variable its state delta changed."""
+        ``<state_update>`` per declared variable its state delta changed. Without
+        `state_updates`, the runtime's contents a model callback reads as
+        ``llm_request.contents`` (messages, calls and responses: the user's message is the
+        last content of a turn's first call, as CX code reads it). For the agent `agent`,
+        another agent's message, call or response is user text in ``<context>`` (as
+        Statecraft's simulation relays it, the marker CX code such as Bella Notte's
+        filters)."""
         running = copy.deepcopy(self.defaults)
         out: list[types.Content] = []
 
@@ -530,8 +560,9 @@ class App:
                 running.pop(name, None)
             else:
                 running[name] = value
-            text = state_update_text(name, value)
-            out.append(types.Content(role="user", parts=[types.Part(text=text)]))
+            if state_updates:
+                text = state_update_text(name, value)
+                out.append(types.Content(role="user", parts=[types.Part(text=text)]))
 
         events = list(getattr(session, "events", None) or ())
         for event in events:
@@ -545,6 +576,13 @@ class App:
                 update(name, value)
             content = event.content
             if content is None or not content.parts or event.partial:
+                continue
+            if agent and event.author not in ("user", agent):
+                for part in content.parts:
+                    text = _relayed(event.author, part)
+                    if text is not None:
+                        relayed = types.Part(text=f"<context>{text}</context>")
+                        out.append(types.Content(role="user", parts=[relayed]))
                 continue
             copied = content.model_copy(deep=True)
             copied.role = copied.role or ("user" if event.author == "user" else "model")
@@ -591,11 +629,18 @@ class App:
         if kind == "before_model":
 
             def before_model(callback_context: Any, llm_request: Any) -> AdkLlmResponse | None:
-                llm_request.contents = self.history(callback_context.session)
+                session = callback_context.session
+                agent = callback_context.agent_name
                 if not funcs:
+                    llm_request.contents = self.history(session, agent)
                     return None
+                # The callbacks read the runtime's contents; the model the history with
+                # the state updates (a callback's edits of the contents do not reach the
+                # model, as in Statecraft's simulation: `apply_request`).
+                llm_request.contents = self.history(session, agent, state_updates=False)
                 request = cx_request(llm_request)
                 returned, value = chain(CxContext(callback_context), {"llm_request": request})
+                llm_request.contents = self.history(session, agent)
                 apply_request(request, llm_request)
                 parts = response_parts(value) if returned else None
                 if parts is None:
