@@ -47,7 +47,7 @@ class Worker:
         self.seen: list[str] = []
         self.cursor = 0  # lines before it were matched by an earlier wait
 
-    def wait_for(self, text: str, timeout: float = 90) -> str:
+    def wait_for(self, text: str, timeout: float = 240) -> str:
         """The next line containing `text`; fails with all output at the deadline."""
         for i in range(self.cursor, len(self.seen)):
             if text in self.seen[i]:

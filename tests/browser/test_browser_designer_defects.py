@@ -322,9 +322,12 @@ def test_typing_in_a_big_text_posts_the_edit_and_the_preview_follows(open_design
 # ------------ 7. a failing step's link brings the step into view
 
 
-def test_a_failing_step_link_scrolls_the_step_into_view(open_designer, shop_app, live_server):
+def test_a_failing_step_link_scrolls_the_step_into_view(
+    open_designer, shop_app, live_server, workers
+):
     from agents import services
 
+    workers()  # Run all is a job: a worker runs it
     tool = shop_app.tools.get(name="AddToCart")
     services.tool_update(tool=tool, python_code=tool.python_code.replace("19.5", "21"))
     page: Page = open_designer(shop_app)
