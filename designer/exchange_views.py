@@ -178,7 +178,7 @@ def app_import(request: HttpRequest) -> HttpResponse:
         except jobs.JobLimitError as exc:
             context["file_error"] = str(exc)
             return render(request, TEMPLATE, context, status=429)
-        return redirect("app-import-job", job_id=job.pk)
+        return redirect("app-import-job", import_job_id=job.pk)
     try:
         app, _kind, diagnostics = exchange.app_import_file(
             owner=request.user, data=data, name=typed_name or None, filename=filename
@@ -207,11 +207,11 @@ def _imported(
 
 @login_required
 @require_GET
-def app_import_job(request: HttpRequest, job_id: object) -> HttpResponse:
+def app_import_job(request: HttpRequest, import_job_id: object) -> HttpResponse:
     """A large import's job: its progress (the page polls this fragment while it runs),
     then where the synchronous import ends: the app (or its report), or every problem."""
     try:
-        job = jobs.job_for_user(request.user, job_id)
+        job = jobs.job_for_user(request.user, import_job_id)
     except Job.DoesNotExist:
         raise Http404("No such import of yours.") from None
     if job.kind != "import_app":
