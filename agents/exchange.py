@@ -276,7 +276,13 @@ def app_import_submit(
 
     The bytes travel in the job's params as base64 (the upload size limit is checked before,
     by the page and the API); they are dropped from the row once the job has read them.
+    What is cheap to check is checked first, in the request (`ImportRefused` as the
+    synchronous import): a ``.zip`` that is not one, the ZIP's own limits, a text that does
+    not parse or is over ``IMPORT_MAX_YAML_BYTES``, a document over ``IMPORT_MAX_OBJECTS``.
     Over the per-user job limit: `jobs.JobLimitError`."""
+    kind, problems = _import_precheck(data, filename)
+    if problems:
+        raise ImportRefused(kind, problems)
     params = {
         "filename": filename,
         "name": name or "",
@@ -284,6 +290,23 @@ def app_import_submit(
         "data": base64.b64encode(data).decode("ascii"),
     }
     return jobs.job_submit(kind="import_app", owner=owner, params=params)
+
+
+def _import_precheck(data: bytes, filename: str) -> tuple[UploadKind, tuple[Diagnostic, ...]]:
+    """The refusals `read_app_file` finds before it builds any object (no database)."""
+    if filename.lower().endswith(".zip") and data[:4] not in (b"PK\x03\x04", b"PK\x05\x06"):
+        return read_app_file(data, filename)[::3]
+    if data[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+        files, problems = read_zip(data)
+        return "cx", problems if files is None else ()
+    doc, problems = loads_native(data, max_yaml_bytes=settings.IMPORT_MAX_YAML_BYTES)
+    if doc is None:
+        return "native", problems
+    return "native", limits.native_document_problems(
+        doc,
+        max_objects=settings.IMPORT_MAX_OBJECTS,
+        max_instructions_bytes=settings.IMPORT_MAX_INSTRUCTIONS_BYTES,
+    )
 
 
 def app_import_job_run(ctx: jobs.JobContext) -> dict[str, Any]:

@@ -170,19 +170,18 @@ def app_import(request: HttpRequest) -> HttpResponse:
         return render(request, TEMPLATE, context, status=400)
     filename = upload.name or "upload"
     data = upload.read()
-    if exchange.import_as_job(data):  # a large upload: a job, and its progress page at once
-        try:
+    try:
+        if exchange.import_as_job(data):  # a large upload: a job, and its progress at once
             job = exchange.app_import_submit(
                 owner=request.user, data=data, name=typed_name or None, filename=filename
             )
-        except jobs.JobLimitError as exc:
-            context["file_error"] = str(exc)
-            return render(request, TEMPLATE, context, status=429)
-        return redirect("app-import-job", import_job_id=job.pk)
-    try:
+            return redirect("app-import-job", import_job_id=job.pk)
         app, _kind, diagnostics = exchange.app_import_file(
             owner=request.user, data=data, name=typed_name or None, filename=filename
         )
+    except jobs.JobLimitError as exc:
+        context["file_error"] = str(exc)
+        return render(request, TEMPLATE, context, status=429)
     except exchange.ImportRefused as exc:
         context["kind"] = exc.kind
         context["rows"] = _rows(exc.diagnostics, filename, zip_files=exc.kind == "cx")

@@ -364,3 +364,11 @@ def test_someone_elses_import_job_is_not_found(signed_in, shop, always_a_job, dj
     other = Client()
     other.force_login(django_user_model.objects.create_user("eve", password="pw-eve-123456"))
     assert other.get(location).status_code == 404
+
+
+def test_a_large_upload_that_does_not_parse_is_refused_in_the_request(signed_in, always_a_job):
+    from agents.models import Job
+
+    response = signed_in.post(reverse("app-import"), {"file": _upload("x.json", b"{broken")})
+    assert response.status_code == 400 and "Nothing was imported" in response.content.decode()
+    assert not Job.objects.exists()

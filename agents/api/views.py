@@ -277,18 +277,17 @@ class AppImportView(ApiView):
         filename = upload.name or "upload"
         name = str(request.data.get("name") or "").strip() or None
         data = upload.read()
-        if exchange.import_as_job(data):  # a large upload: 202 with the job
-            try:
+        try:
+            if exchange.import_as_job(data):  # a large upload: 202 with the job
                 job = exchange.app_import_submit(
                     owner=request.user, data=data, name=name, filename=filename
                 )
-            except jobs.JobLimitError as exc:
-                raise exceptions.Throttled(detail=str(exc)) from exc
-            return accepted(request, job)
-        try:
+                return accepted(request, job)
             app, kind, diagnostics = exchange.app_import_file(
                 owner=request.user, data=data, name=name, filename=filename
             )
+        except jobs.JobLimitError as exc:
+            raise exceptions.Throttled(detail=str(exc)) from exc
         except exchange.ImportRefused as exc:
             body = {
                 "detail": f"{filename}: not imported; nothing was created.",
