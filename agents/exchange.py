@@ -17,6 +17,7 @@ does for an app typed in by hand.
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Iterable
 from typing import Any, Literal
@@ -24,6 +25,7 @@ from typing import Any, Literal
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
+from django.urls import reverse
 
 from agents import selectors, services
 from agents.core import limits
@@ -34,8 +36,8 @@ from agents.core.diagnostics import Diagnostic, Severity, has_errors
 from agents.core.formats import from_native, loads_native, to_native
 from agents.core.script import format_script
 from agents.core.spec import AppSpec, ScenarioSpec
-from agents.models import AgentApp, Scenario
-from agents.services import ServiceError
+from agents.models import AgentApp, Job, JobStatus, Scenario
+from agents.services import ServiceError, jobs
 from agents.services.common import changed
 
 logger = logging.getLogger("agents.exchange")
@@ -253,3 +255,94 @@ def app_import_report(app: AgentApp) -> dict[str, Any] | None:
     """The report of the import that made `app` (None for an app made in Statecraft)."""
     event = app.audit_events.filter(action="app.import").order_by("-id").first()  # one query
     return event.after if event is not None else None
+
+
+# ---------------------------------------------------------------- large imports as jobs
+
+
+def import_job_min_bytes() -> int:
+    """Uploads of at least this many bytes import as a job (0: every upload does)."""
+    return int(getattr(settings, "IMPORT_JOB_MIN_BYTES", 256 * 1024))
+
+
+def import_as_job(data: bytes) -> bool:
+    return len(data) >= import_job_min_bytes()
+
+
+def app_import_submit(
+    *, owner: AbstractBaseUser, data: bytes, name: str | None = None, filename: str = "upload"
+) -> Job:
+    """Queue the import of an uploaded file as a job (kind ``import_app``) run as `owner`.
+
+    The bytes travel in the job's params as base64 (the upload size limit is checked before,
+    by the page and the API); they are dropped from the row once the job has read them.
+    What is cheap to check is checked first, in the request (`ImportRefused` as the
+    synchronous import): a ``.zip`` that is not one, the ZIP's own limits, a text that does
+    not parse or is over ``IMPORT_MAX_YAML_BYTES``, a document over ``IMPORT_MAX_OBJECTS``.
+    Over the per-user job limit: `jobs.JobLimitError`."""
+    kind, problems = _import_precheck(data, filename)
+    if problems:
+        raise ImportRefused(kind, problems)
+    params = {
+        "filename": filename,
+        "name": name or "",
+        "size": len(data),
+        "data": base64.b64encode(data).decode("ascii"),
+    }
+    return jobs.job_submit(kind="import_app", owner=owner, params=params)
+
+
+def _import_precheck(data: bytes, filename: str) -> tuple[UploadKind, tuple[Diagnostic, ...]]:
+    """The refusals `read_app_file` finds before it builds any object (no database)."""
+    if filename.lower().endswith(".zip") and data[:4] not in (b"PK\x03\x04", b"PK\x05\x06"):
+        return read_app_file(data, filename)[::3]
+    if data[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+        files, problems = read_zip(data)
+        return "cx", problems if files is None else ()
+    doc, problems = loads_native(data, max_yaml_bytes=settings.IMPORT_MAX_YAML_BYTES)
+    if doc is None:
+        return "native", problems
+    return "native", limits.native_document_problems(
+        doc,
+        max_objects=settings.IMPORT_MAX_OBJECTS,
+        max_instructions_bytes=settings.IMPORT_MAX_INSTRUCTIONS_BYTES,
+    )
+
+
+def app_import_job_run(ctx: jobs.JobContext) -> dict[str, Any]:
+    """The ``import_app`` job: `app_import_file` as the job's owner (audited as the page's
+    import). The result names the new app and carries the report; a refusal fails the job
+    with every problem in its result."""
+    job = ctx.job
+    params = job.params
+    filename = params.get("filename") or "upload"
+    ctx.progress(done=0, total=1, current=f"reading {filename}")
+    data = base64.b64decode(params.get("data") or "")
+    try:
+        app, kind, diagnostics = app_import_file(
+            owner=job.owner, data=data, name=params.get("name") or None, filename=filename
+        )
+    except ImportRefused as exc:
+        refused = {
+            "app": None,
+            "kind": exc.kind,
+            "detail": f"{filename}: not imported; nothing was created.",
+            "diagnostics": [d.to_dict() for d in exc.diagnostics],
+            "report": import_report(exc.kind, exc.diagnostics, filename),
+        }
+        raise jobs.JobStopped(JobStatus.FAILED, refused["detail"], result=refused) from exc
+    finally:
+        kept = {k: v for k, v in params.items() if k != "data"}
+        Job.objects.filter(pk=job.pk).update(params=kept)
+    ctx.progress(done=1, current="")
+    return {
+        "app": {
+            "id": app.pk,
+            "name": app.name,
+            "url": reverse("api:app-detail", args=[app.pk]),
+        },
+        "kind": kind,
+        "warnings": sum(d.severity is Severity.WARNING for d in diagnostics),
+        "diagnostics": len(diagnostics),
+        "report": import_report(kind, diagnostics, filename),
+    }

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.utils.http import content_disposition_header
 from django.utils.text import slugify
@@ -16,11 +16,13 @@ from django.views.decorators.http import require_GET, require_http_methods
 from agents import exchange, selectors
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.formats import dumps_native
-from agents.models import AgentApp
+from agents.models import AgentApp, Job, JobStatus
 from agents.ratelimit import rate_limited
+from agents.services import jobs
 
 TEMPLATE = "agents/app_import.html"
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+POLL_MS = 500  # as Run all
 WARNINGS_HEADER = "X-Statecraft-Export-Warnings"
 _NATIVE_TYPES = {"json": "application/json", "yaml": "application/yaml"}
 
@@ -167,23 +169,84 @@ def app_import(request: HttpRequest) -> HttpResponse:
         context["file_error"] = f"The file is over {MAX_UPLOAD_BYTES // (1024 * 1024)} MB."
         return render(request, TEMPLATE, context, status=400)
     filename = upload.name or "upload"
+    data = upload.read()
     try:
+        if exchange.import_as_job(data):  # a large upload: a job, and its progress at once
+            job = exchange.app_import_submit(
+                owner=request.user, data=data, name=typed_name or None, filename=filename
+            )
+            return redirect("app-import-job", import_job_id=job.pk)
         app, _kind, diagnostics = exchange.app_import_file(
-            owner=request.user, data=upload.read(), name=typed_name or None, filename=filename
+            owner=request.user, data=data, name=typed_name or None, filename=filename
         )
+    except jobs.JobLimitError as exc:
+        context["file_error"] = str(exc)
+        return render(request, TEMPLATE, context, status=429)
     except exchange.ImportRefused as exc:
         context["kind"] = exc.kind
         context["rows"] = _rows(exc.diagnostics, filename, zip_files=exc.kind == "cx")
         context["report"] = exchange.import_report(exc.kind, exc.diagnostics, filename)
         return render(request, TEMPLATE, context, status=400)
     warnings = sum(d.severity is Severity.WARNING for d in diagnostics)
+    return _imported(request, app, filename, warnings, bool(diagnostics))
+
+
+def _imported(
+    request: HttpRequest, app: AgentApp, filename: str, warnings: int, reported: bool
+) -> HttpResponse:
+    """Where an import that made `app` ends: its report when it has anything to say."""
     summary = f"Imported “{app.name}” from {filename}."
     if warnings:
         summary += f" {warnings} warning{'s' if warnings != 1 else ''}: see the import report."
     messages.success(request, summary)
-    if diagnostics:
+    if reported:
         return redirect("app-import-report", app_id=app.pk)
     return redirect("app-designer", app_id=app.pk)
+
+
+@login_required
+@require_GET
+def app_import_job(request: HttpRequest, import_job_id: object) -> HttpResponse:
+    """A large import's job: its progress (the page polls this fragment while it runs),
+    then where the synchronous import ends: the app (or its report), or every problem."""
+    try:
+        job = jobs.job_for_user(request.user, import_job_id)
+    except Job.DoesNotExist:
+        raise Http404("No such import of yours.") from None
+    if job.kind != "import_app":
+        raise Http404("No such import of yours.")
+    filename = job.params.get("filename") or "upload"
+    result = job.result or {}
+    finished = jobs.is_finished(job)
+    if finished and request.htmx:  # the whole page, once: the app, or the refusal
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = request.get_full_path()
+        return response
+    if job.status == JobStatus.SUCCEEDED and result.get("app"):
+        app = AgentApp.objects.filter(pk=result["app"]["id"], owner=request.user).first()
+        if app is None:
+            raise Http404("The imported app is gone.")
+        return _imported(request, app, filename, result["warnings"], bool(result["diagnostics"]))
+    context: dict[str, Any] = {
+        "mode": "import",
+        "rows": [],
+        "typed": {"name": job.params.get("name") or ""},
+        "import_job": {
+            "job": job,
+            "filename": filename,
+            "active": not finished,
+            "poll_ms": POLL_MS,
+        },
+    }
+    if result.get("report"):  # refused: every problem, as the synchronous import lists them
+        context["kind"] = result["kind"]
+        context["rows"] = result["diagnostics"]
+        context["report"] = result["report"]
+    elif finished:
+        context["file_error"] = f"{filename} was not imported: {job.error or job.status}."
+    if request.htmx:
+        return render(request, f"{TEMPLATE}#import-job", context)
+    return render(request, TEMPLATE, context)
 
 
 @login_required

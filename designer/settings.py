@@ -278,6 +278,9 @@ IMPORT_MAX_INSTRUCTIONS_BYTES = int(
 IMPORT_MAX_YAML_BYTES = int(
     os.environ.get("IMPORT_MAX_YAML_BYTES") or import_limits.DEFAULT_MAX_YAML_BYTES
 )
+# An upload of at least this many bytes imports as a job (a progress page; the API answers
+# 202); smaller ones import in the request. 0: every import is a job.
+IMPORT_JOB_MIN_BYTES = int(os.environ.get("IMPORT_JOB_MIN_BYTES") or 256 * 1024)
 
 LOGGING = {
     "version": 1,

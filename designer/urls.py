@@ -106,6 +106,11 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("apps/new", views.app_create, name="app-create"),
     path("apps/import", exchange_views.app_import, name="app-import"),
+    path(
+        "apps/import/jobs/<uuid:import_job_id>",
+        exchange_views.app_import_job,
+        name="app-import-job",
+    ),
     path("apps/<int:app_id>/", include(app_patterns)),
     path("api/", include("agents.api.urls")),
     path("admin/", admin.site.urls),

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from agents import services
-from agents.models import Agent, Variable
+from agents.models import Agent, AgentApp, Variable
 
 pytestmark = pytest.mark.django_db
 
@@ -737,3 +737,78 @@ def test_compile_lint_and_simulate_see_a_saved_change_at_once(api, bank):
     assert undeclared == {"{nowhere_marker}"}  # `fresh_marker` is declared since
     simulated = api.post(simulate_path, {"use_mocks": True}, format="json").json()
     assert simulated["final_state"]["fresh_marker"] == "FRESH-1"  # the new variable's default
+
+
+# ---------------------------------------------------------------- large imports as jobs
+
+
+def _native_upload(app, name: str = "shop.json"):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from agents import exchange
+    from agents.core.formats import dumps_native
+
+    return SimpleUploadedFile(name, dumps_native(exchange.app_export_native(app)).encode())
+
+
+def test_a_large_import_is_a_202_job_whose_result_names_the_new_app(
+    api, user, shop, settings, run_jobs
+):
+    settings.IMPORT_JOB_MIN_BYTES = 0
+    response = api.post("/api/apps/import", {"file": _native_upload(shop), "name": "Copy"})
+    assert response.status_code == 202
+    assert response["Location"] == response.json()["url"]
+    run_jobs()
+    job = api.get(response.json()["url"]).json()
+    imported = AgentApp.objects.get(owner=user, name="Copy")
+    assert job["status"] == "succeeded"
+    assert job["result"]["app"] == {
+        "id": imported.pk,
+        "name": "Copy",
+        "url": f"/api/apps/{imported.pk}/",
+    }
+    assert job["result"]["report"]["file"] == "shop.json"
+    assert imported.audit_events.get(action="app.import").actor == user
+
+
+def test_a_refused_large_import_job_fails_with_every_problem(api, shop, settings, run_jobs):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from agents import exchange
+    from agents.core.formats import dumps_native
+
+    settings.IMPORT_JOB_MIN_BYTES = 0
+    doc = exchange.app_export_native(shop)
+    languages = next(v for v in doc["app"]["variables"] if v["name"] == "languages")
+    languages["default"] = ["French", 42]
+    doc["app"]["variables"].append({**languages, "name": "languages_too"})
+    upload = SimpleUploadedFile("shop.json", dumps_native(doc).encode())
+    before = AgentApp.objects.count()
+    url = api.post("/api/apps/import", {"file": upload}).json()["url"]
+    run_jobs()
+    job = api.get(url).json()
+    assert job["status"] == "failed" and AgentApp.objects.count() == before
+    fields = {d["field"] for d in job["result"]["diagnostics"]}
+    assert fields == {"variables.languages.default", "variables.languages_too.default"}
+    assert job["result"]["report"]["counts"]["error"] == 2
+
+
+def test_a_small_api_import_is_still_a_201(api, shop, settings):
+    from agents.models import Job
+
+    settings.IMPORT_JOB_MIN_BYTES = 10**9
+    response = api.post("/api/apps/import", {"file": _native_upload(shop)})
+    assert response.status_code == 201 and response.json()["app"]["url"] == response["Location"]
+    assert not Job.objects.filter(kind="import_app").exists()
+
+
+def test_a_large_import_over_the_size_limit_is_refused_before_queuing(api, settings):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from agents.api.views import MAX_IMPORT_BYTES
+    from agents.models import Job
+
+    settings.IMPORT_JOB_MIN_BYTES = 0
+    upload = SimpleUploadedFile("big.json", b" " * (MAX_IMPORT_BYTES + 1))
+    response = api.post("/api/apps/import", {"file": upload})
+    assert response.status_code == 400 and not Job.objects.exists()

@@ -283,3 +283,92 @@ def test_upload_that_is_not_an_app_is_refused_with_a_message(signed_in):
     assert "not valid JSON or YAML" in response.content.decode()
     response = signed_in.post(reverse("app-import"), {})
     assert response.status_code == 400 and "Choose a file" in response.content.decode()
+
+
+# ---------------------------------------------------------------- large imports as jobs
+
+
+@pytest.fixture
+def always_a_job(settings):
+    settings.IMPORT_JOB_MIN_BYTES = 0  # every upload imports as a job
+
+
+def test_large_import_page_answers_with_progress_then_opens_the_app(
+    signed_in, user, rich_app, always_a_job, run_jobs
+):
+    text = dumps_native(exchange.app_export_native(rich_app), "yaml").encode()
+    response = signed_in.post(
+        reverse("app-import"), {"file": _upload("shop.yaml", text), "name": "Shop copy"}
+    )
+    assert not AgentApp.objects.filter(name="Shop copy").exists()  # queued, not imported yet
+    progress = signed_in.get(response["Location"])
+    assert b'id="import-job"' in progress.content and b"hx-get=" in progress.content
+    assert run_jobs() == 1
+    polled = signed_in.get(response["Location"], headers={"HX-Request": "true"})
+    assert polled["HX-Redirect"] == response["Location"]
+    done = signed_in.get(response["Location"])
+    imported = AgentApp.objects.get(owner=user, name="Shop copy")
+    assert done["Location"] == reverse("app-designer", args=[imported.pk])
+    _same_app(imported, rich_app)
+    event = imported.audit_events.get(action="app.import")
+    assert event.actor == user and event.after["file"] == "shop.yaml"
+
+
+def test_large_import_job_refused_lists_every_problem_and_creates_nothing(
+    signed_in, shop, always_a_job, run_jobs
+):
+    doc = exchange.app_export_native(shop)
+    languages = next(v for v in doc["app"]["variables"] if v["name"] == "languages")
+    languages["default"] = ["French", 42]
+    doc["app"]["variables"].append({**languages, "name": "languages_too"})
+    before = _counts()
+    response = signed_in.post(
+        reverse("app-import"), {"file": _upload("shop.json", dumps_native(doc).encode())}
+    )
+    run_jobs()
+    text = signed_in.get(response["Location"]).content.decode()
+    assert _counts() == before
+    assert "Nothing was imported" in text and "shop.json" in text
+    assert "2 problems" in text and "variables.languages.default" in text
+    assert "variables.languages_too.default" in text
+
+
+def test_large_import_job_drops_the_upload_from_its_row(signed_in, shop, always_a_job, run_jobs):
+    from agents.models import Job
+
+    text = dumps_native(exchange.app_export_native(shop)).encode()
+    signed_in.post(reverse("app-import"), {"file": _upload("shop.json", text)})
+    assert "data" in Job.objects.get(kind="import_app").params
+    run_jobs()
+    assert "data" not in Job.objects.get(kind="import_app").params
+
+
+def test_a_small_import_stays_in_the_request(signed_in, user, shop, settings):
+    from agents.models import Job
+
+    text = dumps_native(exchange.app_export_native(shop)).encode()
+    settings.IMPORT_JOB_MIN_BYTES = len(text) + 1
+    response = signed_in.post(reverse("app-import"), {"file": _upload("shop.json", text)})
+    imported = AgentApp.objects.get(owner=user, name="Shopping assistant (imported)")
+    assert response["Location"] == reverse("app-designer", args=[imported.pk])
+    assert not Job.objects.filter(kind="import_app").exists()
+
+
+def test_someone_elses_import_job_is_not_found(signed_in, shop, always_a_job, django_user_model):
+    from django.test import Client
+
+    text = dumps_native(exchange.app_export_native(shop)).encode()
+    location = signed_in.post(reverse("app-import"), {"file": _upload("shop.json", text)})[
+        "Location"
+    ]
+    other = Client()
+    other.force_login(django_user_model.objects.create_user("eve", password="pw-eve-123456"))
+    assert other.get(location).status_code == 404
+
+
+def test_a_large_upload_that_does_not_parse_is_refused_in_the_request(signed_in, always_a_job):
+    from agents.models import Job
+
+    response = signed_in.post(reverse("app-import"), {"file": _upload("x.json", b"{broken")})
+    assert response.status_code == 400 and "Nothing was imported" in response.content.decode()
+    assert not Job.objects.exists()

@@ -71,6 +71,7 @@ JOB_ROUTES = {
     "job-cancel",
     "app-run-all-job",
     "app-run-all-cancel",
+    "app-import-job",
     "version-diff-scenarios",
 }
 
@@ -141,6 +142,9 @@ def _build_world():
     from agents.services import jobs
 
     job = jobs.job_submit(kind="version_diff", owner=user, app=bank, enqueue=False)
+    import_job = jobs.job_submit(
+        kind="import_app", owner=user, params={"filename": "x.json"}, enqueue=False
+    )
     users = {
         "stranger": stranger,
         "viewer": viewer,
@@ -161,6 +165,7 @@ def _build_world():
         "label": label.name,
         "run_id": live_run.pk,
         "job_id": job.pk,
+        "import_job_id": import_job.pk,
     }
     return users, ids
 

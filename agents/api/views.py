@@ -228,6 +228,19 @@ class AppListView(ApiView):
         return Response(body, status=status.HTTP_201_CREATED, headers={"Location": location})
 
 
+JOB_ACCEPTED = {
+    202: OpenApiResponse(
+        io.JobAcceptedOut,
+        description="Queued: follow `url` (also in `Location`) for progress and the result.",
+    ),
+    429: OpenApiResponse(
+        io.ErrorOut,
+        description="Too many jobs queued or running for you (JOBS_MAX_ACTIVE_PER_USER), "
+        "or too many simulations (RATE_LIMITS).",
+    ),
+}
+
+
 class AppImportView(ApiView):
     """Import a Statecraft JSON/YAML file or a CX Agent Studio ZIP as a new app you own."""
 
@@ -241,10 +254,18 @@ class AppImportView(ApiView):
         description=(
             "Multipart form: `file` (required), `name` (optional). All of it or nothing: on a "
             "refusal nothing is created. Either way the body has `report`: every diagnostic "
-            "(errors, warnings, notes) grouped by the file it is about."
+            "(errors, warnings, notes) grouped by the file it is about. A file of at least "
+            "IMPORT_JOB_MIN_BYTES (256 KB by default) imports as a job: 202 with the job's "
+            "`url`; the succeeded job's `result` is this body (`app`, `report`), a refused "
+            "one fails with `result.diagnostics` and `result.report`."
         ),
         request={"multipart/form-data": io.ImportIn},
-        responses={201: io.ImportOut, 400: io.ImportOut, 401: ERRORS[401]},
+        responses={
+            201: io.ImportOut,
+            400: io.ImportOut,
+            401: ERRORS[401],
+            **JOB_ACCEPTED,
+        },
     )
     def post(self, request: Request) -> Response:
         upload = request.FILES.get("file")
@@ -255,10 +276,18 @@ class AppImportView(ApiView):
             raise InvalidInput([_input_error("file", message)])
         filename = upload.name or "upload"
         name = str(request.data.get("name") or "").strip() or None
+        data = upload.read()
         try:
+            if exchange.import_as_job(data):  # a large upload: 202 with the job
+                job = exchange.app_import_submit(
+                    owner=request.user, data=data, name=name, filename=filename
+                )
+                return accepted(request, job)
             app, kind, diagnostics = exchange.app_import_file(
-                owner=request.user, data=upload.read(), name=name, filename=filename
+                owner=request.user, data=data, name=name, filename=filename
             )
+        except jobs.JobLimitError as exc:
+            raise exceptions.Throttled(detail=str(exc)) from exc
         except exchange.ImportRefused as exc:
             body = {
                 "detail": f"{filename}: not imported; nothing was created.",
@@ -757,19 +786,6 @@ def submit(request: Request, **kwargs: Any) -> Job:
         return jobs.job_submit(owner=request.user, **kwargs)
     except jobs.JobLimitError as exc:
         raise exceptions.Throttled(detail=str(exc)) from exc
-
-
-JOB_ACCEPTED = {
-    202: OpenApiResponse(
-        io.JobAcceptedOut,
-        description="Queued: follow `url` (also in `Location`) for progress and the result.",
-    ),
-    429: OpenApiResponse(
-        io.ErrorOut,
-        description="Too many jobs queued or running for you (JOBS_MAX_ACTIVE_PER_USER), "
-        "or too many simulations (RATE_LIMITS).",
-    ),
-}
 
 
 class ScenarioEvaluateView(ApiView):

@@ -5,6 +5,7 @@
 * ``evaluate_scenario``: one scenario (`scenario` id), the same way.
   Both take `model` (a configured model's name): the scenarios then run live.
 * ``version_diff``: the version diff's scenario results (the page shows the rest at once).
+* ``import_app``: a large upload's import (`agents.exchange.app_import_submit`).
 
 Each runs its simulations on a runner borrowed from the one door
 (`services.simulation.batch_runner`), with the job's caps and its cancel hook.
@@ -110,6 +111,13 @@ def version_diff(ctx: JobContext) -> dict[str, Any]:
     return {"scenarios": [dataclasses.asdict(s) for s in diff.scenarios]}
 
 
+def import_app(ctx: JobContext) -> dict[str, Any]:
+    from agents import exchange  # the import use case (it submits this kind)
+
+    return exchange.app_import_job_run(ctx)
+
+
 register("evaluate_app", run=evaluate_app, label="Run all")
 register("evaluate_scenario", run=evaluate_scenario, label="Evaluate a scenario")
 register("version_diff", run=version_diff, label="Version diff: scenario results")
+register("import_app", run=import_app, label="Import an app")

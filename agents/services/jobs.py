@@ -115,9 +115,10 @@ class JobLimitError(Exception):
 class JobStopped(Exception):
     """Raised inside a job's run: cancelled, or past one of the job's own caps."""
 
-    def __init__(self, status: str, reason: str) -> None:
+    def __init__(self, status: str, reason: str, result: Any = None) -> None:
         self.status = status
         self.reason = reason
+        self.result = result  # what the job's result says of it (a refused import's report)
         super().__init__(reason)
 
 
@@ -327,7 +328,7 @@ def job_run(job_id: str, *, worker: str | None = None) -> Job | None:
         if ctx.cancelled:
             status, error = JobStatus.CANCELLED, "Cancelled."
     except JobStopped as stop:
-        status, error = stop.status, stop.reason
+        status, error, result = stop.status, stop.reason, stop.result
     except Exception as exc:  # the job fails with the reason; the worker goes on
         logger.exception("job %s (%s) failed", job.pk, job.kind)
         status, error = JobStatus.FAILED, f"{type(exc).__name__}: {exc}"
