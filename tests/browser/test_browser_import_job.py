@@ -7,7 +7,11 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.xdist_group("browser"),
+    pytest.mark.django_db(transaction=True),
+]
 
 
 def test_a_large_import_shows_progress_then_opens_the_app(
