@@ -298,7 +298,7 @@ class SandboxSession:
         }
         # The app's tools are the same for every call of a run (bella_notte's are ~175 KB):
         # sent once per session child, then by their digest (the child keeps them).
-        digest = _tools_digest(request["tools"]) if request["tools"] else ""
+        digest = tools_digest(request["tools"]) if request["tools"] else ""
 
         with self._lock:
             if self._closed:
@@ -550,8 +550,24 @@ def _check_tools(tools: Mapping[str, str] | None) -> SandboxError | None:
     return None
 
 
-def _tools_digest(tools: Mapping[str, Any]) -> str:
-    return hashlib.sha256(_dumps(dict(sorted(tools.items())))).hexdigest()
+_DIGESTS: dict[tuple[tuple[str, Any], ...], str] = {}
+
+
+def tools_digest(tools: Mapping[str, Any]) -> str:
+    """The digest of an app's tools (name -> code), remembered for the last few sets: the
+    same strings come with every call of a run, so hashing their tuple is cheap where
+    serialising 175 KB again is not."""
+    key = tuple(sorted(tools.items()))
+    try:
+        digest = _DIGESTS.get(key)
+    except TypeError:  # a value that cannot be hashed: not remembered
+        return hashlib.sha256(_dumps(dict(key))).hexdigest()
+    if digest is None:
+        digest = hashlib.sha256(_dumps(dict(key))).hexdigest()
+        if len(_DIGESTS) >= 16:
+            _DIGESTS.pop(next(iter(_DIGESTS)))
+        _DIGESTS[key] = digest
+    return digest
 
 
 def _dumps(value: Any) -> bytes:
