@@ -130,6 +130,14 @@ def fake_runner(call: CodeCall) -> CodeResult:
     return CodeResult(True, value, writes, (), None, None)
 
 
+def reference_ms() -> float:
+    """A fixed reference measured in the same run (as bench/evaluate_bench.py's): a
+    pure-Python loop of 3 million multiplications, so figures read as ratios."""
+    started = time.perf_counter()
+    sum(i * i for i in range(3_000_000))
+    return (time.perf_counter() - started) * 1000
+
+
 def peak_rss_mb(who: int) -> float:
     # ru_maxrss is in KiB on Linux.
     return resource.getrusage(who).ru_maxrss / 1024
@@ -142,6 +150,7 @@ def main() -> None:
     options = parser.parse_args()
     app, scenario = build(options.turns)
 
+    refs = [reference_ms()]
     fake_times: list[float] = []
     for _ in range(options.repeats):
         started = time.perf_counter()
@@ -175,6 +184,8 @@ def main() -> None:
         e.text for e in fake.events
     ]
     warm_ms = statistics.median(session_times)
+    refs.append(reference_ms())
+    ref = statistics.median(refs)
 
     turns = len(real.turns)
     code_calls = sum(1 for s in scenario.steps if s.kind is StepKind.TOOL) + sum(
@@ -194,8 +205,9 @@ def main() -> None:
     for label, total, note in rows:
         print(
             f"{label:<31}: total {total:8.1f} ms  per turn {total / turns:6.2f} ms  "
-            f"per code call {total / code_calls:6.2f} ms  ({note})"
+            f"per code call {total / code_calls:6.2f} ms  ÷ reference {total / ref:7.3f}  ({note})"
         )
+    print(f"reference loop (3 M multiplications): {ref:.0f} ms, median of {len(refs)}")
     print(f"real and fake runs give the same history and state: {same}")
     print(f"session and fake runs give the same history and state: {same_warm}")
     print(f"peak RSS: this process {peak_rss_mb(resource.RUSAGE_SELF):.1f} MB, ", end="")

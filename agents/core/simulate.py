@@ -575,6 +575,26 @@ def response_parts(value: Any) -> tuple[dict[str, Any], ...] | None:
     return tuple(out)
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _copy_tree(value: Any) -> Any:
+    """A private copy of a JSON-like value (dicts, lists, tuples of scalars), as
+    ``copy.deepcopy`` makes it but without its memo: the requests handed to each callback
+    carry the whole history, and ``deepcopy``'s bookkeeping made `simulate` quadratic in
+    cost per node (README, "Benchmarks"). Anything else falls back to ``deepcopy``."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {key: _copy_tree(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy_tree(item) for item in value]
+    if kind is tuple:
+        return tuple(_copy_tree(item) for item in value)
+    return copy.deepcopy(value)
+
+
 @dataclass(slots=True)
 class _Writer:
     """Who writes: `source` for events, `label` for messages."""
@@ -947,8 +967,8 @@ class _Run:
                 code=callback.code,
                 entry=entry,
                 kind="callback",
-                args=copy.deepcopy(dict(args)),
-                state=copy.deepcopy(self.state),
+                args=_copy_tree(dict(args)),
+                state=_copy_tree(self.state),
                 filename=f"<callback:{entry}>",
                 context_values=self.code_context(),
                 tools=self.code_tools(),
@@ -962,7 +982,7 @@ class _Run:
                 # ADK hands the same dict to the tool callbacks and the tool: a change made
                 # in place (`input["id"] = …`) reaches the later callbacks and the tool.
                 given.clear()
-                given.update(copy.deepcopy(result.args))
+                given.update(_copy_tree(result.args))
             if result is not None and result.tool_calls:
                 called = ", ".join(dict.fromkeys(f"tools.{name}" for name, _ in result.tool_calls))
                 result_event = replace(result_event, label=f"{source} ran (called {called})")
@@ -1003,7 +1023,7 @@ class _Run:
         if first_step.kind is StepKind.USER:
             if first_step.variables:
                 writer = _Writer("session", "the session input", "session")
-                writes = tuple((k, copy.deepcopy(v)) for k, v in first_step.variables.items())
+                writes = tuple((k, _copy_tree(v)) for k, v in first_step.variables.items())
                 self.apply_writes(writer, writes, ())
             if first_step.text or first_step.event:
                 self.add_event("user", first_step.text or f"<event>{first_step.event}</event>")
@@ -1041,7 +1061,7 @@ class _Run:
                 call = {"name": TRANSFER_TOOL, "args": {"agent_name": expected.agent}}
                 self.scripted_answer(({"function_call": call},))
             elif expected.kind is ExpectKind.MOCK:
-                self.step_mocks[expected.tool] = copy.deepcopy(expected.value)
+                self.step_mocks[expected.tool] = _copy_tree(expected.value)
         elif kind is StepKind.CALLBACK:
             callback_kind = step.callback
             if callback_kind is None or not any(
@@ -1064,7 +1084,7 @@ class _Run:
     def begin_scope(self) -> tuple[int, dict[str, Any]]:
         """Where the writes of a model call or a tool call start: ADK commits them with the
         call's event (the model's answer, the tool's response), so all or none."""
-        return len(self.events), copy.deepcopy(self.state)
+        return len(self.events), _copy_tree(self.state)
 
     def roll_back(self, scope: tuple[int, dict[str, Any]], what: str) -> None:
         """Code raised inside `what`: its event never exists in the runtime, so the writes
@@ -1096,7 +1116,7 @@ class _Run:
             channel=self.session.channel,
             modality=self.session.modality,
         )
-        values = {name: copy.deepcopy(self.state.get(name)) for name in self.static_names}
+        values = {name: _copy_tree(self.state.get(name)) for name in self.static_names}
         changed: tuple[str, ...] = ()
         if self.static_seen is not None:
             changed = tuple(
@@ -1201,7 +1221,7 @@ class _Run:
             turn=self.turn,
             agent=self.agent.name,
             system_instruction=f"{instructions}\n\n{note}" if note else instructions,
-            contents=tuple(copy.deepcopy(contents)),
+            contents=tuple(_copy_tree(contents)),
             tools=function_declarations(self.app, self.agent),
         )
         try:
@@ -1378,7 +1398,7 @@ class _Run:
             "tool_call",
             render_value({"functionCall": {"name": name, "args": args}}),
             source=name,
-            value=copy.deepcopy(args),  # the call as the model made it
+            value=_copy_tree(args),  # the call as the model made it
             label=label,
             model_call=model_call,
             instructions_changed=instructions_changed,
@@ -1496,9 +1516,9 @@ class _Run:
         has_code = tool.kind is ToolKind.PYTHON and bool((tool.python_code or "").strip())
         mock = tool.mock
         if mock is not None and (self.scenario.use_mocks or not has_code):
-            writes = tuple((key, copy.deepcopy(value)) for key, value in mock.state.items())
+            writes = tuple((key, _copy_tree(value)) for key, value in mock.state.items())
             self.apply_writes(writer, writes, ())
-            return True, copy.deepcopy(mock.response)
+            return True, _copy_tree(mock.response)
         if tool.kind is ToolKind.PYTHON:
             if not has_code:
                 self.step_error(
@@ -1512,8 +1532,8 @@ class _Run:
                 code=tool.python_code,
                 entry=name,
                 kind="tool",
-                args=copy.deepcopy(args),
-                state=copy.deepcopy(self.state),
+                args=_copy_tree(args),
+                state=_copy_tree(self.state),
                 filename=f"<tool:{name}>",
                 context_values=self.code_context(),
                 tools=self.code_tools(),
@@ -1664,7 +1684,7 @@ class _Run:
             TurnResult(
                 index=turn,
                 events=tuple(range(self.turn_start_event, len(self.events))),
-                state_after=copy.deepcopy(self.state),
+                state_after=_copy_tree(self.state),
                 changed=tuple(changed),
                 builtins=self.builtins(),
                 model_input=visible,
@@ -1678,9 +1698,9 @@ class _Run:
 
     def builtins(self) -> dict[str, Any]:
         values = {f"$context.{key}": value for key, value in self.context_values().items()}
-        values["$context.variables"] = copy.deepcopy(self.state)
+        values["$context.variables"] = _copy_tree(self.state)
         for name, value in self.state.items():
-            values[f"$context.variables.{name}"] = copy.deepcopy(value)
+            values[f"$context.variables.{name}"] = _copy_tree(value)
         return values
 
     # ----------------------------------------------------------------- whole session
@@ -1719,7 +1739,7 @@ class _Run:
             elif step.expectation is not None and step.expectation.kind is ExpectKind.MOCK:
                 # Live: scripted calls and replies are expectations (agents.core.live);
                 # only mocks act, before the model's calls of the turn.
-                self.step_mocks[step.expectation.tool] = copy.deepcopy(step.expectation.value)
+                self.step_mocks[step.expectation.tool] = _copy_tree(step.expectation.value)
         if self.turn >= 0:
             self.live_turn(live_step)
             self.end_turn()
@@ -1734,7 +1754,7 @@ class _Run:
             instruction_tokens=estimate_tokens(instructions),
             turns=tuple(self.turns),
             events=events,
-            final_state=copy.deepcopy(self.state),
+            final_state=_copy_tree(self.state),
             diagnostics=tuple(self.diagnostics),
             instruction_diagnostics=tuple(compiled.diagnostics),
             model_calls=tuple(self.model_calls),

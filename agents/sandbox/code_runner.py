@@ -9,7 +9,6 @@ key).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections import OrderedDict
@@ -106,9 +105,7 @@ def sandbox_runner(
                     call.context_values,
                     call.now,
                     # The app's tools, by digest: the key stays small.
-                    hashlib.sha256(json.dumps(call.tools, sort_keys=True).encode()).hexdigest()
-                    if call.tools
-                    else "",
+                    host.tools_digest(call.tools) if call.tools else "",
                 ],
                 sort_keys=True,
                 default=str,

@@ -6,6 +6,7 @@ No Django import here: the module is used from Django views but does not depend 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import json
 import os
@@ -38,6 +39,8 @@ MAX_HEADER_BYTES = 4096
 MAX_CODE_CHARS = 200_000
 MAX_TOOLS_CHARS = 2_000_000  # all the app's tools, for tools.<name>(...)
 MAX_STDERR_BYTES = 16 * 1024
+# How many sets of tools a session child keeps by digest (runner.TOOLS_MAX).
+TOOLS_HELD_MAX = 4
 # Values the child sends back are JSON of at most this depth (the child refuses deeper
 # values itself; the host does not rely on it).
 MAX_ANSWER_DEPTH = 80
@@ -237,6 +240,8 @@ class SandboxSession:
         self._stderr = bytearray()
         self._lock = threading.Lock()
         self._closed = False
+        # Digests of the tools the running session child holds (runner.TOOLS).
+        self._tools_held: list[str] = []
 
     def __enter__(self) -> SandboxSession:
         return self
@@ -281,24 +286,19 @@ class SandboxSession:
         error = _check_call(code, entry) or _check_tools(tools)
         if error is not None:
             return _failed(error, given, started)
-        try:
-            body = _dumps(
-                {
-                    "code": code,
-                    "entry": entry,
-                    "kind": kind,
-                    "args": dict(args or {}),
-                    "state": given,
-                    "declared": list(variables_declared)
-                    if variables_declared is not None
-                    else None,
-                    "context_values": {**self.context_values, **(context_values or {})},
-                    "tools": dict(tools or {}),
-                }
-            )
-        except (TypeError, ValueError) as exc:
-            error = SandboxError("invalid_request", f"arguments or state are not JSON: {exc}")
-            return _failed(error, given, started)
+        request: dict[str, Any] = {
+            "code": code,
+            "entry": entry,
+            "kind": kind,
+            "args": dict(args or {}),
+            "state": given,
+            "declared": list(variables_declared) if variables_declared is not None else None,
+            "context_values": {**self.context_values, **(context_values or {})},
+            "tools": dict(tools or {}),
+        }
+        # The app's tools are the same for every call of a run (bella_notte's are ~175 KB):
+        # sent once per session child, then by their digest (the child keeps them).
+        digest = tools_digest(request["tools"]) if request["tools"] else ""
 
         with self._lock:
             if self._closed:
@@ -312,12 +312,27 @@ class SandboxSession:
                 error = self._start()
                 if error is not None:
                     return _failed(error, given, started)
+            if digest:
+                request["tools_digest"] = digest
+                if digest in self._tools_held:
+                    request["tools"], request["tools_ref"] = None, True
+            try:
+                body = _dumps(request)
+            except (TypeError, ValueError) as exc:
+                error = SandboxError("invalid_request", f"arguments or state are not JSON: {exc}")
+                return _failed(error, given, started)
+            del request
             self._stderr.clear()
             deadline = time.monotonic() + self.limits.wall_time_s + CALL_KILL_GRACE_S + HOST_GRACE_S
             header, answer, error = self._roundtrip(_frame(body), deadline)
             if error is not None:
                 self._stop()
                 return _failed(error, given, started)
+            if digest and digest not in self._tools_held:
+                # As the child does (runner.resolve_tools): the oldest goes first.
+                if len(self._tools_held) >= TOOLS_HELD_MAX:
+                    del self._tools_held[0]
+                self._tools_held.append(digest)
             assert header is not None
             stderr = bytes(self._stderr)
 
@@ -406,6 +421,7 @@ class SandboxSession:
         return None
 
     def _stop(self) -> None:
+        self._tools_held = []
         if self._finalizer is not None:
             self._finalizer()  # kills the process group, reaps, removes the work dir
         self._finalizer = None
@@ -532,6 +548,26 @@ def _check_tools(tools: Mapping[str, str] | None) -> SandboxError | None:
             "invalid_request", f"the app's tool code is longer than {MAX_TOOLS_CHARS} characters"
         )
     return None
+
+
+_DIGESTS: dict[tuple[tuple[str, Any], ...], str] = {}
+
+
+def tools_digest(tools: Mapping[str, Any]) -> str:
+    """The digest of an app's tools (name -> code), remembered for the last few sets: the
+    same strings come with every call of a run, so hashing their tuple is cheap where
+    serialising 175 KB again is not."""
+    key = tuple(sorted(tools.items()))
+    try:
+        digest = _DIGESTS.get(key)
+    except TypeError:  # a value that cannot be hashed: not remembered
+        return hashlib.sha256(_dumps(dict(key))).hexdigest()
+    if digest is None:
+        digest = hashlib.sha256(_dumps(dict(key))).hexdigest()
+        if len(_DIGESTS) >= 16:
+            _DIGESTS.pop(next(iter(_DIGESTS)))
+        _DIGESTS[key] = digest
+    return digest
 
 
 def _dumps(value: Any) -> bytes:

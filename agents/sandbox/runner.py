@@ -1312,8 +1312,9 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
     started = time.perf_counter()
     signal.setitimer(signal.ITIMER_REAL, limits["wall_time_s"])
     try:
+        code_object = COMPILED.get((filename, code_text))
         try:
-            tree = ast.parse(code_text, filename, "exec")
+            tree = ast.parse(code_text, filename, "exec") if code_object is None else None
         except SyntaxError as exc:
             result["error"] = {
                 "kind": "syntax",
@@ -1322,8 +1323,12 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
                 "traceback": "",
             }
             raise _Done from None
-        compiled = sandbox.compile_restricted_exec(tree, filename, policy=sandbox.policy)
-        if compiled.errors:
+        compiled = (
+            sandbox.compile_restricted_exec(tree, filename, policy=sandbox.policy)
+            if code_object is None
+            else None
+        )
+        if compiled is not None and compiled.errors:
             first = compiled.errors[0]
             line = None
             if first.startswith("Line "):
@@ -1338,7 +1343,7 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
             raise _Done
         namespace = sandbox.globals_for(filename, context)
         namespace["tools"] = sandbox.cx.Tools([], None)  # replaced before the entry is called
-        exec(compiled.code, namespace)
+        exec(code_object if compiled is None else compiled.code, namespace)
         func = namespace.get(entry)
         if not callable(func):
             result["error"] = {
@@ -1362,14 +1367,17 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
 
         def run_tool(name, arguments):
             if name not in compiled_tools:
-                result = sandbox.compile_restricted_exec(
-                    tool_codes[name], f"<tool:{name}>", policy=sandbox.policy
-                )
-                if result.errors:
-                    raise ForbiddenOperation(f"tool {name}: " + "; ".join(result.errors))
+                tool_code = COMPILED.get((f"<tool:{name}>", tool_codes[name]))
+                if tool_code is None:
+                    result = sandbox.compile_restricted_exec(
+                        tool_codes[name], f"<tool:{name}>", policy=sandbox.policy
+                    )
+                    if result.errors:
+                        raise ForbiddenOperation(f"tool {name}: " + "; ".join(result.errors))
+                    tool_code = result.code
                 tool_namespace = sandbox.globals_for(f"<tool:{name}>", context)
                 tool_namespace["tools"] = namespace["tools"]
-                exec(result.code, tool_namespace)
+                exec(tool_code, tool_namespace)
                 compiled_tools[name] = tool_namespace.get(name)
             tool_func = compiled_tools[name]
             if not callable(tool_func):
@@ -1534,6 +1542,69 @@ def add_in_place_writes(result, given):
             result["writes"].append([name, value])
 
 
+# The session child's caches, inherited by each forked call process (which never writes
+# back): code objects compiled by the same RestrictedPython policy, keyed by (file name,
+# source), so a callback file is compiled once per session, not once per call; and the
+# app's tools (``tools.<name>``'s code, ~175 KB for bella_notte) by the host's digest, so
+# the host sends them once per session child and a reference after that.
+COMPILED = {}
+COMPILED_MAX = 1024
+TOOLS = {}
+TOOLS_MAX = 4
+
+
+def precompile(sandbox, request, tools_sent):
+    """Compile the call's code (and, when the tools came in full, each tool's) in the
+    session child, before the fork, when it has not been: only a clean compile is kept (a
+    syntax error or a refused construct is left to the call process, which reports it as
+    today). Compiling runs no user code."""
+    code_text = request.get("code")
+    entry = request.get("entry")
+    if type(code_text) is str and type(entry) is str:
+        kind = request.get("kind", "tool")
+        compile_once(sandbox, f"<{USER_FILENAME_PREFIX.get(kind, 'code')}:{entry}>", code_text)
+    tools = request.get("tools") if tools_sent else None
+    if type(tools) is dict:
+        for name, tool_code in tools.items():
+            if type(name) is str and type(tool_code) is str:
+                compile_once(sandbox, f"<tool:{name}>", tool_code)
+
+
+def compile_once(sandbox, filename, code_text):
+    key = (filename, code_text)
+    if key in COMPILED:
+        return
+    try:
+        compiled = sandbox.compile_restricted_exec(
+            ast.parse(code_text, filename, "exec"), filename, policy=sandbox.policy
+        )
+    except BaseException:
+        return
+    if compiled.errors or compiled.code is None:
+        return
+    if len(COMPILED) >= COMPILED_MAX:
+        COMPILED.pop(next(iter(COMPILED)))
+    COMPILED[key] = compiled.code
+
+
+def resolve_tools(request):
+    """The request's tools: sent in full (kept under their digest), or by reference to a
+    digest sent before. Returns an error message when the reference is unknown."""
+    digest = request.pop("tools_digest", None)
+    if not digest:
+        return None
+    if request.get("tools_ref"):
+        tools = TOOLS.get(digest)
+        if tools is None:
+            return "the sandbox session does not hold the app's tools it was referred to"
+        request["tools"] = tools
+        return None
+    if digest not in TOOLS and len(TOOLS) >= TOOLS_MAX:
+        TOOLS.pop(next(iter(TOOLS)))
+    TOOLS[digest] = request.get("tools") or {}
+    return None
+
+
 def call_result(sandbox, request, limits, protections):
     """Run one call (in the call process); return its answer as JSON bytes."""
     state_data = dict(request.get("state") or {})
@@ -1676,6 +1747,14 @@ def main():
             os._exit(0)
         request = json.loads(body)
         del body
+        tools_sent = not request.get("tools_ref")
+        problem = resolve_tools(request)
+        if problem is not None:
+            failed = failed_result("internal", problem)
+            failed["protections"] = jail
+            write_frame(1, json.dumps(failed).encode("ascii"), status=0)
+            continue
+        precompile(sandbox, request, tools_sent)
         answer_header, answer = run_forked(sandbox, request, limits, jail, setup)
         del request
         write_frame(1, answer, **answer_header)

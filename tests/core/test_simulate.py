@@ -1244,3 +1244,58 @@ def test_expect_transfer_is_the_model_calling_transfer_to_agent_and_its_check():
     ]
     assert evaluation.results[0].message == "Host transferred to Reservations."
     assert "cannot transfer to Stranger" in evaluation.results[4].message
+
+
+def test_a_callback_changing_llm_request_in_place_does_not_change_what_the_next_call_sees() -> None:
+    # The request carries the history (the tool call's arguments, the tool's response):
+    # a runner that changes it in place must not reach the run's events or the next call.
+    before = callback(
+        CallbackKind.BEFORE_MODEL,
+        "request = kwargs['llm_request']\n"
+        "for content in request['contents']:\n"
+        "    for part in content['parts']:\n"
+        "        if 'function_call' in part:\n"
+        "            part['function_call']['args']['account_id'] = 'CHANGED'\n"
+        "        if 'function_response' in part:\n"
+        "            part['function_response']['response']['changed'] = True\n"
+        "request['contents'].append({'role': 'user', 'parts': [{'text': 'added'}]})\n"
+        "request['config']['system_instruction'] = 'changed'",
+    )
+    fake = FakeRunner()
+    seen: list[str] = []
+
+    def recording(code_call: CodeCall) -> CodeResult:
+        if code_call.kind == "callback":
+            seen.append(json.dumps(code_call.args["llm_request"], sort_keys=True))
+        return fake(code_call)
+
+    app = banking_app(callbacks=(before,))
+    result = run(
+        app, user("hi"), call("LookupBalance", account_id="A"), agent_says("ok"), runner=recording
+    )
+    response = next(e.value for e in result.events if e.kind == "tool_response")
+    assert "changed" not in response
+    second = json.loads(seen[1])
+    assert second == {
+        "contents": [
+            {"role": "user", "parts": [{"text": "hi"}]},
+            {
+                "role": "model",
+                "parts": [
+                    {"function_call": {"name": "LookupBalance", "args": {"account_id": "A"}}}
+                ],
+            },
+            {
+                "role": "user",
+                "parts": [
+                    {
+                        "function_response": {
+                            "name": "LookupBalance",
+                            "response": response,
+                        }
+                    }
+                ],
+            },
+        ],
+        "config": {"system_instruction": BANKING_INSTRUCTIONS},
+    }

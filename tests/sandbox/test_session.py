@@ -402,3 +402,52 @@ def test_call_process_cannot_fork_or_touch_the_host(shared):
             "seccomp",
             "rlimit_nproc",
         } <= set(result.protections)
+
+
+class _Recording(sandbox_host.SandboxSession):
+    """A real session that records the size of each request frame it sends."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.sent: list[int] = []
+
+    def _roundtrip(self, request, deadline):
+        self.sent.append(len(request))
+        return super()._roundtrip(request, deadline)
+
+
+CALLS_A_TOOL = "def t():\n    return tools.double({'n': 21}).json()['result']\n"
+BIG_TOOLS = {
+    "double": "def double(n):\n    return {'twice': n * 2}\n",
+    "padding": "def padding():\n    return " + repr("x" * 50_000) + "\n",
+}
+
+
+def test_the_tools_go_once_per_session_child_then_by_reference():
+    with _Recording() as session:
+        first = run(session, CALLS_A_TOOL, tools=BIG_TOOLS)
+        second = run(session, CALLS_A_TOOL, tools=BIG_TOOLS)
+        # The hello frame, then the calls: only the first call carries the 50 KB of tools.
+        assert (first.return_value, second.return_value) == ({"twice": 42}, {"twice": 42})
+        assert session.sent[1] > 50_000 > session.sent[2]
+
+
+def test_a_replaced_session_child_gets_the_tools_again():
+    with open_session() as session:
+        assert run(session, CALLS_A_TOOL, tools=BIG_TOOLS).return_value == {"twice": 42}
+        os.kill(session.pid, signal.SIGKILL)
+        session._proc.wait(timeout=10)
+        again = run(session, CALLS_A_TOOL, tools=BIG_TOOLS)
+        assert again.error is None and again.return_value == {"twice": 42}
+
+
+def test_code_compiled_once_per_session_still_gets_the_language_layer_checks():
+    refused = "def t():\n    return ().__class__.__base__\n"
+    with open_session() as session:
+        results = [run(session, code) for code in (OK, refused, OK, refused)]
+    assert [r.error.kind if r.error else None for r in results] == [
+        None,
+        "forbidden",
+        None,
+        "forbidden",
+    ]
