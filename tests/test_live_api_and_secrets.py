@@ -63,23 +63,47 @@ def test_the_api_lists_models_without_keys(signed_in, configured):
     ]
 
 
-def test_api_simulate_with_a_model_runs_live_and_reports_tokens_and_cost(
+def test_api_simulate_with_a_model_is_a_job_that_reports_tokens_and_cost(
+    signed_in,
+    configured,
+    bank_app,  # noqa: F811
+    run_jobs,
+):
+    app, agent, scenario = bank_app
+    configured.script(
+        openai_stream_call("LookupBalance", "{}"), openai_stream_text("It is ", "1,250 EUR.")
+    )
+    url = f"/api/apps/{app.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/simulate"
+    response = signed_in.post(url, {"model": "loop"}, content_type="application/json")
+    assert response.status_code == 202 and configured.seen == []
+    assert run_jobs() == 1
+    job = signed_in.get(response["Location"]).json()
+    live = job["result"]
+    assert job["status"] == "succeeded" and job["progress"]["done"] == 2
+    assert live["model"] == "loop" and live["mode"] == "live" and live["status"] == "passed"
+    assert [c["answer"]["tokens_in"] for c in live["calls"]] == [15, 9]
+    # gpt-4o-mini's list price: 0.15 / 0.60 USD per million tokens.
+    assert live["cost"] == pytest.approx((24 * 0.15 + 10 * 0.60) / 1e6)
+    replay = signed_in.post(f"/api/apps/{app.pk}/live-runs/{live['live_run']}/replay").json()
+    assert replay["live"]["mode"] == "replay" and replay["live"]["drift"] == []
+
+
+def test_api_simulate_without_a_model_stays_synchronous(signed_in, bank_app):  # noqa: F811
+    app, agent, scenario = bank_app
+    url = f"/api/apps/{app.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/simulate"
+    response = signed_in.post(url, {}, content_type="application/json")
+    assert response.status_code == 200 and "final_state" in response.json()
+
+
+def test_api_simulate_with_an_unknown_model_is_a_400_and_no_job(
     signed_in,
     configured,
     bank_app,  # noqa: F811
 ):
     app, agent, scenario = bank_app
-    configured.script(openai_call("LookupBalance", {}), openai_text("It is 1,250 EUR."))
     url = f"/api/apps/{app.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/simulate"
-    body = signed_in.post(url, {"model": "loop"}, content_type="application/json").json()
-    live = body["live"]
-    assert live["model"] == "loop" and live["mode"] == "live" and live["status"] == "passed"
-    assert [c["tokens_in"] for c in live["calls"]] == [20, 11]
-    # gpt-4o-mini's list price: 0.15 / 0.60 USD per million tokens.
-    assert live["cost"] == pytest.approx((31 * 0.15 + 12 * 0.60) / 1e6)
-    assert body["final_state"]["current_account_balance"] == 1250
-    replay = signed_in.post(f"/api/apps/{app.pk}/live-runs/{live['id']}/replay").json()
-    assert replay["live"]["mode"] == "replay" and replay["live"]["drift"] == []
+    response = signed_in.post(url, {"model": "gpt-9"}, content_type="application/json")
+    assert response.status_code == 400 and not Job.objects.exists()
 
 
 def test_api_evaluate_with_a_model(signed_in, configured, bank_app, run_jobs):  # noqa: F811
@@ -268,10 +292,10 @@ def test_a_model_key_never_appears_anywhere(
 
     configured.repeat_last = False
     configured.script(
-        openai_call("LookupBalance", {}),
-        openai_text("1,250 EUR."),
-        openai_call("LookupBalance", {}),
-        openai_text("1,250 EUR."),
+        openai_stream_call("LookupBalance", "{}"),
+        openai_stream_text("1,250 EUR."),
+        openai_stream_call("LookupBalance", "{}"),
+        openai_stream_text("1,250 EUR."),
     )
     url = f"/api/apps/{app.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/simulate"
     answers = [
@@ -280,6 +304,8 @@ def test_a_model_key_never_appears_anywhere(
         signed_in.get("/api/models").content,
         signed_in.post(f"/api/apps/{app.pk}/evaluate").content,
     ]
+    assert run_jobs() == 3
+    answers += [signed_in.get(f"/api/jobs/{job.pk}/").content for job in Job.objects.all()]
     assert configured.seen[2].headers["authorization"] == f"Bearer {ADMIN_KEY}"
     designer = reverse("agent-simulate", args=[app.pk, agent.pk])
     configured.script(openai_stream_call("LookupBalance", "{}"), openai_stream_text("1,250 EUR."))

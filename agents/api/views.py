@@ -675,75 +675,6 @@ class ScenarioDetailView(ApiView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class ScenarioSimulateView(ApiView):
-    """Run a scenario through the simulator."""
-
-    queryset = Scenario.objects.none()
-    throttle_classes = with_default_throttles(SimulateThrottle)
-
-    @extend_schema(
-        tags=["actions"],
-        operation_id="apps_agents_scenarios_simulate",
-        summary="Run the scenario: turns, events, state, built-ins, HTTP requests, warnings",
-        description=(
-            "Python tools and callbacks run in the sandbox unless `use_mocks` (default: the "
-            "scenario's setting). `instructions` simulates unsaved text. `model` runs it live "
-            "with a configured model (recorded; `live` holds its calls, tokens, cost and "
-            "each expectation checked against the model). Viewers may simulate."
-        ),
-        request=io.SimulateIn,
-        responses={200: io.SimulationOut, 400: ERRORS[400], **READ_ERRORS},
-    )
-    def post(self, request: Request, app_id: int, agent_id: int, scenario_id: int) -> Response:
-        # The agent and its app in one query, the scenario and its steps in two; the app
-        # itself comes from the spec cached by revision (as the designer's simulation).
-        app, agent, self.access = selectors.agent_for_user(request.user, app_id, agent_id)
-        scenario = (
-            Scenario.objects.prefetch_related("steps").filter(pk=scenario_id, agent=agent).first()
-        )
-        if scenario is None:
-            raise exceptions.NotFound("No such scenario for this agent.")
-        scenario.agent = agent  # its spec names the agent
-        data = self.valid(io.SimulateIn)
-        if data.get("model"):
-            from agents.api.live_views import live_simulation
-            from agents.services.live import run_live
-
-            outcome = run_live(
-                app=app,
-                agent=agent,
-                scenario=scenario,
-                model=data["model"],
-                actor=request.user,
-                instructions=data.get("instructions"),
-                use_mocks=data.get("use_mocks"),
-            )
-            return json_data_response(self.output(io.SimulationOut, live_simulation(outcome)))
-        scenario_spec, result = services.simulate_scenario(
-            app=app,
-            agent=agent,
-            scenario=scenario,
-            instructions=data.get("instructions"),
-            use_mocks=data.get("use_mocks"),
-        )
-        body = self.output(io.SimulationOut, _simulation(result, scenario_spec.use_mocks))
-        return json_data_response(body)
-
-
-def _simulation(result: SimulationResult, use_mocks: bool) -> dict[str, Any]:
-    return {
-        "use_mocks": use_mocks,
-        "instructions": result.instructions,
-        "instruction_tokens": result.instruction_tokens,
-        "instruction_diagnostics": result.instruction_diagnostics,
-        "diagnostics": result.diagnostics,
-        "turns": result.turns,
-        "events": result.events,
-        "model_calls": result.model_calls,
-        "final_state": result.final_state,
-    }
-
-
 def accepted(request: Request, job: Job) -> Response:
     """202 for a submitted job: its id, url (also the Location header) and status."""
     url = request.build_absolute_uri(reverse("api:job-detail", args=[job.pk]))
@@ -770,6 +701,74 @@ JOB_ACCEPTED = {
         "or too many simulations (RATE_LIMITS).",
     ),
 }
+
+
+class ScenarioSimulateView(ApiView):
+    """Run a scenario through the simulator."""
+
+    queryset = Scenario.objects.none()
+    throttle_classes = with_default_throttles(SimulateThrottle)
+
+    @extend_schema(
+        tags=["actions"],
+        operation_id="apps_agents_scenarios_simulate",
+        summary="Run the scenario: turns, events, state, built-ins, HTTP requests, warnings",
+        description=(
+            "Python tools and callbacks run in the sandbox unless `use_mocks` (default: the "
+            "scenario's setting). `instructions` simulates unsaved text. Viewers may simulate. "
+            "With `model` (a configured model) the run is live and a job: 202 with the job's "
+            "`id`, `url` (also `Location`) and `status`; GET the url: `progress.done` counts "
+            "the model calls so far and `current` holds the model's text so far; once "
+            "succeeded, `result` is {live_run (the recorded run's id, null for unsaved "
+            "instructions), mode, model, status, error, tokens_in, tokens_out, cost, calls, "
+            "drift}. Without a model it answers 200 at once with the simulation."
+        ),
+        request=io.SimulateIn,
+        responses={200: io.SimulationOut, 400: ERRORS[400], **JOB_ACCEPTED, **READ_ERRORS},
+    )
+    def post(self, request: Request, app_id: int, agent_id: int, scenario_id: int) -> Response:
+        # The agent and its app in one query, the scenario and its steps in two; the app
+        # itself comes from the spec cached by revision (as the designer's simulation).
+        app, agent, self.access = selectors.agent_for_user(request.user, app_id, agent_id)
+        scenario = (
+            Scenario.objects.prefetch_related("steps").filter(pk=scenario_id, agent=agent).first()
+        )
+        if scenario is None:
+            raise exceptions.NotFound("No such scenario for this agent.")
+        scenario.agent = agent  # its spec names the agent
+        data = self.valid(io.SimulateIn)
+        if data.get("model"):  # a live run is long work: a job (README, "Jobs")
+            params = {
+                "agent": agent.pk,
+                "scenario": scenario.pk,
+                "model": _checked_model(app, data["model"]),
+                "instructions": data.get("instructions"),
+                "use_mocks": data.get("use_mocks"),
+            }
+            return accepted(request, submit(request, kind="live_run", app=app, params=params))
+        scenario_spec, result = services.simulate_scenario(
+            app=app,
+            agent=agent,
+            scenario=scenario,
+            instructions=data.get("instructions"),
+            use_mocks=data.get("use_mocks"),
+        )
+        body = self.output(io.SimulationOut, _simulation(result, scenario_spec.use_mocks))
+        return json_data_response(body)
+
+
+def _simulation(result: SimulationResult, use_mocks: bool) -> dict[str, Any]:
+    return {
+        "use_mocks": use_mocks,
+        "instructions": result.instructions,
+        "instruction_tokens": result.instruction_tokens,
+        "instruction_diagnostics": result.instruction_diagnostics,
+        "diagnostics": result.diagnostics,
+        "turns": result.turns,
+        "events": result.events,
+        "model_calls": result.model_calls,
+        "final_state": result.final_state,
+    }
 
 
 class ScenarioEvaluateView(ApiView):
