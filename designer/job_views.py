@@ -20,8 +20,8 @@ from django.views.decorators.http import require_GET, require_POST
 from agents import selectors
 from agents.models import JOB_ACTIVE, AgentApp, Job, JobItem, JobStatus
 from agents.ratelimit import rate_limited
-from agents.services import jobs
-from agents.services.common import error
+from agents.services import jobs, live_models
+from agents.services.common import ServiceError, error
 from designer.views import _designer_context, _loaded_app
 
 DESIGNER = "agents/app_designer.html"
@@ -85,8 +85,21 @@ def app_run_all(request: HttpRequest, app_id: int) -> HttpResponse:
         owner=request.user, app=app, kind="evaluate_app", status__in=JOB_ACTIVE
     ):
         jobs.job_cancel(job=old)
+    # The conversation panel's model picker: a model runs every scenario live (issue 21).
+    model = str(request.POST.get("model", "") or "")
+    if model:
+        try:
+            live_models.resolve_model(app, model)
+        except ServiceError as exc:
+            message = " ".join(d.message for d in exc.diagnostics)
+            return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
     try:
-        job = jobs.job_submit(kind="evaluate_app", owner=request.user, app=app)
+        job = jobs.job_submit(
+            kind="evaluate_app",
+            owner=request.user,
+            app=app,
+            params={"model": model} if model else {},
+        )
     except jobs.JobLimitError as exc:
         return HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8")
     if request.htmx:

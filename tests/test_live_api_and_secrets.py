@@ -388,3 +388,26 @@ def test_the_app_default_model_through_the_api(signed_in, configured, bank_app):
 
     outcome = run_live(app=app, agent=agent, scenario=scenario)  # no model named
     assert outcome.model == "loop" and len(configured.seen) == 1
+
+
+def test_run_all_in_the_designer_with_the_picked_model_runs_live(
+    signed_in,
+    configured,
+    bank_app,  # noqa: F811
+    run_jobs,
+):
+    """The model picker's value goes with Run all: the evaluate_app job runs live."""
+    app = bank_app[0]
+    configured.script(openai_call("LookupBalance", {}), openai_text("It is 1,250 EUR."))
+    page = signed_in.post(reverse("app-run-all", args=[app.pk]), {"model": "loop"}, headers=HX)
+    assert page.status_code == 200 and "live · loop" in page.content.decode()
+    assert run_jobs() == 1
+    job = Job.objects.get(kind="evaluate_app")
+    assert job.params["model"] == "loop" and len(configured.seen) == 2
+    assert job.result["scenarios"][0]["live"]["model_calls"] == 2
+
+
+def test_run_all_with_an_unknown_model_is_a_400_naming_it(signed_in, configured, bank_app):  # noqa: F811
+    app = bank_app[0]
+    page = signed_in.post(reverse("app-run-all", args=[app.pk]), {"model": "gpt-9"}, headers=HX)
+    assert page.status_code == 400 and "gpt-9" in page.content.decode()
