@@ -205,21 +205,23 @@ def submit_live(
 @login_required
 @require_GET
 def live_job_status(
-    request: HttpRequest, app_id: int, agent_id: int, job_id: object
+    request: HttpRequest, app_id: int, agent_id: int, live_job_id: object
 ) -> HttpResponse:
     app, agent, access = selectors.agent_for_user(
         request.user, app_id, agent_id, with_scenarios=True
     )
-    return render_live_job(request, app, access, agent, _live_job(request, app, agent_id, job_id))
+    return render_live_job(
+        request, app, access, agent, _live_job(request, app, agent_id, live_job_id)
+    )
 
 
 @login_required
 @require_POST
 def live_job_cancel(
-    request: HttpRequest, app_id: int, agent_id: int, job_id: object
+    request: HttpRequest, app_id: int, agent_id: int, live_job_id: object
 ) -> HttpResponse:
     app, agent, access = selectors.agent_for_user(
         request.user, app_id, agent_id, with_scenarios=True
     )
-    job = jobs.job_cancel(job=_live_job(request, app, agent_id, job_id))
+    job = jobs.job_cancel(job=_live_job(request, app, agent_id, live_job_id))
     return render_live_job(request, app, access, agent, job)

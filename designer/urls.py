@@ -64,12 +64,12 @@ app_patterns = [
     path("agents/<int:agent_id>/preview", views.agent_preview, name="agent-preview"),
     path("agents/<int:agent_id>/simulate", views.agent_simulate, name="agent-simulate"),
     path(
-        "agents/<int:agent_id>/live-jobs/<uuid:job_id>",
+        "agents/<int:agent_id>/live-jobs/<uuid:live_job_id>",
         job_views.live_job_status,
         name="live-job",
     ),
     path(
-        "agents/<int:agent_id>/live-jobs/<uuid:job_id>/cancel",
+        "agents/<int:agent_id>/live-jobs/<uuid:live_job_id>/cancel",
         job_views.live_job_cancel,
         name="live-job-cancel",
     ),

@@ -72,6 +72,8 @@ JOB_ROUTES = {
     "app-run-all-job",
     "app-run-all-cancel",
     "version-diff-scenarios",
+    "live-job",
+    "live-job-cancel",
 }
 
 
@@ -141,6 +143,10 @@ def _build_world():
     from agents.services import jobs
 
     job = jobs.job_submit(kind="version_diff", owner=user, app=bank, enqueue=False)
+    live_params = {"agent": agent.pk, "scenario": scenario.pk, "model": "recorded"}
+    live_job = jobs.job_submit(
+        kind="live_run", owner=user, app=bank, params=live_params, enqueue=False
+    )
     users = {
         "stranger": stranger,
         "viewer": viewer,
@@ -161,6 +167,7 @@ def _build_world():
         "label": label.name,
         "run_id": live_run.pk,
         "job_id": job.pk,
+        "live_job_id": live_job.pk,
     }
     return users, ids
 
