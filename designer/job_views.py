@@ -18,9 +18,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import selectors
-from agents.models import JOB_ACTIVE, AgentApp, Job
+from agents.models import JOB_ACTIVE, AgentApp, Job, JobItem, JobStatus
 from agents.ratelimit import rate_limited
-from agents.services import jobs
+from agents.services import jobs, live_models
+from agents.services.common import ServiceError, error
 from designer.views import _designer_context, _loaded_app
 
 DESIGNER = "agents/app_designer.html"
@@ -84,8 +85,21 @@ def app_run_all(request: HttpRequest, app_id: int) -> HttpResponse:
         owner=request.user, app=app, kind="evaluate_app", status__in=JOB_ACTIVE
     ):
         jobs.job_cancel(job=old)
+    # The conversation panel's model picker: a model runs every scenario live (issue 21).
+    model = str(request.POST.get("model", "") or "")
+    if model:
+        try:
+            live_models.resolve_model(app, model)
+        except ServiceError as exc:
+            message = " ".join(d.message for d in exc.diagnostics)
+            return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
     try:
-        job = jobs.job_submit(kind="evaluate_app", owner=request.user, app=app)
+        job = jobs.job_submit(
+            kind="evaluate_app",
+            owner=request.user,
+            app=app,
+            params={"model": model} if model else {},
+        )
     except jobs.JobLimitError as exc:
         return HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8")
     if request.htmx:
@@ -109,3 +123,105 @@ def run_all_cancel(request: HttpRequest, app_id: int, job_id: object) -> HttpRes
     app, access = selectors.app_for_user(request.user, app_id)
     job = jobs.job_cancel(job=_job(request, app, job_id))
     return render_run_all(request, app, access, job)
+
+
+# ---------------------------------------------------------------- Run live as a job (issue 21)
+
+
+def _live_job(request: HttpRequest, app: AgentApp, agent_id: int, job_id: object) -> Job:
+    job = _job(request, app, job_id)
+    if job.kind != "live_run" or int(job.params.get("agent", 0)) != agent_id:
+        raise Http404("No such live run of this agent.")
+    return job
+
+
+def live_job_context(job: Job) -> dict[str, Any]:
+    """What the polling live fragment shows: the model's text so far, its calls with their
+    tokens and cost, the totals."""
+    calls = [item.data for item in JobItem.objects.filter(job=job).order_by("position")]
+    return {
+        "job": job,
+        "text": job.current,
+        "calls": calls,
+        "tokens_in": sum(c.get("tokens_in", 0) for c in calls),
+        "tokens_out": sum(c.get("tokens_out", 0) for c in calls),
+        "cost": sum(float(c.get("cost") or 0) for c in calls),
+        "replay": bool(job.params.get("replay")),
+        "poll_ms": POLL_MS,
+    }
+
+
+def render_live_job(
+    request: HttpRequest, app: AgentApp, access: Any, agent: Any, job: Job
+) -> HttpResponse:
+    """The live fragment while the job runs; the conversation panel with the run once done."""
+    from designer import simulation
+
+    context: dict[str, Any] = {"app": app, "access": access, "agent": agent}
+    if job.status in JOB_ACTIVE:
+        context["live_job"] = live_job_context(job)
+        return render(request, f"{DESIGNER}#live-job", context)
+    params = {"scenario": str(job.params["scenario"]), "model": job.params.get("model") or ""}
+    if job.params.get("replay"):
+        params["replay"] = str(job.params["replay"])
+    outcome = None
+    if job.status == JobStatus.SUCCEEDED and job.result:
+        outcome = simulation.job_outcome(job)
+    conversation = simulation.build_conversation(app, agent, params, request.user, outcome=outcome)
+    if outcome is None:
+        why = "Cancelled." if job.status == JobStatus.CANCELLED else job.error
+        conversation.diagnostics.insert(0, error("live", f"The live run stopped: {why}", "SC482"))
+    context["conversation"] = conversation
+    return render(request, f"{DESIGNER}#conversation-panel", context)
+
+
+def submit_live(
+    request: HttpRequest, app: AgentApp, access: Any, agent: Any, params: Any
+) -> HttpResponse:
+    """Run live / Replay / Re-record: submit a ``live_run`` job (a newer one supersedes this
+    user's unfinished one for the agent) and answer at once with the polling fragment."""
+    from designer import simulation
+
+    scenarios = list(agent.scenarios.all())
+    wanted = str(params.get("scenario", "") or "")
+    scenario = next((s for s in scenarios if str(s.pk) == wanted), None) or next(
+        iter(scenarios), None
+    )
+    if scenario is None:
+        return HttpResponse("Add a scenario first.", status=400)
+    job_params = simulation.live_job_params(agent, scenario.pk, params)
+    for old in Job.objects.filter(
+        owner=request.user, app=app, kind="live_run", status__in=JOB_ACTIVE
+    ):
+        if int(old.params.get("agent", 0)) == agent.pk:
+            jobs.job_cancel(job=old)
+    try:
+        job = jobs.job_submit(kind="live_run", owner=request.user, app=app, params=job_params)
+    except jobs.JobLimitError as exc:
+        return HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8")
+    return render_live_job(request, app, access, agent, job)
+
+
+@login_required
+@require_GET
+def live_job_status(
+    request: HttpRequest, app_id: int, agent_id: int, live_job_id: object
+) -> HttpResponse:
+    app, agent, access = selectors.agent_for_user(
+        request.user, app_id, agent_id, with_scenarios=True
+    )
+    return render_live_job(
+        request, app, access, agent, _live_job(request, app, agent_id, live_job_id)
+    )
+
+
+@login_required
+@require_POST
+def live_job_cancel(
+    request: HttpRequest, app_id: int, agent_id: int, live_job_id: object
+) -> HttpResponse:
+    app, agent, access = selectors.agent_for_user(
+        request.user, app_id, agent_id, with_scenarios=True
+    )
+    job = jobs.job_cancel(job=_live_job(request, app, agent_id, live_job_id))
+    return render_live_job(request, app, access, agent, job)

@@ -7,6 +7,7 @@ result for the template.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -186,9 +187,61 @@ def _live_outcome(
     return None
 
 
+def live_job_params(agent: Agent, scenario_id: int, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``live_run`` job's parameters from the panel's form: the saved instructions are
+    sent as None (the run is then recorded), the mocks choice only when it was made."""
+    instructions = params.get("instructions")
+    if instructions is not None and instructions.replace("\r\n", "\n") == agent.instructions:
+        instructions = None
+    replay = str(params.get("replay", "") or "")
+    scenario = next((s for s in agent.scenarios.all() if s.pk == scenario_id), None)
+    return {
+        "agent": agent.pk,
+        "scenario": scenario_id,
+        "model": "" if replay.isdigit() else str(params.get("model", "") or ""),
+        "replay": int(replay) if replay.isdigit() else None,
+        "instructions": instructions,
+        "use_mocks": _mocks_choice(params, scenario) if scenario is not None else None,
+    }
+
+
+def job_outcome(job: Any) -> live.LiveOutcome:
+    """The finished ``live_run`` job as the panel shows it: its recorded calls answer again
+    offline (no model is called) for the timeline; the figures, drift and stored LiveRun
+    are the job's."""
+    result, params = job.result, job.params
+    shown = LiveRun(
+        app_id=job.app_id,
+        scenario_id=int(params["scenario"]),
+        mode="live",
+        calls=result["calls"],
+        model_name=result["model"],
+    )
+    outcome = live.replay_live(
+        run=shown,
+        instructions=params.get("instructions"),
+        use_mocks=params.get("use_mocks"),
+        record=False,
+    )
+    stored = LiveRun.objects.filter(pk=result.get("live_run")).first()
+    return dataclasses.replace(
+        outcome,
+        run=stored,
+        calls=result["calls"],
+        drift=result["drift"],
+        model=result["model"],
+        error=result["error"],
+    )
+
+
 def build_conversation(
-    app: AgentApp, agent: Agent, params: Mapping[str, Any], actor: Any = None
+    app: AgentApp,
+    agent: Agent,
+    params: Mapping[str, Any],
+    actor: Any = None,
+    outcome: Any = None,
 ) -> Conversation:
+    """The panel; `outcome` (a finished live job's, `job_outcome`) is shown as the run."""
     scenarios = list(agent.scenarios.all())
     wanted = str(params.get("scenario", "") or "")
     scenario = next((s for s in scenarios if str(s.pk) == wanted), None) or next(
@@ -199,9 +252,9 @@ def build_conversation(
     conversation.model = str(params.get("model", "") or "")
     if scenario is None:
         return conversation
-    outcome = None
     try:
-        outcome = _live_outcome(app, agent, scenario, params, actor)
+        if outcome is None:
+            outcome = _live_outcome(app, agent, scenario, params, actor)
     except ServiceError as exc:
         conversation.diagnostics = list(exc.diagnostics)
     calls: list[dict[str, Any]] = []

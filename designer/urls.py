@@ -64,6 +64,16 @@ app_patterns = [
     path("agents/<int:agent_id>/preview", views.agent_preview, name="agent-preview"),
     path("agents/<int:agent_id>/simulate", views.agent_simulate, name="agent-simulate"),
     path(
+        "agents/<int:agent_id>/live-jobs/<uuid:live_job_id>",
+        job_views.live_job_status,
+        name="live-job",
+    ),
+    path(
+        "agents/<int:agent_id>/live-jobs/<uuid:live_job_id>/cancel",
+        job_views.live_job_cancel,
+        name="live-job-cancel",
+    ),
+    path(
         "agents/<int:agent_id>/live-runs/<int:run_id>/golden",
         views.live_run_golden,
         name="live-run-golden",

@@ -846,6 +846,13 @@ def agent_simulate(request: HttpRequest, app_id: int, agent_id: int) -> HttpResp
         params = preview_builder.with_instructions(agent, params)
     except preview_builder.StaleEdit:
         return _stale_edit()
+    replay = str(params.get("replay", "") or "")
+    if request.method == "POST" and (
+        replay.isdigit() or (params.get("live") and params.get("model"))
+    ):
+        from designer import job_views  # it imports this module
+
+        return job_views.submit_live(request, app, access, agent, params)
     return _conversation(request, app, access, agent, params)
 
 

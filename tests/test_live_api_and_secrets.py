@@ -11,10 +11,16 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from agents import keyring, services
-from agents.models import AuditEvent, LiveRun, ModelEndpoint
+from agents.models import AuditEvent, Job, LiveRun, ModelEndpoint
 from agents.services import versions
 from agents.services.live_models import endpoint_save
-from tests.llm_server import ModelServer, openai_call, openai_text
+from tests.llm_server import (
+    ModelServer,
+    openai_call,
+    openai_stream_call,
+    openai_stream_text,
+    openai_text,
+)
 from tests.test_live_runs import GOLDEN, INSTRUCTIONS, KEY, bank_app  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -57,23 +63,47 @@ def test_the_api_lists_models_without_keys(signed_in, configured):
     ]
 
 
-def test_api_simulate_with_a_model_runs_live_and_reports_tokens_and_cost(
+def test_api_simulate_with_a_model_is_a_job_that_reports_tokens_and_cost(
+    signed_in,
+    configured,
+    bank_app,  # noqa: F811
+    run_jobs,
+):
+    app, agent, scenario = bank_app
+    configured.script(
+        openai_stream_call("LookupBalance", "{}"), openai_stream_text("It is ", "1,250 EUR.")
+    )
+    url = f"/api/apps/{app.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/simulate"
+    response = signed_in.post(url, {"model": "loop"}, content_type="application/json")
+    assert response.status_code == 202 and configured.seen == []
+    assert run_jobs() == 1
+    job = signed_in.get(response["Location"]).json()
+    live = job["result"]
+    assert job["status"] == "succeeded" and job["progress"]["done"] == 2
+    assert live["model"] == "loop" and live["mode"] == "live" and live["status"] == "passed"
+    assert [c["answer"]["tokens_in"] for c in live["calls"]] == [15, 9]
+    # gpt-4o-mini's list price: 0.15 / 0.60 USD per million tokens.
+    assert live["cost"] == pytest.approx((24 * 0.15 + 10 * 0.60) / 1e6)
+    replay = signed_in.post(f"/api/apps/{app.pk}/live-runs/{live['live_run']}/replay").json()
+    assert replay["live"]["mode"] == "replay" and replay["live"]["drift"] == []
+
+
+def test_api_simulate_without_a_model_stays_synchronous(signed_in, bank_app):  # noqa: F811
+    app, agent, scenario = bank_app
+    url = f"/api/apps/{app.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/simulate"
+    response = signed_in.post(url, {}, content_type="application/json")
+    assert response.status_code == 200 and "final_state" in response.json()
+
+
+def test_api_simulate_with_an_unknown_model_is_a_400_and_no_job(
     signed_in,
     configured,
     bank_app,  # noqa: F811
 ):
     app, agent, scenario = bank_app
-    configured.script(openai_call("LookupBalance", {}), openai_text("It is 1,250 EUR."))
     url = f"/api/apps/{app.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/simulate"
-    body = signed_in.post(url, {"model": "loop"}, content_type="application/json").json()
-    live = body["live"]
-    assert live["model"] == "loop" and live["mode"] == "live" and live["status"] == "passed"
-    assert [c["tokens_in"] for c in live["calls"]] == [20, 11]
-    # gpt-4o-mini's list price: 0.15 / 0.60 USD per million tokens.
-    assert live["cost"] == pytest.approx((31 * 0.15 + 12 * 0.60) / 1e6)
-    assert body["final_state"]["current_account_balance"] == 1250
-    replay = signed_in.post(f"/api/apps/{app.pk}/live-runs/{live['id']}/replay").json()
-    assert replay["live"]["mode"] == "replay" and replay["live"]["drift"] == []
+    response = signed_in.post(url, {"model": "gpt-9"}, content_type="application/json")
+    assert response.status_code == 400 and not Job.objects.exists()
 
 
 def test_api_evaluate_with_a_model(signed_in, configured, bank_app, run_jobs):  # noqa: F811
@@ -108,34 +138,110 @@ def test_a_bad_statecraft_models_fails_the_start_check_naming_the_field(monkeypa
     assert "STATECRAFT_MODELS.m.kind" in str(raised.value)
 
 
-def test_the_designer_runs_live_shows_cost_and_replays_without_drift(
+def live_job(client, run_jobs, app, agent, data):
+    """Run live / Replay in the designer: a job; the fragment polls; a worker runs it; the
+    next poll is the conversation panel with the run."""
+    url = reverse("agent-simulate", args=[app.pk, agent.pk])
+    queued = client.post(url, data, headers=HX)
+    assert queued.status_code == 200 and 'id="live-progress"' in queued.content.decode()
+    job = Job.objects.filter(kind="live_run").order_by("-created_at").first()
+    assert run_jobs() >= 1
+    return client.get(reverse("live-job", args=[app.pk, agent.pk, job.pk]), headers=HX)
+
+
+def test_the_designer_runs_live_as_a_job_and_answers_at_once(
     signed_in,
     configured,
     bank_app,  # noqa: F811
 ):
+    """Run live answers with the polling fragment before any model is called."""
     app, agent, scenario = bank_app
     configured.script(openai_call("LookupBalance", {}), openai_text("It is 1,250 EUR."))
     url = reverse("agent-simulate", args=[app.pk, agent.pk])
     page = signed_in.post(url, {"scenario": scenario.pk, "model": "loop", "live": "1"}, headers=HX)
     html = page.content.decode()
+    job = Job.objects.get(kind="live_run")
+    assert (
+        reverse("live-job", args=[app.pk, agent.pk, job.pk]) in html and 'id="live-cancel"' in html
+    )
+    assert configured.seen == [] and job.params["model"] == "loop"
+
+
+def test_the_live_job_streams_text_and_counts_calls_while_it_runs(
+    signed_in,
+    configured,
+    bank_app,  # noqa: F811
+    run_jobs,
+    monkeypatch,
+):
+    """A poll while the job runs shows the model's streamed text so far and the calls'
+    tokens: the poll is made from inside the worker's progress write after the last model
+    call, before the job has finished."""
+    from agents.services.jobs import JobContext
+
+    app, agent, scenario = bank_app
+    configured.script(
+        openai_stream_call("LookupBalance", "{}"), openai_stream_text("It is ", "1,250 EUR.")
+    )
+    url = reverse("agent-simulate", args=[app.pk, agent.pk])
+    signed_in.post(url, {"scenario": scenario.pk, "model": "loop", "live": "1"}, headers=HX)
+    job = Job.objects.get(kind="live_run")
+    poll = reverse("live-job", args=[app.pk, agent.pk, job.pk])
+    seen: list[str] = []
+    real_progress = JobContext.progress
+
+    def progress(self, **kwargs):
+        real_progress(self, **kwargs)
+        if kwargs.get("done") == 2:  # after the second model call: what a poll shows now
+            seen.append(signed_in.get(poll, headers=HX).content.decode())
+
+    monkeypatch.setattr(JobContext, "progress", progress)
+    run_jobs()
+    html = seen[0]
+    assert "2 model calls so far" in html and "15+6 tok" in html and "9+4 tok" in html
+    assert 'id="live-text"' in html and "It is 1,250 EUR." in html
+
+
+def test_the_designer_runs_live_shows_cost_and_replays_without_drift(
+    signed_in,
+    configured,
+    bank_app,  # noqa: F811
+    run_jobs,
+):
+    app, agent, scenario = bank_app
+    configured.script(
+        openai_stream_call("LookupBalance", "{}"), openai_stream_text("It is ", "1,250 EUR.")
+    )
+    live = {"scenario": scenario.pk, "model": "loop", "live": "1"}
+    page = live_job(signed_in, run_jobs, app, agent, live)
+    html = page.content.decode()
     assert page.status_code == 200
     assert 'id="live-summary"' in html and "2 model calls" in html
-    assert "20+7 tok" in html  # the first call's tokens beside its event
+    assert "15+6 tok" in html  # the first call's tokens beside its event
     run = LiveRun.objects.get()
-    replay = signed_in.post(url, {"scenario": scenario.pk, "replay": run.pk}, headers=HX)
+    replay = live_job(signed_in, run_jobs, app, agent, {"scenario": scenario.pk, "replay": run.pk})
     assert "no drift" in replay.content.decode()
     assert len(configured.seen) == 2
     services.agent_update(agent=agent, instructions=INSTRUCTIONS.replace("Always", "Please"))
-    drifted = signed_in.post(url, {"scenario": scenario.pk, "replay": run.pk}, headers=HX)
+    drifted = live_job(signed_in, run_jobs, app, agent, {"scenario": scenario.pk, "replay": run.pk})
     text = drifted.content.decode()
     assert "drift at call 1" in text and "instructions line 3" in text
 
 
-def test_the_designer_saves_a_live_run_as_a_golden(signed_in, configured, bank_app):  # noqa: F811
+def test_the_designer_saves_a_live_run_as_a_golden(
+    signed_in,
+    configured,
+    bank_app,  # noqa: F811
+    run_jobs,
+):
     app, agent, scenario = bank_app
-    configured.script(openai_call("LookupBalance", {"account_id": "primary"}), openai_text("1,250"))
-    url = reverse("agent-simulate", args=[app.pk, agent.pk])
-    signed_in.post(url, {"scenario": scenario.pk, "model": "loop", "live": "1"}, headers=HX)
+    configured.script(
+        openai_stream_call("LookupBalance", '{"account_id": "primary"}'),
+        openai_stream_text("1,250"),
+    )
+    live_job(
+        signed_in, run_jobs, app, agent, {"scenario": scenario.pk, "model": "loop", "live": "1"}
+    )
     run = LiveRun.objects.get()
     page = signed_in.post(reverse("live-run-golden", args=[app.pk, agent.pk, run.pk]), headers=HX)
     assert page.status_code == 200
@@ -153,6 +259,7 @@ def test_a_model_key_never_appears_anywhere(
     bank_app,  # noqa: F811
     caplog,
     capsys,
+    run_jobs,
 ):
     from django.test import Client
 
@@ -185,10 +292,10 @@ def test_a_model_key_never_appears_anywhere(
 
     configured.repeat_last = False
     configured.script(
-        openai_call("LookupBalance", {}),
-        openai_text("1,250 EUR."),
-        openai_call("LookupBalance", {}),
-        openai_text("1,250 EUR."),
+        openai_stream_call("LookupBalance", "{}"),
+        openai_stream_text("1,250 EUR."),
+        openai_stream_call("LookupBalance", "{}"),
+        openai_stream_text("1,250 EUR."),
     )
     url = f"/api/apps/{app.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/simulate"
     answers = [
@@ -197,11 +304,14 @@ def test_a_model_key_never_appears_anywhere(
         signed_in.get("/api/models").content,
         signed_in.post(f"/api/apps/{app.pk}/evaluate").content,
     ]
+    assert run_jobs() == 3
+    answers += [signed_in.get(f"/api/jobs/{job.pk}/").content for job in Job.objects.all()]
     assert configured.seen[2].headers["authorization"] == f"Bearer {ADMIN_KEY}"
     designer = reverse("agent-simulate", args=[app.pk, agent.pk])
-    configured.script(openai_call("LookupBalance", {}), openai_text("1,250 EUR."))
+    configured.script(openai_stream_call("LookupBalance", "{}"), openai_stream_text("1,250 EUR."))
     pages = [
         signed_in.post(designer, {"model": "loop", "live": "1"}, headers=HX).content,
+        live_job(signed_in, run_jobs, app, agent, {"model": "loop", "live": "1"}).content,
         signed_in.get(reverse("app-designer", args=[app.pk])).content,
         signed_in.get(reverse("app-export-native", args=[app.pk])).content,
         signed_in.get(reverse("app-export-cx", args=[app.pk])).content,
@@ -278,3 +388,26 @@ def test_the_app_default_model_through_the_api(signed_in, configured, bank_app):
 
     outcome = run_live(app=app, agent=agent, scenario=scenario)  # no model named
     assert outcome.model == "loop" and len(configured.seen) == 1
+
+
+def test_run_all_in_the_designer_with_the_picked_model_runs_live(
+    signed_in,
+    configured,
+    bank_app,  # noqa: F811
+    run_jobs,
+):
+    """The model picker's value goes with Run all: the evaluate_app job runs live."""
+    app = bank_app[0]
+    configured.script(openai_call("LookupBalance", {}), openai_text("It is 1,250 EUR."))
+    page = signed_in.post(reverse("app-run-all", args=[app.pk]), {"model": "loop"}, headers=HX)
+    assert page.status_code == 200 and "live · loop" in page.content.decode()
+    assert run_jobs() == 1
+    job = Job.objects.get(kind="evaluate_app")
+    assert job.params["model"] == "loop" and len(configured.seen) == 2
+    assert job.result["scenarios"][0]["live"]["model_calls"] == 2
+
+
+def test_run_all_with_an_unknown_model_is_a_400_naming_it(signed_in, configured, bank_app):  # noqa: F811
+    app = bank_app[0]
+    page = signed_in.post(reverse("app-run-all", args=[app.pk]), {"model": "gpt-9"}, headers=HX)
+    assert page.status_code == 400 and "gpt-9" in page.content.decode()

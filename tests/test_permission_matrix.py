@@ -73,6 +73,8 @@ JOB_ROUTES = {
     "app-run-all-cancel",
     "app-import-job",
     "version-diff-scenarios",
+    "live-job",
+    "live-job-cancel",
 }
 
 
@@ -145,6 +147,10 @@ def _build_world():
     import_job = jobs.job_submit(
         kind="import_app", owner=user, params={"filename": "x.json"}, enqueue=False
     )
+    live_params = {"agent": agent.pk, "scenario": scenario.pk, "model": "recorded"}
+    live_job = jobs.job_submit(
+        kind="live_run", owner=user, app=bank, params=live_params, enqueue=False
+    )
     users = {
         "stranger": stranger,
         "viewer": viewer,
@@ -166,6 +172,7 @@ def _build_world():
         "run_id": live_run.pk,
         "job_id": job.pk,
         "import_job_id": import_job.pk,
+        "live_job_id": live_job.pk,
     }
     return users, ids
 

@@ -704,6 +704,21 @@ class ScenarioDetailView(ApiView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+def accepted(request: Request, job: Job) -> Response:
+    """202 for a submitted job: its id, url (also the Location header) and status."""
+    url = request.build_absolute_uri(reverse("api:job-detail", args=[job.pk]))
+    body = {"id": str(job.pk), "url": url, "status": job.status}
+    return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
+
+
+def submit(request: Request, **kwargs: Any) -> Job:
+    """`jobs.job_submit` for the request's user; over the per-user limit, a 429 naming it."""
+    try:
+        return jobs.job_submit(owner=request.user, **kwargs)
+    except jobs.JobLimitError as exc:
+        raise exceptions.Throttled(detail=str(exc)) from exc
+
+
 class ScenarioSimulateView(ApiView):
     """Run a scenario through the simulator."""
 
@@ -716,12 +731,16 @@ class ScenarioSimulateView(ApiView):
         summary="Run the scenario: turns, events, state, built-ins, HTTP requests, warnings",
         description=(
             "Python tools and callbacks run in the sandbox unless `use_mocks` (default: the "
-            "scenario's setting). `instructions` simulates unsaved text. `model` runs it live "
-            "with a configured model (recorded; `live` holds its calls, tokens, cost and "
-            "each expectation checked against the model). Viewers may simulate."
+            "scenario's setting). `instructions` simulates unsaved text. Viewers may simulate. "
+            "With `model` (a configured model) the run is live and a job: 202 with the job's "
+            "`id`, `url` (also `Location`) and `status`; GET the url: `progress.done` counts "
+            "the model calls so far and `current` holds the model's text so far; once "
+            "succeeded, `result` is {live_run (the recorded run's id, null for unsaved "
+            "instructions), mode, model, status, error, tokens_in, tokens_out, cost, calls, "
+            "drift}. Without a model it answers 200 at once with the simulation."
         ),
         request=io.SimulateIn,
-        responses={200: io.SimulationOut, 400: ERRORS[400], **READ_ERRORS},
+        responses={200: io.SimulationOut, 400: ERRORS[400], **JOB_ACCEPTED, **READ_ERRORS},
     )
     def post(self, request: Request, app_id: int, agent_id: int, scenario_id: int) -> Response:
         # The agent and its app in one query, the scenario and its steps in two; the app
@@ -734,20 +753,15 @@ class ScenarioSimulateView(ApiView):
             raise exceptions.NotFound("No such scenario for this agent.")
         scenario.agent = agent  # its spec names the agent
         data = self.valid(io.SimulateIn)
-        if data.get("model"):
-            from agents.api.live_views import live_simulation
-            from agents.services.live import run_live
-
-            outcome = run_live(
-                app=app,
-                agent=agent,
-                scenario=scenario,
-                model=data["model"],
-                actor=request.user,
-                instructions=data.get("instructions"),
-                use_mocks=data.get("use_mocks"),
-            )
-            return json_data_response(self.output(io.SimulationOut, live_simulation(outcome)))
+        if data.get("model"):  # a live run is long work: a job (README, "Jobs")
+            params = {
+                "agent": agent.pk,
+                "scenario": scenario.pk,
+                "model": _checked_model(app, data["model"]),
+                "instructions": data.get("instructions"),
+                "use_mocks": data.get("use_mocks"),
+            }
+            return accepted(request, submit(request, kind="live_run", app=app, params=params))
         scenario_spec, result = services.simulate_scenario(
             app=app,
             agent=agent,
@@ -771,21 +785,6 @@ def _simulation(result: SimulationResult, use_mocks: bool) -> dict[str, Any]:
         "model_calls": result.model_calls,
         "final_state": result.final_state,
     }
-
-
-def accepted(request: Request, job: Job) -> Response:
-    """202 for a submitted job: its id, url (also the Location header) and status."""
-    url = request.build_absolute_uri(reverse("api:job-detail", args=[job.pk]))
-    body = {"id": str(job.pk), "url": url, "status": job.status}
-    return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
-
-
-def submit(request: Request, **kwargs: Any) -> Job:
-    """`jobs.job_submit` for the request's user; over the per-user limit, a 429 naming it."""
-    try:
-        return jobs.job_submit(owner=request.user, **kwargs)
-    except jobs.JobLimitError as exc:
-        raise exceptions.Throttled(detail=str(exc)) from exc
 
 
 class ScenarioEvaluateView(ApiView):

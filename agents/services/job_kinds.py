@@ -121,3 +121,89 @@ register("evaluate_app", run=evaluate_app, label="Run all")
 register("evaluate_scenario", run=evaluate_scenario, label="Evaluate a scenario")
 register("version_diff", run=version_diff, label="Version diff: scenario results")
 register("import_app", run=import_app, label="Import an app")
+
+
+# ---------------------------------------------------------------- live_run (issue 21)
+
+TEXT_EVERY_SECONDS = 0.2  # the streamed text is written to the job's row at most this often
+
+
+def live_run(ctx: JobContext) -> dict[str, Any]:
+    """The designer's Run live, Replay and Re-record: one scenario through ``run_live`` (or
+    ``replay_live`` with `replay` = a LiveRun id). While it runs, the model's text so far is
+    the job's `current` (throttled), and each model call is an item (``call:N``: tokens and
+    cost) with `progress.done` the calls so far; the result is what the panel needs to show
+    the run: the stored LiveRun's id, the calls (their recording), the drift, the error."""
+    from agents.models import Agent, LiveRun, Scenario
+    from agents.services import live
+
+    job, params = ctx.job, ctx.job.params
+    agent = Agent.objects.get(pk=int(params["agent"]), app=job.app)
+    scenario = Scenario.objects.get(pk=int(params["scenario"]), agent=agent)
+    instructions = params.get("instructions")
+    use_mocks = params.get("use_mocks")
+    text: list[str] = []
+    written = [float("-inf")]
+    calls = [0]
+
+    def on_text(piece: str) -> None:
+        text.append(piece)
+        now = ctx.clock()
+        if now - written[0] >= TEXT_EVERY_SECONDS:
+            written[0] = now
+            ctx.progress(current="".join(text)[-300:])
+
+    def on_call(answer: Any) -> None:
+        data = {
+            "tokens_in": answer.tokens_in,
+            "tokens_out": answer.tokens_out,
+            "cost": answer.cost,
+            "error": answer.error,
+        }
+        ctx.item(f"call:{calls[0]}", data, position=calls[0])
+        calls[0] += 1
+        reply = "".join(text)[-300:]
+        ctx.progress(done=calls[0], current=reply if reply else None)
+
+    ctx.progress(done=0, total=0, current="")
+    with batch_runner(caps=ctx.caps, should_stop=ctx.should_stop, owner=_owner(ctx)) as runner:
+        if params.get("replay"):
+            recorded = LiveRun.objects.get(pk=int(params["replay"]), app=job.app)
+            outcome = live.replay_live(
+                run=recorded,
+                actor=job.owner,
+                instructions=instructions,
+                use_mocks=use_mocks,
+                on_call=on_call,
+            )
+        else:
+            outcome = live.run_live(
+                app=job.app,
+                agent=agent,
+                scenario=scenario,
+                model=params.get("model") or None,
+                actor=job.owner,
+                instructions=instructions,
+                use_mocks=use_mocks,
+                on_text=on_text,
+                on_call=on_call,
+                stream=True,
+                runner=runner,
+            )
+    ctx.check()
+    tokens_in, tokens_out = outcome.tokens
+    return {
+        "live_run": outcome.run.pk if outcome.run is not None else None,
+        "mode": "replay" if params.get("replay") else "live",
+        "model": outcome.model,
+        "calls": outcome.calls,
+        "drift": outcome.drift,
+        "error": outcome.error,
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "cost": outcome.cost,
+        "status": outcome.evaluation.status,
+    }
+
+
+register("live_run", run=live_run, label="Live run")

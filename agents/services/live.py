@@ -165,6 +165,7 @@ def run_live(
     use_mocks: bool | None = None,
     replay_of: LiveRun | None = None,
     on_text: Callable[[str], None] | None = None,
+    on_call: Callable[[ModelAnswer], None] | None = None,
     caps: Caps | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleeper: Callable[[float], None] = time.sleep,
@@ -189,6 +190,7 @@ def run_live(
         actor=actor,
         replay_of=replay_of,
         on_text=on_text,
+        on_call=on_call,
         caps=caps,
         clock=clock,
         sleeper=sleeper,
@@ -217,6 +219,7 @@ def _run(
     record: bool,
     runner: BoundedRunner | None,
     strategy: Callable[[ModelRequest], ModelAnswer] | None = None,
+    on_call: Callable[[ModelAnswer], None] | None = None,
 ) -> LiveOutcome:
     caps = caps or live_caps()
     replayer: Replayer | None = None
@@ -233,6 +236,14 @@ def _run(
         inner = with_temperature(
             _strategy(endpoint, stream=stream, on_text=on_text, sleeper=sleeper), temperature
         )
+    if on_call is not None:  # each answer as it comes (a job shows the run's figures so far)
+        asked = inner
+
+        def inner(request: ModelRequest) -> ModelAnswer:
+            answer = asked(request)
+            on_call(answer)
+            return answer
+
     recorder = Recorder(inner)
     capped = Capped(recorder, caps, clock)
     result = simulate_bounded(
@@ -336,6 +347,8 @@ def replay_live(
     actor: Actor = None,
     instructions: str | None = None,
     record: bool = True,
+    use_mocks: bool | None = None,
+    on_call: Callable[[ModelAnswer], None] | None = None,
 ) -> LiveOutcome:
     """Re-run a stored live run offline with its recorded answers; the outcome's `drift`
     says at which call the request differs from the recording and what changed."""
@@ -351,6 +364,8 @@ def replay_live(
     else:
         parsed = parse_script(run.script)
         scenario_spec = ScenarioSpec(name=run.scenario_name, agent=agent_name, steps=parsed.steps)
+    if use_mocks is not None:
+        scenario_spec = replace(scenario_spec, use_mocks=use_mocks)
     return _run(
         app=app,
         spec=spec,
@@ -368,6 +383,7 @@ def replay_live(
         stream=False,
         record=record and instructions is None,
         runner=None,
+        on_call=on_call,
     )
 
 
