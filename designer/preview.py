@@ -44,7 +44,7 @@ TOKEN_KINDS = {
     TokenKind.ELSE: 4,
     TokenKind.ENDIF: 4,
 }
-SPAN_KINDS = {"static": 0, "dynamic": 1, "tool": 2, "agent": 3, "missing": 4}
+SPAN_KINDS = {"static": 0, "dynamic": 1, "tool": 2, "agent": 3, "missing": 4, "undeclared": 5}
 # The problems listed under the preview; all of them still reach the editor's squiggles.
 LISTED_DIAGNOSTICS = 200
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
@@ -103,11 +103,16 @@ class Preview:
         names: dict[str, int] = {}
         spans: list[int] = []
         last = 0
+        # A dynamic `{name}` of no declared variable is marked like an unresolved `{{name}}`.
+        undeclared = {d.reference for d in self.diagnostics if d.code == "SC302"}
         for span in sorted(self.spans, key=lambda s: s.start):
             start, end = to_js(span.start), to_js(span.end)
             if start < last:
                 continue
-            spans += (start - last, end - start, SPAN_KINDS.get(span.kind, 4))
+            kind = span.kind
+            if kind == "dynamic" and span.name in undeclared:
+                kind = "undeclared"
+            spans += (start - last, end - start, SPAN_KINDS.get(kind, 4))
             spans.append(names.setdefault(span.name, len(names)))
             last = end
         in_js = utf16_offsets(self.instructions)

@@ -170,3 +170,27 @@ def test_run_all_counts_no_model_rows_it_does_not_show(client, user):
     html = client.post(f"/apps/{app.pk}/run-all", HTTP_HX_REQUEST="true").content.decode()
     assert "1 passed" in html
     assert "need a model" not in html  # no "0 need a model" beside no "?" row
+
+
+# ------------ 7. the compiled prompt marks a dynamic reference to no variable
+
+
+def test_compiled_prompt_marks_an_undeclared_dynamic_reference(client, user):
+    import json
+
+    from agents.demo import load_demo
+
+    app = next(a for a in load_demo(user) if a.name == "Shopping assistant")
+    root = app.agents.get(is_root=True)
+    client.force_login(user)
+    body = client.post(
+        f"/apps/{app.pk}/agents/{root.pk}/preview",
+        {"instructions": "A {typo_var} B {cart_total}"},
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
+    data = json.loads(
+        re.search(r'<script id="preview-data" type="application/json">(.*?)</script>', body)[1]
+    )
+    spans = [data["spans"][i : i + 4] for i in range(0, len(data["spans"]), 4)]
+    kinds = {data["names"][name]: kind for _, _, kind, name in spans}
+    assert kinds == {"typo_var": 5, "cart_total": 1}  # 5: undeclared, 1: dynamic

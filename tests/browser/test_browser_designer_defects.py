@@ -335,3 +335,25 @@ def test_a_failing_step_link_scrolls_the_step_into_view(open_designer, shop_app,
     step = page.locator("#expect-step-3")
     expect(step).to_have_class(re.compile(r"\blinked-step\b"))
     expect(step).to_be_in_viewport()
+
+
+# ------------ 7. an undeclared {typo_var} is marked; the squiggle's tooltip shows code, not backticks
+
+
+def test_undeclared_dynamic_reference_is_marked_and_its_tooltip_has_no_backticks(
+    open_designer, shop_app
+):
+    page: Page = open_designer(shop_app)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.locator("#instructions-editor").click()
+    page.keyboard.press("Control+End")
+    with page.expect_response(re.compile(r"/preview$")):
+        page.keyboard.type(" {typo_var}")
+    marked = page.locator('#compiled .chip-missing[data-ref="typo_var"]')
+    expect(marked).to_have_count(1)
+    page.locator(".cm-lintRange-error").last.hover()
+    tooltip = page.locator(".cm-tooltip-lint").first
+    expect(tooltip.locator("code").first).to_have_text("{typo_var}")
+    assert "`" not in tooltip.inner_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "defects7-undeclared-dynamic.png"))
