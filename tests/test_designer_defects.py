@@ -194,3 +194,19 @@ def test_compiled_prompt_marks_an_undeclared_dynamic_reference(client, user):
     spans = [data["spans"][i : i + 4] for i in range(0, len(data["spans"]), 4)]
     kinds = {data["names"][name]: kind for _, _, kind, name in spans}
     assert kinds == {"typo_var": 5, "cart_total": 1}  # 5: undeclared, 1: dynamic
+
+
+def test_preview_notes_an_if_on_a_variable_without_value_once(user):
+    from agents import services
+    from agents.demo import load_demo
+
+    app = next(a for a in load_demo(user) if a.name == "Shopping assistant")
+    root = app.agents.get(is_root=True)
+    services.variable_create(app=app, name="vip_flag", type="boolean", description="VIP.")
+    result = services.preview_agent(
+        app=app,
+        agent=root,
+        instructions="{% if vip_flag %}Hi VIP.{% endif %}{% if typo_flag %}x{% endif %}",
+    )
+    codes = [(d.code, d.reference) for d in result.diagnostics if d.code in ("SC122", "SC303")]
+    assert codes == [("SC303", "typo_flag"), ("SC122", "vip_flag")]
