@@ -357,3 +357,31 @@ def test_undeclared_dynamic_reference_is_marked_and_its_tooltip_has_no_backticks
     assert "`" not in tooltip.inner_text()
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "defects7-undeclared-dynamic.png"))
+
+
+# ------------ 7. an import refused for bad names says what a name is and offers one
+
+
+def test_import_of_bad_names_lists_each_with_its_fix(signed_in_page, live_server):
+    page: Page = signed_in_page
+    page.set_viewport_size({"width": 1280, "height": 900})
+    bad = {
+        "format": "statecraft.app",
+        "version": 1,
+        "app": {
+            "name": "Bad names",
+            "variables": [{"name": "bad name", "type": "text"}, {"name": "1st", "type": "text"}],
+        },
+    }
+    page.goto(f"{live_server.url}/apps/import")
+    page.set_input_files(
+        "input[type=file]",
+        {"name": "bad.json", "mimeType": "application/json", "buffer": json.dumps(bad).encode()},
+    )
+    page.get_by_role("button", name="Import", exact=True).click()
+    table = page.locator("table")
+    expect(table).to_contain_text("for example 'bad_name'")
+    expect(table).to_contain_text("for example '_1st'")
+    expect(table).not_to_contain_text("[A-Za-z_]")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "defects7-import-names.png"), full_page=True)
