@@ -385,3 +385,20 @@ def test_import_of_bad_names_lists_each_with_its_fix(signed_in_page, live_server
     expect(table).not_to_contain_text("[A-Za-z_]")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "defects7-import-names.png"), full_page=True)
+
+
+# ------------ 7. the export report lists the instructions' errors
+
+
+def test_export_report_lists_instruction_errors(signed_in_page, live_server, shop_app):
+    from agents import services
+
+    root = _root(shop_app)
+    services.agent_save_instructions(agent=root, instructions=root.instructions + " {typo_var}")
+    page: Page = signed_in_page
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{live_server.url}/apps/{shop_app.pk}/export")
+    report = page.locator("#export-report")
+    expect(report).to_contain_text("no variable typo_var is declared")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "defects7-export-report.png"), full_page=True)
