@@ -281,15 +281,37 @@ class VariableUsage:
         default_factory=list
     )  # "tool LookupBalance", "callback before_model #0 of agent"
     headers: list[str] = field(default_factory=list)
+    references: int | None = None  # set by `listed`: the count before the lists were merged
 
     @property
     def total(self) -> int:
+        if self.references is not None:
+            return self.references
         return (
             len(self.static)
             + len(self.dynamic)
             + len(self.conditions)
             + len(self.writers)
             + len(self.headers)
+        )
+
+    def listed(self) -> VariableUsage:
+        """Each agent (or writer) once per list, with how often when more than once; the
+        total still counts every reference."""
+
+        def once(names: list[str]) -> list[str]:
+            counts: dict[str, int] = {}
+            for name in names:
+                counts[name] = counts.get(name, 0) + 1
+            return [name if n == 1 else f"{name} ({n}\u00d7)" for name, n in counts.items()]
+
+        return VariableUsage(
+            once(self.static),
+            once(self.dynamic),
+            once(self.conditions),
+            once(self.writers),
+            once(self.headers),
+            self.total,
         )
 
 
@@ -327,7 +349,7 @@ def usage_by_variable(app: AgentApp) -> dict[str, VariableUsage]:
             for name in usage:
                 if f"$context.variables.{name}" in str(value):
                     usage[name].headers.append(f"{tool.name}: {header}")
-    return usage
+    return {name: found.listed() for name, found in usage.items()}
 
 
 class StaleEdit(Exception):

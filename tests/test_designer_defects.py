@@ -210,3 +210,16 @@ def test_preview_notes_an_if_on_a_variable_without_value_once(user):
     )
     codes = [(d.code, d.reference) for d in result.diagnostics if d.code in ("SC122", "SC303")]
     assert codes == [("SC303", "typo_flag"), ("SC122", "vip_flag")]
+
+
+def test_usage_popover_lists_an_agent_once_with_its_count(client, user):
+    from agents.demo import load_demo
+
+    app = next(a for a in load_demo(user) if a.name == "Shopping assistant")
+    variable = app.variables.get(name="customer")  # {{customer.first_name}}, {{customer.tier}}
+    client.force_login(user)
+    body = client.get(
+        f"/apps/{app.pk}/variables/{variable.pk}/usage", HTTP_HX_REQUEST="true"
+    ).content.decode()
+    static = re.search(r"static \{\{customer\}\}</dt><dd>(.*?)</dd>", body)[1]
+    assert static == "Shopping Assistant (2\u00d7)"

@@ -402,3 +402,17 @@ def test_export_report_lists_instruction_errors(signed_in_page, live_server, sho
     expect(report).to_contain_text("no variable typo_var is declared")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "defects7-export-report.png"), full_page=True)
+
+
+# ------------ 7. the usage popover lists an agent once
+
+
+def test_usage_popover_lists_the_agent_once(open_designer, shop_app):
+    page: Page = open_designer(shop_app)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    customer = shop_app.variables.get(name="customer")
+    page.locator(f'a.usage-link[href$="/variables/{customer.pk}/usage"]').click()
+    usage = page.locator(f"#usage-{customer.pk} dd").first
+    expect(usage).to_have_text("Shopping Assistant (2\u00d7)")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "defects7-usage.png"))
