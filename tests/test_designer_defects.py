@@ -223,3 +223,20 @@ def test_usage_popover_lists_an_agent_once_with_its_count(client, user):
     ).content.decode()
     static = re.search(r"static \{\{customer\}\}</dt><dd>(.*?)</dd>", body)[1]
     assert static == "Shopping Assistant (2\u00d7)"
+
+
+def test_json_placeholders_name_the_apps_own_variables(client, user):
+    from agents.demo import load_demo
+
+    app = next(a for a in load_demo(user) if a.name == "Shopping assistant")
+    root = app.agents.get(is_root=True)
+    client.force_login(user)
+    pages = [
+        client.get(f"/apps/{app.pk}/").content.decode(),  # the preview's values
+        client.get(f"/apps/{app.pk}/agents/{root.pk}/scenarios/new").content.decode(),
+        client.get(f"/apps/{app.pk}/tools/new").content.decode(),
+    ]
+    placeholders = [p for html in pages for p in re.findall(r'placeholder="(\{[^"]*)"', html)]
+    ours = [p for p in placeholders if p.startswith("{&quot;business_rules&quot;: ")]
+    assert len(ours) == 3  # the preview's values, a scenario's values, a mock's state
+    assert not any("authenticated" in p or "account_balance" in p for p in placeholders)

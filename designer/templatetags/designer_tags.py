@@ -94,3 +94,25 @@ def cx_kept(agent: Any) -> list[tuple[str, str]]:
         if n
     ]
     return kept_summary(agent.cx, tools)
+
+
+_EXAMPLE_VALUES: dict[str, Any] = {
+    "text": "text",
+    "number": 1,
+    "boolean": True,
+    "list": [],
+    "object": {},
+}
+
+
+@register.filter
+def values_placeholder(app: Any) -> str:
+    """A JSON object placeholder naming this app's own variables (at most two, each with a
+    short value of its type), never another app's."""
+    import json
+
+    example = {
+        variable.name: _EXAMPLE_VALUES.get(variable.type, "value")
+        for variable in list(app.variables.all())[:2]
+    }
+    return json.dumps(example or {"variable_name": "value"}, ensure_ascii=False)

@@ -23,6 +23,7 @@ import {
   lineNumbers,
   highlightActiveLine,
   highlightActiveLineGutter,
+  placeholder,
 } from "@codemirror/view";
 import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirror/commands";
 import {
@@ -803,6 +804,7 @@ function codeField(textarea) {
   } else {
     extensions.push(json(), linter(jsonLinter(), { delay: 300 }), EditorView.lineWrapping);
   }
+  if (textarea.placeholder) extensions.push(placeholder(textarea.placeholder));
   const view = new EditorView({ parent: host, state: EditorState.create({ doc: textarea.value, extensions }) });
   textarea.cmView = view;
   host.insertAdjacentElement("afterend", hint);
