@@ -240,3 +240,22 @@ def test_json_placeholders_name_the_apps_own_variables(client, user):
     ours = [p for p in placeholders if p.startswith("{&quot;business_rules&quot;: ")]
     assert len(ours) == 3  # the preview's values, a scenario's values, a mock's state
     assert not any("authenticated" in p or "account_balance" in p for p in placeholders)
+
+
+def test_history_shows_what_changed_field_by_field_not_raw_json(client, user):
+    from agents import services
+    from agents.demo import load_demo
+
+    app = next(a for a in load_demo(user) if a.name == "Shopping assistant")
+    root = app.agents.get(is_root=True)
+    services.agent_save_instructions(agent=root, instructions="Brand new.", actor=user)
+    client.force_login(user)
+    html = client.get(f"/apps/{app.pk}/history").content.decode()
+    rows = re.findall(
+        r"<tr><td><code>([^<]*)</code></td><td><del[^>]*>(.*?)</del></td>"
+        r"<td><ins[^>]*>(.*?)</ins></td></tr>",
+        html,
+        re.S,
+    )
+    assert ("instructions", "Brand new.") in [(f, after) for f, _, after in rows]
+    assert "&quot;instructions&quot;: " not in html  # no JSON dump

@@ -416,3 +416,25 @@ def test_usage_popover_lists_the_agent_once(open_designer, shop_app):
     expect(usage).to_have_text("Shopping Assistant (2\u00d7)")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "defects7-usage.png"))
+
+
+# ------------ 7. History shows what changed, field by field
+
+
+def test_history_change_is_a_readable_table_with_no_axe_violations(
+    signed_in_page: Page, live_server, shop_app
+):
+    from agents import services
+    from tests.browser.conftest import axe_violations
+
+    root = _root(shop_app)
+    services.agent_save_instructions(agent=root, instructions="Brand new.", actor=shop_app.owner)
+    page = signed_in_page
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{live_server.url}/apps/{shop_app.pk}/history")
+    page.locator(".history-change summary").first.click()
+    table = page.locator(".history-table").first
+    expect(table.locator("ins").first).to_have_text("Brand new.")
+    assert axe_violations(page) == []
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "defects7-history.png"))
