@@ -438,3 +438,20 @@ def test_history_change_is_a_readable_table_with_no_axe_violations(
     assert axe_violations(page) == []
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "defects7-history.png"))
+
+
+# ------------ 7. a double-click that replaces a request in flight logs no htmx:sendAbort
+
+
+def test_a_double_click_logs_no_send_abort(open_designer, shop_app):
+    page: Page = open_designer(shop_app)
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    mocks = page.locator("#conversation-controls").get_by_label("mocks")
+    expect(mocks).to_be_visible()
+    with page.expect_response(re.compile(r"/simulate")) as answer:
+        mocks.dblclick()  # two changes: the second replaces the first request
+    assert answer.value.ok
+    expect(page.locator("#conversation-controls").get_by_label("mocks")).not_to_be_checked()
+    page.evaluate("() => new Promise((done) => setTimeout(done, 0))")  # let the console drain
+    assert not [e for e in errors if "sendAbort" in e]
