@@ -34,6 +34,7 @@ from agents.core.adk.package import package_name, to_adk_files
 from agents.core.cx.app import read_cx_files, read_zip, to_cx_files, zip_bytes
 from agents.core.diagnostics import Diagnostic, Severity, has_errors
 from agents.core.formats import from_native, loads_native, to_native
+from agents.core.lint import lint_app
 from agents.core.script import format_script
 from agents.core.spec import AppSpec, ScenarioSpec
 from agents.models import AgentApp, Job, JobStatus, Scenario
@@ -60,6 +61,17 @@ def app_export_cx(app: AgentApp) -> tuple[bytes, tuple[Diagnostic, ...]]:
     spec, scenarios = app_export_specs(app)
     files, diagnostics = to_cx_files(spec, scenarios)
     return zip_bytes(files), diagnostics
+
+
+def app_instruction_errors(app: AgentApp) -> tuple[Diagnostic, ...]:
+    """The errors in the agents' instructions (an undeclared variable, a tool the agent may
+    not call, an unclosed tag…): exported as they are, so the export report lists them."""
+    spec, _ = app_export_specs(app)
+    return tuple(
+        d
+        for d in lint_app(spec)
+        if d.severity is Severity.ERROR and (d.field or "").endswith(".instructions")
+    )
 
 
 def app_export_adk_files(app: AgentApp) -> tuple[dict[str, bytes], tuple[Diagnostic, ...]]:

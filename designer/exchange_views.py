@@ -77,7 +77,16 @@ def _export_context(app: AgentApp, access: Any, **extra: Any) -> dict[str, Any]:
         "mode": "export",
         "app": app,
         "access": access,
-        "rows": _rows(diagnostics, "", zip_files=True),
+        # The instructions' errors first (exported as written), unless CX reports them too.
+        "rows": _rows(
+            [
+                d
+                for d in exchange.app_instruction_errors(app)
+                if (d.code, d.field) not in {(c.code, c.field) for c in diagnostics}
+            ],
+            "",
+        )
+        + _rows(diagnostics, "", zip_files=True),
         "cx_size": len(data),
         "adk_size": len(adk_data),
         "adk_package": package,

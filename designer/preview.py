@@ -44,7 +44,7 @@ TOKEN_KINDS = {
     TokenKind.ELSE: 4,
     TokenKind.ENDIF: 4,
 }
-SPAN_KINDS = {"static": 0, "dynamic": 1, "tool": 2, "agent": 3, "missing": 4}
+SPAN_KINDS = {"static": 0, "dynamic": 1, "tool": 2, "agent": 3, "missing": 4, "undeclared": 5}
 # The problems listed under the preview; all of them still reach the editor's squiggles.
 LISTED_DIAGNOSTICS = 200
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
@@ -103,11 +103,16 @@ class Preview:
         names: dict[str, int] = {}
         spans: list[int] = []
         last = 0
+        # A dynamic `{name}` of no declared variable is marked like an unresolved `{{name}}`.
+        undeclared = {d.reference for d in self.diagnostics if d.code == "SC302"}
         for span in sorted(self.spans, key=lambda s: s.start):
             start, end = to_js(span.start), to_js(span.end)
             if start < last:
                 continue
-            spans += (start - last, end - start, SPAN_KINDS.get(span.kind, 4))
+            kind = span.kind
+            if kind == "dynamic" and span.name in undeclared:
+                kind = "undeclared"
+            spans += (start - last, end - start, SPAN_KINDS.get(kind, 4))
             spans.append(names.setdefault(span.name, len(names)))
             last = end
         in_js = utf16_offsets(self.instructions)
@@ -276,15 +281,37 @@ class VariableUsage:
         default_factory=list
     )  # "tool LookupBalance", "callback before_model #0 of agent"
     headers: list[str] = field(default_factory=list)
+    references: int | None = None  # set by `listed`: the count before the lists were merged
 
     @property
     def total(self) -> int:
+        if self.references is not None:
+            return self.references
         return (
             len(self.static)
             + len(self.dynamic)
             + len(self.conditions)
             + len(self.writers)
             + len(self.headers)
+        )
+
+    def listed(self) -> VariableUsage:
+        """Each agent (or writer) once per list, with how often when more than once; the
+        total still counts every reference."""
+
+        def once(names: list[str]) -> list[str]:
+            counts: dict[str, int] = {}
+            for name in names:
+                counts[name] = counts.get(name, 0) + 1
+            return [name if n == 1 else f"{name} ({n}\u00d7)" for name, n in counts.items()]
+
+        return VariableUsage(
+            once(self.static),
+            once(self.dynamic),
+            once(self.conditions),
+            once(self.writers),
+            once(self.headers),
+            self.total,
         )
 
 
@@ -322,7 +349,7 @@ def usage_by_variable(app: AgentApp) -> dict[str, VariableUsage]:
             for name in usage:
                 if f"$context.variables.{name}" in str(value):
                     usage[name].headers.append(f"{tool.name}: {header}")
-    return usage
+    return {name: found.listed() for name, found in usage.items()}
 
 
 class StaleEdit(Exception):

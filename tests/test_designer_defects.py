@@ -171,3 +171,92 @@ def test_run_all_counts_no_model_rows_it_does_not_show(client, user, run_jobs):
     html = _run_all(client, app, run_jobs)  # Run all is a job: its finished fragment
     assert "1 passed" in html
     assert "need a model" not in html  # no "0 need a model" beside no "?" row
+
+
+# ------------ 7. the compiled prompt marks a dynamic reference to no variable
+
+
+def test_compiled_prompt_marks_an_undeclared_dynamic_reference(client, user):
+    import json
+
+    from agents.demo import load_demo
+
+    app = next(a for a in load_demo(user) if a.name == "Shopping assistant")
+    root = app.agents.get(is_root=True)
+    client.force_login(user)
+    body = client.post(
+        f"/apps/{app.pk}/agents/{root.pk}/preview",
+        {"instructions": "A {typo_var} B {cart_total}"},
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
+    data = json.loads(
+        re.search(r'<script id="preview-data" type="application/json">(.*?)</script>', body)[1]
+    )
+    spans = [data["spans"][i : i + 4] for i in range(0, len(data["spans"]), 4)]
+    kinds = {data["names"][name]: kind for _, _, kind, name in spans}
+    assert kinds == {"typo_var": 5, "cart_total": 1}  # 5: undeclared, 1: dynamic
+
+
+def test_preview_notes_an_if_on_a_variable_without_value_once(user):
+    from agents import services
+    from agents.demo import load_demo
+
+    app = next(a for a in load_demo(user) if a.name == "Shopping assistant")
+    root = app.agents.get(is_root=True)
+    services.variable_create(app=app, name="vip_flag", type="boolean", description="VIP.")
+    result = services.preview_agent(
+        app=app,
+        agent=root,
+        instructions="{% if vip_flag %}Hi VIP.{% endif %}{% if typo_flag %}x{% endif %}",
+    )
+    codes = [(d.code, d.reference) for d in result.diagnostics if d.code in ("SC122", "SC303")]
+    assert codes == [("SC303", "typo_flag"), ("SC122", "vip_flag")]
+
+
+def test_usage_popover_lists_an_agent_once_with_its_count(client, user):
+    from agents.demo import load_demo
+
+    app = next(a for a in load_demo(user) if a.name == "Shopping assistant")
+    variable = app.variables.get(name="customer")  # {{customer.first_name}}, {{customer.tier}}
+    client.force_login(user)
+    body = client.get(
+        f"/apps/{app.pk}/variables/{variable.pk}/usage", HTTP_HX_REQUEST="true"
+    ).content.decode()
+    static = re.search(r"static \{\{customer\}\}</dt><dd>(.*?)</dd>", body)[1]
+    assert static == "Shopping Assistant (2\u00d7)"
+
+
+def test_json_placeholders_name_the_apps_own_variables(client, user):
+    from agents.demo import load_demo
+
+    app = next(a for a in load_demo(user) if a.name == "Shopping assistant")
+    root = app.agents.get(is_root=True)
+    client.force_login(user)
+    pages = [
+        client.get(f"/apps/{app.pk}/").content.decode(),  # the preview's values
+        client.get(f"/apps/{app.pk}/agents/{root.pk}/scenarios/new").content.decode(),
+        client.get(f"/apps/{app.pk}/tools/new").content.decode(),
+    ]
+    placeholders = [p for html in pages for p in re.findall(r'placeholder="(\{[^"]*)"', html)]
+    ours = [p for p in placeholders if p.startswith("{&quot;business_rules&quot;: ")]
+    assert len(ours) == 3  # the preview's values, a scenario's values, a mock's state
+    assert not any("authenticated" in p or "account_balance" in p for p in placeholders)
+
+
+def test_history_shows_what_changed_field_by_field_not_raw_json(client, user):
+    from agents import services
+    from agents.demo import load_demo
+
+    app = next(a for a in load_demo(user) if a.name == "Shopping assistant")
+    root = app.agents.get(is_root=True)
+    services.agent_save_instructions(agent=root, instructions="Brand new.", actor=user)
+    client.force_login(user)
+    html = client.get(f"/apps/{app.pk}/history").content.decode()
+    rows = re.findall(
+        r"<tr><td><code>([^<]*)</code></td><td><del[^>]*>(.*?)</del></td>"
+        r"<td><ins[^>]*>(.*?)</ins></td></tr>",
+        html,
+        re.S,
+    )
+    assert ("instructions", "Brand new.") in [(f, after) for f, _, after in rows]
+    assert "&quot;instructions&quot;: " not in html  # no JSON dump

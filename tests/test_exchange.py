@@ -129,6 +129,17 @@ def test_export_page_lists_the_downloads_and_the_report(signed_in, bank):
     assert "agents.banking_agent.scenarios.Balance question" in text  # its field
 
 
+def test_export_report_lists_the_instructions_errors(signed_in, bank):
+    root = bank.agents.get(is_root=True)
+    services.agent_save_instructions(
+        agent=root, instructions=root.instructions + " {typo_var} {{a.b.c}}"
+    )
+    text = signed_in.get(reverse("app-export", args=[bank.pk])).content.decode()
+    assert f"agents.{root.display_name}.instructions" in text
+    assert "no variable <code>typo_var</code> is declared" in text
+    assert text.count("SC302") == 1  # listed once
+
+
 def test_export_reads_the_app_in_a_fixed_number_of_queries(
     bank, rich_app, django_assert_num_queries
 ):

@@ -64,6 +64,20 @@ def test_restore_gives_back_exactly_the_version(bank, user, other_user):
     assert list(bank.labels.values_list("name", flat=True)) == ["production"]
 
 
+def test_restore_keeps_the_ids_of_agents_and_scenarios_that_still_exist(bank, user):
+    version = versions.version_create(app=bank, user=user, name="Before")
+    agents_before = dict(bank.agents.values_list("display_name", "pk"))
+    scenarios_before = sorted(bank.agents.values_list("scenarios__name", "scenarios__pk"))
+    _change_everything(bank)
+    restored = versions.version_restore(version=version, user=user)
+    assert dict(restored.agents.values_list("display_name", "pk")) == agents_before
+    assert sorted(restored.agents.values_list("scenarios__name", "scenarios__pk")) == (
+        scenarios_before
+    )
+    connection.check_constraints()  # every reference follows the kept ids
+    assert exchange.app_export_native(restored) == version.document
+
+
 def test_restore_of_an_unreadable_version_changes_nothing(bank, user):
     version = versions.version_create(app=bank, user=user, name="Broken")
     document = json.loads(json.dumps(version.document))

@@ -26,7 +26,8 @@ Diagnostics: the syntax diagnostics of ``parse`` (same codes, same order),
 plus SC120/SC121 for a static reference without a value or with a path that
 does not exist — reported only where the reference is in the output (a
 reference in a branch that was not chosen is not used). A condition that
-reads a missing variable sees ``None``, silently. An ``{% if %}`` whose
+reads a variable without a value sees ``None``, with an SC122 note (on the tags
+that are evaluated). An ``{% if %}`` whose
 condition cannot be read is false; an ``{% if %}`` never closed runs to the end
 of the text; a stray ``{% endif %}``/``{% else %}`` stays as literal text.
 
@@ -129,6 +130,29 @@ def _missing_problem(raw: str, lexeme: Lexeme, values: Mapping[str, Any]) -> Pro
         "so the reference stays as written."
     )
     return Problem("SC121", Severity.WARNING, message)
+
+
+def _valueless_condition(
+    index: int, ends: list[int], lexeme: Lexeme, values: Mapping[str, Any]
+) -> list[tuple[int, int, Problem]]:
+    """An SC122 note per variable the tag's condition reads that has no value."""
+    condition = lexeme.condition
+    if condition is None:
+        return []
+    found: list[tuple[int, int, Problem]] = []
+    seen: set[str] = set()
+    for path in condition.references:
+        root = path[0] if path else ""
+        if not root or root in seen or values.get(root) is not None:
+            continue
+        seen.add(root)
+        message = (
+            f"The condition reads `{root}`, which has no value (none set and no default): "
+            f"it sees none, so it is false unless it tests for that. Set `{root}` in the "
+            "session values or give the variable a default."
+        )
+        found.append((ends[index], ends[index + 1], Problem("SC122", Severity.INFO, message, root)))
+    return found
 
 
 def _resolve_statics(
@@ -285,6 +309,10 @@ def _compile_blocks(
         kind = scan.kind(index + 1)
         if kind in _TAGS:
             condition = lexeme.condition
+            if (kind is TokenKind.IF and active) or (
+                kind is TokenKind.ELIF and stack and stack[-1][0] and not stack[-1][1]
+            ):  # a condition that is evaluated
+                extra.extend(_valueless_condition(index, ends, lexeme, values))
             if kind is TokenKind.IF:
                 chosen = (
                     active

@@ -28,6 +28,7 @@ import copy
 import functools
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -55,7 +56,7 @@ from agents.core.spec import (
     VariableSpec,
     VariableType,
 )
-from agents.core.types import describe_validation_error
+from agents.core.types import describe_validation_error, quoted
 
 __all__ = [
     "CODES",
@@ -712,6 +713,21 @@ def _native_field(doc: Any, path: Sequence[Any]) -> str:
     return ".".join(parts) or "(document)"
 
 
+def _structure_problem(error: Any) -> str:
+    """What is wrong with a part of the document, in words; a name that is not one says
+    what a name is and offers one (not the pattern it fails)."""
+    if error.validator == "pattern" and error.validator_value == NAME_PATTERN:
+        given = error.instance if isinstance(error.instance, str) else str(error.instance)
+        fixed = re.sub(r"[^A-Za-z0-9_]", "_", given) or "_"
+        if fixed[0].isdigit():
+            fixed = "_" + fixed
+        return (
+            f"{quoted(given)} is not a valid name: use only letters, digits and underscores, "
+            f"not starting with a digit (for example {quoted(fixed)})"
+        )
+    return describe_validation_error(error)
+
+
 def from_native(
     doc: Any,
 ) -> tuple[AppSpec | None, tuple[ScenarioSpec, ...], tuple[Diagnostic, ...]]:
@@ -739,7 +755,7 @@ def from_native(
         found = []
         for error in errors[:MAX_STRUCTURE_DIAGNOSTICS]:
             where = _native_field(doc, list(error.absolute_path))
-            message = f"{where}: {describe_validation_error(error)}"
+            message = f"{where}: {_structure_problem(error)}"
             found.append(Diagnostic("SC505", E, message, field=where))
         if len(errors) > MAX_STRUCTURE_DIAGNOSTICS:
             more = len(errors) - MAX_STRUCTURE_DIAGNOSTICS

@@ -1207,6 +1207,12 @@ def merge_diagnostics(*groups: Iterable[Diagnostic]) -> list[Diagnostic]:
                 seen.add(key)
                 merged.append(d)
     undeclared_at = {d.start for d in merged if d.code in UNDECLARED_VARIABLE_CODES}
-    merged = [d for d in merged if not (d.code == "SC120" and d.start in undeclared_at)]
+    undeclared = {(d.start, d.reference) for d in merged if d.code in UNDECLARED_VARIABLE_CODES}
+    merged = [
+        d
+        for d in merged
+        if not (d.code == "SC120" and d.start in undeclared_at)
+        and not (d.code == "SC122" and (d.start, d.reference) in undeclared)
+    ]
     merged.sort(key=lambda d: (_SEVERITY_ORDER[d.severity], d.line or 10**9, d.column or 0))
     return merged

@@ -36,6 +36,7 @@ CODES: dict[str, str] = {
     "SC116": "`{%` without a closing `%}` on the same line.",
     "SC120": "Static reference `{{x}}` to a variable with no value: it stays as written.",
     "SC121": "Static reference `{{a.b}}` to a path that does not exist: it stays as written.",
+    "SC122": "An `{% if %}`/`{% elif %}` condition reads a variable with no value (it sees none).",
 }
 
 
@@ -104,11 +105,13 @@ _SNIPPET = 60
 
 
 class Problem(NamedTuple):
-    """A diagnostic before its position is known: code, severity, message."""
+    """A diagnostic before its position is known: code, severity, message (and the
+    variable it is about, if any)."""
 
     code: str
     severity: Severity
     message: str
+    reference: str | None = None
 
 
 class Lexeme(NamedTuple):
@@ -507,6 +510,7 @@ class Scan:
                 column=where[start][1],
                 start=start,
                 end=end,
+                reference=problem.reference,
             )
             for start, end, problem in problems
         )

@@ -39,6 +39,11 @@ from agents.models import (
     AppLabel,
     AppVersion,
     AuditEvent,
+    Callback,
+    LiveRun,
+    Scenario,
+    ScenarioResult,
+    ScenarioStep,
     Schema,
     Tool,
     Variable,
@@ -277,6 +282,59 @@ def version_create(
     return version
 
 
+def _ids_to_keep(
+    app: AgentApp, staging: AgentApp
+) -> tuple[dict[int, int], dict[int, int], dict[int, list[int]]]:
+    """Which restored rows take the id of the row they replace, so that links to an agent or
+    a scenario that still exists keep answering: {new id: old id} for agents (same display
+    name) and scenarios (same agent and name), and the live runs of each kept scenario."""
+    old_agents = dict(Agent.objects.filter(app=app).values_list("display_name", "pk"))
+    kept_agents = {
+        new: old_agents[name]
+        for name, new in Agent.objects.filter(app=staging).values_list("display_name", "pk")
+        if name in old_agents
+    }
+    old_scenarios = {
+        (agent, name): pk
+        for agent, name, pk in Scenario.objects.filter(agent__app=app).values_list(
+            "agent__display_name", "name", "pk"
+        )
+    }
+    kept_scenarios = {}
+    for agent, name, pk in Scenario.objects.filter(agent__app=staging).values_list(
+        "agent__display_name", "name", "pk"
+    ):
+        if (agent, name) in old_scenarios:
+            kept_scenarios[pk] = old_scenarios.pop((agent, name))
+    live_runs: dict[int, list[int]] = {}
+    for run, scenario in LiveRun.objects.filter(
+        scenario_id__in=list(kept_scenarios.values())
+    ).values_list("pk", "scenario_id"):
+        live_runs.setdefault(scenario, []).append(run)
+    return kept_agents, kept_scenarios, live_runs
+
+
+def _take_old_ids(
+    agents: Mapping[int, int], scenarios: Mapping[int, int], live_runs: Mapping[int, list[int]]
+) -> None:
+    """Give restored rows the ids of the deleted rows they replace (see _ids_to_keep), with
+    every reference to them (foreign keys are checked at commit)."""
+    tools_through = Agent.tools.through
+    children_through = Agent.children.through
+    for new, old in agents.items():
+        Agent.objects.filter(pk=new).update(id=old)
+        Callback.objects.filter(agent_id=new).update(agent_id=old)
+        Scenario.objects.filter(agent_id=new).update(agent_id=old)
+        tools_through.objects.filter(agent_id=new).update(agent_id=old)
+        children_through.objects.filter(from_agent_id=new).update(from_agent_id=old)
+        children_through.objects.filter(to_agent_id=new).update(to_agent_id=old)
+    for new, old in scenarios.items():
+        Scenario.objects.filter(pk=new).update(id=old)
+        ScenarioStep.objects.filter(scenario_id=new).update(scenario_id=old)
+        ScenarioResult.objects.filter(scenario_id=new).update(scenario_id=old)
+        LiveRun.objects.filter(pk__in=live_runs.get(old, [])).update(scenario_id=old)
+
+
 @transaction.atomic
 def version_restore(*, version: AppVersion, user: AbstractBaseUser) -> AgentApp:
     """Replace the working copy with the version: one atomic change (id, owner, shares kept).
@@ -291,12 +349,14 @@ def version_restore(*, version: AppVersion, user: AbstractBaseUser) -> AgentApp:
     staging = exchange.app_import(
         owner=app.owner, spec=spec, scenarios=scenarios, name=f"{spec.name} (restoring)"
     )
+    kept_agents, kept_scenarios, live_runs = _ids_to_keep(app, staging)
     # Variables protect their schema; remove them first (as app_delete does).
     Variable.objects.filter(app=app).delete()
     for model in (Agent, Tool, Schema):
         model.objects.filter(app=app).delete()
     for model in (Schema, Variable, Tool, Agent):  # callbacks and scenarios follow their agent
         model.objects.filter(app=staging).update(app=app)
+    _take_old_ids(kept_agents, kept_scenarios, live_runs)
     # The staging app's own history (its import, object by object) is not the app's.
     AuditEvent.objects.filter(app=staging).delete()
     AgentApp.objects.filter(pk=staging.pk).delete()

@@ -94,3 +94,69 @@ def cx_kept(agent: Any) -> list[tuple[str, str]]:
         if n
     ]
     return kept_summary(agent.cx, tools)
+
+
+_EXAMPLE_VALUES: dict[str, Any] = {
+    "text": "text",
+    "number": 1,
+    "boolean": True,
+    "list": [],
+    "object": {},
+}
+
+
+@register.filter
+def values_placeholder(app: Any) -> str:
+    """A JSON object placeholder naming this app's own variables (at most two, each with a
+    short value of its type), never another app's."""
+    import json
+
+    example = {
+        variable.name: _EXAMPLE_VALUES.get(variable.type, "value")
+        for variable in list(app.variables.all())[:2]
+    }
+    return json.dumps(example or {"variable_name": "value"}, ensure_ascii=False)
+
+
+_HISTORY_ROWS = 60
+
+
+def _flat(value: Any, prefix: str, out: dict[str, Any], depth: int = 0) -> None:
+    if isinstance(value, dict) and value and depth < 3:
+        for key, item in value.items():
+            _flat(item, f"{prefix}.{key}" if prefix else str(key), out, depth + 1)
+    else:
+        out[prefix or "(value)"] = value
+
+
+def _history_text(value: Any, present: bool) -> str:
+    import json
+
+    if not present:
+        return "—"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+@register.filter
+def history_changes(event: Any) -> dict[str, Any]:
+    """What a history event changed, field by field: `rows` of (field, before, after) for
+    the fields that differ (nested objects by dotted path, "—" where a side has none) and
+    how many more were left out (`more`)."""
+    before: dict[str, Any] = {}
+    after: dict[str, Any] = {}
+    if event.before is not None:
+        _flat(event.before, "", before)
+    if event.after is not None:
+        _flat(event.after, "", after)
+    rows = [
+        (
+            key,
+            _history_text(before.get(key), key in before),
+            _history_text(after.get(key), key in after),
+        )
+        for key in dict.fromkeys([*before, *after])
+        if before.get(key, ...) != after.get(key, ...)
+    ]
+    return {"rows": rows[:_HISTORY_ROWS], "more": max(0, len(rows) - _HISTORY_ROWS)}

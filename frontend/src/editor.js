@@ -23,6 +23,7 @@ import {
   lineNumbers,
   highlightActiveLine,
   highlightActiveLineGutter,
+  placeholder,
 } from "@codemirror/view";
 import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirror/commands";
 import {
@@ -628,7 +629,7 @@ class InstructionsEditor {
       }
       if (from > length) continue;
       to = Math.min(Math.max(to, from), length);
-      diagnostics.push({ from, to, severity: d.severity, message: d.message, source: d.code });
+      diagnostics.push({ from, to, severity: d.severity, message: d.message, source: d.code, renderMessage: () => messageNode(d.message) });
     }
     this.view.dispatch(setDiagnostics(this.view.state, diagnostics), { effects: setTokens.of(decorations) });
     window.statecraft.compiled && window.statecraft.compiled.show(data);
@@ -653,8 +654,24 @@ const spanClass = {
   tool: (name) => Decoration.mark({ class: "chip chip-tool", attributes: { title: "tool reference", "data-ref": name } }),
   agent: (name) => Decoration.mark({ class: "chip chip-agent", attributes: { title: "sub-agent reference", "data-ref": name } }),
   missing: (name) => Decoration.mark({ class: "chip chip-missing", attributes: { title: "no value: stays literally in the prompt", "data-ref": name } }),
+  undeclared: (name) => Decoration.mark({ class: "chip chip-missing", attributes: { title: "no such variable: at run time empty text", "data-ref": name } }),
 };
-const SPAN_KINDS = ["static", "dynamic", "tool", "agent", "missing"];
+/** A diagnostic's message for the tooltip: its `code` spans as <code>, the rest as text. */
+function messageNode(message) {
+  const node = document.createElement("span");
+  const pieces = message.split("`");
+  if (pieces.length % 2 === 0) return document.createTextNode(message); // an unpaired backtick
+  pieces.forEach((piece, i) => {
+    if (!piece) return;
+    if (i % 2) {
+      const code = document.createElement("code");
+      code.textContent = piece;
+      node.appendChild(code);
+    } else node.appendChild(document.createTextNode(piece));
+  });
+  return node;
+}
+const SPAN_KINDS = ["static", "dynamic", "tool", "agent", "missing", "undeclared"];
 const setSpans = StateEffect.define();
 const spanField = StateField.define({
   create: () => Decoration.none,
@@ -787,6 +804,7 @@ function codeField(textarea) {
   } else {
     extensions.push(json(), linter(jsonLinter(), { delay: 300 }), EditorView.lineWrapping);
   }
+  if (textarea.placeholder) extensions.push(placeholder(textarea.placeholder));
   const view = new EditorView({ parent: host, state: EditorState.create({ doc: textarea.value, extensions }) });
   textarea.cmView = view;
   host.insertAdjacentElement("afterend", hint);

@@ -3,6 +3,15 @@
 (function () {
   "use strict";
 
+  // A request replaced by a newer one (hx-sync "replace": a second change, a double-click) is
+  // aborted on purpose; htmx reports every abort as an error ("htmx:sendAbort, …") in the
+  // console. Only that report is left out; every other error still reaches the console.
+  const consoleError = console.error.bind(console);
+  console.error = (...args) => {
+    if (typeof args[0] === "string" && args[0].startsWith("htmx:sendAbort")) return;
+    consoleError(...args);
+  };
+
   const REF = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\s*\}\}|\{@(TOOL|AGENT):\s*([^{}\n]+?)\s*\}|\{%\s*(?:if|elif|else|endif)\b[^%\n]*%\}|\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}/g;
 
   function escapeHtml(text) {

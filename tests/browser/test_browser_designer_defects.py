@@ -338,3 +338,123 @@ def test_a_failing_step_link_scrolls_the_step_into_view(
     step = page.locator("#expect-step-3")
     expect(step).to_have_class(re.compile(r"\blinked-step\b"))
     expect(step).to_be_in_viewport()
+
+
+# ------------ 7. an undeclared {typo_var} is marked; the squiggle's tooltip shows code, not backticks
+
+
+def test_undeclared_dynamic_reference_is_marked_and_its_tooltip_has_no_backticks(
+    open_designer, shop_app
+):
+    page: Page = open_designer(shop_app)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.locator("#instructions-editor").click()
+    page.keyboard.press("Control+End")
+    with page.expect_response(re.compile(r"/preview$")):
+        page.keyboard.type(" {typo_var}")
+    marked = page.locator('#compiled .chip-missing[data-ref="typo_var"]')
+    expect(marked).to_have_count(1)
+    page.locator(".cm-lintRange-error").last.hover()
+    tooltip = page.locator(".cm-tooltip-lint").first
+    expect(tooltip.locator("code").first).to_have_text("{typo_var}")
+    assert "`" not in tooltip.inner_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "defects7-undeclared-dynamic.png"))
+
+
+# ------------ 7. an import refused for bad names says what a name is and offers one
+
+
+def test_import_of_bad_names_lists_each_with_its_fix(signed_in_page, live_server):
+    page: Page = signed_in_page
+    page.set_viewport_size({"width": 1280, "height": 900})
+    bad = {
+        "format": "statecraft.app",
+        "version": 1,
+        "app": {
+            "name": "Bad names",
+            "variables": [{"name": "bad name", "type": "text"}, {"name": "1st", "type": "text"}],
+        },
+    }
+    page.goto(f"{live_server.url}/apps/import")
+    page.set_input_files(
+        "input[type=file]",
+        {"name": "bad.json", "mimeType": "application/json", "buffer": json.dumps(bad).encode()},
+    )
+    page.get_by_role("button", name="Import", exact=True).click()
+    table = page.locator("table")
+    expect(table).to_contain_text("for example 'bad_name'")
+    expect(table).to_contain_text("for example '_1st'")
+    expect(table).not_to_contain_text("[A-Za-z_]")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "defects7-import-names.png"), full_page=True)
+
+
+# ------------ 7. the export report lists the instructions' errors
+
+
+def test_export_report_lists_instruction_errors(signed_in_page, live_server, shop_app):
+    from agents import services
+
+    root = _root(shop_app)
+    services.agent_save_instructions(agent=root, instructions=root.instructions + " {typo_var}")
+    page: Page = signed_in_page
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{live_server.url}/apps/{shop_app.pk}/export")
+    report = page.locator("#export-report")
+    expect(report).to_contain_text("no variable typo_var is declared")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "defects7-export-report.png"), full_page=True)
+
+
+# ------------ 7. the usage popover lists an agent once
+
+
+def test_usage_popover_lists_the_agent_once(open_designer, shop_app):
+    page: Page = open_designer(shop_app)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    customer = shop_app.variables.get(name="customer")
+    page.locator(f'a.usage-link[href$="/variables/{customer.pk}/usage"]').click()
+    usage = page.locator(f"#usage-{customer.pk} dd").first
+    expect(usage).to_have_text("Shopping Assistant (2\u00d7)")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "defects7-usage.png"))
+
+
+# ------------ 7. History shows what changed, field by field
+
+
+def test_history_change_is_a_readable_table_with_no_axe_violations(
+    signed_in_page: Page, live_server, shop_app
+):
+    from agents import services
+    from tests.browser.conftest import axe_violations
+
+    root = _root(shop_app)
+    services.agent_save_instructions(agent=root, instructions="Brand new.", actor=shop_app.owner)
+    page = signed_in_page
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{live_server.url}/apps/{shop_app.pk}/history")
+    page.locator(".history-change summary").first.click()
+    table = page.locator(".history-table").first
+    expect(table.locator("ins").first).to_have_text("Brand new.")
+    assert axe_violations(page) == []
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "defects7-history.png"))
+
+
+# ------------ 7. a double-click that replaces a request in flight logs no htmx:sendAbort
+
+
+def test_a_double_click_logs_no_send_abort(open_designer, shop_app):
+    page: Page = open_designer(shop_app)
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    mocks = page.locator("#conversation-controls").get_by_label("mocks")
+    expect(mocks).to_be_visible()
+    with page.expect_response(re.compile(r"/simulate")) as answer:
+        mocks.dblclick()  # two changes: the second replaces the first request
+    assert answer.value.ok
+    expect(page.locator("#conversation-controls").get_by_label("mocks")).not_to_be_checked()
+    page.evaluate("() => new Promise((done) => setTimeout(done, 0))")  # let the console drain
+    assert not [e for e in errors if "sendAbort" in e]

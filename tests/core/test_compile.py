@@ -315,3 +315,16 @@ def test_render_subclasses_like_their_base():
     assert render_value(Text("x")) == "x"
     assert render_value(Flag(4)) == "4"
     assert math.isnan(float(render_value(float("nan")).replace("NaN", "nan")))
+
+
+def test_a_condition_on_a_variable_without_value_gets_a_note():
+    text = '{% if vip %}A{% elif tier == "gold" %}B{% endif %}{% if channel == "web" %}C{% endif %}'
+    result = compile_instructions(text, {"tier": "gold", "vip": None})
+    notes = [(d.code, d.severity, d.reference, d.start) for d in result.diagnostics]
+    assert notes == [("SC122", Severity.INFO, "vip", 0)]
+
+
+def test_a_condition_that_is_not_evaluated_gets_no_note():
+    text = "{% if vip %}{% if tier %}x{% endif %}{% endif %}"
+    result = compile_instructions(text, {"vip": False})
+    assert [d.code for d in result.diagnostics] == []

@@ -632,3 +632,21 @@ def test_native_round_trip_keeps_expectations_inputs_and_mocks():
     assert not has_errors(diagnostics), diagnostics
     assert scenarios[0].steps == steps
     assert format_script(scenarios[0].steps) == script
+
+
+def test_every_bad_name_in_a_native_document_is_named_with_its_fix_not_a_regex():
+    doc = {
+        "format": formats.FORMAT_NAME,
+        "version": formats.FORMAT_VERSION,
+        "app": {
+            "name": "X",
+            "variables": [{"name": "bad name", "type": "text"}, {"name": "1st", "type": "text"}],
+        },
+    }
+    _, _, diagnostics = formats.from_native(doc)
+    assert [d.message for d in diagnostics] == [
+        "variables.bad name.name: 'bad name' is not a valid name: use only letters, digits and "
+        "underscores, not starting with a digit (for example 'bad_name')",
+        "variables.1st.name: '1st' is not a valid name: use only letters, digits and "
+        "underscores, not starting with a digit (for example '_1st')",
+    ]
