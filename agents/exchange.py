@@ -27,7 +27,7 @@ from django.db import transaction
 from agents import selectors, services
 from agents.core import limits
 from agents.core.cx.app import read_cx_files, read_zip, to_cx_files, zip_bytes
-from agents.core.diagnostics import Diagnostic, Severity, has_errors
+from agents.core.diagnostics import Diagnostic, Message, Severity, has_errors
 from agents.core.formats import from_native, loads_native, to_native
 from agents.core.spec import AppSpec, ScenarioSpec
 from agents.models import AgentApp
@@ -71,7 +71,10 @@ def read_app_file(
         "max_instructions_bytes": settings.IMPORT_MAX_INSTRUCTIONS_BYTES,
     }
     if filename.lower().endswith(".zip") and data[:4] not in (b"PK\x03\x04", b"PK\x05\x06"):
-        message = f"{filename} is not a ZIP file (a CX Agent Studio export is one); export it again"
+        message = Message(
+            "%(filename)s is not a ZIP file (a CX Agent Studio export is one); export it again",
+            filename=filename,
+        )
         return "cx", None, (), (Diagnostic("SC601", Severity.ERROR, message, field="(zip)"),)
     if data[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
         files, problems = read_zip(data)

@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from agents import selectors
 from agents.api import serializers as io
 from agents.api.views import ERRORS, READ_ERRORS, ApiView
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.models import AgentApp, AppLabel, AppVersion
 from agents.services import ServiceError, versions
 
@@ -104,7 +104,9 @@ def app_at_version(request: Request, app: AgentApp) -> Response:
     """The answer of `GET /api/apps/{id}/?version=N` or `?label=name` (access already checked)."""
     params = request.query_params
     if "version" in params and "label" in params:
-        raise ServiceError([_input_error("version", "Give either version or label, not both.")])
+        raise ServiceError(
+            [_input_error("version", Message("Give either version or label, not both."))]
+        )
     if "label" in params:
         label = params["label"]
         try:
@@ -120,8 +122,11 @@ def app_at_version(request: Request, app: AgentApp) -> Response:
                 [
                     _input_error(
                         "version",
-                        f"version must be a version number (1, 2, ...), not '{raw[:50]}'; "
-                        "or ask for a label with ?label=production.",
+                        Message(
+                            "version must be a version number (1, 2, ...), not '%(raw)s'; "
+                            "or ask for a label with ?label=production.",
+                            raw=raw[:50],
+                        ),
                     )
                 ]
             ) from None

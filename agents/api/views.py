@@ -31,7 +31,7 @@ from agents.api.throttles import (
     SimulateThrottle,
     with_default_throttles,
 )
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.lint import lint_app
 from agents.core.simulate import SimulationResult
 from agents.models import Agent, AgentApp, AppShare, Scenario, Schema, Tool, Variable
@@ -231,9 +231,14 @@ class AppImportView(ApiView):
     def post(self, request: Request) -> Response:
         upload = request.FILES.get("file")
         if upload is None:
-            raise InvalidInput([_input_error("file", "Send the app file in the `file` field.")])
+            raise InvalidInput(
+                [_input_error("file", Message("Send the app file in the `file` field."))]
+            )
         if upload.size > MAX_IMPORT_BYTES:
-            message = f"The file is over {MAX_IMPORT_BYTES // (1024 * 1024)} MB."
+            message = Message(
+                "The file is over %(max_import_bytes)s MB.",
+                max_import_bytes=MAX_IMPORT_BYTES // (1024 * 1024),
+            )
             raise InvalidInput([_input_error("file", message)])
         filename = upload.name or "upload"
         name = str(request.data.get("name") or "").strip() or None

@@ -148,8 +148,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from agents.core import codes
 from agents.core.compile import compile_instructions
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.http import CODES as HTTP_CODES
 from agents.core.http import HttpRequest, mcp_request, openapi_request
 from agents.core.parse import TokenKind, parse
@@ -185,24 +186,7 @@ __all__ = [
 ]
 
 CODES: dict[str, str] = {
-    "SC401": "The scenario's agent does not exist in the app.",
-    "SC402": "A session value is given for a variable the app does not declare: ignored.",
-    "SC403": "A session value does not fit its variable's type or schema: ignored.",
-    "SC404": "A step calls a tool the app does not have.",
-    "SC405": "A step calls a tool that is not attached to the agent.",
-    "SC406": "A Python tool or callback cannot run: code execution is not available (add a mock).",
-    "SC407": "An OpenAPI/MCP tool without a mock: its response is unknown (null).",
-    "SC408": "A tool's mock (ignored) or code (kept in the state) wrote an undeclared variable.",
-    "SC409": "A tool or callback wrote a value that does not fit the variable: write ignored.",
-    "SC410": "Tool or callback code failed (exception, timeout, memory…): its writes are ignored.",
-    "SC411": "A Python tool has neither code nor a mock.",
-    "SC412": "A CALLBACK step names no callback kind, or the agent has no callback of that kind.",
-    "SC413": "The last state update of a dynamically referenced variable left the context window.",
-    "SC414": "The instructions alone exceed the token budget: no history fits.",
-    "SC415": "Tool or callback code raised: the rest of the turn is not run (as in the runtime).",
-    "SC416": "A before_agent callback answered: the rest of the turn is not run (as in ADK).",
-    "SC417": "A transfer to an agent that does not exist or that the agent may not hand over to.",
-    "SC418": "The session clock is not an ISO date-time: code reads the real clock.",
+    **codes.section("simulate"),
     **HTTP_CODES,
 }
 
@@ -571,8 +555,11 @@ class _Run:
                     Diagnostic(
                         "SC418",
                         _WARNING,
-                        f"The session clock {self.session.now!r} is not an ISO date-time "
-                        "(like 2026-06-01T12:00:00): the code reads the real clock.",
+                        Message(
+                            "The session clock %(now)s is not an ISO date-time (like "
+                            "2026-06-01T12:00:00): the code reads the real clock.",
+                            now=repr(self.session.now),
+                        ),
                         field="session.now",
                     )
                 )
@@ -583,7 +570,9 @@ class _Run:
                     Diagnostic(
                         "SC402",
                         _WARNING,
-                        f"The session sets {name}, which is not declared: ignored.",
+                        Message(
+                            "The session sets %(name)s, which is not declared: ignored.", name=name
+                        ),
                         field=f"session.values.{name}",
                         subject=name,
                     )
@@ -707,9 +696,14 @@ class _Run:
                     self.undeclared_warned.add((writer.source, name))
                     self.step_error(
                         "SC408",
-                        f"{writer.label} wrote {name}, which is not declared: kept in the "
-                        "session state as the runtime does, but the model is not shown it "
-                        "and it is not exported (declare it to make it a variable).",
+                        Message(
+                            "%(label)s wrote %(name)s, which is not declared: kept in the "
+                            "session state as the runtime does, but the model is not "
+                            "shown it and it is not exported (declare it to make it a "
+                            "variable).",
+                            label=writer.label,
+                            name=name,
+                        ),
                         source=writer.source,
                         subject=writer.subject,
                         severity=_WARNING,
@@ -722,7 +716,11 @@ class _Run:
             if variable is None:
                 self.step_error(
                     "SC408",
-                    f"{writer.label} wrote {name}, which is not declared: the write is ignored.",
+                    Message(
+                        "%(label)s wrote %(name)s, which is not declared: the write is ignored.",
+                        label=writer.label,
+                        name=name,
+                    ),
                     source=writer.source,
                     subject=writer.subject,
                 )
@@ -762,7 +760,9 @@ class _Run:
         if self.run_code is None:
             self.step_error(
                 "SC406",
-                f"{writer.label}: code execution is not available; add a mock.",
+                Message(
+                    "%(label)s: code execution is not available; add a mock.", label=writer.label
+                ),
                 source=writer.source,
                 subject=writer.subject,
             )
@@ -778,7 +778,13 @@ class _Run:
             ends = "; the turn ends here, as in the runtime" if result.ran else ""
             self.step_error(
                 "SC410",
-                f"{writer.label} failed{where}: {result.error or 'unknown error'}{ends}",
+                Message(
+                    "%(label)s failed%(where)s: %(value)s%(ends)s",
+                    label=writer.label,
+                    where=where,
+                    value=result.error or "unknown error",
+                    ends=ends,
+                ),
                 source=writer.source,
                 subject=writer.subject,
             )
@@ -1077,7 +1083,7 @@ class _Run:
         elif tool is None:
             self.step_error(
                 "SC404",
-                f"The tool {name or '(none)'} does not exist in this app.",
+                Message("The tool %(value)s does not exist in this app.", value=name or "(none)"),
                 source=name,
                 subject=name,
             )
@@ -1085,7 +1091,11 @@ class _Run:
         if tool is not None and name not in self.agent.tools:
             self.step_error(
                 "SC405",
-                f"agent {self.agent.name} may not call tool {name}: it is not attached.",
+                Message(
+                    "agent %(agent)s may not call tool %(tool)s: it is not attached.",
+                    agent=self.agent.name,
+                    tool=name,
+                ),
                 source=name,
                 subject=name,
             )
@@ -1158,7 +1168,12 @@ class _Run:
             return target
         self.step_error(
             "SC417",
-            f"agent {current.name} cannot transfer to {wanted or '(no agent)'}: {problem}.",
+            Message(
+                "agent %(name)s cannot transfer to %(value)s: %(problem)s.",
+                name=current.name,
+                value=wanted or "(no agent)",
+                problem=problem,
+            ),
             source=TRANSFER_TOOL,
             subject=current.name,
         )
@@ -1221,7 +1236,7 @@ class _Run:
             if not has_code:
                 self.step_error(
                     "SC411",
-                    f"tool {name} has no code and no mock: add one of them.",
+                    Message("tool %(name)s has no code and no mock: add one of them.", name=name),
                     source=name,
                     subject=name,
                 )
@@ -1247,7 +1262,7 @@ class _Run:
             Diagnostic(
                 "SC407",
                 _INFO,
-                f"tool {name} has no mock: response unknown (null).",
+                Message("tool %(name)s has no mock: response unknown (null).", name=name),
                 field=f"steps.{self.step_index}",
                 subject=name,
             )
@@ -1272,9 +1287,15 @@ class _Run:
                     Diagnostic(
                         "SC416",
                         _INFO,
-                        f"The {self.turn_answered} answered in turn {self.turn}: its "
-                        f"{self.skipped_steps} later step(s) and the after_agent callbacks "
-                        "did not run (the runtime ends the turn with that answer).",
+                        Message(
+                            "The %(turn_answered)s answered in turn %(turn)s: its "
+                            "%(skipped_steps)s later step(s) and the after_agent "
+                            "callbacks did not run (the runtime ends the turn with that "
+                            "answer).",
+                            turn_answered=self.turn_answered,
+                            turn=self.turn,
+                            skipped_steps=self.skipped_steps,
+                        ),
                         subject=self.agent.name,
                     )
                 )
@@ -1291,8 +1312,14 @@ class _Run:
                 Diagnostic(
                     "SC415",
                     _INFO,
-                    f"{self.turn_ended} raised in turn {self.turn}:{skipped} the after_agent "
-                    "callbacks of that turn did not run (the runtime ends the turn).",
+                    Message(
+                        "%(turn_ended)s raised in turn %(turn)s:%(skipped)s the "
+                        "after_agent callbacks of that turn did not run (the runtime "
+                        "ends the turn).",
+                        turn_ended=self.turn_ended,
+                        turn=self.turn,
+                        skipped=skipped,
+                    ),
                     subject=self.agent.name,
                 )
             )
@@ -1318,9 +1345,13 @@ class _Run:
                 Diagnostic(
                     "SC414",
                     _WARNING,
-                    f"The instructions alone take about {self.instruction_tokens} tokens, "
-                    f"more than the budget of {self.scenario.token_budget}: "
-                    "no history fits in the context window.",
+                    Message(
+                        "The instructions alone take about %(instruction_tokens)s "
+                        "tokens, more than the budget of %(token_budget)s: no history "
+                        "fits in the context window.",
+                        instruction_tokens=self.instruction_tokens,
+                        token_budget=self.scenario.token_budget,
+                    ),
                     field="token_budget",
                     subject=self.agent.name,
                 )
@@ -1334,8 +1365,12 @@ class _Run:
                 Diagnostic(
                     "SC413",
                     _WARNING,
-                    f"the agent may forget {name}: its last state update dropped out of "
-                    f"the context window at turn {turn}",
+                    Message(
+                        "the agent may forget %(name)s: its last state update dropped "
+                        "out of the context window at turn %(turn)s",
+                        name=name,
+                        turn=turn,
+                    ),
                     subject=name,
                 )
             )
@@ -1437,8 +1472,12 @@ def simulate(
         diagnostic = Diagnostic(
             "SC401",
             _ERROR,
-            f"The scenario {scenario.name} talks to the agent {scenario.agent}, which does "
-            "not exist in this app.",
+            Message(
+                "The scenario %(name)s talks to the agent %(agent)s, which "
+                "does not exist in this app.",
+                name=scenario.name,
+                agent=scenario.agent,
+            ),
             field="agent",
             subject=scenario.agent,
         )

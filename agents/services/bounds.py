@@ -19,7 +19,7 @@ from functools import cache
 
 from django.conf import settings
 
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.simulate import CodeCall, CodeResult, CodeRunner, SimulationResult, simulate
 from agents.core.spec import AppSpec, ScenarioSpec
 from agents.sandbox import host, jail
@@ -91,8 +91,13 @@ def simulate_bounded(
             Diagnostic(
                 "SC470",
                 Severity.ERROR,
-                f"The scenario has {len(scenario.steps)} steps; only the first {max_steps} "
-                "are simulated (SIMULATION_MAX_STEPS). Split it into shorter scenarios.",
+                Message(
+                    "The scenario has %(steps_count)s steps; only the first "
+                    "%(max_steps)s are simulated (SIMULATION_MAX_STEPS). Split it "
+                    "into shorter scenarios.",
+                    steps_count=len(scenario.steps),
+                    max_steps=max_steps,
+                ),
                 field="steps",
                 subject=scenario.name,
             )
@@ -104,9 +109,13 @@ def simulate_bounded(
             Diagnostic(
                 "SC471",
                 Severity.ERROR,
-                "Python code is not run: this server's sandbox lacks protections that "
-                f"SANDBOX_REQUIRED_PROTECTIONS requires: {names}. Tick mocks, or ask the "
-                "operator to install them (README, The sandbox).",
+                Message(
+                    "Python code is not run: this server's sandbox lacks "
+                    "protections that SANDBOX_REQUIRED_PROTECTIONS requires: "
+                    "%(names)s. Tick mocks, or ask the operator to install them "
+                    "(README, The sandbox).",
+                    names=names,
+                ),
                 subject=scenario.name,
             )
         )
@@ -123,8 +132,12 @@ def simulate_bounded(
                 Diagnostic(
                     "SC472",
                     Severity.ERROR,
-                    f"The simulation was stopped: {stopped[0]}; later tools and callbacks "
-                    "were not run. Shorten the scenario or make the code faster.",
+                    Message(
+                        "The simulation was stopped: %(stopped)s; later tools and "
+                        "callbacks were not run. Shorten the scenario or make the "
+                        "code faster.",
+                        stopped=stopped[0],
+                    ),
                     subject=scenario.name,
                 )
             )

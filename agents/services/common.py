@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Model
 
 from agents.core import rules
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.rename import RenameKind, rename_references
 from agents.models import Agent, AgentApp, AuditEvent
 
@@ -75,9 +75,15 @@ def check_version(obj: Model, expected_version: int | None) -> None:
             [
                 error(
                     "__all__",
-                    f"This {label} was changed by someone else while you were editing it "
-                    f"(you edited version {expected_version}, it is now at version {obj.version}). "
-                    "Reload to see their change, then apply yours again.",
+                    Message(
+                        "This %(label)s was changed by someone else while you were "
+                        "editing it (you edited version %(expected_version)s, it is "
+                        "now at version %(version)s). Reload to see their change, "
+                        "then apply yours again.",
+                        label=label,
+                        expected_version=expected_version,
+                        version=obj.version,
+                    ),
                     code="SC002",
                 )
             ]
@@ -90,7 +96,7 @@ def _nul_problems(obj: Model) -> list[Diagnostic]:
     for field in obj._meta.concrete_fields:
         value = getattr(obj, field.attname, None)
         if isinstance(value, str) and "\x00" in value:
-            message = "This text contains a NUL character (\\x00), which cannot be saved."
+            message = Message("This text contains a NUL character (\\x00), which cannot be saved.")
             problems.append(error(field.name, message))
     return problems
 
@@ -106,7 +112,14 @@ def save(obj: Model) -> None:
             obj.save()
     except IntegrityError as exc:
         raise ServiceError(
-            [error("name", "That name was just taken by another save in this app; choose another.")]
+            [
+                error(
+                    "name",
+                    Message(
+                        "That name was just taken by another save in this app; choose another."
+                    ),
+                )
+            ]
         ) from exc
 
 
@@ -115,7 +128,17 @@ def unique(model: type[Model], obj: Any, *, what: str) -> list[Diagnostic]:
         return []
     clash = model.objects.filter(app_id=obj.app_id, name=obj.name).exclude(pk=obj.pk)
     if obj.name and clash.exists():
-        return [error("name", f"A {what} named '{obj.name}' already exists in this app.", "SC004")]
+        return [
+            error(
+                "name",
+                Message(
+                    "A %(what)s named '%(name)s' already exists in this app.",
+                    what=what,
+                    name=obj.name,
+                ),
+                "SC004",
+            )
+        ]
     return []
 
 
