@@ -27,7 +27,15 @@ from django.db import transaction
 from agents import selectors, services
 from agents.core import limits
 from agents.core.cx.app import read_cx_files, read_zip, to_cx_files, zip_bytes
-from agents.core.diagnostics import Diagnostic, Message, Severity, has_errors
+from agents.core.diagnostics import (
+    Diagnostic,
+    Message,
+    Severity,
+    has_errors,
+    message_data,
+    message_from_data,
+    strip_prefix,
+)
 from agents.core.formats import from_native, loads_native, to_native
 from agents.core.spec import AppSpec, ScenarioSpec
 from agents.models import AgentApp
@@ -143,9 +151,9 @@ def import_report(
     counts = {s.value: 0 for s in Severity}
     for n, d in enumerate(diagnostics):
         file = d.subject if kind == "cx" and d.subject else filename
-        message = d.message.removeprefix(f"{file}: ")
+        message = strip_prefix(d.message, f"{file}: ")
         if d.field:
-            message = message.removeprefix(f"{d.field}: ")
+            message = strip_prefix(message, f"{d.field}: ")
         counts[d.severity.value] += 1
         row = {
             "severity": d.severity.value,
@@ -186,7 +194,7 @@ def app_import_file(
                 actor=owner,
                 action="app.import",
                 name=app.name,
-                after=import_report(kind, diagnostics, filename),
+                after=_stored_report(import_report(kind, diagnostics, filename)),
             )
     except ServiceError as exc:
         raise ImportRefused(kind, exc.diagnostics) from exc
@@ -194,6 +202,27 @@ def app_import_file(
 
 
 def app_import_report(app: AgentApp) -> dict[str, Any] | None:
-    """The report of the import that made `app` (None for an app made in Statecraft)."""
+    """The report of the import that made `app` (None for an app made in Statecraft); its
+    messages are `Message`s again, so the page shows them in the reader's language."""
     event = app.audit_events.filter(action="app.import").order_by("-id").first()  # one query
-    return event.after if event is not None else None
+    if event is None:
+        return None
+    report = event.after
+    if not isinstance(report, dict):
+        return report
+    for group in report.get("files", []):
+        for row in group.get("diagnostics", []):
+            stored = row.pop("i18n", None)
+            if stored is not None:
+                row["message"] = message_from_data(stored, row.get("message", ""))
+    return report
+
+
+def _stored_report(report: dict[str, Any]) -> dict[str, Any]:
+    """The report as the history keeps it: each row's message also as its template and
+    parameters (``i18n``), read back by `app_import_report`."""
+    for group in report["files"]:
+        for row in group["diagnostics"]:
+            if isinstance(row["message"], Message):
+                row["i18n"] = message_data(row["message"])
+    return report

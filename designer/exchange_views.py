@@ -11,10 +11,11 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.utils.http import content_disposition_header
 from django.utils.text import slugify
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
 from agents import exchange, selectors
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Severity, strip_prefix
 from agents.core.formats import dumps_native
 from agents.models import AgentApp
 from agents.ratelimit import rate_limited
@@ -45,9 +46,9 @@ def _rows(
     rows = []
     for d in diagnostics:
         file = d.subject if zip_files and d.subject else default_file
-        message = d.message.removeprefix(f"{file}: ")
+        message = strip_prefix(d.message, f"{file}: ")
         if d.field:
-            message = message.removeprefix(f"{d.field}: ")
+            message = strip_prefix(message, f"{d.field}: ")
         rows.append(
             {
                 "severity": d.severity.value,
@@ -83,10 +84,10 @@ def app_export(request: HttpRequest, app_id: int) -> HttpResponse:
 @require_GET
 def app_export_native(request: HttpRequest, app_id: int) -> HttpResponse:
     """The native document as a download: ``?format=json`` (default) or ``yaml``."""
-    app, _ = selectors.app_for_user(request.user, app_id)
+    app, _access = selectors.app_for_user(request.user, app_id)
     fmt = request.GET.get("format", "json")
     if fmt not in _NATIVE_TYPES:
-        return HttpResponseBadRequest("format must be json or yaml")
+        return HttpResponseBadRequest(_("format must be json or yaml"))
     text = dumps_native(exchange.app_export_native(app), fmt)
     response = HttpResponse(text, content_type=f"{_NATIVE_TYPES[fmt]}; charset=utf-8")
     return _attachment(response, f"{_file_stem(app)}.statecraft.{fmt}")
@@ -96,7 +97,7 @@ def app_export_native(request: HttpRequest, app_id: int) -> HttpResponse:
 @require_GET
 def app_export_cx(request: HttpRequest, app_id: int) -> HttpResponse:
     """The CX Agent Studio ZIP; the header counts the warnings (and errors) of the export."""
-    app, _ = selectors.app_for_user(request.user, app_id)
+    app, _access = selectors.app_for_user(request.user, app_id)
     data, diagnostics = exchange.app_export_cx(app)
     response = HttpResponse(data, content_type="application/zip")
     response[WARNINGS_HEADER] = str(sum(d.severity is not Severity.INFO for d in diagnostics))

@@ -17,6 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import redirect, render
 from django.utils.http import content_disposition_header
 from django.utils.text import slugify
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents import selectors
@@ -40,7 +41,7 @@ FULL_PROMPT_LIMIT = 100_000
 def _version(app: AgentApp, number: int) -> AppVersion:
     found = AppVersion.objects.filter(app=app, number=number).select_related("created_by").first()
     if found is None:
-        raise Http404(f"This app has no version {number}.")
+        raise Http404(_("This app has no version %(number)s.") % {"number": number})
     return found
 
 
@@ -96,7 +97,11 @@ def version_create(request: HttpRequest, app_id: int) -> HttpResponse:
     if request.htmx:
         context = _versions_context(request, app, access, saved=version)
         return render(request, f"{VERSIONS}#versions-panel", context)
-    messages.success(request, f"Saved version {version.number} · {version.name}.")
+    messages.success(
+        request,
+        _("Saved version %(number)s · %(name)s.")
+        % {"number": version.number, "name": version.name},
+    )
     return redirect("app-versions", app_id=app.pk)
 
 
@@ -120,7 +125,11 @@ def label_set(request: HttpRequest, app_id: int) -> HttpResponse:
         return render(
             request, f"{VERSIONS}#versions-panel", _versions_context(request, app, access)
         )
-    messages.success(request, f"The label {label.name} now points at version {version.number}.")
+    messages.success(
+        request,
+        _("The label %(name)s now points at version %(number)s.")
+        % {"name": label.name, "number": version.number},
+    )
     return redirect("app-versions", app_id=app.pk)
 
 
@@ -136,7 +145,7 @@ def label_delete(request: HttpRequest, app_id: int, name: str) -> HttpResponse:
         return render(
             request, f"{VERSIONS}#versions-panel", _versions_context(request, app, access)
         )
-    messages.success(request, f"Removed the label {name}.")
+    messages.success(request, _("Removed the label %(name)s.") % {"name": name})
     return redirect("app-versions", app_id=app.pk)
 
 
@@ -155,7 +164,8 @@ def version_restore(request: HttpRequest, app_id: int, number: int) -> HttpRespo
             return render(request, CONFIRM, context, status=400)
         messages.success(
             request,
-            f"Restored version {version.number} · {version.name} into the working copy.",
+            _("Restored version %(number)s · %(name)s into the working copy.")
+            % {"number": version.number, "name": version.name},
         )
         return redirect("app-designer", app_id=app.pk)
     return render(request, CONFIRM, context)
@@ -166,7 +176,7 @@ def version_restore(request: HttpRequest, app_id: int, number: int) -> HttpRespo
 def version_delete(request: HttpRequest, app_id: int, number: int) -> HttpResponse:
     app, access = selectors.app_for_user(request.user, app_id)
     if not versions.may_delete_versions(request.user, access):
-        raise PermissionDenied("Only the app's owner (or staff) can delete a version.")
+        raise PermissionDenied(_("Only the app's owner (or staff) can delete a version."))
     version = _version(app, number)
     context = {"app": app, "access": access, "version": version, "action": "delete"}
     if request.method == "POST":
@@ -175,7 +185,10 @@ def version_delete(request: HttpRequest, app_id: int, number: int) -> HttpRespon
         except ServiceError as exc:
             context["errors"] = [d.message for d in exc.diagnostics]
             return render(request, CONFIRM, context, status=400)
-        messages.success(request, f"Deleted version {number} · {version.name}.")
+        messages.success(
+            request,
+            _("Deleted version %(number)s · %(name)s.") % {"number": number, "name": version.name},
+        )
         return redirect("app-versions", app_id=app.pk)
     return render(request, CONFIRM, context)
 
@@ -198,11 +211,11 @@ def _stem(app: AgentApp, version: AppVersion) -> str:
 @require_GET
 def version_export_native(request: HttpRequest, app_id: int, number: int) -> HttpResponse:
     """The version's native document: ``?format=json`` (default) or ``yaml``."""
-    app, _ = selectors.app_for_user(request.user, app_id)
+    app, _access = selectors.app_for_user(request.user, app_id)
     version = _version(app, number)
     fmt = request.GET.get("format", "json")
     if fmt not in _NATIVE_TYPES:
-        return HttpResponseBadRequest("format must be json or yaml")
+        return HttpResponseBadRequest(_("format must be json or yaml"))
     text = dumps_native(version.document, fmt)
     response = HttpResponse(text, content_type=f"{_NATIVE_TYPES[fmt]}; charset=utf-8")
     return _attachment(response, f"{_stem(app, version)}.statecraft.{fmt}")
@@ -211,7 +224,7 @@ def version_export_native(request: HttpRequest, app_id: int, number: int) -> Htt
 @login_required
 @require_GET
 def version_export_cx(request: HttpRequest, app_id: int, number: int) -> HttpResponse:
-    app, _ = selectors.app_for_user(request.user, app_id)
+    app, _access = selectors.app_for_user(request.user, app_id)
     version = _version(app, number)
     data, _diagnostics = versions.version_export_cx(version)
     response = HttpResponse(data, content_type="application/zip")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Prefetch
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
@@ -93,7 +94,7 @@ def _version(app: AgentApp, number: int) -> AppVersion:
         .first()
     )
     if found is None:
-        raise exceptions.NotFound(f"This app has no version {number}.")
+        raise exceptions.NotFound(_("This app has no version %(number)s.") % {"number": number})
     return found
 
 
@@ -182,7 +183,7 @@ class VersionDetailView(ApiView):
         app = self.load_app()
         if not versions.may_delete_versions(request.user, self.access):
             raise exceptions.PermissionDenied(
-                "Only the app's owner (or staff) can delete a version."
+                _("Only the app's owner (or staff) can delete a version.")
             )
         versions.version_delete(version=_version(app, number), user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -229,7 +230,7 @@ class LabelDetailView(ApiView):
     def _label(self, app: AgentApp, name: str) -> AppLabel:
         found = versions.label_list(app).filter(name=name).first()
         if found is None:
-            raise exceptions.NotFound(f"No label '{name}' on this app.")
+            raise exceptions.NotFound(_("No label '%(name)s' on this app.") % {"name": name})
         return found
 
     @extend_schema(tags=["versions"], responses={200: LabelOut, **READ_ERRORS})

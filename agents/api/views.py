@@ -14,6 +14,7 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.generics import GenericAPIView
@@ -34,6 +35,7 @@ from agents.api.throttles import (
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.lint import lint_app
 from agents.core.simulate import SimulationResult
+from agents.i18n import diagnostic_dicts, localize, localized_report
 from agents.models import Agent, AgentApp, AppShare, Scenario, Schema, Tool, Variable
 from agents.selectors import Access
 from agents.services.evaluation import ScenarioRun, summarise
@@ -74,8 +76,8 @@ def _flatten(detail: Any, field: str = "__all__") -> list[Diagnostic]:
 def _error_response(diagnostics: Iterable[Diagnostic], status_code: int) -> Response:
     diagnostics = list(diagnostics)
     body = {
-        "detail": " ".join(d.message for d in diagnostics),
-        "diagnostics": [d.to_dict() for d in diagnostics],
+        "detail": " ".join(localize(d.message) for d in diagnostics),
+        "diagnostics": diagnostic_dicts(diagnostics),
     }
     return Response(body, status=status_code)
 
@@ -248,15 +250,17 @@ class AppImportView(ApiView):
             )
         except exchange.ImportRefused as exc:
             body = {
-                "detail": f"{filename}: not imported; nothing was created.",
-                "diagnostics": [d.to_dict() for d in exc.diagnostics],
-                "report": exchange.import_report(exc.kind, exc.diagnostics, filename),
+                "detail": _("%(file)s: not imported; nothing was created.") % {"file": filename},
+                "diagnostics": diagnostic_dicts(exc.diagnostics),
+                "report": localized_report(
+                    exchange.import_report(exc.kind, exc.diagnostics, filename)
+                ),
             }
             return Response(body, status=status.HTTP_400_BAD_REQUEST)
         location = reverse("api:app-detail", args=[app.pk])
         body = {
             "app": {"id": app.pk, "name": app.name, "url": location},
-            "report": exchange.import_report(kind, diagnostics, filename),
+            "report": localized_report(exchange.import_report(kind, diagnostics, filename)),
         }
         return Response(body, status=status.HTTP_201_CREATED, headers={"Location": location})
 
@@ -308,7 +312,7 @@ class AppDetailView(ApiView):
     def delete(self, request: Request, app_id: int) -> Response:
         app = self.load_app(edit=True)
         if not self.access.is_owner:
-            raise exceptions.PermissionDenied("Only the app's owner can delete it.")
+            raise exceptions.PermissionDenied(_("Only the app's owner can delete it."))
         services.app_delete(actor=request.user, app=app)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -581,7 +585,7 @@ class AgentCompileView(ApiView):
         app = self.load_app(queryset=selectors.app_with_everything(app_id))
         agent = next((a for a in app.agents.all() if a.pk == agent_id), None)
         if agent is None:
-            raise exceptions.NotFound("No such agent in this app.")
+            raise exceptions.NotFound(_("No such agent in this app."))
         data = self.valid(io.CompileIn)
         preview = services.preview_agent(
             app=app,
@@ -685,7 +689,7 @@ class ScenarioSimulateView(ApiView):
         agent = next((a for a in app.agents.all() if a.pk == agent_id), None)
         scenario = agent and next((s for s in agent.scenarios.all() if s.pk == scenario_id), None)
         if scenario is None:
-            raise exceptions.NotFound("No such scenario for this agent.")
+            raise exceptions.NotFound(_("No such scenario for this agent."))
         data = self.valid(io.SimulateIn)
         scenario_spec, result = services.simulate_scenario(
             app=app,
@@ -751,7 +755,7 @@ class ScenarioEvaluateView(ApiView):
         agent = next((a for a in app.agents.all() if a.pk == agent_id), None)
         scenario = agent and next((s for s in agent.scenarios.all() if s.pk == scenario_id), None)
         if scenario is None:
-            raise exceptions.NotFound("No such scenario for this agent.")
+            raise exceptions.NotFound(_("No such scenario for this agent."))
         run = services.scenario_evaluate(
             app=app, agent=agent, scenario=scenario, actor=request.user
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -44,6 +45,39 @@ def _message(template: str, params: dict[str, object]) -> Message:
     return Message(template, **params)
 
 
+def message_data(message: str) -> object:
+    """A message as JSON data that `message_from_data` reads back as the same `Message`
+    (its template and parameters), so a stored report can be shown in any language."""
+    if not isinstance(message, Message):
+        return str(message)
+    return {
+        "template": message.template,
+        "params": {
+            k: message_data(v) if isinstance(v, str) else v for k, v in message.params.items()
+        },
+    }
+
+
+def message_from_data(data: object, english: str = "") -> str:
+    """The message `message_data` wrote (plain text stays text; anything else: `english`)."""
+    if isinstance(data, str):
+        return data
+    if isinstance(data, dict) and isinstance(data.get("template"), str):
+        params = data.get("params")
+        params = params if isinstance(params, dict) else {}
+        try:
+            return Message(
+                data["template"],
+                **{
+                    k: message_from_data(v, "") if isinstance(v, dict | str) else v
+                    for k, v in params.items()
+                },
+            )
+        except (KeyError, ValueError, TypeError):
+            return english
+    return english
+
+
 def render(message: str, translate: Callable[[str], str]) -> str:
     """`message` in the language of `translate` (a gettext): its template translated, then
     its parameters filled in. A plain ``str`` is returned as it is; a translation whose
@@ -58,6 +92,47 @@ def render(message: str, translate: Callable[[str], str]) -> str:
         return translate(message.template) % params
     except (KeyError, ValueError, TypeError):
         return str(message)
+
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
+
+
+def strip_prefix(message: str, prefix: str) -> str:
+    """`message` without a leading `prefix` (``"file: "``), keeping it a `Message` when it
+    is one: the template loses the leading pieces that rendered the prefix."""
+    if not prefix or not message.startswith(prefix):
+        return message
+    if not isinstance(message, Message):
+        return message.removeprefix(prefix)
+    pieces: list[tuple[str, str]] = []  # (template piece, its English)
+    position = 0
+    for match in _PLACEHOLDER.finditer(message.template):
+        literal = message.template[position : match.start()]
+        if literal:
+            pieces.append((literal, literal))
+        name = match.group(1)
+        pieces.append((match.group(0), "%" if name is None else str(message.params[name])))
+        position = match.end()
+    if position < len(message.template):
+        rest = message.template[position:]
+        pieces.append((rest, rest))
+    needed = prefix
+    for index, (piece, english) in enumerate(pieces):
+        if english.startswith(needed) and piece == english:  # a literal: split it
+            tail = piece[len(needed) :]
+            template = tail + "".join(p for p, _ in pieces[index + 1 :])
+            break
+        if needed.startswith(english):
+            needed = needed[len(english) :]
+            if not needed:
+                template = "".join(p for p, _ in pieces[index + 1 :])
+                break
+            continue
+        return message.removeprefix(prefix)  # the prefix ends inside a parameter
+    else:
+        return message.removeprefix(prefix)
+    used = set(_PLACEHOLDER.findall(template)) - {""}
+    return Message(template, **{k: v for k, v in message.params.items() if k in used})
 
 
 class UnregisteredCode(ValueError):

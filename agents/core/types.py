@@ -48,11 +48,12 @@ _TYPE_SCHEMAS: dict[VariableType, dict[str, Any]] = {
 
 
 TYPE_LABELS: dict[VariableType, str] = {
-    VariableType.TEXT: "Text",
-    VariableType.NUMBER: "Number",
-    VariableType.BOOLEAN: "Yes/No",
-    VariableType.OBJECT: "Custom object",
-    VariableType.LIST: "List",
+    # CX Agent Studio's names (its "Variables" page); `Message` so a page shows them translated.
+    VariableType.TEXT: Message("Text"),
+    VariableType.NUMBER: Message("Number"),
+    VariableType.BOOLEAN: Message("Yes/No"),
+    VariableType.OBJECT: Message("Custom object"),
+    VariableType.LIST: Message("List"),
 }
 
 
@@ -62,8 +63,8 @@ def type_label(
     """How a designer reads a type: `Number`, `Customer`, `List of Text`, `List of Customer`."""
     if type is VariableType.LIST:
         if item_type is VariableType.OBJECT and schema:
-            return f"List of {schema}"
-        return f"List of {TYPE_LABELS[item_type] if item_type else '?'}"
+            return Message("List of %(item)s", item=schema)
+        return Message("List of %(item)s", item=TYPE_LABELS[item_type] if item_type else "?")
     if type is VariableType.OBJECT and schema:
         return schema
     return TYPE_LABELS[type]

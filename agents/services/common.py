@@ -20,6 +20,7 @@ from django.db.models import F, Model
 from agents.core import rules
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.rename import RenameKind, rename_references
+from agents.i18n import localize
 from agents.models import Agent, AgentApp, AuditEvent
 
 logger = logging.getLogger("agents.services")
@@ -37,10 +38,17 @@ class ServiceError(Exception):
         super().__init__("; ".join(d.message for d in self.diagnostics))
 
     def field_errors(self) -> dict[str, list[str]]:
+        """Each field's messages, in the reader's language (the active one)."""
         errors: dict[str, list[str]] = {}
         for diagnostic in self.diagnostics:
-            errors.setdefault(diagnostic.field or "__all__", []).append(diagnostic.message)
+            errors.setdefault(diagnostic.field or "__all__", []).append(
+                localize(diagnostic.message)
+            )
         return errors
+
+    def localized(self) -> str:
+        """The messages joined, in the reader's language (`str(error)` is English)."""
+        return "; ".join(localize(d.message) for d in self.diagnostics)
 
 
 class StaleObjectError(ServiceError):

@@ -23,6 +23,7 @@ from typing import Any
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Prefetch, QuerySet
+from django.utils.translation import gettext
 
 from agents import exchange, services
 from agents.core.cx.app import to_cx_files, zip_bytes
@@ -201,7 +202,7 @@ class DiffSide:
     @property
     def title(self) -> str:
         if self.version is None:
-            return "working copy"
+            return gettext("working copy")
         return f"v{self.version.number} · {self.version.name}"
 
 

@@ -1,0 +1,101 @@
+"""The reader's language: diagnostics rendered in it, and the language a user chose.
+
+The core speaks English and hands out `Message` values (a template with named parameters);
+this adapter renders them with Django's gettext in the active language: the template is
+translated, then the same parameters are filled in, so names, lines and types stay as they
+are and the codes never change. `UserLanguageMiddleware` activates the language a signed-in
+user chose (the header's switcher); without one, Django's LocaleMiddleware has already
+taken the language cookie or the request's Accept-Language.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.utils import formats, translation
+
+from agents.core.diagnostics import Diagnostic, render
+
+LANGUAGE_CODES = tuple(code for code, _ in settings.LANGUAGES)
+
+
+def localize(message: Any) -> str:
+    """A message (a core `Message`, or any text) in the active language."""
+    if message is None:
+        return ""
+    return render(message, translation.gettext) if isinstance(message, str) else str(message)
+
+
+def diagnostic_dict(diagnostic: Diagnostic) -> dict[str, object]:
+    """A diagnostic as JSON data with its message in the active language (same code)."""
+    return diagnostic.to_dict(translate=translation.gettext)
+
+
+def diagnostic_dicts(diagnostics: Iterable[Diagnostic]) -> list[dict[str, object]]:
+    return [diagnostic_dict(d) for d in diagnostics]
+
+
+SESSION_KEY = "statecraft_language"
+
+
+def localized_report(report: dict[str, Any]) -> dict[str, Any]:
+    """An import report (`exchange.import_report`) with its messages in the active language."""
+    files = [
+        {
+            **group,
+            "diagnostics": [
+                {**row, "message": localize(row["message"])} for row in group["diagnostics"]
+            ],
+        }
+        for group in report.get("files", [])
+    ]
+    return {**report, "files": files}
+
+
+def _localized_row(row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "message": localize(row["message"])}
+
+
+def decimal_comma() -> bool:
+    """Whether the reader's language writes decimals with a comma (`1,5`: French, German)."""
+    return formats.get_format("DECIMAL_SEPARATOR") == ","
+
+
+def user_language(user: Any) -> str:
+    """The language `user` chose in the header ("" when they never chose one)."""
+    if not getattr(user, "is_authenticated", False):
+        return ""
+    from agents.models import UserSettings
+
+    language = (
+        UserSettings.objects.filter(user=user).values_list("language", flat=True).first() or ""
+    )
+    return language if language in LANGUAGE_CODES else ""
+
+
+def remember_on_sign_in(sender: Any, request: HttpRequest, user: Any, **kwargs: Any) -> None:
+    """`user_logged_in`: the user's chosen language goes into their session (read once)."""
+    language = user_language(user)
+    if language and request is not None and hasattr(request, "session"):
+        request.session[SESSION_KEY] = language
+
+
+class UserLanguageMiddleware:
+    """After LocaleMiddleware and AuthenticationMiddleware: a signed-in user's chosen language
+    (copied into the session at sign-in, so no query per request) wins over the cookie and
+    Accept-Language, so it follows them to another browser. API clients (tokens) have no
+    session: they say their language with Accept-Language."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        session = getattr(request, "session", None)
+        language = session.get(SESSION_KEY) if session is not None else None
+        if language in LANGUAGE_CODES and language != translation.get_language():
+            translation.activate(language)
+            request.LANGUAGE_CODE = language
+        return self.get_response(request)
