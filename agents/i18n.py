@@ -93,6 +93,8 @@ class UserLanguageMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path.startswith("/api/"):  # the API speaks the request's Accept-Language
+            return self.get_response(request)
         session = getattr(request, "session", None)
         language = session.get(SESSION_KEY) if session is not None else None
         if language in LANGUAGE_CODES and language != translation.get_language():

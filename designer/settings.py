@@ -153,6 +153,9 @@ LOCALE_PATHS = [BASE_DIR / "locale"]
 LANGUAGE_COOKIE_NAME = "statecraft_language"
 LANGUAGE_COOKIE_AGE = 365 * 24 * 3600
 LANGUAGE_COOKIE_SAMESITE = "Lax"
+# Dates and numbers where a person reads them follow the language (designer/formats/<lang>);
+# exports, the API's JSON and stored data never do.
+FORMAT_MODULE_PATH = ["designer.formats"]
 TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
