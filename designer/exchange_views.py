@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.utils.http import content_disposition_header
 from django.utils.text import slugify
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods
 
 from agents import exchange, selectors
@@ -116,10 +117,14 @@ def app_import(request: HttpRequest) -> HttpResponse:
     context["typed"] = {"name": typed_name}
     upload = request.FILES.get("file")
     if upload is None:
-        context["file_error"] = "Choose a file: a .json or .yaml export, or a CX Agent Studio .zip."
+        context["file_error"] = _(
+            "Choose a file: a .json or .yaml export, or a CX Agent Studio .zip."
+        )
         return render(request, TEMPLATE, context, status=400)
     if upload.size > MAX_UPLOAD_BYTES:
-        context["file_error"] = f"The file is over {MAX_UPLOAD_BYTES // (1024 * 1024)} MB."
+        context["file_error"] = _("The file is over %(size)s MB.") % {
+            "size": MAX_UPLOAD_BYTES // (1024 * 1024)
+        }
         return render(request, TEMPLATE, context, status=400)
     filename = upload.name or "upload"
     try:
@@ -132,9 +137,13 @@ def app_import(request: HttpRequest) -> HttpResponse:
         context["report"] = exchange.import_report(exc.kind, exc.diagnostics, filename)
         return render(request, TEMPLATE, context, status=400)
     warnings = sum(d.severity is Severity.WARNING for d in diagnostics)
-    summary = f"Imported “{app.name}” from {filename}."
+    summary = _("Imported “%(name)s” from %(file)s.") % {"name": app.name, "file": filename}
     if warnings:
-        summary += f" {warnings} warning{'s' if warnings != 1 else ''}: see the import report."
+        summary += " " + ngettext(
+            "%(count)s warning: see the import report.",
+            "%(count)s warnings: see the import report.",
+            warnings,
+        ) % {"count": warnings}
     messages.success(request, summary)
     if diagnostics:
         return redirect("app-import-report", app_id=app.pk)

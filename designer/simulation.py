@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext_lazy as _
+
 from agents import services
 from agents.core.evaluate import ExpectationResult, ScenarioEvaluation
 from agents.core.render import render_value
@@ -26,7 +28,7 @@ class StateRow:
     changed: bool
 
 
-_BADGE = {"passed": "✓ passed", "failed": "✗ failed", "needs_model": "? needs a model"}
+_BADGE = {"passed": _("✓ passed"), "failed": _("✗ failed"), "needs_model": _("? needs a model")}
 
 
 def _pretty(value: Any) -> str:

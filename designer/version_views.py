@@ -23,6 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from agents import selectors
 from agents.core import rules
 from agents.core.formats import dumps_native
+from agents.i18n import localize
 from agents.models import AgentApp, AppVersion
 from agents.selectors import Access
 from agents.services import ServiceError, versions
@@ -160,7 +161,7 @@ def version_restore(request: HttpRequest, app_id: int, number: int) -> HttpRespo
         try:
             versions.version_restore(version=version, user=request.user)
         except ServiceError as exc:
-            context["errors"] = [d.message for d in exc.diagnostics]
+            context["errors"] = [localize(d.message) for d in exc.diagnostics]
             return render(request, CONFIRM, context, status=400)
         messages.success(
             request,
@@ -183,7 +184,7 @@ def version_delete(request: HttpRequest, app_id: int, number: int) -> HttpRespon
         try:
             versions.version_delete(version=version, user=request.user)
         except ServiceError as exc:
-            context["errors"] = [d.message for d in exc.diagnostics]
+            context["errors"] = [localize(d.message) for d in exc.diagnostics]
             return render(request, CONFIRM, context, status=400)
         messages.success(
             request,
@@ -244,7 +245,9 @@ def _side_choice(
     try:
         return versions.version_for_app(app, number=raw)
     except ServiceError as exc:
-        errors[field] = exc.diagnostics[0].message.replace("version must", f"{field} must")
+        errors[field] = localize(exc.diagnostics[0].message).replace(
+            "version must", f"{field} must"
+        )
         return ""
 
 
@@ -263,21 +266,28 @@ def version_diff(request: HttpRequest, app_id: int) -> HttpResponse:
     channel = request.GET.get("channel", "web")
     modality = request.GET.get("modality", "text")
     if channel not in CHANNELS:
-        errors["channel"] = f"channel must be one of {', '.join(CHANNELS)}."
+        errors["channel"] = _("channel must be one of %(values)s.") % {
+            "values": ", ".join(CHANNELS)
+        }
     if modality not in MODALITIES:
-        errors["modality"] = f"modality must be one of {', '.join(MODALITIES)}."
+        errors["modality"] = _("modality must be one of %(values)s.") % {
+            "values": ", ".join(MODALITIES)
+        }
     values_text = request.GET.get("values", "").strip()
     values: dict[str, Any] = {}
     if values_text:
         try:
             parsed = json.loads(values_text)
         except ValueError as exc:
-            errors["values"] = f"values must be a JSON object: {exc.msg} (line {exc.lineno})."
+            errors["values"] = _("values must be a JSON object: %(error)s (line %(line)s).") % {
+                "error": exc.msg,
+                "line": exc.lineno,
+            }
         else:
             if isinstance(parsed, dict):
                 values = parsed
             else:
-                errors["values"] = 'values must be a JSON object, e.g. {"customer_name": "Ada"}.'
+                errors["values"] = _('values must be a JSON object, e.g. {"customer_name": "Ada"}.')
     context: dict[str, Any] = {
         "app": app,
         "access": access,

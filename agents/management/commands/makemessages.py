@@ -14,3 +14,6 @@ from django.core.management.commands import makemessages
 
 class Command(makemessages.Command):
     xgettext_options = [*makemessages.Command.xgettext_options, "--keyword=Message"]
+    # A new string is untranslated until someone translates it (the i18n test says so),
+    # never silently given the translation of a similar one.
+    msgmerge_options = [*makemessages.Command.msgmerge_options, "--no-fuzzy-matching"]
