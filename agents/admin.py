@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy as _
 
 from agents import services
 from agents.core.formats import dumps_native
-from agents.i18n import localize
+from agents.i18n import action_words, localize, word
 from agents.models import (
     Agent,
     AgentApp,
@@ -420,12 +420,42 @@ class AppLabelAdmin(ReadOnlyAdmin):
         return f"v{label.version.number} · {label.version.name}"
 
 
+class _WordsFilter(admin.SimpleListFilter):
+    """A filter on an identifier column that shows each value as a word of the language."""
+
+    words = staticmethod(word)
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple]:
+        values = model_admin.get_queryset(request).values_list(self.parameter_name, flat=True)
+        return [(v, self.words(v)) for v in sorted(set(values))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        return queryset.filter(**{self.parameter_name: value}) if value else queryset
+
+
+class ObjectTypeFilter(_WordsFilter):
+    title = _("object type")
+    parameter_name = "object_type"
+
+
+class ActionFilter(_WordsFilter):
+    title = _("action")
+    parameter_name = "action"
+    words = staticmethod(action_words)
+
+
 @admin.register(AuditEvent)
 class AuditEventAdmin(ReadOnlyAdmin):
     """The history of every app: read-only, searchable by app, user, action and object."""
 
-    list_display = ("created_at", "app_name", "actor_name", "action", "object_name")
-    list_filter = ("object_type", "action", "created_at")
+    list_display = ("created_at", "app_name", "actor_name", "action_shown", "object_name")
+
+    @admin.display(description=_("action"), ordering="action")
+    def action_shown(self, event: AuditEvent) -> str:
+        return action_words(event.action)
+
+    list_filter = (ObjectTypeFilter, ActionFilter, "created_at")
     search_fields = ("app_name", "actor_name", "action", "object_name")
     date_hierarchy = "created_at"
     readonly_fields = (

@@ -16,6 +16,8 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils import formats, translation
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop, pgettext_lazy
 
 from agents.core.diagnostics import Diagnostic, render
 
@@ -36,6 +38,80 @@ def diagnostic_dict(diagnostic: Diagnostic) -> dict[str, object]:
 
 def diagnostic_dicts(diagnostics: Iterable[Diagnostic]) -> list[dict[str, object]]:
     return [diagnostic_dict(d) for d in diagnostics]
+
+
+# The history's actions (AuditEvent.action): identifiers in the data, shown translated
+# (English: as stored).
+_ACTIONS = {
+    "app.create": pgettext_lazy("history action", "app.create"),
+    "app.update": pgettext_lazy("history action", "app.update"),
+    "app.delete": pgettext_lazy("history action", "app.delete"),
+    "variable.create": pgettext_lazy("history action", "variable.create"),
+    "variable.update": pgettext_lazy("history action", "variable.update"),
+    "variable.rename": pgettext_lazy("history action", "variable.rename"),
+    "variable.delete": pgettext_lazy("history action", "variable.delete"),
+    "schema.create": pgettext_lazy("history action", "schema.create"),
+    "schema.update": pgettext_lazy("history action", "schema.update"),
+    "schema.delete": pgettext_lazy("history action", "schema.delete"),
+    "tool.create": pgettext_lazy("history action", "tool.create"),
+    "tool.update": pgettext_lazy("history action", "tool.update"),
+    "tool.rename": pgettext_lazy("history action", "tool.rename"),
+    "tool.delete": pgettext_lazy("history action", "tool.delete"),
+    "agent.create": pgettext_lazy("history action", "agent.create"),
+    "agent.update": pgettext_lazy("history action", "agent.update"),
+    "agent.rename": pgettext_lazy("history action", "agent.rename"),
+    "agent.delete": pgettext_lazy("history action", "agent.delete"),
+    "agent.instructions": pgettext_lazy("history action", "agent.instructions"),
+    "agent.attach_tool": pgettext_lazy("history action", "agent.attach_tool"),
+    "callback.create": pgettext_lazy("history action", "callback.create"),
+    "callback.update": pgettext_lazy("history action", "callback.update"),
+    "callback.delete": pgettext_lazy("history action", "callback.delete"),
+    "scenario.create": pgettext_lazy("history action", "scenario.create"),
+    "scenario.update": pgettext_lazy("history action", "scenario.update"),
+    "scenario.delete": pgettext_lazy("history action", "scenario.delete"),
+    "share.set": pgettext_lazy("history action", "share.set"),
+    "share.remove": pgettext_lazy("history action", "share.remove"),
+    "version.create": pgettext_lazy("history action", "version.create"),
+    "version.restore": pgettext_lazy("history action", "version.restore"),
+    "version.delete": pgettext_lazy("history action", "version.delete"),
+    "version.label_set": pgettext_lazy("history action", "version.label_set"),
+    "version.label_delete": pgettext_lazy("history action", "version.label_delete"),
+}
+
+
+# Words the pages show for values that are identifiers in the data (a severity, a change, a
+# kind of object): the data keeps the identifier, the page shows the word in the language.
+_WORDS = {
+    "error": _("error"),
+    "warning": _("warning"),
+    "info": _("info"),
+    "added": _("added"),
+    "removed": _("removed"),
+    "changed": _("changed"),
+    "renamed": _("renamed"),
+    "same": _("same"),
+    "app": _("app"),
+    "variable": _("variable"),
+    "schema": _("schema"),
+    "tool": _("tool"),
+    "agent": _("agent"),
+    "callback": _("callback"),
+    "scenario": _("scenario"),
+    "label": _("label"),
+    "version": _("version"),
+    "share": _("share"),
+}
+
+
+def word(value: Any) -> str:
+    """An identifier of the data (`error`, `added`, `variable`) as a word of the language."""
+    key = str(value)
+    return str(_WORDS.get(key, key))
+
+
+def action_words(action: str) -> str:
+    """A history action (`variable.update`) in the reader's language (English: as stored)."""
+    return str(_ACTIONS.get(action, action))
 
 
 SESSION_KEY = "statecraft_language"
@@ -101,3 +177,8 @@ class UserLanguageMiddleware:
             translation.activate(language)
             request.LANGUAGE_CODE = language
         return self.get_response(request)
+
+
+# Django's admin says "Run" on its actions button; Django 6's own German catalog has no
+# translation for it yet, so the word is in ours (LOCALE_PATHS come first).
+DJANGO_GAPS = (gettext_noop("Run"),)

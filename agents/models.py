@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models.functions import Lower
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from agents.core import rules, spec
@@ -766,8 +767,10 @@ class AuditEvent(models.Model):
         indexes = [models.Index(fields=["app", "-created_at"], name="audit_app_recent")]
 
     def __str__(self) -> str:
-        who = self.actor_name or "system"
-        return f"{who}: {self.action} {self.object_name}".strip()
+        from agents.i18n import action_words
+
+        who = self.actor_name or gettext("system")
+        return f"{who}: {action_words(self.action)} {self.object_name}".strip()
 
 
 # ---------------------------------------------------------------- versions and labels

@@ -46,7 +46,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agents.core.diagnostics import Severity
+from agents.core.diagnostics import Message, Severity
 from agents.core.render import render_value
 from agents.core.script import format_expectation
 from agents.core.simulate import TRANSFER_TOOL, SimulationResult
@@ -99,16 +99,35 @@ def _diff(expected: Any, actual: Any, path: str, found: list[str], limit: int) -
     where = path or "the value"
     if isinstance(expected, Mapping):
         if not isinstance(actual, Mapping):
-            found.append(f"{where}: expected an object {_show(expected)}, got {_show(actual)}")
+            found.append(
+                Message(
+                    "%(where)s: expected an object %(show)s, got %(show_2)s",
+                    where=where,
+                    show=_show(expected),
+                    show_2=_show(actual),
+                )
+            )
             return
         if not expected:
             if actual:
-                found.append(f"{where}: expected an empty object, got {_show(actual)}")
+                found.append(
+                    Message(
+                        "%(where)s: expected an empty object, got %(show)s",
+                        where=where,
+                        show=_show(actual),
+                    )
+                )
             return
         for key, value in expected.items():
             sub = f"{path}.{key}" if path else str(key)
             if key not in actual:
-                found.append(f"{sub}: expected {_show(value)}, got nothing (missing)")
+                found.append(
+                    Message(
+                        "%(sub)s: expected %(show)s, got nothing (missing)",
+                        sub=sub,
+                        show=_show(value),
+                    )
+                )
             else:
                 _diff(value, actual[key], sub, found, limit)
             if len(found) >= limit:
@@ -116,12 +135,26 @@ def _diff(expected: Any, actual: Any, path: str, found: list[str], limit: int) -
         return
     if isinstance(expected, list | tuple):
         if not isinstance(actual, list | tuple):
-            found.append(f"{where}: expected a list {_show(expected)}, got {_show(actual)}")
+            found.append(
+                Message(
+                    "%(where)s: expected a list %(show)s, got %(show_2)s",
+                    where=where,
+                    show=_show(expected),
+                    show_2=_show(actual),
+                )
+            )
             return
         if len(expected) != len(actual):
             found.append(
-                f"{where}: expected {len(expected)} items {_show(expected)}, "
-                f"got {len(actual)} {_show(actual)}"
+                Message(
+                    "%(where)s: expected %(expected_count)s items %(show)s, got "
+                    "%(actual_count)s %(show_2)s",
+                    where=where,
+                    expected_count=len(expected),
+                    show=_show(expected),
+                    actual_count=len(actual),
+                    show_2=_show(actual),
+                )
             )
             return
         for i, (want, got) in enumerate(zip(expected, actual, strict=True)):
@@ -134,7 +167,14 @@ def _diff(expected: Any, actual: Any, path: str, found: list[str], limit: int) -
     else:
         same = type(expected) is type(actual) and expected == actual
     if not same:
-        found.append(f"{where}: expected {_show(expected)}, got {_show(actual)}")
+        found.append(
+            Message(
+                "%(where)s: expected %(show)s, got %(show_2)s",
+                where=where,
+                show=_show(expected),
+                show_2=_show(actual),
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +265,9 @@ def evaluate(
             )
 
         if turn >= len(result.turns):
-            outcome("failed", "This turn was not simulated (see the simulation's problems).")
+            outcome(
+                "failed", Message("This turn was not simulated (see the simulation's problems).")
+            )
             continue
         turn_result = result.turns[turn]
         events = [result.events[i] for i in turn_result.events]
@@ -233,16 +275,21 @@ def evaluate(
         if kind is ExpectKind.AGENT:
             outcome(
                 "needs_model",
-                "What the agent replies depends on the model: run this golden in CX Agent "
-                "Studio to check it.",
+                Message(
+                    "What the agent replies depends on the model: run this golden "
+                    "in CX Agent Studio to check it."
+                ),
                 expected.value,
             )
         elif kind is ExpectKind.CALL:
             if expected.value is None:
                 outcome(
                     "needs_model",
-                    f"The golden leaves the arguments of {expected.tool} to the model: "
-                    "the call is not run offline.",
+                    Message(
+                        "The golden leaves the arguments of %(tool)s to the model: "
+                        "the call is not run offline.",
+                        tool=expected.tool,
+                    ),
                 )
                 continue
             own = [e for e in events if e.step == index]
@@ -257,15 +304,27 @@ def evaluate(
             if errors:
                 outcome(
                     "failed",
-                    f"The call of {expected.tool} failed: {errors[0].label}",
+                    Message(
+                        "The call of %(tool)s failed: %(label)s",
+                        tool=expected.tool,
+                        label=errors[0].label,
+                    ),
                     expected.value,
                     None,
                     tuple(e.label for e in errors),
                 )
             elif not answered:
-                outcome("failed", f"{expected.tool} did not answer.", expected.value)
+                outcome(
+                    "failed",
+                    Message("%(tool)s did not answer.", tool=expected.tool),
+                    expected.value,
+                )
             else:
-                outcome("passed", f"{expected.tool} was called and answered.", expected.value)
+                outcome(
+                    "passed",
+                    Message("%(tool)s was called and answered.", tool=expected.tool),
+                    expected.value,
+                )
         elif kind is ExpectKind.STATE:
             want = expected.value if isinstance(expected.value, dict) else {}
             state = turn_result.state_after
@@ -275,35 +334,54 @@ def evaluate(
                     got = {name: state.get(name) for name in changed}
                     outcome(
                         "failed",
-                        "Expected no variable to change in this turn; "
-                        f"{', '.join(changed)} changed.",
+                        Message(
+                            "Expected no variable to change in this turn; %(changed)s changed.",
+                            changed=", ".join(changed),
+                        ),
                         {},
                         got,
                         tuple(f"{name}: changed to {_show(got[name])}" for name in changed),
                     )
                 else:
-                    outcome("passed", "No variable changed in this turn.", {}, {})
+                    outcome("passed", Message("No variable changed in this turn."), {}, {})
                 continue
             got = {name: state.get(name) for name in want}
             diffs: list[str] = []
             for name, value in want.items():
                 if value is None:
                     if state.get(name) is not None:
-                        diffs.append(f"{name}: expected no value, got {_show(state[name])}")
+                        diffs.append(
+                            Message(
+                                "%(name)s: expected no value, got %(show)s",
+                                name=name,
+                                show=_show(state[name]),
+                            )
+                        )
                 elif name not in state:
-                    diffs.append(f"{name}: expected {_show(value)}, got no value")
+                    diffs.append(
+                        Message(
+                            "%(name)s: expected %(show)s, got no value",
+                            name=name,
+                            show=_show(value),
+                        )
+                    )
                 else:
                     diffs.extend(differences(value, state[name], path=name))
             if diffs:
                 outcome(
                     "failed",
-                    f"The state at the end of turn {turn} differs.",
+                    Message("The state at the end of turn %(turn)s differs.", turn=turn),
                     want,
                     got,
                     tuple(diffs),
                 )
             else:
-                outcome("passed", f"The state at the end of turn {turn} matches.", want, got)
+                outcome(
+                    "passed",
+                    Message("The state at the end of turn %(turn)s matches.", turn=turn),
+                    want,
+                    got,
+                )
         elif kind is ExpectKind.RESPONSE:
             responses = [
                 e.value for e in events if e.kind == "tool_response" and e.source == expected.tool
@@ -311,7 +389,9 @@ def evaluate(
             if not responses:
                 outcome(
                     "failed",
-                    f"{expected.tool} gave no response in turn {turn}.",
+                    Message(
+                        "%(tool)s gave no response in turn %(turn)s.", tool=expected.tool, turn=turn
+                    ),
                     expected.value,
                 )
                 continue
@@ -325,25 +405,36 @@ def evaluate(
             if diffs:
                 outcome(
                     "failed",
-                    f"The response of {expected.tool} differs.",
+                    Message("The response of %(tool)s differs.", tool=expected.tool),
                     expected.value,
                     got,
                     tuple(diffs),
                 )
             else:
-                outcome("passed", f"The response of {expected.tool} matches.", expected.value, got)
+                outcome(
+                    "passed",
+                    Message("The response of %(tool)s matches.", tool=expected.tool),
+                    expected.value,
+                    got,
+                )
         elif kind is ExpectKind.NO_CALLS:
             calls = [e.label for e in events if e.kind == "tool_call" and e.source != TRANSFER_TOOL]
             if calls:
                 outcome(
                     "failed",
-                    f"Expected no tool call in turn {turn}; got {len(calls)}.",
+                    Message(
+                        "Expected no tool call in turn %(turn)s; got %(calls_count)s.",
+                        turn=turn,
+                        calls_count=len(calls),
+                    ),
                     [],
                     calls,
                     tuple(f"called {label}" for label in calls),
                 )
             else:
-                outcome("passed", f"No tool was called in turn {turn}.", [], [])
+                outcome(
+                    "passed", Message("No tool was called in turn %(turn)s.", turn=turn), [], []
+                )
         elif kind is ExpectKind.TRANSFER:
             own = [e for e in events if e.step == index]
             done = [
@@ -357,7 +448,11 @@ def evaluate(
             if done:
                 outcome(
                     "passed",
-                    f"{done[0].value.get('from')} transferred to {expected.agent}.",
+                    Message(
+                        "%(get)s transferred to %(agent)s.",
+                        get=done[0].value.get("from"),
+                        agent=expected.agent,
+                    ),
                     expected.agent,
                     expected.agent,
                 )
@@ -433,8 +528,14 @@ def junit_xml(cases: list[JUnitCase]) -> str:
             failure = ET.SubElement(
                 element,
                 "failure",
-                message=f"{evaluation.failed} of {len(evaluation.results)} expectations "
-                f"failed; first at step {first.step + 1}: {first.message}",
+                message=Message(
+                    "%(failed)s of %(results_count)s expectations failed; first "
+                    "at step %(step)s: %(message)s",
+                    failed=evaluation.failed,
+                    results_count=len(evaluation.results),
+                    step=first.step + 1,
+                    message=first.message,
+                ),
                 type="ExpectationFailed",
             )
             failure.text = _case_text(case)
@@ -442,9 +543,9 @@ def junit_xml(cases: list[JUnitCase]) -> str:
             totals["failures"] += 1
         elif evaluation.status in ("needs_model", "none"):
             message = (
-                "every expectation needs a model (run it in CX Agent Studio)"
+                Message("every expectation needs a model (run it in CX Agent Studio)")
                 if evaluation.status == "needs_model"
-                else "no expectations"
+                else Message("no expectations")
             )
             ET.SubElement(element, "skipped", message=message)
             suite.set("skipped", str(int(suite.get("skipped", "0")) + 1))

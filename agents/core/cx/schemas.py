@@ -168,13 +168,17 @@ class _ToCx:
         self, node: Any, path: tuple[str | int, ...], *, root: bool = False
     ) -> dict[str, Any] | None:
         if node is True:
-            self.report("SC239", Severity.WARNING, path, "true (any value) has no CX type")
+            self.report("SC239", Severity.WARNING, path, Message("true (any value) has no CX type"))
             return {}
         if node is False:
-            self.report("SC235", Severity.WARNING, path, "false (no value allowed) has no CX form")
+            self.report(
+                "SC235", Severity.WARNING, path, Message("false (no value allowed) has no CX form")
+            )
             return None
         if not isinstance(node, dict):
-            self.report("SC244", Severity.WARNING, path, "a schema must be an object; left out")
+            self.report(
+                "SC244", Severity.WARNING, path, Message("a schema must be an object; left out")
+            )
             return None
         out: dict[str, Any] = {}
         self.convert_type(node, path, out)
@@ -196,7 +200,12 @@ class _ToCx:
         if not kinds or not all(
             isinstance(k, str) and (k in CX_TYPES or k == "null") for k in kinds
         ):
-            self.report("SC244", Severity.WARNING, (*path, "type"), f"{declared!r} is not a type")
+            self.report(
+                "SC244",
+                Severity.WARNING,
+                (*path, "type"),
+                Message("%(declared)s is not a type", declared=repr(declared)),
+            )
             return
         real = [CX_TYPES[kind] for kind in kinds if kind != "null"]
         if "null" in kinds:
@@ -208,14 +217,14 @@ class _ToCx:
                 "SC237",
                 Severity.WARNING,
                 (*path, "type"),
-                'CX has no null type; exported as "nullable": true without a type',
+                Message('CX has no null type; exported as "nullable": true without a type'),
             )
         elif "anyOf" in node or "oneOf" in node:
             self.report(
                 "SC237",
                 Severity.WARNING,
                 (*path, "type"),
-                f"several types next to anyOf/oneOf; only {real[0]} is kept",
+                Message("several types next to anyOf/oneOf; only %(real)s is kept", real=real[0]),
             )
             out["type"] = real[0]
         else:
@@ -223,7 +232,7 @@ class _ToCx:
                 "SC237",
                 Severity.INFO,
                 (*path, "type"),
-                f"several types exported as anyOf of {', '.join(real)}",
+                Message("several types exported as anyOf of %(real)s", real=", ".join(real)),
             )
             out["anyOf"] = [{"type": kind} for kind in real]
 
@@ -244,10 +253,10 @@ class _ToCx:
             if isinstance(value, str):
                 out[keyword] = value
             else:
-                self.report("SC244", Severity.WARNING, here, "must be text; left out")
+                self.report("SC244", Severity.WARNING, here, Message("must be text; left out"))
         elif keyword == "properties":
             if not isinstance(value, dict):
-                self.report("SC244", Severity.WARNING, here, "must be an object; left out")
+                self.report("SC244", Severity.WARNING, here, Message("must be an object; left out"))
                 return
             properties = {}
             for name, sub in value.items():
@@ -259,7 +268,9 @@ class _ToCx:
             if isinstance(value, list) and all(isinstance(name, str) for name in value):
                 out["required"] = list(value)
             else:
-                self.report("SC244", Severity.WARNING, here, "must be a list of names; left out")
+                self.report(
+                    "SC244", Severity.WARNING, here, Message("must be a list of names; left out")
+                )
         elif keyword in {"items", "additionalProperties"}:
             if value is True:
                 return  # the same as leaving it out
@@ -268,7 +279,7 @@ class _ToCx:
                 out[keyword] = converted
         elif keyword == "prefixItems":
             if not isinstance(value, list):
-                self.report("SC244", Severity.WARNING, here, "must be a list; left out")
+                self.report("SC244", Severity.WARNING, here, Message("must be a list; left out"))
                 return
             out["prefixItems"] = [
                 self.convert(sub, (*here, index)) or {} for index, sub in enumerate(value)
@@ -277,18 +288,23 @@ class _ToCx:
             if keyword == "oneOf":
                 if "anyOf" in node or "anyOf" in out:
                     self.report(
-                        "SC232", Severity.WARNING, here, "oneOf next to anyOf has no CX form"
+                        "SC232",
+                        Severity.WARNING,
+                        here,
+                        Message("oneOf next to anyOf has no CX form"),
                     )
                     return
                 self.report(
                     "SC243",
                     Severity.WARNING,
                     here,
-                    "CX has no oneOf; exported as anyOf, which also accepts a value "
-                    "matching several alternatives",
+                    Message(
+                        "CX has no oneOf; exported as anyOf, which also accepts a "
+                        "value matching several alternatives"
+                    ),
                 )
             if not isinstance(value, list):
-                self.report("SC244", Severity.WARNING, here, "must be a list; left out")
+                self.report("SC244", Severity.WARNING, here, Message("must be a list; left out"))
                 return
             options = [self.convert(sub, (*here, index)) for index, sub in enumerate(value)]
             out["anyOf"] = [option for option in options if option is not None]
@@ -296,19 +312,21 @@ class _ToCx:
             if _is_json(value):
                 out["default"] = value
             else:
-                self.report("SC244", Severity.WARNING, here, "is not JSON data; left out")
+                self.report("SC244", Severity.WARNING, here, Message("is not JSON data; left out"))
         elif keyword in {"minimum", "maximum"}:
             if finite_double(value):
                 out[keyword] = value
             else:
-                self.report("SC244", Severity.WARNING, here, "must be a number; left out")
+                self.report("SC244", Severity.WARNING, here, Message("must be a number; left out"))
         elif keyword in {"exclusiveMinimum", "exclusiveMaximum"}:
             self.convert_exclusive(keyword, value, node, path, out)
         elif keyword in {"minItems", "maxItems"}:
             if not (
                 isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _INT64_MAX
             ):
-                self.report("SC244", Severity.WARNING, here, "must be a whole number; left out")
+                self.report(
+                    "SC244", Severity.WARNING, here, Message("must be a whole number; left out")
+                )
             elif value > 0:
                 out[keyword] = value
             elif keyword == "maxItems":
@@ -316,13 +334,15 @@ class _ToCx:
                     "SC232",
                     Severity.WARNING,
                     here,
-                    "maxItems 0 cannot be exported: CX reads 0 as no limit",
+                    Message("maxItems 0 cannot be exported: CX reads 0 as no limit"),
                 )
         elif keyword == "uniqueItems":
             if value is True:
                 out["uniqueItems"] = True
             elif value is not False:
-                self.report("SC244", Severity.WARNING, here, "must be true or false; left out")
+                self.report(
+                    "SC244", Severity.WARNING, here, Message("must be true or false; left out")
+                )
         elif keyword == "$ref":
             self.convert_ref(value, path, out)
         elif keyword == "$defs":
@@ -331,7 +351,7 @@ class _ToCx:
                     "SC241",
                     Severity.WARNING,
                     here,
-                    "CX allows defs only at the root of a schema; move them there",
+                    Message("CX allows defs only at the root of a schema; move them there"),
                 )
             elif isinstance(value, dict):
                 defs = {}
@@ -341,21 +361,29 @@ class _ToCx:
                         defs[name] = converted
                 out["defs"] = defs
             else:
-                self.report("SC244", Severity.WARNING, here, "must be an object; left out")
+                self.report("SC244", Severity.WARNING, here, Message("must be an object; left out"))
         elif keyword in _NO_CX_EQUIVALENT:
             self.report(
-                "SC232", Severity.WARNING, here, f"{keyword} has no CX equivalent; not exported"
+                "SC232",
+                Severity.WARNING,
+                here,
+                Message("%(keyword)s has no CX equivalent; not exported", keyword=keyword),
             )
         elif keyword in _ANNOTATIONS:
             self.report(
-                "SC233", Severity.INFO, here, f"{keyword} has no CX equivalent; not exported"
+                "SC233",
+                Severity.INFO,
+                here,
+                Message("%(keyword)s has no CX equivalent; not exported", keyword=keyword),
             )
         else:
             self.report(
                 "SC234",
                 Severity.INFO,
                 here,
-                f"{keyword!r} is not a JSON Schema keyword; not exported",
+                Message(
+                    "%(keyword)s is not a JSON Schema keyword; not exported", keyword=repr(keyword)
+                ),
             )
 
     def convert_exclusive(
@@ -376,11 +404,18 @@ class _ToCx:
                 "SC242",
                 Severity.INFO,
                 here,
-                f"exported as {inclusive} {bound} (the same for whole numbers)",
+                Message(
+                    "exported as %(inclusive)s %(bound)s (the same for whole numbers)",
+                    inclusive=inclusive,
+                    bound=bound,
+                ),
             )
             return
         self.report(
-            "SC232", Severity.WARNING, here, f"{keyword} has no CX equivalent; not exported"
+            "SC232",
+            Severity.WARNING,
+            here,
+            Message("%(keyword)s has no CX equivalent; not exported", keyword=keyword),
         )
 
     def convert_ref(self, ref: Any, path: tuple[str | int, ...], out: dict[str, Any]) -> None:
@@ -394,7 +429,10 @@ class _ToCx:
             "SC240",
             Severity.WARNING,
             here,
-            f"{ref!r} cannot be exported: CX references only #/defs/<name> at the root",
+            Message(
+                "%(ref)s cannot be exported: CX references only #/defs/<name> at the root",
+                ref=repr(ref),
+            ),
         )
 
     def convert_enum(
@@ -408,10 +446,10 @@ class _ToCx:
                 "SC236",
                 Severity.WARNING,
                 (*path, "enum"),
-                "enum next to const; only const is exported",
+                Message("enum next to const; only const is exported"),
             )
         if not isinstance(values, list):
-            self.report("SC244", Severity.WARNING, here, "must be a list; left out")
+            self.report("SC244", Severity.WARNING, here, Message("must be a list; left out"))
             return
         if any(value is None for value in values):
             out["nullable"] = True
@@ -419,7 +457,7 @@ class _ToCx:
                 "SC236",
                 Severity.WARNING,
                 here,
-                "null cannot be listed in a CX enum; exported as nullable",
+                Message("null cannot be listed in a CX enum; exported as nullable"),
             )
             values = [value for value in values if value is not None]
         kind = out.get("type")
@@ -430,12 +468,20 @@ class _ToCx:
                     "SC236",
                     Severity.WARNING,
                     here,
-                    "values of different kinds (or objects, lists) cannot be a CX enum; left out",
+                    Message(
+                        "values of different kinds (or objects, lists) cannot be a CX "
+                        "enum; left out"
+                    ),
                 )
                 return
             out["type"] = kind
             self.report(
-                "SC238", Severity.INFO, path, f"no type; exported as {kind} (from {keyword})"
+                "SC238",
+                Severity.INFO,
+                path,
+                Message(
+                    "no type; exported as %(kind)s (from %(keyword)s)", kind=kind, keyword=keyword
+                ),
             )
         texts: list[str] = []
         for value in values:
@@ -445,7 +491,11 @@ class _ToCx:
                     "SC236",
                     Severity.WARNING,
                     here,
-                    f"{json.dumps(value)} cannot be a CX enum value for type {kind}; not exported",
+                    Message(
+                        "%(dumps)s cannot be a CX enum value for type %(kind)s; not exported",
+                        dumps=json.dumps(value),
+                        kind=kind,
+                    ),
                 )
             else:
                 texts.append(text)
@@ -467,13 +517,18 @@ class _ToCx:
             implied = "STRING"
         if implied:
             out["type"] = implied
-            self.report("SC238", Severity.INFO, path, f"no type; exported as {implied}")
+            self.report(
+                "SC238",
+                Severity.INFO,
+                path,
+                Message("no type; exported as %(implied)s", implied=implied),
+            )
         elif not any(k in node for k in ("type", "$ref", "anyOf", "oneOf", "enum", "const")):
             self.report(
                 "SC239",
                 Severity.WARNING,
                 path,
-                "no type: any value is allowed, but CX requires a type",
+                Message("no type: any value is allowed, but CX requires a type"),
             )
 
 
