@@ -205,7 +205,7 @@ def completion_data(spec: AppSpec, agent_name: str | None) -> dict[str, Any]:
         "variables": [
             {
                 "name": v.name,
-                "type": core_types.type_label(v.type, v.item_type, v.schema),
+                "type": localize(core_types.type_label(v.type, v.item_type, v.schema)),
                 "default": "" if v.default is None else render_value(v.default)[:60],
             }
             for v in spec.variables
