@@ -100,6 +100,8 @@ _WORDS = {
     "label": _("label"),
     "version": _("version"),
     "share": _("share"),
+    "viewer": _("viewer"),
+    "editor": _("editor"),
 }
 
 
