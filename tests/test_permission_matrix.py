@@ -45,7 +45,8 @@ def _walk(patterns, prefix="", namespace=""):
 
 
 ROUTES = list(_walk(get_resolver().url_patterns))
-PUBLIC = {"healthz", "login", "logout", "schema", "docs"}
+# The language switcher and the JavaScript catalog serve the sign-in page too.
+PUBLIC = {"healthz", "login", "logout", "schema", "docs", "set-language", "javascript-catalog"}
 SIGNED_IN = {"app-list", "app-create", "app-import", "api-token"}  # not about one app
 VIEW_ACTIONS = {  # POSTs that only read: previews, simulations, examples, copies, diffs
     "agent-preview",
