@@ -48,28 +48,37 @@ _SNAKE_CASE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*", re.ASCII)
 _FUZZY_BUDGET = 50  # distinct unknown names per call that get a "did you mean"
 _HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
 _SESSION_CONTEXT = "x-ces-session-context"
+# The words below are `Message`s too: a page shows them in the reader's language.
 _TYPE_WORDS = {
-    VariableType.TEXT: "Text",
-    VariableType.NUMBER: "Number",
-    VariableType.BOOLEAN: "Yes/No",
-    VariableType.OBJECT: "Custom object",
-    VariableType.LIST: "List",
+    VariableType.TEXT: Message("Text"),
+    VariableType.NUMBER: Message("Number"),
+    VariableType.BOOLEAN: Message("Yes/No"),
+    VariableType.OBJECT: Message("Custom object"),
+    VariableType.LIST: Message("List"),
 }
 _KIND_WORDS = {
-    "number": "a number",
-    "text": "text",
-    "boolean": "a yes/no value",
-    "object": "an object",
-    "list": "a list",
+    "number": Message("a number"),
+    "text": Message("text"),
+    "boolean": Message("a yes/no value"),
+    "object": Message("an object"),
+    "list": Message("a list"),
     "null": "None",
 }
 _SCALAR_SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "null"})
 _SCHEMA_TYPE_WORDS = {
-    "string": "text",
-    "number": "a number",
-    "integer": "a number",
-    "boolean": "a yes/no value",
+    "string": Message("text"),
+    "number": Message("a number"),
+    "integer": Message("a number"),
+    "boolean": Message("a yes/no value"),
     "null": "null",
+}
+_CALLBACK_WORDS = {
+    "before_agent": Message("before agent"),
+    "after_agent": Message("after agent"),
+    "before_model": Message("before model"),
+    "after_model": Message("after model"),
+    "before_tool": Message("before tool"),
+    "after_tool": Message("after tool"),
 }
 _UNDECIDABLE_KEYWORDS = (
     "anyOf",
@@ -98,7 +107,8 @@ _Found = tuple[str, Severity, str] | tuple[str, Severity, str, str]
 
 @dataclass(slots=True)
 class _Writer:
-    label: str  # "the tool LookupBalance", "the before_model callback of Root"
+    label: str  # "the tool LookupBalance", "the before model callback of Root"
+    title: str  # the same at the start of a sentence: "The tool LookupBalance"
     field: str
     subject: str
     analysis: CodeAnalysis | None = None
@@ -160,8 +170,11 @@ def _near_match(name: str, names: list[str]) -> str | None:
 
 def _callback_writers(agent: AgentSpec) -> Iterable[_Writer]:
     for index, callback in enumerate(agent.callbacks):
+        kind = str(callback.kind)
+        words = _CALLBACK_WORDS.get(kind, kind.replace("_", " "))
         yield _Writer(
-            label=f"the {str(callback.kind).replace('_', ' ')} callback of {agent.name}",
+            label=Message("the %(kind)s callback of %(agent)s", kind=words, agent=agent.name),
+            title=Message("The %(kind)s callback of %(agent)s", kind=words, agent=agent.name),
             field=f"agents.{agent.name}.callbacks.{index}.code",
             subject=agent.name,
             analysis=analyze_code(callback.code, filename="<callback>"),
@@ -173,7 +186,8 @@ def _tool_writer(tool: ToolSpec) -> _Writer:
     if tool.kind is ToolKind.PYTHON:
         analysis = analyze_code(tool.python_code, filename=f"<tool {tool.name}>")
     return _Writer(
-        label=f"the tool {tool.name}",
+        label=Message("the tool %(name)s", name=tool.name),
+        title=Message("The tool %(name)s", name=tool.name),
         field=f"tools.{tool.name}.python_code",
         subject=tool.name,
         analysis=analysis,
@@ -516,7 +530,11 @@ def _static_problems(
 ) -> tuple[_Found, ...]:
     first = path[0]
     dotted = ".".join(path)
-    shown = f"The condition reads `{dotted}`" if in_condition else f"`{{{{{dotted}}}}}`"
+    shown = (
+        Message("The condition reads `%(dotted)s`", dotted=dotted)
+        if in_condition
+        else f"`{{{{{dotted}}}}}`"
+    )
     variable = index.variables.get(first)
     builtin = variable is None and first in CX_INSTRUCTION_BUILTINS and len(path) == 1
     if builtin and not in_condition:  # CX fills it in; a condition is decided before CX
@@ -557,7 +575,7 @@ def _static_problems(
     writers = index.written_by.get(first)
     if writers:
         who = _join(writers)
-        verb = "updates" if len(writers) == 1 else "update"
+        verb = Message("updates") if len(writers) == 1 else Message("update")
         if in_condition:
             message = Message(
                 "%(shown)s, which %(who)s %(verb)s during the conversation: "
@@ -634,9 +652,30 @@ def _indexed_list(index: _Index, variable: VariableSpec, path: tuple[str, ...]) 
 def _join(labels: list[str]) -> str:
     if len(labels) == 1:
         return labels[0]
-    if len(labels) <= 3:
-        return ", ".join(labels[:-1]) + " and " + labels[-1]
-    return f"{labels[0]}, {labels[1]} and {len(labels) - 2} more"
+    if len(labels) == 2:
+        return Message("%(first)s and %(last)s", first=labels[0], last=labels[1])
+    if len(labels) == 3:
+        return Message(
+            "%(first)s, %(second)s and %(last)s",
+            first=labels[0],
+            second=labels[1],
+            last=labels[2],
+        )
+    return Message(
+        "%(first)s, %(second)s and %(count)s more",
+        first=labels[0],
+        second=labels[1],
+        count=len(labels) - 2,
+    )
+
+
+def _or(words: list[str]) -> str:
+    """`a`, `a or b`, `a, b or c` (words the reader's language shows)."""
+    if len(words) == 1:
+        return words[0]
+    if len(words) == 2:
+        return Message("%(first)s or %(last)s", first=words[0], last=words[1])
+    return Message("%(others)s or %(last)s", others=", ".join(words[:-1]), last=words[-1])
 
 
 # ---------------------------------------------------------------------------
@@ -680,7 +719,7 @@ def _path_problem(
         if not rest:
             return None
         if variable.item_type is not VariableType.OBJECT:
-            words = _TYPE_WORDS[variable.item_type] if variable.item_type else "values"
+            words = _TYPE_WORDS[variable.item_type] if variable.item_type else Message("values")
             return (
                 "SC323",
                 E,
@@ -753,7 +792,7 @@ def _walk_schema(
             walked = f"{walked}.{segment}"
             continue
         if types and types <= _SCALAR_SCHEMA_TYPES:
-            words = " or ".join(sorted({_SCHEMA_TYPE_WORDS[t] for t in types}))
+            words = _or(sorted({_SCHEMA_TYPE_WORDS[t] for t in types}))
             return (
                 "SC323",
                 E,
@@ -793,9 +832,9 @@ def _walk_schema(
         if additional is False:
             close = _near_match(segment, known)
             if close:
-                hint = f" Did you mean `{walked}.{close}`?"
+                hint = Message(" Did you mean `%(match)s`?", match=f"{walked}.{close}")
             elif known:
-                hint = f" It has {', '.join(f'`{k}`' for k in known[:8])}."
+                hint = Message(" It has %(names)s.", names=", ".join(f"`{k}`" for k in known[:8]))
             else:
                 hint = ""
             return (
@@ -816,7 +855,7 @@ def _walk_schema(
             walked = f"{walked}.{segment}"
             continue
         close = _near_match(segment, known)
-        hint = f" Did you mean `{walked}.{close}`?" if close else ""
+        hint = Message(" Did you mean `%(match)s`?", match=f"{walked}.{close}") if close else ""
         return (
             "SC322",
             INFO,
@@ -918,9 +957,9 @@ def _lint_variables(index: _Index) -> Iterable[Diagnostic]:
             variable.type is VariableType.LIST and variable.item_type is VariableType.OBJECT
         )
         if needs_schema and variable.schema not in schemas:
-            what = "A list of objects"
+            what = Message("A list of objects")
             if variable.type is VariableType.OBJECT:
-                what = "A custom object"
+                what = Message("A custom object")
             if variable.schema:
                 message = Message(
                     "`%(name)s` uses the schema `%(schema)s`, which the app does not have.",
@@ -992,7 +1031,7 @@ def _lint_tool(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Diagno
         assert analysis is not None
         if analysis.syntax_error is None and name not in analysis.functions:
             defined = ", ".join(f"`{f}`" for f in analysis.functions)
-            found = f" (it defines {defined})" if defined else ""
+            found = Message(" (it defines %(defined)s)", defined=defined) if defined else ""
             yield Diagnostic(
                 "SC350",
                 E,
@@ -1016,7 +1055,7 @@ def _lint_tool(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Diagno
     elif tool.kind is ToolKind.PLATFORM and not description:
         description = rules.PLATFORM_TOOLS.get(name, "")
     if not description:
-        hint = " or a docstring" if tool.kind is ToolKind.PYTHON else ""
+        hint = Message(" or a docstring") if tool.kind is ToolKind.PYTHON else ""
         yield Diagnostic(
             "SC334",
             W,
@@ -1076,7 +1115,7 @@ def _lint_code(index: _Index, writer: _Writer, used: set[str]) -> Iterable[Diagn
     if analysis is None:
         return
     where, subject = writer.field, writer.subject
-    label = writer.label[0].upper() + writer.label[1:]
+    label = writer.title
     if analysis.syntax_error is not None:
         yield dataclasses.replace(analysis.syntax_error, field=where, subject=subject)
         return
@@ -1113,7 +1152,7 @@ def _write_problems(
 
     name = write.name
     if name is None:
-        verb = "removes" if write.removal else "updates"
+        verb = Message("removes") if write.removal else Message("updates")
         yield diagnostic(
             "SC342",
             INFO,
@@ -1222,9 +1261,9 @@ def _context_problems(
                     subject=tool,
                 )
             continue
-        shown = ref.raw if ref.path else "`$context` alone"
+        shown = ref.raw if ref.path else Message("`$context` alone")
         close = _near_match(ref.path[0], sorted(_BUILTINS)) if ref.path else None
-        hint = f" Did you mean `$context.{close}`?" if close else ""
+        hint = Message(" Did you mean `%(match)s`?", match=f"$context.{close}") if close else ""
         yield Diagnostic(
             "SC360",
             E,

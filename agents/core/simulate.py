@@ -190,6 +190,18 @@ CODES: dict[str, str] = {
     **HTTP_CODES,
 }
 
+
+def _joined(messages: Any) -> str:
+    """Messages joined with "; ", each kept a `Message` (rendered in the reader's language)."""
+    items = list(messages)
+    if not items:
+        return ""
+    joined = items[0]
+    for item in items[1:]:
+        joined = Message("%(first)s; %(rest)s", first=joined, rest=item)
+    return joined
+
+
 EventKind = Literal[
     "user", "agent", "tool_call", "tool_response", "state_update", "callback", "transfer", "error"
 ]
@@ -732,10 +744,14 @@ class _Run:
                 if problems:
                     self.step_error(
                         "SC409",
-                        f"{writer.label} wrote {render_value(value)[:80]} to {name}, which does "
-                        "not fit: "
-                        + "; ".join(p.message for p in problems)
-                        + " (the write is ignored).",
+                        Message(
+                            "%(label)s wrote %(value)s to %(name)s, which does not fit: "
+                            "%(problems)s (the write is ignored).",
+                            label=writer.label,
+                            value=render_value(value)[:80],
+                            name=name,
+                            problems=_joined(p.message for p in problems),
+                        ),
                         source=writer.source,
                         subject=writer.subject,
                     )
@@ -774,8 +790,8 @@ class _Run:
                 False, None, (), (), f"the code runner failed: {exc}", None, ran=False
             )
         if not result.ok:
-            where = f" (line {result.error_line})" if result.error_line else ""
-            ends = "; the turn ends here, as in the runtime" if result.ran else ""
+            where = Message(" (line %(line)s)", line=result.error_line) if result.error_line else ""
+            ends = Message("; the turn ends here, as in the runtime") if result.ran else ""
             self.step_error(
                 "SC410",
                 Message(
@@ -811,9 +827,16 @@ class _Run:
             if not callback.code.strip():
                 continue  # an empty callback does nothing
             source = entry if len(callbacks) == 1 else f"{entry} #{position}"
-            writer = _Writer(source, f"the {source} of {self.agent.name}", source)
+            writer = _Writer(
+                source,
+                Message("the %(source)s of %(agent)s", source=source, agent=self.agent.name),
+                source,
+            )
             result_event = self.add_event(
-                "callback", source=source, label=f"{source} ran", value=None
+                "callback",
+                source=source,
+                label=Message("%(source)s ran", source=source),
+                value=None,
             )
             call = CodeCall(
                 code=callback.code,
@@ -829,14 +852,18 @@ class _Run:
             result = self.call_code(writer, call)
             if result is not None and result.tool_calls:
                 called = ", ".join(dict.fromkeys(f"tools.{name}" for name, _ in result.tool_calls))
-                result_event = replace(result_event, label=f"{source} ran (called {called})")
+                label = Message("%(source)s ran (called %(called)s)", source=source, called=called)
+                result_event = replace(result_event, label=label)
                 self.events[result_event.index] = result_event
             if result is not None and result.return_value is not None:
                 self.events[result_event.index] = replace(
                     result_event,
                     value=result.return_value,
-                    label=f"{result_event.label} and returned "
-                    f"{render_value(result.return_value)[:80]}",
+                    label=Message(
+                        "%(label)s and returned %(value)s",
+                        label=result_event.label,
+                        value=render_value(result.return_value)[:80],
+                    ),
                 )
                 if stops(result.return_value):
                     return True, result.return_value
@@ -863,7 +890,7 @@ class _Run:
                 )
         if first_step.kind is StepKind.USER:
             if first_step.variables:
-                writer = _Writer("session", "the session input", "session")
+                writer = _Writer("session", Message("the session input"), "session")
                 writes = tuple((k, copy.deepcopy(v)) for k, v in first_step.variables.items())
                 self.apply_writes(writer, writes, ())
             if first_step.text or first_step.event:
@@ -935,8 +962,12 @@ class _Run:
                     kind="error",
                     text="",
                     tokens=0,
-                    label=f"{event.label} — undone: code raised in {what}, whose writes "
-                    "the runtime commits only with its result",
+                    label=Message(
+                        "%(label)s — undone: code raised in %(what)s, whose writes the "
+                        "runtime commits only with its result",
+                        label=event.label,
+                        what=what,
+                    ),
                 )
         self.last_update = {}
         for event in self.events:
@@ -1060,7 +1091,9 @@ class _Run:
                     "agent",
                     part["text"],
                     source=self.agent.name,
-                    label=f"{part['text']}  (answer from the {source})",
+                    label=Message(
+                        "%(text)s  (answer from the %(source)s)", text=part["text"], source=source
+                    ),
                 )
 
     def run_function_call(
@@ -1187,7 +1220,9 @@ class _Run:
             "transfer",
             source=target.name,
             value={"from": self.agent.name, "to": target.name},
-            label=f"{self.agent.name} transferred to {target.name}",
+            label=Message(
+                "%(agent)s transferred to %(target)s", agent=self.agent.name, target=target.name
+            ),
         )
         self.agent = target
         self.static_names = _static_names(target.instructions)
@@ -1214,7 +1249,7 @@ class _Run:
     def run_tool(self, tool: ToolSpec, args: dict[str, Any]) -> tuple[bool, Any]:
         """Run the tool itself: (ok, response)."""
         name = tool.name
-        writer = _Writer(name, f"tool {name}", name)
+        writer = _Writer(name, Message("tool %(name)s", name=name), name)
         if tool.kind is ToolKind.OPENAPI:
             request, problems = openapi_request(tool, args, self.http_context())
             self.record_http(request, problems)
