@@ -283,3 +283,18 @@ def test_native_and_cx_exports_are_byte_identical_in_every_language(signed_in, s
         assert signed_in.get(f"/apps/{shop.pk}/")["Content-Language"] == lang
     assert bodies["en"] == bodies["fr"] == bodies["de"]
     assert b"1.5" in bodies["fr"][0]
+
+
+@pytest.mark.django_db
+def test_the_api_follows_accept_language_even_for_a_user_who_chose_another(user, shop):
+    UserSettings.objects.create(user=user, language="de")
+    client = APIClient()
+    client.login(username="ada", password="pw-ada-123456")  # the session holds "de"
+    response = client.post(
+        f"/api/apps/{shop.pk}/variables/",
+        {"name": "9 lives", "type": "text"},
+        format="json",
+        HTTP_ACCEPT_LANGUAGE="fr",
+    )
+    assert "n'est pas un nom valide" in response.json()["diagnostics"][0]["message"]
+    assert "Ihre Apps" in client.get("/", HTTP_ACCEPT_LANGUAGE="fr").content.decode()
