@@ -5,40 +5,58 @@ PORT ?= 8000
 HOST ?= 127.0.0.1
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
 # Development settings for `make run`; production reads the same variables (see README).
 RUN_ENV := DEBUG=$${DEBUG:-true}
 PYTEST_ARGS ?=
 
-.PHONY: run test test-only install chromium sandbox-deps lint bench clean assets assets-check
+.PHONY: run test test-only install install-test chromium sandbox-deps lint bench clean assets assets-check
+
+# What `make run` installs is the project's runtime dependencies only; `make test` (and CI)
+# installs the `test` extra on top (pytest, Playwright, ruff, and the libraries only tests use:
+# google-cloud-ces, google-adk). One stamp each, both rebuilt when pyproject.toml changes; the
+# test install satisfies `make run` too, so `make run` after `make test` installs nothing more.
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
 
 # A Python >= 3.12 (Django 6): $PYTHON if set, else the first suitable one on this machine.
-$(STAMP): pyproject.toml
+define ENSURE_VENV
+if [ ! -x "$(PY)" ] || ! "$(PY)" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then \
+  interpreter=""; \
+  for candidate in "$${PYTHON:-}" python3.13 python3.12 python3 \
+      $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.1[2-9]*/bin/python3 /root/.pyenv/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -rV) \
+      /usr/bin/python3.13 /usr/bin/python3.12 /usr/local/bin/python3.13 /usr/local/bin/python3.12; do \
+    [ -n "$$candidate" ] || continue; \
+    path=$$(command -v "$$candidate" 2>/dev/null) || continue; \
+    if "$$path" -c 'import sys, venv; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then interpreter=$$path; break; fi; \
+  done; \
+  if [ -z "$$interpreter" ]; then \
+    echo "error: Statecraft needs Python 3.12 or newer (Django 6) and none was found." >&2; \
+    echo "       Install one (e.g. apt-get install python3.12, or pyenv install 3.13) or run: make PYTHON=/path/to/python3.12 ..." >&2; \
+    exit 1; \
+  fi; \
+  echo "Creating $(VENV) with $$interpreter ($$("$$interpreter" -V))"; \
+  rm -rf "$(VENV)"; "$$interpreter" -m venv "$(VENV)"; \
+fi; \
+"$(PY)" -m pip install --quiet --upgrade pip
+endef
+
+$(RUN_STAMP): pyproject.toml
 	@set -e; \
-	if [ ! -x "$(PY)" ] || ! "$(PY)" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then \
-	  interpreter=""; \
-	  for candidate in "$${PYTHON:-}" python3.13 python3.12 python3 \
-	      $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.1[2-9]*/bin/python3 /root/.pyenv/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -rV) \
-	      /usr/bin/python3.13 /usr/bin/python3.12 /usr/local/bin/python3.13 /usr/local/bin/python3.12; do \
-	    [ -n "$$candidate" ] || continue; \
-	    path=$$(command -v "$$candidate" 2>/dev/null) || continue; \
-	    if "$$path" -c 'import sys, venv; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then interpreter=$$path; break; fi; \
-	  done; \
-	  if [ -z "$$interpreter" ]; then \
-	    echo "error: Statecraft needs Python 3.12 or newer (Django 6) and none was found." >&2; \
-	    echo "       Install one (e.g. apt-get install python3.12, or pyenv install 3.13) or run: make PYTHON=/path/to/python3.12 ..." >&2; \
-	    exit 1; \
-	  fi; \
-	  echo "Creating $(VENV) with $$interpreter ($$("$$interpreter" -V))"; \
-	  rm -rf "$(VENV)"; "$$interpreter" -m venv "$(VENV)"; \
-	fi; \
-	"$(PY)" -m pip install --quiet --upgrade pip; \
-	"$(PY)" -m pip install --quiet --editable '.[dev]'; \
-	touch "$(STAMP)"
+	$(ENSURE_VENV); \
+	"$(PY)" -m pip install --quiet --editable .; \
+	touch "$@"
 
-install: $(STAMP)
+$(TEST_STAMP): pyproject.toml
+	@set -e; \
+	$(ENSURE_VENV); \
+	"$(PY)" -m pip install --quiet --editable '.[test]'; \
+	touch "$@" "$(RUN_STAMP)"
 
-run: $(STAMP) sandbox-deps
+install: $(RUN_STAMP)
+
+install-test: $(TEST_STAMP)
+
+run: $(RUN_STAMP) sandbox-deps
 	@$(RUN_ENV) $(PY) manage.py migrate --no-input
 	@$(RUN_ENV) $(PY) manage.py load_demo
 	@echo "Serving Statecraft on http://$(HOST):$(PORT)/  (admin: http://$(HOST):$(PORT)/admin/)"
@@ -61,17 +79,17 @@ chromium:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	fi
 
-test: $(STAMP) chromium sandbox-deps test-only
+test: $(TEST_STAMP) chromium sandbox-deps test-only
 
 test-only:
 	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-bench: $(STAMP)
-	$(PY) -m pip install --quiet --editable '.[dev,bench]'
+bench: $(TEST_STAMP)
+	$(PY) -m pip install --quiet --editable '.[test,bench]'
 	$(PY) bench/compile_bench.py
 
 # The designer's editors (CodeMirror 6): frontend/ holds the npm sources and lockfile; the

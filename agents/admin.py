@@ -172,6 +172,8 @@ class AgentAppAdmin(VersionedAdmin):
     inlines = (VariableInline, SchemaInline, ToolInline, AgentInline, AppShareInline)
     autocomplete_fields = ("owner",)
     date_hierarchy = "updated_at"
+    # The revision counts writes (the key of cached specs, bumped by the history): never typed.
+    readonly_fields = (*READONLY, "revision")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[AgentApp]:
         return (
@@ -360,8 +362,8 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
-    def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return bool(request.user.is_active and request.user.is_staff)
+    # Viewing needs the model's view (or change) permission, as everywhere in the admin:
+    # being staff is not enough to read every app's documents, history and results.
 
 
 @admin.register(AppVersion)
@@ -471,6 +473,9 @@ class AuditEventAdmin(ReadOnlyAdmin):
         "after",
     )
     fields = readonly_fields
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False  # append-only, for superusers too
 
 
 @admin.register(ScenarioResult)

@@ -775,7 +775,7 @@ class AuditEvent(models.Model):
 
 # ---------------------------------------------------------------- versions and labels
 
-LABEL_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
+LABEL_PATTERN = r"\A[a-z0-9][a-z0-9_.-]*\Z"  # the whole text (not "$": "v1\n")
 LABEL_MAX_LENGTH = 64
 
 
@@ -875,3 +875,25 @@ class AppLabel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.app} · {self.name}"
+
+
+# ---------------------------------------------------------------- rate-limit counts
+
+
+class RateLimitCount(models.Model):
+    """One window's count of one scope and requester (agents/ratelimit.py), when no Redis is
+    configured: every gunicorn worker counts in the same row (an atomic UPDATE), so a limit
+    holds across workers. `expires_at` is ratelimit.now() seconds; old rows are purged."""
+
+    key = models.CharField(
+        max_length=64, primary_key=True, verbose_name=_("key")
+    )  # sha256 of scope, who, window
+    count = models.PositiveIntegerField(default=0, verbose_name=_("count"))
+    expires_at = models.FloatField(db_index=True, verbose_name=_("expires at"))
+
+    class Meta:
+        verbose_name = _("rate-limit count")
+        verbose_name_plural = _("rate-limit counts")
+
+    def __str__(self) -> str:
+        return f"{self.key[:12]}… = {self.count}"

@@ -1,13 +1,19 @@
-"""Rate limits counted in the cache: the one helper behind every throttle of the app.
+"""Rate limits shared by every worker: the one helper behind every throttle of the app.
 
 A rate is "N/period" (`30/m`, `5/15m`, `1000/h`); the scopes and their rates are the
 `RATE_LIMITS` setting. Counts live in fixed windows of the period, keyed by scope and by
 who asks (the user, else the client address). `now` is the clock: tests replace it to
 move time forward instead of sleeping.
+
+Where the counts live is `RATE_LIMIT_STORE`: "database" (the default without Redis: one
+row per window, incremented with an atomic UPDATE, so several gunicorn workers count
+together) or "cache" (Redis, whose INCR is atomic across workers; a per-process cache
+would let each worker count on its own).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import time
@@ -19,6 +25,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import caches
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
@@ -122,11 +129,55 @@ def _cache() -> Any:
     return caches[getattr(settings, "RATE_LIMIT_CACHE", "default")]
 
 
+def _in_database() -> bool:
+    return getattr(settings, "RATE_LIMIT_STORE", "database") == "database"
+
+
+def _row_key(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _db_hit(key: str, rate: Rate) -> int:
+    """One atomic statement on SQLite and PostgreSQL alike: insert the window's row or add
+    one to it, and read the count back (a constant number of queries per request)."""
+    from agents.models import RateLimitCount
+
+    quote = connection.ops.quote_name
+    table, key_, count, expires = (
+        quote(name) for name in (RateLimitCount._meta.db_table, "key", "count", "expires_at")
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} ({key_}, {count}, {expires}) VALUES (%s, 1, %s) "
+            f"ON CONFLICT ({key_}) DO UPDATE SET {count} = {table}.{count} + 1 "
+            f"RETURNING {count}",
+            [_row_key(key), now() + rate.period + 1],
+        )
+        return int(cursor.fetchone()[0])
+
+
+def purge_expired() -> int:
+    """Delete the counts of windows that have ended (`manage.py purge_expired`, daily)."""
+    from agents.models import RateLimitCount
+
+    deleted, _ = RateLimitCount.objects.filter(expires_at__lt=now()).delete()
+    return deleted
+
+
+def _db_count(key: str) -> int:
+    from agents.models import RateLimitCount
+
+    found = RateLimitCount.objects.filter(key=_row_key(key)).values_list("count", flat=True)
+    return found.first() or 0
+
+
 def hit(scope: str, who: str, rate: Rate | None = None) -> Verdict:
     """Count one request of `who` in `scope`; allowed while the window holds at most the limit."""
     rate = rate or rate_for(scope)
     window, retry_after = _window(rate)
     key = _key(scope, who, window)
+    if _in_database():
+        return Verdict((count := _db_hit(key, rate)) <= rate.limit, count, rate, retry_after)
     cache = _cache()
     cache.add(key, 0, timeout=rate.period + 1)
     try:
@@ -141,14 +192,21 @@ def peek(scope: str, who: str, rate: Rate | None = None) -> Verdict:
     """Whether one more would be allowed, without counting it."""
     rate = rate or rate_for(scope)
     window, retry_after = _window(rate)
-    count = _cache().get(_key(scope, who, window), 0)
+    key = _key(scope, who, window)
+    count = _db_count(key) if _in_database() else _cache().get(key, 0)
     return Verdict(count < rate.limit, count, rate, retry_after)
 
 
 def reset(scope: str, who: str, rate: Rate | None = None) -> None:
+    from agents.models import RateLimitCount
+
     rate = rate or rate_for(scope)
     window, _ = _window(rate)
-    _cache().delete(_key(scope, who, window))
+    key = _key(scope, who, window)
+    if _in_database():
+        RateLimitCount.objects.filter(key=_row_key(key)).delete()
+    else:
+        _cache().delete(key)
 
 
 def wait_text(seconds: int) -> str:

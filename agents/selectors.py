@@ -180,6 +180,19 @@ def app_history(app: AgentApp, *, limit: int = 200) -> QuerySet[AuditEvent]:
     return app.audit_events.select_related("actor").order_by("-created_at", "-id")[:limit]
 
 
+def app_cx_settings(app: AgentApp) -> AppSpec:
+    """The app with only its app-level CX carry (``app.json`` as imported): what a golden's
+    check reads from it (``extraToolCallBehavior``). Reads only the carry column, once per
+    app object and revision (Run all asks for each scenario)."""
+    memo = getattr(app, "_cx_settings_memo", None)
+    if memo is not None and memo[0] == app.revision:
+        return memo[1]
+    carry = AgentApp.objects.filter(pk=app.pk).values_list("cx", flat=True).first() or {}
+    spec = AppSpec(name=app.name, cx=carry)
+    app._cx_settings_memo = (app.revision, spec)  # type: ignore[attr-defined]
+    return spec
+
+
 def app_needs_model_evaluations(app: AgentApp) -> list[tuple[str, str]]:
     """The CX evaluations of the scenario kind an imported app carries, (name, file): they
     need a model, so they are listed, never run. Reads only the app's carry column."""

@@ -14,8 +14,12 @@ raised, and drives Debian's Chromium with Playwright as a designer would, for ea
   prompt shows its last line; the preview response's size in bytes;
 - paste → settled: until the page's main thread answers again after that (a frame and a
   task);
-- keystroke → screen: 20 keys typed at the end of the text, each measured in the page from
-  its keydown to the frame that shows it (median and worst);
+- keystroke → screen: once the pasted text is saved, 20 keys typed at the end of it at a
+  designer's pace (--key-delay, 200 ms: the preview and its answer land between keys),
+  each measured in the page from its keydown to the frame that shows it (median and
+  worst); the same keys in a bare textarea with one short line give this probe's floor
+  on this machine (measured after each size, under the load of that moment); --profile
+  prints Chromium's CPU profile of the typing;
 - page load with that text saved: from navigation to the editor showing it and the
   compiled prompt's last line (and the load event).
 """
@@ -109,7 +113,29 @@ def editor_selector(page) -> str:
     return new if page.locator(new).count() else "#instructions"
 
 
-def run(sizes: list[int], keys: int, runs: int) -> list[dict]:
+def print_profile(profile: dict, size: int, top: int = 25) -> None:
+    """The typing's CPU profile (Chromium's sampling profiler): self time per function."""
+    nodes = {n["id"]: n for n in profile["nodes"]}
+    interval = {}
+    samples, deltas = profile.get("samples", []), profile.get("timeDeltas", [])
+    for node_id, delta in zip(samples[1:], deltas[1:], strict=False):
+        interval[node_id] = interval.get(node_id, 0) + delta
+    by_function: dict[str, float] = {}
+    for node_id, micros in interval.items():
+        frame = nodes[node_id]["callFrame"]
+        name = frame["functionName"] or "(anonymous)"
+        file = frame["url"].rsplit("/", 1)[-1]
+        where = f"{file}:{frame['lineNumber'] + 1}:{frame['columnNumber'] + 1}"
+        key = f"{name} {where}" if frame["url"] else name
+        by_function[key] = by_function.get(key, 0) + micros / 1000
+    print(f"profile while typing at {size} KB (self ms):")
+    for key, ms in sorted(by_function.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {ms:8.1f}  {key}")
+
+
+def run(
+    sizes: list[int], keys: int, runs: int, key_delay_ms: int = 0, profile: bool = False
+) -> list[dict]:
     from playwright.sync_api import expect, sync_playwright
 
     results: list[dict] = []
@@ -182,16 +208,36 @@ def run(sizes: list[int], keys: int, runs: int) -> list[dict]:
                 page.remove_listener("response", on_response)
 
                 phase("type")
-                # ---- typing at the end of the big text
+                # ---- typing at the end of the big text, once it is saved (the autosave
+                # after the paste): a designer edits a saved text
+                page.wait_for_function(
+                    "() => !(window.statecraft && window.statecraft.instructions)"
+                    " || !window.statecraft.instructions.isDirty()"
+                )
                 page.evaluate(KEY_PROBE)
                 page.keyboard.press("Control+End")
+                page.evaluate("() => { window.__keyTimes.length = 0; }")  # only the typed keys
+                cdp = None
+                if profile:
+                    cdp = context.new_cdp_session(page)
+                    cdp.send("Profiler.enable")
+                    cdp.send("Profiler.setSamplingInterval", {"interval": 200})
+                    cdp.send("Profiler.start")
                 for ch in "abcdefghijklmnopqrstuvwxyz"[:keys]:
                     page.keyboard.press(ch)
+                    if key_delay_ms:
+                        # A designer's pace: the preview (150 ms after a pause) and its
+                        # answer land between keys, as they do for a person typing.
+                        page.wait_for_timeout(key_delay_ms)
                 page.evaluate(SETTLE)
                 page.wait_for_function(f"window.__keyTimes.length >= {keys}")
                 times = page.evaluate("window.__keyTimes")
+                if cdp is not None:
+                    print_profile(cdp.send("Profiler.stop")["profile"], size)
+                    cdp.detach()
                 row["key_median_ms"] = statistics.median(times)
                 row["key_max_ms"] = max(times)
+                row["key_ms"] = [round(t, 1) for t in times]
                 # Leave only once the text is saved (the old page saved on its own too).
                 page.wait_for_function(
                     "() => !(window.statecraft && window.statecraft.instructions)"
@@ -213,6 +259,30 @@ def run(sizes: list[int], keys: int, runs: int) -> list[dict]:
                 )
                 results.append(row)
                 print(json.dumps(row), flush=True)
+        # ---- the floor of this probe on this machine: a bare, short textarea, same keys and
+        # pace (a 1 MB bare textarea is far slower than the editor: it lays out all the text)
+        for size in sizes:
+            text = "A short text."
+            page.goto(f"{base}/accounts/login/")
+            page.evaluate(
+                """t => { document.body.innerHTML = '<textarea id="bare" rows="20"></textarea>';
+                           document.getElementById('bare').value = t; }""",
+                text,
+            )
+            page.locator("#bare").focus()
+            page.evaluate(KEY_PROBE)
+            page.keyboard.press("Control+End")
+            page.evaluate("() => { window.__keyTimes.length = 0; }")
+            for ch in "abcdefghijklmnopqrstuvwxyz"[:keys]:
+                page.keyboard.press(ch)
+                if key_delay_ms:
+                    page.wait_for_timeout(key_delay_ms)
+            page.wait_for_function(f"window.__keyTimes.length >= {keys}")
+            times = page.evaluate("window.__keyTimes")
+            row = {"size_kb": size, "bare_key_median_ms": statistics.median(times)}
+            row["bare_key_max_ms"] = max(times)
+            print(json.dumps(row), flush=True)
+            next(r for r in results if r["size_kb"] == size).update(row)
         browser.close()
     return results
 
@@ -222,6 +292,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="10,100,1000", help="KB of instructions")
     parser.add_argument("--keys", type=int, default=20)
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--profile", action="store_true", help="print a CPU profile of the typing")
+    parser.add_argument(
+        "--key-delay", type=int, default=200, help="ms between keys (0: as fast as possible)"
+    )
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="statecraft-editor-bench-"))
@@ -283,22 +357,29 @@ def main() -> None:
                 break
             except OSError:
                 time.sleep(0.2)
-        rows = run([int(s) for s in args.sizes.split(",")], args.keys, args.runs)
+        rows = run(
+            [int(s) for s in args.sizes.split(",")],
+            args.keys,
+            args.runs,
+            args.key_delay,
+            args.profile,
+        )
     finally:
         server.terminate()
         server.wait(timeout=10)
     print()
     print(
         "| size | paste → preview | paste → settled | preview response | key median / worst "
-        "| page load (load event / ready) |"
+        "| bare textarea key | page load (load event / ready) |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         kb = r["preview_response_bytes"]
         print(
             f"| {r['size_kb']} KB | {r['paste_to_preview_s']:.2f} s | "
             f"{r['paste_to_settled_s']:.2f} s | {kb / 1024:,.0f} KB | "
             f"{r['key_median_ms']:.1f} / {r['key_max_ms']:.1f} ms | "
+            f"{r['bare_key_median_ms']:.1f} / {r['bare_key_max_ms']:.1f} ms | "
             f"{r['page_load_event_s']:.2f} / {r['page_ready_s']:.2f} s |"
         )
 

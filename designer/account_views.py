@@ -11,12 +11,14 @@ from django.urls import reverse
 from django.utils import translation
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
 
 from agents import i18n, services
 
 
+@never_cache  # the page shows a new key once: no browser or proxy may keep a copy
 @login_required
 @require_http_methods(["GET", "POST"])
 def api_token(request: HttpRequest) -> HttpResponse:

@@ -30,6 +30,21 @@ from agents.models import (
 MAX_ID = rules.MAX_ID
 
 
+class Checkbox(forms.CheckboxInput):
+    """A checkbox that reads "off" (a hidden input's value, or a ticked box's "off") as
+    unticked, like "false": Django's own reads every other string as ticked."""
+
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> bool:
+        if name not in data:
+            return False
+        values = data.getlist(name) if hasattr(data, "getlist") else [data.get(name)]
+        return any(str(v).lower() in ("on", "true", "1", "yes") for v in values)
+
+
+class CheckboxField(forms.BooleanField):
+    widget = Checkbox
+
+
 def _valid_ids(values: Any) -> bool:
     """Primary keys must be integers a database column can hold (not '9' * 400)."""
     items = values if isinstance(values, list | tuple) else [values]
@@ -84,6 +99,20 @@ def _json_field_value(raw: str, field: str, *, allow_empty: bool = True) -> Any:
         ) from exc
 
 
+def _json_object_value(raw: str, field: str) -> dict[str, Any]:
+    """A JSON object field: blank is {}, anything but an object is refused (never made {})."""
+    value = _json_field_value(raw, field)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        kind = {list: "a list", str: "a string", bool: "true/false"}.get(type(value), "a number")
+        raise forms.ValidationError(
+            f'Enter one JSON object, e.g. {{"name": "value"}}, or leave it empty; this is {kind}.',
+            code="json_object",
+        )
+    return value
+
+
 class VariableForm(forms.Form):
     """Name, type and description as typed; the default is typed as text and parsed by type."""
 
@@ -96,8 +125,8 @@ class VariableForm(forms.Form):
     version = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
     )
-    update_references = forms.BooleanField(required=False, initial=True)
-    update_code = forms.BooleanField(required=False, initial=True)
+    update_references = CheckboxField(required=False, initial=True)
+    update_code = CheckboxField(required=False, initial=True)
 
     def __init__(
         self, *args: Any, app: AgentApp, schemas: list[Schema] | None = None, **kwargs: Any
@@ -193,11 +222,11 @@ class ToolForm(forms.Form):
     mcp_headers = forms.CharField(
         required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
     )
-    mock_enabled = forms.BooleanField(required=False)
+    mock_enabled = CheckboxField(required=False)
     mock_state = forms.CharField(
         required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
     )
-    update_references = forms.BooleanField(required=False, initial=True)
+    update_references = CheckboxField(required=False, initial=True)
     mock_response = forms.CharField(
         required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
     )
@@ -231,10 +260,10 @@ class ToolForm(forms.Form):
         return _json_field_value(self.cleaned_data["openapi_spec"], "openapi_spec")
 
     def clean_mcp_headers(self) -> Any:
-        return _json_field_value(self.cleaned_data["mcp_headers"], "mcp_headers") or {}
+        return _json_object_value(self.cleaned_data["mcp_headers"], "mcp_headers")
 
     def clean_mock_state(self) -> Any:
-        return _json_field_value(self.cleaned_data["mock_state"], "mock_state") or {}
+        return _json_object_value(self.cleaned_data["mock_state"], "mock_state")
 
     def clean_mock_response(self) -> Any:
         return _json_field_value(self.cleaned_data["mock_response"], "mock_response")
@@ -243,7 +272,7 @@ class ToolForm(forms.Form):
 class AgentForm(forms.Form):
     display_name = forms.CharField(max_length=rules.DISPLAY_NAME_MAX_LENGTH, strip=True)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    is_root = forms.BooleanField(required=False)
+    is_root = CheckboxField(required=False)
     tools = IdMultipleChoiceField(
         queryset=Tool.objects.none(), required=False, widget=forms.CheckboxSelectMultiple
     )
@@ -315,7 +344,7 @@ class ScenarioForm(forms.Form):
         help_text=_("The clock the code reads, like 2026-06-01T12:00:00 (empty: the real clock)."),
     )
     token_budget = forms.IntegerField(min_value=1, max_value=10_000_000, initial=8000)
-    use_mocks = forms.BooleanField(required=False)
+    use_mocks = CheckboxField(required=False)
     version = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
     )
@@ -343,4 +372,4 @@ class ScenarioForm(forms.Form):
         )
 
     def clean_session_values(self) -> Any:
-        return _json_field_value(self.cleaned_data["session_values"], "session_values") or {}
+        return _json_object_value(self.cleaned_data["session_values"], "session_values")

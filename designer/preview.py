@@ -330,3 +330,49 @@ def usage_by_variable(app: AgentApp) -> dict[str, VariableUsage]:
                 if f"$context.variables.{name}" in str(value):
                     usage[name].headers.append(f"{tool.name}: {header}")
     return usage
+
+
+class StaleEdit(Exception):
+    """An edit sent against a saved text that is no longer the one saved."""
+
+
+def instructions_param(agent: Agent, params: Mapping[str, Any]) -> str | None:
+    """The (unsaved) instructions a preview or a conversation is about.
+
+    Either whole (`instructions`), or — what the editor sends while typing, so a key of a
+    1 MB text does not post 1 MB — one edit of the saved text: `instructions_from` and
+    `instructions_to` (UTF-16 offsets, as the browser counts) replaced by
+    `instructions_insert`, against the text whose fingerprint is `base_hash`. A fingerprint
+    that is not the saved text's raises StaleEdit (the editor then sends the whole text)."""
+    if "instructions_insert" not in params:
+        return params.get("instructions")
+    if params.get("base_hash") != agent.instructions_hash:
+        raise StaleEdit
+    try:
+        start, end = (
+            int(params.get("instructions_from", "")),
+            int(params.get("instructions_to", "")),
+        )
+    except ValueError as exc:
+        raise StaleEdit from exc
+    saved = agent.instructions.encode("utf-16-le")
+    if not 0 <= start <= end <= len(saved) // 2:
+        raise StaleEdit
+    try:
+        head = saved[: 2 * start].decode("utf-16-le")
+        tail = saved[2 * end :].decode("utf-16-le")
+    except UnicodeDecodeError as exc:  # an offset inside a surrogate pair
+        raise StaleEdit from exc
+    return head + params.get("instructions_insert", "") + tail
+
+
+def with_instructions(agent: Agent, params: Any) -> Any:
+    """`params` with the whole instructions in `instructions` (see instructions_param)."""
+    if "instructions_insert" not in params:
+        return params
+    text = instructions_param(agent, params)
+    fresh = params.copy()
+    for key in ("instructions_from", "instructions_to", "instructions_insert"):
+        fresh.pop(key, None)
+    fresh["instructions"] = text
+    return fresh

@@ -111,14 +111,20 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# The cache holds each app's spec by revision, the sessions and the rate-limit counts: per
-# process by default (each gunicorn worker caches and counts on its own);
-# `CACHE_URL=redis://host:6379/0` shares one Redis among the workers.
+# The cache holds each app's spec and evaluation memos, keyed by the app's revision (so a
+# per-process cache is never stale): per process by default; `CACHE_URL=redis://host:6379/0`
+# shares one Redis among the workers. What must be the same on every worker never lives in
+# a per-process cache: without Redis, sessions are rows of the database (signing out ends a
+# session on every worker) and rate-limit counts are rows too (agents/ratelimit.py: one
+# atomic UPDATE per request); with Redis, sessions are read from Redis (written through to
+# the database) and counts are Redis INCRs.
 CACHE_URL = os.environ.get("CACHE_URL", "")
 if CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
     CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
     }
+    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+    RATE_LIMIT_STORE = "cache"
 else:
     CACHES = {
         "default": {
@@ -127,8 +133,8 @@ else:
             "OPTIONS": {"MAX_ENTRIES": 20000},
         }
     }
-# Sessions read from the cache, written through to the database (one query less per request).
-SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+    SESSION_ENGINE = "django.contrib.sessions.backends.db"
+    RATE_LIMIT_STORE = "database"
 APP_SPEC_CACHE_SECONDS = int(os.environ.get("APP_SPEC_CACHE_SECONDS", "3600"))
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -82,6 +82,8 @@ app_patterns = [
 urlpatterns = [
     path("", views.app_list, name="app-list"),
     path("healthz", views.healthz, name="healthz"),
+    # Browsers ask for /favicon.ico whatever the page links: the SVG icon answers.
+    path("favicon.ico", views.favicon, name="favicon"),
     path(
         "accounts/login/",
         auth_views.LoginView.as_view(authentication_form=SignInForm),

@@ -16,9 +16,11 @@ from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
+from django.templatetags.static import static
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap, retarget, trigger_client_event
 
@@ -69,6 +71,13 @@ def healthz(request: HttpRequest) -> HttpResponse:
         logger.exception("healthz: the database check failed")
         return JsonResponse({"status": "error", "database": "unavailable"}, status=503)
     return JsonResponse({"status": "ok", "database": "ok"})
+
+
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """/favicon.ico, which browsers ask for whatever the page links: the SVG icon (resolved
+    per request, so the static manifest is read only once it exists)."""
+    return redirect(static("favicon.svg"), permanent=True)
 
 
 def _fragment_or_redirect(
@@ -144,9 +153,36 @@ def _inline_form(
     if form.is_valid():
         try:
             return save(form.cleaned_data)
+        except services.StaleObjectError as exc:
+            form = _over_stale(form, exc, bound, request.POST)
         except services.ServiceError as exc:
             _apply_service_errors(form, exc)
     return _form_response(request, fragment, {**context, "form": form})
+
+
+def _over_stale(
+    form: forms.Form,
+    exc: services.StaleObjectError,
+    bound: Callable[[QueryDict], forms.Form],
+    data: QueryDict,
+) -> forms.Form:
+    """A save refused because someone saved meanwhile: the form comes back with what was
+    typed and the version saved meanwhile, so Save saves over it (a retry is not refused
+    forever) and Cancel shows their change."""
+    if exc.current_version is None or "version" not in form.fields:
+        _apply_service_errors(form, exc)
+        return form
+    fresh = data.copy()
+    fresh["version"] = str(exc.current_version)
+    form = bound(fresh)
+    form.is_valid()
+    form.add_error(
+        None,
+        "Someone else saved this meanwhile (it is now at version "
+        f"{exc.current_version}). What you typed is kept: Save again to save it over their "
+        "change, or Cancel to see theirs.",
+    )
+    return form
 
 
 def _updated_list(
@@ -197,7 +233,18 @@ def _designer_context(
         "preview": preview_builder.build_preview(app, agent, request.GET) if agent else None,
         # The conversation loads as its own fragment: a page view never waits on a simulation.
         "conversation": None,
+        # A viewer's visit runs nobody's code: the last stored result, and a Run button.
+        "stored": _stored_result(request, agent) if agent and not access.can_edit else None,
     }
+
+
+def _stored_result(request: HttpRequest, agent: Agent) -> dict[str, Any]:
+    scenarios = list(agent.scenarios.all())
+    wanted = request.GET.get("scenario")
+    scenario = next((s for s in scenarios if str(s.pk) == wanted), None) or next(
+        iter(scenarios), None
+    )
+    return {"scenario": scenario, "result": getattr(scenario, "last_result", None)}
 
 
 # ---------------------------------------------------------------- app list
@@ -265,6 +312,7 @@ def app_delete(request: HttpRequest, app_id: int) -> HttpResponse:
 # ---------------------------------------------------------------- designer page
 
 
+@never_cache  # Back must not show an old copy: its base fingerprint would conflict.
 @login_required
 @require_GET
 def app_designer(request: HttpRequest, app_id: int) -> HttpResponse:
@@ -294,6 +342,10 @@ def agent_preview(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespo
     the spec cached by the app's revision (no reload of the whole app)."""
     app, agent, access = selectors.agent_for_user(request.user, app_id, agent_id)
     params = request.POST if request.method == "POST" else request.GET
+    try:
+        params = preview_builder.with_instructions(agent, params)
+    except preview_builder.StaleEdit:
+        return _stale_edit()
     preview = preview_builder.build_preview(app, agent, params)
     return render(
         request,
@@ -324,8 +376,9 @@ def agent_instructions(request: HttpRequest, app_id: int, agent_id: int) -> Http
             base_hash=request.POST.get("base_hash") or None,
         )
     except services.ServiceError as exc:
-        status_text = localize(exc.diagnostics[0].message)
-        if wants_json:
+        status_text = " ".join(localize(d.message) for d in exc.diagnostics)
+        stale = isinstance(exc, services.StaleObjectError)
+        if wants_json and stale:
             agent.refresh_from_db(fields=["instructions"])
             return JsonResponse(
                 {
@@ -335,8 +388,12 @@ def agent_instructions(request: HttpRequest, app_id: int, agent_id: int) -> Http
                 },
                 status=409,
             )
+        if wants_json:
+            # A refusal (a NUL character, a text over the limit): its reason, not a conflict;
+            # the editor keeps the typing and does not retry the same text.
+            return JsonResponse({"error": status_text, "refused": True}, status=422)
         if not request.htmx:
-            return HttpResponse(status_text, status=409)
+            return HttpResponse(status_text, status=409 if stale else 422)
         return render(
             request, f"{DESIGNER}#save-status", {"agent": agent, "save_error": status_text}
         )
@@ -559,7 +616,8 @@ def schema_delete(request: HttpRequest, app_id: int, schema_id: int) -> HttpResp
     try:
         services.schema_delete(actor=request.user, schema=schema)
     except services.ServiceError as exc:
-        messages.error(request, str(exc))
+        if not request.htmx:  # htmx shows the refusal in the list; a flash would repeat it
+            messages.error(request, str(exc))
         app, access = _loaded_app(request, app_id)
         context = _schema_context(request, app, access)
         context["schema_error"] = str(exc)
@@ -788,9 +846,19 @@ def agent_simulate(request: HttpRequest, app_id: int, agent_id: int) -> HttpResp
     app, agent, access = selectors.agent_for_user(
         request.user, app_id, agent_id, with_scenarios=True
     )
-    return _conversation(
-        request, app, access, agent, request.POST if request.method == "POST" else request.GET
-    )
+    params = request.POST if request.method == "POST" else request.GET
+    try:
+        params = preview_builder.with_instructions(agent, params)
+    except preview_builder.StaleEdit:
+        return _stale_edit()
+    return _conversation(request, app, access, agent, params)
+
+
+def _stale_edit() -> HttpResponse:
+    """An edit of a saved text that changed meanwhile: the editor sends the whole text."""
+    response = HttpResponse(_("Send the whole instructions: the saved text changed."), status=409)
+    response["X-Statecraft-Resend"] = "instructions"
+    return response
 
 
 @dataclass
@@ -800,6 +868,11 @@ class RunAll:
     runs: list[services.ScenarioRun]
     summary: Any
     needs_model: list[tuple[str, str]]  # CX evaluations of the scenario kind: (name, file)
+
+    @property
+    def needs_model_count(self) -> int:
+        """Every "?" row: scenarios whose expectations need a model, and CX evaluations."""
+        return self.summary.needs_model + len(self.needs_model)
 
     @property
     def rows(self) -> list[dict[str, Any]]:

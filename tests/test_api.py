@@ -673,3 +673,61 @@ def test_junk_json_never_crashes_an_endpoint(api, shop, body):
         assert response.status_code < 500, (path, body)
         if response.status_code == 400:
             assert response.json()["diagnostics"], (path, body)
+
+
+def _count(client, method, path, data=None) -> int:
+    """The queries of one request after a first one (which warms the cached spec)."""
+    send = getattr(client, method)
+    extra = {"format": "json"} if hasattr(client, "credentials") else {}
+    assert send(path, data, **extra).status_code == 200
+    with CaptureQueriesContext(connection) as captured:
+        assert send(path, data, **extra).status_code == 200
+    return len(captured)
+
+
+def test_compile_reads_what_the_designer_preview_reads(api, signed_in, shop):
+    """Compile is served from the spec cached by revision, as the live preview: the agent
+    and its app in one query, not the whole app (12 queries before)."""
+    agent = root(shop)
+    preview = _count(signed_in, "get", f"/apps/{shop.pk}/agents/{agent.pk}/preview")
+    compiled = _count(api, "post", f"/api/apps/{shop.pk}/agents/{agent.pk}/compile", {})
+    assert compiled == preview == 2  # the user, the agent with its app
+
+
+def test_lint_reads_the_app_row_and_the_cached_spec(api, shop, django_assert_num_queries):
+    path = f"/api/apps/{shop.pk}/lint"
+    assert api.get(path).status_code == 200  # the spec is now cached for this revision
+    with django_assert_num_queries(2):  # the user, the app's row
+        assert api.get(path).status_code == 200
+
+
+def test_simulate_reads_the_agent_the_scenario_and_the_cached_spec(api, bank):
+    agent = bank.agents.get(is_root=True)
+    scenario = agent.scenarios.get()
+    path = f"/api/apps/{bank.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/simulate"
+    # the user, the agent with its app, the scenario, its steps
+    assert _count(api, "post", path, {"use_mocks": True}) == 4
+
+
+def test_compile_lint_and_simulate_see_a_saved_change_at_once(api, bank):
+    """The cache is keyed by revision: a write through a service is seen by the next call."""
+    agent = bank.agents.get(is_root=True)
+    scenario = agent.scenarios.get()
+    base = f"/api/apps/{bank.pk}/"
+    compile_path = base + f"agents/{agent.pk}/compile"
+    simulate_path = base + f"agents/{agent.pk}/scenarios/{scenario.pk}/simulate"
+    api.post(compile_path, {}, format="json")
+    api.get(base + "lint")
+    api.post(simulate_path, {"use_mocks": True}, format="json")
+    services.variable_create(app=bank, name="fresh_marker", type="text", default="FRESH-1")
+    services.agent_save_instructions(
+        agent=agent, instructions=agent.instructions + " {fresh_marker} {nowhere_marker}"
+    )
+    lint = api.get(base + "lint").json()["diagnostics"]
+    assert any("nowhere_marker" in d["message"] for d in lint)
+    compiled = api.post(compile_path, {}, format="json").json()["diagnostics"]
+    assert any("nowhere_marker" in d["message"] for d in compiled)
+    undeclared = {d["message"].split("`")[1] for d in compiled if d["code"] == "SC302"}
+    assert undeclared == {"{nowhere_marker}"}  # `fresh_marker` is declared since
+    simulated = api.post(simulate_path, {"use_mocks": True}, format="json").json()
+    assert simulated["final_state"]["fresh_marker"] == "FRESH-1"  # the new variable's default

@@ -59,14 +59,13 @@ def test_unknown_owner_file_and_app_are_clear_errors(tmp_path, user):
         call_command("export_app", 999999)
 
 
-def test_commands_exit_with_status_1_on_failure(tmp_path):
+def test_commands_exit_with_status_1_on_failure(tmp_path, migrated_sqlite_url):
     """The exit code a pipeline reads, through a real process."""
 
     root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path}/x.sqlite3"}
+    env = {**os.environ, "DATABASE_URL": migrated_sqlite_url}
     manage = [sys.executable, "manage.py"]
     settings = "--settings=tests.settings"
-    subprocess.run([*manage, "migrate", "-v0", settings], cwd=root, env=env, check=True)
     done = subprocess.run(
         [*manage, "export_app", "999999", settings],
         cwd=root,

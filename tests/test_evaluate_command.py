@@ -71,12 +71,11 @@ def test_an_unknown_app_is_exit_status_2(shop):
     assert "Balance question" in out.getvalue() and "Buy a product" not in out.getvalue()
 
 
-def test_exit_codes_through_a_real_process(tmp_path):
+def test_exit_codes_through_a_real_process(tmp_path, migrated_sqlite_url):
     root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path}/x.sqlite3"}
+    env = {**os.environ, "DATABASE_URL": migrated_sqlite_url}
     manage = [sys.executable, "manage.py"]
     settings = "--settings=tests.settings"
-    subprocess.run([*manage, "migrate", "-v0", settings], cwd=root, env=env, check=True)
     subprocess.run(
         [*manage, "load_demo", settings], cwd=root, env=env, check=True, capture_output=True
     )
@@ -134,7 +133,11 @@ def test_the_admin_lists_last_results_for_operators(client, staff, shop):
     assert "Passed" in scenarios and "by a command" in scenarios
 
 
-def test_bella_notte_imports_with_its_goldens_and_evaluate_runs_them(user, cx_corpus):  # noqa: F811
+def test_bella_notte_imports_with_its_goldens_and_evaluate_runs_them(
+    user,
+    cx_corpus,  # noqa: F811
+    settings,
+):
     """Google's example app: 28 goldens become scenarios, the 5 evaluations of the scenario
     kind are listed as needing a model. The counts are the README's (Goldens, bella_notte)."""
     from agents import exchange
@@ -148,21 +151,22 @@ def test_bella_notte_imports_with_its_goldens_and_evaluate_runs_them(user, cx_co
     # goldens' dates are in June and July 2026.
     assert set(Scenario.objects.filter(agent__app=app).values_list("now", flat=True)) == {""}
     Scenario.objects.filter(agent__app=app).update(now="2026-06-01T12:00:00")
+    # The longest golden (8 turns of a 1,800-line engine) needs more than the designer's
+    # 10 s of code time on a busy machine: a cap hit would be a timing artefact here.
+    settings.SIMULATION_MAX_SECONDS = 120
     out = io.StringIO()
     with pytest.raises(CommandError) as raised:
         call_command("evaluate", str(app.pk), stdout=out)
     assert raised.value.returncode == 1
     text = out.getvalue()
-    assert text.count("MODEL  Bella Notte Restaurant Reservations / ") == 5
-    assert "1 passed, 27 failed, 0 need a model, 0 without expectations" in text
-    # Transfers hand the session to the sub-agent (README): its calls run.
+    # As imported, every golden starts at the root agent (as CX starts it) and the goldens
+    # leave the routing to the root's model (README, Goldens, bella_notte): three that list
+    # the routing pass; the failures the unlisted calls decide need a model, and say so.
+    assert "3 passed, 6 failed, 19 need a model, 0 without expectations" in text
+    assert text.count("MODEL  Bella Notte Restaurant Reservations / ") == 5 + 19
     assert "PASS  Bella Notte Restaurant Reservations / Bella_Notte_Host / Happy Path - " in text
-    assert "may not call tool" not in text
-    # Why the rest fail (README): the scripted model does not follow the app's readbacks
-    # (a before_model callback answers "Just to confirm…" in place of the listed call), and
-    # the goldens leave unlisted calls and transfers to the model.
-    assert "set_selected_time did not answer." in text
-    assert "sm.filled.party_size: expected 4, got nothing (missing)" in text
+    assert "A live model may make the calls this golden leaves out" in text
+    assert "FAIL  Bella Notte Restaurant Reservations / Bella_Notte_Host / Generic Request" in text
 
 
 def test_the_api_writes_and_reads_expectations_in_the_step_script(signed_in, bank):

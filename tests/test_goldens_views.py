@@ -31,8 +31,10 @@ def test_the_conversation_shows_each_expectation_at_its_step(signed_in, user, sh
     html = signed_in.get(url, HTTP_HX_REQUEST="true").content.decode()
     assert 'class="event event-expect expect-failed" id="expect-step-3"' in html
     assert "cart_total: expected 39, got 42" in html
-    assert '<pre class="mono expected">{\n  &quot;cart_total&quot;: 39\n}</pre>' in html
-    assert '<pre class="mono actual">{\n  &quot;cart_total&quot;: 42\n}</pre>' in html
+    assert (
+        '<pre class="mono expected" tabindex="0">{\n  &quot;cart_total&quot;: 39\n}</pre>' in html
+    )
+    assert '<pre class="mono actual" tabindex="0">{\n  &quot;cart_total&quot;: 42\n}</pre>' in html
 
 
 def test_run_all_summarises_and_links_to_the_failing_steps(signed_in, user, shop):

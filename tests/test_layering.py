@@ -80,6 +80,50 @@ def test_module_imports_only_inward(layer, path):
     assert not bad, f"{path.relative_to(ROOT)} ({layer}) imports {bad}"
 
 
+def _imports_at_import_time(path: Path) -> set[str]:
+    """What a module imports when it is imported: its statements outside functions (and
+    outside `if TYPE_CHECKING:` blocks)."""
+    found: set[str] = set()
+
+    def visit(nodes):
+        for node in nodes:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                visit(node.orelse)
+                continue
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.add(node.module)
+            visit(ast.iter_child_nodes(node))
+
+    visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    return found
+
+
+CORE = _modules("agents/core")
+
+
+@pytest.mark.parametrize("path", CORE, ids=[str(p.relative_to(ROOT)) for p in CORE])
+def test_the_core_loads_yaml_only_when_a_yaml_file_is_read(path):
+    """The native format's YAML flavour imports PyYAML inside the functions that read or
+    write YAML, so importing the core (or formats, or the CX format) never loads it.
+
+    (That the core loads no Django is the rule above, over every import of every core
+    module; it replaces the subprocesses that imported each module to look.)"""
+    loaded = sorted(m for m in _imports_at_import_time(path) if m.split(".")[0] == "yaml")
+    assert not loaded, f"{path.relative_to(ROOT)} imports {loaded} at import time"
+
+
+def test_the_rules_cover_every_module_of_the_core_and_the_sandbox():
+    """A module is checked by being on disk: nothing below the two packages is left out."""
+    checked = {path for layer, path in CASES}
+    for package in ("agents/core", "agents/sandbox"):
+        on_disk = set((ROOT / package).rglob("*.py"))
+        assert on_disk and on_disk <= checked, sorted(map(str, on_disk - checked))
+
+
 def test_views_and_api_write_only_through_services():
     """Adapters never save models themselves: no `.save(`/`.objects.create(` in them."""
     offenders = []

@@ -45,8 +45,20 @@ def _walk(patterns, prefix="", namespace=""):
 
 
 ROUTES = list(_walk(get_resolver().url_patterns))
+# One worker runs the module, so the world is built once per run (not once per worker).
+pytestmark = [pytest.mark.django_db, pytest.mark.xdist_group("permission-matrix")]
+
 # The language switcher and the JavaScript catalog serve the sign-in page too.
-PUBLIC = {"healthz", "login", "logout", "schema", "docs", "set-language", "javascript-catalog"}
+PUBLIC = {
+    "healthz",
+    "favicon",
+    "login",
+    "logout",
+    "schema",
+    "docs",
+    "set-language",
+    "javascript-catalog",
+}
 SIGNED_IN = {"app-list", "app-create", "app-import", "api-token"}  # not about one app
 VIEW_ACTIONS = {  # POSTs that only read: previews, simulations, examples, copies, diffs
     "agent-preview",
@@ -83,9 +95,16 @@ def required(route: Route, method: str) -> str:
     return "view" if method == "get" else "edit"
 
 
-@pytest.fixture
-def world(django_user_model, user, bank):
+def _build_world():
     """The bank demo with a callback, and users of every role; another app with a secret."""
+    from django.contrib.auth import get_user_model
+
+    from agents.demo import load_demo
+    from agents.services import versions
+
+    django_user_model = get_user_model()
+    user = django_user_model.objects.create_user(username="ada", password="pw-ada-123456")
+    bank = next(a for a in load_demo(user) if a.name == "Bank demo")
     agent = bank.agents.get()
     callback = services.callback_create(
         agent=agent, kind="before_agent", code="def before_agent_callback(c):\n    pass\n"
@@ -102,8 +121,6 @@ def world(django_user_model, user, bank):
     schema = services.schema_create(
         app=bank, name="Account", json_schema={"type": "object", "properties": {}}
     )
-    from agents.services import versions
-
     version = versions.version_create(app=bank, name="first", note="", user=user)
     label = versions.label_set(app=bank, version=version, name="production", user=user)
     users = {
@@ -126,6 +143,17 @@ def world(django_user_model, user, bank):
         "label": label.name,
     }
     return users, ids
+
+
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker):
+    """Built once for the module (the demo load is most of a test's cost), inside a
+    transaction rolled back after the module's last test. Each test's own transaction
+    (`django_db`) is a savepoint inside it, and each request of a test is rolled back too,
+    so no test sees another's writes."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        yield _build_world()
+        transaction.set_rollback(True)
 
 
 def _url(route: Route, ids: dict) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from django.core.cache import cache
 from django.core.management import call_command
@@ -48,19 +46,15 @@ def slow_scenario(bank, steps: int):
 def test_many_slow_steps_end_within_the_time_cap(signed_in, bank, settings):
     settings.SIMULATION_MAX_SECONDS = 2
     agent, scenario = slow_scenario(bank, 20)
-    started = time.monotonic()
     response = signed_in.get(
         reverse("agent-simulate", args=[bank.pk, agent.pk]), {"scenario": scenario.pk}, headers=HX
     )
-    elapsed = time.monotonic() - started
     body = response.content.decode()
     assert response.status_code == 200
-    # The cap, plus at most one call's own limit (2 s + kill grace), plus starting the
-    # sandbox (~0.1 s idle, seconds on a loaded shared machine): far from the 30 s timeout,
-    # where 20 unbounded steps would take 10 s and 200 would take 100 s.
-    assert elapsed < 2 + Limits().wall_time_s + 1.5 + 5, elapsed
     assert "The simulation was stopped: the simulation reached its time cap of 2 s" in body
-    assert "not run: the simulation reached its time cap" in body
+    # Counted, not timed: each call takes at least 0.5 s, so at most 5 of the 20 start
+    # before the 2 s cap (20 unbounded steps would take 10 s, 200 would take 100 s).
+    assert body.count("not run: the simulation reached its time cap") >= 15
 
 
 def test_code_calls_are_capped(bank, settings):

@@ -577,10 +577,10 @@ class EventOut(serializers.Serializer):
     index = serializers.IntegerField()
     turn = serializers.IntegerField()
     kind = serializers.CharField(
-        help_text="user, agent, tool_call, tool_response, state_update, callback, transfer "
-        "or error."
+        help_text="user, agent, tool_call, tool_response, state_update, callback, transfer, "
+        "error or note (a designer-only remark, never an error)."
     )
-    text = serializers.CharField(help_text="What the model sees (empty for callback, error).")
+    text = serializers.CharField(help_text="What the model sees (empty for callback, note, error).")
     tokens = serializers.IntegerField()
     label = serializers.CharField()
     source = serializers.CharField()

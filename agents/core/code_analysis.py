@@ -39,6 +39,7 @@ __all__ = [
     "StateWrite",
     "analyze_code",
     "context_refs",
+    "function_parameters",
 ]
 
 CONTEXT_OBJECT_NAMES = frozenset({"context", "callback_context", "tool_context"})
@@ -157,6 +158,25 @@ def _analyze_cached(code: str, filename: str) -> CodeAnalysis:
         return _Analyzer(code, tree).run()
     except RecursionError:  # a pathologically deep expression; treat as "nothing known"
         return CodeAnalysis()
+
+
+@lru_cache(maxsize=256)
+def function_parameters(code: str, entry: str) -> tuple[str, ...] | None:
+    """The parameters a model fills in for the top-level function `entry` of `code` (those
+    other than the context ADK and CX pass: ``tool_context``, ``context``,
+    ``callback_context``), or None when the code does not parse or has no such function.
+    ``*args``/``**kwargs`` count as a parameter (the model may send anything)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == entry:
+            args = node.args
+            names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+            names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+            return tuple(n for n in names if n not in CONTEXT_OBJECT_NAMES)
+    return None
 
 
 def _syntax_diagnostic(error: SyntaxError, code: str) -> Diagnostic:

@@ -18,7 +18,8 @@ timeline.
 - ``expect call: Tool {args}`` — the scripted model makes this call (the tool's real code
   and callbacks run): passed when it ran without error, failed with the error otherwise
   (unknown tool, not attached, exception, not run). Without arguments the model chooses
-  them: needs a model, and the tool is not run offline.
+  them: needs a model, and the tool is not run offline — unless the tool takes no
+  parameter (nothing to choose: it runs with ``{}``, ``simulate.no_parameter_arguments``).
 - ``expect response: Tool {...}`` — the response of the tool's last call in the turn
   (a response that is not an object is compared as ``{"result": value}``, as ADK wraps it).
 - ``expect no calls`` — no tool call in the turn (a transfer is not a tool call).
@@ -31,19 +32,24 @@ timeline.
 The matching rule (``matches``)
 -------------------------------
 Google's goldens list only what they care about, so: an object matches when every key it
-lists is present and matches recursively (other keys are ignored), except ``{}``, which
-matches only an empty object; a list matches a list of the same length, item by item (with
-the same rule inside); numbers compare by value (``4`` equals ``4.0``), booleans are not
-numbers; anything else must be equal.
+lists is present and matches recursively (other keys are ignored) — so ``{}`` lists nothing
+and matches any object, as Google's own goldens need (bella_notte expects ``sm.filled: {}``
+right after its routing callback has written ``sm.filled.active_flow``); a list matches a
+list of the same length, item by item (with the same rule inside); numbers compare by value
+(``4`` equals ``4.0``), booleans are not numbers; anything else must be equal.
 
 A scenario passes when it has expectations, none failed and at least one passed; it fails
-when one failed; it needs a model when all of them need one.
+when one failed; it needs a model when all of them need one, or when a golden that lists
+only some calls (``extraToolCallBehavior: ALLOW``) failed offline only where the calls it
+leaves out decide (``ExpectationResult.left_to_model``: "a live model may make the calls
+this golden leaves out" — a refused call of another agent's tool, or a check at or after a
+turn whose call offline does not make). Any other failure stays a failure.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from agents.core.diagnostics import Message, Severity
@@ -57,6 +63,7 @@ __all__ = [
     "JUnitCase",
     "ScenarioEvaluation",
     "Status",
+    "allows_extra_calls",
     "differences",
     "evaluate",
     "junit_xml",
@@ -107,16 +114,6 @@ def _diff(expected: Any, actual: Any, path: str, found: list[str], limit: int) -
                     show_2=_show(actual),
                 )
             )
-            return
-        if not expected:
-            if actual:
-                found.append(
-                    Message(
-                        "%(where)s: expected an empty object, got %(show)s",
-                        where=where,
-                        show=_show(actual),
-                    )
-                )
             return
         for key, value in expected.items():
             sub = f"{path}.{key}" if path else str(key)
@@ -194,6 +191,10 @@ class ExpectationResult:
     expected: Any = None
     actual: Any = None
     differences: tuple[str, ...] = ()
+    # True when offline it failed but the golden leaves the calls that decide it to the model
+    # (``extraToolCallBehavior: ALLOW``): status ``needs_model``, "a live model may make the
+    # calls this golden leaves out"; the scenario then needs a model, it does not pass.
+    left_to_model: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,16 +227,24 @@ def _status(results: list[ExpectationResult]) -> ScenarioStatus:
         return "none"
     if any(r.status == "failed" for r in results):
         return "failed"
+    if any(r.left_to_model for r in results):
+        return "needs_model"
     if any(r.status == "passed" for r in results):
         return "passed"
     return "needs_model"
 
 
 def evaluate(
-    scenario: ScenarioSpec, result: SimulationResult, app: AppSpec | None = None
+    scenario: ScenarioSpec,
+    result: SimulationResult,
+    app: AppSpec | None = None,
+    *,
+    extra_calls_allowed: bool | None = None,
 ) -> ScenarioEvaluation:
-    """Each expectation of `scenario` checked against `result` (its simulation). `app` is
-    no longer needed (the simulation makes the transfers); kept for callers."""
+    """Each expectation of `scenario` checked against `result` (its simulation). With `app`,
+    a golden that lists only some calls (`extra_calls_allowed`; None: read from the app's
+    and the evaluation's CX carry, `allows_extra_calls`) reports the failures the calls it
+    leaves out decide as needing a model (see the module docstring)."""
     turns = step_turns(scenario)
     results: list[ExpectationResult] = []
     for index, step in enumerate(scenario.steps):
@@ -282,7 +291,8 @@ def evaluate(
                 expected.value,
             )
         elif kind is ExpectKind.CALL:
-            if expected.value is None:
+            own = [e for e in events if e.step == index]
+            if expected.value is None and not any(e.kind == "tool_call" for e in own):
                 outcome(
                     "needs_model",
                     Message(
@@ -292,7 +302,6 @@ def evaluate(
                     ),
                 )
                 continue
-            own = [e for e in events if e.step == index]
             # Notes the runtime would not stop for (an undeclared key kept, a value undone by
             # a later failure is an error) do not fail the call; errors do.
             errors = [
@@ -465,6 +474,10 @@ def evaluate(
                     None,
                     tuple(e.label for e in errors),
                 )
+    if extra_calls_allowed is None:
+        extra_calls_allowed = app is not None and allows_extra_calls(app, scenario)
+    if app is not None and extra_calls_allowed:
+        results = _left_to_the_model(app, scenario, results)
     return ScenarioEvaluation(
         results=tuple(results),
         status=_status(results),
@@ -472,6 +485,80 @@ def evaluate(
         failed=sum(r.status == "failed" for r in results),
         needs_model=sum(r.status == "needs_model" for r in results),
     )
+
+
+def allows_extra_calls(app: AppSpec, scenario: ScenarioSpec) -> bool:
+    """Whether the golden lists only some of the calls (CX's ``toolMatchingSettings.
+    extraToolCallBehavior: ALLOW``, the app's or the evaluation's own)."""
+    found = []
+    for owner in (app.cx.get("app"), (scenario.cx or {}).get("evaluation")):
+        thresholds = owner.get("evaluationMetricsThresholds") if isinstance(owner, dict) else None
+        golden = (
+            thresholds.get("goldenEvaluationMetricsThresholds")
+            if isinstance(thresholds, dict)
+            else None
+        )
+        settings = golden.get("toolMatchingSettings") if isinstance(golden, dict) else None
+        if isinstance(settings, dict) and settings.get("extraToolCallBehavior"):
+            found.append(settings["extraToolCallBehavior"])
+    return bool(found) and found[-1] == "ALLOW"
+
+
+_UNLISTED = "A live model may make the calls this golden leaves out: "
+
+
+def _left_to_the_model(
+    app: AppSpec, scenario: ScenarioSpec, results: list[ExpectationResult]
+) -> list[ExpectationResult]:
+    """A golden that lists only some calls, run offline, makes only the listed ones. A
+    failure is then the model's to decide (needs a model, said so), not a defect, when:
+
+    - an expected call was refused because the agent at that moment does not have the tool
+      while another agent has it: the routing there is a call the golden leaves out;
+    - a check comes at or after a turn where such a call, or a call whose arguments the
+      golden leaves to the model, was not made offline.
+
+    Every other failure stays failed (a tool raising, a wrong value after listed calls)."""
+    out: list[ExpectationResult] = []
+    left_at: int | None = None  # the first turn with a call the golden leaves to the model
+    for r in results:
+        expected = scenario.steps[r.step].expectation
+        tool = expected.tool if expected is not None and r.kind == "call" else ""
+        owners = [a.name for a in app.agents if tool and tool in a.tools]
+        if r.kind == "call" and r.status == "needs_model":
+            left_at = r.turn if left_at is None else left_at
+        elif r.status == "failed" and r.kind == "call" and owners and "not attached" in r.message:
+            left_at = r.turn if left_at is None else left_at
+            r = replace(
+                r,
+                status="needs_model",
+                left_to_model=True,
+                message=Message(
+                    "%(unlisted)s%(tool)s is a tool of %(owners)s; the golden "
+                    "leaves the routing there to the model, so offline the call "
+                    "is refused (%(message)s)",
+                    unlisted=_UNLISTED,
+                    tool=tool,
+                    owners=", ".join(owners),
+                    message=r.message,
+                ),
+            )
+        elif r.status == "failed" and r.kind != "call" and left_at is not None:
+            r = replace(
+                r,
+                status="needs_model",
+                left_to_model=True,
+                message=Message(
+                    "%(unlisted)sturn %(left_at)s has a call offline does not "
+                    "make, so the state from there on is the model's to decide. "
+                    "Offline: %(message)s",
+                    unlisted=_UNLISTED,
+                    left_at=left_at,
+                    message=r.message,
+                ),
+            )
+        out.append(r)
+    return out
 
 
 # --------------------------------------------------------------------------- JUnit XML

@@ -77,7 +77,7 @@ MAX_STRUCTURE_DIAGNOSTICS = 20
 
 CODES: dict[str, str] = codes.section("formats")
 
-NAME_PATTERN = rules.NAME_PATTERN
+NAME_PATTERN = rules.NAME_PATTERN_JSON  # the export format's JSON Schema (ECMA-262)
 NAME_MAX_LENGTH = rules.NAME_MAX_LENGTH
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO

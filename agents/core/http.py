@@ -158,6 +158,12 @@ def _fill(
 # --------------------------------------------------------------------------- MCP
 
 
+def _mcp_name(tool: ToolSpec) -> str:
+    cx = tool.cx if isinstance(tool.cx, Mapping) else {}
+    operation = cx.get("operation")
+    return operation if cx.get("toolset") and isinstance(operation, str) else tool.name
+
+
 def mcp_request(
     tool: ToolSpec,
     args: Mapping[str, Any],
@@ -190,7 +196,9 @@ def mcp_request(
         {
             "jsonrpc": "2.0",
             "method": "tools/call",
-            "params": {"name": tool.name, "arguments": dict(args)},
+            # An MCP toolset's tool is `<toolset>_<toolId>` in the app; the server knows it
+            # by its toolId.
+            "params": {"name": _mcp_name(tool), "arguments": dict(args)},
             "id": request_id,
         },
         ensure_ascii=False,

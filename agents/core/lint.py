@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agents.core import codes, rules
+from agents.core import codes, rules, safe_regex
 from agents.core.code_analysis import (
     KIND_NULL,
     CodeAnalysis,
@@ -820,9 +820,12 @@ def _walk_schema(
             return None
         patterns = node.get("patternProperties")
         if isinstance(patterns, dict):
-            matched = next(
-                (sub for pattern, sub in patterns.items() if _search(pattern, segment)), None
-            )
+            try:
+                matched = next(
+                    (sub for pattern, sub in patterns.items() if _search(pattern, segment)), None
+                )
+            except safe_regex.PatternTimeout:
+                return None  # undecided in the time limit: no claim either way
             if matched is not None:
                 node = matched
                 walked = f"{walked}.{segment}"
@@ -873,10 +876,10 @@ def _walk_schema(
 
 
 def _search(pattern: Any, text: str) -> bool:
-    try:
-        return isinstance(pattern, str) and re.search(pattern, text) is not None
-    except re.error:
-        return False
+    """A user's pattern, matched with the time limit (agents/core/safe_regex.py): a pattern
+    that backtracks for seconds must not hold a preview keystroke. Raises PatternTimeout
+    when it ran out of time (or cannot be used)."""
+    return isinstance(pattern, str) and safe_regex.search(pattern, text)
 
 
 # ---------------------------------------------------------------------------
@@ -1182,10 +1185,12 @@ def _write_problems(
         else:
             yield diagnostic(
                 "SC340",
-                E,
+                INFO,
                 Message(
-                    "%(label)s writes `%(name)s`, which the app does not declare: "
-                    "declare it, or fix the name.%(hint)s",
+                    "%(label)s writes `%(name)s`, which no variable declares: the "
+                    "session keeps it as the runtime does (code's own key), but "
+                    "the model is not shown it and it is not exported; declare it "
+                    "to make it a variable.%(hint)s",
                     label=label,
                     name=name,
                     hint=hint,

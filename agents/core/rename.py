@@ -29,6 +29,7 @@ _TOKEN_OF = {
 }
 _KEYWORD = re.compile(r"\{\s*@(?:TOOL|AGENT):\s*")
 _LEADING_SPACE = re.compile(r"\s*")
+_PYTHON_LINE_BREAK = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 
 
 def _variable_span(token: Token) -> tuple[int, int] | None:
@@ -183,7 +184,9 @@ def rename_state_in_code(code: str, old: str, new: str) -> str:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return code
-    lines = code.splitlines(keepends=True)
+    # The parser's line breaks only (\n, \r\n, \r): str.splitlines also breaks at a form
+    # feed, U+2028 and others, which would shift every position after one.
+    lines = _PYTHON_LINE_BREAK.split(code)
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))

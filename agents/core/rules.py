@@ -37,6 +37,7 @@ __all__ = [
     "MODALITIES",
     "NAME_MAX_LENGTH",
     "NAME_PATTERN",
+    "NAME_PATTERN_JSON",
     "PLATFORM_TOOLS",
     "SCENARIO_DEFAULTS",
     "app_name_problems",
@@ -56,7 +57,11 @@ __all__ = [
 CODES: dict[str, str] = codes.section("rules")
 
 # Names of variables, schemas and tools (CX Agent Studio's rule for Python identifiers).
-NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+# \A and \Z: the whole text, in Python's re, the regex package and PostgreSQL alike (a `$`
+# lets Python accept "name\n"); NAME_PATTERN_JSON is the same rule in ECMA-262 (JSON Schema),
+# where `$` is the end of the text.
+NAME_PATTERN = r"\A[A-Za-z_][A-Za-z0-9_]*\Z"
+NAME_PATTERN_JSON = r"^[A-Za-z_][A-Za-z0-9_]*$"
 NAME_MAX_LENGTH = 64
 APP_NAME_MAX_LENGTH = 200
 DISPLAY_NAME_MAX_LENGTH = 200  # agents
@@ -113,7 +118,7 @@ def name_problems(name: str, field: str = "name", subject: str | None = None) ->
             name_max_length=NAME_MAX_LENGTH,
         )
         return [_error("SC003", field, message, subject)]
-    if not _NAME_RE.match(name):
+    if not _NAME_RE.fullmatch(name):
         message = Message(
             "'%(name)s' is not a valid name: use letters, digits and "
             "underscores, not starting with a digit (for example "

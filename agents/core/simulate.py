@@ -18,13 +18,24 @@ How a session runs
   callback returns is the agent's message and ends the turn (no model call, no
   ``after_agent``; SC416 when steps were skipped); content an ``after_agent`` callback
   returns is added as the agent's message.
-- **Model calls**: every AGENT step and every TOOL step is one call of the model, as ADK
-  makes it (``model_call``): the request is built first — the instructions **compiled from
-  the state as it is just before this call** (static ``{{x}}`` and ``{% if %}`` with the
-  session's channel and modality; the seeds: "compiled into the prompt before the model
-  call"; ADK re-renders them for every call) and the history; then ``before_model``
-  callbacks (``llm_request`` with ``contents`` and ``config.system_instruction``); then the
-  model, whose answer is the step's script (AGENT: its text; TOOL: a function call with
+- **Model calls**: every AGENT step and every TOOL step is one answer of the scripted
+  model (``scripted_answer``), used by the next model call that reaches the model; ADK's
+  loop calls the model again after every answer with a function call, so a
+  ``before_model`` callback answering in the model's place does not use the scripted answer
+  up (after its function call runs, the model is called again; after its text alone, ADK's
+  turn is over and the turn's later scripted answers are not used, SC420), and a turn
+  whose script ends on a function call gets one more model call past the script, replying
+  "" (``finish_model_loop``; at most MAX_UNSCRIPTED_CALLS, then SC419). The model itself
+  answers in ``model_answer`` (the scripted answer offline; the hook a live model
+  replaces). Each model call, as ADK makes it (``model_call``): the request is built
+  first — the instructions **compiled from the state as it is just before this call**
+  (static ``{{x}}`` and ``{% if %}`` with the session's channel and modality; the seeds:
+  "compiled into the prompt before the model call"; ADK re-renders them for every call)
+  and the history; then ``before_model`` callbacks (``llm_request`` with ``contents`` —
+  the runtime's: messages, calls and responses without the state updates, so the user's
+  message is the last content as CX code reads it; another agent's events as
+  ``<context>`` user text — and ``config.system_instruction``); then the model, whose
+  answer is the step's script (AGENT: its text; TOOL: a function call with
   its arguments); then ``after_model`` callbacks (``llm_response``). A ``before_model``
   callback that returns a response (an ``LlmResponse``, ``Content`` or ``Part``, as JSON)
   replaces the answer: the model is not called and the ``after_model`` callbacks do not
@@ -98,7 +109,8 @@ Each write is checked in order: a value that does not fit the type/schema
 (``validate_value``) is a step error and that write is not applied; the other writes of
 the step still are. A variable the app does not declare: code's write is **kept** in the
 session state (CX code keeps private keys there, as the runtime does) but never shown to
-the model, with one SC408 warning per writer and name; a mock's is an error and ignored.
+the model, with one SC408 note per writer and name (a ``note`` event: the runtime's normal
+state, never an error); a mock's is an error and ignored.
 A write that leaves the value unchanged adds nothing; two writes to one variable in one
 step give one event per actual change, in write order (``x = 2`` then ``x = 1`` from 1
 gives ``x: 2`` then ``x: 1``). Numbers compare by value (``3 == 3.0``), booleans never
@@ -121,9 +133,9 @@ Events and the context window
 Events the model sees: ``user``, ``agent``, ``tool_call`` (text
 ``{"functionCall": {"name": …, "args": {…}}}``), ``tool_response`` (text
 ``{"functionResponse": {"name": …, "response": {…}}}``, a non-object response wrapped as
-``{"result": value}`` as ADK does) and ``state_update``. ``callback`` and ``error`` events are
-for the designer only: their ``text`` is empty, ``tokens`` 0, and they are never part of the
-model input (``label`` describes every event in words).
+``{"result": value}`` as ADK does) and ``state_update``. ``callback``, ``error`` and
+``note`` events are for the designer only: their ``text`` is empty, ``tokens`` 0, and they
+are never part of the model input (``label`` describes every event in words).
 
 After each turn the model input is the instructions of the turn's last model call (always
 kept; ``TurnResult.instructions``) plus the newest model-visible events whose estimated
@@ -142,6 +154,7 @@ one ``$context.variables.<name>`` per variable that has a value.
 from __future__ import annotations
 
 import copy
+import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -149,6 +162,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from agents.core import codes
+from agents.core.code_analysis import function_parameters
 from agents.core.compile import compile_instructions
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.http import CODES as HTTP_CODES
@@ -203,7 +217,15 @@ def _joined(messages: Any) -> str:
 
 
 EventKind = Literal[
-    "user", "agent", "tool_call", "tool_response", "state_update", "callback", "transfer", "error"
+    "user",
+    "agent",
+    "tool_call",
+    "tool_response",
+    "state_update",
+    "callback",
+    "transfer",
+    "error",
+    "note",
 ]
 TRANSFER_TOOL = "transfer_to_agent"  # ADK's function for a transfer (CX's agentTransfer)
 MODEL_VISIBLE: frozenset[str] = frozenset(
@@ -250,6 +272,9 @@ class CodeResult:
     ran: bool = True
     # The app's tools the code called through CX's ``tools.<name>(...)``: (name, returned).
     tool_calls: tuple[tuple[str, bool], ...] = ()
+    # A callback's ``args`` (a tool call's arguments) as the code left them, when it changed
+    # them in place (ADK hands the same dict to before_tool, the tool and after_tool).
+    args: dict[str, Any] | None = None
 
 
 CodeRunner = Callable[[CodeCall], CodeResult]
@@ -288,6 +313,9 @@ class Event:
     # instructions changed since the previous model call (set on the answer's first event).
     model_call: int | None = None
     instructions_changed: tuple[str, ...] = ()
+    # The agent whose message, call or response this is (another agent's reaches the
+    # current one as context: `_content_of`).
+    author: str = ""
 
     @property
     def model_visible(self) -> bool:
@@ -319,6 +347,9 @@ class ModelCall:
     answer: tuple[dict[str, Any], ...]
     replaced_by: str
     history: tuple[int, ...]
+    # True for a call of ADK's loop the script has no answer for: the last answer had a
+    # function call and the turn's scripted answers were used up (the reply is "").
+    unscripted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,8 +441,12 @@ def _ordered(callbacks: tuple[CallbackSpec, ...], kind: CallbackKind) -> list[Ca
 
 _ERROR, _WARNING, _INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 _TOOL_CALLBACKS = frozenset({CallbackKind.BEFORE_TOOL, CallbackKind.AFTER_TOOL})
+_AUTHORED = frozenset({"agent", "tool_call", "tool_response"})
 # At most this many history contents are handed to a model callback (the newest).
 _MAX_CONTENTS = 200
+# ADK's loop calls the model again after every answer with a function call; past the
+# script, at most this many calls per turn (then SC419). ADK's own cap is 500 per run.
+MAX_UNSCRIPTED_CALLS = 20
 
 
 def _stops_on_none(value: Any) -> bool:
@@ -430,8 +465,33 @@ def _static_names(instructions: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def _content_of(event: Event) -> dict[str, Any] | None:
-    """A model-visible event as a Gemini/CX content (state updates are user text)."""
+def no_parameter_arguments(app: AppSpec, tool_name: str) -> dict[str, Any] | None:
+    """``{}`` for a tool the model calls with nothing to choose (a Python tool whose
+    function takes no parameter but the context, like Bella Notte's ``confirm_pending()``),
+    else None: a golden's call without ``args`` of such a tool runs offline with ``{}``."""
+    tool = app.tool(tool_name)
+    if tool is None or tool.kind is not ToolKind.PYTHON or not tool.python_code.strip():
+        return None
+    return {} if function_parameters(tool.python_code, tool.name) == () else None
+
+
+def _relayed(event: Event) -> str:
+    """Another agent's message, call or response as the current agent reads it (ADK's
+    ``_present_other_agent_message``: user text naming the agent)."""
+    value = render_value(event.value if isinstance(event.value, dict) else {"result": event.value})
+    if event.kind == "agent":
+        return f"[{event.author}] said: {event.text}"
+    if event.kind == "tool_call":
+        return f"[{event.author}] called tool `{event.source}` with parameters: {value}"
+    return f"[{event.author}] `{event.source}` tool returned result: {value}"
+
+
+def _content_of(event: Event, agent: str = "") -> dict[str, Any] | None:
+    """A model-visible event as a Gemini/CX content (state updates are user text). For the
+    agent `agent`, another agent's message, call or response is user text in ``<context>``
+    (as ADK relays it; the marker is what CX code such as bella_notte's filters)."""
+    if agent and event.author and event.author != agent and event.kind in _AUTHORED:
+        return {"role": "user", "parts": [{"text": f"<context>{_relayed(event)}</context>"}]}
     if event.kind == "user" or event.kind == "state_update":
         return {"role": "user", "parts": [{"text": event.text}]}
     if event.kind == "agent":
@@ -456,7 +516,8 @@ def _cx_events(events: list[Event], agent: str) -> list[dict[str, Any]]:
     for event in events:
         content = _content_of(event) if event.kind != "state_update" else None
         if content is not None:
-            out.append({"author": "user" if event.kind == "user" else agent, "content": content})
+            author = "user" if event.kind == "user" else event.author or agent
+            out.append({"author": author, "content": content})
     return out
 
 
@@ -518,7 +579,11 @@ class _Run:
         self.run_code: CodeRunner | None = runner
         self.variables: dict[str, VariableSpec] = {v.name: v for v in app.variables}
         self.schemas = {s.name: s.schema for s in app.schemas}
-        self.tool_codes = {t.name: t.python_code for t in app.tools if t.python_code}
+        self.tool_codes = {
+            t.name: t.python_code
+            for t in app.tools
+            if t.kind is ToolKind.PYTHON and t.python_code.strip()
+        }
         self.state: dict[str, Any] = {}
         self.events: list[Event] = []
         self.diagnostics: list[Diagnostic] = []
@@ -554,6 +619,13 @@ class _Run:
         self.turn_answered: str | None = None
         self.undeclared_warned: set[tuple[str, str]] = set()
         self.skipped_steps = 0
+        # ADK's loop: the last model call's answer had a function call, so the model is
+        # called again (the next scripted answer, or one past the script at the turn end).
+        self.loop_pending = False
+        # Set when a before_model callback answered with text alone: ADK's loop ends there,
+        # so the turn's later scripted answers are not used (counted in `unused_answers`).
+        self.model_done: str | None = None
+        self.unused_answers = 0
 
     # ----------------------------------------------------------------- setup
 
@@ -641,6 +713,7 @@ class _Run:
             step=self.step_index,
             model_call=model_call,
             instructions_changed=instructions_changed,
+            author=self.agent.name if kind in _AUTHORED else "",
         )
         self.events.append(event)
         if kind == "state_update" and variable is not None:
@@ -660,6 +733,14 @@ class _Run:
         diagnostic = Diagnostic(code, severity, message, field=where, subject=subject)
         self.diagnostics.append(diagnostic)
         self.add_event("error", source=source, error=diagnostic, label=message)
+
+    def note(self, code: str, message: str, *, source: str, subject: str | None) -> None:
+        """Something the runtime does not stop for, told in the timeline (a ``note`` event,
+        designer-only) and as an INFO diagnostic: never an error."""
+        where = f"steps.{self.step_index}" if self.step_index is not None else None
+        diagnostic = Diagnostic(code, _INFO, message, field=where, subject=subject)
+        self.diagnostics.append(diagnostic)
+        self.add_event("note", source=source, error=diagnostic, label=message)
 
     def context_values(self) -> dict[str, Any]:
         return {
@@ -685,6 +766,36 @@ class _Run:
             events.insert(0, {"author": root.name, "content": content})
         return {**self.context_values(), "agent_name": self.agent.name, "events": events}
 
+    def code_tools(self) -> dict[str, str]:
+        """What CX's ``tools.<name>(...)`` reaches from code: each Python tool's code, and
+        for every other tool (an OpenAPI or MCP toolset's operation, an OpenAPI or MCP
+        tool) a function answering what the simulation answers for it — the next golden
+        ``mock`` of it, else its mock's response, else null (no request is sent offline)."""
+        tools = dict(self.tool_codes)
+        for tool in self.app.tools:
+            if tool.name in tools or tool.kind is ToolKind.PYTHON:
+                continue
+            if tool.name in self.step_mocks:
+                answer = self.step_mocks[tool.name]
+            elif tool.mock is not None:
+                answer = tool.mock.response
+            elif tool.kind is ToolKind.PLATFORM:
+                answer = {}
+            else:
+                answer = None
+            text = json.dumps(json.dumps(answer, default=str))
+            tools[tool.name] = (
+                f"import json\n\n\ndef {tool.name}(**arguments):\n    return json.loads({text})\n"
+            )
+        return tools
+
+    def used_code_mocks(self, result: CodeResult) -> None:
+        """A golden ``mock`` answers the next call of its tool, a call from code too."""
+        for name, returned in result.tool_calls:
+            tool = self.app.tool(name)
+            if returned and tool is not None and tool.kind is not ToolKind.PYTHON:
+                self.step_mocks.pop(name, None)
+
     def http_context(self) -> dict[str, Any]:
         return {**self.context_values(), "variables": self.state}
 
@@ -706,19 +817,18 @@ class _Run:
                 # model is not shown them. Reported once per writer and name.
                 if (writer.source, name) not in self.undeclared_warned:
                     self.undeclared_warned.add((writer.source, name))
-                    self.step_error(
+                    self.note(
                         "SC408",
                         Message(
-                            "%(label)s wrote %(name)s, which is not declared: kept in the "
-                            "session state as the runtime does, but the model is not "
-                            "shown it and it is not exported (declare it to make it a "
-                            "variable).",
+                            "%(label)s keeps %(name)s in the session state (no variable "
+                            "declares it: the runtime's normal state for code's own keys; "
+                            "the model is not shown it and it is not exported — declare "
+                            "it to make it a variable).",
                             label=writer.label,
                             name=name,
                         ),
                         source=writer.source,
                         subject=writer.subject,
-                        severity=_WARNING,
                     )
                 if value is None:
                     self.state.pop(name, None)
@@ -846,10 +956,18 @@ class _Run:
                 state=copy.deepcopy(self.state),
                 filename=f"<callback:{entry}>",
                 context_values=self.code_context(),
-                tools=self.tool_codes,
+                tools=self.code_tools(),
                 now=self.now,
             )
             result = self.call_code(writer, call)
+            if result is not None:
+                self.used_code_mocks(result)
+            given = args.get("args")
+            if result is not None and result.args is not None and isinstance(given, dict):
+                # ADK hands the same dict to the tool callbacks and the tool: a change made
+                # in place (`input["id"] = …`) reaches the later callbacks and the tool.
+                given.clear()
+                given.update(copy.deepcopy(result.args))
             if result is not None and result.tool_calls:
                 called = ", ".join(dict.fromkeys(f"tools.{name}" for name, _ in result.tool_calls))
                 label = Message("%(source)s ran (called %(called)s)", source=source, called=called)
@@ -876,6 +994,9 @@ class _Run:
         self.turn_ended = None
         self.turn_answered = None
         self.skipped_steps = 0
+        self.loop_pending = False
+        self.model_done = None
+        self.unused_answers = 0
         self.turn_start_event = len(self.events)
         self.turn_start_state = dict(self.state)
         self.turn_http = []
@@ -911,18 +1032,23 @@ class _Run:
         if kind is StepKind.USER:
             self.add_event("user", step.text)
         elif kind is StepKind.AGENT:
-            self.model_call(({"text": step.text},))
+            self.scripted_answer(({"text": step.text},))
         elif kind is StepKind.TOOL:
-            self.model_call(({"function_call": {"name": step.tool, "args": dict(step.args)}},))
+            self.scripted_answer(({"function_call": {"name": step.tool, "args": dict(step.args)}},))
         elif kind is StepKind.EXPECT and step.expectation is not None:
             expected = step.expectation
-            if expected.kind is ExpectKind.CALL and isinstance(expected.value, dict):
-                self.run_step(StepSpec(StepKind.TOOL, tool=expected.tool, args=expected.value))
+            if expected.kind is ExpectKind.CALL:
+                args = expected.value
+                if not isinstance(args, dict):
+                    # No arguments listed: run it when the tool has nothing to choose.
+                    args = no_parameter_arguments(self.app, expected.tool)
+                if args is not None:
+                    self.run_step(StepSpec(StepKind.TOOL, tool=expected.tool, args=args))
             elif expected.kind is ExpectKind.AGENT:
-                self.model_call(({"text": str(expected.value or "")},))
+                self.scripted_answer(({"text": str(expected.value or "")},))
             elif expected.kind is ExpectKind.TRANSFER:
                 call = {"name": TRANSFER_TOOL, "args": {"agent_name": expected.agent}}
-                self.model_call(({"function_call": call},))
+                self.scripted_answer(({"function_call": call},))
             elif expected.kind is ExpectKind.MOCK:
                 self.step_mocks[expected.tool] = copy.deepcopy(expected.value)
         elif kind is StepKind.CALLBACK:
@@ -995,29 +1121,82 @@ class _Run:
         self.latest_instructions = compiled.text
         return compiled.text, changed
 
-    def model_contents(self) -> list[dict[str, Any]]:
-        """The history the model receives (the visible events of the window so far) as
-        CX/Gemini contents: ``{"role": "user" | "model", "parts": [...]}``."""
+    def model_contents(self, *, state_updates: bool = True) -> list[dict[str, Any]]:
+        """The history of the window so far as CX/Gemini contents (``{"role": "user" |
+        "model", "parts": [...]}``). What the *model* reads has the ``<state_update>``
+        entries where the writes happened (the seeds); what the *callbacks* get as
+        ``llm_request.contents`` (``state_updates=False``) is the runtime's contents —
+        messages, function calls and responses — so the user's message is the last content
+        of a turn's first call, as real CX code reads it (``contents[-1]``)."""
         contents: list[dict[str, Any]] = []
         for event in self.events[self.window_start :][-_MAX_CONTENTS:]:
-            content = _content_of(event)
+            if event.kind == "state_update" and not state_updates:
+                continue
+            content = _content_of(event, self.agent.name)
             if content is not None:
                 contents.append(content)
         return contents
 
-    def model_call(self, scripted: tuple[dict[str, Any], ...]) -> None:
+    def model_answer(
+        self, request: dict[str, Any], scripted: tuple[dict[str, Any], ...]
+    ) -> tuple[dict[str, Any], ...]:
+        """The model's answer to `request` (``contents`` with the state updates the model
+        reads, ``config.system_instruction``): offline, the scenario's scripted answer. The
+        one place a live model answers instead."""
+        return scripted
+
+    def scripted_answer(self, scripted: tuple[dict[str, Any], ...]) -> None:
+        """The scripted model's next answer (an AGENT or TOOL step, ``expect call`` with
+        arguments, ``expect agent``, ``expect transfer``). It is used by the first model call
+        that reaches the model: a ``before_model`` callback answering in the model's place
+        does not use it up. When that callback's answer has a function call, the call runs
+        and ADK's loop calls the model again (this answer still to come, after a transfer by
+        the new agent); when it is text alone, ADK's turn ends with it, and this and the
+        turn's later scripted answers are not used (SC420)."""
+        if self.model_done is not None:
+            self.unused_answers += 1
+            return
+        for _ in range(MAX_UNSCRIPTED_CALLS):
+            reached_model = self.model_call(scripted)
+            if reached_model or self.turn_ended is not None or self.turn_answered is not None:
+                return
+            if not self.loop_pending:
+                self.model_done = "before_model_callback"
+                self.unused_answers += 1
+                return
+        self.loop_stopped()
+
+    def loop_stopped(self) -> None:
+        self.loop_pending = False
+        self.diagnostics.append(
+            Diagnostic(
+                "SC419",
+                _WARNING,
+                Message(
+                    "turn %(turn)s: the model was called %(max_unscripted_calls)s "
+                    "times in a row and every answer had a function call; the "
+                    "loop stops here.",
+                    turn=self.turn,
+                    max_unscripted_calls=MAX_UNSCRIPTED_CALLS,
+                ),
+                subject=self.agent.name,
+            )
+        )
+
+    def model_call(self, scripted: tuple[dict[str, Any], ...], *, unscripted: bool = False) -> bool:
         """One model call, as ADK makes it: the request (instructions compiled from the
         current state, the history), ``before_model`` callbacks (a returned response
         replaces the model's answer and the ``after_model`` callbacks do not run), the
         model (the scripted answer), ``after_model`` callbacks (a returned response
         replaces the answer); then the answer's parts: text is the agent's message, a
-        function call runs the tool."""
+        function call runs the tool. Returns whether the model itself was asked (False when
+        a ``before_model`` callback answered in its place)."""
         instructions, changed = self.compile_now()
         index = len(self.model_calls)
         history = tuple(
             i for i in range(self.window_start, len(self.events)) if self.events[i].model_visible
         )
-        contents = self.model_contents()
+        contents = self.model_contents(state_updates=False)
         request = {"contents": contents, "config": {"system_instruction": instructions}}
         answer, replaced_by = scripted, ""
         scope = self.begin_scope()
@@ -1026,7 +1205,12 @@ class _Run:
         if parts is not None:
             answer, replaced_by = parts, "before_model_callback"
         elif self.turn_ended is None:
-            response = {"content": {"role": "model", "parts": [dict(p) for p in scripted]}}
+            model_request = {
+                "contents": self.model_contents(),
+                "config": {"system_instruction": request["config"]["system_instruction"]},
+            }
+            answer = self.model_answer(model_request, scripted)
+            response = {"content": {"role": "model", "parts": [dict(p) for p in answer]}}
             returned, value = self.run_callbacks(
                 CallbackKind.AFTER_MODEL, {"llm_response": response}
             )
@@ -1045,15 +1229,19 @@ class _Run:
                 answer=answer,
                 replaced_by=replaced_by,
                 history=history,
+                unscripted=unscripted,
             )
         )
+        self.loop_pending = False
+        reached_model = replaced_by != "before_model_callback"
         if self.turn_ended is not None:
             self.roll_back(scope, "the model call")
-            return
+            return reached_model
         note = changed
         # ADK yields the answer (its text) before it runs the answer's function calls.
         texts = [p for p in answer if not isinstance(p.get("function_call"), dict)]
         calls = [p for p in answer if isinstance(p.get("function_call"), dict)]
+        ran_calls = False
         for part in texts + calls:
             if self.turn_ended is not None:
                 break
@@ -1061,18 +1249,24 @@ class _Run:
             if isinstance(call, dict):
                 name = call.get("name")
                 args = call.get("args")
-                self.run_function_call(
-                    name if isinstance(name, str) else "",
-                    dict(args) if isinstance(args, dict) else {},
-                    model_call=index,
-                    instructions_changed=note,
-                    replaced_by=replaced_by,
+                ran_calls = (
+                    self.run_function_call(
+                        name if isinstance(name, str) else "",
+                        dict(args) if isinstance(args, dict) else {},
+                        model_call=index,
+                        instructions_changed=note,
+                        replaced_by=replaced_by,
+                    )
+                    or ran_calls
                 )
                 note = ()
             elif isinstance(part.get("text"), str):
                 label = part["text"]
                 if replaced_by:
                     label = f"{label}  (answer from the {replaced_by})"
+                elif unscripted:
+                    label = f"{label}  (the model's reply after the function responses: not "
+                    "in the script)"
                 self.add_event(
                     "agent",
                     part["text"],
@@ -1082,6 +1276,10 @@ class _Run:
                     instructions_changed=note,
                 )
                 note = ()
+        # ADK calls the model again after the function responses (`scripted_answer`,
+        # `finish_model_loop`); a call that could not be made (SC404/405/417) ends it.
+        self.loop_pending = ran_calls and self.turn_ended is None
+        return reached_model
 
     def agent_says(self, parts: tuple[dict[str, Any], ...], source: str) -> None:
         """The text parts of an agent callback's content, as the agent's messages."""
@@ -1104,15 +1302,16 @@ class _Run:
         model_call: int | None = None,
         instructions_changed: tuple[str, ...] = (),
         replaced_by: str = "",
-    ) -> None:
+    ) -> bool:
         """A function call of the model's answer: the call event, ``before_tool``
-        callbacks, the tool, ``after_tool`` callbacks, the response event."""
+        callbacks, the tool, ``after_tool`` callbacks, the response event. Whether it got
+        a response (False: not made, or failed)."""
         tool = self.app.tool(name)
         target: AgentSpec | None = None
         if tool is None and name == TRANSFER_TOOL:
             target = self.transfer_target(args)
             if target is None:
-                return
+                return False
         elif tool is None:
             self.step_error(
                 "SC404",
@@ -1120,7 +1319,7 @@ class _Run:
                 source=name,
                 subject=name,
             )
-            return
+            return False
         if tool is not None and name not in self.agent.tools:
             self.step_error(
                 "SC405",
@@ -1132,7 +1331,7 @@ class _Run:
                 source=name,
                 subject=name,
             )
-            return
+            return False
         label = f"{name}({render_value(args)})"
         if replaced_by:
             label = f"{label}  (call from the {replaced_by})"
@@ -1140,7 +1339,7 @@ class _Run:
             "tool_call",
             render_value({"functionCall": {"name": name, "args": args}}),
             source=name,
-            value=args,
+            value=copy.deepcopy(args),  # the call as the model made it
             label=label,
             model_call=model_call,
             instructions_changed=instructions_changed,
@@ -1151,22 +1350,22 @@ class _Run:
         )
         if self.turn_ended is not None:
             self.roll_back(scope, f"the call of {name}")
-            return
+            return False
         if not skipped and tool is None:
             response = None  # ADK's transfer_to_agent returns nothing: {"result": null}
         elif not skipped:
             ok, response = self.run_tool(tool, args)
             if self.turn_ended is not None:
                 self.roll_back(scope, f"the call of {name}")
-                return
+                return False
             if not ok:
-                return
+                return False
         replaced, new_response = self.run_callbacks(
             CallbackKind.AFTER_TOOL, {"tool": name, "args": args, "tool_response": response}
         )
         if self.turn_ended is not None:
             self.roll_back(scope, f"the call of {name}")
-            return
+            return False
         if replaced:
             response = new_response
         wrapped = response if isinstance(response, dict) else {"result": response}
@@ -1179,6 +1378,7 @@ class _Run:
         )
         if target is not None and not skipped:
             self.transfer(target)
+        return True
 
     def transfer_target(self, args: dict[str, Any]) -> AgentSpec | None:
         """The agent a ``transfer_to_agent`` call hands over to, if ADK allows it: a
@@ -1284,12 +1484,13 @@ class _Run:
                 state=copy.deepcopy(self.state),
                 filename=f"<tool:{name}>",
                 context_values=self.code_context(),
-                tools=self.tool_codes,
+                tools=self.code_tools(),
                 now=self.now,
             )
             result = self.call_code(writer, call)
             if result is None:
                 return False, None
+            self.used_code_mocks(result)
             return True, result.return_value
         if tool.kind is ToolKind.PLATFORM:
             return True, {}  # CX runs it (end_session, customize_response): an empty result
@@ -1314,8 +1515,39 @@ class _Run:
 
     # ----------------------------------------------------------------- turn end
 
+    def finish_model_loop(self) -> None:
+        """ADK's loop at the end of a turn's script: while the last answer had a function
+        call (a scripted call, or a callback's answer), the model is called again — its
+        ``before_model`` callbacks, then the model, whose reply past the script is empty
+        text — until an answer has no function call (at most MAX_UNSCRIPTED_CALLS)."""
+        calls = 0
+        while self.loop_pending and self.turn_ended is None and self.turn_answered is None:
+            if calls >= MAX_UNSCRIPTED_CALLS:
+                self.loop_stopped()
+                break
+            calls += 1
+            self.model_call(({"text": ""},), unscripted=True)
+
     def end_turn(self) -> None:
-        self.step_index = None
+        self.step_index = None  # the end of the turn (the timeline puts it after the steps)
+        self.finish_model_loop()
+        if self.model_done is not None and self.unused_answers:
+            self.diagnostics.append(
+                Diagnostic(
+                    "SC420",
+                    _INFO,
+                    Message(
+                        "The %(model_done)s answered turn %(turn)s with text in the "
+                        "model's place: ADK's turn ends with that answer, so "
+                        "%(unused_answers)s scripted model answer(s) of the turn were "
+                        "not used.",
+                        model_done=self.model_done,
+                        turn=self.turn,
+                        unused_answers=self.unused_answers,
+                    ),
+                    subject=self.agent.name,
+                )
+            )
         if self.turn_answered is not None:
             if self.skipped_steps:
                 self.diagnostics.append(

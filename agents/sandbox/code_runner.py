@@ -59,12 +59,19 @@ def _remember(key: str, outcome: CodeResult) -> None:
         _cache_bytes -= evicted
 
 
+def _one_line(text: str) -> str:
+    """Control characters (newline, carriage return, terminal escapes) shown as escapes."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def to_code_result(result: host.SandboxResult) -> CodeResult:
     error = result.error
     if error is not None and error.kind == "internal":
         # Not the user's code failing: the sandbox could not start or answer. An operator's
         # problem (missing bubblewrap, a killed child, a host limit).
-        logger.error("sandbox failure: %s", error.message)
+        # The message may carry text from the child (its answer, its stderr): one quoted
+        # string, so it cannot start a line of its own in the server's log.
+        logger.error("sandbox failure: %s", _one_line(error.message))
     return CodeResult(
         ok=result.ok,
         return_value=result.return_value,
@@ -76,6 +83,7 @@ def to_code_result(result: host.SandboxResult) -> CodeResult:
         # The sandbox failing is not the code raising: the simulation's turn goes on.
         ran=error is None or error.kind != "internal",
         tool_calls=result.tool_calls,
+        args=result.args,
     )
 
 

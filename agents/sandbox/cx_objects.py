@@ -215,7 +215,7 @@ class Tools:
 
     def __getattr__(self, name):
         if name.startswith("_") or name not in self.names:
-            raise AttributeError(f"the app has no Python tool named {name!r}")
+            raise AttributeError(f"the app has no tool named {name!r}")
         call_tool = self.call_tool
 
         def call(args=None, **kwargs):

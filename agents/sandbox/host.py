@@ -108,6 +108,9 @@ class SandboxResult:
     # The app's tools the code called through ``tools.<name>(...)``, in order, and whether
     # each returned (False: it raised).
     tool_calls: tuple[tuple[str, bool], ...] = ()
+    # A callback's ``args`` (the tool call's arguments) after the call, when it changed them
+    # in place; None otherwise.
+    args: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -601,6 +604,8 @@ def _check_answer_shape(raw: dict[str, Any]) -> str | None:
         for c in tool_calls
     ):
         return "tool_calls"
+    if raw.get("args") is not None and not isinstance(raw.get("args"), dict):
+        return "args"
     return None
 
 
@@ -635,6 +640,7 @@ def _result_from_raw(raw: dict[str, Any], given: dict[str, Any], started: float)
             stdout_truncated=raw.get("stdout_truncated") is True,
             run_ms=raw.get("duration_ms") if isinstance(raw.get("duration_ms"), float) else None,
             tool_calls=tuple((c[0], c[1]) for c in raw.get("tool_calls") or ()),
+            args=raw.get("args"),
         )
     except (AttributeError, IndexError, TypeError, KeyError):
         error = SandboxError("internal", "the sandbox returned an unreadable answer")
@@ -651,8 +657,11 @@ def _failed(error: SandboxError, state: dict[str, Any], started: float) -> Sandb
 
 
 def _tail(stderr: bytes) -> str:
+    """The end of what the child wrote on stderr, framed: code that escaped the language
+    layer writes there, so it is quoted as one JSON string (newlines, carriage returns and
+    terminal escapes shown as escapes), never copied raw into a message or a log line."""
     text = stderr.decode("utf-8", "replace").strip()
-    return f": {text[-500:]}" if text else ""
+    return f"; the sandbox wrote on stderr: {json.dumps(text[-500:])}" if text else ""
 
 
 @dataclass

@@ -76,7 +76,21 @@ CALL_DENIED = (
     *("mknodat", "link", "linkat", "symlink", "symlinkat", "rename", "renameat"),
     *("renameat2", "unlink", "unlinkat", "mkdir", "mkdirat", "rmdir", "truncate"),
     *("ftruncate", "memfd_create", "prctl", "seccomp", "msgget", "semget", "shmget"),
+    # Another process's scheduling: as an ordinary user the call process has its session
+    # child's uid (a user namespace maps one uid), so the uid check would not stop it.
+    *("setpriority", "sched_setscheduler", "sched_setparam", "sched_setaffinity"),
+    *("sched_setattr", "ioprio_set", "process_madvise", "process_mrelease"),
 )
+# Signals from a call process, to anyone: answered "no such process" (ESRCH), as for a pid
+# outside the jail. With the server as an ordinary user the call process shares its session
+# child's uid, and could otherwise signal or stop it. (The session child's timers are its own.)
+CALL_NO_SIGNALS = (
+    *("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"),
+    *("pidfd_open", "pidfd_send_signal"),
+)
+F_SETOWN, F_SETOWN_EX = 8, 15  # fcntl: a signal to another process on I/O
+FIOSETOWN, SIOCSPGRP = 0x8901, 0x8902  # ioctl: the same
+ESRCH = 3
 # C modules of the standard library whose libraries stay out of the jail (a GUI, terminals,
 # databases): nothing the sandbox imports needs them.
 NOT_IN_JAIL_MODULES = ("_tkinter", "_curses", "readline", "_dbm", "_gdbm", "_sqlite3", "nis")
@@ -195,15 +209,23 @@ def _filters() -> tuple[bytes, bytes] | None:
         call.add_rule(
             seccomp.ERRNO(EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, CLONE_THREAD, 0)
         )
+        _deny(seccomp, call, CALL_NO_SIGNALS, ESRCH)
+        # Limits of another process (prlimit64 with a pid; setrlimit passes 0), and owners
+        # that would receive SIGIO.
+        call.add_rule(seccomp.ERRNO(EPERM), "prlimit64", seccomp.Arg(0, seccomp.NE, 0))
+        for command in (F_SETOWN, F_SETOWN_EX):
+            call.add_rule(seccomp.ERRNO(EPERM), "fcntl", seccomp.Arg(1, seccomp.EQ, command))
+        for request in (FIOSETOWN, SIOCSPGRP):
+            call.add_rule(seccomp.ERRNO(EPERM), "ioctl", seccomp.Arg(1, seccomp.EQ, request))
         return _export(session), _export(call)
     except (OSError, RuntimeError, ValueError):  # pragma: no cover - broken libseccomp
         return None
 
 
-def _deny(seccomp, syscall_filter, names: Sequence[str]) -> None:  # type: ignore[no-untyped-def]
+def _deny(seccomp, syscall_filter, names: Sequence[str], errno: int = EPERM) -> None:  # type: ignore[no-untyped-def]
     for name in names:
         try:
-            syscall_filter.add_rule(seccomp.ERRNO(EPERM), name)
+            syscall_filter.add_rule(seccomp.ERRNO(errno), name)
         except (ValueError, RuntimeError, OSError):
             continue  # a syscall this architecture does not have
 

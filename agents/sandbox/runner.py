@@ -39,6 +39,7 @@ See ``agents/sandbox/__init__.py`` for the whole security model.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import operator
 import os
@@ -74,14 +75,42 @@ ALLOWED_MODULES = (
 MODULE_EXCLUSIONS = {
     "typing": {"get_type_hints", "ForwardRef", "evaluate_forward_ref"},
     "operator": {"attrgetter", "methodcaller"},
-    "functools": {"singledispatchmethod"},
+    # singledispatch().register(f) evaluates f's string annotations with the real eval.
+    "functools": {"singledispatchmethod", "singledispatch"},
     "collections": {"abc"},
+    # The metaclass makes a class from a namespace given as data (its dunders unchecked).
+    "enum": {"EnumType", "EnumMeta", "EnumDict"},
 }
 # Attribute names that are refused at run time on top of RestrictedPython's compile-time
 # checks (names starting with "_" and the inspect attributes are refused as well).
 EXTRA_BLOCKED_ATTRIBUTES = frozenset({"mro", "f_trace_lines", "f_trace_opcodes"})
 # Dunder attributes user code may read (CX code prints ``type(x).__name__``).
 READABLE_DUNDERS = frozenset({"__name__"})
+# Dunders a class may define (RestrictedPython's ALLOWED_FUNC_NAMES: comparisons, __init__,
+# __contains__), and those Python itself puts in a class body's namespace. Every way of
+# making a class (a class statement, type(cls)(name, bases, namespace), dataclasses'
+# make_dataclass) is held to this list.
+DEFINABLE_DUNDERS = frozenset(
+    {
+        *("__init__", "__contains__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__"),
+        *("__ge__", "__module__", "__qualname__", "__doc__", "__annotations__"),
+        *("__classcell__", "__firstlineno__", "__static_attributes__", "__annotate__"),
+        "__orig_bases__",
+    }
+)
+
+
+def check_class_namespace(namespace, what="a class"):
+    """Refuse a dunder the language layer does not let a class define (a class statement
+    is checked when compiled; this covers the ways that take a namespace as data)."""
+    for key in list(namespace):
+        if type(key) is not str:
+            raise ForbiddenOperation(f"{what} can only have text attribute names")
+        if str.startswith(key, "__") and key not in DEFINABLE_DUNDERS:
+            raise ForbiddenOperation(
+                f"{what} cannot define {key!r} in the sandbox (only comparisons, __init__ "
+                "and __contains__ may be defined)"
+            )
 
 
 # --------------------------------------------------------------------------- exceptions
@@ -387,6 +416,45 @@ class SandboxModule:
         return f"<module {self.__name!r} (sandbox)>"
 
 
+class SandboxMetaclass:
+    """What ``type(SomeClass)`` gives user code: the metaclass's stand-in. Called with one
+    argument it is ``type(x)``; three arguments go through the class checks (no dunder the
+    language layer refuses); ``isinstance(C, type(int))`` and ``==`` answer as the metaclass."""
+
+    __slots__ = ("_SandboxMetaclass__meta", "_SandboxMetaclass__sandbox")
+
+    def __init__(self, meta, sandbox):
+        object.__setattr__(self, "_SandboxMetaclass__meta", meta)
+        object.__setattr__(self, "_SandboxMetaclass__sandbox", sandbox)
+
+    def __call__(self, *args, **kwargs):
+        if len(args) == 1 and not kwargs:
+            return self.__sandbox.type_of(args[0])
+        if self.__meta is not type:
+            raise ForbiddenOperation(f"{self.__meta.__name__}(...) cannot be called in the sandbox")
+        if len(args) != 3 or type(args[2]) is not dict:
+            raise TypeError("type() takes 1 or 3 arguments (name, bases, namespace)")
+        return self.__sandbox.make_class(*args, **kwargs)
+
+    def __instancecheck__(self, obj):
+        return isinstance(obj, self.__meta)
+
+    def __eq__(self, other):
+        return other is self.__meta or (
+            type(other) is SandboxMetaclass and other.__meta is self.__meta
+        )
+
+    def __hash__(self):
+        return hash(self.__meta)
+
+    @property
+    def __name__(self):
+        return self.__meta.__name__
+
+    def __repr__(self):
+        return repr(self.__meta)
+
+
 # Builtins added to RestrictedPython's safe set (it leaves them to Zope's guards; here memory
 # and time are bounded by the OS, and no object they reach gives more than user code has).
 EXTRA_BUILTINS = (
@@ -674,6 +742,14 @@ class Sandbox:
         self.user_classes: set[type] = set()
         self.formatter = make_safe_formatter(string.Formatter, self)
         self.modules = {name: self._module_proxy(name) for name in ALLOWED_MODULES}
+        self._check_enum_functional_api()
+        # ``from __future__ import annotations`` (CX code has it): a compiler directive; the
+        # statement itself imports the feature names, which hold nothing to reach.
+        import __future__ as future
+
+        self.modules["__future__"] = SandboxModule(
+            "__future__", {n: getattr(future, n) for n in future.all_feature_names}
+        )
         # Warm lazily imported helpers now: nothing can be imported once jailed.
         import _strptime  # noqa: F401 - used by datetime.strptime
         import encodings.idna  # noqa: F401 - str.encode("idna")
@@ -723,7 +799,84 @@ class Sandbox:
             public[attr] = value
         if name == "string":
             public["Formatter"] = make_safe_formatter(module.Formatter, self, cls=True)
+        if name == "functools":
+            public["update_wrapper"] = self.update_wrapper
+            public["wraps"] = self.wraps
+        if name == "dataclasses":
+            public["make_dataclass"] = self.make_dataclass
         return SandboxModule(name, public)
+
+    @staticmethod
+    def _check_enum_functional_api():
+        """Enum("Name", names): each member name is a class attribute, so a name like
+        "__str__" would define that dunder; held to the class rule (this child only)."""
+        import enum
+
+        create = enum.EnumType._create_
+
+        def checked_create(cls, class_name, names, *args, **kwargs):
+            if type(names) is str:
+                members = str.split(str.replace(names, ",", " "))
+            elif isinstance(names, dict):
+                members = list(dict.keys(names))
+            else:
+                names = list(names)
+                members = [n if type(n) is str else n[0] for n in names]
+            for member in members:
+                check_class_namespace({member: None}, "an Enum")
+            return create(cls, class_name, names, *args, **kwargs)
+
+        enum.EnumType._create_ = checked_create
+
+    # -- library functions that would read or write attributes around the guard
+
+    def is_user_function(self, obj):
+        return type(obj) is types.FunctionType and obj.__globals__.get("_getattr_") == (
+            self.guarded_getattr
+        )
+
+    def update_wrapper(
+        self,
+        wrapper,
+        wrapped,
+        assigned=functools.WRAPPER_ASSIGNMENTS,
+        updated=functools.WRAPPER_UPDATES,
+    ):
+        """functools.update_wrapper with its standard attributes only, from and to the
+        code's own functions and objects: it reads and writes with the real getattr and
+        setattr (`assigned=("__globals__",)` would hand out a function's globals)."""
+        if type(assigned) is not tuple or not set(assigned) <= set(functools.WRAPPER_ASSIGNMENTS):
+            raise ForbiddenOperation("functools.update_wrapper copies only its standard attributes")
+        if type(updated) is not tuple or not set(updated) <= set(functools.WRAPPER_UPDATES):
+            raise ForbiddenOperation("functools.update_wrapper updates only __dict__")
+        for obj, role in ((wrapper, "wrapper"), (wrapped, "wrapped")):
+            if not (self.is_user_function(obj) or self.is_user_object(obj)):
+                raise ForbiddenOperation(
+                    f"functools.update_wrapper: the {role} must be a function or object "
+                    "of your code"
+                )
+        return functools.update_wrapper(wrapper, wrapped, assigned, updated)
+
+    def wraps(
+        self, wrapped, assigned=functools.WRAPPER_ASSIGNMENTS, updated=functools.WRAPPER_UPDATES
+    ):
+        return functools.partial(
+            self.update_wrapper, wrapped=wrapped, assigned=assigned, updated=updated
+        )
+
+    def make_dataclass(self, cls_name, fields, *args, namespace=None, **kwargs):
+        """dataclasses.make_dataclass, held to the rule of a class statement: no dunder in
+        its namespace or among its field names."""
+        check_class_namespace(dict(namespace or {}), "make_dataclass")
+        fields = list(fields)
+        for field in fields:
+            name = field if type(field) is str else (field[0] if type(field) is tuple else "")
+            check_class_namespace({name: None} if type(name) is str else {None: None})
+        import dataclasses
+
+        cls = dataclasses.make_dataclass(cls_name, fields, *args, namespace=namespace, **kwargs)
+        self.user_classes.add(cls)
+        return cls
 
     def guarded_import(self, name, globals=None, locals=None, fromlist=(), level=0):
         if type(fromlist) is list and type(name) is str and name in sys.modules:
@@ -744,11 +897,16 @@ class Sandbox:
 
     # -- builtins with a guard
 
-    @staticmethod
-    def type_of(obj, *rest):
+    def type_of(self, obj, *rest):
         if rest:
             raise ForbiddenOperation("type() with three arguments is not available; use class")
-        return type(obj)
+        found = type(obj)
+        if isinstance(found, type) and issubclass(found, type):
+            # The type of a class is a metaclass (`type` itself for most): calling it with
+            # three arguments would make a class around the checks. It is handed out as a
+            # stand-in that answers isinstance, equality and __name__ like it.
+            return SandboxMetaclass(found, self)
+        return found
 
     def restricted_compile(self, source, filename="<string>", mode="eval", *args, **kwargs):
         """``compile`` through RestrictedPython; the result only ``eval``/``exec`` accept."""
@@ -855,7 +1013,19 @@ class Sandbox:
         return self.full_write_guard(obj)
 
     def make_class(self, name, bases, namespace, **kwargs):
-        cls = type(name, bases, namespace, **kwargs)
+        check_class_namespace(namespace)
+        meta = type
+        for base in bases:
+            if isinstance(base, type) and issubclass(type(base), meta):
+                meta = type(base)
+        if meta is not type:
+            # The class statement's namespace as the metaclass prepares it (an Enum needs
+            # its own mapping), filled in the body's order.
+            prepared = meta.__prepare__(name, bases, **kwargs)
+            for key, value in namespace.items():
+                prepared[key] = value
+            namespace = prepared
+        cls = meta(name, bases, namespace, **kwargs)
         self.user_classes.add(cls)
         return cls
 
@@ -1080,9 +1250,11 @@ def cx_callback_arguments(args, params, cx):
     tool = args.get("tool")
     if "tool" in params and isinstance(tool, str):
         out["tool"] = cx.Tool(name=tool, description="")
+    given = args.get("args")
     for alias in ("input", "tool_input"):
         if alias in params and alias not in args:
-            out[alias] = args.get("args") or {}
+            # The same dict under every name: a change in place is seen by the host.
+            out[alias] = given if isinstance(given, dict) else {}
     if "llm_request" in params and not isinstance(args.get("llm_request"), cx.LlmRequest):
         request = args.get("llm_request")
         request = request if isinstance(request, dict) else {}
@@ -1207,10 +1379,15 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
         namespace["tools"] = sandbox.cx.Tools(
             [n for n in tool_codes if type(n) is str and type(tool_codes[n]) is str], call_tool
         )
+        given_args = (call.get("args") or {}).get("args") if kind == "callback" else None
+        before_args = _canonical(given_args) if isinstance(given_args, dict) else None
         value = func(**call_arguments(func, kind, call.get("args") or {}, context, sandbox.cx))
         signal.setitimer(signal.ITIMER_REAL, 0)
         try:
             result["return_value"] = to_json_value(value, "the return value")
+            if before_args is not None and _canonical(given_args) != before_args:
+                # A tool callback changed the call's arguments in place: ADK's tool gets them.
+                result["args"] = to_json_value(given_args, "the tool arguments")
             result["ok"] = True
         except NotSerializable as exc:
             result["error"] = {

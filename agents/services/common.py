@@ -9,13 +9,14 @@ cached spec).
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import F, Model
+from django.db.models import F, ForeignKey, Model, UniqueConstraint
 
 from agents.core import rules
 from agents.core.diagnostics import Diagnostic, Message, Severity
@@ -52,7 +53,14 @@ class ServiceError(Exception):
 
 
 class StaleObjectError(ServiceError):
-    """Someone else saved the object since it was read: the save is refused, nothing is lost."""
+    """Someone else saved the object since it was read: the save is refused, nothing is lost.
+
+    `current_version` is the version saved meanwhile (None when unknown), so a form can
+    offer to save over it without a reload that would drop what was typed."""
+
+    def __init__(self, diagnostics: Any, current_version: int | None = None) -> None:
+        super().__init__(diagnostics)
+        self.current_version = current_version
 
 
 def error(field: str, message: str, code: str = "SC001") -> Diagnostic:
@@ -94,7 +102,8 @@ def check_version(obj: Model, expected_version: int | None) -> None:
                     ),
                     code="SC002",
                 )
-            ]
+            ],
+            current_version=obj.version,
         )
 
 
@@ -119,16 +128,93 @@ def save(obj: Model) -> None:
         with transaction.atomic():
             obj.save()
     except IntegrityError as exc:
-        raise ServiceError(
-            [
-                error(
-                    "name",
-                    Message(
-                        "That name was just taken by another save in this app; choose another."
-                    ),
-                )
-            ]
-        ) from exc
+        raise ServiceError([integrity_problem(obj, exc)]) from exc
+
+
+_SQLITE_UNIQUE = re.compile(r"UNIQUE constraint failed: (.+)")
+_SQLITE_CHECK = re.compile(r"CHECK constraint failed: (\w+)")
+_SQLITE_INDEX = re.compile(r"index '(\w+)'")
+
+
+def _constraint_name(obj: Model, exc: IntegrityError) -> str | None:
+    """The name of the database constraint a save hit: PostgreSQL says it (diag), SQLite
+    names a check constraint or an expression index, and the columns of a unique one."""
+    cause = exc.__cause__
+    diag = getattr(cause, "diag", None)
+    if diag is not None and getattr(diag, "constraint_name", None):
+        return str(diag.constraint_name)
+    text = str(exc)
+    match = _SQLITE_CHECK.search(text) or _SQLITE_INDEX.search(text)
+    if match:
+        return match.group(1)
+    match = _SQLITE_UNIQUE.search(text)
+    if match:
+        table = obj._meta.db_table
+        columns = {part.strip().removeprefix(f"{table}.") for part in match.group(1).split(",")}
+        for constraint in obj._meta.constraints:
+            fields = getattr(constraint, "fields", ())
+            if fields and {obj._meta.get_field(f).column for f in fields} == columns:
+                return constraint.name
+    return None
+
+
+def _fields_of(constraint: Any) -> list[str]:
+    fields = list(getattr(constraint, "fields", ()) or ())
+    for expression in getattr(constraint, "expressions", ()) or ():
+        fields.extend(getattr(source, "name", "") for source in expression.get_source_expressions())
+        fields.append(getattr(expression, "name", ""))
+    condition = getattr(constraint, "condition", None)
+    if condition is not None and not fields:
+        for child in condition.children:
+            if isinstance(child, tuple):
+                fields.append(child[0].split("__")[0])
+    return [f for f in fields if f]
+
+
+def integrity_problem(obj: Model, exc: IntegrityError) -> Diagnostic:
+    """A refused save that the database caught (a concurrent save, or a rule the form did
+    not check): the diagnostic names the constraint and the field it concerns."""
+    name = _constraint_name(obj, exc)
+    constraint = next((c for c in obj._meta.constraints if c.name == name), None)
+    label = obj._meta.verbose_name
+    if constraint is None:
+        detail = f" ({name})" if name else ""
+        message = Message(
+            "The database refused this %(label)s%(detail)s: %(exc)s. "
+            "Reload and apply your change again.",
+            label=label,
+            detail=detail,
+            exc=exc,
+        )
+        return error("__all__", message)
+    fields = _fields_of(constraint)
+    own = [f for f in fields if not isinstance(obj._meta.get_field(f), ForeignKey)]
+    field = own[-1] if own else "__all__"
+    if isinstance(constraint, UniqueConstraint):
+        scope = [obj._meta.get_field(f).verbose_name for f in fields if f not in own]
+        within = f" in this {scope[0]}" if scope else ""
+        values = ", ".join(f"{f} {getattr(obj, f, '')!r}" for f in own)
+        message = Message(
+            "Another %(label)s with %(values)s was just saved%(within)s "
+            "(database rule %(name)s); choose another %(value)s.",
+            label=label,
+            values=values,
+            within=within,
+            name=constraint.name,
+            value=own[-1] if own else "value",
+        )
+        return error(field, message, "SC004" if field == "name" else "SC001")
+    value = getattr(obj, field, "") if field != "__all__" else ""
+    message = Message(
+        "The database refused %(field)s %(value)s of this %(label)s "
+        "(database rule %(name)s); change the value to one the form "
+        "accepts.",
+        field=field,
+        value=repr(value),
+        label=label,
+        name=constraint.name,
+    )
+    return error(field, message)
 
 
 def unique(model: type[Model], obj: Any, *, what: str) -> list[Diagnostic]:

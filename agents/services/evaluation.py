@@ -23,7 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents import selectors
-from agents.core.evaluate import ScenarioEvaluation, evaluate
+from agents.core.evaluate import ScenarioEvaluation, allows_extra_calls, evaluate
 from agents.core.simulate import SimulationResult
 from agents.core.spec import ScenarioSpec
 from agents.models import Agent, AgentApp, Scenario, ScenarioResult
@@ -84,7 +84,9 @@ def scenario_run(
         use_mocks=use_mocks,
         session=session,
     )
-    evaluation = evaluate(spec, result, selectors.app_spec(app))
+    # The app-level carry (app.json) says whether goldens list only some calls.
+    allow = allows_extra_calls(selectors.app_cx_settings(app), spec)
+    evaluation = evaluate(spec, result, selectors.app_spec(app), extra_calls_allowed=allow)
     cache.set(key, (spec, result, evaluation), timeout=MEMO_SECONDS)
     return ScenarioRun(scenario, agent, spec, result, evaluation)
 

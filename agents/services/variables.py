@@ -11,7 +11,16 @@ from agents.core import rules
 from agents.core import types as core_types
 from agents.core.diagnostics import Diagnostic, Message
 from agents.core.rename import RenameKind, rename_state_in_code, rename_state_key
-from agents.models import AgentApp, Callback, Schema, Tool, Variable, VariableType
+from agents.models import (
+    AgentApp,
+    Callback,
+    Scenario,
+    ScenarioStep,
+    Schema,
+    Tool,
+    Variable,
+    VariableType,
+)
 from agents.services.common import (
     UNSET,
     Actor,
@@ -217,12 +226,77 @@ def variable_rename(
         headers = rename_state_key(tool.mcp_headers, old, new_name)
         openapi = rename_state_key(tool.openapi_spec, old, new_name)
         mock_state = {(new_name if k == old else k): v for k, v in (tool.mock_state or {}).items()}
-        if (headers, openapi, mock_state) != (tool.mcp_headers, tool.openapi_spec, tool.mock_state):
+        fields = {"mcp_headers": headers, "openapi_spec": openapi, "mock_state": mock_state}
+        before = {f: getattr(tool, f) for f in fields if getattr(tool, f) != fields[f]}
+        if before:
             tool.mcp_headers, tool.openapi_spec, tool.mock_state = headers, openapi, mock_state
             save(tool)
+            changed(
+                app=variable.app_id,
+                actor=actor,
+                action="tool.update",
+                name=tool.name,
+                before=before,
+                after={f: fields[f] for f in before},
+            )
+    _rename_in_scenarios(variable.app_id, old, new_name, actor)
     if update_code:
         _rename_in_code(variable.app_id, old, new_name, actor)
     return variable
+
+
+def _renamed_key(values: Any, old: str, new: str) -> Any:
+    """`values` (a JSON object) with the key `old` called `new`, in its place; unchanged when
+    it has no `old` or already has a `new` (nothing is overwritten)."""
+    if not isinstance(values, dict) or old not in values or new in values:
+        return values
+    return {(new if key == old else key): value for key, value in values.items()}
+
+
+def _rename_in_scenarios(app_id: int, old: str, new: str, actor: Actor) -> None:
+    """Scenarios name variables too: their session values, each `variables:` line and each
+    `expect state` move to the new name (one audit record per scenario changed)."""
+    scenarios = Scenario.objects.select_for_update().filter(agent__app_id=app_id)
+    steps_of: dict[int, list[ScenarioStep]] = {}
+    for step in ScenarioStep.objects.select_for_update().filter(scenario__agent__app_id=app_id):
+        steps_of.setdefault(step.scenario_id, []).append(step)
+    for scenario in scenarios:
+        before: dict[str, Any] = {}
+        after: dict[str, Any] = {}
+        values = _renamed_key(scenario.session_values, old, new)
+        if values is not scenario.session_values:
+            before["session_values"], after["session_values"] = scenario.session_values, values
+            scenario.session_values = values
+            save(scenario)
+        for step in steps_of.get(scenario.pk, []):
+            label = f"step {step.order + 1}"
+            variables = _renamed_key(step.variables, old, new)
+            expectation = step.expectation
+            if isinstance(expectation, dict) and expectation.get("kind") == "state":
+                value = _renamed_key(expectation.get("value"), old, new)
+                if value is not expectation.get("value"):
+                    expectation = {**expectation, "value": value}
+            if variables is step.variables and expectation is step.expectation:
+                continue
+            if variables is not step.variables:
+                before[f"{label} variables"], after[f"{label} variables"] = (
+                    step.variables,
+                    variables,
+                )
+            if expectation is not step.expectation:
+                before[f"{label} expect state"] = step.expectation.get("value")
+                after[f"{label} expect state"] = expectation.get("value")
+            step.variables, step.expectation = variables, expectation
+            save(step)
+        if after:
+            changed(
+                app=app_id,
+                actor=actor,
+                action="scenario.update",
+                name=scenario.name,
+                before=before,
+                after=after,
+            )
 
 
 def _rename_in_code(app_id: int, old: str, new: str, actor: Actor) -> None:

@@ -394,7 +394,7 @@ def label_problems(name: str) -> list[Diagnostic]:
                 ),
             )
         ]
-    if not _LABEL_RE.match(name):
+    if not _LABEL_RE.fullmatch(name):
         return [
             _error(
                 "name",

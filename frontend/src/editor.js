@@ -212,6 +212,8 @@ class InstructionsEditor {
     this.saveTimer = null;
     this.saving = null;
     this.conflict = null;
+    this.sinceSaved = ChangeSet.empty(textarea.value.length); // edits since savedText
+    this.sinceSent = null; // edits since the text of the save in flight
     const host = document.createElement("div");
     host.className = "cm-host";
     textarea.hidden = true;
@@ -267,12 +269,19 @@ class InstructionsEditor {
   onUpdate(update) {
     if (!update.docChanged) return;
     if (this.pending) this.pending = this.pending.compose(update.changes);
+    if (this.sinceSaved) this.sinceSaved = this.sinceSaved.compose(update.changes);
+    if (this.sinceSent) this.sinceSent = this.sinceSent.compose(update.changes);
     this.changeCount += 1;
     if (this.readOnly) return;
-    if (!this.conflict) this.setStatus("dirty");
-    this.textarea.dataset.stale = "1";
+    if (!this.conflict && this.status !== "dirty") this.setStatus("dirty");
+    this.stale = true;
     document.body.dispatchEvent(new CustomEvent("editor-changed"));
-    htmx.trigger(this.form, "editor-changed");
+    // The preview follows a pause in typing: 150 ms, or 450 ms for a text over 200 KB,
+    // whose preview answer (the compiled text, its spans) takes the page ~40 ms to take
+    // in: it must not land between the keys of a designer typing.
+    clearTimeout(this.previewTimer);
+    const pause = this.view.state.doc.length > 200000 ? 450 : 150;
+    this.previewTimer = setTimeout(() => htmx.trigger(this.form, "editor-changed"), pause);
     clearTimeout(this.saveTimer);
     this.saveTimer = setTimeout(() => this.save(), 1500);
   }
@@ -286,22 +295,76 @@ class InstructionsEditor {
     status.dataset.state = kind;
   }
 
-  /** The editor's text goes into every request that carries the instructions. */
-  syncTextarea() {
-    if (this.textarea.dataset.stale) {
+  /** The hidden form field follows the editor when the page is idle. Setting a 1 MB
+   * textarea's value costs ~20 ms, so it is never done on the way of a keystroke: requests
+   * take the text from the editor (bind); the field follows after a save or a merge. */
+  scheduleSync() {
+    if (this.syncPending) return;
+    this.syncPending = true;
+    const idle = window.requestIdleCallback || ((fn) => setTimeout(fn, 200));
+    idle(() => {
+      this.syncPending = false;
+      if (!this.stale) return;
+      this.stale = false;
       this.textarea.value = this.text();
-      delete this.textarea.dataset.stale;
-    }
+    }, { timeout: 3000 });
+  }
+
+  /** The edits since the saved text as one replacement {from, to, insert} of the saved
+   * text (UTF-16 offsets), from the changes themselves (no scan of the text); null when
+   * the text is small, the edit big, or its relation to the saved text unknown. */
+  editSinceSaved() {
+    const changes = this.sinceSaved;
+    const doc = this.view.state.doc;
+    if (!changes || doc.length < 20000) return null;
+    let fromA = Infinity, toA = -1, fromB = Infinity, toB = -1;
+    changes.iterChangedRanges((fa, ta, fb, tb) => {
+      fromA = Math.min(fromA, fa);
+      toA = Math.max(toA, ta);
+      fromB = Math.min(fromB, fb);
+      toB = Math.max(toB, tb);
+    });
+    if (toA < 0) return { from: 0, to: 0, insert: "" };
+    if (toB - fromB > doc.length / 4) return null;
+    return { from: fromA, to: toA, insert: doc.sliceString(fromB, toB) };
+  }
+
+  /** Does this htmx request carry the instructions (the preview form, or a region that
+   * includes it: the conversation)? */
+  carriesInstructions(elt) {
+    if (elt === this.form) return true;
+    const include = elt && elt.getAttribute ? elt.getAttribute("hx-include") || "" : "";
+    return include.includes("#instructions-form");
   }
 
   bind() {
+    // The field has no name while the editor runs: htmx would copy its (1 MB) value into
+    // every preview; the editor's text is put in instead, straight from the document.
+    this.textarea.removeAttribute("name");
     document.body.addEventListener("htmx:configRequest", (e) => {
-      if (!("instructions" in e.detail.parameters) && !(e.detail.parameters instanceof FormData && e.detail.parameters.has("instructions"))) return;
-      this.syncTextarea();
-      const text = this.textarea.value;
-      if (e.detail.parameters instanceof FormData) e.detail.parameters.set("instructions", text);
-      else e.detail.parameters.instructions = text;
+      if (!this.carriesInstructions(e.detail.elt)) return;
+      const params = e.detail.parameters;
+      const put = (key, value) => (params instanceof FormData ? params.set(key, value) : (params[key] = value));
+      // A big text goes as its one edit since the last save (a key of a 1 MB text posts a
+      // few bytes, and nothing reads the whole text); the whole text when the server asks
+      // for it again (409, resend).
+      const edit = this.resendWhole ? null : this.editSinceSaved();
+      this.resendWhole = false;
+      if (edit) {
+        put("instructions_from", String(edit.from));
+        put("instructions_to", String(edit.to));
+        put("instructions_insert", edit.insert);
+        put("base_hash", this.base.value);
+      } else {
+        put("instructions", this.text());
+      }
       if (e.detail.elt === this.form) this.pending = ChangeSet.empty(this.view.state.doc.length);
+    });
+    document.body.addEventListener("htmx:responseError", (e) => {
+      const xhr = e.detail.xhr;
+      if (!xhr || xhr.status !== 409 || xhr.getResponseHeader("X-Statecraft-Resend") !== "instructions") return;
+      this.resendWhole = true;
+      htmx.trigger(e.detail.elt, e.detail.elt === this.form ? "input-synced" : "app-changed");
     });
     document.body.addEventListener("htmx:afterSettle", (e) => {
       if (e.detail.target && e.detail.target.id === "preview-panel") this.applyPreviewData();
@@ -386,6 +449,8 @@ class InstructionsEditor {
       return;
     }
     const count = this.changeCount;
+    // A text the server refused is not sent again until it changes.
+    if (this.refusedCount === count && !options.force) return;
     const text = this.text();
     // URL-encoded: a multipart body would turn every line break into CRLF.
     const body = new URLSearchParams();
@@ -397,6 +462,7 @@ class InstructionsEditor {
       return;
     }
     this.setStatus("saving");
+    this.sinceSent = ChangeSet.empty(text.length);
     this.saving = fetch(this.saveUrl, { method: "POST", body, headers: { Accept: "application/json" } });
     let response;
     let data = {};
@@ -407,12 +473,16 @@ class InstructionsEditor {
       response = null;
     }
     this.saving = null;
+    const sinceSent = this.sinceSent;
+    this.sinceSent = null;
     if (response && response.ok) {
       this.base.value = data.hash;
       this.savedText = text;
+      this.sinceSaved = sinceSent;
       this.savedCount = count;
       this.dropDraft();
       this.setStatus(this.isDirty() ? "dirty" : "saved");
+      this.scheduleSync();
       document.body.dispatchEvent(new CustomEvent("app-changed", { detail: { instructions: data.instructions || {} } }));
       if (this.isDirty() || this.saveAgain) {
         this.saveAgain = false;
@@ -421,6 +491,13 @@ class InstructionsEditor {
     } else if (response && response.status === 409) {
       this.saveAgain = false;
       this.onConflict(data, text);
+    } else if (response && response.status >= 400 && response.status < 500 && response.status !== 429) {
+      // A refusal of this text (a NUL character, a text over the limit): say why and keep
+      // the typing; the same text is not sent again (the next edit saves again).
+      this.saveAgain = false;
+      this.refusedCount = count;
+      const why = data.error || tr(gettext("the server answered %(status)s"), { status: response.status });
+      this.setStatus("refused", tr(gettext("Not saved: %(why)s Your text is still here; fix it and it saves again."), { why }));
     } else {
       this.saveAgain = false;
       const why = response ? data.error || tr(gettext("the server answered %(status)s"), { status: response.status }) : gettext("the server could not be reached");
@@ -478,6 +555,7 @@ class InstructionsEditor {
 
   adoptTheirs(theirs, hash) {
     this.savedText = theirs;
+    this.sinceSaved = null; // the text on screen is not an edit of theirs we know: send it whole
     this.base.value = hash;
     this.conflict = null;
   }
@@ -492,6 +570,7 @@ class InstructionsEditor {
     panel.querySelector(".conflict-note").textContent = message;
     panel.querySelector("[data-dismiss]").addEventListener("click", () => this.closePanel());
     this.view.dom.parentElement.insertAdjacentElement("afterend", panel);
+    panel.parentElement.classList.add("with-conflict");
     return panel;
   }
 
@@ -501,7 +580,10 @@ class InstructionsEditor {
       this.theirsView = null;
     }
     const old = document.getElementById("editor-conflict");
-    if (old) old.remove();
+    if (old) {
+      old.parentElement.classList.remove("with-conflict");
+      old.remove();
+    }
   }
 
   /** Put `text` in the editor as an edit (undoable), touching only what differs. */
@@ -533,6 +615,7 @@ class InstructionsEditor {
       clearTimeout(this.saveTimer);
       this.setStatus("saved", gettext("Updated by a rename (Ctrl+Z undoes it here)"));
     }
+    this.scheduleSync();
     htmx.trigger(this.form, "input-synced");
   }
 
@@ -607,7 +690,8 @@ class CompiledView {
           EditorView.lineWrapping,
           spanField,
           baseTheme,
-          EditorView.contentAttributes.of({ "aria-label": gettext("Compiled prompt"), role: "document" }),
+          // A read-only text box (a document role allows no aria-multiline, which CodeMirror sets).
+          EditorView.contentAttributes.of({ "aria-label": gettext("Compiled prompt"), role: "textbox", "aria-readonly": "true" }),
         ],
       }),
     });
@@ -658,6 +742,8 @@ class CompiledView {
 
 // ------------------------------------------------------------------ Python and JSON fields
 
+let hintCount = 0;
+
 function codeField(textarea) {
   if (textarea.dataset.cmBound) return;
   textarea.dataset.cmBound = "1";
@@ -676,11 +762,19 @@ function codeField(textarea) {
   textarea.hidden = true;
   if (id) textarea.removeAttribute("id");
   (textarea.form || host.parentElement).appendChild(textarea);
-  const attributes = { "aria-label": labelText, "aria-multiline": "true", role: "textbox", "data-field": textarea.name };
+  // tabindex: a long code line scrolls the field sideways, and a scrolling region needs a
+  // focusable element that axe-core recognises (a contenteditable alone is not one).
+  const attributes = { "aria-label": labelText, "aria-multiline": "true", role: "textbox", "data-field": textarea.name, tabindex: "0" };
   if (id) attributes.id = id;
   for (const name of ["aria-invalid", "aria-describedby"]) {
     if (textarea.getAttribute(name)) attributes[name] = textarea.getAttribute(name);
   }
+  // Tab indents in code: say how to leave the field (CodeMirror's Escape, then Tab).
+  const hint = document.createElement("span");
+  hint.className = "cm-hint muted small";
+  hint.id = `cm-hint-${++hintCount}`;
+  hint.textContent = language === "python" ? gettext("Tab indents here; to leave the code, press Esc then Tab.") : gettext("Tab leaves the field.");
+  attributes["aria-describedby"] = [attributes["aria-describedby"], hint.id].filter(Boolean).join(" ");
   const extensions = [
     history(),
     drawSelection(),
@@ -704,6 +798,7 @@ function codeField(textarea) {
   }
   const view = new EditorView({ parent: host, state: EditorState.create({ doc: textarea.value, extensions }) });
   textarea.cmView = view;
+  host.insertAdjacentElement("afterend", hint);
   if (textarea.hasAttribute("data-autofocus")) view.focus();
   // Someone else changed the field (the schema builder writes the JSON): follow it.
   textarea.addEventListener("field-set", () => {

@@ -83,6 +83,26 @@
     const atLine = e.detail.elt && e.detail.elt.querySelector && e.detail.elt.querySelector("[data-line]");
     if (focus && !atLine) { focus.focus(); if (focus.select) focus.select(); }
     initForms(document);
+    wideCode();
+  });
+
+  // Code gets a wide editor: a form with Python code open in the left pane widens it.
+  function wideCode() {
+    const designer = document.querySelector("main.designer, .designer");
+    if (designer) designer.classList.toggle("wide-code", Boolean(document.querySelector(".pane-side li.editing .cm-field-python, .pane-side li.editing textarea[data-code=python]")));
+  }
+  document.body.addEventListener("htmx:afterSettle", wideCode);
+
+  // A Run all link to a failing step (#expect-step-N): the conversation loads after the
+  // page, so the browser found no such anchor; bring the step into view once it is there.
+  let stepShown = false;
+  document.body.addEventListener("htmx:afterSettle", () => {
+    if (stepShown || !/^#expect-step-\d+$/.test(location.hash)) return;
+    const step = document.getElementById(location.hash.slice(1));
+    if (!step) return;
+    stepShown = true;
+    step.scrollIntoView({ block: "center" });
+    step.classList.add("linked-step");
   });
 
   // ------------------------------------------------------------ the left pane follows every save
@@ -167,10 +187,38 @@
 
   document.addEventListener("keydown", (e) => {
     if (e.key !== "Escape") return;
+    // Escape in a code editor is the editor's (Escape then Tab leaves it): never a Cancel.
+    if (e.target.closest && e.target.closest(".cm-editor")) return;
     const form = e.target.closest && e.target.closest("[data-inline-form]");
     if (!form) return;
     const cancel = form.querySelector("[data-cancel]");
     if (cancel) { e.preventDefault(); cancel.click(); }
+  });
+
+  // Save or Cancel of an inline form replaces it: focus goes back to what opened it (the
+  // row's ✎, or the list's +), never to the page's start.
+  let focusAfter = null;
+  document.body.addEventListener("htmx:beforeRequest", (e) => {
+    const elt = e.detail.elt;
+    const form = elt && elt.closest && elt.closest("[data-inline-form]");
+    if (!form) return;
+    const row = form.closest("li.item");
+    const section = form.closest("section, details");
+    focusAfter = { elt, id: row && row.id, section: section && section.id };
+  });
+  document.body.addEventListener("htmx:afterSettle", (e) => {
+    // Only the settling of the form's own request (other regions settle meanwhile).
+    if (!focusAfter || !e.detail.requestConfig || e.detail.requestConfig.elt !== focusAfter.elt) return;
+    const wanted = focusAfter;
+    focusAfter = null;
+    const active = document.activeElement;
+    // Something has the focus already (the form came back with an error and its field).
+    if (active && active !== document.body && active.isConnected) return;
+    const row = wanted.id && !/-new$/.test(wanted.id) ? document.getElementById(wanted.id) : null;
+    const section = wanted.section ? document.getElementById(wanted.section) : null;
+    const target = (row && row.querySelector(".item-actions a, .item-actions button"))
+      || (section && section.querySelector(".side-head a.btn-icon, :scope > a.btn, #conversation-controls a.btn"));
+    if (target) target.focus();
   });
 
   document.addEventListener("click", (e) => {

@@ -46,10 +46,11 @@ from agents.core.spec import (
 )
 from agents.sandbox import open_session
 from agents.sandbox.code_runner import sandbox_runner
+from tests import optional
 
 pytestmark = [pytest.mark.adk, pytest.mark.xdist_group("adk")]
 
-adk = pytest.importorskip("google.adk", reason="google-adk is in the dev extra")
+adk = optional.need("google.adk", "google-adk")
 
 T = VariableType
 
@@ -103,6 +104,7 @@ def lookup(account: str, tool_context) -> dict:
     raise ValueError("backend down")
 '''
 LOG = VariableSpec("log", T.LIST, item_type=T.TEXT, default=[])
+HEARD = VariableSpec("heard", T.TEXT, default="")
 TIER = VariableSpec("tier", T.TEXT, default="silver")
 NOTE = VariableSpec("note", T.TEXT, default="")
 
@@ -168,7 +170,9 @@ SCENARIOS = [
         "a callback's function call runs the tool, then the model is called again",
         (TIER, NOTE),
         "Tier: {{tier}}.",
-        [("make me gold", [("text", "scripted, replaced"), ("text", "You are gold now.")])],
+        # The callback answers in the model's place: the scripted answer is the model's
+        # answer to the next call, after the function response.
+        [("make me gold", [("text", "You are gold now.")])],
         tools={"set_tier": SET_TIER},
         callbacks={
             CallbackKind.BEFORE_MODEL: [
@@ -259,6 +263,70 @@ SCENARIOS = [
             ]
         },
     ),
+    Scenario(
+        "callbacks get the runtime's contents: the user's message is the last one (issue 18.1)",
+        (NOTE, HEARD, LOG),
+        "Be brief.",
+        [("table for two", [("text", "Sure.")]), ("at eight", [("text", "Noted.")])],
+        callbacks={
+            CallbackKind.BEFORE_AGENT: [
+                # A write before the model call: a <state_update> in what the model reads.
+                "def before_agent_callback(callback_context):\n"
+                "    callback_context.state['note'] = 'turn ' + str(len(callback_context.state.get('log', [])))\n"
+                "    return None\n"
+            ],
+            CallbackKind.BEFORE_MODEL: [
+                "def before_model_callback(callback_context, llm_request):\n"
+                "    last = llm_request.contents[-1]\n"
+                "    text = last.parts[0].text if last.role == 'user' else '(not the user)'\n"
+                "    callback_context.state['heard'] = text\n"
+                "    callback_context.state['log'] = callback_context.state.get('log', []) + [text]\n"
+                "    return None\n"
+            ],
+        },
+    ),
+    Scenario(
+        "the model is called until an answer has no function call (issue 18.2)",
+        (TIER, LOG),
+        "Tier: {{tier}}.",
+        [
+            # A callback answers the turn's only scripted call with a function call: the tool
+            # runs, then the model is called again and gives the scripted reply.
+            ("upgrade me", [("text", "You are gold.")]),
+            # The script ends on a function call: ADK calls the model once more.
+            ("ping", [("call", "ping", {})]),
+        ],
+        tools={"set_tier": SET_TIER, "ping": PING},
+        callbacks={
+            CallbackKind.BEFORE_MODEL: [
+                "def before_model_callback(callback_context, llm_request):\n"
+                "    callback_context.state['log'] = callback_context.state.get('log', []) + ['model']\n"
+                "    if callback_context.state.get('tier') != 'gold':\n"
+                "        return LlmResponse.from_parts(parts=[\n"
+                "            Part.from_function_call(name='set_tier', args={'tier': 'gold'})])\n"
+                "    return None\n"
+            ]
+        },
+    ),
+    Scenario(
+        "a before_tool callback that changes the arguments in place reaches the tool (18.4)",
+        (TIER, NOTE),
+        "Tier: {{tier}}.",
+        [("gold please", [("call", "set_tier", {"tier": "gold"}), ("text", "ok")])],
+        tools={"set_tier": SET_TIER},
+        callbacks={
+            CallbackKind.BEFORE_TOOL: [
+                "def before_tool_callback(tool, args, tool_context):\n"
+                "    args['tier'] = args['tier'].upper()\n"
+                "    return None\n"
+            ],
+            CallbackKind.AFTER_TOOL: [
+                "def after_tool_callback(tool, args, tool_context, tool_response):\n"
+                "    tool_context.state['note'] = 'after_tool saw ' + args['tier']\n"
+                "    return None\n"
+            ],
+        },
+    ),
 ]
 
 
@@ -330,18 +398,23 @@ def adk_run(scenario: Scenario) -> AdkOutcome:
         def from_parts(parts: list[types.Part]) -> LlmResponse:
             return LlmResponse(content=types.Content(role="model", parts=list(parts)))
 
-    # The k-th model call of turn t gets the k-th answer of that turn (a turn that ends
-    # early, on a tool that raises, leaves the rest unused, as Statecraft skips its steps).
+    # The k-th time the model itself is asked in turn t it gives the k-th answer of that
+    # turn (a callback answering in its place uses none); past the script it replies with
+    # empty text (a turn that ends early, on a tool that raises, leaves the rest unused, as
+    # Statecraft skips its steps).
     turn: list[int] = [0]
-    calls: list[tuple[int, int]] = []  # (turn, k) of each model call, counted first
+    asked: list[int] = []  # the turn of each call that reached the model
     instructions: list[str] = []
 
     class ScriptedLlm(BaseLlm):
-        """The scenario's answer for this model call (a callback may have answered instead)."""
+        """The scenario's next answer (a callback may have answered instead)."""
 
         async def generate_content_async(self, llm_request, stream=False):  # type: ignore[override]
-            number, k = calls[-1]
-            answer = scenario.turns[number][1][k]
+            number = turn[0]
+            k = asked.count(number)
+            asked.append(number)
+            answers = scenario.turns[number][1]
+            answer = answers[k] if k < len(answers) else ("text", "")
             if answer[0] == "call":
                 part = types.Part.from_function_call(name=answer[1], args=dict(answer[2]))
             else:
@@ -349,7 +422,6 @@ def adk_run(scenario: Scenario) -> AdkOutcome:
             yield LlmResponse(content=types.Content(role="model", parts=[part]))
 
     def count_call(callback_context, llm_request):
-        calls.append((turn[0], sum(1 for t, _ in calls if t == turn[0])))
         instructions.append(str(llm_request.config.system_instruction or ""))
         return None
 
@@ -437,8 +509,9 @@ def collapsed(writes: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
 def test_statecraft_and_adk_agree(scenario: Scenario) -> None:
     ours = statecraft_run(scenario)
     theirs = adk_run(scenario)
-    # Only the notes of a turn that ends early (a raise, a before_agent answer) may appear.
-    assert [d.code for d in ours.diagnostics if d.code not in ("SC410", "SC415", "SC416")] == []
+    # Only the notes of a turn that ends early (a raise, a callback's answer) may appear.
+    allowed = ("SC410", "SC415", "SC416", "SC420")
+    assert [d.code for d in ours.diagnostics if d.code not in allowed] == []
 
     our_writes = [
         (e.variable, e.value)
@@ -454,7 +527,7 @@ def test_statecraft_and_adk_agree(scenario: Scenario) -> None:
     assert len(ours.model_calls) == len(theirs.instructions)
     for call, adk_instructions in zip(ours.model_calls, theirs.instructions, strict=True):
         assert adk_instructions.startswith(call.instructions), (call.index, adk_instructions)
-    assert [e.text for e in ours.events if e.kind == "agent"] == theirs.agent_texts
+    assert [e.text for e in ours.events if e.kind == "agent" and e.text] == theirs.agent_texts
     responses = [
         e.value if isinstance(e.value, dict) else {"result": e.value}
         for e in ours.events

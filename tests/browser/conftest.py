@@ -151,3 +151,25 @@ def open_designer(signed_in_page: Page, live_server):
         return signed_in_page
 
     return open_
+
+
+# ------------ accessibility: axe-core, served from frontend/node_modules (npm ci), never a CDN
+
+AXE = Path(__file__).resolve().parents[2] / "frontend" / "node_modules" / "axe-core" / "axe.min.js"
+
+
+def axe_violations(page: Page) -> list[dict]:
+    """axe-core's violations on the page as it is now (every rule of its default run).
+
+    The script is evaluated by the test (through the DevTools protocol, which the page's
+    CSP does not apply to); the app's pages never load it."""
+    assert AXE.exists(), (
+        f"{AXE} is missing: run `npm ci` in frontend/ (axe-core is a devDependency)"
+    )
+    if not page.evaluate("() => Boolean(window.axe)"):
+        page.evaluate(AXE.read_text(encoding="utf-8"))
+    return page.evaluate(
+        """async () => (await window.axe.run(document, {resultTypes: ["violations"]})).violations
+            .map((v) => ({id: v.id, impact: v.impact, help: v.help,
+                          nodes: v.nodes.slice(0, 5).map((n) => n.target.join(" "))}))"""
+    )

@@ -51,3 +51,26 @@ def test_editing_instructions_resimulates_and_a_failing_tool_is_a_step_error(
     error = page.locator("#conversation-panel .event-error").first
     expect(error).to_contain_text("ZeroDivisionError")
     expect(page.locator("#conversation-panel .turn")).to_have_count(2)
+
+
+def test_a_key_code_keeps_outside_the_variables_is_a_grey_note_not_a_red_error(
+    open_designer, bank_app, tmp_path
+):
+    """Issue 18.6: CX code keeps private keys in the session state (`_pending_transfer`);
+    the timeline says so in a note row, never an error row."""
+    from agents import services
+
+    services.tool_update(
+        tool=bank_app.tools.get(),
+        python_code=(
+            "def LookupBalance(account_id=''):\n"
+            "    context.state['_last_lookup'] = account_id\n"
+            "    context.state['current_account_balance'] = 1250\n"
+            "    return {'balance': 1250}\n"
+        ),
+    )
+    page: Page = open_designer(bank_app)
+    note = page.locator("#conversation-panel .event-note").first
+    expect(note).to_contain_text("keeps _last_lookup in the session state")
+    expect(page.locator("#conversation-panel .event-error")).to_have_count(0)
+    page.screenshot(path=str(tmp_path / "note.png"), full_page=True)

@@ -6,7 +6,6 @@ import json
 from dataclasses import replace
 
 import pytest
-from google.cloud.ces_v1beta import types
 
 from agents.core.cx.app import read_cx_files, to_cx_files
 from agents.core.cx.evaluations import (
@@ -16,6 +15,7 @@ from agents.core.cx.evaluations import (
 )
 from agents.core.script import format_script, parse_script
 from agents.core.spec import AgentSpec, AppSpec, ScenarioSpec, StepKind, ToolKind, ToolSpec
+from tests import optional
 from tests.cx_corpus import cx_corpus  # noqa: F401 - the fixture
 from tests.cx_tree import folder_files
 
@@ -52,8 +52,8 @@ def _app() -> AppSpec:
     )
 
 
-def _strict(data: dict) -> types.Evaluation:
-    return types.Evaluation.from_json(json.dumps(data), ignore_unknown_fields=False)
+def _strict(data: dict):
+    return optional.ces_v1beta().Evaluation.from_json(json.dumps(data), ignore_unknown_fields=False)
 
 
 def test_a_scenario_exports_as_an_evaluation_the_official_type_parses_strictly():

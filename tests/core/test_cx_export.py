@@ -20,6 +20,7 @@ from agents.core.spec import (
     VariableSpec,
     VariableType,
 )
+from tests import optional
 
 DOCUMENTED = '''def lookup(account_id: str) -> dict:
     """Looks up an account.
@@ -121,7 +122,7 @@ def test_a_mock_is_the_fake_code_block_where_cx_keeps_it_and_runs():
 
 
 def test_fake_mode_stays_on_for_a_tool_imported_with_it_on():
-    ces = pytest.importorskip("google.cloud.ces_v1.types")
+    ces = optional.ces_v1()
     imported = {"toolFakeConfig": {"codeBlock": {"pythonCode": "x.py"}, "enableFakeMode": True}}
     files, found = to_cx_files(_app(_mocked(**imported)))
     text = files["tools/lookup/lookup.json"].decode()

@@ -7,8 +7,9 @@ import re
 import pytest
 
 from agents.core.cx.fields import FIELDS
+from tests import optional
 
-types = pytest.importorskip("google.cloud.ces_v1beta.types")
+types = optional.ces_v1beta()
 
 
 def _camel(name: str) -> str:

@@ -506,7 +506,8 @@ def test_schema_problems_come_from_check_schema() -> None:
 def test_tool_writes_undeclared_variable() -> None:
     app = bank_app(tools=(python_tool("LookupBalance", 'context.state["balanse"] = 3'),))
     diagnostic = one(lint_app(app), "SC340")
-    assert diagnostic.severity is Severity.ERROR
+    # The runtime keeps a key code writes (a note, as the timeline's SC408): issue 18.6.
+    assert diagnostic.severity is Severity.INFO
     assert (diagnostic.field, diagnostic.subject) == (
         "tools.LookupBalance.python_code",
         "LookupBalance",
@@ -686,3 +687,35 @@ def test_lint_agent_never_raises(text: str) -> None:
         assert isinstance(diagnostic, Diagnostic)
         if diagnostic.start is not None:
             assert 0 <= diagnostic.start <= len(text)
+
+
+def test_a_pattern_property_is_matched_with_the_time_limited_matcher():
+    """Issue 22 item 18: lint matched patternProperties keys with `re` and no time limit
+    (`^(.*a){12}b$` on a 30-letter segment: seconds per preview keystroke). Lint now asks
+    agents/core/safe_regex.py, which answers that pattern at once, and a pattern it stopped
+    (seeded here as stopped: no wall clock) makes no claim about the reference."""
+    from agents.core import safe_regex
+
+    segment = "a" * 30
+
+    def app_with(pattern: str) -> AppSpec:
+        schema = {
+            "type": "object",
+            "patternProperties": {pattern: {"type": "string"}},
+            "additionalProperties": False,
+        }
+        return AppSpec(
+            name="redos",
+            variables=(variable("obj", VariableType.OBJECT, schema="Thing", description="x"),),
+            schemas=(SchemaSpec("Thing", schema),),
+            agents=(AgentSpec("Root", instructions=f"Say {{{{obj.{segment}}}}}.", is_root=True),),
+        )
+
+    assert "SC321" in {d.code for d in lint_app(app_with("^(.*a){12}b$"))}
+    stopped = "^b"  # no match, but the matcher (seeded) says it ran out of time
+    safe_regex._TIMED_OUT[(stopped, segment)] = "took too long"
+    try:
+        codes = {d.code for d in lint_app(app_with(stopped))}
+    finally:
+        safe_regex._TIMED_OUT.pop((stopped, segment), None)
+    assert not codes & {"SC321", "SC322"}

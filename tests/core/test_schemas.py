@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from google.cloud.ces_v1.types import App, Schema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +24,7 @@ from agents.core.schemas import CODES as CHECK_CODES
 from agents.core.schemas import check_schema
 from agents.core.spec import VariableSpec, VariableType
 from agents.core.types import CODES as TYPE_CODES
+from tests import optional
 
 CODES = {**CHECK_CODES, **CX_CODES}
 
@@ -49,7 +49,7 @@ CUSTOMER = {
 
 def parses_as_cx(out: dict) -> None:
     """Raises unless `out` is valid JSON for google.cloud.ces.v1.Schema."""
-    Schema.from_json(json.dumps(out))
+    optional.ces_v1().Schema.from_json(json.dumps(out))
 
 
 def codes(diagnostics) -> list[tuple[str, str | None]]:
@@ -415,6 +415,7 @@ def test_customer_round_trip_example():
 def test_from_cx_reads_what_protobuf_prints():
     """proto-plus prints enum numbers, proto defaults, int64 as text and floats for numbers."""
     cx, _ = to_cx_schema(CUSTOMER)
+    Schema = optional.ces_v1().Schema
     printed = json.loads(Schema.to_json(Schema.from_json(json.dumps(cx))))
     back, found = from_cx_schema(printed)
     assert found == ()
@@ -583,6 +584,7 @@ def test_round_trip_json_cx_json(schema):
 def test_round_trip_through_protobuf(schema):
     """What CX prints back (after a real protobuf parse) converts to the same schema."""
     cx, _ = to_cx_schema(schema)
+    Schema = optional.ces_v1().Schema
     printed = json.loads(Schema.to_json(Schema.from_json(json.dumps(cx))))
     back, found = from_cx_schema(printed)
     assert found == ()
@@ -670,7 +672,9 @@ def test_variable_cx_schema_object_and_list_of_objects():
     assert out["defs"] == {"Pet": {"type": "OBJECT", "properties": {"kind": {"type": "STRING"}}}}
     assert out["items"]["properties"]["pet"] == {"ref": "#/defs/Pet"}
     app = {"variableDeclarations": [{"name": "people", "description": "d", "schema": out}]}
-    assert App.from_json(json.dumps(app)).variable_declarations[0].schema.type_ == Schema.Type.ARRAY
+    ces = optional.ces_v1()
+    declaration = ces.App.from_json(json.dumps(app)).variable_declarations[0]
+    assert declaration.schema.type_ == ces.Schema.Type.ARRAY
 
 
 def test_variable_cx_schema_problems():

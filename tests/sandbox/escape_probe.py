@@ -75,6 +75,24 @@ def probe(host_pids, host_paths):
 
     attempt("ptrace_parent", ptrace_parent)
 
+    # The session child: as an ordinary user it has this process's uid (issue 22, item 17).
+    import fcntl, resource
+    attempt("signal_parent", lambda: os.kill(os.getppid(), 0))
+    def stop_parent():
+        os.kill(os.getppid(), signal.SIGSTOP)
+        os.kill(os.getppid(), signal.SIGCONT)  # (if it worked: let the session go on)
+        return "stopped"
+
+    attempt("stop_parent", stop_parent)
+    attempt("prlimit_parent", lambda: resource.prlimit(os.getppid(), resource.RLIMIT_NOFILE))
+    attempt("pidfd_parent", lambda: os.pidfd_open(os.getppid()))
+
+    def sigio_owner():
+        read_end, _ = os.pipe()
+        return fcntl.fcntl(read_end, fcntl.F_SETOWN, os.getppid())
+
+    attempt("sigio_owner_parent", sigio_owner)
+
     def mount_tmpfs():
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)

@@ -106,7 +106,9 @@ def run(*lines: tuple[str, str], values: dict | None = None):
 
 def test_a_before_model_llm_response_crosses_the_boundary_and_replaces_the_text() -> None:
     result = run(("user", "<event>session start</event>"), ("agent", "scripted hello"))
-    assert [d.code for d in result.diagnostics] == []
+    # The callback answered with text in the model's place: ADK's turn ends with it, the
+    # scripted answer is not used (a note).
+    assert [d.code for d in result.diagnostics] == ["SC420"]
     agent = [e.text for e in result.events if e.kind == "agent"]
     assert agent == ["Hi, I am your assistant."]
     assert result.model_calls[0].replaced_by == "before_model_callback"
@@ -123,7 +125,10 @@ def test_a_function_call_in_the_callback_answer_runs_the_tool_in_the_sandbox() -
         "tool_call",
         "state_update",  # the tool records the reason
         "tool_response",
+        "state_update",  # ADK calls the model again: before_model notes the instructions
+        "agent",  # and the model gives the scripted answer, which the callback did not use
     ]
+    assert [e.text for e in result.events if e.kind == "agent"][-1] == "scripted"
     assert result.final_state["reason"] == "asked"
     assert result.final_state["trigger"] == ""
 
@@ -142,6 +147,7 @@ def test_an_after_model_llm_response_replaces_the_answer_and_keeps_the_call() ->
         "agent",
         "tool_call",
         "tool_response",
+        "agent",  # ADK calls the model again after the response: past the script, ""
     ]
     assert next(e.text for e in result.events if e.kind == "agent") == "Goodbye!"
     assert result.model_calls[0].replaced_by == "after_model_callback"

@@ -64,7 +64,11 @@ def tool(code: str, **kwargs):
 def test_a_str_subclass_cannot_fool_the_attribute_guard(body):
     result = tool(f"import json\n{SNEAKY}\ndef t():\n    {body}\n")
     assert not result.ok, result
-    assert result.error.kind == "forbidden" or "AttributeError" in result.error.message, result
+    if "json" in body:  # a module attribute the sandbox does not offer: not there at all
+        assert result.error.kind == "exception", result.error
+        assert "AttributeError: module 'json' has no attribute 'decoder'" in result.error.message
+    else:  # a private or restricted name, whatever the str subclass answers
+        assert result.error.kind == "forbidden", result.error
 
 
 def test_a_str_subclass_cannot_fool_the_import_guard():
@@ -110,7 +114,7 @@ def test_methods_that_could_lie_to_the_host_cannot_be_defined(method):
 def test_format_strings_cannot_walk_to_private_attributes(expression):
     result = tool(f"import string\ndef t():\n    return {expression}\n")
     assert not result.ok, result
-    assert result.error.kind == "forbidden" or "AttributeError" in result.error.message
+    assert result.error.kind == "forbidden", result.error
 
 
 def test_generator_and_traceback_frames_are_unreachable():
@@ -232,4 +236,113 @@ def test_a_tool_calls_another_tool_of_the_app():
     result = run_code(code, entry="t", kind="tool", tools=tools)
     assert result.error is None and result.return_value == {"twice": 42}
     unknown = run_code("def t():\n    return tools.nope({})\n", entry="t", kind="tool")
-    assert unknown.error is not None and "no Python tool named 'nope'" in unknown.error.message
+    assert unknown.error is not None and "no tool named 'nope'" in unknown.error.message
+
+
+# ---------------------------------------------------------------- issue 22, item 16
+
+
+def _forbidden(result, *words):
+    assert result.error is not None and result.error.kind == "forbidden", result
+    for word in words:
+        assert word in result.error.message, result.error.message
+
+
+@pytest.mark.parametrize("kind", ["tool", "callback"])
+def test_singledispatch_is_not_handed_out(kind):
+    # register(f) evaluated f's string annotation with the real eval (no guard at all).
+    code = """
+    import functools
+    def t():
+        def f(x: "().__class__.__base__"):
+            pass
+        functools.singledispatch(lambda x: x).register(f)
+        return "ran"
+    """
+    entry = "t" if kind == "tool" else "before_agent_callback"
+    code = textwrap.dedent(code).replace("def t():", f"def {entry}(*args, **kwargs):")
+    result = run_code(code, entry=entry, kind=kind)
+    assert result.error is not None and "singledispatch" in result.error.message, result
+    assert result.return_value != "ran"
+
+
+@pytest.mark.parametrize(
+    ("body", "word"),
+    [
+        # update_wrapper with the real getattr/setattr: a function's globals (the guards).
+        ("functools.update_wrapper(H(), t, assigned=('__globals__',), updated=())", "standard"),
+        ("functools.update_wrapper(t, H(), assigned=(), updated=('__globals__',))", "__dict__"),
+        ("functools.wraps(t, assigned=('__globals__',))(H())", "standard"),
+        # ... or copying a sandbox object's private attributes onto the code's own object.
+        ("functools.update_wrapper(H(), context.state)", "wrapped"),
+        # the class made with the real three-argument type
+        ("functools.update_wrapper(type(int)('X', (), {})(), t, ('__globals__',), ())", "standard"),
+    ],
+    ids=["assigned", "updated", "wraps", "host-object", "real-type-class"],
+)
+@pytest.mark.parametrize("kind", ["tool", "callback"])
+def test_update_wrapper_reaches_no_attribute_around_the_guard(body, word, kind):
+    entry = "t" if kind == "tool" else "before_agent_callback"
+    code = (
+        f"import functools\nclass H:\n    pass\ndef helper():\n    pass\n"
+        f"def {entry}(*args, **kwargs):\n    t = helper\n    {body}\n    return 'ran'\n"
+    )
+    result = run_code(code, entry=entry, kind=kind)
+    _forbidden(result, word)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "type(int)('Liar', (), {'__hash__': lambda self: 1})",
+        "type(type(1))('Liar', (str,), {'__str__': lambda self: 'x'})",
+        "dataclasses.make_dataclass('Liar', [], namespace={'__iter__': lambda self: iter([])})",
+        "dataclasses.make_dataclass('Holder', [('__globals__', dict)])",
+        "enum.Enum('Liar', [('__hash__', 1)])",
+        "enum.Enum('Liar', {'__str__': 1})",
+    ],
+    ids=[
+        "type-of-int",
+        "type-of-type",
+        "make_dataclass-namespace",
+        "make_dataclass-field",
+        "enum-pairs",
+        "enum-mapping",
+    ],
+)
+def test_no_way_of_making_a_class_defines_a_refused_dunder(body):
+    result = tool(f"import dataclasses, enum\ndef t():\n    {body}\n    return 'ran'\n")
+    _forbidden(result, "cannot define")
+
+
+def test_type_of_a_class_still_answers_like_its_metaclass():
+    code = """
+    import dataclasses
+    class A:
+        def __eq__(self, other):
+            return True
+    def t():
+        Made = type(A)("Made", (A,), {"size": 3})
+        Data = dataclasses.make_dataclass("Data", [("n", int)])
+        return [isinstance(A, type(int)), type(A) == type(int), type(A).__name__,
+                Made().size, Data(2).n, type(A)(A()).__name__]
+    """
+    result = tool(code)
+    assert result.ok, result.error
+    assert result.return_value == [True, True, "type", 3, 2, "A"]
+
+
+def test_an_enum_class_statement_works():
+    code = """
+    import enum
+    class Color(enum.Enum):
+        RED = 1
+        GREEN = 2
+    class Level(enum.IntEnum):
+        LOW = 1
+    def t():
+        return [Color.RED.name, Color(2).name, [c.value for c in Color], Level.LOW + 1]
+    """
+    result = tool(code)
+    assert result.ok, result.error
+    assert result.return_value == ["RED", "GREEN", [1, 2], 2]

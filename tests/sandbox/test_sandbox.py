@@ -11,7 +11,6 @@ import os
 import resource
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -366,8 +365,8 @@ def test_socket_to_postgres_is_refused():
 def test_file_write_is_refused():
     code = "def t():\n    with open('x.txt', 'w') as f:\n        f.write('x')\n"
     result = tool(code)
-    assert_blocked(result, "forbidden", "exception")
-    assert "NameError" in result.error.message or result.error.kind == "forbidden"
+    assert_blocked(result, "forbidden")
+    assert "'open' is not available in the sandbox" in result.error.message
 
 
 def test_caught_forbidden_import_is_still_contained():
@@ -386,11 +385,9 @@ def test_caught_forbidden_import_is_still_contained():
 
 
 def test_infinite_loop_times_out_with_line():
-    started = time.monotonic()
     result = tool("def t():\n    x = 0\n    while True:\n        x += 1\n", limits=FAST)
     assert_blocked(result, "timeout")
     assert result.error.line in (3, 4)
-    assert time.monotonic() - started < 3
 
 
 def test_loop_that_swallows_the_timeout_is_killed_by_the_parent():
@@ -403,10 +400,9 @@ def test_loop_that_swallows_the_timeout_is_killed_by_the_parent():
             except BaseException:
                 pass
     """
-    started = time.monotonic()
     result = tool(code, limits=FAST)
     assert_blocked(result, "timeout")
-    assert time.monotonic() - started < FAST.wall_time_s + sandbox_host.CALL_KILL_GRACE_S + 2
+    assert "was killed" in result.error.message  # the parent's kill, not the code's own stop
 
 
 @pytest.mark.parametrize("expr", ["'x' * 10**10", "[0] * 10**9", "bytearray(10**9)"])
@@ -418,8 +414,8 @@ def test_memory_bombs_are_contained(expr):
 
 def test_gradual_memory_growth_is_contained():
     code = "def t():\n    xs = []\n    while True:\n        xs.append('x' * 10**6)\n"
-    result = tool(code, limits=FAST)
-    assert_blocked(result, "memory", "timeout")
+    result = tool(code)  # the default time limit: the memory limit is reached first
+    assert_blocked(result, "memory")
 
 
 def test_huge_print_is_truncated():
@@ -551,13 +547,9 @@ def test_os_level_protections(tmp_path, monkeypatch):
     assert not Path("/tmp/escape.txt").exists()
 
 
-def test_protections_reported_and_latency():
-    started = time.perf_counter()
-    for _ in range(5):
-        result = tool("def t():\n    return 1\n")
-        assert result.ok
-    per_call_ms = (time.perf_counter() - started) / 5 * 1000
-    assert per_call_ms < 1000
+def test_protections_are_reported():
+    result = tool("def t():\n    return 1\n")
+    assert result.ok
     if _full_root():
         assert {"pid_namespace", "network_namespace", "readonly_minimal_root"} <= set(
             result.protections
@@ -624,9 +616,24 @@ def test_state_object_cannot_be_patched():
         "context.get_variable = len",
     ):
         result = tool(f"def t():\n    {body}\n")
-        assert_blocked(result, "exception", "forbidden")
+        assert_blocked(result, "exception")  # the object refuses: AttributeError, TypeError
 
 
 def test_private_entry_names_are_refused():
     result = run_code("x = 1", entry="_getattr_", kind="tool")
     assert_blocked(result, "invalid_request")
+
+
+def test_what_the_child_writes_on_stderr_cannot_forge_a_log_line(caplog):
+    """Issue 22 item 17: escaped code writes on the stderr it inherits; the host quotes it."""
+    from agents.sandbox import host
+    from agents.sandbox.code_runner import to_code_result
+
+    forged = b"oops\n[2026-12-01 10:00:00 +0000] [1] [INFO] Booting worker\r\x1b[2Kroot signed in"
+    error = host._crash_error(1, forged)
+    caplog.set_level("ERROR", logger="agents.sandbox")
+    to_code_result(host.SandboxResult(ok=False, error=error))
+    (record,) = caplog.records
+    line = record.getMessage()
+    assert "\n" not in line and "\r" not in line and "\x1b" not in line
+    assert '"oops\\n[2026-12-01' in line  # shown, as one quoted string

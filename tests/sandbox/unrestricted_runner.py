@@ -16,6 +16,8 @@ sys.path.insert(0, sys.argv[0].rsplit("/", 1)[0])  # outside it (the home-made f
 # imported (a call process running as root's sandbox uid could not read it from disk).
 import ctypes  # noqa: F401
 import errno  # noqa: F401
+import fcntl  # noqa: F401
+import resource  # noqa: F401
 import socket  # noqa: F401
 import threading  # noqa: F401
 

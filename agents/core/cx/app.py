@@ -994,8 +994,9 @@ class _Import:
         text = self.text_file(path)
         if text is None:
             return None
+        form = path.removesuffix(".tftpl")  # a Terraform template: the format inside
         try:
-            if path.endswith((".yaml", ".yml")):
+            if form.endswith((".yaml", ".yml")):
                 value = camel_keys(load_yaml(text), depth=4)
             else:
                 value = json.loads(text)
@@ -1282,6 +1283,18 @@ def read_cx_files(
                 scenario = replace(scenario, name=f"{scenario.name} (2)")
             names.add((scenario.agent, scenario.name.lower()))
             scenarios.append(scenario)
+    root = next((a for a in app.agents if a.is_root), None)
+    if scenarios and root is not None and len(app.agents) > 1:
+        message = Message(
+            "the %(scenarios_count)s golden(s) start at the root agent "
+            "%(name)s, as CX starts every conversation: a sub-agent's "
+            "tools run once the root's model has transferred to it (a "
+            "golden that leaves that routing to the model needs the "
+            "routing call written into its first turn to run offline)",
+            scenarios_count=len(scenarios),
+            name=root.name,
+        )
+        state.note("SC610", INFO, state.app_path, "rootAgent", message)
     return app, tuple(scenarios), tuple(state.found)
 
 
@@ -1578,6 +1591,9 @@ def _read_agent(
             )
             continue
         wanted = entry.get("toolIds")
+        for tool_id in wanted if toolset.mcp is not None and isinstance(wanted, list) else ():
+            if isinstance(tool_id, str) and tool_id:
+                toolset.mcp_tool(tool_id)
         for tool in toolset.tools:
             if isinstance(wanted, list) and wanted and tool.cx["operation"] not in wanted:
                 continue
@@ -1685,6 +1701,38 @@ def _read_tools(
 class _Toolset:
     name: str
     tools: list[ToolSpec]
+    # An MCP toolset: its tools are not listed in the export; the agents' ``toolIds`` name
+    # them (`mcp_tool`), each called at `mcp` (serverAddress, customHeaders).
+    mcp: dict[str, Any] | None = None
+    taken: set[str] = field(default_factory=set)
+
+    def mcp_tool(self, tool_id: str) -> ToolSpec | None:
+        """The tool `tool_id` of an MCP toolset (made once, named ``<toolset>_<toolId>``
+        as CX names a toolset's tools; it sends `tool_id` to the server)."""
+        if self.mcp is None:
+            return None
+        for tool in self.tools:
+            if tool.cx.get("operation") == tool_id:
+                return tool
+        base = re.sub(r"[^A-Za-z0-9_]+", "_", f"{self.name}_{tool_id}").strip("_")
+        base = (f"op_{base}" if base[:1].isdigit() else base)[: rules.NAME_MAX_LENGTH - 4]
+        name, n = base, 2
+        while name in self.taken:
+            name, n = f"{base}_{n}", n + 1
+        self.taken.add(name)
+        address = self.mcp.get("serverAddress")
+        raw = self.mcp.get("customHeaders")
+        headers = raw if isinstance(raw, dict) else {}
+        tool = ToolSpec(
+            name=name,
+            kind=ToolKind.MCP,
+            description=f"Tool {tool_id} of the MCP toolset {self.name}.",
+            mcp_url=address if isinstance(address, str) else "",
+            mcp_headers=tuple((k, v) for k, v in headers.items() if isinstance(v, str)),
+            cx={"toolset": self.name, "operation": tool_id},
+        )
+        self.tools.append(tool)
+        return tool
 
 
 _HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -1695,19 +1743,31 @@ def _read_toolsets(state: _Import, taken: set[str]) -> dict[str, _Toolset]:
     tools the simulation can call (``cx`` names the toolset and the operation)."""
     found: dict[str, _Toolset] = {}
     for folder in state.folders("toolsets"):
-        path = state.object_file(f"toolsets/{folder}")
+        path = state.object_file(f"toolsets/{folder}") or _template_file(state, folder)
         if path is None:
             continue
         data = state.json_object(path)
         state.keep(f"toolsets/{folder}/")
         if data is None:
             continue
-        toolset = _Toolset(folder, [])
+        if path.endswith(".tftpl"):
+            _note_placeholders(state, path)
+        toolset = _Toolset(folder, [], taken=taken)
         for key in {folder, data.get("name"), data.get("displayName")}:
             if isinstance(key, str) and key:
                 found.setdefault(key, toolset)
                 found.setdefault(_last_segment(key), toolset)
         spec = data.get("openApiToolset")
+        if isinstance(data.get("mcpToolset"), dict):
+            toolset.mcp = dict(data["mcpToolset"])
+            message = Message(
+                "kept as is; its tools are the ones the agents name "
+                "(toolIds), callable in the simulation with a mock or a "
+                "golden's mockToolResponse, and shown with the JSON-RPC "
+                "request they would send"
+            )
+            state.note("SC607", INFO, path, "mcpToolset", message)
+            continue
         if not isinstance(spec, dict):
             kind = next((k for k in data if k.endswith("Toolset")), "this toolset")
             message = Message(
@@ -1736,6 +1796,34 @@ def _read_toolsets(state: _Import, taken: set[str]) -> dict[str, _Toolset]:
             ),
         )
     return found
+
+
+_PLACEHOLDER_RE = re.compile(r"\$\{\s*([^}]*?)\s*\}")
+
+
+def _template_file(state: _Import, folder: str) -> str | None:
+    """``toolsets/<t>/<t>.yaml.tftpl`` (or ``.json.tftpl``): a toolset some CX repositories
+    publish as a Terraform template, with ``${var}`` placeholders."""
+    for ext in ("yaml", "yml", "json"):
+        path = f"toolsets/{folder}/{folder}.{ext}.tftpl"
+        if path in state.files:
+            return path
+    return None
+
+
+def _note_placeholders(state: _Import, path: str) -> None:
+    text = state.files[path].decode("utf-8-sig", "replace")
+    names = list(dict.fromkeys(m.group(1) for m in _PLACEHOLDER_RE.finditer(text)))
+    shown = ", ".join(f"${{{n}}}" for n in names) or "none"
+    message = Message(
+        "a Terraform template: its placeholders (%(shown)s) are kept "
+        "verbatim — the simulation sends them as written; render the "
+        "template (Terraform's templatefile) before importing to "
+        "simulate with the values CX will use. Export writes the "
+        "template back as it came",
+        shown=shown,
+    )
+    state.note("SC611", W, path, "", message)
 
 
 def _toolset_operations(

@@ -35,8 +35,8 @@ converted (the import keeps them verbatim and lists them).
 The evaluation's ``createTime``, when it has one, is the scenario's session clock
 (``session.now``): its tools then compare dates with the day the golden was written.
 
-The scenario talks to the agent that can make the golden's first tool calls: the root if it
-has those tools, else the first agent that has them all.
+The scenario starts at the app's root agent, as CX starts every conversation (the import
+says so in one note); a sub-agent's tools are called after a transfer to it.
 """
 
 from __future__ import annotations
@@ -217,20 +217,12 @@ def export_problems(scenario: ScenarioSpec) -> list[Diagnostic]:
 # ---------------------------------------------------------------- import
 
 
-def _agent_for(app: AppSpec, tools: list[str], targets: list[str]) -> str:
+def _root_agent(app: AppSpec) -> str:
+    """Where a golden starts: CX starts every conversation at the app's root agent (its
+    ``rootAgent``), whatever the golden's calls; a call of a sub-agent's tool happens after
+    the root's model has routed there (a transfer)."""
     root = next((a for a in app.agents if a.is_root), app.agents[0] if app.agents else None)
-    if root is None:
-        return ""
-    if targets:
-        parent = next((a for a in app.agents if targets[0] in a.children), None)
-        if parent is not None and all(t in parent.tools for t in tools):
-            return parent.name
-    if all(t in root.tools for t in tools):
-        return root.name
-    for agent in app.agents:
-        if all(t in agent.tools for t in tools):
-            return agent.name
-    return root.name
+    return root.name if root is not None else ""
 
 
 def _agent_name(app: AppSpec, ref: str) -> str:
@@ -250,6 +242,23 @@ def _agent_name(app: AppSpec, ref: str) -> str:
 
 def _tool_name(ref: Any) -> str:
     return ref.rstrip("/").rsplit("/", 1)[-1] if isinstance(ref, str) else ""
+
+
+def _called_tool(app: AppSpec, data: Mapping[str, Any]) -> str:
+    """The tool a golden's ``toolCall``/``toolResponse``/``mockToolResponse`` names: ``tool``
+    (a resource path or name), ``displayName``, or ``toolsetTool`` ({toolset, toolId}: the
+    app's tool for that toolset's operation, ``<toolset>_<toolId>`` as CX names it)."""
+    named = _tool_name(data.get("tool") or data.get("displayName"))
+    ref = data.get("toolsetTool")
+    if named or not isinstance(ref, Mapping):
+        return named
+    toolset = _tool_name(ref.get("toolset"))
+    tool_id = ref.get("toolId") if isinstance(ref.get("toolId"), str) else ""
+    for tool in app.tools:
+        cx = tool.cx if isinstance(tool.cx, Mapping) else {}
+        if cx.get("operation") == tool_id and cx.get("toolset") == toolset:
+            return tool.name
+    return re.sub(r"[^A-Za-z0-9_]+", "_", f"{toolset}_{tool_id}").strip("_")
 
 
 def evaluation_to_scenario(
@@ -290,9 +299,6 @@ def evaluation_to_scenario(
         found.append(_note("SC606", W, path, "golden.turns", Message("not a list; not imported")))
         return None, tuple(found)
     steps: list[StepSpec] = []
-    tools_first: list[str] = []
-    targets: list[str] = []
-    transferred = False
     for t, turn in enumerate(turns):
         turn_steps = turn.get("steps") if isinstance(turn, Mapping) else None
         if not isinstance(turn_steps, list):
@@ -334,8 +340,6 @@ def evaluation_to_scenario(
                 continue
             if isinstance(step.get("agentTransfer"), Mapping):
                 target = _agent_name(app, str(step["agentTransfer"].get("targetAgent", "")))
-                targets.append(target)
-                transferred = True
                 rest.append(
                     StepSpec(
                         StepKind.EXPECT,
@@ -352,11 +356,6 @@ def evaluation_to_scenario(
             converted = _expectation(app, expected, path, f"{where}.expectation", found)
             if converted is None:
                 continue
-            if converted.kind is ExpectKind.TRANSFER:
-                targets.append(converted.agent)
-                transferred = True
-            if converted.kind is ExpectKind.CALL and not transferred:
-                tools_first.append(converted.tool)
             rest.append(StepSpec(StepKind.EXPECT, expectation=converted))
         steps.append(
             StepSpec(StepKind.USER, text="\n".join(text_parts), variables=variables, event=event)
@@ -370,7 +369,7 @@ def evaluation_to_scenario(
         name = name[: rules.SCENARIO_NAME_MAX_LENGTH]
     scenario = ScenarioSpec(
         name=name,
-        agent=_agent_for(app, tools_first, targets),
+        agent=_root_agent(app),
         session=SessionSpec(now=_clock(data.get("createTime"))),
         steps=tuple(steps),
         cx={"evaluation": copy.deepcopy(dict(data)), "folder": folder},
@@ -402,7 +401,7 @@ def _expectation(
         args = call.get("args")
         return ExpectationSpec(
             ExpectKind.CALL,
-            tool=_tool_name(call.get("tool") or call.get("displayName")),
+            tool=_called_tool(app, call),
             value=copy.deepcopy(dict(args)) if isinstance(args, Mapping) else None,
             note=note,
         )
@@ -412,7 +411,7 @@ def _expectation(
             value = response.get("response")
             return ExpectationSpec(
                 kind,
-                tool=_tool_name(response.get("tool") or response.get("displayName")),
+                tool=_called_tool(app, response),
                 value=copy.deepcopy(value) if value is not None else {},
                 note=note,
             )

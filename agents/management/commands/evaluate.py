@@ -64,7 +64,8 @@ class Command(BaseCommand):
                     f"{run.scenario.name}  ({counts})"
                 )
                 for r in evaluation.results:
-                    if r.status == "failed":
+                    # A failure, or one the calls the golden leaves out decide (said why).
+                    if r.status == "failed" or r.left_to_model:
                         note = f" [{r.note}]" if r.note else ""
                         self.stdout.write(f"      step {r.step + 1}{note}: {r.line}")
                         self.stdout.write(f"        {r.message}")

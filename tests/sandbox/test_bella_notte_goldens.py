@@ -1,0 +1,175 @@
+"""Google's ``bella_notte`` goldens offline, through the real sandbox (issue 18; README, Goldens).
+
+Imported from the cxas-scrapi 1.10.0 sdist (``tests/cx_corpus.py``), with the goldens'
+clock before their dates (2026-06-01). Two runs:
+
+- **as imported**: every golden starts at the root agent, as CX starts it; the goldens leave
+  the routing (``set_active_flow``) to the root's model;
+- **routed**: that routing call written into turn 0 of each golden that does not list it
+  (``set_active_flow {"flow": "takeout"}`` when the golden uses the takeout agent, else
+  ``"reservation"``), the one call a model must make for the rest to be checkable.
+
+Each golden's outcome is asserted, so a change of the runtime shows here by name; the
+README gives the reason of every one that does not pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from agents.core.cx.app import read_cx_files
+from agents.core.evaluate import ScenarioEvaluation, evaluate
+from agents.core.simulate import simulate
+from agents.core.spec import (
+    AppSpec,
+    ExpectationSpec,
+    ExpectKind,
+    ScenarioSpec,
+    StepKind,
+    StepSpec,
+)
+from agents.sandbox import Limits, open_session
+from agents.sandbox.code_runner import sandbox_runner
+from tests.cx_corpus import cx_corpus  # noqa: F401 - the fixture
+
+CLOCK = "2026-06-01T12:00:00"
+ROUTING_TOOL = "set_active_flow"
+
+PASSED, FAILED, MODEL = "passed", "failed", "needs_model"
+
+# Routed: 15 pass, 12 need a model (a call the golden leaves to the model decides a failed
+# check), 1 fails (a check the app's own engine contradicts). README: per-golden reasons.
+ROUTED = {
+    "Conditional Slot - Large Party Phone Required": MODEL,
+    "Conditional Slot - Small Party Skips Phone": MODEL,
+    "Conversational Detour - Off-Topic Then Resume": PASSED,
+    "Deferred Readback - Inline Correction During Group Readback": MODEL,
+    "Deferred Readback - Name Alone Does Not Trigger Readback": MODEL,
+    "Deferred Readback - Name And Requests Together Triggers Group": MODEL,
+    "Error Recovery - Party Size Too Large": PASSED,
+    "Event Prefill - Party Size Skipped": PASSED,
+    "Generic Request - Asks Party Size First": PASSED,
+    "Guard - Time Selection Before Availability": PASSED,
+    "Happy Path - Linear Reservation Flow": FAILED,
+    "Happy Path - Multi-Agent Reservation": PASSED,
+    "Happy Path - Multi-Agent Takeout": PASSED,
+    "Multi-Slot - Three Fields in One Message": MODEL,
+    "Multi-Slot Input - Date and Party Size Together": MODEL,
+    "No Special Requests - Says None": MODEL,
+    "Off-the-Rails - Normal Detour Recovers": PASSED,
+    "Off-the-Rails - Repeated Non-Answers": PASSED,
+    "Off-the-Rails - Repeated Off-Topic": PASSED,
+    "Party Size Variations - Natural Language Numbers": PASSED,
+    "Payload - No Duplicate On Out-of-Order Input": MODEL,
+    "Payload - Welcome Card and Chips Injection": PASSED,
+    "Readback - Add Info During Confirmation": MODEL,
+    "Readback - Deferred Slot Completes Group Mid-Flow": MODEL,
+    "Readback - Multi-Slot Batch Confirm": PASSED,
+    "Readback - New Slot Added Mid-Readback": MODEL,
+    "Readback Rejection - Inline Correction": PASSED,
+    "Readback Rejection - Plain No": PASSED,
+}
+
+# As imported: only the goldens that list the routing themselves can pass.
+AS_IMPORTED_PASSING = {
+    "Happy Path - Multi-Agent Reservation",
+    "Happy Path - Multi-Agent Takeout",
+    "Off-the-Rails - Repeated Off-Topic",
+}
+# The goldens whose turn-0 checks need the routing although they list no call in that turn
+# (nothing offline can tell that a call was left out, so they fail), and Linear (below).
+AS_IMPORTED_FAILING = {
+    "Event Prefill - Party Size Skipped",
+    "Generic Request - Asks Party Size First",
+    "Guard - Time Selection Before Availability",
+    "Happy Path - Linear Reservation Flow",
+    "Payload - No Duplicate On Out-of-Order Input",
+    "Payload - Welcome Card and Chips Injection",
+}
+
+
+def bella(root: Path) -> tuple[AppSpec, tuple[ScenarioSpec, ...]]:
+    folder = root / "examples" / "bella_notte"
+    files = {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
+    }
+    app, scenarios, found = read_cx_files(files)
+    assert app is not None, [d.message for d in found]
+    return app, tuple(replace(s, session=replace(s.session, now=CLOCK)) for s in scenarios)
+
+
+def routed(app: AppSpec, scenario: ScenarioSpec) -> ScenarioSpec:
+    """The scenario with the routing call in turn 0 (unless it lists one)."""
+    expectations = [s.expectation for s in scenario.steps if s.expectation is not None]
+    if any(e.tool == ROUTING_TOOL for e in expectations):
+        return scenario
+    takeout = app.agent("Takeout_Agent")
+    reservation = app.agent("Reservation_Agent")
+    assert takeout is not None and reservation is not None
+    uses_takeout = any(
+        e.agent == takeout.name or (e.tool in takeout.tools and e.tool not in reservation.tools)
+        for e in expectations
+    )
+    call = ExpectationSpec(
+        ExpectKind.CALL,
+        tool=ROUTING_TOOL,
+        value={"flow": "takeout" if uses_takeout else "reservation"},
+    )
+    steps = list(scenario.steps)
+    first_user = next(i for i, s in enumerate(steps) if s.kind is StepKind.USER)
+    steps.insert(first_user + 1, StepSpec(StepKind.EXPECT, expectation=call))
+    return replace(scenario, steps=tuple(steps))
+
+
+def run_all(app: AppSpec, scenarios: tuple[ScenarioSpec, ...]) -> dict[str, ScenarioEvaluation]:
+    out: dict[str, ScenarioEvaluation] = {}
+    # The slot-filling engine is 1,800 lines compiled in each call: room on a busy machine.
+    with open_session(limits=Limits(wall_time_s=10, cpu_time_s=10)) as session:
+        runner = sandbox_runner(session)
+        for scenario in scenarios:
+            result = simulate(app, scenario, run_code=runner)
+            out[scenario.name] = evaluate(scenario, result, app)
+    return out
+
+
+@pytest.fixture(scope="module")
+def bella_app(cx_corpus):  # noqa: F811
+    return bella(cx_corpus)
+
+
+def test_every_golden_starts_at_the_root_agent(bella_app) -> None:
+    _app, scenarios = bella_app
+    assert len(scenarios) == 28
+    assert {s.agent for s in scenarios} == {"Bella_Notte_Host"}
+
+
+def test_bella_notte_with_the_routing_call_passes_15_of_its_28_goldens(bella_app) -> None:
+    app, scenarios = bella_app
+    outcomes = run_all(app, tuple(routed(app, s) for s in scenarios))
+    assert {name: e.status for name, e in outcomes.items()} == ROUTED
+    # A golden needing a model says why, per expectation, in the issue's words.
+    conditional = outcomes["Conditional Slot - Large Party Phone Required"]
+    left = [r for r in conditional.results if r.left_to_model]
+    assert left and all(
+        "A live model may make the calls this golden leaves out" in r.message for r in left
+    )
+    # The one failure is the app's own engine deferring the name (BookReservation reads its
+    # inputs back together), which this golden does not expect.
+    linear = outcomes["Happy Path - Linear Reservation Flow"]
+    failed = [r for r in linear.results if r.status == FAILED]
+    assert [r.note for r in failed] == ["Check_Name_Pending", "Check_Name_Confirmed"]
+
+
+def test_bella_notte_as_imported(bella_app) -> None:
+    app, scenarios = bella_app
+    outcomes = run_all(app, scenarios)
+    assert {n for n, e in outcomes.items() if e.status == PASSED} == AS_IMPORTED_PASSING
+    assert {n for n, e in outcomes.items() if e.status == FAILED} == AS_IMPORTED_FAILING
+    # A call of a sub-agent's tool from the root is the routing the golden leaves out.
+    batch = outcomes["Readback - Multi-Slot Batch Confirm"]
+    assert batch.status == MODEL
+    first = batch.results[0]
+    assert first.left_to_model and "is a tool of Reservation_Agent" in first.message
