@@ -79,7 +79,13 @@ chromium:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	fi
 
-test: $(TEST_STAMP) chromium sandbox-deps test-only
+# axe-core (the browser tests' accessibility check) is an npm devDependency of frontend/.
+AXE := frontend/node_modules/axe-core/axe.min.js
+$(AXE): frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund
+	@touch $(AXE)
+
+test: $(TEST_STAMP) chromium sandbox-deps $(AXE) test-only
 
 test-only:
 	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)

@@ -17,10 +17,13 @@ from agents.models import (
     Agent,
     AgentApp,
     AppLabel,
+    AppModelDefault,
     AppShare,
     AppVersion,
     AuditEvent,
     Callback,
+    LiveRun,
+    ModelEndpoint,
     Scenario,
     ScenarioResult,
     ScenarioStep,
@@ -514,3 +517,138 @@ class ScenarioResultAdmin(ReadOnlyAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
+
+
+class ModelEndpointForm(forms.ModelForm):
+    """The key is typed once and stored encrypted; the form never shows it again."""
+
+    api_key = forms.CharField(
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="Stored encrypted (README: Configuring models). Leave empty to keep the "
+        "stored key; tick 'Remove the key' to delete it.",
+    )
+    remove_key = forms.BooleanField(required=False, label="Remove the key")
+
+    class Meta:
+        model = ModelEndpoint
+        fields = (
+            "name",
+            "kind",
+            "model",
+            "base_url",
+            "vertex",
+            "project",
+            "location",
+            "timeout",
+            "max_retries",
+            "price_in",
+            "price_out",
+            "enabled",
+        )
+
+
+@admin.register(ModelEndpoint)
+class ModelEndpointAdmin(admin.ModelAdmin):
+    """Models designers can run live (besides STATECRAFT_MODELS). Keys: write-only."""
+
+    form = ModelEndpointForm
+    list_display = ("name", "kind", "model", "base_url", "key_set", "enabled", "updated_at")
+    list_filter = ("kind", "enabled")
+    search_fields = ("name", "model", "base_url")
+    fields = (*ModelEndpointForm.Meta.fields, "api_key", "remove_key", "key_set")
+    readonly_fields = ("key_set",)
+
+    @admin.display(description=_("key"), boolean=True)
+    def key_set(self, obj: ModelEndpoint) -> bool:
+        return bool(obj and obj.has_key)
+
+    def save_model(self, request: HttpRequest, obj: Model, form: forms.Form, change: bool) -> None:
+        from agents.services.live_models import endpoint_save
+
+        data = form.cleaned_data
+        key = "" if data.get("remove_key") else (data.get("api_key") or None)
+        endpoint_save(endpoint=obj, api_key=key)  # type: ignore[arg-type]
+
+
+@admin.register(LiveRun)
+class LiveRunAdmin(ReadOnlyAdmin):
+    """Every live run and replay: model calls, tokens, cost, drift."""
+
+    list_display = (
+        "scenario_name",
+        "app",
+        "model_name",
+        "mode",
+        "status",
+        "error",
+        "model_calls",
+        "tokens_in",
+        "tokens_out",
+        "cost",
+        "created_at",
+    )
+    list_select_related = ("app",)
+    list_filter = ("mode", "status", "model_name", "created_at")
+    search_fields = ("scenario_name", "app__name", "model_name")
+    fields = (
+        "app",
+        "scenario",
+        "scenario_name",
+        "agent_name",
+        "model_name",
+        "mode",
+        "replay_of",
+        "status",
+        "error",
+        "model_calls",
+        "tokens_in",
+        "tokens_out",
+        "cost",
+        "retries",
+        "ran_by_name",
+        "created_at",
+        "script",
+        "drift",
+        "evaluation",
+        "calls",
+    )
+    readonly_fields = fields
+
+
+class AppModelDefaultForm(forms.ModelForm):
+    class Meta:
+        model = AppModelDefault
+        fields = ("app", "model")
+
+    def clean_model(self) -> str:
+        from agents.services.common import ServiceError
+        from agents.services.live_models import endpoints
+
+        name = self.cleaned_data["model"].strip()
+        try:
+            known = endpoints()
+        except ServiceError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        if name not in known:
+            names = ", ".join(sorted(known)) or "none configured"
+            raise forms.ValidationError(f"No model named {name!r} (configured: {names}).")
+        return name
+
+
+@admin.register(AppModelDefault)
+class AppModelDefaultAdmin(admin.ModelAdmin):
+    """The model an app's live runs use when a run names none (a configured name)."""
+
+    form = AppModelDefaultForm
+
+    list_display = ("app", "model", "updated_at")
+    list_select_related = ("app",)
+    search_fields = ("app__name", "model")
+    raw_id_fields = ("app",)
+
+    def save_model(self, request: HttpRequest, obj: Model, form: forms.Form, change: bool) -> None:
+        from agents.services.live_models import app_model_set
+
+        app_model_set(app=obj.app, model=obj.model)  # type: ignore[attr-defined]

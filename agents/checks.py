@@ -39,3 +39,23 @@ def sandbox_protections(app_configs: Any = None, **kwargs: Any) -> list[CheckMes
             )
         )
     return messages
+
+
+@register("models")
+def model_endpoints(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """``STATECRAFT_MODELS`` is checked at start: a bad field is an error naming it."""
+    import os
+
+    from agents.llm.endpoints import ConfigError, parse_models
+
+    try:
+        parse_models(os.environ.get("STATECRAFT_MODELS", ""), os.environ)
+    except ConfigError as exc:
+        return [
+            Error(
+                str(exc),
+                hint="See the README, section 'Configuring models'.",
+                id="statecraft.E010",
+            )
+        ]
+    return []

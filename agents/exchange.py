@@ -1,4 +1,5 @@
-"""Export and import of whole apps: the native JSON/YAML document and the CX Agent Studio ZIP.
+"""Export and import of whole apps: the native JSON/YAML document, the CX Agent Studio ZIP
+and the ADK package (with its goldens as ADK evalsets, which import back as scenarios).
 
 Exports read the app with one selector; the import writes through the service
 functions inside one transaction, after the core has checked the whole app
@@ -26,6 +27,8 @@ from django.db import transaction
 
 from agents import selectors, services
 from agents.core import limits
+from agents.core.adk.evalsets import scenarios_from_evalset
+from agents.core.adk.package import package_name, to_adk_files
 from agents.core.cx.app import read_cx_files, read_zip, to_cx_files, zip_bytes
 from agents.core.diagnostics import (
     Diagnostic,
@@ -37,8 +40,9 @@ from agents.core.diagnostics import (
     strip_prefix,
 )
 from agents.core.formats import from_native, loads_native, to_native
+from agents.core.script import format_script
 from agents.core.spec import AppSpec, ScenarioSpec
-from agents.models import AgentApp
+from agents.models import AgentApp, Scenario
 from agents.services import ServiceError
 from agents.services.common import changed
 
@@ -62,6 +66,61 @@ def app_export_cx(app: AgentApp) -> tuple[bytes, tuple[Diagnostic, ...]]:
     spec, scenarios = app_export_specs(app)
     files, diagnostics = to_cx_files(spec, scenarios)
     return zip_bytes(files), diagnostics
+
+
+def app_export_adk_files(app: AgentApp) -> tuple[dict[str, bytes], tuple[Diagnostic, ...]]:
+    """The ADK package of the app (``<package>/agent.py``…, path → bytes) and what ADK has
+    no place for (`agents.core.adk.package`)."""
+    spec, scenarios = app_export_specs(app)
+    return to_adk_files(spec, scenarios)
+
+
+def app_export_adk(app: AgentApp) -> tuple[bytes, str, tuple[Diagnostic, ...]]:
+    """The ADK package as a ZIP (the package folder at its root), its name, and the notes."""
+    files, diagnostics = app_export_adk_files(app)
+    spec, _ = app_export_specs(app)
+    return zip_bytes(files), package_name(spec), diagnostics
+
+
+# ---------------------------------------------------------------- ADK evalsets
+
+
+def app_import_evalset(
+    *, app: AgentApp, actor: AbstractBaseUser, data: bytes, filename: str = "evalset.json"
+) -> tuple[list[Scenario], tuple[Diagnostic, ...]]:
+    """Add an ADK evalset's eval cases to `app` as scenarios of its root agent (all of them
+    or none; a name the agent already uses gets " (imported)"). Refused with
+    `ImportRefused` when the file is not an evalset; returns the scenarios and the notes."""
+    spec, existing = app_export_specs(app)
+    scenarios, diagnostics = scenarios_from_evalset(data, spec, filename)
+    if has_errors(diagnostics):
+        raise ImportRefused("native", [d for d in diagnostics if d.severity is Severity.ERROR])
+    agents = {a.display_name: a for a in app.agents.all()}
+    taken = {s.name for s in existing}
+    created: list[Scenario] = []
+    try:
+        with transaction.atomic():
+            for scenario in scenarios:
+                name, n = scenario.name, 1
+                while name in taken:
+                    name = f"{scenario.name} (imported{'' if n == 1 else f' {n}'})"
+                    n += 1
+                taken.add(name)
+                session = scenario.session
+                created.append(
+                    services.scenario_save(
+                        agent=agents[scenario.agent],
+                        name=name,
+                        steps_script=format_script(scenario.steps),
+                        session_values=dict(session.values),
+                        channel=session.channel,
+                        modality=session.modality,
+                        actor=actor,
+                    )
+                )
+    except ServiceError as exc:
+        raise ImportRefused("native", exc.diagnostics) from exc
+    return created, diagnostics
 
 
 # ---------------------------------------------------------------- reading an upload

@@ -67,18 +67,23 @@ def _rows(
 def app_export(request: HttpRequest, app_id: int) -> HttpResponse:
     """The export page: both downloads and what the CX export cannot carry."""
     app, access = selectors.app_for_user(request.user, app_id)
+    return render(request, TEMPLATE, _export_context(app, access))
+
+
+def _export_context(app: AgentApp, access: Any, **extra: Any) -> dict[str, Any]:
     data, diagnostics = exchange.app_export_cx(app)
-    return render(
-        request,
-        TEMPLATE,
-        {
-            "mode": "export",
-            "app": app,
-            "access": access,
-            "rows": _rows(diagnostics, "", zip_files=True),
-            "cx_size": len(data),
-        },
-    )
+    adk_data, package, adk_diagnostics = exchange.app_export_adk(app)
+    return {
+        "mode": "export",
+        "app": app,
+        "access": access,
+        "rows": _rows(diagnostics, "", zip_files=True),
+        "cx_size": len(data),
+        "adk_size": len(adk_data),
+        "adk_package": package,
+        "adk_rows": _rows(adk_diagnostics, f"{package}/"),
+        **extra,
+    }
 
 
 @login_required
@@ -103,6 +108,47 @@ def app_export_cx(request: HttpRequest, app_id: int) -> HttpResponse:
     response = HttpResponse(data, content_type="application/zip")
     response[WARNINGS_HEADER] = str(sum(d.severity is not Severity.INFO for d in diagnostics))
     return _attachment(response, f"{_file_stem(app)}-cx-agent-studio.zip")
+
+
+@login_required
+@require_GET
+def app_export_adk(request: HttpRequest, app_id: int) -> HttpResponse:
+    """The ADK package as a ZIP (``<package>/agent.py``…, its goldens as evalsets)."""
+    app, _ = selectors.app_for_user(request.user, app_id)
+    data, package, diagnostics = exchange.app_export_adk(app)
+    response = HttpResponse(data, content_type="application/zip")
+    response[WARNINGS_HEADER] = str(sum(d.severity is not Severity.INFO for d in diagnostics))
+    return _attachment(response, f"{package}-adk.zip")
+
+
+@login_required
+@require_http_methods(["POST"])
+@rate_limited("import", "imports", methods=("POST",))
+def app_import_evalset(request: HttpRequest, app_id: int) -> HttpResponse:
+    """Add an ADK evalset's eval cases to the app as scenarios of its root agent."""
+    app, access = selectors.app_for_user(request.user, app_id, edit=True)
+    upload = request.FILES.get("evalset")
+    if upload is None or upload.size > MAX_UPLOAD_BYTES:
+        problem = "Choose an ADK evalset file (.evalset.json)."
+        if upload is not None:
+            problem = f"The file is over {MAX_UPLOAD_BYTES // (1024 * 1024)} MB."
+        context = _export_context(app, access, evalset_error=problem)
+        return render(request, TEMPLATE, context, status=400)
+    filename = upload.name or "evalset.json"
+    try:
+        created, notes = exchange.app_import_evalset(
+            app=app, actor=request.user, data=upload.read(), filename=filename
+        )
+    except exchange.ImportRefused as exc:
+        rows = _rows(exc.diagnostics, filename)
+        context = _export_context(app, access, evalset_rows=rows)
+        return render(request, TEMPLATE, context, status=400)
+    summary = f"Added {len(created)} scenario{'s' if len(created) != 1 else ''} from {filename}."
+    warnings = [d for d in notes if d.severity is not Severity.INFO]
+    if warnings:
+        summary += " " + " ".join(d.message for d in warnings[:3])
+    messages.success(request, summary)
+    return redirect("app-designer", app_id=app.pk)
 
 
 @login_required

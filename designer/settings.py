@@ -318,3 +318,13 @@ SANDBOX_REQUIRED_PROTECTIONS = env_list(
 SIMULATION_MAX_STEPS = int(os.environ.get("SIMULATION_MAX_STEPS", "300"))
 SIMULATION_MAX_CODE_CALLS = int(os.environ.get("SIMULATION_MAX_CODE_CALLS", "300"))
 SIMULATION_MAX_SECONDS = float(os.environ.get("SIMULATION_MAX_SECONDS", "10"))
+
+# Live models (README: "Configuring models"). STATECRAFT_MODELS is read from the environment
+# when a run starts (agents/services/live_models.py) and checked at start (statecraft.E010);
+# MODEL_KEYS_SECRET, when set, derives the key that encrypts the admin's stored API keys
+# (else SECRET_KEY does). Caps of one live run:
+MODEL_KEYS_SECRET = os.environ.get("MODEL_KEYS_SECRET", "")
+LIVE_MAX_MODEL_CALLS = int(os.environ.get("LIVE_MAX_MODEL_CALLS", "40"))
+LIVE_MAX_CALLS_PER_TURN = int(os.environ.get("LIVE_MAX_CALLS_PER_TURN", "10"))
+LIVE_MAX_TOKENS = int(os.environ.get("LIVE_MAX_TOKENS", "200000"))
+LIVE_MAX_SECONDS = float(os.environ.get("LIVE_MAX_SECONDS", "120"))

@@ -18,7 +18,9 @@ from agents import services
 from agents.core.evaluate import ExpectationResult, ScenarioEvaluation
 from agents.core.render import render_value
 from agents.core.simulate import SimulationResult
-from agents.models import Agent, AgentApp, Scenario
+from agents.models import Agent, AgentApp, LiveRun, Scenario
+from agents.services import live, live_models
+from agents.services.common import ServiceError, error
 
 
 @dataclass
@@ -101,6 +103,38 @@ class TurnView:
         return min(100, round(100 * self.tokens_used / self.budget)) if self.budget else 0
 
 
+class LiveEvent:
+    """An event of a live run, with its model call's tokens and cost for the timeline."""
+
+    def __init__(self, event: Any, call: Mapping[str, Any] | None):
+        self._event = event
+        answer = (call or {}).get("answer") or {}
+        self.call_tokens = (
+            f"{answer.get('tokens_in', 0)}+{answer.get('tokens_out', 0)} tok"
+            if call is not None
+            else ""
+        )
+        self.call_cost = f"${float(answer.get('cost') or 0):.6f}" if call is not None else ""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._event, name)
+
+
+@dataclass
+class LiveView:
+    """What the panel shows of a live run or a replay."""
+
+    run: LiveRun | None
+    model: str
+    mode: str
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    cost: float
+    error: str
+    drift: list[dict[str, Any]]
+
+
 @dataclass
 class Conversation:
     scenarios: list[Scenario]
@@ -111,6 +145,10 @@ class Conversation:
     use_mocks: bool = False
     budget: int = 0
     evaluation: ScenarioEvaluation | None = None
+    models: list[dict[str, Any]] = field(default_factory=list)
+    model: str = ""  # the picker's choice ("" = scripted)
+    live: LiveView | None = None
+    last_live: LiveRun | None = None
 
 
 def _mocks_choice(params: Mapping[str, Any], scenario: Scenario) -> bool | None:
@@ -123,37 +161,107 @@ def _mocks_choice(params: Mapping[str, Any], scenario: Scenario) -> bool | None:
     return any(value in ("on", "true", "1") for value in given)
 
 
-def build_conversation(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Conversation:
+def _live_outcome(
+    app: AgentApp, agent: Agent, scenario: Scenario, params: Mapping[str, Any], actor: Any
+) -> Any:
+    """A live run (``live`` with a model picked) or a replay (``replay`` = a run's id) when
+    the panel asked for one; None for the scripted simulation."""
+    instructions = params.get("instructions")
+    if instructions is not None and instructions.replace("\r\n", "\n") == agent.instructions:
+        instructions = None  # the saved text: the run is recorded (a try-out is not)
+    replay = str(params.get("replay", "") or "")
+    if replay.isdigit():
+        recorded = LiveRun.objects.filter(pk=int(replay), app=app, scenario=scenario).first()
+        if recorded is None:
+            raise ServiceError([error("replay", _("That live run no longer exists."), "SC482")])
+        return live.replay_live(run=recorded, actor=actor, instructions=params.get("instructions"))
+    if params.get("live") and params.get("model"):
+        return live.run_live(
+            app=app,
+            agent=agent,
+            scenario=scenario,
+            model=str(params["model"]),
+            actor=actor,
+            instructions=instructions,
+            use_mocks=_mocks_choice(params, scenario),
+        )
+    return None
+
+
+def build_conversation(
+    app: AgentApp, agent: Agent, params: Mapping[str, Any], actor: Any = None
+) -> Conversation:
     scenarios = list(agent.scenarios.all())
     wanted = str(params.get("scenario", "") or "")
     scenario = next((s for s in scenarios if str(s.pk) == wanted), None) or next(
         iter(scenarios), None
     )
     conversation = Conversation(scenarios=scenarios, scenario=scenario)
+    conversation.models = live_models.model_names()
+    conversation.model = str(params.get("model", "") or "")
     if scenario is None:
         return conversation
-    run = services.scenario_run(
-        app=app,
-        agent=agent,
-        scenario=scenario,
-        instructions=params.get("instructions"),
-        use_mocks=_mocks_choice(params, scenario),
+    outcome = None
+    try:
+        outcome = _live_outcome(app, agent, scenario, params, actor)
+    except ServiceError as exc:
+        conversation.diagnostics = list(exc.diagnostics)
+    calls: list[dict[str, Any]] = []
+    if outcome is not None:
+        scenario_spec, result, evaluation = outcome.spec, outcome.result, outcome.evaluation
+        calls = outcome.calls
+        tokens_in, tokens_out = outcome.tokens
+        conversation.live = LiveView(
+            run=outcome.run,
+            model=outcome.model,
+            mode=outcome.run.mode
+            if outcome.run is not None
+            else ("replay" if params.get("replay") else "live"),
+            calls=len(outcome.calls),
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cost=outcome.cost,
+            error=outcome.error,
+            drift=outcome.drift,
+        )
+    else:
+        run = services.scenario_run(
+            app=app,
+            agent=agent,
+            scenario=scenario,
+            instructions=params.get("instructions"),
+            use_mocks=_mocks_choice(params, scenario),
+        )
+        scenario_spec, result, evaluation = run.spec, run.result, run.evaluation
+    conversation.last_live = (
+        LiveRun.objects.filter(scenario=scenario, mode="live")
+        .order_by("-created_at", "-id")
+        .first()
     )
-    scenario_spec, result = run.spec, run.result
-    conversation.evaluation = run.evaluation
+    conversation.evaluation = evaluation
     use_mocks = scenario_spec.use_mocks
     conversation.result = result
     conversation.use_mocks = use_mocks
     conversation.budget = scenario_spec.token_budget
-    conversation.diagnostics = list(result.diagnostics)
-    events = result.events
+    conversation.diagnostics += list(result.diagnostics)
+    events: Any = result.events
+    if outcome is not None:
+        shown: set[int] = set()  # a call's tokens and cost on its first event only
+        live_events = []
+        for e in result.events:
+            call = None
+            if e.model_call is not None and e.model_call < len(calls) and e.model_call not in shown:
+                shown.add(e.model_call)
+                call = calls[e.model_call]
+            live_events.append(LiveEvent(e, call))
+        events = live_events
     for turn in result.turns:
         conversation.turns.append(
             TurnView(
                 index=turn.index,
                 events=_interleave(
                     [events[i] for i in turn.events],
-                    [r for r in run.evaluation.results if r.turn == turn.index],
+                    [r for r in evaluation.results if r.turn == turn.index],
                 ),
                 state=[
                     StateRow(k, render_value(v), k in turn.changed)

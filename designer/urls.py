@@ -19,6 +19,8 @@ app_patterns = [
     path("import-report", exchange_views.app_import_report, name="app-import-report"),
     path("export/native", exchange_views.app_export_native, name="app-export-native"),
     path("export/cx", exchange_views.app_export_cx, name="app-export-cx"),
+    path("export/adk", exchange_views.app_export_adk, name="app-export-adk"),
+    path("import-evalset", exchange_views.app_import_evalset, name="app-import-evalset"),
     path("versions/", version_views.app_versions, name="app-versions"),
     path("versions/new", version_views.version_create, name="version-create"),
     path("versions/diff", version_views.version_diff, name="version-diff"),
@@ -55,6 +57,11 @@ app_patterns = [
     path("agents/<int:agent_id>/instructions", views.agent_instructions, name="agent-instructions"),
     path("agents/<int:agent_id>/preview", views.agent_preview, name="agent-preview"),
     path("agents/<int:agent_id>/simulate", views.agent_simulate, name="agent-simulate"),
+    path(
+        "agents/<int:agent_id>/live-runs/<int:run_id>/golden",
+        views.live_run_golden,
+        name="live-run-golden",
+    ),
     path("agents/<int:agent_id>/callbacks/new", views.callback_new, name="callback-new"),
     path(
         "agents/<int:agent_id>/callbacks/<int:callback_id>/edit",

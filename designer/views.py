@@ -32,6 +32,7 @@ from agents.models import (
     Agent,
     AgentApp,
     Callback,
+    LiveRun,
     Scenario,
     Schema,
     Tool,
@@ -39,6 +40,7 @@ from agents.models import (
     instructions_hash,
 )
 from agents.ratelimit import rate_limited
+from agents.services import live
 from designer import preview as preview_builder
 from designer import simulation
 from designer.forms import (
@@ -830,7 +832,7 @@ def _conversation(
         "app": app,
         "access": access,
         "agent": agent,
-        "conversation": simulation.build_conversation(app, agent, params),
+        "conversation": simulation.build_conversation(app, agent, params, request.user),
     }
     return render(request, f"{DESIGNER}#conversation-panel", context)
 
@@ -858,6 +860,31 @@ def _stale_edit() -> HttpResponse:
     """An edit of a saved text that changed meanwhile: the editor sends the whole text."""
     response = HttpResponse(_("Send the whole instructions: the saved text changed."), status=409)
     response["X-Statecraft-Resend"] = "instructions"
+    return response
+
+
+@login_required
+@require_POST
+def live_run_golden(request: HttpRequest, app_id: int, agent_id: int, run_id: int) -> HttpResponse:
+    """Save the scenario's live run as a new golden scenario; the conversation shows it."""
+    app, agent, access = selectors.agent_for_user(
+        request.user, app_id, agent_id, with_scenarios=True
+    )
+    if not access.can_edit:
+        return HttpResponse(_("You may view this app but not change it."), status=403)
+    run = LiveRun.objects.filter(pk=run_id, app=app, scenario__agent=agent).first()
+    if run is None:
+        return HttpResponse(_("No such live run."), status=404)
+    base = f"{run.scenario_name} (golden from live run {run.pk})"[:100]
+    try:
+        scenario = live.live_run_save_golden(run=run, actor=request.user, name=base)
+    except services.ServiceError as exc:
+        return HttpResponse("; ".join(d.message for d in exc.diagnostics), status=400)
+    app, agent, access = selectors.agent_for_user(
+        request.user, app_id, agent_id, with_scenarios=True
+    )
+    response = _conversation(request, app, access, agent, {"scenario": str(scenario.pk)})
+    response["HX-Trigger"] = "scenarios-changed"
     return response
 
 

@@ -59,7 +59,7 @@ PUBLIC = {
     "set-language",
     "javascript-catalog",
 }
-SIGNED_IN = {"app-list", "app-create", "app-import", "api-token"}  # not about one app
+SIGNED_IN = {"app-list", "app-create", "app-import", "api-token", "model-list"}  # not about one app
 VIEW_ACTIONS = {  # POSTs that only read: previews, simulations, examples, copies, diffs
     "agent-preview",
     "agent-simulate",
@@ -71,6 +71,7 @@ VIEW_ACTIONS = {  # POSTs that only read: previews, simulations, examples, copie
     "app-evaluate",  # runs the goldens (stores the last result, changes no app content)
     "scenario-evaluate",
     "app-run-all",
+    "live-run-replay",  # re-runs a recording offline (stores the replay, changes no app)
 }
 
 
@@ -123,6 +124,17 @@ def _build_world():
     )
     version = versions.version_create(app=bank, name="first", note="", user=user)
     label = versions.label_set(app=bank, version=version, name="production", user=user)
+    from agents.models import LiveRun
+
+    scenario = agent.scenarios.get()
+    live_run = LiveRun.objects.create(
+        app=bank,
+        scenario=scenario,
+        scenario_name=scenario.name,
+        agent_name=agent.display_name,
+        model_name="recorded",
+        script="user: Hi!",
+    )
     users = {
         "stranger": stranger,
         "viewer": viewer,
@@ -141,6 +153,7 @@ def _build_world():
         "name": bank.variables.first().name,
         "number": version.number,
         "label": label.name,
+        "run_id": live_run.pk,
     }
     return users, ids
 

@@ -554,6 +554,69 @@ class SimulateIn(serializers.Serializer):
         trim_whitespace=False,
         help_text="Unsaved instructions to simulate; default: the saved ones.",
     )
+    model = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=60,
+        help_text="Run live with this configured model (GET /api/models); empty: scripted.",
+    )
+
+
+class ModelIn(serializers.Serializer):
+    model = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=60,
+        help_text="Run the goldens live with this configured model; empty: scripted.",
+    )
+
+
+class GoldenIn(serializers.Serializer):
+    name = serializers.CharField(max_length=100, help_text="The new scenario's name.")
+
+
+class ModelEndpointOut(serializers.Serializer):
+    name = serializers.CharField()
+    kind = serializers.CharField(help_text="openai or gemini.")
+    model = serializers.CharField()
+    base_url = serializers.CharField()
+    label = serializers.CharField()
+    source = serializers.CharField(help_text="env (STATECRAFT_MODELS) or admin.")
+    has_key = serializers.BooleanField(help_text="Whether a key is configured (never the key).")
+
+
+class LiveCallOut(serializers.Serializer):
+    index = serializers.IntegerField()
+    turn = serializers.IntegerField()
+    fingerprint = serializers.CharField(help_text="SHA-256 of the request's canonical JSON.")
+    tokens_in = serializers.IntegerField()
+    tokens_out = serializers.IntegerField()
+    cost = serializers.FloatField(help_text="Estimated USD (README: Costs and caps).")
+    retries = serializers.IntegerField()
+    error = serializers.CharField(help_text="auth, quota, timeout, refused, cap… or empty.")
+    message = serializers.CharField()
+    parts = serializers.JSONField(help_text="The answer: text and function-call parts.")
+
+
+class DriftOut(serializers.Serializer):
+    call = serializers.IntegerField(help_text="The model call (from 0) whose request differs.")
+    turn = serializers.IntegerField()
+    changes = serializers.ListField(child=serializers.CharField())
+
+
+class LiveRunOut(serializers.Serializer):
+    id = serializers.IntegerField(allow_null=True, help_text="The stored run (null: not stored).")
+    mode = serializers.CharField(help_text="live or replay.")
+    model = serializers.CharField()
+    replay_of = serializers.IntegerField(allow_null=True)
+    status = serializers.CharField()
+    error = serializers.CharField()
+    tokens_in = serializers.IntegerField()
+    tokens_out = serializers.IntegerField()
+    cost = serializers.FloatField()
+    calls = LiveCallOut(many=True)
+    drift = DriftOut(many=True)
+    results = serializers.JSONField(help_text="Each expectation checked against the model.")
 
 
 class HeaderOut(serializers.Serializer):
@@ -666,6 +729,7 @@ class SimulationOut(serializers.Serializer):
     events = EventOut(many=True)
     model_calls = ModelCallOut(many=True)
     final_state = StateField()
+    live = LiveRunOut(required=False, allow_null=True, help_text="A live run's calls and cost.")
 
 
 class ExpectationResultOut(serializers.Serializer):

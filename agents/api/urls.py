@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from agents.api import version_views, views
+from agents.api import live_views, version_views, views
 
 app_name = "api"
 
@@ -48,6 +48,18 @@ urlpatterns = [
     path(scenario, views.ScenarioDetailView.as_view(), name="scenario-detail"),
     path(scenario + "simulate", views.ScenarioSimulateView.as_view(), name="scenario-simulate"),
     path(scenario + "evaluate", views.ScenarioEvaluateView.as_view(), name="scenario-evaluate"),
+    path("models", live_views.ModelListView.as_view(), name="model-list"),
+    path(app + "model", live_views.AppModelView.as_view(), name="app-model"),
+    path(
+        app + "live-runs/<int:run_id>/replay",
+        live_views.LiveRunReplayView.as_view(),
+        name="live-run-replay",
+    ),
+    path(
+        app + "live-runs/<int:run_id>/golden",
+        live_views.LiveRunGoldenView.as_view(),
+        name="live-run-golden",
+    ),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves the page's script from a URL (no inline script: CSP); the
     # template has no inline style either.

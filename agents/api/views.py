@@ -697,7 +697,9 @@ class ScenarioSimulateView(ApiView):
         summary="Run the scenario: turns, events, state, built-ins, HTTP requests, warnings",
         description=(
             "Python tools and callbacks run in the sandbox unless `use_mocks` (default: the "
-            "scenario's setting). `instructions` simulates unsaved text. Viewers may simulate."
+            "scenario's setting). `instructions` simulates unsaved text. `model` runs it live "
+            "with a configured model (recorded; `live` holds its calls, tokens, cost and "
+            "each expectation checked against the model). Viewers may simulate."
         ),
         request=io.SimulateIn,
         responses={200: io.SimulationOut, 400: ERRORS[400], **READ_ERRORS},
@@ -713,6 +715,20 @@ class ScenarioSimulateView(ApiView):
             raise exceptions.NotFound(_("No such scenario for this agent."))
         scenario.agent = agent  # its spec names the agent
         data = self.valid(io.SimulateIn)
+        if data.get("model"):
+            from agents.api.live_views import live_simulation
+            from agents.services.live import run_live
+
+            outcome = run_live(
+                app=app,
+                agent=agent,
+                scenario=scenario,
+                model=data["model"],
+                actor=request.user,
+                instructions=data.get("instructions"),
+                use_mocks=data.get("use_mocks"),
+            )
+            return json_data_response(self.output(io.SimulationOut, live_simulation(outcome)))
         scenario_spec, result = services.simulate_scenario(
             app=app,
             agent=agent,
@@ -769,7 +785,7 @@ class ScenarioEvaluateView(ApiView):
             "each expectation against what happened; the outcome is stored as the scenario's "
             "last result. Viewers may evaluate."
         ),
-        request=None,
+        request=io.ModelIn,
         responses={200: io.ScenarioEvaluationOut, **READ_ERRORS},
     )
     def post(self, request: Request, app_id: int, agent_id: int, scenario_id: int) -> Response:
@@ -778,8 +794,9 @@ class ScenarioEvaluateView(ApiView):
         scenario = agent and next((s for s in agent.scenarios.all() if s.pk == scenario_id), None)
         if scenario is None:
             raise exceptions.NotFound(_("No such scenario for this agent."))
+        data = self.valid(io.ModelIn)
         run = services.scenario_evaluate(
-            app=app, agent=agent, scenario=scenario, actor=request.user
+            app=app, agent=agent, scenario=scenario, actor=request.user, model=data.get("model")
         )
         return json_data_response(self.output(io.ScenarioEvaluationOut, _evaluation(run)))
 
@@ -794,12 +811,14 @@ class AppEvaluateView(ApiView):
         tags=["actions"],
         operation_id="apps_evaluate",
         summary="Check every scenario's expectations; `ok` is false when one failed",
-        request=None,
+        description="`model` runs every scenario live with that configured model.",
+        request=io.ModelIn,
         responses={200: io.AppEvaluationOut, **READ_ERRORS},
     )
     def post(self, request: Request, app_id: int) -> Response:
         app = self.load_app()
-        runs = services.app_evaluate(app=app, actor=request.user)
+        data = self.valid(io.ModelIn)
+        runs = services.app_evaluate(app=app, actor=request.user, model=data.get("model") or None)
         summary = summarise(runs)
         body = {
             "ok": summary.ok,

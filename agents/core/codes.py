@@ -144,6 +144,7 @@ SECTIONS: dict[str, dict[str, str]] = {
         "SC418": "The session clock is not an ISO date-time: code reads the real clock.",
         "SC419": "The model loop of a turn stopped: every answer had a function call (a cap).",
         "SC420": "A before_model callback answered with text: the turn's later scripted answers are not used (ADK's turn ends with that answer).",
+        "SC421": "A live model call failed (auth, quota, timeout, refused content, malformed arguments, a cap…): the turn ends.",
     },
     "http": {
         "SC430": "An OpenAPI tool has no usable operation: the request cannot be shown.",
@@ -162,6 +163,11 @@ SECTIONS: dict[str, dict[str, str]] = {
         "SC470": "The scenario has more steps than `SIMULATION_MAX_STEPS`; only the first are simulated.",
         "SC471": "The sandbox lacks a protection `SANDBOX_REQUIRED_PROTECTIONS` requires: no Python code runs.",
         "SC472": "The simulation reached its cap of code calls or time; later tools and callbacks were not run.",
+    },
+    "live": {
+        "SC480": "`STATECRAFT_MODELS` is not valid: the message names the field.",
+        "SC481": "A run names no configured model (or none can be chosen): the message lists those there are.",
+        "SC482": "A live run cannot be replayed or saved as a golden (deleted scenario, a replay).",
     },
     "formats": {
         "SC501": "An imported file is not JSON or YAML text (not UTF-8, or a YAML alias).",
@@ -195,6 +201,24 @@ SECTIONS: dict[str, dict[str, str]] = {
         "SC624": "A CX schema becomes a Statecraft schema, named here (CX does not name schemas).",
         "SC625": "A CX tool needs a description (for a Python tool, its own or its docstring).",
         "SC626": "A sub-agent has more than one parent agent; in CX each has one.",
+    },
+    "adk_package": {
+        "SC640": "A sub-agent already has a parent: ADK gives an agent one parent, so the ADK export leaves it out there.",
+        "SC641": "An agent is not under the root agent: ADK runs only the root's tree, so the ADK export leaves it out.",
+        "SC642": "An MCP header that is not a `$context` template is not exported (it may be a secret): the ADK package reads it from an environment variable.",
+        "SC643": "A tool has no code, no document and no mock: in the ADK package it answers `{}`.",
+        "SC644": "The app has no agent: the ADK package has nothing to run.",
+    },
+    "adk_evalsets": {
+        "SC650": "A scenario talks to a sub-agent; ADK's eval starts every conversation at the root agent.",
+        "SC651": "Input variables after a scenario's first turn have no place in an ADK evalset.",
+        "SC652": "A `callback:` step has no place in an ADK evalset (ADK runs callbacks itself).",
+        "SC653": "An `expect call` whose arguments the model chooses is left out of the evalset (ADK's trajectory compares arguments exactly).",
+        "SC654": "A `mock:` step has no place in an ADK evalset; under ADK the tool runs.",
+        "SC655": "Steps before a scenario's first `user:` step have no invocation in an ADK evalset.",
+        "SC660": "An uploaded ADK evalset cannot be read (not JSON, no `eval_cases` list, a malformed invocation); nothing is imported.",
+        "SC661": "An eval case has no static conversation (a conversation scenario needs a user simulator): not imported.",
+        "SC662": "An evalset's session state sets a variable the app does not declare: left out.",
     },
 }
 

@@ -84,6 +84,15 @@ How a session runs
   transfer: X`` is the scripted model calling ``transfer_to_agent`` (a transfer); ``mock``
   makes the next call of its tool (this turn or later) answer the given response without running
   the tool's mock or code (its before/after tool callbacks still run).
+- **Live runs** (``simulate(..., model=strategy)``, ``agents.core.model``): the USER
+  steps drive the turns and, in each turn a user input started, the model is called
+  (``live_turn``) until it answers without a function call, a call fails (SC421) or the
+  code ends the turn; each call is a ``model_call`` whose answer comes from the strategy
+  (``ask_model``: a ``ModelRequest`` with the compiled instructions, the window's
+  contents and the agent's function declarations) after the ``before_model`` callbacks.
+  Scripted AGENT/TOOL steps and expectations do not act (``agents.core.live`` checks
+  them against what the model did); ``mock`` steps still do. A call of a tool the agent
+  does not have (SC404/SC405) ends the turn, as ADK raises.
 - Callbacks receive, as keyword arguments: ``before_tool`` → ``tool``, ``args``;
   ``after_tool`` → ``tool``, ``args``, ``tool_response``; ``before_model`` →
   ``llm_request``; ``after_model`` → ``llm_response``; the agent callbacks nothing (a
@@ -167,6 +176,8 @@ from agents.core.compile import compile_instructions
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.http import CODES as HTTP_CODES
 from agents.core.http import HttpRequest, mcp_request, openapi_request
+from agents.core.model import ModelAnswer, ModelRequest, ModelStrategy, function_declarations
+from agents.core.model import transfer_note as _transfer_note
 from agents.core.parse import TokenKind, parse
 from agents.core.render import render_value
 from agents.core.spec import (
@@ -569,9 +580,16 @@ class _Writer:
 
 class _Run:
     def __init__(
-        self, app: AppSpec, scenario: ScenarioSpec, agent: AgentSpec, runner: CodeRunner | None
+        self,
+        app: AppSpec,
+        scenario: ScenarioSpec,
+        agent: AgentSpec,
+        runner: CodeRunner | None,
+        model: ModelStrategy | None = None,
     ):
         self.app = app
+        # A live run: the model answers each model call (None: the script does).
+        self.model = model
         self.scenario = scenario
         self.session = scenario.session
         self.agent = agent
@@ -1183,14 +1201,79 @@ class _Run:
             )
         )
 
-    def model_call(self, scripted: tuple[dict[str, Any], ...], *, unscripted: bool = False) -> bool:
+    def live_turn(self, user_step: int | None) -> None:
+        """A live run's turn (ADK's loop): call the model until it answers without a
+        function call, a call fails, or the code ends the turn. Only a turn started by a
+        user input calls the model. The caps are the strategy's (``agents.core.live``)."""
+        if self.model is None or user_step is None:
+            return
+        self.step_index = user_step
+        while self.turn_ended is None and self.turn_answered is None:
+            before = len(self.model_calls)
+            self.model_call(None)
+            if len(self.model_calls) == before:
+                break
+            calls = [
+                p["function_call"]
+                for p in self.model_calls[-1].answer
+                if isinstance(p.get("function_call"), dict)
+            ]
+            if not calls:
+                break
+            # A tool the agent does not have (SC404/SC405, reported by the call) ends the
+            # turn, as ADK raises for a function it cannot find.
+            if any(
+                c.get("name") != TRANSFER_TOOL and c.get("name") not in self.agent.tools
+                for c in calls
+            ):
+                break
+
+    def ask_model(self, index: int, instructions: str, contents: list[dict[str, Any]]) -> Any:
+        """A live run's answer for model call `index` (a ``ModelAnswer``)."""
+        assert self.model is not None
+        note = _transfer_note(self.app, self.agent)
+        request = ModelRequest(
+            index=index,
+            turn=self.turn,
+            agent=self.agent.name,
+            system_instruction=f"{instructions}\n\n{note}" if note else instructions,
+            contents=tuple(copy.deepcopy(contents)),
+            tools=function_declarations(self.app, self.agent),
+        )
+        try:
+            answer = self.model(request)
+        except Exception as exc:  # a strategy must answer; this keeps the run alive
+            answer = ModelAnswer(
+                error="bad_answer",
+                message=Message("%(name)s: %(exc)s", name=type(exc).__name__, exc=exc),
+            )
+        if answer.error:
+            self.step_error(
+                "SC421",
+                Message(
+                    "model call %(index)s failed (%(error)s): %(message)s",
+                    index=index + 1,
+                    error=answer.error,
+                    message=answer.message,
+                ),
+                source="model",
+                subject=self.agent.name,
+            )
+            self.turn_ended = "the model call"
+        return answer
+
+    def model_call(
+        self, scripted: tuple[dict[str, Any], ...] | None, *, unscripted: bool = False
+    ) -> bool:
         """One model call, as ADK makes it: the request (instructions compiled from the
         current state, the history), ``before_model`` callbacks (a returned response
         replaces the model's answer and the ``after_model`` callbacks do not run), the
         model (the scripted answer), ``after_model`` callbacks (a returned response
         replaces the answer); then the answer's parts: text is the agent's message, a
         function call runs the tool. Returns whether the model itself was asked (False when
-        a ``before_model`` callback answered in its place)."""
+        a ``before_model`` callback answered in its place). `scripted` None: a live run,
+        the model answers (``ask_model``) after the ``before_model`` callbacks, when they
+        did not."""
         instructions, changed = self.compile_now()
         index = len(self.model_calls)
         history = tuple(
@@ -1198,7 +1281,7 @@ class _Run:
         )
         contents = self.model_contents(state_updates=False)
         request = {"contents": contents, "config": {"system_instruction": instructions}}
-        answer, replaced_by = scripted, ""
+        answer, replaced_by = scripted or (), ""
         scope = self.begin_scope()
         returned, value = self.run_callbacks(CallbackKind.BEFORE_MODEL, {"llm_request": request})
         parts = response_parts(value) if returned else None
@@ -1209,7 +1292,13 @@ class _Run:
                 "contents": self.model_contents(),
                 "config": {"system_instruction": request["config"]["system_instruction"]},
             }
-            answer = self.model_answer(model_request, scripted)
+            if scripted is None:
+                scripted = answer = self.ask_model(
+                    index, instructions, model_request["contents"]
+                ).parts
+            else:
+                answer = self.model_answer(model_request, scripted)
+        if parts is None and self.turn_ended is None:
             response = {"content": {"role": "model", "parts": [dict(p) for p in answer]}}
             returned, value = self.run_callbacks(
                 CallbackKind.AFTER_MODEL, {"llm_response": response}
@@ -1225,7 +1314,7 @@ class _Run:
                 instructions=instructions,
                 instruction_tokens=estimate_tokens(instructions),
                 changed=changed,
-                scripted=scripted,
+                scripted=scripted or (),
                 answer=answer,
                 replaced_by=replaced_by,
                 history=history,
@@ -1696,17 +1785,26 @@ class _Run:
                 span.name.split(".")[0] for span in compiled.spans if span.kind == "dynamic"
             )
         )
+        live_step: int | None = None  # a live run: the USER step of the turn
         for index, step in enumerate(self.scenario.steps):
             if self.turn < 0 or step.kind is StepKind.USER:
                 if self.turn >= 0:
+                    self.live_turn(live_step)
                     self.end_turn()
                 self.step_index = index
+                live_step = index if step.kind is StepKind.USER else None
                 self.start_turn(step)
                 if step.kind is StepKind.USER:
                     continue
             self.step_index = index
-            self.run_step(step)
+            if self.model is None:
+                self.run_step(step)
+            elif step.expectation is not None and step.expectation.kind is ExpectKind.MOCK:
+                # Live: scripted calls and replies are expectations (agents.core.live);
+                # only mocks act, before the model's calls of the turn.
+                self.step_mocks[step.expectation.tool] = copy.deepcopy(step.expectation.value)
         if self.turn >= 0:
+            self.live_turn(live_step)
             self.end_turn()
         events = tuple(
             replace(event, dropped_at_turn=self.dropped_at[event.index])
@@ -1727,12 +1825,17 @@ class _Run:
 
 
 def simulate(
-    app: AppSpec, scenario: ScenarioSpec, *, run_code: CodeRunner | None = None
+    app: AppSpec,
+    scenario: ScenarioSpec,
+    *,
+    run_code: CodeRunner | None = None,
+    model: ModelStrategy | None = None,
 ) -> SimulationResult:
     """Run `scenario` against `app` (see the module docstring). Never raises for its input.
 
     `run_code` runs tool and callback code (the Django layer passes a sandbox adapter);
-    without it, a Python tool with code but no mock is a step error.
+    without it, a Python tool with code but no mock is a step error. `model` makes it a
+    live run: the model answers every model call (``agents.core.model``; see ``live_turn``).
     """
     agent = app.agent(scenario.agent)
     if agent is None:
@@ -1749,4 +1852,4 @@ def simulate(
             subject=scenario.agent,
         )
         return SimulationResult("", 0, (), (), {}, (diagnostic,))
-    return _Run(app, scenario, agent, run_code).run()
+    return _Run(app, scenario, agent, run_code, model).run()

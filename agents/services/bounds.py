@@ -20,6 +20,7 @@ from functools import cache
 from django.conf import settings
 
 from agents.core.diagnostics import Diagnostic, Message, Severity
+from agents.core.model import ModelStrategy
 from agents.core.simulate import CodeCall, CodeResult, CodeRunner, SimulationResult, simulate
 from agents.core.spec import AppSpec, ScenarioSpec
 from agents.sandbox import host, jail
@@ -76,13 +77,20 @@ def bounded_runner(
 
 
 def simulate_bounded(
-    app: AppSpec, scenario: ScenarioSpec, *, session: host.SandboxSession | None = None
+    app: AppSpec,
+    scenario: ScenarioSpec,
+    *,
+    session: host.SandboxSession | None = None,
+    model: ModelStrategy | None = None,
+    max_seconds: float | None = None,
 ) -> SimulationResult:
     """Simulate *scenario* with the real sandbox, within the caps of the settings.
 
     `session` lets several simulations of one run (every scenario of an app) share one warm
     sandbox: each code call still runs in a fresh process forked for it, and the caps
-    still count per simulation."""
+    still count per simulation. `model` makes it a live run (``agents.services.live``),
+    whose time cap `max_seconds` replaces ``SIMULATION_MAX_SECONDS``: the model's answers
+    take far longer than code does."""
     refused = refused_protections()
     notes: list[Diagnostic] = []
     max_steps = int(limit("SIMULATION_MAX_STEPS"))
@@ -119,14 +127,15 @@ def simulate_bounded(
                 subject=scenario.name,
             )
         )
-        result = simulate(app, scenario, run_code=None)
+        result = simulate(app, scenario, run_code=None, model=model)
     else:
-        deadline = time.monotonic() + float(limit("SIMULATION_MAX_SECONDS"))
+        seconds = max_seconds if max_seconds is not None else limit("SIMULATION_MAX_SECONDS")
+        deadline = time.monotonic() + float(seconds)
         with contextlib.nullcontext(session) if session else host.open_session() as warm:
             runner, stopped = bounded_runner(
                 warm, max_calls=int(limit("SIMULATION_MAX_CODE_CALLS")), deadline=deadline
             )
-            result = simulate(app, scenario, run_code=runner)
+            result = simulate(app, scenario, run_code=runner, model=model)
         if stopped:
             notes.append(
                 Diagnostic(

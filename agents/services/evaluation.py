@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from django.core.cache import cache
 from django.db import transaction
@@ -43,6 +44,7 @@ class ScenarioRun:
     result: SimulationResult
     evaluation: ScenarioEvaluation
     memoised: bool = False
+    live: Any = None  # the LiveOutcome of a live run (agents.services.live)
 
 
 def _memo_key(
@@ -113,6 +115,35 @@ def scenario_result_record(
     return result
 
 
+def live_scenario_run(
+    *,
+    app: AgentApp,
+    agent: Agent,
+    scenario: Scenario,
+    model: str,
+    actor: Actor,
+    instructions: str | None = None,
+    use_mocks: bool | None = None,
+    session: SandboxSession | None = None,
+) -> ScenarioRun:
+    """The scenario run live with `model` (``agents.services.live.run_live``; recorded)."""
+    from agents.services.live import run_live
+
+    outcome = run_live(
+        app=app,
+        agent=agent,
+        scenario=scenario,
+        model=model,
+        actor=actor,
+        instructions=instructions,
+        use_mocks=use_mocks,
+        session=session,
+    )
+    return ScenarioRun(
+        scenario, agent, outcome.spec, outcome.result, outcome.evaluation, live=outcome
+    )
+
+
 def scenario_evaluate(
     *,
     app: AgentApp,
@@ -121,12 +152,24 @@ def scenario_evaluate(
     actor: Actor,
     instructions: str | None = None,
     use_mocks: bool | None = None,
+    model: str | None = None,
 ) -> ScenarioRun:
     """Run one scenario's expectations and store the outcome as its last result (unsaved
-    `instructions` are a try-out: nothing is stored for them)."""
-    run = scenario_run(
-        app=app, agent=agent, scenario=scenario, instructions=instructions, use_mocks=use_mocks
-    )
+    `instructions` are a try-out: nothing is stored for them). With `model`, live."""
+    if model:
+        run = live_scenario_run(
+            app=app,
+            agent=agent,
+            scenario=scenario,
+            model=model,
+            actor=actor,
+            instructions=instructions,
+            use_mocks=use_mocks,
+        )
+    else:
+        run = scenario_run(
+            app=app, agent=agent, scenario=scenario, instructions=instructions, use_mocks=use_mocks
+        )
     if instructions is None:
         scenario_result_record(
             scenario=scenario, evaluation=run.evaluation, app_revision=app.revision, actor=actor
@@ -141,9 +184,15 @@ def app_evaluate(
     record: bool = True,
     agent: Agent | None = None,
     instructions: str | None = None,
+    model: str | None = None,
 ) -> list[ScenarioRun]:
     """Run every scenario of the app (its agents in order, scenarios by name). With `agent`
-    and `instructions`, that agent's unsaved instructions are used (and nothing stored)."""
+    and `instructions`, that agent's unsaved instructions are used (and nothing stored).
+    With `model`, every scenario runs live against that model (recorded as live runs)."""
+    if model:
+        from agents.services.live_models import resolve_model
+
+        resolve_model(app, model)  # an unknown model fails before anything runs
     loaded = selectors.app_with_everything(app.pk).get()
     runs: list[ScenarioRun] = []
     # One warm sandbox for the whole run (started at the first code call, if any): every
@@ -152,9 +201,24 @@ def app_evaluate(
         for each in loaded.agents.all():
             text = instructions if agent is not None and each.pk == agent.pk else None
             for scenario in each.scenarios.all():
-                run = scenario_run(
-                    app=loaded, agent=each, scenario=scenario, instructions=text, session=session
-                )
+                if model:
+                    run = live_scenario_run(
+                        app=loaded,
+                        agent=each,
+                        scenario=scenario,
+                        model=model,
+                        actor=actor,
+                        instructions=text,
+                        session=session,
+                    )
+                else:
+                    run = scenario_run(
+                        app=loaded,
+                        agent=each,
+                        scenario=scenario,
+                        instructions=text,
+                        session=session,
+                    )
                 if record and text is None:
                     scenario_result_record(
                         scenario=scenario,

@@ -1,12 +1,17 @@
-"""manage.py export_app APP_ID --format cx|json|yaml [-o FILE]: export for pipelines.
+"""manage.py export_app APP_ID --format cx|json|yaml|adk [-o FILE]: export for pipelines.
 
 The same exports as the designer's Export page. Exit status 0; 1 when the app does
-not exist or the file cannot be written. What the CX export cannot carry is listed on
-stderr; the file is still written (as the page's download is).
+not exist or the file cannot be written. What the CX or ADK export cannot carry is listed
+on stderr; the files are still written (as the page's download is).
+
+``--format adk -o DIR`` writes the ADK package into DIR (``DIR/<package>/agent.py``…,
+replacing the package's folder when it is there); ``-o NAME.zip`` or ``-o -`` writes it as
+the ZIP the Export page downloads.
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -23,7 +28,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("app_id", type=int, help="the app's id")
-        parser.add_argument("--format", choices=("cx", "json", "yaml"), default="json")
+        parser.add_argument("--format", choices=("cx", "json", "yaml", "adk"), default="json")
         parser.add_argument("-o", "--output", default="-", help="file to write (- for stdout)")
 
     def handle(self, *args: object, **options: object) -> None:
@@ -31,14 +36,18 @@ class Command(BaseCommand):
         if app is None:
             raise CommandError(f"No app with id {options['app_id']}.")
         fmt = str(options["format"])
-        if fmt == "cx":
+        output = str(options["output"])
+        if fmt == "adk" and output != "-" and not output.endswith(".zip"):
+            self.write_package(app, Path(output))
+            return
+        if fmt == "adk":
+            data, _, diagnostics = exchange.app_export_adk(app)
+            self.report(diagnostics)
+        elif fmt == "cx":
             data, diagnostics = exchange.app_export_cx(app)
-            for d in diagnostics:
-                if d.severity is not Severity.INFO:
-                    self.stderr.write(f"{d.severity.value}: {d.message} [{d.code}]")
+            self.report(diagnostics)
         else:
             data = dumps_native(exchange.app_export_native(app), fmt).encode("utf-8")
-        output = str(options["output"])
         if output == "-":
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
@@ -48,3 +57,29 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"{output}: {exc.strerror or exc}") from exc
         self.stderr.write(self.style.SUCCESS(f"Wrote {output} ({len(data):,} bytes)."))
+
+    def report(self, diagnostics) -> None:
+        for d in diagnostics:
+            if d.severity is not Severity.INFO:
+                self.stderr.write(f"{d.severity.value}: {d.message} [{d.code}]")
+
+    def write_package(self, app: AgentApp, folder: Path) -> None:
+        files, diagnostics = exchange.app_export_adk_files(app)
+        self.report(diagnostics)
+        package = next(iter(files)).split("/", 1)[0]
+        try:
+            if (folder / package).is_dir():
+                shutil.rmtree(folder / package)
+            for path, data in files.items():
+                target = folder / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+        except OSError as exc:
+            raise CommandError(f"{folder}: {exc.strerror or exc}") from exc
+        evalsets = sum(1 for p in files if p.endswith(".evalset.json"))
+        self.stderr.write(
+            self.style.SUCCESS(
+                f"Wrote the ADK package {folder / package} ({len(files)} files, "
+                f"{evalsets} evalset(s)). Run it: cd {folder} && adk run {package}"
+            )
+        )

@@ -1,5 +1,9 @@
 """manage.py import_app FILE --owner USERNAME [--name NAME]: import for pipelines.
 
+``manage.py import_app X.evalset.json --owner USERNAME --evalset-into APP_ID`` adds an ADK
+evalset's eval cases to an existing app as scenarios of its root agent instead
+(`exchange.app_import_evalset`); it prints the new scenarios' ids.
+
 The same use case as the import page (`exchange.app_import_file`): everything is checked
 first and nothing is created unless all of it is valid. Exit status 0 and the new app's
 id on stdout; 1 with every problem on stderr (`file: field: message [code]`) otherwise.
@@ -22,6 +26,13 @@ class Command(BaseCommand):
         parser.add_argument("file", help="a .json/.yaml export or a CX Agent Studio .zip")
         parser.add_argument("--owner", required=True, help="username of the app's owner")
         parser.add_argument("--name", default=None, help="the new app's name (default: the file's)")
+        parser.add_argument(
+            "--evalset-into",
+            type=int,
+            default=None,
+            metavar="APP_ID",
+            help="read FILE as an ADK evalset and add its eval cases to this app as scenarios",
+        )
 
     def handle(self, *args: object, **options: object) -> None:
         owner = get_user_model().objects.filter(username=options["owner"]).first()
@@ -32,6 +43,9 @@ class Command(BaseCommand):
             data = path.read_bytes()
         except OSError as exc:
             raise CommandError(f"{path}: {exc.strerror or exc}") from exc
+        if options["evalset_into"] is not None:
+            self.import_evalset(owner, int(options["evalset_into"]), path, data)
+            return
         try:
             app, kind, notes = exchange.app_import_file(
                 owner=owner, data=data, name=options["name"] or None, filename=path.name
@@ -49,4 +63,30 @@ class Command(BaseCommand):
         self.stdout.write(str(app.pk))
         self.stderr.write(
             self.style.SUCCESS(f"Imported {kind} file as “{app.name}” (id {app.pk}).")
+        )
+
+    def import_evalset(self, owner, app_id: int, path: Path, data: bytes) -> None:
+        from agents import selectors
+        from agents.models import AgentApp
+
+        app = AgentApp.objects.filter(pk=app_id).first()
+        if app is None:
+            raise CommandError(f"--evalset-into: no app with id {app_id}.")
+        access = selectors.app_access(owner, app)
+        if access is None or not access.can_edit:
+            raise CommandError(f"--evalset-into: {owner.get_username()} may not edit app {app_id}.")
+        try:
+            created, notes = exchange.app_import_evalset(
+                app=app, actor=owner, data=data, filename=path.name
+            )
+        except exchange.ImportRefused as exc:
+            for d in exc.diagnostics:
+                self.stderr.write(f"{path.name}: {d.message} [{d.code}]")
+            raise CommandError(f"{path.name}: not imported; nothing was created.") from exc
+        for d in notes:
+            self.stderr.write(f"{d.severity.value}: {d.message} [{d.code}]")
+        for scenario in created:
+            self.stdout.write(str(scenario.pk))
+        self.stderr.write(
+            self.style.SUCCESS(f"Added {len(created)} scenario(s) to “{app.name}” (id {app.pk}).")
         )

@@ -1,0 +1,160 @@
+"""The API of live models: the configured models, replays and goldens of live runs.
+
+``POST .../scenarios/{id}/simulate`` and ``POST /api/apps/{id}/evaluate`` take
+``{"model": "<name>"}`` (agents/api/views.py); these views add the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agents.api import serializers as io
+from agents.api.json_boundary import json_data_response
+from agents.api.throttles import SimulateThrottle, with_default_throttles
+from agents.api.views import ERRORS, READ_ERRORS, ApiView, _simulation
+from agents.models import LiveRun
+from agents.services import live, live_models
+
+
+def live_payload(outcome: Any) -> dict[str, Any]:
+    """A live run for the API and the designer (never a key: none is in a run)."""
+    run = outcome.run
+    calls = []
+    for call in outcome.calls:
+        answer = call["answer"]
+        calls.append(
+            {
+                "index": call["index"],
+                "turn": call["turn"],
+                "fingerprint": call["fingerprint"],
+                "tokens_in": answer.get("tokens_in", 0),
+                "tokens_out": answer.get("tokens_out", 0),
+                "cost": answer.get("cost", 0.0),
+                "retries": answer.get("retries", 0),
+                "error": answer.get("error", ""),
+                "message": answer.get("message", ""),
+                "parts": answer.get("parts", []),
+            }
+        )
+    tokens_in, tokens_out = outcome.tokens
+    return {
+        "id": run.pk if run is not None else None,
+        "mode": run.mode if run is not None else ("replay" if outcome.drift else "live"),
+        "model": outcome.model,
+        "replay_of": run.replay_of_id if run is not None else None,
+        "status": outcome.evaluation.status,
+        "error": outcome.error,
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "cost": outcome.cost,
+        "calls": calls,
+        "drift": outcome.drift,
+        "results": [
+            {
+                "step": r.step,
+                "turn": r.turn,
+                "kind": r.kind,
+                "line": r.line,
+                "status": r.status,
+                "message": r.message,
+                "differences": list(r.differences),
+            }
+            for r in outcome.evaluation.results
+        ],
+    }
+
+
+def live_simulation(outcome: Any) -> dict[str, Any]:
+    body = _simulation(outcome.result, outcome.spec.use_mocks)
+    body["live"] = live_payload(outcome)
+    return body
+
+
+class ModelListView(ApiView):
+    """The models a run may name (configured by the operator; never their keys)."""
+
+    queryset = LiveRun.objects.none()
+
+    @extend_schema(tags=["models"], responses={200: io.ModelEndpointOut(many=True)})
+    def get(self, request: Request) -> Response:
+        return Response(io.ModelEndpointOut(live_models.model_names(), many=True).data)
+
+
+class LiveRunView(ApiView):
+    queryset = LiveRun.objects.none()
+    throttle_classes = with_default_throttles(SimulateThrottle)
+
+    def load_run(self) -> LiveRun:
+        app = self.load_app()
+        return get_object_or_404(LiveRun, app=app, pk=self.kwargs["run_id"])
+
+
+class LiveRunReplayView(LiveRunView):
+    """Replay a live run offline with its recorded answers; `live.drift` says where the
+    requests differ from the recording."""
+
+    @extend_schema(
+        tags=["actions"],
+        operation_id="apps_live_runs_replay",
+        summary="Replay a live run offline (no model called); report drift per call",
+        request=None,
+        responses={200: io.SimulationOut, **READ_ERRORS},
+    )
+    def post(self, request: Request, app_id: int, run_id: int) -> Response:
+        outcome = live.replay_live(run=self.load_run(), actor=request.user)
+        return json_data_response(self.output(io.SimulationOut, live_simulation(outcome)))
+
+
+class LiveRunGoldenView(LiveRunView):
+    """Save a live run as a new scenario whose expectations are what the model did."""
+
+    @extend_schema(
+        tags=["actions"],
+        operation_id="apps_live_runs_golden",
+        summary="Save a live run as a golden scenario (calls with arguments, state, reply)",
+        request=io.GoldenIn,
+        responses={201: io.ScenarioOut, **ERRORS},
+    )
+    def post(self, request: Request, app_id: int, run_id: int) -> Response:
+        self.load_app(edit=True)
+        run = self.load_run()
+        data = self.valid(io.GoldenIn)
+        scenario = live.live_run_save_golden(run=run, actor=request.user, name=data["name"])
+        from agents.api.views import _scenario_queryset
+
+        scenario = _scenario_queryset().get(pk=scenario.pk)
+        return Response(self.output(io.ScenarioOut, scenario), status=status.HTTP_201_CREATED)
+
+
+class AppModelView(ApiView):
+    """The model an app's live runs use when a run names none."""
+
+    queryset = LiveRun.objects.none()
+
+    def body(self, app: Any) -> dict[str, Any]:
+        from agents.models import AppModelDefault
+
+        row = AppModelDefault.objects.filter(app=app).first()
+        return {"model": row.model if row is not None else ""}
+
+    @extend_schema(tags=["models"], responses={200: io.ModelIn, **READ_ERRORS})
+    def get(self, request: Request, app_id: int) -> Response:
+        return Response(self.body(self.load_app()))
+
+    @extend_schema(
+        tags=["models"],
+        summary="Set the app's default model (a configured name; empty clears it)",
+        request=io.ModelIn,
+        responses={200: io.ModelIn, **ERRORS},
+    )
+    def put(self, request: Request, app_id: int) -> Response:
+        app = self.load_app(edit=True)
+        data = self.valid(io.ModelIn)
+        live_models.app_model_set(app=app, model=(data.get("model") or "").strip())
+        return Response(self.body(app))

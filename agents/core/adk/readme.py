@@ -1,0 +1,128 @@
+"""The README.md of an exported ADK package: how to run it, what it needs, what differs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from agents.core.spec import AgentSpec, AppSpec
+
+DIFFERENCES = """\
+## What differs from CX Agent Studio (and from Statecraft's simulation)
+
+The tool and callback code is the app's, unchanged; the runtime adapter
+(`statecraft_runtime/runtime.py`) gives it CX's globals and signatures. What ADK does
+differently, and what the adapter does about it:
+
+- **Instructions** are compiled before every model call by an instruction provider
+  (Statecraft's own compiler, `statecraft_runtime/compile.py`): `{{x}}` substituted from
+  the session state, `{% if %}` blocks chosen (channel and modality from the session keys
+  `_statecraft_channel` / `_statecraft_modality`, default `web` / `text`). `{x}` (a dynamic
+  reference) stays as written, as in CX: ADK does not substitute state into an instruction
+  provider's text. ADK appends its own note on `transfer_to_agent` ("You are an agent. Your
+  internal name is…") to the instructions of an agent with sub-agents or a parent.
+- **`<state_update>name: value</state_update>`**: before every model call the adapter
+  rebuilds the history the model receives from the session's events, with one such user
+  message per change of a declared variable, placed before the event that made it (a
+  tool's updates before its response). ADK keeps one value per variable per event, so two
+  writes of one variable in one tool call give one update (CX and Statecraft give two).
+  The whole history is sent: Statecraft's simulated context window (its token budget)
+  does not apply.
+- **Defaults**: the first `before_agent` callback of a session writes the declared
+  defaults (`variables.json`) of the variables the session does not set, and records in
+  `_statecraft_session` which session values differ from them (their state updates open
+  the history). Pass the scenario's session values as the session's initial state
+  (`adk eval` does, from the evalset's `session_input.state`).
+- **Writes are not checked**: ADK does not check a written value against the variable's
+  type or schema (Statecraft refuses it, SC409); the schemas are in `schemas/` as JSON
+  Schema for your own checks. Removing a variable (`del`, `pop`, `remove_variable`) writes
+  `None`.
+- **Agent names** are Python identifiers (ADK's rule): a display name like `Shopping
+  Assistant` becomes `Shopping_Assistant`, and `transfer_to_agent` takes that name.
+- **The session clock** of a scenario (`now`) is not exported: the code reads the real
+  clock.
+- **Mocks**: a tool without code runs its Statecraft mock (its state writes and response);
+  a Python tool with code always runs its code. A CX platform tool (`end_session`…)
+  answers `{}`. OpenAPI and MCP tools are ADK's `OpenAPIToolset` / `McpToolset` and make
+  real HTTP calls; an MCP header that is not a `$context` template is never exported (it
+  may be a secret): the package reads it from an environment variable (see `agent.py`).
+- **A turn ends at the first text answer**: ADK calls the model again after every tool
+  response until it answers in text; a callback that answers in text ends the turn.
+- **`context.events`** are the session's events with their real authors (each agent's
+  own name), not the current agent's.
+"""
+
+
+def package_readme(
+    app: AppSpec,
+    package: str,
+    names: Mapping[str, str],
+    root: AgentSpec,
+    eval_files: list[str],
+) -> str:
+    evalsets = [f for f in eval_files if f.endswith(".evalset.json")]
+    lines = [
+        f"# {app.name} — an ADK agent exported by Statecraft",
+        "",
+        (app.description or "").strip(),
+        "",
+        f"`{package}/agent.py` defines `root_agent` (`{names[root.name]}`), an ADK `LlmAgent`",
+        "tree: each agent's instructions, tools, sub-agents and callbacks as designed in",
+        "Statecraft. Tool and callback code written for CX Agent Studio runs unchanged.",
+        "",
+        "## What it needs",
+        "",
+        "- Python 3.10 or newer and `pip install google-adk` (it brings `google-genai`);",
+        "  nothing of Statecraft or Django."
+        + (
+            " The MCP tools need `pip install mcp` too."
+            if any(t.kind.value == "mcp" for t in app.tools)
+            else ""
+        ),
+        '- `adk eval` needs `pip install "google-adk[eval]"`.',
+        "- A model: the agents use the model the app's CX settings name, else `gemini-2.5-flash`;",
+        "  set `STATECRAFT_ADK_MODEL` to use another. For Gemini set `GOOGLE_API_KEY` (or",
+        "  `GOOGLE_GENAI_USE_VERTEXAI=TRUE` with `GOOGLE_CLOUD_PROJECT` and",
+        "  `GOOGLE_CLOUD_LOCATION`).",
+        "",
+        "## How to run it",
+        "",
+        "From the folder that holds this package:",
+        "",
+        "```sh",
+        f"adk run {package}        # a conversation in the terminal",
+        "adk web                  # the dev UI on http://127.0.0.1:8000, pick " + package,
+        "```",
+        "",
+    ]
+    if evalsets:
+        lines += [
+            "## Goldens as evalsets",
+            "",
+            "Each Statecraft scenario with expectations is an evalset in `evals/`; the",
+            "criteria are in `evals/test_config.json` (the expected tool calls, in order, with",
+            "their arguments; other calls allowed — Statecraft's rule). Run one with:",
+            "",
+            "```sh",
+            f"adk eval {package} {package}/evals/{evalsets[0]} \\",
+            f"    --config_file_path {package}/evals/test_config.json",
+            "```",
+            "",
+            "A scripted reply (`agent:` / `expect agent:`) is the evalset's final response;",
+            "Statecraft judges replies only with a model, so `test_config.json` sets no",
+            "response criterion (add `final_response_match_v2` to judge them). `expect state`",
+            "lines are the eval case's `final_session_state`, which ADK's evaluators do not",
+            "check.",
+            "",
+        ]
+    lines += [
+        "## Files",
+        "",
+        "- `agent.py` — the agent tree; `variables.json` — the declared variables;",
+        "- `instructions/`, `tools/`, `callbacks/` — the app's texts and code, as written;",
+        "- `schemas/` — each custom-object schema as JSON Schema;",
+        "- `statecraft_runtime/` — the runtime adapter and Statecraft's instruction compiler;",
+        "- `evals/` — the evalsets and their `test_config.json`.",
+        "",
+        DIFFERENCES,
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,443 @@
+"""Live runs in the core: caps, recording, replay and the live goldens' matching rules.
+
+Everything here is pure: the model is a ``ModelStrategy`` (``agents.core.model``), the
+clock an injected callable. The services wrap an HTTP client (``agents.llm``) in these.
+
+Caps (``Capped``)
+-----------------
+A live run stops at the first cap reached: ``max_calls`` model calls in the run,
+``max_calls_per_turn`` in one turn (a model that never stops calling tools), ``max_tokens``
+tokens in + out over the run, ``max_seconds`` of the injected clock since the run began.
+The call that would pass a cap is not made: it answers the error ``cap`` naming the cap,
+and the simulation ends that turn (SC421).
+
+Recording and replay
+--------------------
+``Recorder`` keeps every call's request (as JSON), fingerprint and answer, in order.
+``Replayer`` answers call *i* with the recording's answer *i* without any model; when the
+request's fingerprint differs from the recorded one, it notes the drift (which call, what
+changed: ``request_changes``) and still answers with the recording, so the replay goes on
+and shows the consequences. A call past the end of the recording is the error ``replay``.
+
+The live goldens (``evaluate_live``)
+------------------------------------
+CX's golden evaluation against a real model, per turn:
+
+- ``expect call: Tool {args}`` and a scripted ``tool: Tool {args}`` step: the model called
+  ``Tool`` in the turn with arguments that match (``agents.core.evaluate.matches``: every
+  key the golden lists, recursively; other keys ignored), and the tool answered; without
+  arguments any call of ``Tool`` passes.
+- ``expect transfer: X`` (and a scripted ``transfer_to_agent``): the turn handed over to X.
+- ``expect agent: text`` and a scripted ``agent: text`` step: the turn's reply is compared
+  with the expected text by **similarity** (``similarity``: the F1 of their word
+  multisets, case and punctuation ignored, passing at ``threshold``, 0.5 by default).
+  Why not a judge model: a similarity is deterministic, free and offline, so a replay
+  gives the same verdict in CI, and CX's own golden scores are a similarity too; a judge
+  model is used where only judgement works (the scenario kind's rubrics).
+- ``extra_tool_calls``: CX's ``extraToolCallBehavior``. ``ALLOW`` (the default) ignores
+  calls the golden does not list; ``DISALLOW`` fails a turn with a call of a tool that no
+  expectation or scripted step of that turn names.
+- ``expect state``, ``expect response``, ``expect no calls``: as offline
+  (``agents.core.evaluate``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from agents.core.evaluate import (
+    ExpectationResult,
+    ScenarioEvaluation,
+    differences,
+    evaluate,
+    step_turns,
+)
+from agents.core.model import (
+    TRANSFER_TOOL,
+    ModelAnswer,
+    ModelRequest,
+    ModelStrategy,
+    fingerprint,
+    request_changes,
+)
+from agents.core.script import format_expectation
+from agents.core.simulate import SimulationResult
+from agents.core.spec import ExpectKind, ScenarioSpec, StepKind
+
+__all__ = [
+    "Capped",
+    "Caps",
+    "Drift",
+    "RecordedCall",
+    "Recorder",
+    "Replayer",
+    "evaluate_live",
+    "similarity",
+]
+
+
+# --------------------------------------------------------------------------- caps
+
+
+@dataclass(frozen=True, slots=True)
+class Caps:
+    max_calls: int = 40
+    max_calls_per_turn: int = 10
+    max_tokens: int = 200_000
+    max_seconds: float = 120.0
+
+
+class Capped:
+    """`model` within `caps`; `clock` returns seconds (``time.monotonic`` in production,
+    a counter in tests)."""
+
+    def __init__(self, model: ModelStrategy, caps: Caps, clock: Callable[[], float]):
+        self.model = model
+        self.caps = caps
+        self.clock = clock
+        self.started = clock()
+        self.calls = 0
+        self.turn_calls: Counter[int] = Counter()
+        self.tokens = 0
+        self.stopped = ""
+
+    def refuse(self) -> str:
+        caps = self.caps
+        if self.calls >= caps.max_calls:
+            return f"the run reached its cap of {caps.max_calls} model calls"
+        if self.tokens >= caps.max_tokens:
+            return f"the run reached its cap of {caps.max_tokens} tokens"
+        if self.clock() - self.started >= caps.max_seconds:
+            return f"the run reached its time cap of {caps.max_seconds:g} s"
+        return ""
+
+    def __call__(self, request: ModelRequest) -> ModelAnswer:
+        reason = self.refuse()
+        if not reason and self.turn_calls[request.turn] >= self.caps.max_calls_per_turn:
+            reason = (
+                f"the model called tools {self.caps.max_calls_per_turn} times in turn "
+                f"{request.turn} without answering (cap of model calls per turn)"
+            )
+        if reason:
+            self.stopped = self.stopped or reason
+            return ModelAnswer(error="cap", message=reason)
+        self.calls += 1
+        self.turn_calls[request.turn] += 1
+        answer = self.model(request)
+        self.tokens += answer.tokens_in + answer.tokens_out
+        return answer
+
+
+# --------------------------------------------------------------------------- record/replay
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedCall:
+    index: int
+    turn: int
+    fingerprint: str
+    request: dict[str, Any]
+    answer: dict[str, Any]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "turn": self.turn,
+            "fingerprint": self.fingerprint,
+            "request": self.request,
+            "answer": self.answer,
+        }
+
+
+class Recorder:
+    """Every call of `model`, in order."""
+
+    def __init__(self, model: ModelStrategy):
+        self.model = model
+        self.calls: list[RecordedCall] = []
+
+    def __call__(self, request: ModelRequest) -> ModelAnswer:
+        answer = self.model(request)
+        self.calls.append(
+            RecordedCall(
+                index=len(self.calls),
+                turn=request.turn,
+                fingerprint=fingerprint(request),
+                request=request.as_json(),
+                answer=answer.as_json(),
+            )
+        )
+        return answer
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    call: int  # 0-based index of the model call
+    turn: int
+    changes: tuple[str, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"call": self.call, "turn": self.turn, "changes": list(self.changes)}
+
+
+class Replayer:
+    """Answers from a recording (``RecordedCall.as_json`` items), noting drift."""
+
+    def __init__(self, recording: Sequence[Mapping[str, Any]]):
+        self.recording = list(recording)
+        self.position = 0
+        self.drift: list[Drift] = []
+
+    def __call__(self, request: ModelRequest) -> ModelAnswer:
+        index = self.position
+        self.position += 1
+        if index >= len(self.recording):
+            self.drift.append(
+                Drift(index, request.turn, ("the run made more model calls than recorded",))
+            )
+            return ModelAnswer(
+                error="replay",
+                message=f"the recording has {len(self.recording)} model calls; the replay "
+                f"asked for call {index + 1}: re-record it live",
+            )
+        recorded = self.recording[index]
+        if recorded.get("fingerprint") != fingerprint(request):
+            changes = request_changes(recorded.get("request") or {}, request.as_json())
+            self.drift.append(Drift(index, request.turn, tuple(changes or ["the request differs"])))
+        return ModelAnswer.from_json(recorded.get("answer") or {})
+
+    @property
+    def unused(self) -> int:
+        return max(0, len(self.recording) - self.position)
+
+
+class Memo:
+    """Answers of `model` memoised by request fingerprint: re-running a prefix of a
+    conversation (the simulated user's next turn) calls the model only for new requests."""
+
+    def __init__(self, model: ModelStrategy):
+        self.model = model
+        self.answers: dict[str, ModelAnswer] = {}
+
+    def __call__(self, request: ModelRequest) -> ModelAnswer:
+        key = f"{request.index}:{fingerprint(request)}"
+        if key not in self.answers:
+            self.answers[key] = self.model(request)
+        return self.answers[key]
+
+
+# --------------------------------------------------------------------------- matching
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def similarity(expected: str, actual: str) -> float:
+    """The F1 of the two texts' word multisets (lower case, punctuation ignored): 1.0 for
+    the same words, 0.0 for none in common."""
+    a = Counter(w.lower() for w in _WORD.findall(expected))
+    b = Counter(w.lower() for w in _WORD.findall(actual))
+    if not a and not b:
+        return 1.0
+    common = sum((a & b).values())
+    if not common:
+        return 0.0
+    precision = common / sum(b.values())
+    recall = common / sum(a.values())
+    return 2 * precision * recall / (precision + recall)
+
+
+ExtraCalls = Literal["ALLOW", "DISALLOW"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Wanted:
+    step: int
+    turn: int
+    kind: str  # call | transfer | agent
+    line: str
+    note: str
+    tool: str = ""
+    args: Mapping[str, Any] | None = None
+    text: str = ""
+
+
+def _wanted(scenario: ScenarioSpec) -> list[_Wanted]:
+    turns = step_turns(scenario)
+    out: list[_Wanted] = []
+    for index, step in enumerate(scenario.steps):
+        turn = turns[index]
+        if step.kind is StepKind.TOOL:
+            line = f"tool: {step.tool} {step.args}" if step.args else f"tool: {step.tool}"
+            if step.tool == TRANSFER_TOOL:
+                name = str(step.args.get("agent_name", ""))
+                out.append(_Wanted(index, turn, "transfer", line, "", tool=name))
+            else:
+                out.append(_Wanted(index, turn, "call", line, "", step.tool, dict(step.args)))
+        elif step.kind is StepKind.AGENT:
+            out.append(_Wanted(index, turn, "agent", f"agent: {step.text}", "", text=step.text))
+        elif step.kind is StepKind.EXPECT and step.expectation is not None:
+            e = step.expectation
+            line = format_expectation(e)
+            if e.kind is ExpectKind.CALL:
+                args = e.value if isinstance(e.value, dict) else None
+                out.append(_Wanted(index, turn, "call", line, e.note, e.tool, args))
+            elif e.kind is ExpectKind.TRANSFER:
+                out.append(_Wanted(index, turn, "transfer", line, e.note, tool=e.agent))
+            elif e.kind is ExpectKind.AGENT:
+                text = str(e.value or "")
+                out.append(_Wanted(index, turn, "agent", line, e.note, text=text))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class LiveEvaluation:
+    evaluation: ScenarioEvaluation
+    scores: dict[int, float] = field(default_factory=dict)  # step -> similarity
+
+
+def evaluate_live(
+    scenario: ScenarioSpec,
+    result: SimulationResult,
+    *,
+    extra_tool_calls: ExtraCalls = "ALLOW",
+    threshold: float = 0.5,
+) -> ScenarioEvaluation:
+    """The scenario's expectations and scripted steps checked against a live run."""
+    offline = evaluate(scenario, result)
+    kept = [r for r in offline.results if r.kind in ("state", "response", "no calls")]
+    results: list[ExpectationResult] = list(kept)
+    wanted = _wanted(scenario)
+    for want in wanted:
+        if want.turn >= len(result.turns):
+            results.append(
+                ExpectationResult(
+                    want.step,
+                    want.turn,
+                    want.kind,
+                    want.line,
+                    want.note,
+                    "failed",
+                    "This turn was not run (see the run's problems).",
+                )
+            )
+            continue
+        events = [result.events[i] for i in result.turns[want.turn].events]
+        results.append(_check(want, events, threshold))
+    if extra_tool_calls == "DISALLOW":
+        listed: dict[int, set[str]] = {}
+        for want in wanted:
+            if want.kind == "call":
+                listed.setdefault(want.turn, set()).add(want.tool)
+        for turn in result.turns:
+            events = [result.events[i] for i in turn.events]
+            extra = [
+                e.label
+                for e in events
+                if e.kind == "tool_call"
+                and e.source != TRANSFER_TOOL
+                and e.source not in listed.get(turn.index, set())
+            ]
+            if extra:
+                results.append(
+                    ExpectationResult(
+                        -1,
+                        turn.index,
+                        "extra calls",
+                        "extraToolCallBehavior: DISALLOW",
+                        "",
+                        "failed",
+                        f"The model made {len(extra)} call(s) the golden does not list in "
+                        f"turn {turn.index}.",
+                        [],
+                        extra,
+                        tuple(f"called {label}" for label in extra),
+                    )
+                )
+    results.sort(key=lambda r: (r.turn, r.step if r.step >= 0 else 10**9))
+    return replace(
+        offline,
+        results=tuple(results),
+        status=(
+            "none"
+            if not results
+            else "failed"
+            if any(r.status == "failed" for r in results)
+            else "passed"
+        ),
+        passed=sum(r.status == "passed" for r in results),
+        failed=sum(r.status == "failed" for r in results),
+        needs_model=0,
+    )
+
+
+def _check(want: _Wanted, events: list[Any], threshold: float) -> ExpectationResult:
+    def out(status: Any, message: str, expected: Any = None, actual: Any = None, diffs=()):
+        return ExpectationResult(
+            want.step,
+            want.turn,
+            want.kind,
+            want.line,
+            want.note,
+            status,
+            message,
+            expected,
+            actual,
+            tuple(diffs),
+        )
+
+    if want.kind == "call":
+        calls = [e for e in events if e.kind == "tool_call" and e.source == want.tool]
+        answered = {e.source for e in events if e.kind == "tool_response"}
+        if not calls:
+            made = [e.label for e in events if e.kind == "tool_call"]
+            return out(
+                "failed",
+                f"The model did not call {want.tool} in turn {want.turn}.",
+                want.args,
+                made,
+                [f"called {label}" for label in made] or ["no tool was called"],
+            )
+        if want.args is not None:
+            for call in calls:
+                if not differences(want.args, call.value or {}, limit=1):
+                    break
+            else:
+                diffs = differences(want.args, calls[-1].value or {}, path="args")
+                return out(
+                    "failed",
+                    f"The model called {want.tool} with other arguments.",
+                    want.args,
+                    calls[-1].value,
+                    diffs,
+                )
+        if want.tool not in answered:
+            return out("failed", f"{want.tool} was called but did not answer.", want.args)
+        return out(
+            "passed", f"The model called {want.tool} and it answered.", want.args, calls[-1].value
+        )
+    if want.kind == "transfer":
+        done = [
+            e
+            for e in events
+            if e.kind == "transfer" and isinstance(e.value, dict) and e.value.get("to") == want.tool
+        ]
+        if done:
+            return out("passed", f"The model transferred to {want.tool}.", want.tool, want.tool)
+        return out("failed", f"The model did not transfer to {want.tool}.", want.tool, None)
+    replies = [e.text for e in events if e.kind == "agent"]
+    reply = "\n".join(replies)
+    score = similarity(want.text, reply)
+    if not replies:
+        return out("failed", "The agent did not reply in this turn.", want.text, None)
+    status = "passed" if score >= threshold else "failed"
+    return out(
+        status,
+        f"The reply is {score:.0%} similar to the expected one (passes at {threshold:.0%}).",
+        want.text,
+        reply,
+        () if status == "passed" else (f"similarity {score:.2f} < {threshold:.2f}",),
+    )

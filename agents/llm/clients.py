@@ -1,0 +1,556 @@
+"""Model clients: a ``ModelRequest`` to an endpoint's wire protocol and back.
+
+``client_for(endpoint)`` returns a ``ModelStrategy`` (``agents.core.model``): it sends the
+request through the endpoint's SDK — ``openai`` for OpenAI-compatible chat completions,
+``google-genai`` for Gemini (API key or Vertex AI) — and normalises the answer to text and
+function-call parts, token usage and a cost estimate. Nothing raises: every failure is a
+``ModelAnswer`` with a named ``error`` (``agents.core.model.ERROR_KINDS``).
+
+- **Retries**: a 429, a 5xx or a connection error is retried up to the endpoint's
+  ``max_retries`` times with exponential backoff (``backoff * 2**n`` seconds, through the
+  injected ``sleeper``; tests pass one that only counts). The SDKs' own retries are off,
+  so the count in ``ModelAnswer.retries`` is exact. A timeout is not retried (each one
+  already waited ``timeout`` seconds; the run's time cap counts them).
+- **Streaming** (``stream=True``): OpenAI's ``stream`` with usage, Gemini's
+  ``streamGenerateContent``; ``on_text`` receives each piece of text as it arrives.
+- **The history on the wire**: Gemini gets the contents as the runtime builds them, with
+  consecutive contents of one role merged into one (Gemini alternates roles). OpenAI's
+  protocol requires a tool's result right after the assistant's tool call, so text the
+  history holds between them (a state update the tool wrote) follows the tool results.
+- **Secrets**: the key goes only into the SDK's client; an error message never carries
+  the server's text for an authentication failure (some servers echo the key), and any
+  occurrence of the key in a message is masked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agents.core.model import ModelAnswer, ModelRequest, ModelStrategy
+from agents.llm.endpoints import Endpoint, cost_of
+
+logger = logging.getLogger("agents.llm")
+
+Sleeper = Callable[[float], None]
+TextSink = Callable[[str], None]
+
+
+class _Failure(Exception):
+    def __init__(self, kind: str, message: str, *, retry: bool = False):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.retry = retry
+
+
+def _mask(text: str, key: str) -> str:
+    return text.replace(key, "***") if key else text
+
+
+def wire_contents(contents: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
+    """Contents with consecutive same-role ones merged; in a user content that answers
+    function calls, the function responses come first (text after them)."""
+    merged: list[dict[str, Any]] = []
+    for content in contents:
+        role = content.get("role", "user")
+        parts = [dict(p) for p in content.get("parts") or []]
+        if merged and merged[-1]["role"] == role:
+            merged[-1]["parts"].extend(parts)
+        else:
+            merged.append({"role": role, "parts": parts})
+    for content in merged:
+        responses = [p for p in content["parts"] if "function_response" in p]
+        if responses and content["role"] == "user":
+            others = [p for p in content["parts"] if "function_response" not in p]
+            content["parts"] = responses + others
+    return merged
+
+
+# --------------------------------------------------------------------------- OpenAI
+
+
+def openai_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    if request.system_instruction:
+        messages.append({"role": "system", "content": request.system_instruction})
+    pending: dict[str, list[str]] = {}  # tool name -> ids of calls awaiting a result
+    counter = 0
+    for content in wire_contents(request.contents):
+        if content["role"] == "model":
+            texts = [p["text"] for p in content["parts"] if isinstance(p.get("text"), str)]
+            calls = []
+            for part in content["parts"]:
+                call = part.get("function_call")
+                if isinstance(call, dict):
+                    counter += 1
+                    call_id = f"call_{counter}"
+                    pending.setdefault(str(call.get("name")), []).append(call_id)
+                    calls.append(
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {
+                                "name": call.get("name"),
+                                "arguments": json.dumps(call.get("args") or {}),
+                            },
+                        }
+                    )
+            message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) or None}
+            if calls:
+                message["tool_calls"] = calls
+            messages.append(message)
+            continue
+        texts: list[str] = []
+        for part in content["parts"]:
+            response = part.get("function_response")
+            if isinstance(response, dict):
+                name = str(response.get("name"))
+                ids = pending.get(name) or [f"call_{name}"]
+                call_id = ids.pop(0)
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call_id,
+                        "content": json.dumps(response.get("response"), ensure_ascii=False),
+                    }
+                )
+            elif isinstance(part.get("text"), str):
+                texts.append(part["text"])
+        if texts:
+            messages.append({"role": "user", "content": "\n".join(texts)})
+    return messages
+
+
+def openai_tools(request: ModelRequest) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": d["name"],
+                "description": d.get("description", ""),
+                "parameters": d.get("parameters") or {"type": "object", "properties": {}},
+            },
+        }
+        for d in request.tools
+    ]
+
+
+def _parse_arguments(name: str, raw: str | None) -> dict[str, Any]:
+    text = raw or "{}"
+    try:
+        value = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise _Failure(
+            "malformed_arguments",
+            f"the model called {name} with arguments that are not JSON ({exc.msg}): {text[:120]!r}",
+        ) from None
+    if not isinstance(value, dict):
+        raise _Failure(
+            "malformed_arguments",
+            f"the model called {name} with arguments that are not a JSON object: {text[:120]!r}",
+        )
+    return value
+
+
+class OpenAIClient:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        stream: bool = False,
+        on_text: TextSink | None = None,
+        sleeper: Sleeper = time.sleep,
+        backoff: float = 0.5,
+    ):
+        import openai
+
+        self.endpoint = endpoint
+        self.stream = stream
+        self.on_text = on_text
+        self.sleeper = sleeper
+        self.backoff = backoff
+        self.openai = openai
+        self.client = openai.OpenAI(
+            api_key=endpoint.api_key or "not-needed",
+            base_url=endpoint.base_url or None,
+            timeout=endpoint.timeout,
+            max_retries=0,
+        )
+
+    def send(self, request: ModelRequest) -> ModelAnswer:
+        kwargs: dict[str, Any] = {
+            "model": self.endpoint.model,
+            "messages": openai_messages(request),
+        }
+        tools = openai_tools(request)
+        if tools:
+            kwargs["tools"] = tools
+        temperature = (
+            request.temperature if request.temperature is not None else self.endpoint.temperature
+        )
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        if self.stream:
+            return self._streamed(kwargs)
+        completion = self.client.chat.completions.create(**kwargs)
+        if not completion.choices:
+            raise _Failure("bad_answer", "the endpoint answered without a choice")
+        choice = completion.choices[0]
+        message = choice.message
+        if getattr(message, "refusal", None):
+            raise _Failure("refused", f"the model refused: {message.refusal}")
+        if choice.finish_reason == "content_filter":
+            raise _Failure("refused", "the endpoint's content filter stopped the answer")
+        parts: list[dict[str, Any]] = []
+        if message.content:
+            parts.append({"text": message.content})
+        for call in message.tool_calls or []:
+            function = getattr(call, "function", None)
+            if function is None:
+                continue
+            args = _parse_arguments(function.name, function.arguments)
+            parts.append({"function_call": {"name": function.name, "args": args}})
+        usage = completion.usage
+        return ModelAnswer(
+            parts=tuple(parts),
+            tokens_in=usage.prompt_tokens if usage else 0,
+            tokens_out=usage.completion_tokens if usage else 0,
+            model=completion.model or self.endpoint.model,
+            finish=choice.finish_reason or "",
+        )
+
+    def _streamed(self, kwargs: dict[str, Any]) -> ModelAnswer:
+        stream = self.client.chat.completions.create(
+            **kwargs, stream=True, stream_options={"include_usage": True}
+        )
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        finish = ""
+        tokens_in = tokens_out = 0
+        model = self.endpoint.model
+        for chunk in stream:
+            model = chunk.model or model
+            if chunk.usage:
+                tokens_in = chunk.usage.prompt_tokens
+                tokens_out = chunk.usage.completion_tokens
+            for choice in chunk.choices or []:
+                delta = choice.delta
+                if delta is not None and delta.content:
+                    text.append(delta.content)
+                    if self.on_text is not None:
+                        self.on_text(delta.content)
+                if delta is not None and getattr(delta, "refusal", None):
+                    raise _Failure("refused", f"the model refused: {delta.refusal}")
+                for piece in (delta.tool_calls if delta is not None else None) or []:
+                    entry = calls.setdefault(piece.index, {"name": "", "arguments": ""})
+                    if piece.function is not None:
+                        entry["name"] += piece.function.name or ""
+                        entry["arguments"] += piece.function.arguments or ""
+                if choice.finish_reason:
+                    finish = choice.finish_reason
+        if finish == "content_filter":
+            raise _Failure("refused", "the endpoint's content filter stopped the answer")
+        parts: list[dict[str, Any]] = []
+        if text:
+            parts.append({"text": "".join(text)})
+        for _, entry in sorted(calls.items()):
+            args = _parse_arguments(entry["name"], entry["arguments"])
+            parts.append({"function_call": {"name": entry["name"], "args": args}})
+        return ModelAnswer(
+            parts=tuple(parts),
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            model=model,
+            finish=finish,
+        )
+
+    def classify(self, exc: Exception) -> _Failure:
+        o = self.openai
+        key_env = self.endpoint.api_key_env or "the endpoint's key"
+        if isinstance(exc, o.AuthenticationError | o.PermissionDeniedError):
+            return _Failure(
+                "auth",
+                f"{self.endpoint.name} refused the API key from {key_env} "
+                f"(HTTP {exc.status_code}): check the key",
+            )
+        if isinstance(exc, o.RateLimitError):
+            return _Failure(
+                "quota",
+                f"{self.endpoint.name} is rate limited or out of quota (HTTP 429)",
+                retry=True,
+            )
+        if isinstance(exc, o.APITimeoutError):
+            return _Failure(
+                "timeout", f"{self.endpoint.name} did not answer within {self.endpoint.timeout:g} s"
+            )
+        if isinstance(exc, o.APIConnectionError):
+            return _Failure(
+                "connection", f"{self.endpoint.name} could not be reached: {exc}", retry=True
+            )
+        if isinstance(exc, o.APIStatusError):
+            body = exc.body if isinstance(exc.body, dict) else {}
+            detail = str(body.get("message") or exc.message)[:200]
+            if exc.status_code >= 500:
+                return _Failure(
+                    "server",
+                    f"{self.endpoint.name} failed (HTTP {exc.status_code}): {detail}",
+                    retry=True,
+                )
+            if "content" in detail.lower() and ("filter" in detail.lower() or "policy" in detail):
+                return _Failure("refused", f"the endpoint refused the content: {detail}")
+            return _Failure(
+                "bad_request",
+                f"{self.endpoint.name} rejected the request (HTTP {exc.status_code}): {detail}",
+            )
+        if isinstance(exc, o.APIResponseValidationError | ValueError):
+            return _Failure("bad_answer", f"the endpoint's answer could not be read: {exc}")
+        return _Failure("bad_answer", f"{type(exc).__name__}: {exc}")
+
+
+# --------------------------------------------------------------------------- Gemini
+
+
+def gemini_contents(request: ModelRequest) -> list[dict[str, Any]]:
+    out = []
+    for content in wire_contents(request.contents):
+        parts = []
+        for part in content["parts"]:
+            if "function_call" in part:
+                call = part["function_call"]
+                parts.append({"function_call": {"name": call["name"], "args": call.get("args")}})
+            elif "function_response" in part:
+                parts.append({"function_response": part["function_response"]})
+            elif isinstance(part.get("text"), str):
+                parts.append({"text": part["text"]})
+        out.append({"role": content["role"], "parts": parts})
+    return out
+
+
+_REFUSED = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION"}
+
+
+class GeminiClient:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        stream: bool = False,
+        on_text: TextSink | None = None,
+        sleeper: Sleeper = time.sleep,
+        backoff: float = 0.5,
+    ):
+        from google import genai
+        from google.genai import errors, types
+
+        self.endpoint = endpoint
+        self.stream = stream
+        self.on_text = on_text
+        self.sleeper = sleeper
+        self.backoff = backoff
+        self.types = types
+        self.errors = errors
+        options = types.HttpOptions(
+            timeout=int(endpoint.timeout * 1000),
+            retry_options=types.HttpRetryOptions(attempts=1),
+            base_url=endpoint.base_url or None,
+        )
+        if endpoint.vertex:
+            self.client = genai.Client(
+                vertexai=True,
+                project=endpoint.project,
+                location=endpoint.location,
+                http_options=options,
+            )
+        else:
+            self.client = genai.Client(api_key=endpoint.api_key, http_options=options)
+
+    def config(self, request: ModelRequest) -> Any:
+        types = self.types
+        tools = None
+        if request.tools:
+            tools = [
+                types.Tool(
+                    function_declarations=[
+                        types.FunctionDeclaration(
+                            name=d["name"],
+                            description=d.get("description", ""),
+                            parameters_json_schema=d.get("parameters"),
+                        )
+                        for d in request.tools
+                    ]
+                )
+            ]
+        temperature = (
+            request.temperature if request.temperature is not None else self.endpoint.temperature
+        )
+        return types.GenerateContentConfig(
+            system_instruction=request.system_instruction or None,
+            tools=tools,
+            temperature=temperature,
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        )
+
+    def send(self, request: ModelRequest) -> ModelAnswer:
+        contents = gemini_contents(request)
+        config = self.config(request)
+        model = self.endpoint.model
+        if not self.stream:
+            return self._answer(
+                [self.client.models.generate_content(model=model, contents=contents, config=config)]
+            )
+        chunks = []
+        for chunk in self.client.models.generate_content_stream(
+            model=model, contents=contents, config=config
+        ):
+            chunks.append(chunk)
+            if self.on_text is not None:
+                for candidate in chunk.candidates or []:
+                    for part in (candidate.content.parts if candidate.content else None) or []:
+                        if part.text and not part.thought:
+                            self.on_text(part.text)
+        return self._answer(chunks)
+
+    def _answer(self, responses: list[Any]) -> ModelAnswer:
+        text: list[str] = []
+        parts: list[dict[str, Any]] = []
+        finish = ""
+        tokens_in = tokens_out = 0
+        for response in responses:
+            feedback = getattr(response, "prompt_feedback", None)
+            if feedback is not None and feedback.block_reason:
+                raise _Failure("refused", f"the model refused the prompt ({feedback.block_reason})")
+            usage = response.usage_metadata
+            if usage is not None:
+                tokens_in = usage.prompt_token_count or tokens_in
+                tokens_out = usage.candidates_token_count or tokens_out
+            for candidate in (response.candidates or [])[:1]:
+                if candidate.finish_reason:
+                    finish = str(getattr(candidate.finish_reason, "value", candidate.finish_reason))
+                for part in (candidate.content.parts if candidate.content else None) or []:
+                    if part.function_call is not None:
+                        call = part.function_call
+                        args = call.args if call.args is not None else {}
+                        if not isinstance(args, dict):
+                            raise _Failure(
+                                "malformed_arguments",
+                                f"the model called {call.name} with arguments that are not "
+                                "an object",
+                            )
+                        parts.append({"function_call": {"name": call.name, "args": dict(args)}})
+                    elif part.text and not part.thought:
+                        text.append(part.text)
+        if finish in _REFUSED:
+            raise _Failure("refused", f"the model stopped for {finish.lower()}")
+        answer_parts = ([{"text": "".join(text)}] if text else []) + parts
+        return ModelAnswer(
+            parts=tuple(answer_parts),
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            model=self.endpoint.model,
+            finish=finish,
+        )
+
+    def classify(self, exc: Exception) -> _Failure:
+        import httpx
+
+        name = self.endpoint.name
+        key_env = self.endpoint.api_key_env or "the endpoint's credentials"
+        if isinstance(exc, self.errors.APIError):
+            code = exc.code or 0
+            text = f"{exc.status or ''} {exc.message or ''}"
+            if code in (401, 403) or "API_KEY" in text.upper().replace(" ", "_"):
+                return _Failure(
+                    "auth", f"{name} refused the API key from {key_env} (HTTP {code}): check it"
+                )
+            if code == 429:
+                return _Failure(
+                    "quota", f"{name} is rate limited or out of quota (HTTP 429)", retry=True
+                )
+            if code >= 500:
+                return _Failure(
+                    "server",
+                    f"{name} failed (HTTP {code}): {(exc.message or '')[:200]}",
+                    retry=True,
+                )
+            return _Failure(
+                "bad_request",
+                f"{name} rejected the request (HTTP {code}): {(exc.message or '')[:200]}",
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            return _Failure("timeout", f"{name} did not answer within {self.endpoint.timeout:g} s")
+        if isinstance(exc, httpx.TransportError):
+            return _Failure("connection", f"{name} could not be reached: {exc}", retry=True)
+        return _Failure("bad_answer", f"the endpoint's answer could not be read: {exc}")
+
+
+# --------------------------------------------------------------------------- the strategy
+
+
+class Client:
+    """A ``ModelStrategy`` over one endpoint, with retries and named errors."""
+
+    def __init__(self, impl: OpenAIClient | GeminiClient):
+        self.impl = impl
+        self.endpoint = impl.endpoint
+        self.retries = 0  # over all calls
+
+    def __call__(self, request: ModelRequest) -> ModelAnswer:
+        endpoint = self.endpoint
+        attempt = 0
+        while True:
+            try:
+                answer = self.impl.send(request)
+            except _Failure as failure:
+                return self._failed(failure, attempt)
+            except Exception as exc:  # the SDK's: classify, maybe retry
+                failure = self.impl.classify(exc)
+                if failure.retry and attempt < endpoint.max_retries:
+                    self.impl.sleeper(self.impl.backoff * 2**attempt)
+                    attempt += 1
+                    self.retries += 1
+                    continue
+                return self._failed(failure, attempt)
+            cost = cost_of(endpoint, answer.tokens_in, answer.tokens_out)
+            logger.info(
+                "model call %s/%s: %s tokens in, %s out, %d retries",
+                endpoint.name,
+                endpoint.model,
+                answer.tokens_in,
+                answer.tokens_out,
+                attempt,
+            )
+            return ModelAnswer(
+                parts=answer.parts,
+                tokens_in=answer.tokens_in,
+                tokens_out=answer.tokens_out,
+                cost=cost,
+                retries=attempt,
+                model=answer.model,
+                finish=answer.finish,
+            )
+
+    def _failed(self, failure: _Failure, attempt: int) -> ModelAnswer:
+        message = _mask(failure.message, self.endpoint.api_key)
+        if attempt:
+            message += f" (after {attempt} retr{'y' if attempt == 1 else 'ies'})"
+        logger.warning("model call %s failed: %s: %s", self.endpoint.name, failure.kind, message)
+        return ModelAnswer(error=failure.kind, message=message, retries=attempt)
+
+
+def client_for(
+    endpoint: Endpoint,
+    *,
+    stream: bool = False,
+    on_text: TextSink | None = None,
+    sleeper: Sleeper = time.sleep,
+    backoff: float = 0.5,
+) -> ModelStrategy:
+    """The strategy that asks `endpoint` (see the module docstring)."""
+    impl_class = OpenAIClient if endpoint.kind == "openai" else GeminiClient
+    return Client(
+        impl_class(endpoint, stream=stream, on_text=on_text, sleeper=sleeper, backoff=backoff)
+    )

@@ -1,0 +1,211 @@
+"""Model endpoints: what an operator configures, read from ``STATECRAFT_MODELS``.
+
+``STATECRAFT_MODELS`` is a JSON object, one entry per endpoint name::
+
+    {"flash": {"kind": "gemini", "model": "gemini-2.5-flash", "api_key_env": "GEMINI_KEY"},
+     "local": {"kind": "openai", "base_url": "http://localhost:11434/v1",
+               "model": "llama3.1", "api_key_env": "OLLAMA_KEY"}}
+
+Fields: ``kind`` (``openai`` — any OpenAI-compatible chat-completions endpoint — or
+``gemini``), ``model`` (required), ``base_url`` (openai: default the OpenAI API; gemini:
+default Google's), ``api_key_env`` (the environment variable that holds the key; the key
+itself never appears in the JSON), ``vertex`` (gemini through Vertex AI with the
+machine's Google credentials, with ``project`` and ``location``), ``timeout`` (seconds per
+attempt, default 60), ``max_retries`` (on 429/5xx/connection errors, default 3),
+``temperature``, ``price_in`` / ``price_out`` (USD per million tokens, overriding the
+price table), ``label``. Anything else is an error naming the field, so a typo is caught
+at start (``agents.checks``) rather than at the first run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+KINDS = ("openai", "gemini")
+FIELDS = frozenset(
+    {
+        "kind",
+        "model",
+        "base_url",
+        "api_key_env",
+        "vertex",
+        "project",
+        "location",
+        "timeout",
+        "max_retries",
+        "temperature",
+        "price_in",
+        "price_out",
+        "label",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One configured model. `api_key` is the resolved key (never shown: not in repr)."""
+
+    name: str
+    kind: str
+    model: str
+    base_url: str = ""
+    api_key_env: str = ""
+    api_key: str = field(default="", repr=False, compare=False)
+    vertex: bool = False
+    project: str = ""
+    location: str = ""
+    timeout: float = 60.0
+    max_retries: int = 3
+    temperature: float | None = None
+    price_in: float | None = None
+    price_out: float | None = None
+    label: str = ""
+    source: str = "env"  # env | admin
+
+    def describe(self) -> dict[str, Any]:
+        """What may be shown about the endpoint (never the key)."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "model": self.model,
+            "base_url": self.base_url,
+            "label": self.label or self.name,
+            "source": self.source,
+            "has_key": bool(self.api_key) or self.vertex,
+        }
+
+
+class ConfigError(ValueError):
+    """A bad ``STATECRAFT_MODELS``; the message names the field and the fix."""
+
+
+def _number(where: str, value: Any, *, minimum: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"{where}: write a number (got {json.dumps(value)}).")
+    if value < minimum:
+        raise ConfigError(f"{where}: must be at least {minimum:g} (got {value}).")
+    return float(value)
+
+
+def parse_models(text: str, environ: Mapping[str, str]) -> dict[str, Endpoint]:
+    """The endpoints of a ``STATECRAFT_MODELS`` value; raises ConfigError naming the field."""
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"STATECRAFT_MODELS is not valid JSON ({exc.msg} at character {exc.pos}): write "
+            'an object like {"flash": {"kind": "gemini", "model": "gemini-2.5-flash", '
+            '"api_key_env": "GEMINI_API_KEY"}}.'
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError("STATECRAFT_MODELS must be a JSON object of endpoints by name.")
+    out: dict[str, Endpoint] = {}
+    for name, entry in data.items():
+        where = f"STATECRAFT_MODELS.{name}"
+        if not name.strip() or len(name) > 60:
+            raise ConfigError(f"{where}: a name is 1 to 60 characters.")
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: must be an object with kind and model.")
+        unknown = sorted(set(entry) - FIELDS)
+        if unknown:
+            raise ConfigError(
+                f"{where}.{unknown[0]}: unknown field (the fields are {', '.join(sorted(FIELDS))})."
+            )
+        kind = entry.get("kind")
+        if kind not in KINDS:
+            raise ConfigError(f'{where}.kind: write "openai" or "gemini" (got {kind!r}).')
+        model = entry.get("model")
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError(f'{where}.model: name the model, like "gemini-2.5-flash".')
+        for key in ("base_url", "api_key_env", "project", "location", "label"):
+            if key in entry and not isinstance(entry[key], str):
+                raise ConfigError(f"{where}.{key}: must be a string.")
+        base_url = entry.get("base_url", "")
+        if base_url and not base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"{where}.base_url: must start with http:// or https://.")
+        vertex = entry.get("vertex", False)
+        if not isinstance(vertex, bool):
+            raise ConfigError(f"{where}.vertex: write true or false.")
+        if vertex and kind != "gemini":
+            raise ConfigError(f"{where}.vertex: only a gemini endpoint runs on Vertex AI.")
+        if vertex and not entry.get("project"):
+            raise ConfigError(f"{where}.project: Vertex AI needs the Google Cloud project.")
+        key_env = entry.get("api_key_env", "")
+        if not vertex and not key_env and kind == "gemini":
+            raise ConfigError(
+                f"{where}.api_key_env: name the environment variable holding the Gemini API "
+                "key (or set vertex: true)."
+            )
+        if key_env and key_env not in environ:
+            raise ConfigError(
+                f"{where}.api_key_env: the environment variable {key_env} is not set."
+            )
+        timeout = _number(f"{where}.timeout", entry.get("timeout", 60), minimum=0.01)
+        retries = entry.get("max_retries", 3)
+        if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
+            raise ConfigError(f"{where}.max_retries: write a whole number from 0 to 10.")
+        temperature = entry.get("temperature")
+        if temperature is not None:
+            temperature = _number(f"{where}.temperature", temperature)
+        prices = {}
+        for key in ("price_in", "price_out"):
+            if entry.get(key) is not None:
+                prices[key] = _number(f"{where}.{key}", entry[key])
+        out[name] = Endpoint(
+            name=name,
+            kind=kind,
+            model=model.strip(),
+            base_url=base_url.rstrip("/"),
+            api_key_env=key_env,
+            api_key=environ.get(key_env, "") if key_env else "",
+            vertex=vertex,
+            project=entry.get("project", ""),
+            location=entry.get("location", "") or ("us-central1" if vertex else ""),
+            timeout=timeout,
+            max_retries=retries,
+            temperature=temperature,
+            price_in=prices.get("price_in"),
+            price_out=prices.get("price_out"),
+            label=entry.get("label", ""),
+        )
+    return out
+
+
+# USD per million tokens (input, output): list prices of the common models when this was
+# written, for an estimate only. An endpoint's price_in/price_out override them; a model
+# not listed costs 0 (shown as "no price").
+PRICES: dict[str, tuple[float, float]] = {
+    "gemini-2.5-pro": (1.25, 10.0),
+    "gemini-2.5-flash-lite": (0.10, 0.40),
+    "gemini-2.5-flash": (0.30, 2.50),
+    "gemini-2.0-flash-lite": (0.075, 0.30),
+    "gemini-2.0-flash": (0.10, 0.40),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1": (2.0, 8.0),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.0),
+}
+
+
+def price_of(endpoint: Endpoint) -> tuple[float, float] | None:
+    if endpoint.price_in is not None or endpoint.price_out is not None:
+        return (endpoint.price_in or 0.0, endpoint.price_out or 0.0)
+    model = endpoint.model.rsplit("/", 1)[-1]
+    for prefix in sorted(PRICES, key=len, reverse=True):
+        if model.startswith(prefix):
+            return PRICES[prefix]
+    return None
+
+
+def cost_of(endpoint: Endpoint, tokens_in: int, tokens_out: int) -> float:
+    price = price_of(endpoint)
+    if price is None:
+        return 0.0
+    return (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000

@@ -1,0 +1,169 @@
+"""The configured models: ``STATECRAFT_MODELS`` and the admin's endpoints, and which one a
+run uses.
+
+- ``endpoints()``: every enabled endpoint by name — the admin's (``ModelEndpoint``, key
+  decrypted by ``agents.keyring``) and the environment's (``STATECRAFT_MODELS``, read when
+  asked, so a pipeline sets it per job); a name in both is the environment's.
+- ``resolve_model(app, agent, requested)``: the run's endpoint: the one the run names;
+  else the app's default (``AppModelDefault``); else the CX ``modelSettings.model`` of the
+  agent or the app when it names a configured endpoint (by its name or its ``model``). The
+  temperature is the CX ``modelSettings.temperature`` (agent, then app), else the
+  endpoint's.
+- ``endpoint_save``: the admin's write (the key encrypted, never returned); ``app_model_set``
+  the app's default. Neither is an app change: no revision, no audit row (the key must
+  never reach the audit trail; the admin's own log records only which fields changed).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from django.db import transaction
+
+from agents import keyring
+from agents.core.diagnostics import Message
+from agents.core.model import ModelRequest, ModelStrategy
+from agents.llm.endpoints import ConfigError, Endpoint, parse_models
+from agents.models import AgentApp, AppModelDefault, ModelEndpoint
+from agents.services.common import ServiceError, error
+
+
+class ModelNotConfigured(ServiceError):
+    """The run names no configured model; the message lists those there are."""
+
+
+def env_endpoints(environ: Mapping[str, str] | None = None) -> dict[str, Endpoint]:
+    environ = os.environ if environ is None else environ
+    return parse_models(environ.get("STATECRAFT_MODELS", ""), environ)
+
+
+def admin_endpoints() -> dict[str, Endpoint]:
+    out: dict[str, Endpoint] = {}
+    for row in ModelEndpoint.objects.filter(enabled=True):
+        out[row.name] = Endpoint(
+            name=row.name,
+            kind=row.kind,
+            model=row.model,
+            base_url=row.base_url.rstrip("/"),
+            api_key=keyring.decrypt(row.api_key_encrypted),
+            vertex=row.vertex,
+            project=row.project,
+            location=row.location or ("us-central1" if row.vertex else ""),
+            timeout=row.timeout,
+            max_retries=row.max_retries,
+            price_in=row.price_in,
+            price_out=row.price_out,
+            source="admin",
+        )
+    return out
+
+
+def endpoints() -> dict[str, Endpoint]:
+    """Every configured endpoint by name; a bad ``STATECRAFT_MODELS`` is a ServiceError
+    naming the field."""
+    try:
+        env = env_endpoints()
+    except ConfigError as exc:
+        raise ServiceError([error("model", str(exc), "SC480")]) from None
+    return {**admin_endpoints(), **env}
+
+
+def model_names() -> list[dict[str, Any]]:
+    """What the designer and the API may show: names, kinds, models (never a key)."""
+    try:
+        found = endpoints()
+    except ServiceError:
+        return []
+    return [e.describe() for _, e in sorted(found.items())]
+
+
+def _cx_settings(app: AgentApp, agent_cx: Mapping[str, Any] | None) -> dict[str, Any]:
+    settings: dict[str, Any] = {}
+    carry = AgentApp.objects.filter(pk=app.pk).values_list("cx", flat=True).first() or {}
+    app_json = carry.get("app") if isinstance(carry, Mapping) else None
+    for source in (app_json, agent_cx):
+        model = source.get("modelSettings") if isinstance(source, Mapping) else None
+        if isinstance(model, Mapping):
+            settings.update({k: v for k, v in model.items() if v not in (None, "")})
+    return settings
+
+
+def resolve_model(
+    app: AgentApp, requested: str | None, *, agent_cx: Mapping[str, Any] | None = None
+) -> tuple[Endpoint, float | None]:
+    """The endpoint a run uses and the temperature (see the module docstring)."""
+    found = endpoints()
+    names = ", ".join(sorted(found)) or "none (set STATECRAFT_MODELS or add one in the admin)"
+    cx = _cx_settings(app, agent_cx)
+    temperature = cx.get("temperature")
+    temperature = float(temperature) if isinstance(temperature, int | float) else None
+    if requested:
+        if requested not in found:
+            raise ModelNotConfigured(
+                [
+                    error(
+                        "model",
+                        Message(
+                            "No model named %(requested)s. Configured: %(names)s.",
+                            requested=repr(requested),
+                            names=names,
+                        ),
+                        "SC481",
+                    )
+                ]
+            )
+        return found[requested], temperature
+    default = AppModelDefault.objects.filter(app=app).values_list("model", flat=True).first()
+    if default and default in found:
+        return found[default], temperature
+    wanted = str(cx.get("model") or "")
+    if wanted:
+        for endpoint in found.values():
+            if wanted in (endpoint.name, endpoint.model):
+                return endpoint, temperature
+    raise ModelNotConfigured(
+        [
+            error(
+                "model",
+                Message("Name a model for this run (configured: %(names)s).", names=names),
+                "SC481",
+            )
+        ]
+    )
+
+
+def with_temperature(model: ModelStrategy, temperature: float | None) -> ModelStrategy:
+    if temperature is None:
+        return model
+
+    def ask(request: ModelRequest) -> Any:
+        return model(replace(request, temperature=temperature))
+
+    return ask
+
+
+@transaction.atomic
+def endpoint_save(*, endpoint: ModelEndpoint, api_key: str | None = None) -> ModelEndpoint:
+    """Save an admin endpoint; `api_key` None keeps the stored key, "" removes it."""
+    if api_key is not None:
+        endpoint.api_key_encrypted = keyring.encrypt(api_key.strip())
+    endpoint.full_clean()
+    endpoint.save()
+    return endpoint
+
+
+@transaction.atomic
+def app_model_set(*, app: AgentApp, model: str) -> AppModelDefault | None:
+    """Set (or with "" clear) the app's default model; it must be configured."""
+    if not model:
+        AppModelDefault.objects.filter(app=app).delete()
+        return None
+    if model not in endpoints():
+        raise ModelNotConfigured(
+            [error("model", Message("No model named %(model)s.", model=repr(model)), "SC481")]
+        )
+    row, _ = AppModelDefault.objects.update_or_create(app=app, defaults={"model": model})
+    return row

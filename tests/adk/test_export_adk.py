@@ -1,0 +1,522 @@
+"""The ADK export (issue 24): the package ADK loads, run by ADK's real runner, agrees with
+Statecraft's simulation; its evalsets are ADK's; it is deterministic and holds no secret.
+
+The differential test runs every scenario of the demo apps and of the CX corpus apps the
+simulation runs (``tests/cx_corpus.py``: the goldens as scenarios, and one scenario per
+agent calling every Python tool) twice: through ``simulate`` with the real sandbox, and
+through the exported package on ``InMemoryRunner`` with a scripted ``BaseLlm`` playing the
+scenario's model calls (``tests/adk/export_harness.py``). Compared: the state writes, the
+final state, the answers, the tool responses, the instructions of each model call and the
+``<state_update>`` lines each one received, and the turns an exception ended. Allowed, as
+the package's README lists them: ADK keeps one value per variable per event (consecutive
+writes of one variable count once), ADK appends its transfer note to the instructions, and
+a turn ends at the first text answer while Statecraft's simulation plays one model call per
+scripted step (a callback's answer in place of a step: the per-turn counts of model calls
+then differ, and the run is reported as such, not compared).
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import importlib
+import io
+import json
+import re
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from agents import exchange, selectors
+from agents.core.adk.evalsets import scenarios_from_evalset
+from agents.core.adk.package import package_name, to_adk_files
+from agents.core.spec import (
+    AgentSpec,
+    AppSpec,
+    ExpectKind,
+    ScenarioSpec,
+    ToolKind,
+    ToolSpec,
+    VariableSpec,
+    VariableType,
+)
+from agents.models import AgentApp
+from agents.sandbox import Limits
+from tests.adk.export_harness import (
+    adk_run,
+    calls_per_turn,
+    differences,
+    load_package,
+    statecraft_run,
+)
+from tests.cx_corpus import (
+    corpus_apps,
+    cx_corpus,  # noqa: F401 - the fixture
+    cx_corpus_root,
+    golden_scenario,
+    goldens,
+    load_app,
+    tools_scenario,
+    with_every_tool,
+)
+
+pytestmark = [pytest.mark.adk, pytest.mark.xdist_group("adk")]
+
+adk = pytest.importorskip("google.adk", reason="google-adk is in the dev extra")
+
+LIMITS = Limits(wall_time_s=10, cpu_time_s=10)
+# Bella Notte's slot-filling engine starts a confirmation with an acknowledgement it picks
+# at random (`random.choice`, slot_filling_engine line 1467) from its DAG configs'
+# `confirm_transition_prefix` lists (bella_notte_dag line 447, takeout_dag line 127): set
+# aside in both runs, in every text and value compared.
+_RANDOM_PREFIX = re.compile(r"\b(?:Wonderful|Perfect|Great|Excellent|Lovely|Got it|Alright)! ")
+
+
+def unrandom(value: Any) -> Any:
+    if isinstance(value, str):
+        return _RANDOM_PREFIX.sub("", value)
+    if isinstance(value, dict):
+        return {k: unrandom(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [unrandom(v) for v in value]
+    return value
+
+
+def compare(app: AppSpec, scenario: ScenarioSpec, where: Path) -> tuple[str, list[str]]:
+    """("agree" | "turn loop" | "differ", the differences)."""
+    theirs = adk_run(app, scenario, where)
+    assert theirs is not None, f"{scenario.name}: a step has no ADK counterpart"
+    ours = statecraft_run(app, scenario, LIMITS)
+    found = differences(ours, theirs, unrandom)
+    if not found:
+        return "agree", []
+    if calls_per_turn(ours, len(theirs.calls_per_turn)) != theirs.calls_per_turn:
+        return "turn loop", found
+    return "differ", found
+
+
+# --------------------------------------------------------------------------- demo apps
+
+
+@pytest.mark.django_db
+def test_the_demo_apps_run_on_adk_as_in_the_simulation(demo_apps, tmp_path):
+    results = {}
+    for app in demo_apps:
+        spec, scenarios = selectors.app_specs(app)
+        for n, scenario in enumerate(scenarios):
+            results[f"{app.name}: {scenario.name}"] = compare(spec, scenario, tmp_path / str(n))
+    assert results == {
+        "Shopping assistant: Buy a product": ("agree", []),
+        "Bank demo: Balance question": ("agree", []),
+    }
+
+
+# --------------------------------------------------------------------------- the CX corpus
+
+
+def corpus_ids() -> list[str]:
+    try:
+        root = cx_corpus_root()
+    except Exception:
+        return ["corpus-unavailable"]
+    return [folder.relative_to(root).as_posix() for folder in corpus_apps(root)]
+
+
+# Scenarios where ADK's turn loop and the simulation's one-call-per-step differ (measured;
+# the fidelity work on the simulation changes these): ADK calls the model again after a
+# callback's function call, and ends the turn at a callback's text answer.
+TURN_LOOP = {
+    "examples/bella_notte": {
+        "Happy Path - Multi-Agent Takeout",
+        "Off-the-Rails - Repeated Off-Topic",
+        "every tool on Bella_Notte_Host",
+    }
+}
+
+
+@pytest.mark.parametrize("app", corpus_ids())
+def test_a_corpus_app_runs_on_adk_as_in_the_simulation(cx_corpus, app, tmp_path):  # noqa: F811
+    folder = cx_corpus / app
+    spec = with_every_tool(load_app(folder))
+    scenarios = [golden_scenario(folder, spec, g) for g in goldens(folder)]
+    scenarios += [tools_scenario(folder, spec, agent) for agent in spec.agents]
+    outcome = {s.name: compare(spec, s, tmp_path / str(n)) for n, s in enumerate(scenarios)}
+    differ = {name: found for name, (kind, found) in outcome.items() if kind == "differ"}
+    assert differ == {}
+    loop = {name for name, (kind, _) in outcome.items() if kind == "turn loop"}
+    assert loop == TURN_LOOP.get(app, set())
+    assert sum(kind == "agree" for kind, _ in outcome.values()) == len(scenarios) - len(loop)
+
+
+def test_the_comparison_sees_a_difference(tmp_path):
+    """A package whose tool writes another value than the simulation's is caught."""
+    code = 'def bump(tool_context) -> dict:\n    """Bump."""\n    context.state["n"] = 1\n    return {}\n'
+    app = AppSpec(
+        name="bump",
+        variables=(VariableSpec("n", VariableType.NUMBER, default=0),),
+        tools=(ToolSpec("bump", ToolKind.PYTHON, python_code=code),),
+        agents=(AgentSpec("root", instructions="n is {{n}}", tools=("bump",), is_root=True),),
+    )
+    from agents.core.script import parse_script
+
+    steps = parse_script("user: go\ntool: bump {}\nagent: ok\n").steps
+    scenario = ScenarioSpec(name="s", agent="root", steps=steps)
+    assert compare(app, scenario, tmp_path / "a") == ("agree", [])
+    changed = AppSpec(
+        name="bump",
+        variables=app.variables,
+        tools=(ToolSpec("bump", ToolKind.PYTHON, python_code=code.replace("= 1", "= 2")),),
+        agents=app.agents,
+    )
+    theirs = adk_run(changed, scenario, tmp_path / "b")
+    ours = statecraft_run(app, scenario, LIMITS)
+    assert differences(ours, theirs)[0] == "writes: [('n', 1)] != [('n', 2)]"
+
+
+# --------------------------------------------------------------------------- the package
+
+
+DYNAMIC = AppSpec(
+    name="Été desk",
+    variables=(
+        VariableSpec("tier", VariableType.TEXT, default="silver"),
+        VariableSpec("balance", VariableType.NUMBER, default=0),
+    ),
+    tools=(
+        ToolSpec(
+            "Lookup",
+            ToolKind.PYTHON,
+            python_code='def Lookup(account: str) -> dict:\n    """Look the balance up."""\n'
+            '    context.state["balance"] = 12\n    return {"ok": True}\n',
+        ),
+        ToolSpec(
+            "Remote",
+            ToolKind.MCP,
+            mcp_url="https://mcp.example.com/mcp",
+            mcp_headers=(
+                ("Authorization", "Bearer sk-live-123456"),
+                ("X-Tier", "$context.variables.tier"),
+            ),
+        ),
+    ),
+    agents=(
+        AgentSpec(
+            "Front Desk",
+            instructions='{% if channel == "telephony" %}Be short.{% endif %}'
+            "Tier {{tier}}; balance {balance}. Use {@TOOL: Lookup}.",
+            tools=("Lookup",),
+            is_root=True,
+        ),
+    ),
+)
+
+
+# The same without its MCP tool (ADK's McpToolset needs the `mcp` package, which the
+# package's README names and this project does not install).
+LOADABLE = AppSpec(
+    name=DYNAMIC.name, variables=DYNAMIC.variables, tools=DYNAMIC.tools[:1], agents=DYNAMIC.agents
+)
+
+
+def _run(coroutine) -> Any:
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+def test_the_package_is_what_adk_loads(tmp_path):
+    module, folder = load_package(LOADABLE, (), tmp_path)
+    root = module.agent.root_agent
+    assert (root.name, type(root).__name__) == ("Front_Desk", "LlmAgent")
+    assert (folder / "__init__.py").is_file() and (folder / "README.md").is_file()
+    tool = root.tools[0]
+    declaration = tool._get_declaration()
+    assert (declaration.name, declaration.description) == ("Lookup", "Look the balance up.")
+    assert declaration.parameters_json_schema["required"] == ["account"]
+    imports = set()
+    for path in folder.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imports.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imports.add(node.module.split(".")[0])
+    assert not imports & {"django", "agents", "rest_framework", "designer"}
+    assert "google" in imports
+
+
+def test_the_instructions_are_compiled_from_the_state_before_each_call(tmp_path):
+    """`{{tier}}` substituted, `{% if %}` chosen by the channel key, `{balance}` left as
+    written (ADK does not substitute an instruction provider's text)."""
+    from google.adk.agents.readonly_context import ReadonlyContext
+
+    module, _ = load_package(LOADABLE, (), tmp_path)
+    provide = module.agent.root_agent.instruction
+
+    class Invocation:
+        def __init__(self, state):
+            self.session = type("S", (), {"state": state})()
+
+    web = provide(ReadonlyContext(Invocation({"tier": "gold", "balance": 3})))
+    phone = provide(
+        ReadonlyContext(Invocation({"tier": "gold", "_statecraft_channel": "telephony"}))
+    )
+    assert web == "Tier gold; balance {balance}. Use {@TOOL: Lookup}."
+    assert phone.startswith("Be short.Tier gold;")
+
+
+def test_the_export_is_deterministic_and_holds_no_secret(tmp_path):
+    first, diagnostics = to_adk_files(DYNAMIC)
+    second, _ = to_adk_files(DYNAMIC)
+    assert first == second
+    assert exchange.zip_bytes(first) == exchange.zip_bytes(second)
+    assert not any(b"sk-live-123456" in data for data in first.values())
+    assert "REMOTE_AUTHORIZATION" in first[f"{package_name(DYNAMIC)}/agent.py"].decode()
+    assert [d.code for d in diagnostics] == ["SC642"]
+
+
+def test_schemas_ship_as_json_schema(tmp_path):
+    from agents.core.spec import SchemaSpec
+
+    schema = {"type": "object", "properties": {"first_name": {"type": "string"}}}
+    app = AppSpec(
+        name="s",
+        schemas=(SchemaSpec("Customer", schema, "A customer"),),
+        variables=(VariableSpec("c", VariableType.OBJECT, default={}, schema="Customer"),),
+        agents=(AgentSpec("a", is_root=True),),
+    )
+    files, _ = to_adk_files(app)
+    document = json.loads(files["s/schemas/Customer.schema.json"])
+    assert document == {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **schema,
+        "description": "A customer",
+    }
+    assert json.loads(files["s/variables.json"])[0]["schema"] == "Customer"
+
+
+# --------------------------------------------------------------------------- evalsets
+
+
+def _text(content) -> str:
+    return "".join(p.text or "" for p in (content.parts or ()))
+
+
+def _scripted_evaluation_model(evalset):
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_response import LlmResponse
+    from google.genai import types
+
+    invocations = {
+        _text(inv.user_content): inv for case in evalset.eval_cases for inv in case.conversation
+    }
+
+    class Scripted(BaseLlm):
+        async def generate_content_async(self, llm_request, stream=False):  # type: ignore[override]
+            contents = llm_request.contents
+            last = max(
+                i for i, c in enumerate(contents) if c.role == "user" and _text(c) in invocations
+            )
+            invocation = invocations[_text(contents[last])]
+            done = sum(1 for c in contents[last:] for p in c.parts or () if p.function_response)
+            uses = invocation.intermediate_data.tool_uses
+            if done < len(uses):
+                part = types.Part(
+                    function_call=types.FunctionCall(name=uses[done].name, args=uses[done].args)
+                )
+            else:
+                part = types.Part(
+                    text=_text(invocation.final_response) if invocation.final_response else ""
+                )
+            yield LlmResponse(content=types.Content(role="model", parts=[part]))
+
+    return Scripted(model="scripted")
+
+
+def adk_evaluate(module: Any, folder: Path, name: str, model_evalset: Any = None) -> list:
+    """Run ADK's evaluation of one evalset on the scripted model: ADK's
+    ``EvaluationGenerator`` plays the eval case's user turns through the package's
+    ``root_agent``, and each criterion of ``test_config.json`` is scored by ADK's evaluator
+    for it. Returns [(metric, score, status)]. (``AgentEvaluator`` does the same but imports
+    pandas, which google-adk's ``eval`` extra brings and this project does not install.)"""
+    from google.adk.evaluation.eval_config import EvalConfig, get_eval_metrics_from_config
+    from google.adk.evaluation.eval_set import EvalSet
+    from google.adk.evaluation.evaluation_generator import EvaluationGenerator
+    from google.adk.evaluation.trajectory_evaluator import TrajectoryEvaluator
+
+    evalset = EvalSet.model_validate_json((folder / "evals" / name).read_text())
+    config = EvalConfig.model_validate_json((folder / "evals/test_config.json").read_text())
+    module.agent.root_agent.model = _scripted_evaluation_model(model_evalset or evalset)
+    responses = _run(EvaluationGenerator.generate_responses(evalset, module.__name__, repeat_num=1))
+    evaluators = {"tool_trajectory_avg_score": TrajectoryEvaluator}
+    scores = []
+    for metric in get_eval_metrics_from_config(config):
+        if metric.metric_name not in evaluators:
+            continue  # ADK's informational efficiency metrics
+        evaluator = evaluators[metric.metric_name](eval_metric=metric)
+        for case in responses:
+            result = evaluator.evaluate_invocations(case.responses[0], case.eval_case.conversation)
+            scores.append(
+                (metric.metric_name, result.overall_score, result.overall_eval_status.name)
+            )
+    return scores
+
+
+@pytest.mark.django_db
+def test_the_evalsets_are_adk_evalsets_and_pass_adk_evaluator(demo_apps, tmp_path):
+    from google.adk.evaluation.eval_config import EvalConfig
+    from google.adk.evaluation.eval_set import EvalSet
+
+    shop = next(a for a in demo_apps if a.name == "Shopping assistant")
+    spec, scenarios = selectors.app_specs(shop)
+    module, folder = load_package(spec, scenarios, tmp_path)
+    evalset = EvalSet.model_validate_json((folder / "evals/buy_a_product.evalset.json").read_text())
+    config = EvalConfig.model_validate_json((folder / "evals/test_config.json").read_text())
+    assert list(config.criteria) == ["tool_trajectory_avg_score"]
+    invocation = evalset.eval_cases[0].conversation[0]
+    assert [(u.name, u.args) for u in invocation.intermediate_data.tool_uses] == [
+        ("AddToCart", {"product_id": "shoe-blue-42", "quantity": 2})
+    ]
+    assert _text(invocation.final_response) == "Done — two pairs are in your cart."
+    assert evalset.eval_cases[0].final_session_state == {"cart_total": 39}
+    assert adk_evaluate(module, folder, "buy_a_product.evalset.json") == [
+        ("tool_trajectory_avg_score", 1.0, "PASSED")
+    ]
+
+
+@pytest.mark.django_db
+def test_adk_evaluator_fails_a_wrong_trajectory(demo_apps, tmp_path):
+    """The criteria can fail: the scripted model calls the tool with other arguments."""
+    from google.adk.evaluation.eval_set import EvalSet
+
+    shop = next(a for a in demo_apps if a.name == "Shopping assistant")
+    spec, scenarios = selectors.app_specs(shop)
+    module, folder = load_package(spec, scenarios, tmp_path)
+    text = (folder / "evals/buy_a_product.evalset.json").read_text()
+    wrong = EvalSet.model_validate_json(text.replace('"quantity": 2', '"quantity": 3'))
+    assert adk_evaluate(module, folder, "buy_a_product.evalset.json", wrong) == [
+        ("tool_trajectory_avg_score", 0.0, "FAILED")
+    ]
+
+
+@pytest.mark.django_db
+def test_an_evalset_imports_back_as_scenarios(demo_apps, user, tmp_path):
+    bank = next(a for a in demo_apps if a.name == "Bank demo")
+    spec, scenarios = selectors.app_specs(bank)
+    files, _ = to_adk_files(spec, scenarios)
+    data = files["bank_demo/evals/balance_question.evalset.json"]
+    back, notes = scenarios_from_evalset(data, spec)
+    assert notes == ()
+    expectations = [
+        (s.kind.value, s.expectation.kind.value if s.expectation else "", s.text)
+        for s in back[0].steps
+    ]
+    assert expectations == [
+        ("user", "", "Hi! What is the balance of my current account?"),
+        ("expect", "call", ""),
+        ("expect", "response", ""),
+        ("expect", "agent", ""),
+        ("user", "", "Thanks. Is that enough to pay a 900 EUR invoice?"),
+        ("expect", "agent", ""),
+        ("expect", "state", ""),
+    ]
+    call = back[0].steps[1].expectation
+    assert (call.kind, call.tool, call.value) == (
+        ExpectKind.CALL,
+        "LookupBalance",
+        {"account_id": "primary"},
+    )
+    created, _ = exchange.app_import_evalset(app=bank, actor=user, data=data)
+    assert [s.name for s in created] == ["balance_question"]
+    # The imported scenario is a golden the simulation passes, as the original does.
+    from agents.services.evaluation import scenario_run
+
+    root = bank.agents.get(is_root=True)
+    run = scenario_run(app=bank, agent=root, scenario=created[0])
+    assert (run.evaluation.status, run.evaluation.failed) == ("passed", 0)
+
+
+def test_a_file_that_is_not_an_evalset_is_refused_with_its_field():
+    app = AppSpec(name="x", agents=(AgentSpec("a", is_root=True),))
+    scenarios, problems = scenarios_from_evalset(b'{"eval_set_id": "x"}', app, "x.json")
+    assert scenarios == []
+    assert [(p.code, p.message) for p in problems] == [
+        ("SC660", "x.json: eval_cases: an ADK evalset holds a list eval_cases")
+    ]
+
+
+# --------------------------------------------------------------------------- commands and page
+
+
+@pytest.mark.django_db
+def test_export_app_format_adk_writes_the_package(shop, tmp_path):
+    call_command(
+        "export_app", shop.pk, "--format", "adk", "-o", str(tmp_path), stderr=io.StringIO()
+    )
+    package = tmp_path / "shopping_assistant"
+    assert "root_agent = agent_Shopping_Assistant" in (package / "agent.py").read_text()
+    assert (package / "evals" / "buy_a_product.evalset.json").is_file()
+    target = tmp_path / "shop.zip"
+    call_command("export_app", shop.pk, "--format", "adk", "-o", str(target), stderr=io.StringIO())
+    with zipfile.ZipFile(target) as archive:
+        names = archive.namelist()
+    assert sorted(names) == sorted(
+        p.relative_to(tmp_path).as_posix() for p in package.rglob("*") if p.is_file()
+    )
+
+
+@pytest.mark.django_db
+def test_import_app_evalset_into_adds_scenarios(bank, user, tmp_path):
+    spec, scenarios = selectors.app_specs(bank)
+    files, _ = to_adk_files(spec, scenarios)
+    path = tmp_path / "balance_question.evalset.json"
+    path.write_bytes(files["bank_demo/evals/balance_question.evalset.json"])
+    out = io.StringIO()
+    call_command(
+        "import_app",
+        str(path),
+        "--owner",
+        user.username,
+        "--evalset-into",
+        str(bank.pk),
+        stdout=out,
+        stderr=io.StringIO(),
+    )
+    added = [int(line) for line in out.getvalue().split()]
+    assert len(added) == 1
+    assert (
+        AgentApp.objects.get(pk=bank.pk)
+        .agents.get(is_root=True)
+        .scenarios.filter(pk=added[0], name="balance_question")
+        .exists()
+    )
+
+
+@pytest.mark.django_db
+def test_the_export_page_offers_the_adk_project(signed_in, shop):
+    page = signed_in.get(f"/apps/{shop.pk}/export")
+    assert b"Download ADK project (ZIP)" in page.content
+    download = signed_in.get(f"/apps/{shop.pk}/export/adk")
+    assert download["Content-Disposition"] == 'attachment; filename="shopping_assistant-adk.zip"'
+    with zipfile.ZipFile(io.BytesIO(download.content)) as archive:
+        assert "shopping_assistant/agent.py" in archive.namelist()
+
+
+def test_mcp_headers_are_filled_from_the_session_and_the_environment(tmp_path, monkeypatch):
+    """A `$context` template is filled from the state at call time; a literal header comes
+    from its environment variable (never from the export)."""
+    app = AppSpec(name=LOADABLE.name, variables=LOADABLE.variables, agents=LOADABLE.agents)
+    module, _ = load_package(app, (), tmp_path)
+    runtime = importlib.import_module(f"{module.__name__}.statecraft_runtime.runtime")
+    provide = runtime.header_provider(
+        [
+            ("Authorization", "env", "REMOTE_AUTHORIZATION"),
+            ("X-Tier", "template", "tier={$context.variables.tier}"),
+            ("X-Missing", "template", "$context.variables.nobody"),
+        ]
+    )
+    monkeypatch.setenv("REMOTE_AUTHORIZATION", "Bearer from-env")
+    context = type("Ctx", (), {"state": {"tier": "gold"}, "session": None})()
+    assert provide(context) == {"Authorization": "Bearer from-env", "X-Tier": "tier=gold"}

@@ -1,0 +1,98 @@
+"""A live run on the designer page: pick a model, Run live, see tokens and cost per call,
+replay it (no drift), change the instructions and replay again (drift at call 1).
+
+The model is a real HTTP server on loopback speaking OpenAI's chat completions
+(tests/llm_server.py). With UPDATE_SCREENSHOTS=1 it rewrites docs/live-run.png (README, Live models).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.llm_server import ModelServer, openai_call, openai_text
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
+DOCS = Path(__file__).resolve().parent.parent.parent / "docs"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+
+
+@pytest.fixture
+def server():
+    s = ModelServer()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def live_bank(user, monkeypatch, server):
+    from agents import services
+    from agents.demo import load_demo
+
+    entry = {
+        "kind": "openai",
+        "model": "gpt-4o-mini",
+        "base_url": f"{server.url}/v1",
+        "api_key_env": "LIVE_KEY",
+        "label": "GPT-4o mini (loopback)",
+    }
+    monkeypatch.setenv("LIVE_KEY", "sk-browser-test")
+    monkeypatch.setenv("STATECRAFT_MODELS", json.dumps({"mini": entry}))
+    app = next(a for a in load_demo(user) if a.name == "Bank demo")
+    agent = app.agents.get()
+    services.scenario_save(
+        agent=agent,
+        name="Balance live",
+        steps_script="user: What is my balance?\nexpect call: LookupBalance\n"
+        'expect state: {"current_account_balance": 1250}\n'
+        "expect agent: Your balance is 1,250 EUR.\n",
+    )
+    return app
+
+
+def test_run_live_then_replay_and_drift(open_designer, live_bank, server):
+    server.script(
+        openai_call("LookupBalance", {"account_id": "primary"}),
+        openai_text("Your current account balance is 1,250 EUR."),
+    )
+    page: Page = open_designer(live_bank)
+    panel = page.locator("#conversation-panel")
+    panel.locator("select[name=scenario]").select_option(label="Balance live")
+    expect(panel.locator(".event-user .msg").first).to_have_text("What is my balance?")
+    # No refresh of the panel in flight (an automatic one would replace the live request).
+    page.wait_for_load_state("networkidle")
+    panel.locator("#model-picker").select_option("mini")
+    panel.locator("#run-live").click()
+    summary = page.locator("#live-summary")
+    expect(summary).to_contain_text("live · mini", timeout=30_000)
+    expect(summary).to_contain_text("2 model calls")
+    expect(page.locator("#conversation-panel .call-cost").first).to_contain_text(
+        "model call 1: 20+7 tok"
+    )
+    expect(page.locator("#golden-summary")).to_contain_text("3 passed")
+    # The README's picture is rewritten only on request (UPDATE_SCREENSHOTS=1).
+    folder = DOCS if os.environ.get("UPDATE_SCREENSHOTS") else ARTIFACTS
+    folder.mkdir(exist_ok=True)
+    page.set_viewport_size({"width": 1440, "height": 1250})
+    page.screenshot(path=str(folder / "live-run.png"))
+    page.wait_for_load_state("networkidle")
+    page.locator("#replay-live").click()
+    expect(page.locator("#drift-badge")).to_have_text("no drift", timeout=30_000)
+    # Change one instruction line in the editor (unsaved): the panel simulates it scripted;
+    # Replay then runs the recording against the new text.
+    editor = page.locator("#instructions-editor")
+    editor.focus()
+    page.keyboard.press("Control+Home")
+    editor.press_sequentially("Be brief. ")
+    expect(page.locator("#live-summary")).to_have_count(0)
+    page.wait_for_load_state("networkidle")
+    page.locator("#replay-live").click()
+    expect(page.locator("#drift-badge")).to_have_text("drift at call 1", timeout=30_000)
+    expect(page.locator("#drift-list")).to_contain_text("instructions line 1")
+    expect(page.locator("#drift-list")).to_contain_text("Be brief.")
+    assert len(server.seen) == 2  # replays call no model
+    assert page.js_errors == []

@@ -1,0 +1,262 @@
+"""A real HTTP server on loopback that speaks a model's wire protocol, scripted per test.
+
+``ModelServer`` answers each POST with the next scripted reply (``reply``): a JSON body
+with a status, an SSE stream of JSON chunks, or a stall (the server holds the request
+until the test ends, so the client's timeout fires — no sleeping anywhere). Every request
+is kept (path, headers, JSON body) for the test to assert on. Helpers build the answers
+of OpenAI chat completions and Gemini generateContent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None
+    stream: list[Any] | None = None  # SSE data chunks (JSON values)
+    stall: bool = False
+    done_marker: bool = True  # OpenAI's "data: [DONE]"
+
+
+@dataclass
+class Seen:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class ModelServer:
+    replies: list[Reply] = field(default_factory=list)
+    seen: list[Seen] = field(default_factory=list)
+    repeat_last: bool = False
+
+    def __post_init__(self) -> None:
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw or b"null")
+                except ValueError:
+                    body = raw.decode("utf-8", "replace")
+                with server.lock:
+                    server.seen.append(
+                        Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                    )
+                    if server.replies:
+                        reply = server.replies[0]
+                        if len(server.replies) > 1 or not server.repeat_last:
+                            server.replies.pop(0)
+                    else:
+                        reply = Reply(500, {"error": {"message": "no scripted reply left"}})
+                if reply.stall:
+                    server.release.wait(30)
+                    return
+                if reply.stream is not None:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    for chunk in reply.stream:
+                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                        self.wfile.flush()
+                    if reply.done_marker:
+                        self.wfile.write(b"data: [DONE]\n\n")
+                    self.close_connection = True
+                    return
+                data = json.dumps(reply.body).encode()
+                self.send_response(reply.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def script(self, *replies: Reply) -> ModelServer:
+        self.replies.extend(replies)
+        return self
+
+    def close(self) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+# --------------------------------------------------------------------------- OpenAI
+
+
+def openai_text(text: str, tokens: tuple[int, int] = (11, 5)) -> Reply:
+    return Reply(
+        body={
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "test-model",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": tokens[0],
+                "completion_tokens": tokens[1],
+                "total_tokens": sum(tokens),
+            },
+        }
+    )
+
+
+def openai_call(name: str, arguments: Any, tokens: tuple[int, int] = (20, 7)) -> Reply:
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return Reply(
+        body={
+            "id": "chatcmpl-2",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "test-model",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": "call_x",
+                                "type": "function",
+                                "function": {"name": name, "arguments": raw},
+                            }
+                        ],
+                    },
+                    "finish_reason": "tool_calls",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": tokens[0],
+                "completion_tokens": tokens[1],
+                "total_tokens": sum(tokens),
+            },
+        }
+    )
+
+
+def openai_error(status: int, message: str = "error") -> Reply:
+    return Reply(status, {"error": {"message": message, "type": "error", "code": None}})
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-s",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "test-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+        if delta is not None
+        else [],
+        "usage": usage,
+    }
+
+
+def openai_stream_text(*pieces: str) -> Reply:
+    chunks = [_chunk({"role": "assistant", "content": ""})]
+    chunks += [_chunk({"content": p}) for p in pieces]
+    chunks.append(_chunk({}, "stop"))
+    chunks.append(
+        _chunk(None, usage={"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13})
+    )
+    return Reply(stream=chunks)
+
+
+def openai_stream_call(name: str, arguments: str, split: int = 5) -> Reply:
+    head = {
+        "index": 0,
+        "id": "call_s",
+        "type": "function",
+        "function": {"name": name, "arguments": ""},
+    }
+    chunks = [_chunk({"role": "assistant", "tool_calls": [head]})]
+    for i in range(0, len(arguments), split):
+        piece = {"index": 0, "function": {"arguments": arguments[i : i + split]}}
+        chunks.append(_chunk({"tool_calls": [piece]}))
+    chunks.append(_chunk({}, "tool_calls"))
+    chunks.append(
+        _chunk(None, usage={"prompt_tokens": 15, "completion_tokens": 6, "total_tokens": 21})
+    )
+    return Reply(stream=chunks)
+
+
+# --------------------------------------------------------------------------- Gemini
+
+
+def _gemini(parts: list[dict[str, Any]], finish: str = "STOP", tokens=(12, 6)) -> dict[str, Any]:
+    return {
+        "candidates": [
+            {"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}
+        ],
+        "usageMetadata": {
+            "promptTokenCount": tokens[0],
+            "candidatesTokenCount": tokens[1],
+            "totalTokenCount": sum(tokens),
+        },
+        "modelVersion": "gemini-test",
+    }
+
+
+def gemini_text(text: str, tokens=(12, 6)) -> Reply:
+    return Reply(body=_gemini([{"text": text}], tokens=tokens))
+
+
+def gemini_call(name: str, args: dict[str, Any], tokens=(30, 8)) -> Reply:
+    return Reply(body=_gemini([{"functionCall": {"name": name, "args": args}}], tokens=tokens))
+
+
+def gemini_stream(*pieces: str) -> Reply:
+    chunks = [
+        _gemini([{"text": p}], finish="STOP" if i == len(pieces) - 1 else None or "")
+        for i, p in enumerate(pieces)
+    ]
+    for chunk in chunks[:-1]:
+        chunk["candidates"][0].pop("finishReason")
+    return Reply(stream=chunks, done_marker=False)
+
+
+def gemini_error(status: int, message: str = "error", reason: str = "") -> Reply:
+    names = {
+        400: "INVALID_ARGUMENT",
+        401: "UNAUTHENTICATED",
+        403: "PERMISSION_DENIED",
+        429: "RESOURCE_EXHAUSTED",
+        500: "INTERNAL",
+        503: "UNAVAILABLE",
+    }
+    error: dict[str, Any] = {"code": status, "message": message, "status": names.get(status, "")}
+    if reason:
+        error["details"] = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason}]
+    return Reply(status, {"error": error})

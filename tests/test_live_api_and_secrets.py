@@ -1,0 +1,275 @@
+"""Live runs through the API and the designer, and the secrets test: a model key never
+appears in a page, an export, a version, an audit row, a log line or an API answer."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from agents import keyring, services
+from agents.models import AuditEvent, LiveRun, ModelEndpoint
+from agents.services import versions
+from agents.services.live_models import endpoint_save
+from tests.llm_server import ModelServer, openai_call, openai_text
+from tests.test_live_runs import GOLDEN, INSTRUCTIONS, KEY, bank_app  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+HX = {"HX-Request": "true"}
+ADMIN_KEY = "sk-admin-stored-9d8c7b6a5f"
+
+
+@pytest.fixture
+def server():
+    s = ModelServer()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def configured(monkeypatch, server):
+    entry = {
+        "kind": "openai",
+        "model": "gpt-4o-mini",
+        "base_url": f"{server.url}/v1",
+        "api_key_env": "LIVE_KEY",
+    }
+    monkeypatch.setenv("LIVE_KEY", KEY)
+    monkeypatch.setenv("STATECRAFT_MODELS", json.dumps({"loop": entry}))
+    return server
+
+
+def test_the_api_lists_models_without_keys(signed_in, configured):
+    body = signed_in.get("/api/models").json()
+    assert body == [
+        {
+            "name": "loop",
+            "kind": "openai",
+            "model": "gpt-4o-mini",
+            "base_url": f"{configured.url}/v1",
+            "label": "loop",
+            "source": "env",
+            "has_key": True,
+        }
+    ]
+
+
+def test_api_simulate_with_a_model_runs_live_and_reports_tokens_and_cost(
+    signed_in,
+    configured,
+    bank_app,  # noqa: F811
+):
+    app, agent, scenario = bank_app
+    configured.script(openai_call("LookupBalance", {}), openai_text("It is 1,250 EUR."))
+    url = f"/api/apps/{app.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/simulate"
+    body = signed_in.post(url, {"model": "loop"}, content_type="application/json").json()
+    live = body["live"]
+    assert live["model"] == "loop" and live["mode"] == "live" and live["status"] == "passed"
+    assert [c["tokens_in"] for c in live["calls"]] == [20, 11]
+    # gpt-4o-mini's list price: 0.15 / 0.60 USD per million tokens.
+    assert live["cost"] == pytest.approx((31 * 0.15 + 12 * 0.60) / 1e6)
+    assert body["final_state"]["current_account_balance"] == 1250
+    replay = signed_in.post(f"/api/apps/{app.pk}/live-runs/{live['id']}/replay").json()
+    assert replay["live"]["mode"] == "replay" and replay["live"]["drift"] == []
+
+
+def test_api_evaluate_with_a_model(signed_in, configured, bank_app):  # noqa: F811
+    app = bank_app[0]
+    configured.script(openai_call("LookupBalance", {}), openai_text("It is 1,250 EUR."))
+    body = signed_in.post(
+        f"/api/apps/{app.pk}/evaluate", {"model": "loop"}, content_type="application/json"
+    ).json()
+    assert body["ok"] is True and body["summary"]["passed"] == 1
+
+
+def test_an_unknown_model_is_a_400_naming_the_field(signed_in, configured, bank_app):  # noqa: F811
+    app = bank_app[0]
+    response = signed_in.post(
+        f"/api/apps/{app.pk}/evaluate", {"model": "gpt-9"}, content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert "No model named 'gpt-9'" in json.dumps(response.json())
+
+
+def test_a_bad_statecraft_models_fails_the_start_check_naming_the_field(monkeypatch):
+    from django.core.management.base import SystemCheckError
+
+    monkeypatch.setenv("STATECRAFT_MODELS", json.dumps({"m": {"kind": "openia", "model": "x"}}))
+    with pytest.raises(SystemCheckError) as raised:
+        call_command("check")
+    assert "STATECRAFT_MODELS.m.kind" in str(raised.value)
+
+
+def test_the_designer_runs_live_shows_cost_and_replays_without_drift(
+    signed_in,
+    configured,
+    bank_app,  # noqa: F811
+):
+    app, agent, scenario = bank_app
+    configured.script(openai_call("LookupBalance", {}), openai_text("It is 1,250 EUR."))
+    url = reverse("agent-simulate", args=[app.pk, agent.pk])
+    page = signed_in.post(url, {"scenario": scenario.pk, "model": "loop", "live": "1"}, headers=HX)
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert 'id="live-summary"' in html and "2 model calls" in html
+    assert "20+7 tok" in html  # the first call's tokens beside its event
+    run = LiveRun.objects.get()
+    replay = signed_in.post(url, {"scenario": scenario.pk, "replay": run.pk}, headers=HX)
+    assert "no drift" in replay.content.decode()
+    assert len(configured.seen) == 2
+    services.agent_update(agent=agent, instructions=INSTRUCTIONS.replace("Always", "Please"))
+    drifted = signed_in.post(url, {"scenario": scenario.pk, "replay": run.pk}, headers=HX)
+    text = drifted.content.decode()
+    assert "drift at call 1" in text and "instructions line 3" in text
+
+
+def test_the_designer_saves_a_live_run_as_a_golden(signed_in, configured, bank_app):  # noqa: F811
+    app, agent, scenario = bank_app
+    configured.script(openai_call("LookupBalance", {"account_id": "primary"}), openai_text("1,250"))
+    url = reverse("agent-simulate", args=[app.pk, agent.pk])
+    signed_in.post(url, {"scenario": scenario.pk, "model": "loop", "live": "1"}, headers=HX)
+    run = LiveRun.objects.get()
+    page = signed_in.post(reverse("live-run-golden", args=[app.pk, agent.pk, run.pk]), headers=HX)
+    assert page.status_code == 200
+    golden = agent.scenarios.get(name__startswith="Balance live (golden")
+    assert 'expect call: LookupBalance {"account_id": "primary"}' in services.scenario_script(
+        golden
+    )
+
+
+def test_a_model_key_never_appears_anywhere(
+    signed_in,
+    staff,
+    user,
+    configured,
+    bank_app,  # noqa: F811
+    caplog,
+    capsys,
+):
+    from django.test import Client
+
+    caplog.set_level(logging.DEBUG)
+    app, agent, scenario = bank_app
+    # An admin endpoint with a stored key, saved through the admin's form.
+    client = Client()
+    client.force_login(staff)
+    added = client.post(
+        "/admin/agents/modelendpoint/add/",
+        {
+            "name": "stored",
+            "kind": "openai",
+            "model": "gpt-4o-mini",
+            "base_url": f"{configured.url}/v1",
+            "timeout": "5",
+            "max_retries": "0",
+            "enabled": "on",
+            "api_key": ADMIN_KEY,
+        },
+    )
+    assert added.status_code == 302, added.content.decode()[:2000]
+    stored = ModelEndpoint.objects.get(name="stored")
+    assert ADMIN_KEY not in stored.api_key_encrypted
+    assert keyring.decrypt(stored.api_key_encrypted) == ADMIN_KEY
+    change_page = client.get(f"/admin/agents/modelendpoint/{stored.pk}/change/").content.decode()
+    # Saving the form again without a key keeps the stored one.
+    endpoint_save(endpoint=stored)
+    assert keyring.decrypt(ModelEndpoint.objects.get(pk=stored.pk).api_key_encrypted) == ADMIN_KEY
+
+    configured.repeat_last = False
+    configured.script(
+        openai_call("LookupBalance", {}),
+        openai_text("1,250 EUR."),
+        openai_call("LookupBalance", {}),
+        openai_text("1,250 EUR."),
+    )
+    url = f"/api/apps/{app.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/simulate"
+    answers = [
+        signed_in.post(url, {"model": "loop"}, content_type="application/json").content,
+        signed_in.post(url, {"model": "stored"}, content_type="application/json").content,
+        signed_in.get("/api/models").content,
+        signed_in.post(f"/api/apps/{app.pk}/evaluate").content,
+    ]
+    assert configured.seen[2].headers["authorization"] == f"Bearer {ADMIN_KEY}"
+    designer = reverse("agent-simulate", args=[app.pk, agent.pk])
+    configured.script(openai_call("LookupBalance", {}), openai_text("1,250 EUR."))
+    pages = [
+        signed_in.post(designer, {"model": "loop", "live": "1"}, headers=HX).content,
+        signed_in.get(reverse("app-designer", args=[app.pk])).content,
+        signed_in.get(reverse("app-export-native", args=[app.pk])).content,
+        signed_in.get(reverse("app-export-cx", args=[app.pk])).content,
+        signed_in.get(reverse("app-history", args=[app.pk])).content,
+        client.get("/admin/agents/modelendpoint/").content,
+        change_page.encode(),
+        client.get("/admin/agents/liverun/").content,
+        client.get(f"/admin/agents/liverun/{LiveRun.objects.first().pk}/change/").content,
+        client.get("/admin/admin/logentry/").content,
+    ]
+    version = versions.version_create(app=app, user=user, name="with live runs")
+    rows = [json.dumps(list(AuditEvent.objects.values()), default=str)]
+    rows.append(version.document_text if hasattr(version, "document_text") else "")
+    rows.append(json.dumps(list(LiveRun.objects.values()), default=str))
+    from django.contrib.admin.models import LogEntry
+
+    rows.append(json.dumps(list(LogEntry.objects.values()), default=str))
+    logs = "\n".join(r.getMessage() for r in caplog.records)
+    out = capsys.readouterr()
+    everything = b"\n".join(answers + pages).decode("utf-8", "replace")
+    everything += "\n".join(rows) + logs + out.out + out.err
+    assert len(configured.seen) >= 5  # the runs really happened
+    for key in (KEY, ADMIN_KEY):
+        assert key not in everything
+
+
+def test_the_admin_pages_of_live_models_open_with_constant_queries(
+    staff,
+    configured,
+    bank_app,  # noqa: F811
+):
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from agents.services.live import run_live
+    from agents.services.live_models import app_model_set
+
+    app, agent, scenario = bank_app
+    admin_client = Client()
+    admin_client.force_login(staff)
+    configured.repeat_last = True
+    configured.script(openai_text("Hello."))
+    run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    app_model_set(app=app, model="loop")
+    endpoint_save(endpoint=ModelEndpoint(name="e", kind="openai", model="m"), api_key="k-1")
+    for name in ("liverun", "modelendpoint", "appmodeldefault"):
+        url = reverse(f"admin:agents_{name}_changelist")
+        assert admin_client.get(url).status_code == 200
+    with CaptureQueriesContext(connection) as few:
+        assert admin_client.get(reverse("admin:agents_liverun_changelist")).status_code == 200
+    for _ in range(5):
+        run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    with CaptureQueriesContext(connection) as many:
+        assert admin_client.get(reverse("admin:agents_liverun_changelist")).status_code == 200
+    assert len(many.captured_queries) == len(few.captured_queries)
+    endpoint = ModelEndpoint.objects.get(name="e")
+    change = admin_client.get(reverse("admin:agents_modelendpoint_change", args=[endpoint.pk]))
+    assert change.status_code == 200 and "k-1" not in change.content.decode()
+    assert admin_client.get(reverse("admin:agents_modelendpoint_add")).status_code == 200
+
+
+def test_the_app_default_model_through_the_api(signed_in, configured, bank_app):  # noqa: F811
+    app, agent, scenario = bank_app
+    url = f"/api/apps/{app.pk}/model"
+    assert signed_in.get(url).json() == {"model": ""}
+    bad = signed_in.put(url, {"model": "nope"}, content_type="application/json")
+    assert bad.status_code == 400 and "No model named 'nope'" in json.dumps(bad.json())
+    assert signed_in.put(url, {"model": "loop"}, content_type="application/json").json() == {
+        "model": "loop"
+    }
+    configured.script(openai_text("Hello."))
+    from agents.services.live import run_live
+
+    outcome = run_live(app=app, agent=agent, scenario=scenario)  # no model named
+    assert outcome.model == "loop" and len(configured.seen) == 1

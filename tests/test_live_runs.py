@@ -1,0 +1,622 @@
+"""Live runs against a real HTTP server on loopback that speaks the model's protocol.
+
+Each test scripts the server's answers (tests/llm_server.py): no client object is mocked;
+the SDKs (openai, google-genai) talk HTTP to it. Tools run their real code in the sandbox.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from agents import services
+from agents.core.live import Caps
+from agents.demo import LOOKUP_BALANCE_CODE
+from agents.models import LiveRun, Scenario
+from agents.services.live import live_run_save_golden, replay_live, run_live
+from tests.llm_server import (
+    ModelServer,
+    Reply,
+    gemini_call,
+    gemini_error,
+    gemini_stream,
+    gemini_text,
+    openai_call,
+    openai_error,
+    openai_stream_call,
+    openai_stream_text,
+    openai_text,
+)
+
+pytestmark = pytest.mark.django_db
+
+KEY = "sk-live-test-4f9a1c2e7b"
+GOLDEN = """user: Hi! What is the balance of my current account?
+expect call: LookupBalance
+expect state: {"current_account_balance": 1250}
+"""
+INSTRUCTIONS = """If the user asks for their balance, call the {@TOOL: LookupBalance}.
+The tool will update the {current_account_balance} variable.
+Always share the {current_account_balance} with the user.
+"""
+
+
+@pytest.fixture
+def server():
+    s = ModelServer()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def models_env(monkeypatch, server):
+    def configure(kind: str = "openai", **extra):
+        base = f"{server.url}/v1" if kind == "openai" else server.url
+        entry = {"kind": kind, "model": "test-model", "base_url": base, "api_key_env": "LIVE_KEY"}
+        entry.update(extra)
+        monkeypatch.setenv("LIVE_KEY", KEY)
+        monkeypatch.setenv("STATECRAFT_MODELS", json.dumps({"loop": entry}))
+
+    return configure
+
+
+@pytest.fixture
+def bank_app(user):
+    app = services.app_create(owner=user, name="Live bank")
+    services.variable_create(app=app, name="current_account_balance", type="number")
+    tool = services.tool_create(
+        app=app,
+        name="LookupBalance",
+        kind="python",
+        python_code=LOOKUP_BALANCE_CODE,
+        description="Looks up the balance of the user's account.",
+    )
+    root = app.agents.get(is_root=True)
+    root = services.agent_update(
+        agent=root, display_name="banking_agent", instructions=INSTRUCTIONS, tools=[tool]
+    )
+    scenario = services.scenario_save(agent=root, name="Balance live", steps_script=GOLDEN)
+    return app, root, scenario
+
+
+def counting_sleeper():
+    slept: list[float] = []
+    return slept, slept.append
+
+
+def test_the_model_gets_the_runtime_request_and_its_call_runs_the_real_tool(
+    server, models_env, bank_app
+):
+    models_env()
+    app, agent, scenario = bank_app
+    server.script(
+        openai_call("LookupBalance", {"account_id": "primary"}),
+        openai_text("Your balance is 1,250 EUR."),
+    )
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    first = server.seen[0]
+    assert first.path == "/v1/chat/completions"
+    assert first.headers["authorization"] == f"Bearer {KEY}"
+    system = first.body["messages"][0]
+    # The system instruction is the compiled instructions of that model call.
+    assert system == {"role": "system", "content": outcome.result.model_calls[0].instructions}
+    assert "call the {@TOOL: LookupBalance}" in system["content"]
+    assert first.body["messages"][1] == {
+        "role": "user",
+        "content": "Hi! What is the balance of my current account?",
+    }
+    declared = first.body["tools"][0]["function"]
+    assert declared["name"] == "LookupBalance"
+    assert declared["parameters"]["properties"] == {"account_id": {"type": "string"}}
+    # The second call carries the tool's real response (its code ran in the sandbox) and
+    # the state update the tool wrote, after the tool result (OpenAI's order).
+    second = server.seen[1].body["messages"]
+    tool_message = next(m for m in second if m["role"] == "tool")
+    assert json.loads(tool_message["content"])["balance"] == 1250
+    assert second[-1] == {
+        "role": "user",
+        "content": "<state_update>current_account_balance: 1250</state_update>",
+    }
+    assert outcome.result.final_state["current_account_balance"] == 1250
+    assert outcome.evaluation.status == "passed", outcome.evaluation
+    assert outcome.run.model_calls == 2 and outcome.run.tokens_in == 20 + 11
+
+
+def test_gemini_generate_content_with_a_function_call(server, models_env, bank_app):
+    models_env("gemini")
+    app, agent, scenario = bank_app
+    server.script(gemini_call("LookupBalance", {}), gemini_text("1,250 EUR."))
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    first = server.seen[0]
+    assert first.path == "/v1beta/models/test-model:generateContent"
+    assert first.headers["x-goog-api-key"] == KEY
+    system = first.body["systemInstruction"]["parts"][0]["text"]
+    assert system == outcome.result.model_calls[0].instructions
+    declarations = first.body["tools"][0]["functionDeclarations"]
+    assert [d["name"] for d in declarations] == ["LookupBalance"]
+    response = server.seen[1].body["contents"][2]["parts"][0]["functionResponse"]
+    assert response["name"] == "LookupBalance" and response["response"]["balance"] == 1250
+    assert outcome.evaluation.status == "passed"
+
+
+def test_gemini_stream_generate_content_streams_the_text(server, models_env, bank_app):
+    models_env("gemini")
+    app, agent, scenario = bank_app
+    server.script(gemini_call("LookupBalance", {}), gemini_stream("Your balance ", "is 1,250."))
+    pieces: list[str] = []
+    outcome = run_live(
+        app=app, agent=agent, scenario=scenario, model="loop", stream=True, on_text=pieces.append
+    )
+    assert server.seen[1].path.endswith(":streamGenerateContent?alt=sse")
+    assert pieces == ["Your balance ", "is 1,250."]
+    reply = [e for e in outcome.result.events if e.kind == "agent"][-1]
+    assert reply.text == "Your balance is 1,250."
+
+
+def test_openai_streaming_with_a_tool_call_split_over_chunks(server, models_env, bank_app):
+    models_env()
+    app, agent, scenario = bank_app
+    server.script(
+        openai_stream_call("LookupBalance", '{"account_id": "primary"}'),
+        openai_stream_text("Your balance ", "is 1,250 EUR."),
+    )
+    pieces: list[str] = []
+    outcome = run_live(
+        app=app, agent=agent, scenario=scenario, model="loop", stream=True, on_text=pieces.append
+    )
+    assert server.seen[0].body["stream"] is True
+    call = next(e for e in outcome.result.events if e.kind == "tool_call")
+    assert call.value == {"account_id": "primary"}
+    assert "".join(pieces) == "Your balance is 1,250 EUR."
+    assert outcome.run.tokens_out == 6 + 4
+
+
+def test_an_auth_failure_is_named_and_the_key_is_not_in_the_message(server, models_env, bank_app):
+    models_env()
+    app, agent, scenario = bank_app
+    server.script(openai_error(401, f"Incorrect API key provided: {KEY}"))
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert outcome.error == "auth"
+    problem = next(d for d in outcome.result.diagnostics if d.code == "SC421")
+    assert "refused the API key from LIVE_KEY" in problem.message
+    assert KEY not in json.dumps(outcome.run.calls) + json.dumps(outcome.run.diagnostics)
+
+
+def test_a_gemini_invalid_key_is_an_auth_error(server, models_env, bank_app):
+    models_env("gemini")
+    app, agent, scenario = bank_app
+    server.script(
+        gemini_error(400, "API key not valid. Please pass a valid API key.", "API_KEY_INVALID")
+    )
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert outcome.error == "auth"
+
+
+def test_a_429_is_retried_with_backoff_through_the_injected_sleeper(server, models_env, bank_app):
+    models_env()
+    app, agent, scenario = bank_app
+    server.script(
+        openai_error(429, "slow down"),
+        openai_error(503, "overloaded"),
+        openai_call("LookupBalance", {}),
+        openai_text("1,250 EUR."),
+    )
+    slept, sleeper = counting_sleeper()
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop", sleeper=sleeper)
+    assert slept == [0.5, 1.0]
+    assert outcome.calls[0]["answer"]["retries"] == 2
+    assert outcome.run.retries == 2 and outcome.evaluation.status == "passed"
+
+
+def test_429_beyond_the_retries_is_a_quota_error(server, models_env, bank_app):
+    models_env(max_retries=1)
+    app, agent, scenario = bank_app
+    server.script(openai_error(429), openai_error(429))
+    slept, sleeper = counting_sleeper()
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop", sleeper=sleeper)
+    assert outcome.error == "quota" and len(slept) == 1
+    assert "after 1 retry" in outcome.calls[0]["answer"]["message"]
+
+
+def test_a_timeout_is_named(server, models_env, bank_app):
+    models_env(timeout=0.3)
+    app, agent, scenario = bank_app
+    server.script(Reply(stall=True))
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert outcome.error == "timeout"
+    assert "did not answer within 0.3 s" in outcome.calls[0]["answer"]["message"]
+
+
+def test_malformed_tool_arguments_are_named_and_no_tool_runs(server, models_env, bank_app):
+    models_env()
+    app, agent, scenario = bank_app
+    server.script(openai_call("LookupBalance", '{"account_id": "prim'))
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert outcome.error == "malformed_arguments"
+    assert not [e for e in outcome.result.events if e.kind == "tool_call"]
+    assert "LookupBalance" in outcome.calls[0]["answer"]["message"]
+
+
+def test_a_tool_the_model_invents_is_reported_and_ends_the_turn(server, models_env, bank_app):
+    models_env()
+    app, agent, scenario = bank_app
+    server.script(openai_call("TransferMoney", {"amount": 100}), openai_text("never asked"))
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert len(server.seen) == 1
+    problem = next(d for d in outcome.result.diagnostics if d.code == "SC404")
+    assert "TransferMoney" in problem.message
+    assert outcome.evaluation.status == "failed" and outcome.error == "unknown_tool"
+
+
+def test_a_model_that_never_stops_calling_tools_hits_the_cap(server, models_env, bank_app):
+    models_env()
+    app, agent, scenario = bank_app
+    server.repeat_last = True
+    server.script(openai_call("LookupBalance", {}))
+    caps = Caps(max_calls=50, max_calls_per_turn=4, max_tokens=10**6, max_seconds=999)
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop", caps=caps)
+    assert len(server.seen) == 4
+    assert outcome.error == "cap"
+    problem = next(d for d in outcome.result.diagnostics if d.code == "SC421")
+    assert "4 times in turn 0" in problem.message
+
+
+def test_the_time_cap_uses_the_injected_clock(server, models_env, bank_app):
+    models_env()
+    app, agent, scenario = bank_app
+    server.repeat_last = True
+    server.script(openai_call("LookupBalance", {}))
+    ticks = iter(range(0, 1000, 10))  # each reading of the clock is 10 "seconds" later
+    caps = Caps(max_calls=50, max_calls_per_turn=50, max_tokens=10**6, max_seconds=25)
+    outcome = run_live(
+        app=app,
+        agent=agent,
+        scenario=scenario,
+        model="loop",
+        caps=caps,
+        clock=lambda: next(ticks),
+    )
+    assert outcome.error == "cap" and len(server.seen) == 2
+
+
+def test_record_replay_then_an_instruction_change_drifts_at_the_right_call(
+    server, models_env, bank_app
+):
+    models_env()
+    app, agent, scenario = bank_app
+    server.script(openai_call("LookupBalance", {}), openai_text("It is 1,250 EUR."))
+    live = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert live.run.model_calls == 2
+    replay = replay_live(run=live.run)
+    assert len(server.seen) == 2  # the replay called no model
+    assert replay.drift == [] and replay.evaluation.status == "passed"
+    assert replay.run.mode == "replay" and replay.run.replay_of == live.run
+    # Change one instruction line: the first call's request differs.
+    services.agent_update(
+        agent=agent, instructions=INSTRUCTIONS.replace("Always share", "Never hide")
+    )
+    app.refresh_from_db()
+    drifted = replay_live(run=live.run)
+    assert [d["call"] for d in drifted.drift] == [0, 1]
+    assert drifted.drift[0]["changes"][0].startswith("instructions line 3:")
+    assert "Never hide" in drifted.drift[0]["changes"][0]
+
+
+def test_drift_in_the_history_names_the_second_call(server, models_env, bank_app, user):
+    models_env()
+    app, agent, scenario = bank_app
+    server.script(openai_call("LookupBalance", {}), openai_text("It is 1,250 EUR."))
+    live = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    tool = app.tools.get(name="LookupBalance")
+    services.tool_update(
+        tool=tool, actor=user, python_code=LOOKUP_BALANCE_CODE.replace("1250", "990")
+    )
+    app.refresh_from_db()
+    drifted = replay_live(run=live.run)
+    assert [d["call"] for d in drifted.drift] == [1]
+    assert any("history content" in c for c in drifted.drift[0]["changes"])
+
+
+def test_save_as_golden_turns_a_live_run_into_a_scenario_that_replays(
+    server, models_env, bank_app, user
+):
+    models_env()
+    app, agent, scenario = bank_app
+    server.script(openai_call("LookupBalance", {"account_id": "primary"}), openai_text("1,250."))
+    live = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    golden = live_run_save_golden(run=live.run, actor=user, name="Balance golden")
+    script = services.scenario_script(golden)
+    assert 'expect call: LookupBalance {"account_id": "primary"}' in script
+    assert 'expect state: {"current_account_balance": 1250}' in script
+    assert "expect agent: 1,250." in script
+    # Offline, the golden's call runs the real tool and its state expectation holds.
+    run = services.scenario_evaluate(app=app, agent=agent, scenario=golden, actor=user)
+    assert run.evaluation.failed == 0 and run.evaluation.passed >= 2
+
+
+def test_a_model_not_configured_is_a_clear_error(bank_app, monkeypatch):
+    monkeypatch.delenv("STATECRAFT_MODELS", raising=False)
+    app, agent, scenario = bank_app
+    with pytest.raises(services.ServiceError) as raised:
+        run_live(app=app, agent=agent, scenario=scenario, model="nope")
+    assert "No model named 'nope'" in str(raised.value)
+
+
+def test_evaluate_command_runs_the_golden_live_and_exits_0(server, models_env, bank_app, tmp_path):
+    models_env()
+    app, _, scenario = bank_app
+    server.script(openai_call("LookupBalance", {}), openai_text("Your balance is 1,250 EUR."))
+    out = io.StringIO()
+    junit = tmp_path / "live.xml"
+    call_command("evaluate", str(app.pk), "--model", "loop", "--junit", str(junit), stdout=out)
+    text = out.getvalue()
+    assert "PASS  Live bank / banking_agent / Balance live" in text, text
+    system = server.seen[0].body["messages"][0]
+    assert system["role"] == "system" and system["content"].startswith("If the user asks")
+    assert server.seen[0].body["tools"][0]["function"]["name"] == "LookupBalance"
+    # The tool's real code ran: its response reached the model's second call.
+    tool_message = next(m for m in server.seen[1].body["messages"] if m["role"] == "tool")
+    assert json.loads(tool_message["content"])["currency"] == "EUR"
+    assert server.seen[0].headers["authorization"] == f"Bearer {KEY}"
+    root = ET.parse(junit).getroot()
+    assert root.get("failures") == "0" and root.get("tests") == "1"
+    assert LiveRun.objects.filter(scenario=scenario, mode="live").count() == 1
+
+
+def test_evaluate_command_live_fails_with_exit_1_when_the_model_skips_the_call(
+    server, models_env, bank_app
+):
+    models_env()
+    app, _, scenario = bank_app
+    server.script(openai_text("I cannot look that up."))
+    with pytest.raises(CommandError) as raised:
+        call_command("evaluate", str(app.pk), "--model", "loop", stdout=io.StringIO())
+    assert raised.value.returncode == 1
+    assert Scenario.objects.get(pk=scenario.pk).last_result.status == "failed"
+
+
+def test_a_cx_scenario_evaluation_runs_a_simulated_user_then_the_judge(
+    server, models_env, bank_app
+):
+    models_env()
+    app, _, scenario = bank_app
+    evaluation = {
+        "displayName": "Simulated balance question",
+        "scenario": {
+            "task": "Ask for the balance of your current account.",
+            "rubrics": ["The agent tells the user the balance.", "The agent is rude."],
+            "scenarioExpectations": [
+                {"toolExpectation": {"expectedToolCall": {"tool": "LookupBalance"}}},
+                {"agentResponse": {"chunks": [{"text": "1,250"}]}},
+            ],
+            "userFacts": [{"name": "account", "value": "primary"}],
+            "maxTurns": 3,
+        },
+    }
+    path = "evaluations/Simulated/Simulated.json"
+    from agents.models import AgentApp
+
+    services.scenario_delete(scenario=scenario)  # only the CX evaluation runs
+    AgentApp.objects.filter(pk=app.pk).update(cx={"files": {path: json.dumps(evaluation)}})
+    verdicts = {
+        "rubrics": [
+            {"index": 1, "passed": True, "reason": "It said 1,250 EUR."},
+            {"index": 2, "passed": False, "reason": "It was polite."},
+        ]
+    }
+    server.script(
+        openai_text("Hi, what is my current account balance?"),  # the simulated user
+        openai_call("LookupBalance", {}),  # the agent
+        openai_text("Your balance is 1,250 EUR."),
+        openai_text("END"),  # the user's task is done
+        openai_text(json.dumps(verdicts)),  # the judge
+    )
+    out = io.StringIO()
+    with pytest.raises(CommandError) as raised:
+        call_command("evaluate", str(app.pk), "--model", "loop", stdout=out)
+    assert raised.value.returncode == 1  # the second rubric failed
+    text = out.getvalue()
+    assert "FAIL  Live bank / Simulated balance question  (simulated user, 1 turns" in text
+    assert "ended by user" in text
+    assert "It said 1,250 EUR." in text and "It was polite." in text
+    user_request = server.seen[0].body["messages"]
+    assert "Ask for the balance" in user_request[0]["content"]
+    assert "account: primary" in user_request[0]["content"]
+    judge = server.seen[4].body["messages"][1]["content"]
+    assert "AGENT: Your balance is 1,250 EUR." in judge and "1. The agent tells" in judge
+    assert len(server.seen) == 5  # the final re-run answered from the memo
+    run = LiveRun.objects.get(scenario_name="Simulated balance question")
+    assert run.model_calls == 2 and "user: Hi, what is my current account balance?" in run.script
+
+
+def test_refused_content_is_named_for_both_protocols(server, models_env, bank_app):
+    models_env()
+    app, agent, scenario = bank_app
+    refused = openai_text("")
+    refused.body["choices"][0]["finish_reason"] = "content_filter"
+    server.script(refused)
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert outcome.error == "refused"
+    models_env("gemini")
+    blocked = gemini_text("")
+    blocked.body["candidates"][0]["finishReason"] = "SAFETY"
+    server.script(blocked)
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert outcome.error == "refused" and "safety" in outcome.calls[0]["answer"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        ("{not json", "STATECRAFT_MODELS is not valid JSON"),
+        ('{"m": {"kind": "claude", "model": "x"}}', "STATECRAFT_MODELS.m.kind"),
+        ('{"m": {"kind": "openai"}}', "STATECRAFT_MODELS.m.model"),
+        (
+            '{"m": {"kind": "openai", "model": "x", "api_key": "sk-1"}}',
+            "STATECRAFT_MODELS.m.api_key",
+        ),
+        (
+            '{"m": {"kind": "openai", "model": "x", "api_key_env": "NOPE"}}',
+            "the environment variable NOPE",
+        ),
+        ('{"m": {"kind": "gemini", "model": "x"}}', "STATECRAFT_MODELS.m.api_key_env"),
+        ('{"m": {"kind": "openai", "model": "x", "timeout": "5"}}', "STATECRAFT_MODELS.m.timeout"),
+        ('{"m": {"kind": "openai", "model": "x", "base_url": "ftp://h"}}', "m.base_url"),
+    ],
+)
+def test_a_bad_statecraft_models_names_the_field(config, field):
+    from agents.llm.endpoints import ConfigError, parse_models
+
+    with pytest.raises(ConfigError) as raised:
+        parse_models(config, {})
+    assert field in str(raised.value)
+
+
+def test_the_price_table_and_an_endpoint_price_override():
+    from agents.llm.endpoints import Endpoint, cost_of
+
+    flash = Endpoint("f", "gemini", "gemini-2.5-flash")
+    assert cost_of(flash, 1_000_000, 1_000_000) == pytest.approx(0.30 + 2.50)
+    lite = Endpoint("l", "gemini", "gemini-2.5-flash-lite")  # the longest prefix wins
+    assert cost_of(lite, 1_000_000, 0) == pytest.approx(0.10)
+    local = Endpoint("o", "openai", "llama3.1", price_in=1.0, price_out=2.0)
+    assert cost_of(local, 500_000, 250_000) == pytest.approx(1.0)
+    assert cost_of(Endpoint("u", "openai", "unknown-model"), 10**6, 10**6) == 0.0
+
+
+def test_the_app_default_model_and_cx_model_settings_pick_the_endpoint(
+    server, models_env, bank_app
+):
+    from agents.models import AgentApp
+    from agents.services.live_models import app_model_set, resolve_model
+
+    models_env()
+    app, _, _ = bank_app
+    with pytest.raises(services.ServiceError):
+        resolve_model(app, None)
+    AgentApp.objects.filter(pk=app.pk).update(
+        cx={"app": {"modelSettings": {"model": "test-model", "temperature": 0.2}}}
+    )
+    endpoint, temperature = resolve_model(app, None)  # CX names the endpoint's model
+    assert endpoint.name == "loop" and temperature == 0.2
+    AgentApp.objects.filter(pk=app.pk).update(cx={})
+    app_model_set(app=app, model="loop")
+    assert resolve_model(app, None)[0].name == "loop"
+
+
+def test_cx_model_settings_temperature_reaches_the_wire(server, models_env, bank_app):
+    from agents.models import AgentApp
+
+    models_env()
+    app, agent, scenario = bank_app
+    AgentApp.objects.filter(pk=app.pk).update(
+        cx={"app": {"modelSettings": {"model": "test-model", "temperature": 0.3}}}
+    )
+    server.script(openai_text("Hello."))
+    run_live(app=app, agent=agent, scenario=scenario)
+    assert server.seen[0].body["temperature"] == 0.3
+
+
+def test_extra_tool_calls_disallow_fails_a_call_the_golden_does_not_list(
+    server, models_env, bank_app, user
+):
+    models_env()
+    app, agent, scenario = bank_app
+    services.scenario_save(
+        agent=agent,
+        scenario=scenario,
+        steps_script="user: Hi!\nexpect agent: Hello, how can I help?\n",
+    )
+    from agents.models import Scenario as ScenarioModel
+
+    ScenarioModel.objects.filter(pk=scenario.pk).update(
+        cx={"golden": {"extraToolCallBehavior": "DISALLOW"}}
+    )
+    scenario.refresh_from_db()
+    server.script(openai_call("LookupBalance", {}), openai_text("Hello, how can I help you?"))
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    kinds = {r.kind: r.status for r in outcome.evaluation.results}
+    assert kinds == {"agent": "passed", "extra calls": "failed"}
+
+
+def test_manage_py_evaluate_model_in_a_real_process(server, bank_app, tmp_path):
+    """The pipeline's way: STATECRAFT_MODELS and the key in the environment of a real
+    `manage.py evaluate APP --model NAME` process (its start-up check reads them too)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from agents import exchange
+    from agents.core.formats import dumps_native
+
+    app, _, _ = bank_app
+    document = tmp_path / "bank.json"
+    document.write_text(dumps_native(exchange.app_export_native(app)), encoding="utf-8")
+    server.script(
+        openai_call("LookupBalance", {"account_id": "primary"}),
+        openai_text("Your balance is 1,250 EUR."),
+    )
+    root = Path(__file__).resolve().parent.parent
+    models = {
+        "ci": {
+            "kind": "openai",
+            "model": "test-model",
+            "base_url": f"{server.url}/v1",
+            "api_key_env": "CI_MODEL_KEY",
+        }
+    }
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path}/x.sqlite3",
+        "STATECRAFT_MODELS": json.dumps(models),
+        "CI_MODEL_KEY": KEY,
+    }
+    manage = [sys.executable, "manage.py"]
+    settings = "--settings=tests.settings"
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [*manage, *args, settings],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    assert run("migrate", "-v0").returncode == 0
+    assert (
+        run(
+            "createsuperuser", "--noinput", "--username", "ci", "--email", "ci@example.com"
+        ).returncode
+        == 0
+    )
+    imported = run("import_app", str(document), "--owner", "ci", "--name", "CI bank")
+    assert imported.returncode == 0, imported.stderr
+    done = run("evaluate", "CI bank", "--model", "ci", "--junit", str(tmp_path / "j.xml"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASS  CI bank / banking_agent / Balance live" in done.stdout
+    assert [s.headers["authorization"] for s in server.seen] == [f"Bearer {KEY}"] * 2
+    assert KEY not in done.stdout + done.stderr
+    env["STATECRAFT_MODELS"] = '{"ci": {"kind": "openai"}}'
+    bad = run("evaluate", "CI bank", "--model", "ci")
+    assert bad.returncode != 0 and "STATECRAFT_MODELS.ci.model" in bad.stderr
+
+
+def test_gemini_streams_a_function_call(server, models_env, bank_app):
+    models_env("gemini")
+    app, agent, scenario = bank_app
+    call = gemini_call("LookupBalance", {"account_id": "primary"}).body
+    server.script(Reply(stream=[call], done_marker=False), gemini_stream("1,250 ", "EUR."))
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop", stream=True)
+    assert all(s.path.endswith(":streamGenerateContent?alt=sse") for s in server.seen)
+    event = next(e for e in outcome.result.events if e.kind == "tool_call")
+    assert event.value == {"account_id": "primary"}
+    assert outcome.evaluation.status == "passed"
