@@ -41,7 +41,8 @@ CODES: dict[str, str] = codes.section("adk_package")
 CORE = Path(__file__).resolve().parent.parent
 SHIPPED = Path(__file__).resolve().parent / "shipped"
 # Statecraft's instruction compiler and what it imports (pure standard library).
-COMPILER_MODULES = ("compile", "parse", "conditions", "diagnostics", "render")
+# codes: the registry Diagnostic checks its code against (and parse reads its section from).
+COMPILER_MODULES = ("compile", "parse", "conditions", "diagnostics", "render", "codes")
 CX_OBJECTS = CORE.parent / "sandbox" / "cx_objects.py"
 MODEL_PLACEHOLDER = "gemini-2.5-flash"
 MODEL_ENV = "STATECRAFT_ADK_MODEL"
@@ -91,6 +92,7 @@ def _runtime_files(prefix: str) -> dict[str, bytes]:
     for name in COMPILER_MODULES:
         text = (CORE / f"{name}.py").read_text(encoding="utf-8")
         text = re.sub(r"^from agents\.core\.(\w+) import", r"from .\1 import", text, flags=re.M)
+        text = re.sub(r"^from agents\.core import (\w+)$", r"from . import \1", text, flags=re.M)
         out[f"{prefix}/{name}.py"] = text.encode("utf-8")
     out[f"{prefix}/cx_objects.py"] = CX_OBJECTS.read_bytes()
     out[f"{prefix}/runtime.py"] = (SHIPPED / "runtime.py").read_bytes()
