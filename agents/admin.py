@@ -6,9 +6,13 @@ from django import forms
 from django.contrib import admin
 from django.db.models import Count, Model, QuerySet
 from django.http import HttpRequest
+from django.utils import formats
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from agents import services
 from agents.core.formats import dumps_native
+from agents.i18n import action_words, localize, word
 from agents.models import (
     Agent,
     AgentApp,
@@ -34,10 +38,10 @@ from agents.signin import AdminSignInForm
 
 READONLY = ("created_at", "updated_at", "version")
 
-admin.site.site_header = "Statecraft operations"
+admin.site.site_header = _("Statecraft operations")
 admin.site.login_form = AdminSignInForm  # failed passwords are throttled (agents/signin.py)
-admin.site.site_title = "Statecraft admin"
-admin.site.index_title = "Apps, variables, schemas, tools, agents and scenarios"
+admin.site.site_title = _("Statecraft admin")
+admin.site.index_title = _("Apps, variables, schemas, tools, agents and scenarios")
 
 
 class ServiceCheckedForm(forms.ModelForm):
@@ -51,7 +55,7 @@ class ServiceCheckedForm(forms.ModelForm):
             return
         for diagnostic in type(self).check(self.instance):
             field = diagnostic.field if diagnostic.field in self.fields else None
-            self.add_error(field, diagnostic.message)
+            self.add_error(field, localize(diagnostic.message))
 
 
 def checked_form(model_: type, checker) -> type[forms.ModelForm]:  # type: ignore[no-untyped-def]
@@ -186,15 +190,15 @@ class AgentAppAdmin(VersionedAdmin):
             )
         )
 
-    @admin.display(description="variables", ordering="_variable_count")
+    @admin.display(description=_("variables"), ordering="_variable_count")
     def variable_count(self, obj: AgentApp) -> int:
         return obj._variable_count  # type: ignore[attr-defined]
 
-    @admin.display(description="agents", ordering="_agent_count")
+    @admin.display(description=_("agents"), ordering="_agent_count")
     def agent_count(self, obj: AgentApp) -> int:
         return obj._agent_count  # type: ignore[attr-defined]
 
-    @admin.display(description="tools", ordering="_tool_count")
+    @admin.display(description=_("tools"), ordering="_tool_count")
     def tool_count(self, obj: AgentApp) -> int:
         return obj._tool_count  # type: ignore[attr-defined]
 
@@ -220,7 +224,7 @@ class SchemaAdmin(VersionedAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Schema]:
         return super().get_queryset(request).annotate(_variable_count=Count("variables"))
 
-    @admin.display(description="used by", ordering="_variable_count")
+    @admin.display(description=_("used by"), ordering="_variable_count")
     def variable_count(self, obj: Schema) -> int:
         return obj._variable_count  # type: ignore[attr-defined]
 
@@ -255,7 +259,7 @@ class AgentAdmin(VersionedAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Agent]:
         return super().get_queryset(request).annotate(_tool_count=Count("tools"))
 
-    @admin.display(description="tools", ordering="_tool_count")
+    @admin.display(description=_("tools"), ordering="_tool_count")
     def tool_count(self, obj: Agent) -> int:
         return obj._tool_count  # type: ignore[attr-defined]
 
@@ -317,25 +321,28 @@ class ScenarioAdmin(VersionedAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Scenario]:
         return super().get_queryset(request).annotate(_step_count=Count("steps"))
 
-    @admin.display(description="app", ordering="agent__app__name")
+    @admin.display(description=_("app"), ordering="agent__app__name")
     def app_name(self, obj: Scenario) -> str:
         return obj.agent.app.name
 
-    @admin.display(description="steps", ordering="_step_count")
+    @admin.display(description=_("steps"), ordering="_step_count")
     def step_count(self, obj: Scenario) -> int:
         return obj._step_count  # type: ignore[attr-defined]
 
-    @admin.display(description="last result", ordering="last_result__status")
+    @admin.display(description=_("last result"), ordering="last_result__status")
     def last_status(self, obj: Scenario) -> str:
         result = getattr(obj, "last_result", None)
         return result.get_status_display() if result is not None else "—"
 
-    @admin.display(description="last run", ordering="last_result__ran_at")
+    @admin.display(description=_("last run"), ordering="last_result__ran_at")
     def last_run(self, obj: Scenario) -> str:
         result = getattr(obj, "last_result", None)
         if result is None:
             return "—"
-        return f"{result.ran_at:%Y-%m-%d %H:%M} by {result.ran_by_name or 'a command'}"
+        return gettext("%(when)s by %(who)s") % {
+            "when": formats.date_format(result.ran_at, "SHORT_DATETIME_FORMAT"),
+            "who": result.ran_by_name or gettext("a command"),
+        }
 
 
 @admin.register(ScenarioStep)
@@ -381,11 +388,11 @@ class AppVersionAdmin(ReadOnlyAdmin):
             else queryset
         )
 
-    @admin.display(description="labels")
+    @admin.display(description=_("labels"))
     def label_names(self, version: AppVersion) -> str:
         return ", ".join(label.name for label in version.labels.all()) or "—"
 
-    @admin.display(description="document")
+    @admin.display(description=_("document"))
     def document_text(self, version: AppVersion) -> str:
         return dumps_native(version.document)
 
@@ -414,17 +421,47 @@ class AppLabelAdmin(ReadOnlyAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[AppLabel]:
         return super().get_queryset(request).defer("version__document")
 
-    @admin.display(description="version")
+    @admin.display(description=_("version"))
     def version_shown(self, label: AppLabel) -> str:
         return f"v{label.version.number} · {label.version.name}"
+
+
+class _WordsFilter(admin.SimpleListFilter):
+    """A filter on an identifier column that shows each value as a word of the language."""
+
+    words = staticmethod(word)
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple]:
+        values = model_admin.get_queryset(request).values_list(self.parameter_name, flat=True)
+        return [(v, self.words(v)) for v in sorted(set(values))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        return queryset.filter(**{self.parameter_name: value}) if value else queryset
+
+
+class ObjectTypeFilter(_WordsFilter):
+    title = _("object type")
+    parameter_name = "object_type"
+
+
+class ActionFilter(_WordsFilter):
+    title = _("action")
+    parameter_name = "action"
+    words = staticmethod(action_words)
 
 
 @admin.register(AuditEvent)
 class AuditEventAdmin(ReadOnlyAdmin):
     """The history of every app: read-only, searchable by app, user, action and object."""
 
-    list_display = ("created_at", "app_name", "actor_name", "action", "object_name")
-    list_filter = ("object_type", "action", "created_at")
+    list_display = ("created_at", "app_name", "actor_name", "action_shown", "object_name")
+
+    @admin.display(description=_("action"), ordering="action")
+    def action_shown(self, event: AuditEvent) -> str:
+        return action_words(event.action)
+
+    list_filter = (ObjectTypeFilter, ActionFilter, "created_at")
     search_fields = ("app_name", "actor_name", "action", "object_name")
     date_hierarchy = "created_at"
     readonly_fields = (
@@ -475,7 +512,7 @@ class ScenarioResultAdmin(ReadOnlyAdmin):
     )
     readonly_fields = fields
 
-    @admin.display(description="app", ordering="scenario__agent__app__name")
+    @admin.display(description=_("app"), ordering="scenario__agent__app__name")
     def app_name(self, obj: ScenarioResult) -> str:
         return obj.scenario.agent.app.name
 
@@ -524,7 +561,7 @@ class ModelEndpointAdmin(admin.ModelAdmin):
     fields = (*ModelEndpointForm.Meta.fields, "api_key", "remove_key", "key_set")
     readonly_fields = ("key_set",)
 
-    @admin.display(description="key", boolean=True)
+    @admin.display(description=_("key"), boolean=True)
     def key_set(self, obj: ModelEndpoint) -> bool:
         return bool(obj and obj.has_key)
 

@@ -32,7 +32,15 @@ from agents.core import limits
 from agents.core.adk.evalsets import scenarios_from_evalset
 from agents.core.adk.package import package_name, to_adk_files
 from agents.core.cx.app import read_cx_files, read_zip, to_cx_files, zip_bytes
-from agents.core.diagnostics import Diagnostic, Severity, has_errors
+from agents.core.diagnostics import (
+    Diagnostic,
+    Message,
+    Severity,
+    has_errors,
+    message_data,
+    message_from_data,
+    strip_prefix,
+)
 from agents.core.formats import from_native, loads_native, to_native
 from agents.core.lint import lint_app
 from agents.core.script import format_script
@@ -144,7 +152,10 @@ def read_app_file(
         "max_instructions_bytes": settings.IMPORT_MAX_INSTRUCTIONS_BYTES,
     }
     if filename.lower().endswith(".zip") and data[:4] not in (b"PK\x03\x04", b"PK\x05\x06"):
-        message = f"{filename} is not a ZIP file (a CX Agent Studio export is one); export it again"
+        message = Message(
+            "%(filename)s is not a ZIP file (a CX Agent Studio export is one); export it again",
+            filename=filename,
+        )
         return "cx", None, (), (Diagnostic("SC601", Severity.ERROR, message, field="(zip)"),)
     if data[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
         files, problems = read_zip(data)
@@ -213,9 +224,9 @@ def import_report(
     counts = {s.value: 0 for s in Severity}
     for n, d in enumerate(diagnostics):
         file = d.subject if kind == "cx" and d.subject else filename
-        message = d.message.removeprefix(f"{file}: ")
+        message = strip_prefix(d.message, f"{file}: ")
         if d.field:
-            message = message.removeprefix(f"{d.field}: ")
+            message = strip_prefix(message, f"{d.field}: ")
         counts[d.severity.value] += 1
         row = {
             "severity": d.severity.value,
@@ -256,7 +267,7 @@ def app_import_file(
                 actor=owner,
                 action="app.import",
                 name=app.name,
-                after=import_report(kind, diagnostics, filename),
+                after=_stored_report(import_report(kind, diagnostics, filename)),
             )
     except ServiceError as exc:
         raise ImportRefused(kind, exc.diagnostics) from exc
@@ -264,9 +275,30 @@ def app_import_file(
 
 
 def app_import_report(app: AgentApp) -> dict[str, Any] | None:
-    """The report of the import that made `app` (None for an app made in Statecraft)."""
+    """The report of the import that made `app` (None for an app made in Statecraft); its
+    messages are `Message`s again, so the page shows them in the reader's language."""
     event = app.audit_events.filter(action="app.import").order_by("-id").first()  # one query
-    return event.after if event is not None else None
+    if event is None:
+        return None
+    report = event.after
+    if not isinstance(report, dict):
+        return report
+    for group in report.get("files", []):
+        for row in group.get("diagnostics", []):
+            stored = row.pop("i18n", None)
+            if stored is not None:
+                row["message"] = message_from_data(stored, row.get("message", ""))
+    return report
+
+
+def _stored_report(report: dict[str, Any]) -> dict[str, Any]:
+    """The report as the history keeps it: each row's message also as its template and
+    parameters (``i18n``), read back by `app_import_report`."""
+    for group in report["files"]:
+        for row in group["diagnostics"]:
+            if isinstance(row["message"], Message):
+                row["i18n"] = message_data(row["message"])
+    return report
 
 
 # ---------------------------------------------------------------- large imports as jobs

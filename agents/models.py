@@ -9,6 +9,8 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models.functions import Lower
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from agents.core import rules, spec
 from agents.core.rules import (
@@ -30,64 +32,69 @@ def instructions_hash(text: str) -> str:
 
 
 class TimestampedModel(models.Model):
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
     # Optimistic locking: a save names the version it read; services refuse a stale one.
-    version = models.PositiveIntegerField(default=1)
+    version = models.PositiveIntegerField(default=1, verbose_name=_("version"))
 
     class Meta:
         abstract = True
 
 
 class VariableType(models.TextChoices):
-    TEXT = spec.VariableType.TEXT, "Text"
-    NUMBER = spec.VariableType.NUMBER, "Number"
-    BOOLEAN = spec.VariableType.BOOLEAN, "Yes/No"
-    OBJECT = spec.VariableType.OBJECT, "Custom object"
-    LIST = spec.VariableType.LIST, "List"
+    TEXT = spec.VariableType.TEXT, _("Text")
+    NUMBER = spec.VariableType.NUMBER, _("Number")
+    BOOLEAN = spec.VariableType.BOOLEAN, _("Yes/No")
+    OBJECT = spec.VariableType.OBJECT, _("Custom object")
+    LIST = spec.VariableType.LIST, _("List")
 
 
 class ToolKind(models.TextChoices):
-    PYTHON = spec.ToolKind.PYTHON, "Python"
-    OPENAPI = spec.ToolKind.OPENAPI, "OpenAPI"
-    MCP = spec.ToolKind.MCP, "MCP"
-    PLATFORM = spec.ToolKind.PLATFORM, "Platform (CX)"
+    PYTHON = spec.ToolKind.PYTHON, _("Python")
+    OPENAPI = spec.ToolKind.OPENAPI, _("OpenAPI")
+    MCP = spec.ToolKind.MCP, _("MCP")
+    PLATFORM = spec.ToolKind.PLATFORM, _("Platform (CX)")
 
 
 class CallbackKind(models.TextChoices):
-    BEFORE_AGENT = spec.CallbackKind.BEFORE_AGENT, "Before agent"
-    AFTER_AGENT = spec.CallbackKind.AFTER_AGENT, "After agent"
-    BEFORE_MODEL = spec.CallbackKind.BEFORE_MODEL, "Before model"
-    AFTER_MODEL = spec.CallbackKind.AFTER_MODEL, "After model"
-    BEFORE_TOOL = spec.CallbackKind.BEFORE_TOOL, "Before tool"
-    AFTER_TOOL = spec.CallbackKind.AFTER_TOOL, "After tool"
+    BEFORE_AGENT = spec.CallbackKind.BEFORE_AGENT, _("Before agent")
+    AFTER_AGENT = spec.CallbackKind.AFTER_AGENT, _("After agent")
+    BEFORE_MODEL = spec.CallbackKind.BEFORE_MODEL, _("Before model")
+    AFTER_MODEL = spec.CallbackKind.AFTER_MODEL, _("After model")
+    BEFORE_TOOL = spec.CallbackKind.BEFORE_TOOL, _("Before tool")
+    AFTER_TOOL = spec.CallbackKind.AFTER_TOOL, _("After tool")
 
 
 class ShareRole(models.TextChoices):
-    VIEWER = "viewer", "Viewer"
-    EDITOR = "editor", "Editor"
+    VIEWER = "viewer", _("Viewer")
+    EDITOR = "editor", _("Editor")
 
 
 class AgentApp(TimestampedModel):
     """What CX Agent Studio calls an app: variables, schemas, tools and agents."""
 
-    name = models.CharField(max_length=APP_NAME_MAX_LENGTH)
-    description = models.TextField(blank=True)
+    name = models.CharField(max_length=APP_NAME_MAX_LENGTH, verbose_name=_("name"))
+    description = models.TextField(blank=True, verbose_name=_("description"))
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_apps"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="agent_apps",
+        verbose_name=_("owner"),
     )
     # Bumped by every write to anything in the app: the key of its cached AppSpec.
-    revision = models.PositiveBigIntegerField(default=1)
+    revision = models.PositiveBigIntegerField(default=1, verbose_name=_("revision"))
     cx = OrderedJSONField(
         default=dict,
         blank=True,
         editable=False,
-        help_text="What a CX import kept verbatim (CX fields Statecraft does not edit).",
+        help_text=_("What a CX import kept verbatim (CX fields Statecraft does not edit)."),
+        verbose_name=_("cx"),
     )
 
     class Meta:
+        verbose_name_plural = _("apps")
         ordering = ["name", "id"]
-        verbose_name = "app"
+        verbose_name = _("app")
         constraints = [
             models.UniqueConstraint(
                 fields=["owner", "name"], name="agentapp_unique_name_per_owner"
@@ -119,13 +126,22 @@ class AgentApp(TimestampedModel):
 class AppShare(TimestampedModel):
     """Access to an app for a user other than its owner."""
 
-    app = models.ForeignKey(AgentApp, on_delete=models.CASCADE, related_name="shares")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="app_shares"
+    app = models.ForeignKey(
+        AgentApp, on_delete=models.CASCADE, related_name="shares", verbose_name=_("app")
     )
-    role = models.CharField(max_length=10, choices=ShareRole.choices, default=ShareRole.VIEWER)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="app_shares",
+        verbose_name=_("user"),
+    )
+    role = models.CharField(
+        max_length=10, choices=ShareRole.choices, default=ShareRole.VIEWER, verbose_name=_("role")
+    )
 
     class Meta:
+        verbose_name = _("share")
+        verbose_name_plural = _("shares")
         constraints = [
             models.UniqueConstraint(fields=["app", "user"], name="appshare_unique_user_per_app"),
             models.CheckConstraint(
@@ -140,12 +156,16 @@ class AppShare(TimestampedModel):
 class Schema(TimestampedModel):
     """A JSON Schema (draft 2020-12) for custom objects, reusable by the app's variables."""
 
-    app = models.ForeignKey(AgentApp, on_delete=models.CASCADE, related_name="schemas")
-    name = models.CharField(max_length=NAME_MAX_LENGTH)
-    description = models.TextField(blank=True)
-    json_schema = OrderedJSONField(default=dict)
+    app = models.ForeignKey(
+        AgentApp, on_delete=models.CASCADE, related_name="schemas", verbose_name=_("app")
+    )
+    name = models.CharField(max_length=NAME_MAX_LENGTH, verbose_name=_("name"))
+    description = models.TextField(blank=True, verbose_name=_("description"))
+    json_schema = OrderedJSONField(default=dict, verbose_name=_("json schema"))
 
     class Meta:
+        verbose_name = _("schema")
+        verbose_name_plural = _("schemas")
         ordering = ["name", "id"]
         constraints = [
             models.UniqueConstraint(fields=["app", "name"], name="schema_unique_name_per_app"),
@@ -164,14 +184,22 @@ class Schema(TimestampedModel):
 
 
 class Variable(TimestampedModel):
-    app = models.ForeignKey(AgentApp, on_delete=models.CASCADE, related_name="variables")
-    name = models.CharField(max_length=NAME_MAX_LENGTH)
-    type = models.CharField(max_length=10, choices=VariableType.choices, default=VariableType.TEXT)
+    app = models.ForeignKey(
+        AgentApp, on_delete=models.CASCADE, related_name="variables", verbose_name=_("app")
+    )
+    name = models.CharField(max_length=NAME_MAX_LENGTH, verbose_name=_("name"))
+    type = models.CharField(
+        max_length=10,
+        choices=VariableType.choices,
+        default=VariableType.TEXT,
+        verbose_name=_("type"),
+    )
     item_type = models.CharField(
         max_length=10,
         choices=[c for c in VariableType.choices if c[0] != VariableType.LIST],
         blank=True,
-        help_text="For a list: the type of its items.",
+        help_text=_("For a list: the type of its items."),
+        verbose_name=_("item type"),
     )
     schema = models.ForeignKey(
         Schema,
@@ -179,19 +207,23 @@ class Variable(TimestampedModel):
         related_name="variables",
         null=True,
         blank=True,
-        help_text="For a custom object, or a list of custom objects.",
+        help_text=_("For a custom object, or a list of custom objects."),
+        verbose_name=_("schema"),
     )
     # None means "no default"; any other JSON value is the default.
-    default = OrderedJSONField(null=True, blank=True)
-    description = models.TextField(blank=True)
+    default = OrderedJSONField(null=True, blank=True, verbose_name=_("default"))
+    description = models.TextField(blank=True, verbose_name=_("description"))
     cx = OrderedJSONField(
         default=dict,
         blank=True,
         editable=False,
-        help_text="What a CX import kept verbatim (CX fields Statecraft does not edit).",
+        help_text=_("What a CX import kept verbatim (CX fields Statecraft does not edit)."),
+        verbose_name=_("cx"),
     )
 
     class Meta:
+        verbose_name = _("variable")
+        verbose_name_plural = _("variables")
         ordering = ["name", "id"]
         constraints = [
             models.UniqueConstraint(fields=["app", "name"], name="variable_unique_name_per_app"),
@@ -254,35 +286,58 @@ class Variable(TimestampedModel):
 
 
 class Tool(TimestampedModel):
-    app = models.ForeignKey(AgentApp, on_delete=models.CASCADE, related_name="tools")
-    name = models.CharField(max_length=NAME_MAX_LENGTH)
-    kind = models.CharField(max_length=10, choices=ToolKind.choices, default=ToolKind.PYTHON)
-    description = models.TextField(blank=True)
+    app = models.ForeignKey(
+        AgentApp, on_delete=models.CASCADE, related_name="tools", verbose_name=_("app")
+    )
+    name = models.CharField(max_length=NAME_MAX_LENGTH, verbose_name=_("name"))
+    kind = models.CharField(
+        max_length=10, choices=ToolKind.choices, default=ToolKind.PYTHON, verbose_name=_("kind")
+    )
+    description = models.TextField(blank=True, verbose_name=_("description"))
     python_code = models.TextField(
-        blank=True, help_text="Python tool: a function named like the tool."
+        blank=True,
+        help_text=_("Python tool: a function named like the tool."),
+        verbose_name=_("python code"),
     )
     openapi_spec = OrderedJSONField(
-        null=True, blank=True, help_text="OpenAPI tool: an OpenAPI 3 document with one operation."
+        null=True,
+        blank=True,
+        help_text=_("OpenAPI tool: an OpenAPI 3 document with one operation."),
+        verbose_name=_("openapi spec"),
     )
-    mcp_url = models.URLField(blank=True, help_text="MCP tool: Streamable-HTTP server URL.")
+    mcp_url = models.URLField(
+        blank=True, help_text=_("MCP tool: Streamable-HTTP server URL."), verbose_name=_("mcp url")
+    )
     mcp_headers = OrderedJSONField(
         default=dict,
         blank=True,
-        help_text='MCP tool: headers, e.g. {"X-User": "$context.variables.user_id"}.',
+        help_text=_('MCP tool: headers, e.g. {"X-User": "$context.variables.user_id"}.'),
+        verbose_name=_("mcp headers"),
     )
-    mock_enabled = models.BooleanField(default=False)
+    mock_enabled = models.BooleanField(default=False, verbose_name=_("mock enabled"))
     mock_state = OrderedJSONField(
-        default=dict, blank=True, help_text="Mock: variable values the tool sets when called."
+        default=dict,
+        blank=True,
+        help_text=_("Mock: variable values the tool sets when called."),
+        verbose_name=_("mock state"),
     )
-    mock_response = OrderedJSONField(null=True, blank=True, help_text="Mock: the JSON response.")
+    mock_response = OrderedJSONField(
+        null=True,
+        blank=True,
+        help_text=_("Mock: the JSON response."),
+        verbose_name=_("mock response"),
+    )
     cx = OrderedJSONField(
         default=dict,
         blank=True,
         editable=False,
-        help_text="What a CX import kept verbatim (CX fields Statecraft does not edit).",
+        help_text=_("What a CX import kept verbatim (CX fields Statecraft does not edit)."),
+        verbose_name=_("cx"),
     )
 
     class Meta:
+        verbose_name = _("tool")
+        verbose_name_plural = _("tools")
         ordering = ["name", "id"]
         constraints = [
             models.UniqueConstraint(fields=["app", "name"], name="tool_unique_name_per_app"),
@@ -317,21 +372,30 @@ class Tool(TimestampedModel):
 
 
 class Agent(TimestampedModel):
-    app = models.ForeignKey(AgentApp, on_delete=models.CASCADE, related_name="agents")
-    display_name = models.CharField(max_length=DISPLAY_NAME_MAX_LENGTH)
-    description = models.TextField(blank=True)
-    instructions = models.TextField(blank=True)
-    is_root = models.BooleanField(default=False)
-    tools = models.ManyToManyField(Tool, related_name="agents", blank=True)
-    children = models.ManyToManyField("self", symmetrical=False, related_name="parents", blank=True)
+    app = models.ForeignKey(
+        AgentApp, on_delete=models.CASCADE, related_name="agents", verbose_name=_("app")
+    )
+    display_name = models.CharField(
+        max_length=DISPLAY_NAME_MAX_LENGTH, verbose_name=_("display name")
+    )
+    description = models.TextField(blank=True, verbose_name=_("description"))
+    instructions = models.TextField(blank=True, verbose_name=_("instructions"))
+    is_root = models.BooleanField(default=False, verbose_name=_("is root"))
+    tools = models.ManyToManyField(Tool, related_name="agents", blank=True, verbose_name=_("tools"))
+    children = models.ManyToManyField(
+        "self", symmetrical=False, related_name="parents", blank=True, verbose_name=_("children")
+    )
     cx = OrderedJSONField(
         default=dict,
         blank=True,
         editable=False,
-        help_text="What a CX import kept verbatim (CX fields Statecraft does not edit).",
+        help_text=_("What a CX import kept verbatim (CX fields Statecraft does not edit)."),
+        verbose_name=_("cx"),
     )
 
     class Meta:
+        verbose_name = _("agent")
+        verbose_name_plural = _("agents")
         ordering = ["-is_root", "display_name", "id"]
         constraints = [
             models.UniqueConstraint(
@@ -364,18 +428,25 @@ class Agent(TimestampedModel):
 
 
 class Callback(TimestampedModel):
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="callbacks")
-    kind = models.CharField(max_length=20, choices=CallbackKind.choices)
-    order = models.PositiveIntegerField(default=0)
-    code = models.TextField(help_text="Python; may update state like a tool.")
+    agent = models.ForeignKey(
+        Agent, on_delete=models.CASCADE, related_name="callbacks", verbose_name=_("agent")
+    )
+    kind = models.CharField(max_length=20, choices=CallbackKind.choices, verbose_name=_("kind"))
+    order = models.PositiveIntegerField(default=0, verbose_name=_("order"))
+    code = models.TextField(
+        help_text=_("Python; may update state like a tool."), verbose_name=_("code")
+    )
     cx = OrderedJSONField(
         default=dict,
         blank=True,
         editable=False,
-        help_text="What a CX import kept verbatim (CX fields Statecraft does not edit).",
+        help_text=_("What a CX import kept verbatim (CX fields Statecraft does not edit)."),
+        verbose_name=_("cx"),
     )
 
     class Meta:
+        verbose_name = _("callback")
+        verbose_name_plural = _("callbacks")
         ordering = ["kind", "order", "id"]
         constraints = [
             models.UniqueConstraint(
@@ -399,11 +470,11 @@ class Callback(TimestampedModel):
 
 
 class StepKind(models.TextChoices):
-    USER = spec.StepKind.USER, "User message"
-    AGENT = spec.StepKind.AGENT, "Agent message"
-    TOOL = spec.StepKind.TOOL, "Tool call"
-    CALLBACK = spec.StepKind.CALLBACK, "Callback run"
-    EXPECT = spec.StepKind.EXPECT, "Expectation"
+    USER = spec.StepKind.USER, _("User message")
+    AGENT = spec.StepKind.AGENT, _("Agent message")
+    TOOL = spec.StepKind.TOOL, _("Tool call")
+    CALLBACK = spec.StepKind.CALLBACK, _("Callback run")
+    EXPECT = spec.StepKind.EXPECT, _("Expectation")
 
 
 Channel = models.TextChoices("Channel", [(c.upper(), (c, c)) for c in rules.CHANNELS])
@@ -413,40 +484,66 @@ Modality = models.TextChoices("Modality", [(m.upper(), (m, m)) for m in rules.MO
 class Scenario(TimestampedModel):
     """A scripted session with an agent: inputs, a context-window budget and steps."""
 
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="scenarios")
-    name = models.CharField(max_length=SCENARIO_NAME_MAX_LENGTH)
+    agent = models.ForeignKey(
+        Agent, on_delete=models.CASCADE, related_name="scenarios", verbose_name=_("agent")
+    )
+    name = models.CharField(max_length=SCENARIO_NAME_MAX_LENGTH, verbose_name=_("name"))
     session_values = OrderedJSONField(
-        default=dict, blank=True, help_text="Initial variable values overriding defaults."
+        default=dict,
+        blank=True,
+        help_text=_("Initial variable values overriding defaults."),
+        verbose_name=_("session values"),
     )
     channel = models.CharField(
-        max_length=10, choices=Channel.choices, default=SCENARIO_DEFAULTS["channel"]
+        max_length=10,
+        choices=Channel.choices,
+        default=SCENARIO_DEFAULTS["channel"],
+        verbose_name=_("channel"),
     )
     modality = models.CharField(
-        max_length=10, choices=Modality.choices, default=SCENARIO_DEFAULTS["modality"]
+        max_length=10,
+        choices=Modality.choices,
+        default=SCENARIO_DEFAULTS["modality"],
+        verbose_name=_("modality"),
     )
-    session_id = models.CharField(max_length=100, default=SCENARIO_DEFAULTS["session_id"])
-    project_id = models.CharField(max_length=100, default=SCENARIO_DEFAULTS["project_id"])
-    project_number = models.CharField(max_length=30, default=SCENARIO_DEFAULTS["project_number"])
-    location = models.CharField(max_length=50, default=SCENARIO_DEFAULTS["location"])
+    session_id = models.CharField(
+        max_length=100, default=SCENARIO_DEFAULTS["session_id"], verbose_name=_("session id")
+    )
+    project_id = models.CharField(
+        max_length=100, default=SCENARIO_DEFAULTS["project_id"], verbose_name=_("project id")
+    )
+    project_number = models.CharField(
+        max_length=30, default=SCENARIO_DEFAULTS["project_number"], verbose_name=_("project number")
+    )
+    location = models.CharField(
+        max_length=50, default=SCENARIO_DEFAULTS["location"], verbose_name=_("location")
+    )
     now = models.CharField(
         max_length=40,
         blank=True,
         default=SCENARIO_DEFAULTS["now"],
-        help_text="The session clock code reads (ISO date-time); empty: the real clock.",
+        help_text=_("The session clock code reads (ISO date-time); empty: the real clock."),
+        verbose_name=_("now"),
     )
-    token_budget = models.PositiveIntegerField(default=SCENARIO_DEFAULTS["token_budget"])
+    token_budget = models.PositiveIntegerField(
+        default=SCENARIO_DEFAULTS["token_budget"], verbose_name=_("token budget")
+    )
     use_mocks = models.BooleanField(
         default=SCENARIO_DEFAULTS["use_mocks"],
-        help_text="Use tool mocks even when a tool has code.",
+        help_text=_("Use tool mocks even when a tool has code."),
+        verbose_name=_("use mocks"),
     )
     cx = OrderedJSONField(
         default=dict,
         blank=True,
         editable=False,
-        help_text="What a CX import kept verbatim (CX fields Statecraft does not edit).",
+        help_text=_("What a CX import kept verbatim (CX fields Statecraft does not edit)."),
+        verbose_name=_("cx"),
     )
 
     class Meta:
+        verbose_name = _("scenario")
+        verbose_name_plural = _("scenarios")
         ordering = ["name", "id"]
         constraints = [
             models.UniqueConstraint(
@@ -483,26 +580,50 @@ class Scenario(TimestampedModel):
 
 
 class ScenarioStep(TimestampedModel):
-    scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="steps")
-    order = models.PositiveIntegerField(default=0)
-    kind = models.CharField(max_length=10, choices=StepKind.choices, default=StepKind.USER)
-    text = models.TextField(blank=True, help_text="User or agent message.")
+    scenario = models.ForeignKey(
+        Scenario, on_delete=models.CASCADE, related_name="steps", verbose_name=_("scenario")
+    )
+    order = models.PositiveIntegerField(default=0, verbose_name=_("order"))
+    kind = models.CharField(
+        max_length=10, choices=StepKind.choices, default=StepKind.USER, verbose_name=_("kind")
+    )
+    text = models.TextField(
+        blank=True, help_text=_("User or agent message."), verbose_name=_("text")
+    )
     tool = models.CharField(
-        max_length=NAME_MAX_LENGTH, blank=True, help_text="Tool call: the tool's name."
+        max_length=NAME_MAX_LENGTH,
+        blank=True,
+        help_text=_("Tool call: the tool's name."),
+        verbose_name=_("tool"),
     )
     args = OrderedJSONField(
-        default=dict, blank=True, help_text="Tool call: its arguments (JSON object)."
+        default=dict,
+        blank=True,
+        help_text=_("Tool call: its arguments (JSON object)."),
+        verbose_name=_("args"),
     )
-    callback_kind = models.CharField(max_length=20, choices=CallbackKind.choices, blank=True)
+    callback_kind = models.CharField(
+        max_length=20, choices=CallbackKind.choices, blank=True, verbose_name=_("callback kind")
+    )
     variables = OrderedJSONField(
-        default=dict, blank=True, help_text="User input: session variables it sets (JSON object)."
+        default=dict,
+        blank=True,
+        help_text=_("User input: session variables it sets (JSON object)."),
+        verbose_name=_("variables"),
     )
-    event = models.CharField(max_length=200, blank=True, help_text="User input: its event.")
+    event = models.CharField(
+        max_length=200, blank=True, help_text=_("User input: its event."), verbose_name=_("event")
+    )
     expectation = OrderedJSONField(
-        null=True, blank=True, help_text="Expectation: kind, tool, agent, value, note."
+        null=True,
+        blank=True,
+        help_text=_("Expectation: kind, tool, agent, value, note."),
+        verbose_name=_("expectation"),
     )
 
     class Meta:
+        verbose_name = _("scenario step")
+        verbose_name_plural = _("scenario steps")
         ordering = ["order", "id"]
         constraints = [
             models.CheckConstraint(
@@ -551,37 +672,45 @@ def expectation_from_json(data: Any) -> spec.ExpectationSpec | None:
 
 
 class ResultStatus(models.TextChoices):
-    PASSED = "passed", "Passed"
-    FAILED = "failed", "Failed"
-    NEEDS_MODEL = "needs_model", "Needs a model"
-    NONE = "none", "No expectations"
+    PASSED = "passed", _("Passed")
+    FAILED = "failed", _("Failed")
+    NEEDS_MODEL = "needs_model", _("Needs a model")
+    NONE = "none", _("No expectations")
 
 
 class ScenarioResult(models.Model):
     """The last evaluation of a scenario's expectations: when, who, and what came out."""
 
-    scenario = models.OneToOneField(Scenario, on_delete=models.CASCADE, related_name="last_result")
-    status = models.CharField(max_length=12, choices=ResultStatus.choices)
-    passed = models.PositiveIntegerField(default=0)
-    failed = models.PositiveIntegerField(default=0)
-    needs_model = models.PositiveIntegerField(default=0)
-    results = OrderedJSONField(
-        default=list, blank=True, help_text="Each expectation: step, turn, status, message, diff."
+    scenario = models.OneToOneField(
+        Scenario, on_delete=models.CASCADE, related_name="last_result", verbose_name=_("scenario")
     )
-    app_revision = models.PositiveBigIntegerField(default=0)
+    status = models.CharField(max_length=12, choices=ResultStatus.choices, verbose_name=_("status"))
+    passed = models.PositiveIntegerField(default=0, verbose_name=_("passed"))
+    failed = models.PositiveIntegerField(default=0, verbose_name=_("failed"))
+    needs_model = models.PositiveIntegerField(default=0, verbose_name=_("needs model"))
+    results = OrderedJSONField(
+        default=list,
+        blank=True,
+        help_text=_("Each expectation: step, turn, status, message, diff."),
+        verbose_name=_("results"),
+    )
+    app_revision = models.PositiveBigIntegerField(default=0, verbose_name=_("app revision"))
     ran_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="scenario_results",
+        verbose_name=_("ran by"),
     )
-    ran_by_name = models.CharField(max_length=150, blank=True)
-    ran_at = models.DateTimeField()
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    ran_by_name = models.CharField(max_length=150, blank=True, verbose_name=_("ran by name"))
+    ran_at = models.DateTimeField(verbose_name=_("ran at"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name = _("scenario result")
+        verbose_name_plural = _("scenario results")
         ordering = ["-ran_at"]
         constraints = [
             models.CheckConstraint(
@@ -602,31 +731,47 @@ class AuditEvent(models.Model):
     """
 
     app = models.ForeignKey(
-        AgentApp, on_delete=models.SET_NULL, null=True, blank=True, related_name="audit_events"
+        AgentApp,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="audit_events",
+        verbose_name=_("app"),
     )
-    app_name = models.CharField(max_length=APP_NAME_MAX_LENGTH)
+    app_name = models.CharField(max_length=APP_NAME_MAX_LENGTH, verbose_name=_("app name"))
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="audit_events",
+        verbose_name=_("actor"),
     )
-    actor_name = models.CharField(max_length=150, blank=True)
-    action = models.CharField(max_length=40, help_text="e.g. variable.update")
-    object_type = models.CharField(max_length=20)
-    object_name = models.CharField(max_length=DISPLAY_NAME_MAX_LENGTH, blank=True)
-    before = OrderedJSONField(null=True, blank=True)
-    after = OrderedJSONField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    actor_name = models.CharField(max_length=150, blank=True, verbose_name=_("actor name"))
+    action = models.CharField(
+        max_length=40, help_text=_("e.g. variable.update"), verbose_name=_("action")
+    )
+    object_type = models.CharField(max_length=20, verbose_name=_("object type"))
+    object_name = models.CharField(
+        max_length=DISPLAY_NAME_MAX_LENGTH, blank=True, verbose_name=_("object name")
+    )
+    before = OrderedJSONField(null=True, blank=True, verbose_name=_("before"))
+    after = OrderedJSONField(null=True, blank=True, verbose_name=_("after"))
+    created_at = models.DateTimeField(
+        auto_now_add=True, db_index=True, verbose_name=_("created at")
+    )
 
     class Meta:
+        verbose_name = _("history event")
+        verbose_name_plural = _("history events")
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["app", "-created_at"], name="audit_app_recent")]
 
     def __str__(self) -> str:
-        who = self.actor_name or "system"
-        return f"{who}: {self.action} {self.object_name}".strip()
+        from agents.i18n import action_words
+
+        who = self.actor_name or gettext("system")
+        return f"{who}: {action_words(self.action)} {self.object_name}".strip()
 
 
 # ---------------------------------------------------------------- versions and labels
@@ -642,25 +787,29 @@ class AppVersion(models.Model):
     (agents/versions.py creates and deletes them, the admin shows them read-only).
     """
 
-    app = models.ForeignKey(AgentApp, on_delete=models.CASCADE, related_name="versions")
-    number = models.PositiveIntegerField()
-    name = models.CharField(max_length=200)
-    note = models.TextField(blank=True)
+    app = models.ForeignKey(
+        AgentApp, on_delete=models.CASCADE, related_name="versions", verbose_name=_("app")
+    )
+    number = models.PositiveIntegerField(verbose_name=_("number"))
+    name = models.CharField(max_length=200, verbose_name=_("name"))
+    note = models.TextField(blank=True, verbose_name=_("note"))
     # The native-format document (agents/core/formats.py), key order kept.
-    document = OrderedJSONField()
+    document = OrderedJSONField(verbose_name=_("document"))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="app_versions_created",
+        verbose_name=_("created by"),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name_plural = _("app versions")
         ordering = ["app_id", "-number"]
-        verbose_name = "app version"
+        verbose_name = _("app version")
         constraints = [
             models.UniqueConstraint(fields=["app", "number"], name="appversion_unique_number"),
             models.UniqueConstraint(fields=["app", "name"], name="appversion_unique_name"),
@@ -673,26 +822,51 @@ class AppVersion(models.Model):
         return f"{self.app} · v{self.number} {self.name}"
 
 
+class UserSettings(models.Model):
+    """What a user chose for themselves: the language the designer speaks to them in."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="statecraft_settings",
+        verbose_name=_("user"),
+    )
+    language = models.CharField(_("language"), max_length=8, choices=settings.LANGUAGES, blank=True)
+
+    class Meta:
+        verbose_name = _("user settings")
+        verbose_name_plural = _("user settings")
+
+    def __str__(self) -> str:
+        return f"{self.user} · {self.language or '-'}"
+
+
 class AppLabel(models.Model):
     """A movable name (`production`, `staging`) that points at one version of its app."""
 
-    app = models.ForeignKey(AgentApp, on_delete=models.CASCADE, related_name="labels")
-    name = models.CharField(max_length=LABEL_MAX_LENGTH)
+    app = models.ForeignKey(
+        AgentApp, on_delete=models.CASCADE, related_name="labels", verbose_name=_("app")
+    )
+    name = models.CharField(max_length=LABEL_MAX_LENGTH, verbose_name=_("name"))
     # PROTECT: a version a label points at cannot vanish under a pipeline reading the label.
-    version = models.ForeignKey(AppVersion, on_delete=models.PROTECT, related_name="labels")
+    version = models.ForeignKey(
+        AppVersion, on_delete=models.PROTECT, related_name="labels", verbose_name=_("version")
+    )
     moved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="app_labels_moved",
+        verbose_name=_("moved by"),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name_plural = _("app labels")
         ordering = ["app_id", "name"]
-        verbose_name = "app label"
+        verbose_name = _("app label")
         constraints = [
             models.UniqueConstraint(fields=["app", "name"], name="applabel_unique_name_per_app"),
             models.CheckConstraint(
@@ -712,12 +886,15 @@ class RateLimitCount(models.Model):
     configured: every gunicorn worker counts in the same row (an atomic UPDATE), so a limit
     holds across workers. `expires_at` is ratelimit.now() seconds; old rows are purged."""
 
-    key = models.CharField(max_length=64, primary_key=True)  # sha256 of scope, who, window
-    count = models.PositiveIntegerField(default=0)
-    expires_at = models.FloatField(db_index=True)
+    key = models.CharField(
+        max_length=64, primary_key=True, verbose_name=_("key")
+    )  # sha256 of scope, who, window
+    count = models.PositiveIntegerField(default=0, verbose_name=_("count"))
+    expires_at = models.FloatField(db_index=True, verbose_name=_("expires at"))
 
     class Meta:
-        verbose_name = "rate-limit count"
+        verbose_name = _("rate-limit count")
+        verbose_name_plural = _("rate-limit counts")
 
     def __str__(self) -> str:
         return f"{self.key[:12]}… = {self.count}"
@@ -738,27 +915,48 @@ class ModelEndpoint(TimestampedModel):
     reads `api_key_encrypted` but the model client. Not part of any app: never exported,
     versioned or audited."""
 
-    name = models.CharField(max_length=60, unique=True)
-    kind = models.CharField(max_length=10, choices=EndpointKind.choices)
-    model = models.CharField(max_length=200, help_text="The model's id, like gemini-2.5-flash.")
+    name = models.CharField(max_length=60, unique=True, verbose_name=_("name"))
+    kind = models.CharField(max_length=10, choices=EndpointKind.choices, verbose_name=_("kind"))
+    model = models.CharField(
+        max_length=200,
+        help_text=_("The model's id, like gemini-2.5-flash."),
+        verbose_name=_("model"),
+    )
     base_url = models.URLField(
-        blank=True, help_text="Empty: the provider's own API. Any OpenAI-compatible URL works."
+        blank=True,
+        help_text=_("Empty: the provider's own API. Any OpenAI-compatible URL works."),
+        verbose_name=_("base url"),
     )
-    api_key_encrypted = models.TextField(blank=True, editable=False)
+    api_key_encrypted = models.TextField(
+        blank=True, editable=False, verbose_name=_("api key encrypted")
+    )
     vertex = models.BooleanField(
-        default=False, help_text="Gemini through Vertex AI with this machine's Google credentials."
+        default=False,
+        help_text=_("Gemini through Vertex AI with this machine's Google credentials."),
+        verbose_name=_("vertex"),
     )
-    project = models.CharField(max_length=100, blank=True)
-    location = models.CharField(max_length=50, blank=True)
-    timeout = models.FloatField(default=60.0)
-    max_retries = models.PositiveSmallIntegerField(default=3)
-    price_in = models.FloatField(null=True, blank=True, help_text="USD per million input tokens.")
-    price_out = models.FloatField(null=True, blank=True, help_text="USD per million output tokens.")
-    enabled = models.BooleanField(default=True)
+    project = models.CharField(max_length=100, blank=True, verbose_name=_("project"))
+    location = models.CharField(max_length=50, blank=True, verbose_name=_("location"))
+    timeout = models.FloatField(default=60.0, verbose_name=_("timeout"))
+    max_retries = models.PositiveSmallIntegerField(default=3, verbose_name=_("max retries"))
+    price_in = models.FloatField(
+        null=True,
+        blank=True,
+        help_text=_("USD per million input tokens."),
+        verbose_name=_("price in"),
+    )
+    price_out = models.FloatField(
+        null=True,
+        blank=True,
+        help_text=_("USD per million output tokens."),
+        verbose_name=_("price out"),
+    )
+    enabled = models.BooleanField(default=True, verbose_name=_("enabled"))
 
     class Meta:
+        verbose_name_plural = _("model endpoints")
         ordering = ["name"]
-        verbose_name = "model endpoint"
+        verbose_name = _("model endpoint")
 
     def __str__(self) -> str:
         return f"{self.name} ({self.kind}: {self.model})"
@@ -771,9 +969,15 @@ class ModelEndpoint(TimestampedModel):
 class AppModelDefault(models.Model):
     """The model an app's live runs use when a run names none."""
 
-    app = models.OneToOneField(AgentApp, on_delete=models.CASCADE, related_name="model_default")
-    model = models.CharField(max_length=60)
-    updated_at = models.DateTimeField(auto_now=True)
+    app = models.OneToOneField(
+        AgentApp, on_delete=models.CASCADE, related_name="model_default", verbose_name=_("app")
+    )
+    model = models.CharField(max_length=60, verbose_name=_("model"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
+
+    class Meta:
+        verbose_name = _("app model default")
+        verbose_name_plural = _("app model defaults")
 
     def __str__(self) -> str:
         return f"{self.app}: {self.model}"
@@ -791,45 +995,72 @@ class LiveRun(models.Model):
     contents, tool declarations) and the answer (parts, tokens, cost, error). A replay
     names its recording (`replay_of`) and its `drift` (which call, what changed)."""
 
-    app = models.ForeignKey(AgentApp, on_delete=models.CASCADE, related_name="live_runs")
+    app = models.ForeignKey(
+        AgentApp, on_delete=models.CASCADE, related_name="live_runs", verbose_name=_("app")
+    )
     scenario = models.ForeignKey(
-        Scenario, on_delete=models.SET_NULL, null=True, blank=True, related_name="live_runs"
+        Scenario,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="live_runs",
+        verbose_name=_("scenario"),
     )
-    scenario_name = models.CharField(max_length=SCENARIO_NAME_MAX_LENGTH)
-    agent_name = models.CharField(max_length=DISPLAY_NAME_MAX_LENGTH)
-    model_name = models.CharField(max_length=60)
-    mode = models.CharField(max_length=8, choices=LiveRunMode.choices, default=LiveRunMode.LIVE)
+    scenario_name = models.CharField(
+        max_length=SCENARIO_NAME_MAX_LENGTH, verbose_name=_("scenario name")
+    )
+    agent_name = models.CharField(max_length=DISPLAY_NAME_MAX_LENGTH, verbose_name=_("agent name"))
+    model_name = models.CharField(max_length=60, verbose_name=_("model name"))
+    mode = models.CharField(
+        max_length=8, choices=LiveRunMode.choices, default=LiveRunMode.LIVE, verbose_name=_("mode")
+    )
     replay_of = models.ForeignKey(
-        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="replays"
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="replays",
+        verbose_name=_("replay of"),
     )
-    script = models.TextField(blank=True, help_text="The scenario's script when it ran.")
-    status = models.CharField(max_length=12, choices=ResultStatus.choices, default="none")
-    error = models.CharField(max_length=30, blank=True, help_text="A named model error, if any.")
-    calls = OrderedJSONField(default=list, blank=True)
-    drift = OrderedJSONField(default=list, blank=True)
-    evaluation = OrderedJSONField(default=list, blank=True)
-    timeline = OrderedJSONField(default=list, blank=True)
-    final_state = OrderedJSONField(default=dict, blank=True)
-    diagnostics = OrderedJSONField(default=list, blank=True)
-    model_calls = models.PositiveIntegerField(default=0)
-    tokens_in = models.PositiveIntegerField(default=0)
-    tokens_out = models.PositiveIntegerField(default=0)
-    cost = models.FloatField(default=0.0)
-    retries = models.PositiveIntegerField(default=0)
-    app_revision = models.PositiveBigIntegerField(default=0)
+    script = models.TextField(
+        blank=True, help_text=_("The scenario's script when it ran."), verbose_name=_("script")
+    )
+    status = models.CharField(
+        max_length=12, choices=ResultStatus.choices, default="none", verbose_name=_("status")
+    )
+    error = models.CharField(
+        max_length=30,
+        blank=True,
+        help_text=_("A named model error, if any."),
+        verbose_name=_("error"),
+    )
+    calls = OrderedJSONField(default=list, blank=True, verbose_name=_("calls"))
+    drift = OrderedJSONField(default=list, blank=True, verbose_name=_("drift"))
+    evaluation = OrderedJSONField(default=list, blank=True, verbose_name=_("evaluation"))
+    timeline = OrderedJSONField(default=list, blank=True, verbose_name=_("timeline"))
+    final_state = OrderedJSONField(default=dict, blank=True, verbose_name=_("final state"))
+    diagnostics = OrderedJSONField(default=list, blank=True, verbose_name=_("diagnostics"))
+    model_calls = models.PositiveIntegerField(default=0, verbose_name=_("model calls"))
+    tokens_in = models.PositiveIntegerField(default=0, verbose_name=_("tokens in"))
+    tokens_out = models.PositiveIntegerField(default=0, verbose_name=_("tokens out"))
+    cost = models.FloatField(default=0.0, verbose_name=_("cost"))
+    retries = models.PositiveIntegerField(default=0, verbose_name=_("retries"))
+    app_revision = models.PositiveBigIntegerField(default=0, verbose_name=_("app revision"))
     ran_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="live_runs",
+        verbose_name=_("ran by"),
     )
-    ran_by_name = models.CharField(max_length=150, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    ran_by_name = models.CharField(max_length=150, blank=True, verbose_name=_("ran by name"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name_plural = _("live runs")
         ordering = ["-created_at", "-id"]
-        verbose_name = "live run"
+        verbose_name = _("live run")
 
     def __str__(self) -> str:
         return f"{self.scenario_name} · {self.model_name} · {self.mode}"

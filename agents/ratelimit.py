@@ -27,10 +27,24 @@ from django.core.cache import caches
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([smhd])\s*$")
-_UNIT_WORDS = {1: "second", 60: "minute", 3600: "hour", 86400: "day"}
+_UNIT_WORDS = {
+    1: _("%(limit)s a second"),
+    60: _("%(limit)s a minute"),
+    3600: _("%(limit)s an hour"),
+    86400: _("%(limit)s a day"),
+}
+# What a limit counts (the designer's and the import's rate_limited views), as words.
+_WHAT = {
+    "imports": _("imports"),
+    "previews": _("previews"),
+    "example values": _("example values"),
+    "simulations": _("simulations"),
+}
 
 
 def now() -> float:
@@ -56,10 +70,16 @@ class Rate:
     def describe(self) -> str:
         """'300 a minute', '5 per 15 minutes'."""
         if self.period in _UNIT_WORDS:
-            return f"{self.limit} a {_UNIT_WORDS[self.period]}"
+            return _UNIT_WORDS[self.period] % {"limit": self.limit}
         if self.period % 60 == 0:
-            return f"{self.limit} per {self.period // 60} minutes"
-        return f"{self.limit} per {self.period} seconds"
+            return gettext("%(limit)s per %(minutes)s minutes") % {
+                "limit": self.limit,
+                "minutes": self.period // 60,
+            }
+        return gettext("%(limit)s per %(seconds)s seconds") % {
+            "limit": self.limit,
+            "seconds": self.period,
+        }
 
 
 @dataclass(frozen=True)
@@ -191,15 +211,19 @@ def reset(scope: str, who: str, rate: Rate | None = None) -> None:
 
 def wait_text(seconds: int) -> str:
     if seconds < 60:
-        return f"{seconds} second{'s' if seconds != 1 else ''}"
+        return ngettext("%(count)s second", "%(count)s seconds", seconds) % {"count": seconds}
     minutes = math.ceil(seconds / 60)
-    return f"{minutes} minute{'s' if minutes != 1 else ''}"
+    return ngettext("%(count)s minute", "%(count)s minutes", minutes) % {"count": minutes}
 
 
 def too_many_response(what: str, verdict: Verdict) -> HttpResponse:
     response = HttpResponse(
-        f"Too many {what}: at most {verdict.rate.describe()}. "
-        f"Try again in {wait_text(verdict.retry_after)}.",
+        gettext("Too many %(what)s: at most %(rate)s. Try again in %(wait)s.")
+        % {
+            "what": _WHAT.get(what, what),
+            "rate": verdict.rate.describe(),
+            "wait": wait_text(verdict.retry_after),
+        },
         status=429,
         content_type="text/plain; charset=utf-8",
     )

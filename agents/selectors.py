@@ -10,6 +10,7 @@ from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Prefetch, Q, QuerySet
 from django.http import Http404
+from django.utils.translation import gettext as _
 
 from agents.core.spec import AppSpec, ScenarioSpec
 from agents.models import (
@@ -71,18 +72,18 @@ def app_for_user(
 ) -> tuple[AgentApp, Access]:
     """The app if the user may see it (404 otherwise) — and may edit it when `edit` (403)."""
     if not user.is_authenticated:
-        raise PermissionDenied("Sign in first.")
+        raise PermissionDenied(_("Sign in first."))
     # What a CX import kept (`cx`) is read only by the exports, which load it themselves.
     queryset = queryset if queryset is not None else AgentApp.objects.defer("cx")
     app = queryset.filter(pk=app_id).first()
     if app is None:
-        raise Http404("No such app.")
+        raise Http404(_("No such app."))
     access = app_access(user, app)
     if access is None:
-        raise Http404("No such app.")
+        raise Http404(_("No such app."))
     if edit and not access.can_edit:
         raise PermissionDenied(
-            "You can view this app but not change it; ask its owner for editor access."
+            _("You can view this app but not change it; ask its owner for editor access.")
         )
     return app, access
 
@@ -95,7 +96,7 @@ def agent_for_user(
     What the live preview reads on every keystroke; the rest of the app comes from
     `app_spec` (cached by revision)."""
     if not user.is_authenticated:
-        raise PermissionDenied("Sign in first.")
+        raise PermissionDenied(_("Sign in first."))
     agents = Agent.objects.select_related("app").filter(pk=agent_id, app_id=app_id)
     if with_scenarios:
         scenarios = Scenario.objects.prefetch_related("steps")
@@ -103,12 +104,12 @@ def agent_for_user(
     agent = agents.first()
     if agent is None:
         if not AgentApp.objects.filter(pk=app_id).exists():
-            raise Http404("No such app.")
+            raise Http404(_("No such app."))
         app_for_user(user, app_id)  # 404 for a stranger; the agent is not in this app
-        raise Http404("No such agent in this app.")
+        raise Http404(_("No such agent in this app."))
     access = app_access(user, agent.app)
     if access is None:
-        raise Http404("No such app.")
+        raise Http404(_("No such app."))
     return agent.app, agent, access
 
 

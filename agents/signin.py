@@ -17,6 +17,8 @@ from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from agents import ratelimit
 
@@ -43,11 +45,10 @@ def lockout(request: HttpRequest | None, username: str | None) -> ratelimit.Verd
 
 
 def lockout_message(verdict: ratelimit.Verdict) -> str:
-    return (
+    return gettext(
         "Too many failed sign-ins for this account or from this address "
-        f"(at most {verdict.rate.describe()}). "
-        f"Try again in {ratelimit.wait_text(verdict.retry_after)}."
-    )
+        "(at most %(rate)s). Try again in %(wait)s."
+    ) % {"rate": verdict.rate.describe(), "wait": ratelimit.wait_text(verdict.retry_after)}
 
 
 class ThrottledModelBackend(ModelBackend):
@@ -63,7 +64,9 @@ class ThrottledModelBackend(ModelBackend):
         if username is None:
             username = kwargs.get(get_user_model().USERNAME_FIELD)
         if lockout(request, username) is not None:
-            raise PermissionDenied("Too many failed sign-ins.")  # no other backend is tried
+            raise PermissionDenied(
+                gettext("Too many failed sign-ins.")
+            )  # no other backend is tried
         user = super().authenticate(request, username=username, password=password, **kwargs)
         if user is None:
             for scope, who in _keys(request, username):
@@ -75,8 +78,8 @@ class ThrottledModelBackend(ModelBackend):
 
 class _ThrottledFormMixin:
     error_messages = {
-        "invalid_login": "That username and password do not match. Check both and try again.",
-        "inactive": "This account is inactive.",
+        "invalid_login": _("That username and password do not match. Check both and try again."),
+        "inactive": _("This account is inactive."),
     }
 
     def clean(self) -> dict[str, Any]:
@@ -95,5 +98,5 @@ class AdminSignInForm(_ThrottledFormMixin, AdminAuthenticationForm):
 
     error_messages = {
         **AdminAuthenticationForm.error_messages,
-        "invalid_login": "That username and password do not match a staff account.",
+        "invalid_login": _("That username and password do not match a staff account."),
     }

@@ -11,10 +11,12 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import redirect, render
 from django.utils.http import content_disposition_header
 from django.utils.text import slugify
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods
 
 from agents import exchange, selectors
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Severity, strip_prefix
 from agents.core.formats import dumps_native
 from agents.models import AgentApp, Job, JobStatus
 from agents.ratelimit import rate_limited
@@ -47,9 +49,9 @@ def _rows(
     rows = []
     for d in diagnostics:
         file = d.subject if zip_files and d.subject else default_file
-        message = d.message.removeprefix(f"{file}: ")
+        message = strip_prefix(d.message, f"{file}: ")
         if d.field:
-            message = message.removeprefix(f"{d.field}: ")
+            message = strip_prefix(message, f"{d.field}: ")
         rows.append(
             {
                 "severity": d.severity.value,
@@ -99,10 +101,10 @@ def _export_context(app: AgentApp, access: Any, **extra: Any) -> dict[str, Any]:
 @require_GET
 def app_export_native(request: HttpRequest, app_id: int) -> HttpResponse:
     """The native document as a download: ``?format=json`` (default) or ``yaml``."""
-    app, _ = selectors.app_for_user(request.user, app_id)
+    app, _access = selectors.app_for_user(request.user, app_id)
     fmt = request.GET.get("format", "json")
     if fmt not in _NATIVE_TYPES:
-        return HttpResponseBadRequest("format must be json or yaml")
+        return HttpResponseBadRequest(_("format must be json or yaml"))
     text = dumps_native(exchange.app_export_native(app), fmt)
     response = HttpResponse(text, content_type=f"{_NATIVE_TYPES[fmt]}; charset=utf-8")
     return _attachment(response, f"{_file_stem(app)}.statecraft.{fmt}")
@@ -112,7 +114,7 @@ def app_export_native(request: HttpRequest, app_id: int) -> HttpResponse:
 @require_GET
 def app_export_cx(request: HttpRequest, app_id: int) -> HttpResponse:
     """The CX Agent Studio ZIP; the header counts the warnings (and errors) of the export."""
-    app, _ = selectors.app_for_user(request.user, app_id)
+    app, _access = selectors.app_for_user(request.user, app_id)
     data, diagnostics = exchange.app_export_cx(app)
     response = HttpResponse(data, content_type="application/zip")
     response[WARNINGS_HEADER] = str(sum(d.severity is not Severity.INFO for d in diagnostics))
@@ -172,10 +174,14 @@ def app_import(request: HttpRequest) -> HttpResponse:
     context["typed"] = {"name": typed_name}
     upload = request.FILES.get("file")
     if upload is None:
-        context["file_error"] = "Choose a file: a .json or .yaml export, or a CX Agent Studio .zip."
+        context["file_error"] = _(
+            "Choose a file: a .json or .yaml export, or a CX Agent Studio .zip."
+        )
         return render(request, TEMPLATE, context, status=400)
     if upload.size > MAX_UPLOAD_BYTES:
-        context["file_error"] = f"The file is over {MAX_UPLOAD_BYTES // (1024 * 1024)} MB."
+        context["file_error"] = _("The file is over %(size)s MB.") % {
+            "size": MAX_UPLOAD_BYTES // (1024 * 1024)
+        }
         return render(request, TEMPLATE, context, status=400)
     filename = upload.name or "upload"
     data = upload.read()
@@ -204,9 +210,13 @@ def _imported(
     request: HttpRequest, app: AgentApp, filename: str, warnings: int, reported: bool
 ) -> HttpResponse:
     """Where an import that made `app` ends: its report when it has anything to say."""
-    summary = f"Imported “{app.name}” from {filename}."
+    summary = _("Imported “%(name)s” from %(file)s.") % {"name": app.name, "file": filename}
     if warnings:
-        summary += f" {warnings} warning{'s' if warnings != 1 else ''}: see the import report."
+        summary += " " + ngettext(
+            "%(count)s warning: see the import report.",
+            "%(count)s warnings: see the import report.",
+            warnings,
+        ) % {"count": warnings}
     messages.success(request, summary)
     if reported:
         return redirect("app-import-report", app_id=app.pk)

@@ -6,10 +6,13 @@ import json
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
+from agents import i18n
 from agents.core import form_text, rules
 from agents.core.script import format_script
 from agents.core.spec import VariableType as CoreType
+from agents.i18n import localize
 from agents.models import (
     Agent,
     AgentApp,
@@ -85,12 +88,13 @@ def _json_field_value(raw: str, field: str, *, allow_empty: bool = True) -> Any:
     if not raw.strip():
         if allow_empty:
             return None
-        raise forms.ValidationError("Enter JSON here.", code="required")
+        raise forms.ValidationError(_("Enter JSON here."), code="required")
     try:
         return json.loads(raw)
     except json.JSONDecodeError as exc:
         raise forms.ValidationError(
-            f"Line {exc.lineno}, column {exc.colno}: {exc.msg}. Check the JSON syntax.",
+            _("Line %(line)s, column %(column)s: %(error)s. Check the JSON syntax.")
+            % {"line": exc.lineno, "column": exc.colno, "error": exc.msg},
             code="json",
         ) from exc
 
@@ -148,6 +152,7 @@ class VariableForm(forms.Form):
                     variable.default,
                     CoreType(variable.type),
                     CoreType(variable.item_type) if variable.item_type else None,
+                    decimal_comma=i18n.decimal_comma(),
                 ),
                 "description": variable.description,
                 "version": variable.version,
@@ -167,9 +172,10 @@ class VariableForm(forms.Form):
             CoreType(var_type),
             item_type=CoreType(item_type) if item_type else None,
             schema=schema.json_schema if schema else None,
+            decimal_comma=i18n.decimal_comma(),
         )
         for message in parsed.errors:
-            self.add_error("default", message)
+            self.add_error("default", localize(message))
         data["default_value"] = parsed.value
         return data
 
@@ -198,7 +204,7 @@ class SchemaForm(forms.Form):
             self.cleaned_data["json_schema"], "json_schema", allow_empty=False
         )
         if not isinstance(value, dict):
-            raise forms.ValidationError('A schema is a JSON object, like {"type": "object"}.')
+            raise forms.ValidationError(_('A schema is a JSON object, like {"type": "object"}.'))
         return value
 
 
@@ -335,7 +341,7 @@ class ScenarioForm(forms.Form):
     now = forms.CharField(
         max_length=40,
         required=False,
-        help_text="The clock the code reads, like 2026-06-01T12:00:00 (empty: the real clock).",
+        help_text=_("The clock the code reads, like 2026-06-01T12:00:00 (empty: the real clock)."),
     )
     token_budget = forms.IntegerField(min_value=1, max_value=10_000_000, initial=8000)
     use_mocks = CheckboxField(required=False)

@@ -10,14 +10,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.urls import reverse
+from django.utils.translation import gettext as _
 
-from agents import selectors, services
+from agents import i18n, selectors, services
 from agents.core import code_analysis, form_text, lint, rules
 from agents.core import types as core_types
 from agents.core.diagnostics import Diagnostic
 from agents.core.parse import TokenKind, parse
 from agents.core.render import render_value
 from agents.core.spec import AppSpec
+from agents.i18n import localize
 from agents.models import Agent, AgentApp, Tool
 
 CHANNELS = rules.CHANNELS
@@ -142,7 +144,7 @@ class Preview:
                 "from": to_js(d.start),
                 "to": to_js(d.end if d.end is not None else d.start),
                 "severity": str(d.severity),
-                "message": d.message,
+                "message": localize(d.message),
                 "code": d.code,
             }
             for d in self.diagnostics
@@ -164,17 +166,21 @@ def _typed_values(
         try:
             pasted = json.loads(values_json)
         except json.JSONDecodeError as exc:
-            json_error = f"Line {exc.lineno}, column {exc.colno}: {exc.msg}."
+            json_error = _("Line %(line)s, column %(column)s: %(error)s.") % {
+                "line": exc.lineno,
+                "column": exc.colno,
+                "error": exc.msg,
+            }
         else:
             if isinstance(pasted, dict):
                 values.update(pasted)
             else:
-                json_error = 'Paste one JSON object: {"variable_name": value}.'
+                json_error = _('Paste one JSON object: {"variable_name": value}.')
     schemas = {s.name: s.schema for s in spec.schemas}
     for variable in spec.variables:
         typed = params.get(f"value__{variable.name}", "") or ""
         default_text = form_text.format_form_value(
-            variable.default, variable.type, variable.item_type
+            variable.default, variable.type, variable.item_type, decimal_comma=i18n.decimal_comma()
         )
         row = SessionValue(
             variable.name,
@@ -188,9 +194,10 @@ def _typed_values(
                 variable.type,
                 item_type=variable.item_type,
                 schema=schemas.get(variable.schema or ""),
+                decimal_comma=i18n.decimal_comma(),
             )
             if parsed.errors:
-                row.error = "; ".join(parsed.errors)
+                row.error = "; ".join(localize(e) for e in parsed.errors)
             else:
                 values[variable.name] = parsed.value
         rows.append(row)
@@ -203,7 +210,7 @@ def completion_data(spec: AppSpec, agent_name: str | None) -> dict[str, Any]:
         "variables": [
             {
                 "name": v.name,
-                "type": core_types.type_label(v.type, v.item_type, v.schema),
+                "type": localize(core_types.type_label(v.type, v.item_type, v.schema)),
                 "default": "" if v.default is None else render_value(v.default)[:60],
             }
             for v in spec.variables
@@ -245,9 +252,9 @@ def build_preview(app: AgentApp, agent: Agent, params: Mapping[str, Any]) -> Pre
     for problem in result.input_problems:
         row = by_variable.get(problem.subject or "")
         if row is not None and not row.error and row.typed.strip():
-            row.error = problem.message
+            row.error = localize(problem.message)
         else:
-            other_problems.append(problem.message)
+            other_problems.append(localize(problem.message))
     return Preview(
         text=result.text,
         diagnostics=list(result.diagnostics),
@@ -344,7 +351,7 @@ def usage_by_variable(app: AgentApp) -> dict[str, VariableUsage]:
             writers |= set((tool.mock_state or {}).keys())
         for name in writers:
             if name in usage:
-                usage[name].writers.append(f"tool {tool.name}")
+                usage[name].writers.append(_("tool %(name)s") % {"name": tool.name})
         for header, value in (tool.mcp_headers or {}).items():
             for name in usage:
                 if f"$context.variables.{name}" in str(value):

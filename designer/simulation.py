@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext_lazy as _
+
 from agents import services
 from agents.core.evaluate import ExpectationResult, ScenarioEvaluation
 from agents.core.render import render_value
@@ -29,7 +31,7 @@ class StateRow:
     changed: bool
 
 
-_BADGE = {"passed": "✓ passed", "failed": "✗ failed", "needs_model": "? needs a model"}
+_BADGE = {"passed": _("✓ passed"), "failed": _("✗ failed"), "needs_model": _("? needs a model")}
 
 
 def _pretty(value: Any) -> str:
@@ -172,7 +174,7 @@ def _live_outcome(
     if replay.isdigit():
         recorded = LiveRun.objects.filter(pk=int(replay), app=app, scenario=scenario).first()
         if recorded is None:
-            raise ServiceError([error("replay", "That live run no longer exists.", "SC482")])
+            raise ServiceError([error("replay", _("That live run no longer exists."), "SC482")])
         return live.replay_live(run=recorded, actor=actor, instructions=params.get("instructions"))
     if params.get("live") and params.get("model"):
         return live.run_live(

@@ -3,6 +3,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.views.i18n import JavaScriptCatalog
 
 from agents.signin import SignInForm
 from designer import account_views, exchange_views, job_views, version_views, views
@@ -114,6 +115,10 @@ urlpatterns = [
     ),
     path("accounts/api-token", account_views.api_token, name="api-token"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/language", account_views.set_language, name="set-language"),
+    # The front end's translated strings (designer.js, the editor bundle): a script URL, so
+    # the CSP (no inline script) holds; pages add ?l=<language> so a browser caches each apart.
+    path("jsi18n/", JavaScriptCatalog.as_view(domain="djangojs"), name="javascript-catalog"),
     path("apps/new", views.app_create, name="app-create"),
     path("apps/import", exchange_views.app_import, name="app-import"),
     path(

@@ -17,11 +17,13 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import redirect, render
 from django.utils.http import content_disposition_header
 from django.utils.text import slugify
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents import selectors
 from agents.core import rules
 from agents.core.formats import dumps_native
+from agents.i18n import localize
 from agents.models import JOB_FINISHED, AgentApp, AppVersion, Job
 from agents.selectors import Access
 from agents.services import ServiceError, jobs, versions
@@ -40,7 +42,7 @@ FULL_PROMPT_LIMIT = 100_000
 def _version(app: AgentApp, number: int) -> AppVersion:
     found = AppVersion.objects.filter(app=app, number=number).select_related("created_by").first()
     if found is None:
-        raise Http404(f"This app has no version {number}.")
+        raise Http404(_("This app has no version %(number)s.") % {"number": number})
     return found
 
 
@@ -96,7 +98,11 @@ def version_create(request: HttpRequest, app_id: int) -> HttpResponse:
     if request.htmx:
         context = _versions_context(request, app, access, saved=version)
         return render(request, f"{VERSIONS}#versions-panel", context)
-    messages.success(request, f"Saved version {version.number} · {version.name}.")
+    messages.success(
+        request,
+        _("Saved version %(number)s · %(name)s.")
+        % {"number": version.number, "name": version.name},
+    )
     return redirect("app-versions", app_id=app.pk)
 
 
@@ -120,7 +126,11 @@ def label_set(request: HttpRequest, app_id: int) -> HttpResponse:
         return render(
             request, f"{VERSIONS}#versions-panel", _versions_context(request, app, access)
         )
-    messages.success(request, f"The label {label.name} now points at version {version.number}.")
+    messages.success(
+        request,
+        _("The label %(name)s now points at version %(number)s.")
+        % {"name": label.name, "number": version.number},
+    )
     return redirect("app-versions", app_id=app.pk)
 
 
@@ -136,7 +146,7 @@ def label_delete(request: HttpRequest, app_id: int, name: str) -> HttpResponse:
         return render(
             request, f"{VERSIONS}#versions-panel", _versions_context(request, app, access)
         )
-    messages.success(request, f"Removed the label {name}.")
+    messages.success(request, _("Removed the label %(name)s.") % {"name": name})
     return redirect("app-versions", app_id=app.pk)
 
 
@@ -151,11 +161,12 @@ def version_restore(request: HttpRequest, app_id: int, number: int) -> HttpRespo
         try:
             versions.version_restore(version=version, user=request.user)
         except ServiceError as exc:
-            context["errors"] = [d.message for d in exc.diagnostics]
+            context["errors"] = [localize(d.message) for d in exc.diagnostics]
             return render(request, CONFIRM, context, status=400)
         messages.success(
             request,
-            f"Restored version {version.number} · {version.name} into the working copy.",
+            _("Restored version %(number)s · %(name)s into the working copy.")
+            % {"number": version.number, "name": version.name},
         )
         return redirect("app-designer", app_id=app.pk)
     return render(request, CONFIRM, context)
@@ -166,16 +177,19 @@ def version_restore(request: HttpRequest, app_id: int, number: int) -> HttpRespo
 def version_delete(request: HttpRequest, app_id: int, number: int) -> HttpResponse:
     app, access = selectors.app_for_user(request.user, app_id)
     if not versions.may_delete_versions(request.user, access):
-        raise PermissionDenied("Only the app's owner (or staff) can delete a version.")
+        raise PermissionDenied(_("Only the app's owner (or staff) can delete a version."))
     version = _version(app, number)
     context = {"app": app, "access": access, "version": version, "action": "delete"}
     if request.method == "POST":
         try:
             versions.version_delete(version=version, user=request.user)
         except ServiceError as exc:
-            context["errors"] = [d.message for d in exc.diagnostics]
+            context["errors"] = [localize(d.message) for d in exc.diagnostics]
             return render(request, CONFIRM, context, status=400)
-        messages.success(request, f"Deleted version {number} · {version.name}.")
+        messages.success(
+            request,
+            _("Deleted version %(number)s · %(name)s.") % {"number": number, "name": version.name},
+        )
         return redirect("app-versions", app_id=app.pk)
     return render(request, CONFIRM, context)
 
@@ -198,11 +212,11 @@ def _stem(app: AgentApp, version: AppVersion) -> str:
 @require_GET
 def version_export_native(request: HttpRequest, app_id: int, number: int) -> HttpResponse:
     """The version's native document: ``?format=json`` (default) or ``yaml``."""
-    app, _ = selectors.app_for_user(request.user, app_id)
+    app, _access = selectors.app_for_user(request.user, app_id)
     version = _version(app, number)
     fmt = request.GET.get("format", "json")
     if fmt not in _NATIVE_TYPES:
-        return HttpResponseBadRequest("format must be json or yaml")
+        return HttpResponseBadRequest(_("format must be json or yaml"))
     text = dumps_native(version.document, fmt)
     response = HttpResponse(text, content_type=f"{_NATIVE_TYPES[fmt]}; charset=utf-8")
     return _attachment(response, f"{_stem(app, version)}.statecraft.{fmt}")
@@ -211,7 +225,7 @@ def version_export_native(request: HttpRequest, app_id: int, number: int) -> Htt
 @login_required
 @require_GET
 def version_export_cx(request: HttpRequest, app_id: int, number: int) -> HttpResponse:
-    app, _ = selectors.app_for_user(request.user, app_id)
+    app, _access = selectors.app_for_user(request.user, app_id)
     version = _version(app, number)
     data, _diagnostics = versions.version_export_cx(version)
     response = HttpResponse(data, content_type="application/zip")
@@ -231,7 +245,9 @@ def _side_choice(
     try:
         return versions.version_for_app(app, number=raw)
     except ServiceError as exc:
-        errors[field] = exc.diagnostics[0].message.replace("version must", f"{field} must")
+        errors[field] = localize(exc.diagnostics[0].message).replace(
+            "version must", f"{field} must"
+        )
         return ""
 
 
@@ -250,21 +266,28 @@ def version_diff(request: HttpRequest, app_id: int) -> HttpResponse:
     channel = request.GET.get("channel", "web")
     modality = request.GET.get("modality", "text")
     if channel not in CHANNELS:
-        errors["channel"] = f"channel must be one of {', '.join(CHANNELS)}."
+        errors["channel"] = _("channel must be one of %(values)s.") % {
+            "values": ", ".join(CHANNELS)
+        }
     if modality not in MODALITIES:
-        errors["modality"] = f"modality must be one of {', '.join(MODALITIES)}."
+        errors["modality"] = _("modality must be one of %(values)s.") % {
+            "values": ", ".join(MODALITIES)
+        }
     values_text = request.GET.get("values", "").strip()
     values: dict[str, Any] = {}
     if values_text:
         try:
             parsed = json.loads(values_text)
         except ValueError as exc:
-            errors["values"] = f"values must be a JSON object: {exc.msg} (line {exc.lineno})."
+            errors["values"] = _("values must be a JSON object: %(error)s (line %(line)s).") % {
+                "error": exc.msg,
+                "line": exc.lineno,
+            }
         else:
             if isinstance(parsed, dict):
                 values = parsed
             else:
-                errors["values"] = 'values must be a JSON object, e.g. {"customer_name": "Ada"}.'
+                errors["values"] = _('values must be a JSON object, e.g. {"customer_name": "Ada"}.')
     context: dict[str, Any] = {
         "app": app,
         "access": access,

@@ -17,6 +17,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.templatetags.static import static
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap, retarget, trigger_client_event
@@ -24,6 +26,7 @@ from django_htmx.http import reswap, retarget, trigger_client_event
 from agents import selectors, services
 from agents.core import rules
 from agents.core.examples import example_value
+from agents.i18n import localize, word
 from agents.models import (
     Agent,
     AgentApp,
@@ -284,9 +287,12 @@ def app_create(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def app_duplicate(request: HttpRequest, app_id: int) -> HttpResponse:
-    app, _ = selectors.app_for_user(request.user, app_id)
+    app, _access = selectors.app_for_user(request.user, app_id)
     copy = services.app_duplicate(actor=request.user, app=app, owner=request.user)
-    messages.success(request, f"Duplicated “{app.name}” as “{copy.name}”.")
+    messages.success(
+        request,
+        _("Duplicated “%(name)s” as “%(copy)s”.") % {"name": app.name, "copy": copy.name},
+    )
     return redirect("app-list")
 
 
@@ -295,11 +301,11 @@ def app_duplicate(request: HttpRequest, app_id: int) -> HttpResponse:
 def app_delete(request: HttpRequest, app_id: int) -> HttpResponse:
     app, access = selectors.app_for_user(request.user, app_id)
     if not access.is_owner:
-        raise PermissionDenied("Only the owner can delete an app.")
+        raise PermissionDenied(_("Only the owner can delete an app."))
     if request.method == "POST":
         name = app.name
         services.app_delete(actor=request.user, app=app)
-        messages.success(request, f"Deleted “{name}”.")
+        messages.success(request, _("Deleted “%(name)s”.") % {"name": name})
         return redirect("app-list")
     return render(request, "agents/app_delete.html", {"app": app})
 
@@ -363,7 +369,7 @@ def agent_instructions(request: HttpRequest, app_id: int, agent_id: int) -> Http
     The editor saves with `Accept: application/json`: 200 with the new fingerprint and
     every agent's (the page's app-changed event), or 409 with the text saved meanwhile, so
     the editor can merge it with what was typed or show both side by side."""
-    app, _ = selectors.app_for_user(request.user, app_id, edit=request.method == "POST")
+    app, _access = selectors.app_for_user(request.user, app_id, edit=request.method == "POST")
     agent = get_object_or_404(Agent, pk=agent_id, app=app)
     if request.method == "GET":
         return JsonResponse({"instructions": agent.instructions, "hash": agent.instructions_hash})
@@ -376,13 +382,13 @@ def agent_instructions(request: HttpRequest, app_id: int, agent_id: int) -> Http
             base_hash=request.POST.get("base_hash") or None,
         )
     except services.ServiceError as exc:
-        status_text = " ".join(d.message for d in exc.diagnostics)
+        status_text = " ".join(localize(d.message) for d in exc.diagnostics)
         stale = isinstance(exc, services.StaleObjectError)
         if wants_json and stale:
             agent.refresh_from_db(fields=["instructions"])
             return JsonResponse(
                 {
-                    "error": STALE_INSTRUCTIONS,
+                    "error": str(STALE_INSTRUCTIONS),
                     "instructions_text": agent.instructions,
                     "hash": agent.instructions_hash,
                 },
@@ -408,7 +414,7 @@ def agent_instructions(request: HttpRequest, app_id: int, agent_id: int) -> Http
     return response
 
 
-STALE_INSTRUCTIONS = (
+STALE_INSTRUCTIONS = gettext_lazy(
     "These instructions were changed elsewhere since you opened them (another editor, or a "
     "rename that updated references)."
 )
@@ -455,7 +461,7 @@ def _variable_fields(data: dict[str, Any]) -> dict[str, Any]:
 @login_required
 @require_http_methods(["GET", "POST"])
 def variable_new(request: HttpRequest, app_id: int) -> HttpResponse:
-    app, _ = _loaded_app(request, app_id, edit=True)
+    app, _access = _loaded_app(request, app_id, edit=True)
     schemas = list(app.schemas.all())
 
     def save(data: dict[str, Any]) -> HttpResponse:
@@ -476,10 +482,10 @@ def variable_new(request: HttpRequest, app_id: int) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def variable_edit(request: HttpRequest, app_id: int, variable_id: int) -> HttpResponse:
-    app, _ = _loaded_app(request, app_id, edit=True)
+    app, _access = _loaded_app(request, app_id, edit=True)
     variable = next((v for v in app.variables.all() if v.pk == variable_id), None)
     if variable is None:
-        return HttpResponse("No such variable.", status=404)
+        return HttpResponse(_("No such variable."), status=404)
     schemas = list(app.schemas.all())
 
     def save(data: dict[str, Any]) -> HttpResponse:
@@ -506,7 +512,7 @@ def variable_edit(request: HttpRequest, app_id: int, variable_id: int) -> HttpRe
 @login_required
 @require_POST
 def variable_delete(request: HttpRequest, app_id: int, variable_id: int) -> HttpResponse:
-    app, _ = selectors.app_for_user(request.user, app_id, edit=True)
+    app, _access = selectors.app_for_user(request.user, app_id, edit=True)
     services.variable_delete(
         actor=request.user, variable=get_object_or_404(Variable, pk=variable_id, app=app)
     )
@@ -520,7 +526,7 @@ def variable_delete(request: HttpRequest, app_id: int, variable_id: int) -> Http
 @require_GET
 def variable_default_field(request: HttpRequest, app_id: int) -> HttpResponse:
     """Swap only the default's widget when the type changes; the rest of the form stays as typed."""
-    app, _ = _loaded_app(request, app_id, edit=True)
+    app, _access = _loaded_app(request, app_id, edit=True)
     form = VariableForm(request.GET, app=app, schemas=list(app.schemas.all()))
     uid = request.GET.get("form_uid", "new")
     return render(request, f"{DESIGNER}#default-field", {"app": app, "form": form, "uid": uid})
@@ -531,7 +537,7 @@ def variable_default_field(request: HttpRequest, app_id: int) -> HttpResponse:
 def variable_default_check(request: HttpRequest, app_id: int) -> HttpResponse:
     """Check the default being typed against the variable's type and schema (the form's own
     rule, `form_text.parse_form_value`), so the JSON editor says what is wrong before Save."""
-    app, _ = _loaded_app(request, app_id, edit=True)
+    app, _access = _loaded_app(request, app_id, edit=True)
     form = VariableForm(request.POST, app=app, schemas=list(app.schemas.all()))
     form.is_valid()
     errors = form.errors.get("default", []) if request.POST.get("default", "").strip() else []
@@ -556,7 +562,7 @@ def _schema_context(
 @login_required
 @require_http_methods(["GET", "POST"])
 def schema_new(request: HttpRequest, app_id: int) -> HttpResponse:
-    app, _ = _loaded_app(request, app_id, edit=True)
+    app, _access = _loaded_app(request, app_id, edit=True)
     starter = {"type": "object", "properties": {}, "required": []}
 
     def save(data: dict[str, Any]) -> HttpResponse:
@@ -582,10 +588,10 @@ def schema_new(request: HttpRequest, app_id: int) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def schema_edit(request: HttpRequest, app_id: int, schema_id: int) -> HttpResponse:
-    app, _ = _loaded_app(request, app_id, edit=True)
+    app, _access = _loaded_app(request, app_id, edit=True)
     schema = next((s for s in app.schemas.all() if s.pk == schema_id), None)
     if schema is None:
-        return HttpResponse("No such schema.", status=404)
+        return HttpResponse(_("No such schema."), status=404)
 
     def save(data: dict[str, Any]) -> HttpResponse:
         services.schema_update(
@@ -635,7 +641,12 @@ def schema_example(request: HttpRequest, app_id: int) -> HttpResponse:
     try:
         schema = json.loads(request.POST.get("json_schema", ""))
     except json.JSONDecodeError as exc:
-        return JsonResponse({"error": f"Line {exc.lineno}, column {exc.colno}: {exc.msg}."})
+        error = _("Line %(line)s, column %(column)s: %(error)s.") % {
+            "line": exc.lineno,
+            "column": exc.colno,
+            "error": exc.msg,
+        }
+        return JsonResponse({"error": error})
     return JsonResponse({"example": example_value(schema)})
 
 
@@ -654,7 +665,7 @@ def _tool_context(request: HttpRequest, app: AgentApp, access: selectors.Access)
 @login_required
 @require_http_methods(["GET", "POST"])
 def tool_new(request: HttpRequest, app_id: int) -> HttpResponse:
-    app, _ = _loaded_app(request, app_id, edit=True)
+    app, _access = _loaded_app(request, app_id, edit=True)
 
     def save(data: dict[str, Any]) -> HttpResponse:
         fields = {k: v for k, v in data.items() if k not in ("version", "update_references")}
@@ -685,10 +696,10 @@ def _agent_from_request(request: HttpRequest, app: AgentApp) -> Agent | None:
 @login_required
 @require_http_methods(["GET", "POST"])
 def tool_edit(request: HttpRequest, app_id: int, tool_id: int) -> HttpResponse:
-    app, _ = _loaded_app(request, app_id, edit=True)
+    app, _access = _loaded_app(request, app_id, edit=True)
     tool = next((t for t in app.tools.all() if t.pk == tool_id), None)
     if tool is None:
-        return HttpResponse("No such tool.", status=404)
+        return HttpResponse(_("No such tool."), status=404)
 
     def save(data: dict[str, Any]) -> HttpResponse:
         fields = {k: v for k, v in data.items() if k != "version"}
@@ -717,7 +728,7 @@ def tool_edit(request: HttpRequest, app_id: int, tool_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def tool_delete(request: HttpRequest, app_id: int, tool_id: int) -> HttpResponse:
-    app, _ = selectors.app_for_user(request.user, app_id, edit=True)
+    app, _access = selectors.app_for_user(request.user, app_id, edit=True)
     services.tool_delete(actor=request.user, tool=get_object_or_404(Tool, pk=tool_id, app=app))
     app, access = _loaded_app(request, app_id)
     return _fragment_or_redirect(request, app, "tool-list", _tool_context(request, app, access))
@@ -739,7 +750,7 @@ def _agent_fields(data: dict[str, Any]) -> dict[str, Any]:
 @login_required
 @require_http_methods(["GET", "POST"])
 def agent_new(request: HttpRequest, app_id: int) -> HttpResponse:
-    app, _ = _loaded_app(request, app_id, edit=True)
+    app, _access = _loaded_app(request, app_id, edit=True)
 
     def save(data: dict[str, Any]) -> HttpResponse:
         agent = services.agent_create(actor=request.user, app=app, **_agent_fields(data))
@@ -758,10 +769,10 @@ def agent_new(request: HttpRequest, app_id: int) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def agent_edit(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
-    app, _ = _loaded_app(request, app_id, edit=True)
+    app, _access = _loaded_app(request, app_id, edit=True)
     agent = next((a for a in app.agents.all() if a.pk == agent_id), None)
     if agent is None:
-        return HttpResponse("No such agent.", status=404)
+        return HttpResponse(_("No such agent."), status=404)
 
     def save(data: dict[str, Any]) -> HttpResponse:
         services.agent_update(
@@ -782,7 +793,7 @@ def agent_edit(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse
 @login_required
 @require_POST
 def agent_delete(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
-    app, _ = selectors.app_for_user(request.user, app_id, edit=True)
+    app, _access = selectors.app_for_user(request.user, app_id, edit=True)
     agent = get_object_or_404(Agent, pk=agent_id, app=app)
     try:
         services.agent_delete(actor=request.user, agent=agent)
@@ -798,10 +809,10 @@ def agent_delete(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespon
 @login_required
 @require_GET
 def variable_usage(request: HttpRequest, app_id: int, variable_id: int) -> HttpResponse:
-    app, _ = _loaded_app(request, app_id)
+    app, _access = _loaded_app(request, app_id)
     variable = next((v for v in app.variables.all() if v.pk == variable_id), None)
     if variable is None:
-        return HttpResponse("No such variable.", status=404)
+        return HttpResponse(_("No such variable."), status=404)
     usage = preview_builder.usage_by_variable(app).get(variable.name)
     template = f"{DESIGNER}#usage-detail" if request.htmx else "agents/form_page.html"
     return render(
@@ -858,7 +869,7 @@ def agent_simulate(request: HttpRequest, app_id: int, agent_id: int) -> HttpResp
 
 def _stale_edit() -> HttpResponse:
     """An edit of a saved text that changed meanwhile: the editor sends the whole text."""
-    response = HttpResponse("Send the whole instructions: the saved text changed.", status=409)
+    response = HttpResponse(_("Send the whole instructions: the saved text changed."), status=409)
     response["X-Statecraft-Resend"] = "instructions"
     return response
 
@@ -871,10 +882,10 @@ def live_run_golden(request: HttpRequest, app_id: int, agent_id: int, run_id: in
         request.user, app_id, agent_id, with_scenarios=True
     )
     if not access.can_edit:
-        return HttpResponse("You may view this app but not change it.", status=403)
+        return HttpResponse(_("You may view this app but not change it."), status=403)
     run = LiveRun.objects.filter(pk=run_id, app=app, scenario__agent=agent).first()
     if run is None:
-        return HttpResponse("No such live run.", status=404)
+        return HttpResponse(_("No such live run."), status=404)
     base = f"{run.scenario_name} (golden from live run {run.pk})"[:100]
     try:
         scenario = live.live_run_save_golden(run=run, actor=request.user, name=base)
@@ -891,17 +902,21 @@ def live_run_golden(request: HttpRequest, app_id: int, agent_id: int, run_id: in
 @login_required
 @require_http_methods(["GET", "POST"])
 def scenario_new(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
-    app, _ = _loaded_app(request, app_id, edit=True)
+    app, _access = _loaded_app(request, app_id, edit=True)
     agent = _agent_of(app, agent_id)
     if agent is None:
-        return HttpResponse("No such agent.", status=404)
+        return HttpResponse(_("No such agent."), status=404)
 
     def save(data: dict[str, Any]) -> HttpResponse:
         fields = {k: v for k, v in data.items() if k != "version"}
         scenario = services.scenario_save(actor=request.user, agent=agent, **fields)
         return _after_scenario_save(request, app, agent, scenario.pk)
 
-    initial = {"name": f"Scenario {agent.scenarios.count() + 1}", "steps_script": "user: Hello!\n"}
+    number = agent.scenarios.count() + 1
+    initial = {
+        "name": _("Scenario %(number)s") % {"number": number},
+        "steps_script": "user: " + _("Hello!") + "\n",
+    }
     return _inline_form(
         request,
         fragment="scenario-form",
@@ -917,13 +932,13 @@ def scenario_new(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespon
 def scenario_edit(
     request: HttpRequest, app_id: int, agent_id: int, scenario_id: int
 ) -> HttpResponse:
-    app, _ = _loaded_app(request, app_id, edit=True)
+    app, _access = _loaded_app(request, app_id, edit=True)
     agent = _agent_of(app, agent_id)
     scenario = (
         next((s for s in agent.scenarios.all() if s.pk == scenario_id), None) if agent else None
     )
     if scenario is None:
-        return HttpResponse("No such scenario.", status=404)
+        return HttpResponse(_("No such scenario."), status=404)
 
     def save(data: dict[str, Any]) -> HttpResponse:
         fields = {k: v for k, v in data.items() if k != "version"}
@@ -951,7 +966,7 @@ def scenario_edit(
 def scenario_delete(
     request: HttpRequest, app_id: int, agent_id: int, scenario_id: int
 ) -> HttpResponse:
-    app, _ = selectors.app_for_user(request.user, app_id, edit=True)
+    app, _access = selectors.app_for_user(request.user, app_id, edit=True)
     scenario = get_object_or_404(Scenario, pk=scenario_id, agent_id=agent_id, agent__app=app)
     services.scenario_delete(actor=request.user, scenario=scenario)
     app, access = _loaded_app(request, app_id)
@@ -988,7 +1003,7 @@ def app_share(request: HttpRequest, app_id: int) -> HttpResponse:
     typed = {"username": "", "role": "viewer"}
     if request.method == "POST":
         if not access.is_owner:
-            raise PermissionDenied("Only the owner can share this app.")
+            raise PermissionDenied(_("Only the owner can share this app."))
         User = get_user_model()
         if "remove" in request.POST:
             user = User.objects.filter(pk=_int_or_none(request.POST.get("remove"))).first()
@@ -1033,10 +1048,10 @@ def app_history(request: HttpRequest, app_id: int) -> HttpResponse:
 
 
 def _share_message(username: str, role: str) -> str:
-    return (
-        f"If “{username}” is a Statecraft user, they can now open this app as {role}; "
+    return _(
+        "If “%(username)s” is a Statecraft user, they can now open this app as %(role)s; "
         "the list below shows everyone it is shared with."
-    )
+    ) % {"username": username, "role": word(role)}
 
 
 # ---------------------------------------------------------------- callbacks
@@ -1061,10 +1076,10 @@ def _callback_list_context(
 @login_required
 @require_http_methods(["GET", "POST"])
 def callback_new(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
-    app, _ = _loaded_app(request, app_id, edit=True)
+    app, _access = _loaded_app(request, app_id, edit=True)
     agent = _agent_of(app, agent_id)
     if agent is None:
-        return HttpResponse("No such agent.", status=404)
+        return HttpResponse(_("No such agent."), status=404)
     kind = request.GET.get("kind", "before_model")
     kind = kind if kind in CALLBACK_STARTER else "before_model"
 
@@ -1089,13 +1104,13 @@ def callback_new(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespon
 def callback_edit(
     request: HttpRequest, app_id: int, agent_id: int, callback_id: int
 ) -> HttpResponse:
-    app, _ = _loaded_app(request, app_id, edit=True)
+    app, _access = _loaded_app(request, app_id, edit=True)
     agent = _agent_of(app, agent_id)
     callback = (
         next((c for c in agent.callbacks.all() if c.pk == callback_id), None) if agent else None
     )
     if callback is None:
-        return HttpResponse("No such callback.", status=404)
+        return HttpResponse(_("No such callback."), status=404)
 
     def save(data: dict[str, Any]) -> HttpResponse:
         services.callback_update(
@@ -1129,7 +1144,7 @@ def callback_edit(
 def callback_delete(
     request: HttpRequest, app_id: int, agent_id: int, callback_id: int
 ) -> HttpResponse:
-    app, _ = selectors.app_for_user(request.user, app_id, edit=True)
+    app, _access = selectors.app_for_user(request.user, app_id, edit=True)
     callback = get_object_or_404(Callback, pk=callback_id, agent_id=agent_id, agent__app=app)
     services.callback_delete(actor=request.user, callback=callback)
     return _updated_list(request, app_id, "callback-list", _callback_list_context)

@@ -48,7 +48,17 @@ ROUTES = list(_walk(get_resolver().url_patterns))
 # One worker runs the module, so the world is built once per run (not once per worker).
 pytestmark = [pytest.mark.django_db, pytest.mark.xdist_group("permission-matrix")]
 
-PUBLIC = {"healthz", "favicon", "login", "logout", "schema", "docs"}
+# The language switcher and the JavaScript catalog serve the sign-in page too.
+PUBLIC = {
+    "healthz",
+    "favicon",
+    "login",
+    "logout",
+    "schema",
+    "docs",
+    "set-language",
+    "javascript-catalog",
+}
 SIGNED_IN = {"app-list", "app-create", "app-import", "api-token", "model-list"}  # not about one app
 VIEW_ACTIONS = {  # POSTs that only read: previews, simulations, examples, copies, diffs
     "agent-preview",

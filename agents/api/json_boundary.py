@@ -8,6 +8,7 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from agents.core.formats import not_json_data
+from agents.i18n import localize
 
 
 def json_data_response(body: Any) -> Response:
@@ -22,7 +23,7 @@ def json_data_response(body: Any) -> Response:
     diagnostic = {
         "code": "SC209",
         "severity": "error",
-        "message": problem.message,
+        "message": localize(problem.message),
         "line": None,
         "column": None,
         "start": None,

@@ -14,6 +14,7 @@ from rest_framework import serializers
 
 from agents.core import rules
 from agents.core.script import format_script
+from agents.i18n import localize
 from agents.models import (
     Agent,
     AgentApp,
@@ -46,10 +47,18 @@ class BlankAsNullCharField(serializers.CharField):
 # ---------------------------------------------------------------- errors and diagnostics
 
 
+class MessageField(serializers.CharField):
+    """A message in the request's language (Accept-Language): the core's English `Message`
+    template translated, its parameters filled in. Codes are never translated."""
+
+    def to_representation(self, value: Any) -> str:
+        return localize(value)
+
+
 class DiagnosticOut(serializers.Serializer):
     code = serializers.CharField(help_text="Stable code, e.g. SC003 (see the README).")
     severity = serializers.ChoiceField(choices=["error", "warning", "info"])
-    message = serializers.CharField()
+    message = MessageField()
     line = serializers.IntegerField(allow_null=True, help_text="1-based, in the instructions.")
     column = serializers.IntegerField(allow_null=True)
     start = serializers.IntegerField(allow_null=True, help_text="Character offset.")
@@ -83,7 +92,7 @@ class ReportRowOut(serializers.Serializer):
     severity = serializers.ChoiceField(choices=["error", "warning", "info"])
     code = serializers.CharField()
     field = serializers.CharField(help_text="The field in the file ('' for the whole file).")
-    message = serializers.CharField()
+    message = MessageField()
 
 
 class ReportFileOut(serializers.Serializer):
@@ -730,7 +739,7 @@ class ExpectationResultOut(serializers.Serializer):
     line = serializers.CharField(help_text="The expectation as its script line.")
     note = serializers.CharField()
     status = serializers.ChoiceField(choices=["passed", "failed", "needs_model"])
-    message = serializers.CharField()
+    message = MessageField()
     expected = serializers.JSONField(allow_null=True)
     actual = serializers.JSONField(allow_null=True)
     differences = serializers.ListField(child=serializers.CharField())

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Prefetch
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
@@ -20,7 +21,7 @@ from rest_framework.response import Response
 from agents import selectors
 from agents.api import serializers as io
 from agents.api.views import ERRORS, READ_ERRORS, ApiView
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.models import AgentApp, AppLabel, AppVersion
 from agents.services import ServiceError, versions
 
@@ -93,7 +94,7 @@ def _version(app: AgentApp, number: int) -> AppVersion:
         .first()
     )
     if found is None:
-        raise exceptions.NotFound(f"This app has no version {number}.")
+        raise exceptions.NotFound(_("This app has no version %(number)s.") % {"number": number})
     return found
 
 
@@ -104,7 +105,9 @@ def app_at_version(request: Request, app: AgentApp) -> Response:
     """The answer of `GET /api/apps/{id}/?version=N` or `?label=name` (access already checked)."""
     params = request.query_params
     if "version" in params and "label" in params:
-        raise ServiceError([_input_error("version", "Give either version or label, not both.")])
+        raise ServiceError(
+            [_input_error("version", Message("Give either version or label, not both."))]
+        )
     if "label" in params:
         label = params["label"]
         try:
@@ -120,8 +123,11 @@ def app_at_version(request: Request, app: AgentApp) -> Response:
                 [
                     _input_error(
                         "version",
-                        f"version must be a version number (1, 2, ...), not '{raw[:50]}'; "
-                        "or ask for a label with ?label=production.",
+                        Message(
+                            "version must be a version number (1, 2, ...), not '%(raw)s'; "
+                            "or ask for a label with ?label=production.",
+                            raw=raw[:50],
+                        ),
                     )
                 ]
             ) from None
@@ -177,7 +183,7 @@ class VersionDetailView(ApiView):
         app = self.load_app()
         if not versions.may_delete_versions(request.user, self.access):
             raise exceptions.PermissionDenied(
-                "Only the app's owner (or staff) can delete a version."
+                _("Only the app's owner (or staff) can delete a version.")
             )
         versions.version_delete(version=_version(app, number), user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -224,7 +230,7 @@ class LabelDetailView(ApiView):
     def _label(self, app: AgentApp, name: str) -> AppLabel:
         found = versions.label_list(app).filter(name=name).first()
         if found is None:
-            raise exceptions.NotFound(f"No label '{name}' on this app.")
+            raise exceptions.NotFound(_("No label '%(name)s' on this app.") % {"name": name})
         return found
 
     @extend_schema(tags=["versions"], responses={200: LabelOut, **READ_ERRORS})

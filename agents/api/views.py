@@ -13,6 +13,7 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.generics import GenericAPIView
@@ -30,9 +31,10 @@ from agents.api.throttles import (
     SimulateThrottle,
     with_default_throttles,
 )
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.lint import lint_app
 from agents.core.simulate import SimulationResult
+from agents.i18n import diagnostic_dicts, localize, localized_report
 from agents.models import Agent, AgentApp, AppShare, Job, Scenario, Schema, Tool, Variable
 from agents.selectors import Access
 from agents.services import jobs
@@ -73,8 +75,8 @@ def _flatten(detail: Any, field: str = "__all__") -> list[Diagnostic]:
 def _error_response(diagnostics: Iterable[Diagnostic], status_code: int) -> Response:
     diagnostics = list(diagnostics)
     body = {
-        "detail": " ".join(d.message for d in diagnostics),
-        "diagnostics": [d.to_dict() for d in diagnostics],
+        "detail": " ".join(localize(d.message) for d in diagnostics),
+        "diagnostics": diagnostic_dicts(diagnostics),
     }
     return Response(body, status=status_code)
 
@@ -270,9 +272,14 @@ class AppImportView(ApiView):
     def post(self, request: Request) -> Response:
         upload = request.FILES.get("file")
         if upload is None:
-            raise InvalidInput([_input_error("file", "Send the app file in the `file` field.")])
+            raise InvalidInput(
+                [_input_error("file", Message("Send the app file in the `file` field."))]
+            )
         if upload.size > MAX_IMPORT_BYTES:
-            message = f"The file is over {MAX_IMPORT_BYTES // (1024 * 1024)} MB."
+            message = Message(
+                "The file is over %(max_import_bytes)s MB.",
+                max_import_bytes=MAX_IMPORT_BYTES // (1024 * 1024),
+            )
             raise InvalidInput([_input_error("file", message)])
         filename = upload.name or "upload"
         name = str(request.data.get("name") or "").strip() or None
@@ -290,15 +297,17 @@ class AppImportView(ApiView):
             raise exceptions.Throttled(detail=str(exc)) from exc
         except exchange.ImportRefused as exc:
             body = {
-                "detail": f"{filename}: not imported; nothing was created.",
-                "diagnostics": [d.to_dict() for d in exc.diagnostics],
-                "report": exchange.import_report(exc.kind, exc.diagnostics, filename),
+                "detail": _("%(file)s: not imported; nothing was created.") % {"file": filename},
+                "diagnostics": diagnostic_dicts(exc.diagnostics),
+                "report": localized_report(
+                    exchange.import_report(exc.kind, exc.diagnostics, filename)
+                ),
             }
             return Response(body, status=status.HTTP_400_BAD_REQUEST)
         location = reverse("api:app-detail", args=[app.pk])
         body = {
             "app": {"id": app.pk, "name": app.name, "url": location},
-            "report": exchange.import_report(kind, diagnostics, filename),
+            "report": localized_report(exchange.import_report(kind, diagnostics, filename)),
         }
         return Response(body, status=status.HTTP_201_CREATED, headers={"Location": location})
 
@@ -350,7 +359,7 @@ class AppDetailView(ApiView):
     def delete(self, request: Request, app_id: int) -> Response:
         app = self.load_app(edit=True)
         if not self.access.is_owner:
-            raise exceptions.PermissionDenied("Only the app's owner can delete it.")
+            raise exceptions.PermissionDenied(_("Only the app's owner can delete it."))
         services.app_delete(actor=request.user, app=app)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -750,7 +759,7 @@ class ScenarioSimulateView(ApiView):
             Scenario.objects.prefetch_related("steps").filter(pk=scenario_id, agent=agent).first()
         )
         if scenario is None:
-            raise exceptions.NotFound("No such scenario for this agent.")
+            raise exceptions.NotFound(_("No such scenario for this agent."))
         scenario.agent = agent  # its spec names the agent
         data = self.valid(io.SimulateIn)
         if data.get("model"):  # a live run is long work: a job (README, "Jobs")
@@ -810,7 +819,7 @@ class ScenarioEvaluateView(ApiView):
     def post(self, request: Request, app_id: int, agent_id: int, scenario_id: int) -> Response:
         app = self.load_app()
         if not Scenario.objects.filter(pk=scenario_id, agent_id=agent_id, agent__app=app).exists():
-            raise exceptions.NotFound("No such scenario for this agent.")
+            raise exceptions.NotFound(_("No such scenario for this agent."))
         params: dict[str, Any] = {"scenario": scenario_id}
         model = _checked_model(app, self.valid(io.ModelIn).get("model"))
         if model:

@@ -4,8 +4,6 @@ Nothing here imports Django; models hand in frozen `spec` dataclasses and get
 frozen results back. Problems are `Diagnostic` values, never exceptions.
 """
 
-import importlib
-
 from agents.core.compile import CompileResult, Span, compile_instructions
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.lint import lint_agent, lint_app
@@ -62,26 +60,7 @@ __all__ = [
 
 
 def all_codes() -> dict[str, str]:
-    """Every diagnostic code of the core, with its one-line meaning (the README's table)."""
-    from agents.core import (
-        adk,
-        code_analysis,
-        cx,
-        formats,
-        http,
-        lint,
-        schemas,
-        script,
-        types,
-    )
-    from agents.core import simulate as simulation
-    from agents.core.adk import evalsets, package
+    """Every diagnostic code of the product, with its one-line meaning (the README's table)."""
+    from agents.core.codes import REGISTRY
 
-    # `parse` here is the function this package exports; its module holds the SC1xx codes.
-    parse_module = importlib.import_module("agents.core.parse")
-    codes: dict[str, str] = {}
-    modules = (parse_module, types, schemas, lint, simulation, http, script, code_analysis, formats)
-    del adk  # the package; its modules hold the codes
-    for module in (*modules, cx.app, cx.schemas, package, evalsets):
-        codes.update(getattr(module, "CODES", {}))
-    return dict(sorted(codes.items()))
+    return dict(sorted(REGISTRY.items()))

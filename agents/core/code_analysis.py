@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 
 __all__ = [
     "BUILTIN_CONTEXT_NAMES",
@@ -148,7 +148,9 @@ def _analyze_cached(code: str, filename: str) -> CodeAnalysis:
     except SyntaxError as error:
         return CodeAnalysis(syntax_error=_syntax_diagnostic(error, code))
     except (ValueError, RecursionError, MemoryError) as error:  # null bytes, absurd nesting
-        message = f"The code cannot be read: {error or type(error).__name__}."
+        message = Message(
+            "The code cannot be read: %(value)s.", value=error or type(error).__name__
+        )
         return CodeAnalysis(
             syntax_error=Diagnostic(SYNTAX_ERROR_CODE, Severity.ERROR, message, line=1, column=1)
         )
@@ -183,7 +185,12 @@ def _syntax_diagnostic(error: SyntaxError, code: str) -> Diagnostic:
     reason = error.msg or "invalid syntax"
     source_line = code.splitlines()[line - 1] if 0 < line <= len(code.splitlines()) else ""
     shown = f": `{source_line.strip()[:80]}`" if source_line.strip() else ""
-    message = f"Python syntax error on line {line} ({reason}){shown}."
+    message = Message(
+        "Python syntax error on line %(line)s (%(reason)s)%(shown)s.",
+        line=line,
+        reason=reason,
+        shown=shown,
+    )
     return Diagnostic(SYNTAX_ERROR_CODE, Severity.ERROR, message, line=line, column=column)
 
 

@@ -47,7 +47,7 @@ from operator import itemgetter
 from typing import Any
 
 from agents.core.conditions import resolve_path
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.parse import Lexeme, Problem, Scan, TokenKind, _snippet
 from agents.core.render import render_value
 
@@ -120,14 +120,18 @@ class CompileResult:
 def _missing_problem(raw: str, lexeme: Lexeme, values: Mapping[str, Any]) -> Problem:
     root = lexeme.path[0]
     if len(lexeme.path) == 1 or values.get(root) is None:
-        message = (
-            f"`{_snippet(raw)}`: the variable `{root}` has no value (none set and no default), "
-            "so the reference stays as written."
+        message = Message(
+            "`%(snippet)s`: the variable `%(root)s` has no value (none "
+            "set and no default), so the reference stays as written.",
+            snippet=_snippet(raw),
+            root=root,
         )
         return Problem("SC120", Severity.WARNING, message)
-    message = (
-        f"`{_snippet(raw)}`: `{root}` has no `{'.'.join(lexeme.path[1:])}`, "
-        "so the reference stays as written."
+    message = Message(
+        "`%(snippet)s`: `%(root)s` has no `%(path)s`, so the reference stays as written.",
+        snippet=_snippet(raw),
+        root=root,
+        path=".".join(lexeme.path[1:]),
     )
     return Problem("SC121", Severity.WARNING, message)
 

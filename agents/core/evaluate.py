@@ -52,7 +52,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from agents.core.diagnostics import Severity
+from agents.core.diagnostics import Message, Severity
 from agents.core.render import render_value
 from agents.core.script import format_expectation
 from agents.core.simulate import TRANSFER_TOOL, SimulationResult
@@ -106,12 +106,25 @@ def _diff(expected: Any, actual: Any, path: str, found: list[str], limit: int) -
     where = path or "the value"
     if isinstance(expected, Mapping):
         if not isinstance(actual, Mapping):
-            found.append(f"{where}: expected an object {_show(expected)}, got {_show(actual)}")
+            found.append(
+                Message(
+                    "%(where)s: expected an object %(show)s, got %(show_2)s",
+                    where=where,
+                    show=_show(expected),
+                    show_2=_show(actual),
+                )
+            )
             return
         for key, value in expected.items():
             sub = f"{path}.{key}" if path else str(key)
             if key not in actual:
-                found.append(f"{sub}: expected {_show(value)}, got nothing (missing)")
+                found.append(
+                    Message(
+                        "%(sub)s: expected %(show)s, got nothing (missing)",
+                        sub=sub,
+                        show=_show(value),
+                    )
+                )
             else:
                 _diff(value, actual[key], sub, found, limit)
             if len(found) >= limit:
@@ -119,12 +132,26 @@ def _diff(expected: Any, actual: Any, path: str, found: list[str], limit: int) -
         return
     if isinstance(expected, list | tuple):
         if not isinstance(actual, list | tuple):
-            found.append(f"{where}: expected a list {_show(expected)}, got {_show(actual)}")
+            found.append(
+                Message(
+                    "%(where)s: expected a list %(show)s, got %(show_2)s",
+                    where=where,
+                    show=_show(expected),
+                    show_2=_show(actual),
+                )
+            )
             return
         if len(expected) != len(actual):
             found.append(
-                f"{where}: expected {len(expected)} items {_show(expected)}, "
-                f"got {len(actual)} {_show(actual)}"
+                Message(
+                    "%(where)s: expected %(expected_count)s items %(show)s, got "
+                    "%(actual_count)s %(show_2)s",
+                    where=where,
+                    expected_count=len(expected),
+                    show=_show(expected),
+                    actual_count=len(actual),
+                    show_2=_show(actual),
+                )
             )
             return
         for i, (want, got) in enumerate(zip(expected, actual, strict=True)):
@@ -137,7 +164,14 @@ def _diff(expected: Any, actual: Any, path: str, found: list[str], limit: int) -
     else:
         same = type(expected) is type(actual) and expected == actual
     if not same:
-        found.append(f"{where}: expected {_show(expected)}, got {_show(actual)}")
+        found.append(
+            Message(
+                "%(where)s: expected %(show)s, got %(show_2)s",
+                where=where,
+                show=_show(expected),
+                show_2=_show(actual),
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +274,9 @@ def evaluate(
             )
 
         if turn >= len(result.turns):
-            outcome("failed", "This turn was not simulated (see the simulation's problems).")
+            outcome(
+                "failed", Message("This turn was not simulated (see the simulation's problems).")
+            )
             continue
         turn_result = result.turns[turn]
         events = [result.events[i] for i in turn_result.events]
@@ -248,8 +284,10 @@ def evaluate(
         if kind is ExpectKind.AGENT:
             outcome(
                 "needs_model",
-                "What the agent replies depends on the model: run this golden in CX Agent "
-                "Studio to check it.",
+                Message(
+                    "What the agent replies depends on the model: run this golden "
+                    "in CX Agent Studio to check it."
+                ),
                 expected.value,
             )
         elif kind is ExpectKind.CALL:
@@ -257,8 +295,11 @@ def evaluate(
             if expected.value is None and not any(e.kind == "tool_call" for e in own):
                 outcome(
                     "needs_model",
-                    f"The golden leaves the arguments of {expected.tool} to the model: "
-                    "the call is not run offline.",
+                    Message(
+                        "The golden leaves the arguments of %(tool)s to the model: "
+                        "the call is not run offline.",
+                        tool=expected.tool,
+                    ),
                 )
                 continue
             # Notes the runtime would not stop for (an undeclared key kept, a value undone by
@@ -272,15 +313,27 @@ def evaluate(
             if errors:
                 outcome(
                     "failed",
-                    f"The call of {expected.tool} failed: {errors[0].label}",
+                    Message(
+                        "The call of %(tool)s failed: %(label)s",
+                        tool=expected.tool,
+                        label=errors[0].label,
+                    ),
                     expected.value,
                     None,
                     tuple(e.label for e in errors),
                 )
             elif not answered:
-                outcome("failed", f"{expected.tool} did not answer.", expected.value)
+                outcome(
+                    "failed",
+                    Message("%(tool)s did not answer.", tool=expected.tool),
+                    expected.value,
+                )
             else:
-                outcome("passed", f"{expected.tool} was called and answered.", expected.value)
+                outcome(
+                    "passed",
+                    Message("%(tool)s was called and answered.", tool=expected.tool),
+                    expected.value,
+                )
         elif kind is ExpectKind.STATE:
             want = expected.value if isinstance(expected.value, dict) else {}
             state = turn_result.state_after
@@ -290,35 +343,54 @@ def evaluate(
                     got = {name: state.get(name) for name in changed}
                     outcome(
                         "failed",
-                        "Expected no variable to change in this turn; "
-                        f"{', '.join(changed)} changed.",
+                        Message(
+                            "Expected no variable to change in this turn; %(changed)s changed.",
+                            changed=", ".join(changed),
+                        ),
                         {},
                         got,
                         tuple(f"{name}: changed to {_show(got[name])}" for name in changed),
                     )
                 else:
-                    outcome("passed", "No variable changed in this turn.", {}, {})
+                    outcome("passed", Message("No variable changed in this turn."), {}, {})
                 continue
             got = {name: state.get(name) for name in want}
             diffs: list[str] = []
             for name, value in want.items():
                 if value is None:
                     if state.get(name) is not None:
-                        diffs.append(f"{name}: expected no value, got {_show(state[name])}")
+                        diffs.append(
+                            Message(
+                                "%(name)s: expected no value, got %(show)s",
+                                name=name,
+                                show=_show(state[name]),
+                            )
+                        )
                 elif name not in state:
-                    diffs.append(f"{name}: expected {_show(value)}, got no value")
+                    diffs.append(
+                        Message(
+                            "%(name)s: expected %(show)s, got no value",
+                            name=name,
+                            show=_show(value),
+                        )
+                    )
                 else:
                     diffs.extend(differences(value, state[name], path=name))
             if diffs:
                 outcome(
                     "failed",
-                    f"The state at the end of turn {turn} differs.",
+                    Message("The state at the end of turn %(turn)s differs.", turn=turn),
                     want,
                     got,
                     tuple(diffs),
                 )
             else:
-                outcome("passed", f"The state at the end of turn {turn} matches.", want, got)
+                outcome(
+                    "passed",
+                    Message("The state at the end of turn %(turn)s matches.", turn=turn),
+                    want,
+                    got,
+                )
         elif kind is ExpectKind.RESPONSE:
             responses = [
                 e.value for e in events if e.kind == "tool_response" and e.source == expected.tool
@@ -326,7 +398,9 @@ def evaluate(
             if not responses:
                 outcome(
                     "failed",
-                    f"{expected.tool} gave no response in turn {turn}.",
+                    Message(
+                        "%(tool)s gave no response in turn %(turn)s.", tool=expected.tool, turn=turn
+                    ),
                     expected.value,
                 )
                 continue
@@ -340,25 +414,36 @@ def evaluate(
             if diffs:
                 outcome(
                     "failed",
-                    f"The response of {expected.tool} differs.",
+                    Message("The response of %(tool)s differs.", tool=expected.tool),
                     expected.value,
                     got,
                     tuple(diffs),
                 )
             else:
-                outcome("passed", f"The response of {expected.tool} matches.", expected.value, got)
+                outcome(
+                    "passed",
+                    Message("The response of %(tool)s matches.", tool=expected.tool),
+                    expected.value,
+                    got,
+                )
         elif kind is ExpectKind.NO_CALLS:
             calls = [e.label for e in events if e.kind == "tool_call" and e.source != TRANSFER_TOOL]
             if calls:
                 outcome(
                     "failed",
-                    f"Expected no tool call in turn {turn}; got {len(calls)}.",
+                    Message(
+                        "Expected no tool call in turn %(turn)s; got %(calls_count)s.",
+                        turn=turn,
+                        calls_count=len(calls),
+                    ),
                     [],
                     calls,
                     tuple(f"called {label}" for label in calls),
                 )
             else:
-                outcome("passed", f"No tool was called in turn {turn}.", [], [])
+                outcome(
+                    "passed", Message("No tool was called in turn %(turn)s.", turn=turn), [], []
+                )
         elif kind is ExpectKind.TRANSFER:
             own = [e for e in events if e.step == index]
             done = [
@@ -372,7 +457,11 @@ def evaluate(
             if done:
                 outcome(
                     "passed",
-                    f"{done[0].value.get('from')} transferred to {expected.agent}.",
+                    Message(
+                        "%(get)s transferred to %(agent)s.",
+                        get=done[0].value.get("from"),
+                        agent=expected.agent,
+                    ),
                     expected.agent,
                     expected.agent,
                 )
@@ -444,17 +533,29 @@ def _left_to_the_model(
                 r,
                 status="needs_model",
                 left_to_model=True,
-                message=f"{_UNLISTED}{tool} is a tool of {', '.join(owners)}; the golden "
-                "leaves the routing there to the model, so offline the call is refused "
-                f"({r.message})",
+                message=Message(
+                    "%(unlisted)s%(tool)s is a tool of %(owners)s; the golden "
+                    "leaves the routing there to the model, so offline the call "
+                    "is refused (%(message)s)",
+                    unlisted=_UNLISTED,
+                    tool=tool,
+                    owners=", ".join(owners),
+                    message=r.message,
+                ),
             )
         elif r.status == "failed" and r.kind != "call" and left_at is not None:
             r = replace(
                 r,
                 status="needs_model",
                 left_to_model=True,
-                message=f"{_UNLISTED}turn {left_at} has a call offline does not make, so the "
-                f"state from there on is the model's to decide. Offline: {r.message}",
+                message=Message(
+                    "%(unlisted)sturn %(left_at)s has a call offline does not "
+                    "make, so the state from there on is the model's to decide. "
+                    "Offline: %(message)s",
+                    unlisted=_UNLISTED,
+                    left_at=left_at,
+                    message=r.message,
+                ),
             )
         out.append(r)
     return out
@@ -514,8 +615,14 @@ def junit_xml(cases: list[JUnitCase]) -> str:
             failure = ET.SubElement(
                 element,
                 "failure",
-                message=f"{evaluation.failed} of {len(evaluation.results)} expectations "
-                f"failed; first at step {first.step + 1}: {first.message}",
+                message=Message(
+                    "%(failed)s of %(results_count)s expectations failed; first "
+                    "at step %(step)s: %(message)s",
+                    failed=evaluation.failed,
+                    results_count=len(evaluation.results),
+                    step=first.step + 1,
+                    message=first.message,
+                ),
                 type="ExpectationFailed",
             )
             failure.text = _case_text(case)
@@ -523,9 +630,9 @@ def junit_xml(cases: list[JUnitCase]) -> str:
             totals["failures"] += 1
         elif evaluation.status in ("needs_model", "none"):
             message = (
-                "every expectation needs a model (run it in CX Agent Studio)"
+                Message("every expectation needs a model (run it in CX Agent Studio)")
                 if evaluation.status == "needs_model"
-                else "no expectations"
+                else Message("no expectations")
             )
             ET.SubElement(element, "skipped", message=message)
             suite.set("skipped", str(int(suite.get("skipped", "0")) + 1))

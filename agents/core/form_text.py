@@ -10,6 +10,10 @@ Conventions (``parse_form_value`` / ``format_form_value``):
 - Numbers, Yes/No, lists and objects ignore outer whitespace.
 - Numbers: ``3``, ``-2.5``, ``.5``, ``-1.5e3``; digits without a point or an
   exponent stay ``int``. NaN, infinity, ``1_000`` and ``1,000`` are refused.
+  With ``decimal_comma`` (a reader whose language writes ``1,5``: French, German)
+  a Number also reads ``1,5`` as 1.5 and is shown as ``1,5``; the point is still
+  read. Lists keep the comma as their separator in every language (CX Agent
+  Studio's "comma-separated list"), so their numbers are written with a point.
 - Yes/No: yes/no, true/false, y/n, 1/0 in any case; written back as yes/no.
 - Lists: comma-separated values (CSV quoting: ``"a, b"`` is one item, ``""``
   inside quotes is a quote); whitespace around an item is trimmed unless the
@@ -28,6 +32,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from agents.core.diagnostics import Message
 from agents.core.spec import VariableType
 from agents.core.types import is_number, json_kind, quoted, value_schema_problems
 
@@ -52,6 +57,7 @@ class ParsedValue:
 
 _NUMBER_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _INTEGER_RE = re.compile(r"[+-]?\d+")
+_DECIMAL_COMMA_RE = re.compile(r"[+-]?\d*,\d+(?:[eE][+-]?\d+)?")
 _YES = frozenset({"yes", "true", "y", "1"})
 _NO = frozenset({"no", "false", "n", "0"})
 
@@ -62,6 +68,7 @@ def parse_form_value(
     *,
     item_type: VariableType | None = None,
     schema: dict[str, Any] | None = None,
+    decimal_comma: bool = False,
 ) -> ParsedValue:
     """Read the text of a form field as a value of `type` (see the module docstring).
 
@@ -77,7 +84,7 @@ def parse_form_value(
     if type is VariableType.LIST:
         value, errors = _parse_list(raw.strip(), item_type)
     else:
-        value, error = _parse_scalar(raw, type)
+        value, error = _parse_scalar(raw, type, decimal_comma=decimal_comma)
         errors = [error] if error else []
     if errors:
         return ParsedValue(None, tuple(errors))
@@ -89,11 +96,15 @@ def parse_form_value(
     return ParsedValue(value)
 
 
-def _parse_scalar(raw: str, type: VariableType) -> tuple[Any, str | None]:
+def _parse_scalar(
+    raw: str, type: VariableType, *, decimal_comma: bool = False
+) -> tuple[Any, str | None]:
     if type is VariableType.TEXT:
         return raw, None
     text = raw.strip()
     if type is VariableType.NUMBER:
+        if decimal_comma and _DECIMAL_COMMA_RE.fullmatch(text):
+            text = text.replace(",", ".")
         return _parse_number(text)
     if type is VariableType.BOOLEAN:
         lowered = text.lower()
@@ -101,28 +112,30 @@ def _parse_scalar(raw: str, type: VariableType) -> tuple[Any, str | None]:
             return True, None
         if lowered in _NO:
             return False, None
-        return None, f"{quoted(text)} is not yes or no"
+        return None, Message("%(quoted)s is not yes or no", quoted=quoted(text))
     if type is VariableType.OBJECT:
         value, error = _parse_json(text)
         if error:
             return None, error
         if not isinstance(value, dict):
-            return None, f"expected a JSON object ({{...}}), got {json_kind(value)}"
+            return None, Message(
+                "expected a JSON object ({...}), got %(json_kind)s", json_kind=json_kind(value)
+            )
         return value, None
-    return None, f"unknown type {type!r}"
+    return None, Message("unknown type %(type)s", type=repr(type))
 
 
 def _parse_number(text: str) -> tuple[int | float | None, str | None]:
     if not _NUMBER_RE.fullmatch(text):
-        return None, f"{quoted(text)} is not a number"
+        return None, Message("%(quoted)s is not a number", quoted=quoted(text))
     try:
         if _INTEGER_RE.fullmatch(text):
             return int(text), None
         number = float(text)
     except ValueError:  # more digits than int() accepts
-        return None, f"{quoted(text)} is too long a number"
+        return None, Message("%(quoted)s is too long a number", quoted=quoted(text))
     if not math.isfinite(number):
-        return None, f"{quoted(text)} is too large a number"
+        return None, Message("%(quoted)s is too large a number", quoted=quoted(text))
     return number, None
 
 
@@ -140,14 +153,16 @@ def _parse_list(text: str, item_type: VariableType | None) -> tuple[Any, list[st
     errors: list[str] = []
     for index, (item, was_quoted) in enumerate(items, start=1):
         if item == "" and not was_quoted:
-            errors.append(f'item {index} is empty (write "" for an empty text)')
+            errors.append(
+                Message('item %(index)s is empty (write "" for an empty text)', index=index)
+            )
             continue
         value, problem = _parse_scalar(item, item_type or VariableType.TEXT)
         if problem:
-            errors.append(f"item {index}: {problem}")
+            errors.append(Message("item %(index)s: %(problem)s", index=index, problem=problem))
         values.append(value)
     if errors and text.startswith("["):
-        errors.append("write the items separated by commas, without brackets")
+        errors.append(Message("write the items separated by commas, without brackets"))
     return (None, errors) if errors else (values, [])
 
 
@@ -188,7 +203,9 @@ def _split_csv(text: str) -> tuple[list[tuple[str, bool]], str | None]:
             while True:
                 close = text.find('"', position)
                 if close < 0:
-                    return [], f"item {number}: the opening quote is never closed"
+                    return [], Message(
+                        "item %(number)s: the opening quote is never closed", number=number
+                    )
                 chunks.append(text[position:close])
                 if text.startswith('"', close + 1):
                     chunks.append('"')
@@ -199,7 +216,9 @@ def _split_csv(text: str) -> tuple[list[tuple[str, bool]], str | None]:
             while position < length and text[position] in " \t":
                 position += 1
             if position < length and text[position] not in ",\r\n":
-                return [], f"item {number}: unexpected text after the closing quote"
+                return [], Message(
+                    "item %(number)s: unexpected text after the closing quote", number=number
+                )
             items.append(("".join(chunks), True))
         else:
             end = position
@@ -220,16 +239,19 @@ def _split_csv(text: str) -> tuple[list[tuple[str, bool]], str | None]:
 _JSON_MESSAGES = (
     (
         "Expecting property name enclosed in double quotes",
-        "expected a property name in double quotes",
+        Message("expected a property name in double quotes"),
     ),
-    ("Expecting ':' delimiter", "expected ':' after the property name"),
-    ("Expecting value", "expected a value"),
-    ("Illegal trailing comma", "a comma before a closing bracket is not allowed in JSON"),
-    ("Extra data", "unexpected text after the end of the JSON value"),
-    ("Unterminated string", "this string is never closed (missing '\"')"),
-    ("Invalid control character", "a line break or tab inside a string must be written \\n or \\t"),
-    ("Invalid \\uXXXX escape", "invalid \\u escape (it takes four hex digits)"),
-    ("Invalid \\escape", "invalid escape after '\\' (use \\\\ for a backslash)"),
+    ("Expecting ':' delimiter", Message("expected ':' after the property name")),
+    ("Expecting value", Message("expected a value")),
+    ("Illegal trailing comma", Message("a comma before a closing bracket is not allowed in JSON")),
+    ("Extra data", Message("unexpected text after the end of the JSON value")),
+    ("Unterminated string", Message("this string is never closed (missing '\"')")),
+    (
+        "Invalid control character",
+        Message("a line break or tab inside a string must be written \\n or \\t"),
+    ),
+    ("Invalid \\uXXXX escape", Message("invalid \\u escape (it takes four hex digits)")),
+    ("Invalid \\escape", Message("invalid escape after '\\' (use \\\\ for a backslash)")),
 )
 
 
@@ -239,13 +261,15 @@ class _JsonValueError(ValueError):
 
 def _parse_json(text: str) -> tuple[Any, str | None]:
     def refuse_constant(name: str) -> Any:
-        raise _JsonValueError(f"{name} is not allowed in JSON")
+        raise _JsonValueError(Message("%(name)s is not allowed in JSON", name=name))
 
     def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         result: dict[str, Any] = {}
         for key, value in pairs:
             if key in result:
-                raise _JsonValueError(f"the property {quoted(key)} appears twice")
+                raise _JsonValueError(
+                    Message("the property %(quoted)s appears twice", quoted=quoted(key))
+                )
             result[key] = value
         return result
 
@@ -254,11 +278,16 @@ def _parse_json(text: str) -> tuple[Any, str | None]:
             text, parse_constant=refuse_constant, object_pairs_hook=no_duplicates
         ), None
     except json.JSONDecodeError as error:
-        return None, f"line {error.lineno}, column {error.colno}: {_explain_json_error(error)}"
+        return None, Message(
+            "line %(lineno)s, column %(colno)s: %(explain_json_error)s",
+            lineno=error.lineno,
+            colno=error.colno,
+            explain_json_error=_explain_json_error(error),
+        )
     except _JsonValueError as error:
-        return None, str(error)
+        return None, error.args[0]
     except RecursionError:
-        return None, "the JSON is nested too deeply"
+        return None, Message("the JSON is nested too deeply")
 
 
 def _explain_json_error(error: json.JSONDecodeError) -> str:
@@ -268,14 +297,16 @@ def _explain_json_error(error: json.JSONDecodeError) -> str:
     current = text[position : position + 1]
     if error.msg.startswith("Expecting ',' delimiter"):
         closer = "}" if _innermost_container(text, position) == "{" else "]"
-        return f"expected ',' or '{closer}'" + (" (the text ends too early)" if at_end else "")
+        if at_end:
+            return Message("expected ',' or '%(closer)s' (the text ends too early)", closer=closer)
+        return Message("expected ',' or '%(closer)s'", closer=closer)
     if at_end and error.msg.startswith(("Expecting value", "Expecting property name")):
-        return "the text ends too early"
+        return Message("the text ends too early")
     if error.msg.startswith(("Expecting value", "Expecting property name")):
         if current == "'":
-            return "strings and property names take double quotes, not single quotes"
+            return Message("strings and property names take double quotes, not single quotes")
         if before.endswith(",") and current in "]}":
-            return "a comma before a closing bracket is not allowed in JSON"
+            return Message("a comma before a closing bracket is not allowed in JSON")
     for prefix, words in _JSON_MESSAGES:
         if error.msg.startswith(prefix):
             return words
@@ -307,7 +338,13 @@ def _innermost_container(text: str, position: int) -> str | None:
 # Typed value -> form text
 
 
-def format_form_value(value: Any, type: VariableType, item_type: VariableType | None = None) -> str:
+def format_form_value(
+    value: Any,
+    type: VariableType,
+    item_type: VariableType | None = None,
+    *,
+    decimal_comma: bool = False,
+) -> str:
     """The text that shows `value` in a form; ``parse_form_value`` reads it back as `value`.
 
     A value that does not fit `type` is shown as JSON rather than refused.
@@ -327,7 +364,8 @@ def format_form_value(value: Any, type: VariableType, item_type: VariableType | 
     if type is VariableType.BOOLEAN and isinstance(value, bool):
         return "yes" if value else "no"
     if type is VariableType.NUMBER and is_number(value):
-        return repr(value) if isinstance(value, float) else str(value)
+        text = repr(value) if isinstance(value, float) else str(value)
+        return text.replace(".", ",") if decimal_comma else text
     return _pretty_json(value)
 
 

@@ -35,8 +35,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from agents.core import limits, rules
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core import codes, limits, rules
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.script import parse_script
 from agents.core.spec import (
     AgentSpec,
@@ -76,18 +76,7 @@ MAX_NATIVE_BYTES = 5 * 1024 * 1024
 MAX_NATIVE_DEPTH = 100
 MAX_STRUCTURE_DIAGNOSTICS = 20
 
-CODES: dict[str, str] = {
-    "SC501": "An imported file is not JSON or YAML text (not UTF-8, or a YAML alias).",
-    "SC502": "An imported file is too large or nested too deeply.",
-    "SC503": "An imported file holds what JSON cannot (NaN, binary data, a non-text key).",
-    "SC504": "The document is not a Statecraft app, or of a format version this one cannot read.",
-    "SC505": "The document does not match the native format's JSON Schema.",
-    "SC506": "Two objects of one kind in the app have the same name.",
-    "SC507": "A reference names a schema, tool or agent the app does not have (or makes a cycle).",
-    "SC508": "The app has more than one root agent, or none (the first agent becomes the root).",
-    "SC510": "A scenario message cannot be kept exactly as a step-script line (it is adjusted).",
-    "SC511": "A field that does not apply to the object is ignored.",
-}
+CODES: dict[str, str] = codes.section("formats")
 
 NAME_PATTERN = rules.NAME_PATTERN_JSON  # the export format's JSON Schema (ECMA-262)
 NAME_MAX_LENGTH = rules.NAME_MAX_LENGTH
@@ -613,21 +602,21 @@ def loads_native(
         try:
             text = text.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            message = f"the file is not UTF-8 text (byte {exc.start + 1})"
+            message = Message("the file is not UTF-8 text (byte %(start)s)", start=exc.start + 1)
             return None, (Diagnostic("SC501", E, message, field="(file)"),)
     text = text.removeprefix("\ufeff")
     if len(text.encode("utf-8")) > MAX_NATIVE_BYTES:
         return None, (_too_large(len(text.encode("utf-8"))),)
     stripped = text.lstrip()
     if not stripped:
-        return None, (Diagnostic("SC501", E, "the file is empty", field="(file)"),)
+        return None, (Diagnostic("SC501", E, Message("the file is empty"), field="(file)"),)
     try:
         if stripped.startswith("{"):
             try:
                 doc = json.loads(text, parse_constant=_reject_constant)
             except json.JSONDecodeError as exc:
                 where = f"line {exc.lineno}, column {exc.colno}"
-                message = f"not valid JSON ({where}: {exc.msg})"
+                message = Message("not valid JSON (%(where)s: %(msg)s)", where=where, msg=exc.msg)
                 return None, (Diagnostic("SC501", E, message, line=exc.lineno, field="(file)"),)
         else:
             too_large = limits.yaml_too_large(len(text.encode("utf-8")), max_yaml_bytes)
@@ -637,7 +626,7 @@ def loads_native(
     except RecursionError:
         return None, (_too_deep(),)
     except ValueError as exc:
-        message = f"not valid JSON or YAML ({exc})"
+        message = Message("not valid JSON or YAML (%(exc)s)", exc=exc)
         return None, (Diagnostic("SC501", E, message, field="(file)"),)
     problem = not_json_data(doc)
     if problem:
@@ -646,12 +635,19 @@ def loads_native(
 
 
 def _too_large(size: int) -> Diagnostic:
-    message = f"the file is {size // 1024} KB; at most {MAX_NATIVE_BYTES // 1024 // 1024} MB"
+    message = Message(
+        "the file is %(size)s KB; at most %(max_native_bytes)s MB",
+        size=size // 1024,
+        max_native_bytes=MAX_NATIVE_BYTES // 1024 // 1024,
+    )
     return Diagnostic("SC502", E, message, field="(file)")
 
 
 def _too_deep() -> Diagnostic:
-    message = f"the file is nested more than {MAX_NATIVE_DEPTH} levels deep"
+    message = Message(
+        "the file is nested more than %(max_native_depth)s levels deep",
+        max_native_depth=MAX_NATIVE_DEPTH,
+    )
     return Diagnostic("SC502", E, message, field="(file)")
 
 
@@ -665,16 +661,30 @@ def not_json_data(value: Any, where: str = "") -> Diagnostic | None:
         if isinstance(node, dict):
             for key, child in node.items():
                 if not isinstance(key, str):
-                    message = f"{path or 'the document'}: the key {key!r} is not text"
+                    message = Message(
+                        "%(value)s: the key %(key)s is not text",
+                        value=path or "the document",
+                        key=repr(key),
+                    )
                     return Diagnostic("SC503", E, message, field=path or "(file)")
                 stack.append((child, f"{path}.{key}" if path else key, depth + 1))
         elif isinstance(node, list):
             stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(node))
         elif isinstance(node, float) and not math.isfinite(node):
-            return Diagnostic("SC503", E, f"{path}: {node} is not a JSON number", field=path)
+            return Diagnostic(
+                "SC503",
+                E,
+                Message("%(path)s: %(node)s is not a JSON number", path=path, node=node),
+                field=path,
+            )
         elif node is not None and not isinstance(node, str | int | float | bool):
             kind = type(node).__name__
-            return Diagnostic("SC503", E, f"{path}: a {kind} value is not JSON data", field=path)
+            return Diagnostic(
+                "SC503",
+                E,
+                Message("%(path)s: a %(kind)s value is not JSON data", path=path, kind=kind),
+                field=path,
+            )
     return None
 
 
@@ -738,13 +748,18 @@ def from_native(
     the diagnostics of ``check_app_spec`` (errors mean it cannot be imported).
     """
     if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
-        message = f'this is not a Statecraft app: it needs "format": "{FORMAT_NAME}"'
+        message = Message(
+            'this is not a Statecraft app: it needs "format": "%(format_name)s"',
+            format_name=FORMAT_NAME,
+        )
         return None, (), (Diagnostic("SC504", E, message, field="format"),)
     version = doc.get("version")
     if version != FORMAT_VERSION:
-        message = (
-            f"format version {version!r} cannot be read; this Statecraft reads "
-            f"version {FORMAT_VERSION}"
+        message = Message(
+            "format version %(version)s cannot be read; this Statecraft "
+            "reads version %(format_version)s",
+            version=repr(version),
+            format_version=FORMAT_VERSION,
         )
         return None, (), (Diagnostic("SC504", E, message, field="version"),)
     errors = sorted(
@@ -755,11 +770,19 @@ def from_native(
         found = []
         for error in errors[:MAX_STRUCTURE_DIAGNOSTICS]:
             where = _native_field(doc, list(error.absolute_path))
-            message = f"{where}: {_structure_problem(error)}"
+            message = Message(
+                "%(where)s: %(describe_validation_error)s",
+                where=where,
+                describe_validation_error=_structure_problem(error),
+            )
             found.append(Diagnostic("SC505", E, message, field=where))
         if len(errors) > MAX_STRUCTURE_DIAGNOSTICS:
             more = len(errors) - MAX_STRUCTURE_DIAGNOSTICS
-            found.append(Diagnostic("SC505", INFO, f"{more} more problems", field="(document)"))
+            found.append(
+                Diagnostic(
+                    "SC505", INFO, Message("%(more)s more problems", more=more), field="(document)"
+                )
+            )
         return None, (), tuple(found)
     app_doc = doc["app"]
     diagnostics: list[Diagnostic] = []
@@ -789,14 +812,16 @@ def _variable_in(v: dict[str, Any], diagnostics: list[Diagnostic]) -> VariableSp
     item_type = VariableType(v["item_type"]) if "item_type" in v else None
     if item_type is not None and kind is not VariableType.LIST:
         field = f"variables.{v['name']}.item_type"
-        message = f"{field}: only a list has an item type; ignored"
+        message = Message("%(field)s: only a list has an item type; ignored", field=field)
         diagnostics.append(Diagnostic("SC511", W, message, field=field, subject=v["name"]))
         item_type = None
     needs_schema = VariableType.OBJECT in (kind, item_type)
     schema = v.get("schema")
     if schema and not needs_schema:
         field = f"variables.{v['name']}.schema"
-        message = f"{field}: only a custom object (or a list of them) has a schema; ignored"
+        message = Message(
+            "%(field)s: only a custom object (or a list of them) has a schema; ignored", field=field
+        )
         diagnostics.append(Diagnostic("SC511", W, message, field=field, subject=v["name"]))
         schema = None
     return VariableSpec(
@@ -855,7 +880,12 @@ def _scenario_in(s: dict[str, Any], agent: str, diagnostics: list[Diagnostic]) -
         parsed = parse_script(s["script"])
         field = f"agents.{agent}.scenarios.{s['name']}.script"
         diagnostics.extend(
-            replace(d, field=field, message=f"{field}: {d.message}", subject=agent)
+            replace(
+                d,
+                field=field,
+                message=Message("%(field)s: %(message)s", field=field, message=d.message),
+                subject=agent,
+            )
             for d in parsed.diagnostics
         )
         steps = parsed.steps

@@ -43,21 +43,16 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from agents.core import codes
 from agents.core.code_analysis import BUILTIN_CONTEXT_NAMES, context_refs
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.render import render_value
 from agents.core.spec import ToolSpec
 from agents.core.types import is_missing, resolve_local_ref
 
 __all__ = ["CODES", "HttpRequest", "mcp_request", "openapi_request", "resolve_context"]
 
-CODES: dict[str, str] = {
-    "SC430": "An OpenAPI tool has no usable operation: the request cannot be shown.",
-    "SC431": "A path parameter of an OpenAPI call has no value: `{name}` stays in the URL.",
-    "SC432": "A `$context` reference in a tool names nothing the session provides: left out.",
-    "SC433": "An argument of an OpenAPI call is not a parameter and there is no body: not sent.",
-    "SC434": "An MCP tool has no server URL.",
-}
+CODES: dict[str, str] = codes.section("http")
 
 SESSION_CONTEXT = "x-ces-session-context"
 _HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -134,8 +129,13 @@ def _fill(
                 Diagnostic(
                     "SC432",
                     Severity.WARNING,
-                    f"{tool}: `{ref.raw}` in {where} is not a session value; "
-                    f"{where} is left out of the request.",
+                    Message(
+                        "%(tool)s: `%(raw)s` in %(where)s is not a session value; "
+                        "%(where)s is left out of the request.",
+                        tool=tool,
+                        raw=ref.raw,
+                        where=where,
+                    ),
                     field=where,
                     subject=tool,
                 )
@@ -178,7 +178,7 @@ def mcp_request(
             Diagnostic(
                 "SC434",
                 Severity.WARNING,
-                f"The MCP tool {tool.name} has no server URL.",
+                Message("The MCP tool %(name)s has no server URL.", name=tool.name),
                 field=f"tools.{tool.name}.mcp_url",
                 subject=tool.name,
             )
@@ -312,7 +312,10 @@ def openapi_request(
             Diagnostic(
                 "SC430",
                 Severity.WARNING,
-                f"The OpenAPI tool {name} has no operation: its request cannot be shown.",
+                Message(
+                    "The OpenAPI tool %(name)s has no operation: its request cannot be shown.",
+                    name=name,
+                ),
                 field=f"tools.{name}.openapi",
                 subject=name,
             ),
@@ -347,7 +350,11 @@ def openapi_request(
                     Diagnostic(
                         "SC431",
                         Severity.WARNING,
-                        f"{name}: the path parameter {pname} has no value in this call.",
+                        Message(
+                            "%(name)s: the path parameter %(pname)s has no value in this call.",
+                            name=name,
+                            pname=pname,
+                        ),
                         field=f"tools.{name}.openapi",
                         subject=name,
                     )
@@ -381,8 +388,12 @@ def openapi_request(
             Diagnostic(
                 "SC433",
                 Severity.INFO,
-                f"{name}: the argument(s) {', '.join(sorted(rest))} are not parameters of "
-                "the operation and it takes no body: they are not sent.",
+                Message(
+                    "%(name)s: the argument(s) %(rest)s are not parameters of the "
+                    "operation and it takes no body: they are not sent.",
+                    name=name,
+                    rest=", ".join(sorted(rest)),
+                ),
                 field=f"tools.{name}.openapi",
                 subject=name,
             )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.spec import AppSpec, ScenarioSpec
 
 DEFAULT_MAX_OBJECTS = 1000
@@ -22,8 +22,13 @@ def _too_many(count: int, limit: int) -> Diagnostic:
     return Diagnostic(
         "SC502",
         Severity.ERROR,
-        f"the app holds {count:,} objects (variables, schemas, tools, agents, callbacks, "
-        f"scenarios); one import takes at most {limit:,} (setting IMPORT_MAX_OBJECTS)",
+        Message(
+            "the app holds %(count)s objects (variables, schemas, tools, "
+            "agents, callbacks, scenarios); one import takes at most "
+            "%(limit)s (setting IMPORT_MAX_OBJECTS)",
+            count=format(count, ","),
+            limit=format(limit, ","),
+        ),
         field="(file)",
     )
 
@@ -32,8 +37,13 @@ def _too_much_text(size: int, limit: int) -> Diagnostic:
     return Diagnostic(
         "SC502",
         Severity.ERROR,
-        f"the agents' instructions total {size:,} bytes; one import takes at most {limit:,} "
-        "(setting IMPORT_MAX_INSTRUCTIONS_BYTES)",
+        Message(
+            "the agents' instructions total %(size)s bytes; one import "
+            "takes at most %(limit)s (setting "
+            "IMPORT_MAX_INSTRUCTIONS_BYTES)",
+            size=format(size, ","),
+            limit=format(limit, ","),
+        ),
         field="(file)",
     )
 
@@ -98,7 +108,12 @@ def yaml_too_large(size: int, limit: int = DEFAULT_MAX_YAML_BYTES) -> Diagnostic
     return Diagnostic(
         "SC502",
         Severity.ERROR,
-        f"the YAML file is {size // 1024:,} KB; YAML imports take at most {limit // 1024:,} KB "
-        "(setting IMPORT_MAX_YAML_BYTES) — export as JSON for larger apps",
+        Message(
+            "the YAML file is %(size)s KB; YAML imports take at most "
+            "%(limit)s KB (setting IMPORT_MAX_YAML_BYTES) — export as "
+            "JSON for larger apps",
+            size=format(size // 1024, ","),
+            limit=format(limit // 1024, ","),
+        ),
         field="(file)",
     )

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agents.core import rules, safe_regex
+from agents.core import codes, rules, safe_regex
 from agents.core.code_analysis import (
     KIND_NULL,
     CodeAnalysis,
@@ -34,7 +34,7 @@ from agents.core.code_analysis import (
     analyze_code,
     context_refs,
 )
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.parse import Lexeme, Scan, TokenKind, positions
 from agents.core.schemas import check_schema
 from agents.core.spec import AgentSpec, AppSpec, ToolKind, ToolSpec, VariableSpec, VariableType
@@ -42,73 +42,43 @@ from agents.core.types import is_missing, resolve_local_ref, validate_value
 
 __all__ = ["CODES", "lint_agent", "lint_app", "lint_edited_agent"]
 
-CODES: dict[str, str] = {
-    "SC301": "Static reference `{{x}}` to an undeclared variable (it stays as written).",
-    "SC302": "Dynamic reference `{x}` to an undeclared variable (at run time: empty text).",
-    "SC303": "An `{% if %}`/`{% elif %}` condition reads a variable the app does not declare.",
-    "SC304": "`{@TOOL: x}` names a tool the app does not declare.",
-    "SC305": "`{@TOOL: x}` names a tool of the app that this agent may not call.",
-    "SC306": "`{@AGENT: x}` names no agent of the app (display names must match exactly).",
-    "SC308": "An agent's tool list names a tool the app does not declare.",
-    "SC309": "An agent's sub-agent list names an agent the app does not have.",
-    "SC310": (
-        "Static reference to a variable a tool or callback updates: the instructions change "
-        "mid-session (no prompt caching)."
-    ),
-    "SC311": "A variable is never referenced (instructions, conditions, tools) nor updated.",
-    "SC312": "A tool the agent may call is never mentioned with `{@TOOL: x}` in its instructions.",
-    "SC313": "There is no agent with this name in the app.",
-    "SC314": "The app has no root agent, or more than one.",
-    "SC320": "A custom-object variable has no schema, or names a schema the app does not have.",
-    "SC321": "Static path `{{a.b}}` that the variable's schema does not have.",
-    "SC322": "Static path `{{a.b}}` the schema does not declare but allows (extra properties).",
-    "SC323": "Static path into a variable or part that is not an object (or a list without index).",
-    "SC324": "Static path with an index into a list (`{{list.0}}`): CX Agent Studio rejects it.",
-    "SC330": "A variable name is not snake_case.",
-    "SC331": "A variable name is not allowed (letters, digits, `_`; no leading digit; max 64).",
-    "SC332": "Two variables, tools, agents or schemas have the same name.",
-    "SC333": "A variable has no description (CX Agent Studio requires one on export).",
-    "SC334": "A tool has no description (for a Python tool, no docstring either).",
-    "SC340": "A tool or callback writes a key no variable declares (a note: the runtime keeps it).",
-    "SC341": "A tool or callback writes a value that does not fit the variable's type or schema.",
-    "SC342": "A tool or callback writes a variable whose name is computed: it cannot be checked.",
-    "SC343": "A tool or callback reads or removes a variable the app does not declare.",
-    "SC344": "A tool's mock sets a variable the app does not declare.",
-    "SC350": "A Python tool's code has no function named like the tool.",
-    "SC351": "Python code (tool or callback) has a syntax error.",
-    "SC352": "An OpenAPI tool has no document, or not exactly one operation.",
-    "SC353": "An MCP tool has no server URL.",
-    "SC360": "`$context.…` in a tool names no built-in session value.",
-    "SC361": "`$context.variables.<name>` in a tool names a variable the app does not declare.",
-    "SC362": "`x-ces-session-context` not on a header/query parameter, or not a `$context` value.",
-}
+CODES: dict[str, str] = codes.section("lint")
 
 _SNAKE_CASE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*", re.ASCII)
 _FUZZY_BUDGET = 50  # distinct unknown names per call that get a "did you mean"
 _HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
 _SESSION_CONTEXT = "x-ces-session-context"
+# The words below are `Message`s too: a page shows them in the reader's language.
 _TYPE_WORDS = {
-    VariableType.TEXT: "Text",
-    VariableType.NUMBER: "Number",
-    VariableType.BOOLEAN: "Yes/No",
-    VariableType.OBJECT: "Custom object",
-    VariableType.LIST: "List",
+    VariableType.TEXT: Message("Text"),
+    VariableType.NUMBER: Message("Number"),
+    VariableType.BOOLEAN: Message("Yes/No"),
+    VariableType.OBJECT: Message("Custom object"),
+    VariableType.LIST: Message("List"),
 }
 _KIND_WORDS = {
-    "number": "a number",
-    "text": "text",
-    "boolean": "a yes/no value",
-    "object": "an object",
-    "list": "a list",
+    "number": Message("a number"),
+    "text": Message("text"),
+    "boolean": Message("a yes/no value"),
+    "object": Message("an object"),
+    "list": Message("a list"),
     "null": "None",
 }
 _SCALAR_SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "null"})
 _SCHEMA_TYPE_WORDS = {
-    "string": "text",
-    "number": "a number",
-    "integer": "a number",
-    "boolean": "a yes/no value",
+    "string": Message("text"),
+    "number": Message("a number"),
+    "integer": Message("a number"),
+    "boolean": Message("a yes/no value"),
     "null": "null",
+}
+_CALLBACK_WORDS = {
+    "before_agent": Message("before agent"),
+    "after_agent": Message("after agent"),
+    "before_model": Message("before model"),
+    "after_model": Message("after model"),
+    "before_tool": Message("before tool"),
+    "after_tool": Message("after tool"),
 }
 _UNDECIDABLE_KEYWORDS = (
     "anyOf",
@@ -137,7 +107,8 @@ _Found = tuple[str, Severity, str] | tuple[str, Severity, str, str]
 
 @dataclass(slots=True)
 class _Writer:
-    label: str  # "the tool LookupBalance", "the before_model callback of Root"
+    label: str  # "the tool LookupBalance", "the before model callback of Root"
+    title: str  # the same at the start of a sentence: "The tool LookupBalance"
     field: str
     subject: str
     analysis: CodeAnalysis | None = None
@@ -171,7 +142,7 @@ class _Index:
             self._fuzzy_left -= 1
             self._suggestions[key] = names.near(name, fuzzy=self._fuzzy_left >= 0)
         match = self._suggestions[key]
-        return f" Did you mean `{match}`?" if match else ""
+        return Message(" Did you mean `%(match)s`?", match=match) if match else ""
 
 
 class _Names:
@@ -199,8 +170,11 @@ def _near_match(name: str, names: list[str]) -> str | None:
 
 def _callback_writers(agent: AgentSpec) -> Iterable[_Writer]:
     for index, callback in enumerate(agent.callbacks):
+        kind = str(callback.kind)
+        words = _CALLBACK_WORDS.get(kind, kind.replace("_", " "))
         yield _Writer(
-            label=f"the {str(callback.kind).replace('_', ' ')} callback of {agent.name}",
+            label=Message("the %(kind)s callback of %(agent)s", kind=words, agent=agent.name),
+            title=Message("The %(kind)s callback of %(agent)s", kind=words, agent=agent.name),
             field=f"agents.{agent.name}.callbacks.{index}.code",
             subject=agent.name,
             analysis=analyze_code(callback.code, filename="<callback>"),
@@ -212,7 +186,8 @@ def _tool_writer(tool: ToolSpec) -> _Writer:
     if tool.kind is ToolKind.PYTHON:
         analysis = analyze_code(tool.python_code, filename=f"<tool {tool.name}>")
     return _Writer(
-        label=f"the tool {tool.name}",
+        label=Message("the tool %(name)s", name=tool.name),
+        title=Message("The tool %(name)s", name=tool.name),
         field=f"tools.{tool.name}.python_code",
         subject=tool.name,
         analysis=analysis,
@@ -274,8 +249,10 @@ def lint_app(app: AppSpec) -> tuple[Diagnostic, ...]:
                 Diagnostic(
                     "SC314",
                     W,
-                    "The app has no root agent: mark the agent that starts "
-                    "each conversation as root.",
+                    Message(
+                        "The app has no root agent: mark the agent that starts each "
+                        "conversation as root."
+                    ),
                     field="agents",
                 )
             )
@@ -284,8 +261,12 @@ def lint_app(app: AppSpec) -> tuple[Diagnostic, ...]:
                 Diagnostic(
                     "SC314",
                     E,
-                    f"The app has {len(roots)} root agents "
-                    f"({', '.join(roots)}); only one can start the conversation.",
+                    Message(
+                        "The app has %(roots_count)s root agents (%(roots)s); only "
+                        "one can start the conversation.",
+                        roots_count=len(roots),
+                        roots=", ".join(roots),
+                    ),
                     field="agents",
                 )
             )
@@ -311,7 +292,11 @@ def lint_agent(
             Diagnostic(
                 "SC313",
                 E,
-                f"The app has no agent named {agent_name!r}.{index.suggest('agent', agent_name)}",
+                Message(
+                    "The app has no agent named %(agent_name)s.%(suggestion)s",
+                    agent_name=repr(agent_name),
+                    suggestion=index.suggest("agent", agent_name),
+                ),
                 field="agents",
                 subject=agent_name,
             ),
@@ -404,8 +389,13 @@ def _lint_agent(index: _Index, agent: AgentSpec, text: str, used: set[str]) -> l
                 Diagnostic(
                     "SC308",
                     E,
-                    f"{name} may call `{tool_name}`, but the app has no such tool."
-                    f"{index.suggest('tool', tool_name)}",
+                    Message(
+                        "%(name)s may call `%(tool_name)s`, but the app has no such "
+                        "tool.%(suggestion)s",
+                        name=name,
+                        tool_name=tool_name,
+                        suggestion=index.suggest("tool", tool_name),
+                    ),
                     field=f"agents.{name}.tools",
                     subject=name,
                 )
@@ -415,8 +405,13 @@ def _lint_agent(index: _Index, agent: AgentSpec, text: str, used: set[str]) -> l
                 Diagnostic(
                     "SC312",
                     INFO,
-                    f"{name} may call the tool {tool_name}, but its instructions never mention "
-                    f"it: say when to use it with `{{@TOOL: {tool_name}}}`.",
+                    Message(
+                        "%(name)s may call the tool %(tool_name)s, but its "
+                        "instructions never mention it: say when to use it with "
+                        "`{@TOOL: %(tool_name)s}`.",
+                        name=name,
+                        tool_name=tool_name,
+                    ),
                     field=f"agents.{name}.tools",
                     subject=name,
                     reference=tool_name,
@@ -428,8 +423,13 @@ def _lint_agent(index: _Index, agent: AgentSpec, text: str, used: set[str]) -> l
                 Diagnostic(
                     "SC309",
                     E,
-                    f"{name} lists `{child}` as a sub-agent, but the app has no agent by that "
-                    f"name.{index.suggest('agent', child)}",
+                    Message(
+                        "%(name)s lists `%(child)s` as a sub-agent, but the app has "
+                        "no agent by that name.%(suggestion)s",
+                        name=name,
+                        child=child,
+                        suggestion=index.suggest("agent", child),
+                    ),
                     field=f"agents.{name}.children",
                     subject=name,
                 )
@@ -479,8 +479,13 @@ def _reference_problem(
         return (
             "SC302",
             E,
-            f"`{{{name}}}`: no variable `{name}` is declared. At run time an undeclared "
-            f"`{{{name}}}` silently becomes empty text.{index.suggest('variable', name)}",
+            Message(
+                "`{%(name)s}`: no variable `%(name)s` is declared. At run "
+                "time an undeclared `{%(name)s}` silently becomes empty "
+                "text.%(suggestion)s",
+                name=name,
+                suggestion=index.suggest("variable", name),
+            ),
             name,
         )
     if kind is TokenKind.TOOL:
@@ -488,22 +493,34 @@ def _reference_problem(
             return (
                 "SC304",
                 E,
-                f"`{{@TOOL: {name}}}`: the app has no tool `{name}`.{index.suggest('tool', name)}",
+                Message(
+                    "`{@TOOL: %(name)s}`: the app has no tool `%(name)s`.%(suggestion)s",
+                    name=name,
+                    suggestion=index.suggest("tool", name),
+                ),
             )
         if name not in agent_tools:
             return (
                 "SC305",
                 E,
-                f"`{{@TOOL: {name}}}`: {agent.name} may not call {name}; "
-                "add it to the agent's tools.",
+                Message(
+                    "`{@TOOL: %(name)s}`: %(agent)s may not call %(name)s; add "
+                    "it to the agent's tools.",
+                    name=name,
+                    agent=agent.name,
+                ),
             )
         return None
     if kind is TokenKind.AGENT and name not in index.agents:
         return (
             "SC306",
             E,
-            f"`{{@AGENT: {name}}}`: the app has no agent named `{name}` (display names must "
-            f"match exactly).{index.suggest('agent', name)}",
+            Message(
+                "`{@AGENT: %(name)s}`: the app has no agent named `%(name)s` "
+                "(display names must match exactly).%(suggestion)s",
+                name=name,
+                suggestion=index.suggest("agent", name),
+            ),
         )
     return None
 
@@ -513,7 +530,11 @@ def _static_problems(
 ) -> tuple[_Found, ...]:
     first = path[0]
     dotted = ".".join(path)
-    shown = f"The condition reads `{dotted}`" if in_condition else f"`{{{{{dotted}}}}}`"
+    shown = (
+        Message("The condition reads `%(dotted)s`", dotted=dotted)
+        if in_condition
+        else f"`{{{{{dotted}}}}}`"
+    )
     variable = index.variables.get(first)
     builtin = variable is None and first in CX_INSTRUCTION_BUILTINS and len(path) == 1
     if builtin and not in_condition:  # CX fills it in; a condition is decided before CX
@@ -525,8 +546,13 @@ def _static_problems(
                 (
                     "SC303",
                     E,
-                    f"{shown}, but no variable `{first}` is declared (it counts as empty, "
-                    f"null).{hint}",
+                    Message(
+                        "%(shown)s, but no variable `%(first)s` is declared (it "
+                        "counts as empty, null).%(hint)s",
+                        shown=shown,
+                        first=first,
+                        hint=hint,
+                    ),
                     first,
                 ),
             )
@@ -534,8 +560,14 @@ def _static_problems(
             (
                 "SC301",
                 E,
-                f"{shown}: no variable `{first}` is declared, so the prompt keeps "
-                f"`{{{{{dotted}}}}}` as written.{hint}",
+                Message(
+                    "%(shown)s: no variable `%(first)s` is declared, so the "
+                    "prompt keeps `{{%(dotted)s}}` as written.%(hint)s",
+                    shown=shown,
+                    first=first,
+                    dotted=dotted,
+                    hint=hint,
+                ),
                 first,
             ),
         )
@@ -543,19 +575,28 @@ def _static_problems(
     writers = index.written_by.get(first)
     if writers:
         who = _join(writers)
-        verb = "updates" if len(writers) == 1 else "update"
+        verb = Message("updates") if len(writers) == 1 else Message("update")
         if in_condition:
-            message = (
-                f"{shown}, which {who} {verb} during the conversation: the condition is "
-                "evaluated again before each model call, so the instructions change "
-                "mid-session, which defeats prompt caching."
+            message = Message(
+                "%(shown)s, which %(who)s %(verb)s during the conversation: "
+                "the condition is evaluated again before each model call, so "
+                "the instructions change mid-session, which defeats prompt "
+                "caching.",
+                shown=shown,
+                who=who,
+                verb=verb,
             )
         else:
-            message = (
-                f"{shown} is filled in before each model call, and {who} {verb} "
-                f"`{first}` during the conversation: the instructions change mid-session, "
-                f"which defeats prompt caching. Write `{{{first}}}` to give the model the "
-                "value through the history instead."
+            message = Message(
+                "%(shown)s is filled in before each model call, and %(who)s "
+                "%(verb)s `%(first)s` during the conversation: the "
+                "instructions change mid-session, which defeats prompt "
+                "caching. Write `{%(first)s}` to give the model the value "
+                "through the history instead.",
+                shown=shown,
+                who=who,
+                verb=verb,
+                first=first,
             )
         problems.append(("SC310", W, message))
     if len(path) > 1:
@@ -568,10 +609,15 @@ def _static_problems(
                 (
                     "SC324",
                     E,
-                    f"{shown}: CX Agent Studio does not accept an index into a list in "
-                    f"instructions (`{listed}` is a list), so it rejects the exported app. "
-                    f"Reference the whole list, `{{{{{listed}}}}}`, or keep the item in a "
-                    "variable of its own that a tool or callback sets.",
+                    Message(
+                        "%(shown)s: CX Agent Studio does not accept an index into a "
+                        "list in instructions (`%(listed)s` is a list), so it rejects "
+                        "the exported app. Reference the whole list, "
+                        "`{{%(listed)s}}`, or keep the item in a variable of its own "
+                        "that a tool or callback sets.",
+                        shown=shown,
+                        listed=listed,
+                    ),
                 )
             )
     return tuple(problems)
@@ -606,9 +652,30 @@ def _indexed_list(index: _Index, variable: VariableSpec, path: tuple[str, ...]) 
 def _join(labels: list[str]) -> str:
     if len(labels) == 1:
         return labels[0]
-    if len(labels) <= 3:
-        return ", ".join(labels[:-1]) + " and " + labels[-1]
-    return f"{labels[0]}, {labels[1]} and {len(labels) - 2} more"
+    if len(labels) == 2:
+        return Message("%(first)s and %(last)s", first=labels[0], last=labels[1])
+    if len(labels) == 3:
+        return Message(
+            "%(first)s, %(second)s and %(last)s",
+            first=labels[0],
+            second=labels[1],
+            last=labels[2],
+        )
+    return Message(
+        "%(first)s, %(second)s and %(count)s more",
+        first=labels[0],
+        second=labels[1],
+        count=len(labels) - 2,
+    )
+
+
+def _or(words: list[str]) -> str:
+    """`a`, `a or b`, `a, b or c` (words the reader's language shows)."""
+    if len(words) == 1:
+        return words[0]
+    if len(words) == 2:
+        return Message("%(first)s or %(last)s", first=words[0], last=words[1])
+    return Message("%(others)s or %(last)s", others=", ".join(words[:-1]), last=words[-1])
 
 
 # ---------------------------------------------------------------------------
@@ -625,28 +692,45 @@ def _path_problem(
         return (
             "SC323",
             E,
-            f"{shown}: `{name}` is {_TYPE_WORDS[vtype]}, not an object, so it has no part "
-            f"`{rest[0]}`. Write `{{{{{name}}}}}`.",
+            Message(
+                "%(shown)s: `%(name)s` is %(type_words)s, not an object, so "
+                "it has no part `%(rest)s`. Write `{{%(name)s}}`.",
+                shown=shown,
+                name=name,
+                type_words=_TYPE_WORDS[vtype],
+                rest=rest[0],
+            ),
         )
     if vtype is VariableType.LIST:
         if not rest[0].isdigit():
             return (
                 "SC323",
                 E,
-                f"{shown}: `{name}` is a list, which has no part `{rest[0]}`. "
-                f"Write `{{{{{name}}}}}`.",
+                Message(
+                    "%(shown)s: `%(name)s` is a list, which has no part "
+                    "`%(rest)s`. Write `{{%(name)s}}`.",
+                    shown=shown,
+                    name=name,
+                    rest=rest[0],
+                ),
             )
         item_path = (f"{name}.{rest[0]}",)
         rest = rest[1:]
         if not rest:
             return None
         if variable.item_type is not VariableType.OBJECT:
-            words = _TYPE_WORDS[variable.item_type] if variable.item_type else "values"
+            words = _TYPE_WORDS[variable.item_type] if variable.item_type else Message("values")
             return (
                 "SC323",
                 E,
-                f"{shown}: the items of `{name}` are {words}, not objects, so they have no "
-                f"part `{rest[0]}`.",
+                Message(
+                    "%(shown)s: the items of `%(name)s` are %(words)s, not "
+                    "objects, so they have no part `%(rest)s`.",
+                    shown=shown,
+                    name=name,
+                    words=words,
+                    rest=rest[0],
+                ),
             )
         walked = item_path[0]
     else:
@@ -708,18 +792,29 @@ def _walk_schema(
             walked = f"{walked}.{segment}"
             continue
         if types and types <= _SCALAR_SCHEMA_TYPES:
-            words = " or ".join(sorted({_SCHEMA_TYPE_WORDS[t] for t in types}))
+            words = _or(sorted({_SCHEMA_TYPE_WORDS[t] for t in types}))
             return (
                 "SC323",
                 E,
-                f"{shown}: `{walked}` is {words} in the schema, not an object, so it has no "
-                f"part `{segment}`.",
+                Message(
+                    "%(shown)s: `%(walked)s` is %(words)s in the schema, not an "
+                    "object, so it has no part `%(segment)s`.",
+                    shown=shown,
+                    walked=walked,
+                    words=words,
+                    segment=segment,
+                ),
             )
         if is_array and "object" not in types:
             return (
                 "SC323",
                 E,
-                f"{shown}: `{walked}` is a list, which has no part `{segment}`.",
+                Message(
+                    "%(shown)s: `%(walked)s` is a list, which has no part `%(segment)s`.",
+                    shown=shown,
+                    walked=walked,
+                    segment=segment,
+                ),
             )
         if any(keyword in node for keyword in _UNDECIDABLE_KEYWORDS):
             return None
@@ -740,28 +835,42 @@ def _walk_schema(
         if additional is False:
             close = _near_match(segment, known)
             if close:
-                hint = f" Did you mean `{walked}.{close}`?"
+                hint = Message(" Did you mean `%(match)s`?", match=f"{walked}.{close}")
             elif known:
-                hint = f" It has {', '.join(f'`{k}`' for k in known[:8])}."
+                hint = Message(" It has %(names)s.", names=", ".join(f"`{k}`" for k in known[:8]))
             else:
                 hint = ""
             return (
                 "SC321",
                 W,
-                f"{shown}: the schema of `{walked}` has no property `{segment}`, so the "
-                f"prompt keeps the reference as written.{hint}",
+                Message(
+                    "%(shown)s: the schema of `%(walked)s` has no property "
+                    "`%(segment)s`, so the prompt keeps the reference as "
+                    "written.%(hint)s",
+                    shown=shown,
+                    walked=walked,
+                    segment=segment,
+                    hint=hint,
+                ),
             )
         if isinstance(additional, dict) and additional:
             node = additional
             walked = f"{walked}.{segment}"
             continue
         close = _near_match(segment, known)
-        hint = f" Did you mean `{walked}.{close}`?" if close else ""
+        hint = Message(" Did you mean `%(match)s`?", match=f"{walked}.{close}") if close else ""
         return (
             "SC322",
             INFO,
-            f"{shown}: the schema of `{walked}` does not declare `{segment}` (it allows "
-            f"other properties, so this works only if a value has it).{hint}",
+            Message(
+                "%(shown)s: the schema of `%(walked)s` does not declare "
+                "`%(segment)s` (it allows other properties, so this works "
+                "only if a value has it).%(hint)s",
+                shown=shown,
+                walked=walked,
+                segment=segment,
+                hint=hint,
+            ),
         )
     return None
 
@@ -792,7 +901,11 @@ def _lint_names(app: AppSpec) -> Iterable[Diagnostic]:
                 yield Diagnostic(
                     "SC332",
                     E,
-                    f"Two {collection} are named `{item.name}`: names must be unique in an app.",
+                    Message(
+                        "Two %(collection)s are named `%(name)s`: names must be unique in an app.",
+                        collection=collection,
+                        name=item.name,
+                    ),
                     field=f"{collection}.{item.name}.name",
                     subject=item.name,
                 )
@@ -808,8 +921,13 @@ def _lint_variables(index: _Index) -> Iterable[Diagnostic]:
             yield Diagnostic(
                 "SC331",
                 E,
-                f"`{name}` is not a valid variable name: use letters, digits and underscores, "
-                f"not starting with a digit, at most {rules.NAME_MAX_LENGTH} characters.",
+                Message(
+                    "`%(name)s` is not a valid variable name: use letters, digits "
+                    "and underscores, not starting with a digit, at most "
+                    "%(name_max_length)s characters.",
+                    name=name,
+                    name_max_length=rules.NAME_MAX_LENGTH,
+                ),
                 field=f"{prefix}.name",
                 subject=name,
             )
@@ -817,7 +935,11 @@ def _lint_variables(index: _Index) -> Iterable[Diagnostic]:
             yield Diagnostic(
                 "SC330",
                 W,
-                f"`{name}` is not snake_case (the convention is `{_snake(name)}`).",
+                Message(
+                    "`%(name)s` is not snake_case (the convention is `%(snake)s`).",
+                    name=name,
+                    snake=_snake(name),
+                ),
                 field=f"{prefix}.name",
                 subject=name,
             )
@@ -825,8 +947,12 @@ def _lint_variables(index: _Index) -> Iterable[Diagnostic]:
             yield Diagnostic(
                 "SC333",
                 W,
-                f"`{name}` has no description: CX Agent Studio requires one on export, and the "
-                "model reads it to understand the variable.",
+                Message(
+                    "`%(name)s` has no description: CX Agent Studio requires one "
+                    "on export, and the model reads it to understand the "
+                    "variable.",
+                    name=name,
+                ),
                 field=f"{prefix}.description",
                 subject=name,
             )
@@ -834,15 +960,19 @@ def _lint_variables(index: _Index) -> Iterable[Diagnostic]:
             variable.type is VariableType.LIST and variable.item_type is VariableType.OBJECT
         )
         if needs_schema and variable.schema not in schemas:
-            what = "A list of objects"
+            what = Message("A list of objects")
             if variable.type is VariableType.OBJECT:
-                what = "A custom object"
+                what = Message("A custom object")
             if variable.schema:
-                message = (
-                    f"`{name}` uses the schema `{variable.schema}`, which the app does not have."
+                message = Message(
+                    "`%(name)s` uses the schema `%(schema)s`, which the app does not have.",
+                    name=name,
+                    schema=variable.schema,
                 )
             else:
-                message = f"{what} needs a schema: choose one for `{name}`."
+                message = Message(
+                    "%(what)s needs a schema: choose one for `%(name)s`.", what=what, name=name
+                )
             yield Diagnostic("SC320", E, message, field=f"{prefix}.schema", subject=name)
         if variable.default is not None:
             for diagnostic in validate_value(variable.default, variable, schemas):
@@ -880,8 +1010,12 @@ def _lint_unused(index: _Index, used: set[str]) -> Iterable[Diagnostic]:
         yield Diagnostic(
             "SC311",
             W,
-            f"`{name}` is never used: no instructions reference it (`{{{{{name}}}}}`, "
-            f"`{{{name}}}` or in a condition), no tool reads or updates it.",
+            Message(
+                "`%(name)s` is never used: no instructions reference it "
+                "(`{{%(name)s}}`, `{%(name)s}` or in a condition), no tool "
+                "reads or updates it.",
+                name=name,
+            ),
             field=f"variables.{name}",
             subject=name,
         )
@@ -900,12 +1034,17 @@ def _lint_tool(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Diagno
         assert analysis is not None
         if analysis.syntax_error is None and name not in analysis.functions:
             defined = ", ".join(f"`{f}`" for f in analysis.functions)
-            found = f" (it defines {defined})" if defined else ""
+            found = Message(" (it defines %(defined)s)", defined=defined) if defined else ""
             yield Diagnostic(
                 "SC350",
                 E,
-                f"The code of {name} has no function named `{name}`{found}: the runtime calls "
-                "the function whose name is the tool's name.",
+                Message(
+                    "The code of %(name)s has no function named "
+                    "`%(name)s`%(found)s: the runtime calls the function whose "
+                    "name is the tool's name.",
+                    name=name,
+                    found=found,
+                ),
                 field=f"tools.{name}.python_code",
                 subject=name,
             )
@@ -919,12 +1058,17 @@ def _lint_tool(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Diagno
     elif tool.kind is ToolKind.PLATFORM and not description:
         description = rules.PLATFORM_TOOLS.get(name, "")
     if not description:
-        hint = " or a docstring" if tool.kind is ToolKind.PYTHON else ""
+        hint = Message(" or a docstring") if tool.kind is ToolKind.PYTHON else ""
         yield Diagnostic(
             "SC334",
             W,
-            f"The tool {name} has no description{hint}: the model reads it to decide when to "
-            "call the tool, and CX Agent Studio expects one.",
+            Message(
+                "The tool %(name)s has no description%(hint)s: the model "
+                "reads it to decide when to call the tool, and CX Agent "
+                "Studio expects one.",
+                name=name,
+                hint=hint,
+            ),
             field=f"tools.{name}.description",
             subject=name,
         )
@@ -944,8 +1088,13 @@ def _lint_mock(index: _Index, tool: ToolSpec) -> Iterable[Diagnostic]:
             yield Diagnostic(
                 "SC344",
                 E,
-                f"The mock of {tool.name} sets `{key}`, which the app does not declare."
-                f"{index.suggest('variable', str(key))}",
+                Message(
+                    "The mock of %(name)s sets `%(key)s`, which the app does not "
+                    "declare.%(suggestion)s",
+                    name=tool.name,
+                    key=key,
+                    suggestion=index.suggest("variable", str(key)),
+                ),
                 field=where,
                 subject=tool.name,
             )
@@ -955,7 +1104,11 @@ def _lint_mock(index: _Index, tool: ToolSpec) -> Iterable[Diagnostic]:
                 yield dataclasses.replace(
                     diagnostic,
                     severity=E,
-                    message=f"The mock of {tool.name}: {diagnostic.message}",
+                    message=Message(
+                        "The mock of %(name)s: %(message)s",
+                        name=tool.name,
+                        message=diagnostic.message,
+                    ),
                     subject=tool.name,
                 )
 
@@ -965,7 +1118,7 @@ def _lint_code(index: _Index, writer: _Writer, used: set[str]) -> Iterable[Diagn
     if analysis is None:
         return
     where, subject = writer.field, writer.subject
-    label = writer.label[0].upper() + writer.label[1:]
+    label = writer.title
     if analysis.syntax_error is not None:
         yield dataclasses.replace(analysis.syntax_error, field=where, subject=subject)
         return
@@ -978,7 +1131,11 @@ def _lint_code(index: _Index, writer: _Writer, used: set[str]) -> Iterable[Diagn
             yield Diagnostic(
                 "SC343",
                 W,
-                f"{label} reads `{read.name}`, which the app does not declare.",
+                Message(
+                    "%(label)s reads `%(name)s`, which the app does not declare.",
+                    label=label,
+                    name=read.name,
+                ),
                 read.line,
                 read.column,
                 field=where,
@@ -998,12 +1155,17 @@ def _write_problems(
 
     name = write.name
     if name is None:
-        verb = "removes" if write.removal else "updates"
+        verb = Message("removes") if write.removal else Message("updates")
         yield diagnostic(
             "SC342",
             INFO,
-            f"{label} {verb} a variable whose name is computed: Statecraft can't check it. "
-            'Use the name as text, e.g. `context.state["name"] = value`.',
+            Message(
+                "%(label)s %(verb)s a variable whose name is computed: "
+                "Statecraft can't check it. Use the name as text, e.g. "
+                '`context.state["name"] = value`.',
+                label=label,
+                verb=verb,
+            ),
         )
         return
     variable = index.variables.get(name)
@@ -1011,15 +1173,28 @@ def _write_problems(
         hint = index.suggest("variable", name)
         if write.removal:
             yield diagnostic(
-                "SC343", W, f"{label} removes `{name}`, which the app does not declare.{hint}"
+                "SC343",
+                W,
+                Message(
+                    "%(label)s removes `%(name)s`, which the app does not declare.%(hint)s",
+                    label=label,
+                    name=name,
+                    hint=hint,
+                ),
             )
         else:
             yield diagnostic(
                 "SC340",
                 INFO,
-                f"{label} writes `{name}`, which no variable declares: the session keeps it "
-                "as the runtime does (code's own key), but the model is not shown it and it "
-                f"is not exported; declare it to make it a variable.{hint}",
+                Message(
+                    "%(label)s writes `%(name)s`, which no variable declares: the "
+                    "session keeps it as the runtime does (code's own key), but "
+                    "the model is not shown it and it is not exported; declare it "
+                    "to make it a variable.%(hint)s",
+                    label=label,
+                    name=name,
+                    hint=hint,
+                ),
             )
         return
     if write.removal:
@@ -1031,8 +1206,13 @@ def _write_problems(
             yield diagnostic(
                 "SC341",
                 W,
-                f"{label} sets `{name}` to {_shown(write.value)}, which does not fit it: "
-                f"{problems[0].message}",
+                Message(
+                    "%(label)s sets `%(name)s` to %(shown)s, which does not fit it: %(message)s",
+                    label=label,
+                    name=name,
+                    shown=_shown(write.value),
+                    message=problems[0].message,
+                ),
             )
         return
     kind = write.value_kind
@@ -1041,8 +1221,13 @@ def _write_problems(
     yield diagnostic(
         "SC341",
         W,
-        f"{label} sets `{name}` to {_KIND_WORDS.get(kind, kind)}, but `{name}` is "
-        f"{_TYPE_WORDS[variable.type]}.",
+        Message(
+            "%(label)s sets `%(name)s` to %(get)s, but `%(name)s` is %(type_words)s.",
+            label=label,
+            name=name,
+            get=_KIND_WORDS.get(kind, kind),
+            type_words=_TYPE_WORDS[variable.type],
+        ),
     )
 
 
@@ -1067,22 +1252,35 @@ def _context_problems(
                 yield Diagnostic(
                     "SC361",
                     E,
-                    f"`{ref.raw}` in {tool}: the app has no variable `{variable}`."
-                    f"{index.suggest('variable', variable)}",
+                    Message(
+                        "`%(raw)s` in %(tool)s: the app has no variable "
+                        "`%(variable)s`.%(suggestion)s",
+                        raw=ref.raw,
+                        tool=tool,
+                        variable=variable,
+                        suggestion=index.suggest("variable", variable),
+                    ),
                     start=ref.start,
                     end=ref.end,
                     field=where,
                     subject=tool,
                 )
             continue
-        shown = ref.raw if ref.path else "`$context` alone"
+        shown = ref.raw if ref.path else Message("`$context` alone")
         close = _near_match(ref.path[0], sorted(_BUILTINS)) if ref.path else None
-        hint = f" Did you mean `$context.{close}`?" if close else ""
+        hint = Message(" Did you mean `%(match)s`?", match=f"$context.{close}") if close else ""
         yield Diagnostic(
             "SC360",
             E,
-            f"`{shown}` in {tool} is not a built-in: use $context.project_id, project_number, "
-            f"location, app_id, session_id, turn_index, variables or variables.<name>.{hint}",
+            Message(
+                "`%(shown)s` in %(tool)s is not a built-in: use "
+                "$context.project_id, project_number, location, app_id, "
+                "session_id, turn_index, variables or "
+                "variables.<name>.%(hint)s",
+                shown=shown,
+                tool=tool,
+                hint=hint,
+            ),
             start=ref.start,
             end=ref.end,
             field=where,
@@ -1109,7 +1307,7 @@ def _lint_openapi(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Dia
         yield Diagnostic(
             "SC352",
             E,
-            f"The OpenAPI tool {name} has no OpenAPI document.",
+            Message("The OpenAPI tool %(name)s has no OpenAPI document.", name=name),
             field=prefix,
             subject=name,
         )
@@ -1124,8 +1322,12 @@ def _lint_openapi(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Dia
         yield Diagnostic(
             "SC352",
             E,
-            f"The OpenAPI document of {name} has {operations} operations; a tool needs "
-            "exactly one.",
+            Message(
+                "The OpenAPI document of %(name)s has %(operations)s "
+                "operations; a tool needs exactly one.",
+                name=name,
+                operations=operations,
+            ),
             field=f"{prefix}.paths",
             subject=name,
         )
@@ -1155,8 +1357,13 @@ def _session_context_problems(
         yield Diagnostic(
             "SC362",
             W,
-            f"In {tool}, `{_SESSION_CONTEXT}` should be a built-in like `$context.session_id`, "
-            f"not {value!r}.",
+            Message(
+                "In %(tool)s, `%(session_context)s` should be a built-in like "
+                "`$context.session_id`, not %(value)s.",
+                tool=tool,
+                session_context=_SESSION_CONTEXT,
+                value=repr(value),
+            ),
             field=field_name,
             subject=tool,
         )
@@ -1164,8 +1371,13 @@ def _session_context_problems(
         yield Diagnostic(
             "SC362",
             W,
-            f"In {tool}, the parameter `{parameter.get('name', '?')}` is in the {location}: "
-            "only header and query parameters can take a session value.",
+            Message(
+                "In %(tool)s, the parameter `%(get)s` is in the %(location)s: "
+                "only header and query parameters can take a session value.",
+                tool=tool,
+                get=parameter.get("name", "?"),
+                location=location,
+            ),
             field=field_name,
             subject=tool,
         )
@@ -1177,7 +1389,7 @@ def _lint_mcp(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Diagnos
         yield Diagnostic(
             "SC353",
             E,
-            f"The MCP tool {name} has no server URL.",
+            Message("The MCP tool %(name)s has no server URL.", name=name),
             field=f"tools.{name}.mcp_url",
             subject=name,
         )

@@ -18,26 +18,11 @@ from enum import StrEnum
 from itertools import accumulate
 from typing import NamedTuple
 
+from agents.core import codes
 from agents.core.conditions import Condition, ConditionError, parse_condition
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 
-CODES: dict[str, str] = {
-    "SC101": "Wrong reference syntax, e.g. `{TOOL: x}` or `${x}`; the message gives the fix.",
-    "SC102": "`{{` is never closed by `}}`, so it is not a static reference.",
-    "SC103": "`$context` in instructions: built-in session values are for tools only.",
-    "SC104": '`{{prénom}}`, `{{"…"}}`: looks like a static reference but is not one (names are '
-    "ASCII letters, digits and `_`); it stays as written.",
-    "SC110": "Unknown or malformed `{% %}` tag (only if, elif, else, endif exist).",
-    "SC111": "`{% if %}` without a matching `{% endif %}`.",
-    "SC112": "`{% endif %}` without an open `{% if %}`.",
-    "SC113": "`{% elif %}` or `{% else %}` without an open `{% if %}`.",
-    "SC114": "`{% elif %}` or a second `{% else %}` after `{% else %}`.",
-    "SC115": "A `{% if %}` or `{% elif %}` condition that is missing or cannot be read.",
-    "SC116": "`{%` without a closing `%}` on the same line.",
-    "SC120": "Static reference `{{x}}` to a variable with no value: it stays as written.",
-    "SC121": "Static reference `{{a.b}}` to a path that does not exist: it stays as written.",
-    "SC122": "An `{% if %}`/`{% elif %}` condition reads a variable with no value (it sees none).",
-}
+CODES: dict[str, str] = codes.section("parse")
 
 
 class TokenKind(StrEnum):
@@ -145,9 +130,15 @@ def _suggest_reference(content: str) -> str | None:
 
 def _wrong(raw: str, suggestion: str | None, why: str = "") -> Lexeme:
     if suggestion:
-        message = f"`{_snippet(raw)}` is not a reference: write `{suggestion}`."
+        message = Message(
+            "`%(snippet)s` is not a reference: write `%(suggestion)s`.",
+            snippet=_snippet(raw),
+            suggestion=suggestion,
+        )
     else:
-        message = f"`{_snippet(raw)}` is not a reference{why}."
+        message = Message(
+            "`%(snippet)s` is not a reference%(why)s.", snippet=_snippet(raw), why=why
+        )
     return Lexeme(TokenKind.TEXT, problem=Problem("SC101", Severity.WARNING, message))
 
 
@@ -170,7 +161,11 @@ def _classify_braces(raw: str) -> Lexeme:
             why = "quoted text is not a variable name"
         else:
             return Lexeme(TokenKind.TEXT)
-        message = f"`{_snippet(raw)}` is not a reference ({why}); it stays as written."
+        message = Message(
+            "`%(snippet)s` is not a reference (%(why)s); it stays as written.",
+            snippet=_snippet(raw),
+            why=why,
+        )
         return Lexeme(TokenKind.TEXT, problem=Problem("SC104", Severity.WARNING, message))
     content = raw[1:-1].strip()
     if _NAME.fullmatch(content):
@@ -200,30 +195,47 @@ def _classify_tag(raw: str) -> Lexeme:
     if keyword in ("if", "elif"):
         kind = TokenKind.IF if keyword == "if" else TokenKind.ELIF
         if not rest:
-            message = f'`{shown}` needs a condition, e.g. `{{% {keyword} channel == "web" %}}`.'
+            message = Message(
+                '`%(shown)s` needs a condition, e.g. `{%% %(keyword)s channel == "web" %%}`.',
+                shown=shown,
+                keyword=keyword,
+            )
             return Lexeme(kind, problem=Problem("SC115", Severity.ERROR, message))
         parsed = parse_condition(rest)
         if isinstance(parsed, ConditionError):
-            message = f"The condition of `{shown}` cannot be read: {parsed.message}."
+            message = Message(
+                "The condition of `%(shown)s` cannot be read: %(message)s.",
+                shown=shown,
+                message=parsed.message,
+            )
             return Lexeme(kind, problem=Problem("SC115", Severity.ERROR, message))
         return Lexeme(kind, condition=parsed)
     if keyword in ("else", "endif"):
         kind = TokenKind.ELSE if keyword == "else" else TokenKind.ENDIF
         if rest:
             hint = " (for another condition, use `{% elif … %}`)" if keyword == "else" else ""
-            message = f"`{shown}`: `{keyword}` takes nothing after it{hint}."
+            message = Message(
+                "`%(shown)s`: `%(keyword)s` takes nothing after it%(hint)s.",
+                shown=shown,
+                keyword=keyword,
+                hint=hint,
+            )
             return Lexeme(kind, problem=Problem("SC110", Severity.ERROR, message))
         return Lexeme(kind)
     if keyword in ("elseif", "elsif", "elif:") or body.startswith("else if"):
-        message = f"`{shown}` is not a tag: write `{{% elif condition %}}`."
+        message = Message("`%(shown)s` is not a tag: write `{%% elif condition %%}`.", shown=shown)
     elif keyword in ("end", "fi", "endif:", "end_if") or body == "end if":
-        message = f"`{shown}` is not a tag: write `{{% endif %}}`."
+        message = Message("`%(shown)s` is not a tag: write `{%% endif %%}`.", shown=shown)
     elif not body:
-        message = (
-            "An empty `{% %}` tag: use `{% if … %}`, `{% elif … %}`, `{% else %}` or `{% endif %}`."
+        message = Message(
+            "An empty `{%% %%}` tag: use `{%% if … %%}`, `{%% elif … "
+            "%%}`, `{%% else %%}` or `{%% endif %%}`."
         )
     else:
-        message = f"`{shown}` is not a known tag: only `if`, `elif`, `else` and `endif` exist."
+        message = Message(
+            "`%(shown)s` is not a known tag: only `if`, `elif`, `else` and `endif` exist.",
+            shown=shown,
+        )
     return Lexeme(TokenKind.TEXT, problem=Problem("SC110", Severity.ERROR, message))
 
 
@@ -232,7 +244,7 @@ _UNCLOSED_STATIC = Lexeme(
     problem=Problem(
         "SC102",
         Severity.WARNING,
-        "`{{` is not closed by `}}`, so it stays as text: write `{{name}}`.",
+        Message("`{{` is not closed by `}}`, so it stays as text: write `{{name}}`."),
     ),
 )
 _UNCLOSED_TAG = Lexeme(
@@ -240,7 +252,10 @@ _UNCLOSED_TAG = Lexeme(
     problem=Problem(
         "SC116",
         Severity.ERROR,
-        "`{%` is not closed by `%}` on the same line: write `{% if … %}`, or `{ %` for text.",
+        Message(
+            "`{%%` is not closed by `%%}` on the same line: write `{%% if "
+            "… %%}`, or `{ %%` for text."
+        ),
     ),
 )
 
@@ -308,15 +323,22 @@ def _classify_dollar(group: str) -> Problem | None:
     else:
         return None
     shown = _snippet("$" + group)
-    message = f"`{shown}` is not a reference: write `{suggestion}` (without `$`)."
+    message = Message(
+        "`%(shown)s` is not a reference: write `%(suggestion)s` (without `$`).",
+        shown=shown,
+        suggestion=suggestion,
+    )
     return Problem("SC101", Severity.WARNING, message)
 
 
 _CONTEXT = Problem(
     "SC103",
     Severity.ERROR,
-    "`$context` cannot be used in instructions: built-in session values are only for tools. "
-    "Reference a variable instead, e.g. `{{name}}` or `{name}`.",
+    Message(
+        "`$context` cannot be used in instructions: built-in session "
+        "values are only for tools. Reference a variable instead, "
+        "e.g. `{{name}}` or `{name}`."
+    ),
 )
 
 
@@ -443,13 +465,19 @@ class Scan:
                     problem = Problem(
                         "SC112",
                         Severity.ERROR,
-                        f"`{shown}` closes nothing: there is no open `{{% if %}}` before it.",
+                        Message(
+                            "`%(shown)s` closes nothing: there is no open `{%% if %%}` before it.",
+                            shown=shown,
+                        ),
                     )
                 else:
                     problem = Problem(
                         "SC113",
                         Severity.ERROR,
-                        f"`{shown}` is outside any `{{% if %}}` … `{{% endif %}}` block.",
+                        Message(
+                            "`%(shown)s` is outside any `{%% if %%}` … `{%% endif %%}` block.",
+                            shown=shown,
+                        ),
                     )
             elif kind is TokenKind.ENDIF:
                 stack.pop()
@@ -457,8 +485,11 @@ class Scan:
                 problem = Problem(
                     "SC114",
                     Severity.ERROR,
-                    f"`{shown}` comes after `{{% else %}}` in the same block: "
-                    "`{% else %}` must be the last branch.",
+                    Message(
+                        "`%(shown)s` comes after `{%% else %%}` in the same block: "
+                        "`{%% else %%}` must be the last branch.",
+                        shown=shown,
+                    ),
                 )
             elif kind is TokenKind.ELSE:
                 stack[-1][1] = index
@@ -469,8 +500,11 @@ class Scan:
             problem = Problem(
                 "SC111",
                 Severity.ERROR,
-                f"`{_snippet(parts[index])}` is never closed: add `{{% endif %}}` "
-                "(until then the block runs to the end of the instructions).",
+                Message(
+                    "`%(snippet)s` is never closed: add `{%% endif %%}` (until "
+                    "then the block runs to the end of the instructions).",
+                    snippet=_snippet(parts[index]),
+                ),
             )
             problems.append((ends[index - 1], ends[index], problem))
 

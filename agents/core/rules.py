@@ -14,7 +14,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core import codes
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.schemas import check_schema
 from agents.core.script import format_script, parse_script
 from agents.core.spec import (
@@ -53,19 +54,7 @@ __all__ = [
     "token_budget_problems",
 ]
 
-CODES: dict[str, str] = {
-    "SC001": "A field has a value the object cannot be saved with.",
-    "SC002": "Someone else saved the object since you opened it (no lost update).",
-    "SC003": "A name is missing, too long or has characters a name cannot have.",
-    "SC004": "A name is already used in this app.",
-    "SC005": "An unknown variable type, tool kind or callback kind.",
-    "SC006": "A custom object has no schema, or a schema of another app.",
-    "SC007": "Python code of a tool or callback does not parse.",
-    "SC008": "A JSON field has the wrong shape (object expected).",
-    "SC009": "A scenario setting is out of range (budget, channel, modality, clock).",
-    "SC010": "A scenario sets a variable the app does not declare.",
-    "SC011": "A platform tool is not one CX Agent Studio provides.",
-}
+CODES: dict[str, str] = codes.section("rules")
 
 # Names of variables, schemas and tools (CX Agent Studio's rule for Python identifiers).
 # \A and \Z: the whole text, in Python's re, the regex package and PostgreSQL alike (a `$`
@@ -122,14 +111,19 @@ def _error(code: str, field: str, message: str, subject: str | None = None) -> D
 def name_problems(name: str, field: str = "name", subject: str | None = None) -> list[Diagnostic]:
     """A variable, schema or tool name: required, at most 64 characters, an identifier."""
     if not name:
-        return [_error("SC003", field, "Name is required.", subject)]
+        return [_error("SC003", field, Message("Name is required."), subject)]
     if len(name) > NAME_MAX_LENGTH:
-        message = f"Name is too long: at most {NAME_MAX_LENGTH} characters."
+        message = Message(
+            "Name is too long: at most %(name_max_length)s characters.",
+            name_max_length=NAME_MAX_LENGTH,
+        )
         return [_error("SC003", field, message, subject)]
     if not _NAME_RE.fullmatch(name):
-        message = (
-            f"'{name}' is not a valid name: use letters, digits and underscores, "
-            "not starting with a digit (for example customer_name)."
+        message = Message(
+            "'%(name)s' is not a valid name: use letters, digits and "
+            "underscores, not starting with a digit (for example "
+            "customer_name).",
+            name=name,
         )
         return [_error("SC003", field, message, subject)]
     return []
@@ -138,7 +132,9 @@ def name_problems(name: str, field: str = "name", subject: str | None = None) ->
 def _nul(text: str, field: str) -> list[Diagnostic]:
     """PostgreSQL cannot store (or even look up) text with a NUL character."""
     if "\x00" in text:
-        return [_error("SC003", field, "The name contains a NUL character (\\x00); remove it.")]
+        return [
+            _error("SC003", field, Message("The name contains a NUL character (\\x00); remove it."))
+        ]
     return []
 
 
@@ -147,9 +143,12 @@ def app_name_problems(name: str, field: str = "name") -> list[Diagnostic]:
     if "\x00" in name:
         return _nul(name, field)
     if not name:
-        return [_error("SC003", field, "Give the app a name.")]
+        return [_error("SC003", field, Message("Give the app a name."))]
     if len(name) > APP_NAME_MAX_LENGTH:
-        message = f"The app's name is too long: at most {APP_NAME_MAX_LENGTH} characters."
+        message = Message(
+            "The app's name is too long: at most %(app_name_max_length)s characters.",
+            app_name_max_length=APP_NAME_MAX_LENGTH,
+        )
         return [_error("SC003", field, message)]
     return []
 
@@ -160,12 +159,15 @@ def display_name_problems(name: str, field: str = "display_name") -> list[Diagno
     if "\x00" in name:
         return _nul(name, field)
     if not name:
-        return [_error("SC003", field, "Give the agent a display name.")]
+        return [_error("SC003", field, Message("Give the agent a display name."))]
     if len(name) > DISPLAY_NAME_MAX_LENGTH:
-        message = f"The display name is too long: at most {DISPLAY_NAME_MAX_LENGTH} characters."
+        message = Message(
+            "The display name is too long: at most %(display_name_max_length)s characters.",
+            display_name_max_length=DISPLAY_NAME_MAX_LENGTH,
+        )
         return [_error("SC003", field, message, name)]
     if "{" in name or "}" in name:
-        return [_error("SC003", field, "A display name cannot contain braces { }.", name)]
+        return [_error("SC003", field, Message("A display name cannot contain braces { }."), name)]
     return []
 
 
@@ -179,13 +181,17 @@ def parse_python(code: str) -> ast.Module | Diagnostic:
     try:
         return ast.parse(code)
     except SyntaxError as exc:
-        message = f"Line {exc.lineno}: {exc.msg}. Fix the Python syntax."
+        message = Message(
+            "Line %(lineno)s: %(msg)s. Fix the Python syntax.", lineno=exc.lineno, msg=exc.msg
+        )
         return Diagnostic("SC007", E, message, line=exc.lineno, column=exc.offset)
     except (RecursionError, MemoryError):
-        message = "The code is nested too deeply to be read; flatten it (fewer nested levels)."
+        message = Message(
+            "The code is nested too deeply to be read; flatten it (fewer nested levels)."
+        )
         return Diagnostic("SC007", E, message)
     except ValueError as exc:
-        return Diagnostic("SC007", E, f"The code cannot be read: {exc}.")
+        return Diagnostic("SC007", E, Message("The code cannot be read: %(exc)s.", exc=exc))
 
 
 def platform_tool_problem() -> str:
@@ -199,7 +205,7 @@ def python_problems(
     """Python code of a tool or callback: it must parse (and exist, when `required`)."""
     if not code.strip():
         if required:
-            return [_error("SC007", field, "The callback needs Python code.", subject)]
+            return [_error("SC007", field, Message("The callback needs Python code."), subject)]
         return []
     parsed = parse_python(code)
     if isinstance(parsed, Diagnostic):
@@ -210,13 +216,25 @@ def python_problems(
 def channel_problems(channel: str, field: str = "channel") -> list[Diagnostic]:
     if channel in CHANNELS:
         return []
-    return [_error("SC009", field, f"Channel must be one of {', '.join(CHANNELS)}.")]
+    return [
+        _error(
+            "SC009",
+            field,
+            Message("Channel must be one of %(channels)s.", channels=", ".join(CHANNELS)),
+        )
+    ]
 
 
 def modality_problems(modality: str, field: str = "modality") -> list[Diagnostic]:
     if modality in MODALITIES:
         return []
-    return [_error("SC009", field, f"Modality must be one of {', '.join(MODALITIES)}.")]
+    return [
+        _error(
+            "SC009",
+            field,
+            Message("Modality must be one of %(modalities)s.", modalities=", ".join(MODALITIES)),
+        )
+    ]
 
 
 def now_problems(now: str, field: str = "now") -> list[Diagnostic]:
@@ -229,7 +247,10 @@ def now_problems(now: str, field: str = "now") -> list[Diagnostic]:
         _error(
             "SC009",
             field,
-            "The clock must be an ISO date-time like 2026-06-01T12:00:00 (empty: the real clock).",
+            Message(
+                "The clock must be an ISO date-time like 2026-06-01T12:00:00 "
+                "(empty: the real clock)."
+            ),
         )
     ]
 
@@ -237,7 +258,7 @@ def now_problems(now: str, field: str = "now") -> list[Diagnostic]:
 def token_budget_problems(budget: Any, field: str = "token_budget") -> list[Diagnostic]:
     if isinstance(budget, int) and not isinstance(budget, bool) and 1 <= budget <= MAX_ID:
         return []
-    return [_error("SC009", field, "The context window needs at least 1 token.")]
+    return [_error("SC009", field, Message("The context window needs at least 1 token."))]
 
 
 def scenario_name_problems(name: str, field: str = "name") -> list[Diagnostic]:
@@ -245,9 +266,12 @@ def scenario_name_problems(name: str, field: str = "name") -> list[Diagnostic]:
     if "\x00" in name:
         return _nul(name, field)
     if not name:
-        return [_error("SC003", field, "Give the scenario a name.")]
+        return [_error("SC003", field, Message("Give the scenario a name."))]
     if len(name) > SCENARIO_NAME_MAX_LENGTH:
-        message = f"The scenario's name is too long: at most {SCENARIO_NAME_MAX_LENGTH} characters."
+        message = Message(
+            "The scenario's name is too long: at most %(scenario_name_max_length)s characters.",
+            scenario_name_max_length=SCENARIO_NAME_MAX_LENGTH,
+        )
         return [_error("SC003", field, message)]
     return []
 
@@ -270,14 +294,14 @@ def session_values_problems(
     """Session values of a scenario or a preview: one JSON object of declared variables, each
     value fitting its variable's type or schema. Each problem's `subject` is the variable."""
     if not isinstance(values, dict):
-        message = 'Session values are one JSON object: {"name": value}.'
+        message = Message('Session values are one JSON object: {"name": value}.')
         return [_error("SC008", field, message)]
     schemas = {s.name: s.schema for s in app.schemas}
     problems: list[Diagnostic] = []
     for name, value in values.items():
         variable = app.variable(name)
         if variable is None:
-            message = f"'{name}' is not a declared variable."
+            message = Message("'%(name)s' is not a declared variable.", name=name)
             problems.append(_error("SC010", field, message, subject=name))
             continue
         for d in validate_value(value, variable, schemas, field=field):
@@ -291,7 +315,13 @@ def session_values_problems(
 
 def _field_error(code: str, field: str, message: str, subject: str | None = None) -> Diagnostic:
     """A problem of a whole-app check: its message starts with the path it is about."""
-    return Diagnostic(code, E, f"{field}: {message}", field=field, subject=subject)
+    return Diagnostic(
+        code,
+        E,
+        Message("%(field)s: %(message)s", field=field, message=message),
+        field=field,
+        subject=subject,
+    )
 
 
 def _at(
@@ -299,7 +329,12 @@ def _at(
 ) -> Iterator[Diagnostic]:
     """The rule set's diagnostics about one field of the document, named by its path."""
     for d in diagnostics:
-        yield replace(d, field=field, message=f"{field}: {d.message}", subject=subject or d.subject)
+        yield replace(
+            d,
+            field=field,
+            message=Message("%(field)s: %(message)s", field=field, message=d.message),
+            subject=subject or d.subject,
+        )
 
 
 def check_app(app: AppSpec, scenarios: Iterable[ScenarioSpec] = ()) -> tuple[Diagnostic, ...]:
@@ -323,13 +358,18 @@ def check_app(app: AppSpec, scenarios: Iterable[ScenarioSpec] = ()) -> tuple[Dia
 def _check_schemas(app: AppSpec) -> Iterable[Diagnostic]:
     for repeated in duplicates(s.name for s in app.schemas):
         field = f"schemas.{repeated}"
-        yield _field_error("SC506", field, "two schemas have this name", repeated)
+        yield _field_error("SC506", field, Message("two schemas have this name"), repeated)
     for schema in app.schemas:
         yield from _at(name_problems(schema.name), f"schemas.{schema.name}.name", schema.name)
         for d in check_schema(schema.schema):
             inner = d.field if d.field and d.field != "#" else ""
             field = f"schemas.{schema.name}.json_schema{inner}"
-            yield replace(d, field=field, message=f"{field}: {d.message}", subject=schema.name)
+            yield replace(
+                d,
+                field=field,
+                message=Message("%(field)s: %(message)s", field=field, message=d.message),
+                subject=schema.name,
+            )
 
 
 def _check_variables(app: AppSpec) -> Iterable[Diagnostic]:
@@ -339,7 +379,7 @@ def _check_variables(app: AppSpec) -> Iterable[Diagnostic]:
     }
     for repeated in duplicates(v.name for v in app.variables):
         yield _field_error(
-            "SC506", f"variables.{repeated}", "two variables have this name", repeated
+            "SC506", f"variables.{repeated}", Message("two variables have this name"), repeated
         )
     for variable in app.variables:
         base = f"variables.{variable.name}"
@@ -348,33 +388,40 @@ def _check_variables(app: AppSpec) -> Iterable[Diagnostic]:
             yield _field_error(
                 "SC005",
                 f"{base}.item_type",
-                "a list needs the type of its items: text, number, boolean or object",
+                Message("a list needs the type of its items: text, number, boolean or object"),
                 variable.name,
             )
             continue
         if VariableType.OBJECT in (variable.type, variable.item_type):
             if not variable.schema:
                 yield _field_error(
-                    "SC507", f"{base}.schema", "a custom object needs a schema", variable.name
+                    "SC507",
+                    f"{base}.schema",
+                    Message("a custom object needs a schema"),
+                    variable.name,
                 )
                 continue
             if variable.schema not in schemas:
                 yield _field_error(
                     "SC507",
                     f"{base}.schema",
-                    f"the app has no schema named '{variable.schema}'",
+                    Message("the app has no schema named '%(schema)s'", schema=variable.schema),
                     variable.name,
                 )
                 continue
             if variable.schema in broken_schemas:
                 continue  # the schema's own errors are reported; its defaults cannot be checked
         for d in validate_value(variable.default, variable, schemas):
-            yield replace(d, message=f"{d.field}: {d.message}")
+            yield replace(
+                d, message=Message("%(field)s: %(message)s", field=d.field, message=d.message)
+            )
 
 
 def _check_tools(app: AppSpec) -> Iterable[Diagnostic]:
     for repeated in duplicates(t.name for t in app.tools):
-        yield _field_error("SC506", f"tools.{repeated}", "two tools have this name", repeated)
+        yield _field_error(
+            "SC506", f"tools.{repeated}", Message("two tools have this name"), repeated
+        )
     for tool in app.tools:
         base = f"tools.{tool.name}"
         yield from _at(name_problems(tool.name), f"{base}.name", tool.name)
@@ -387,12 +434,18 @@ def _check_tools(app: AppSpec) -> Iterable[Diagnostic]:
         if tool.kind is ToolKind.PLATFORM and tool.name not in PLATFORM_TOOLS:
             yield _field_error("SC011", f"{base}.name", platform_tool_problem(), tool.name)
         if len(tool.mcp_url) > URL_MAX_LENGTH:
-            message = f"at most {URL_MAX_LENGTH} characters"
+            message = Message(
+                "at most %(url_max_length)s characters", url_max_length=URL_MAX_LENGTH
+            )
             yield _field_error("SC001", f"{base}.mcp_url", message, tool.name)
         if tool.openapi is not None and not isinstance(tool.openapi, dict):
-            yield _field_error("SC008", f"{base}.openapi", "must be a JSON object", tool.name)
+            yield _field_error(
+                "SC008", f"{base}.openapi", Message("must be a JSON object"), tool.name
+            )
         if tool.mock is not None and not isinstance(tool.mock.state, dict):
-            yield _field_error("SC008", f"{base}.mock.state", "must be a JSON object", tool.name)
+            yield _field_error(
+                "SC008", f"{base}.mock.state", Message("must be a JSON object"), tool.name
+            )
 
 
 def _check_agents(app: AppSpec) -> Iterable[Diagnostic]:
@@ -400,15 +453,19 @@ def _check_agents(app: AppSpec) -> Iterable[Diagnostic]:
     agents = {a.name for a in app.agents}
     for repeated in duplicates((a.name.strip() for a in app.agents), fold=True):
         yield _field_error(
-            "SC506", f"agents.{repeated}", "two agents have this display name", repeated
+            "SC506", f"agents.{repeated}", Message("two agents have this display name"), repeated
         )
     roots = [a.name for a in app.agents if a.is_root]
     if len(roots) > 1:
         yield _field_error(
-            "SC508", "agents", f"only one agent can be the root, not {', '.join(roots)}"
+            "SC508",
+            "agents",
+            Message("only one agent can be the root, not %(roots)s", roots=", ".join(roots)),
         )
     elif app.agents and not roots:
-        message = f"agents: no agent is the root; {app.agents[0].name} becomes the root"
+        message = Message(
+            "agents: no agent is the root; %(name)s becomes the root", name=app.agents[0].name
+        )
         yield Diagnostic("SC508", W, message, field="agents")
     for agent in app.agents:
         base = f"agents.{agent.name}"
@@ -416,13 +473,16 @@ def _check_agents(app: AppSpec) -> Iterable[Diagnostic]:
         for tool in agent.tools:
             if tool not in tools:
                 yield _field_error(
-                    "SC507", f"{base}.tools", f"the app has no tool named '{tool}'", agent.name
+                    "SC507",
+                    f"{base}.tools",
+                    Message("the app has no tool named '%(tool)s'", tool=tool),
+                    agent.name,
                 )
         for child in agent.children:
             if child not in agents or child == agent.name:
-                words = "an agent cannot be its own sub-agent"
+                words = Message("an agent cannot be its own sub-agent")
                 if child not in agents:
-                    words = f"the app has no agent named '{child}'"
+                    words = Message("the app has no agent named '%(child)s'", child=child)
                 yield _field_error("SC507", f"{base}.children", words, agent.name)
         seen: set[tuple[CallbackKind, int]] = set()
         for i, callback in enumerate(agent.callbacks):
@@ -431,7 +491,11 @@ def _check_agents(app: AppSpec) -> Iterable[Diagnostic]:
                 yield _field_error(
                     "SC506",
                     f"{field}.order",
-                    f"two {callback.kind.value} callbacks have the order {callback.order}",
+                    Message(
+                        "two %(value)s callbacks have the order %(order)s",
+                        value=callback.kind.value,
+                        order=callback.order,
+                    ),
                     agent.name,
                 )
             seen.add((callback.kind, callback.order))
@@ -443,7 +507,9 @@ def _check_agents(app: AppSpec) -> Iterable[Diagnostic]:
     cycle = _cycle(app)
     if cycle:
         yield _field_error(
-            "SC507", f"agents.{cycle[0]}.children", f"sub-agents form a cycle: {' → '.join(cycle)}"
+            "SC507",
+            f"agents.{cycle[0]}.children",
+            Message("sub-agents form a cycle: %(cycle)s", cycle=" → ".join(cycle)),
         )
 
 
@@ -476,12 +542,19 @@ def _check_scenarios(app: AppSpec, scenarios: list[ScenarioSpec]) -> Iterable[Di
     for repeated in duplicates(f"{s.agent}\x00{s.name.strip()}" for s in scenarios):
         agent, name = repeated.split("\x00", 1)
         yield _field_error(
-            "SC506", f"agents.{agent}.scenarios.{name}", "two scenarios have this name", agent
+            "SC506",
+            f"agents.{agent}.scenarios.{name}",
+            Message("two scenarios have this name"),
+            agent,
         )
     for scenario in scenarios:
         base = f"agents.{scenario.agent}.scenarios.{scenario.name}"
         if scenario.agent not in agents:
-            yield _field_error("SC507", base, f"the app has no agent named '{scenario.agent}'")
+            yield _field_error(
+                "SC507",
+                base,
+                Message("the app has no agent named '%(agent)s'", agent=scenario.agent),
+            )
             continue
         agent = scenario.agent
         yield from _at(scenario_name_problems(scenario.name), f"{base}.name", agent)
@@ -492,9 +565,11 @@ def _check_scenarios(app: AppSpec, scenarios: list[ScenarioSpec]) -> Iterable[Di
         for d in session_values_problems(dict(session.values), app):
             yield from _at([d], f"{base}.session.values.{d.subject}", agent)
         if parse_script(format_script(scenario.steps)).steps != scenario.steps:
-            message = (
-                f"{base}.steps: a message cannot be kept exactly as a step script line "
-                "(a line starting with user:, agent:, tool:, callback: or #, or spaces "
-                "around a message); it is saved as the script reads it"
+            message = Message(
+                "%(base)s.steps: a message cannot be kept exactly as a step "
+                "script line (a line starting with user:, agent:, tool:, "
+                "callback: or #, or spaces around a message); it is saved as "
+                "the script reads it",
+                base=base,
             )
             yield Diagnostic("SC510", W, message, field=f"{base}.steps", subject=scenario.agent)

@@ -15,7 +15,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core import codes
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.types import describe_validation_error, is_missing, resolve_local_ref
 
 __all__ = [
@@ -26,20 +27,7 @@ __all__ = [
     "check_schema",
 ]
 
-CODES: dict[str, str] = {
-    # check_schema
-    "SC220": "The schema (or CX schema) is not a JSON object.",
-    "SC221": "The schema is not JSON data (NaN, infinity, a non-text key, ...).",
-    "SC222": "The schema breaks the draft 2020-12 metaschema.",
-    "SC223": "A $ref points outside the schema; remote references are never fetched.",
-    "SC224": "A local $ref points to nothing in the schema.",
-    "SC225": "The schema is nested more than 32 levels deep.",
-    "SC226": "The schema is too large (over 256 KB or 5,000 values).",
-    "SC227": "A pattern (or patternProperties key) is not a valid regular expression.",
-    "SC228": "A pattern repeats a group that repeats or has overlapping alternatives: refused.",
-    "SC229": "The schema declares a $schema other than draft 2020-12; it is read as 2020-12.",
-    "SC230": 'A custom-object schema should say "type": "object" at the top.',
-}
+CODES: dict[str, str] = codes.section("schemas")
 
 MAX_SCHEMA_DEPTH = 32
 MAX_SCHEMA_NODES = 5_000
@@ -137,7 +125,10 @@ def check_schema(schema: object) -> tuple[Diagnostic, ...]:
         kind = "true/false" if isinstance(schema, bool) else type(schema).__name__
         return (
             schema_diagnostic(
-                "SC220", Severity.ERROR, f"a schema must be a JSON object, not {kind}", "#"
+                "SC220",
+                Severity.ERROR,
+                Message("a schema must be a JSON object, not %(kind)s", kind=kind),
+                "#",
             ),
         )
     shape_problem = _check_shape(schema)
@@ -145,13 +136,17 @@ def check_schema(schema: object) -> tuple[Diagnostic, ...]:
         return (shape_problem,)
     size = len(json.dumps(schema, ensure_ascii=False, separators=(",", ":")).encode())
     if size > MAX_SCHEMA_BYTES:
-        message = f"the schema is {size // 1024} KB; at most {MAX_SCHEMA_BYTES // 1024} KB"
+        message = Message(
+            "the schema is %(size)s KB; at most %(max_schema_bytes)s KB",
+            size=size // 1024,
+            max_schema_bytes=MAX_SCHEMA_BYTES // 1024,
+        )
         return (schema_diagnostic("SC226", Severity.ERROR, message, "#"),)
     found = list(_metaschema_problems(schema))
     found.extend(_reference_and_pattern_problems(schema))
     declared = schema.get("type")
     if declared != "object" and declared != ["object"]:
-        message = 'a custom object schema should have "type": "object" at the top'
+        message = Message('a custom object schema should have "type": "object" at the top')
         found.append(schema_diagnostic("SC230", Severity.WARNING, message, "#/type"))
     return tuple(found)
 
@@ -164,24 +159,38 @@ def _check_shape(schema: dict[str, Any]) -> Diagnostic | None:
         node, path = stack.pop()
         nodes += 1
         if nodes > MAX_SCHEMA_NODES:
-            message = f"the schema has more than {MAX_SCHEMA_NODES:,} values"
+            message = Message(
+                "the schema has more than %(max_schema_nodes)s values",
+                max_schema_nodes=format(MAX_SCHEMA_NODES, ","),
+            )
             return schema_diagnostic("SC226", Severity.ERROR, message, "#")
         if len(path) + 1 > MAX_SCHEMA_DEPTH:
-            message = f"the schema is nested more than {MAX_SCHEMA_DEPTH} levels deep"
+            message = Message(
+                "the schema is nested more than %(max_schema_depth)s levels deep",
+                max_schema_depth=MAX_SCHEMA_DEPTH,
+            )
             return schema_diagnostic("SC225", Severity.ERROR, message, json_pointer(path))
         if isinstance(node, dict):
             for key, value in node.items():
                 if not isinstance(key, str):
-                    message = f"the key {key!r} is not text"
+                    message = Message("the key %(key)s is not text", key=repr(key))
                     return schema_diagnostic("SC221", Severity.ERROR, message, json_pointer(path))
                 stack.append((value, (*path, key)))
         elif isinstance(node, list):
             stack.extend((value, (*path, index)) for index, value in enumerate(node))
         elif isinstance(node, float) and not math.isfinite(node):
-            message = f"{json_pointer(path)}: {node} is not a number JSON can hold"
+            message = Message(
+                "%(json_pointer)s: %(node)s is not a number JSON can hold",
+                json_pointer=json_pointer(path),
+                node=node,
+            )
             return schema_diagnostic("SC221", Severity.ERROR, message, json_pointer(path))
         elif not (node is None or isinstance(node, (str, int, float))):
-            message = f"{json_pointer(path)}: a {type(node).__name__} is not JSON data"
+            message = Message(
+                "%(json_pointer)s: a %(name)s is not JSON data",
+                json_pointer=json_pointer(path),
+                name=type(node).__name__,
+            )
             return schema_diagnostic("SC221", Severity.ERROR, message, json_pointer(path))
     return None
 
@@ -199,7 +208,14 @@ def _metaschema_problems(schema: dict[str, Any]) -> Iterator[Diagnostic]:
             return
         where = json_pointer(tuple(error.absolute_path))
         yield schema_diagnostic(
-            "SC222", Severity.ERROR, f"{where}: {_metaschema_words(error)}", where
+            "SC222",
+            Severity.ERROR,
+            Message(
+                "%(where)s: %(metaschema_words)s",
+                where=where,
+                metaschema_words=_metaschema_words(error),
+            ),
+            where,
         )
 
 
@@ -273,13 +289,20 @@ def _reference_and_pattern_problems(schema: dict[str, Any]) -> Iterator[Diagnost
                 continue
             where = json_pointer((*path, keyword))
             if not ref.startswith("#"):
-                message = (
-                    f"{where}: {ref!r} points outside this schema; only local references "
-                    "(#/$defs/...) are allowed, remote schemas are never fetched"
+                message = Message(
+                    "%(where)s: %(ref)s points outside this schema; only local "
+                    "references (#/$defs/...) are allowed, remote schemas are "
+                    "never fetched",
+                    where=where,
+                    ref=repr(ref),
                 )
                 yield schema_diagnostic("SC223", Severity.ERROR, message, where)
             elif is_missing(resolve_local_ref(schema, ref)):
-                message = f"{where}: {ref!r} points to nothing in this schema"
+                message = Message(
+                    "%(where)s: %(ref)s points to nothing in this schema",
+                    where=where,
+                    ref=repr(ref),
+                )
                 yield schema_diagnostic("SC224", Severity.ERROR, message, where)
         pattern = node.get("pattern")
         if isinstance(pattern, str):
@@ -291,7 +314,11 @@ def _reference_and_pattern_problems(schema: dict[str, Any]) -> Iterator[Diagnost
         dialect = node.get("$schema")
         if isinstance(dialect, str) and dialect.rstrip("#") != DRAFT_2020_12:
             where = json_pointer((*path, "$schema"))
-            message = f"{where}: schemas are read as draft 2020-12; {dialect!r} is ignored"
+            message = Message(
+                "%(where)s: schemas are read as draft 2020-12; %(dialect)s is ignored",
+                where=where,
+                dialect=repr(dialect),
+            )
             yield schema_diagnostic("SC229", Severity.WARNING, message, where)
 
 
@@ -299,13 +326,21 @@ def _pattern_problems(pattern: str, where: str) -> Iterator[Diagnostic]:
     try:
         re.compile(pattern)
     except re.error as error:
-        message = f"{where}: {pattern!r} is not a valid regular expression ({error})"
+        message = Message(
+            "%(where)s: %(pattern)s is not a valid regular expression (%(error)s)",
+            where=where,
+            pattern=repr(pattern),
+            error=error,
+        )
         yield schema_diagnostic("SC227", Severity.ERROR, message, where)
         return
     if _may_backtrack(pattern):
-        message = (
-            f"{where}: {pattern!r} repeats a group that itself repeats or whose alternatives "
-            "overlap, which can take very long on some texts, so it is refused; simplify it "
-            "(e.g. (a+)+ is a+, (a|ab)* is (ab?)*)"
+        message = Message(
+            "%(where)s: %(pattern)s repeats a group that itself repeats "
+            "or whose alternatives overlap, which can take very long on "
+            "some texts, so it is refused; simplify it (e.g. (a+)+ is a+, "
+            "(a|ab)* is (ab?)*)",
+            where=where,
+            pattern=repr(pattern),
         )
         yield schema_diagnostic("SC228", Severity.ERROR, message, where)

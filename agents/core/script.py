@@ -36,15 +36,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core import codes
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.spec import CallbackKind, ExpectationSpec, ExpectKind, StepKind, StepSpec
 
-CODES: dict[str, str] = {
-    "SC451": "A scenario step line is not understood.",
-    "SC452": "A tool step's arguments are not a JSON object.",
-    "SC453": "A callback step names an unknown callback kind.",
-    "SC454": "An expectation, mock or variables line is not understood.",
-}
+CODES: dict[str, str] = codes.section("script")
 
 _LINE = re.compile(r"^(user|agent|tool|callback|variables|event)\s*:\s?(.*)$", re.IGNORECASE)
 _EXPECT = re.compile(
@@ -101,13 +97,28 @@ class _Reader:
             value = _json(rest) if rest else {}
         except json.JSONDecodeError as exc:
             self.problems.append(
-                _error(code, f"Line {number}: {what} is not valid JSON ({exc.msg}).", number)
+                _error(
+                    code,
+                    Message(
+                        "Line %(number)s: %(what)s is not valid JSON (%(msg)s).",
+                        number=number,
+                        what=what,
+                        msg=exc.msg,
+                    ),
+                    number,
+                )
             )
             return None
         if not isinstance(value, dict):
             self.problems.append(
                 _error(
-                    code, f'Line {number}: {what} must be a JSON object, like {{"id": 1}}.', number
+                    code,
+                    Message(
+                        'Line %(number)s: %(what)s must be a JSON object, like {"id": 1}.',
+                        number=number,
+                        what=what,
+                    ),
+                    number,
                 )
             )
             return None
@@ -115,7 +126,7 @@ class _Reader:
 
     def add(self, number: int, kind: str, body: str, head: tuple[str, str]) -> None:
         if kind == "variables":
-            values = self.object_body(body, "the session variables", number, "SC454")
+            values = self.object_body(body, Message("the session variables"), number, "SC454")
             if values is None:
                 return
             if self.pending and (self.pending_variables or self.pending_event):
@@ -145,11 +156,17 @@ class _Reader:
             match = _TOOL.match(body)
             if not match:
                 self.problems.append(
-                    _error("SC451", f"Line {number}: write the tool name after tool:.", number)
+                    _error(
+                        "SC451",
+                        Message("Line %(number)s: write the tool name after tool:.", number=number),
+                        number,
+                    )
                 )
                 return
             name, rest = match.group(1), match.group(2).strip()
-            args = self.object_body(rest, f"the arguments of {name}", number, "SC452")
+            args = self.object_body(
+                rest, Message("the arguments of %(name)s", name=name), number, "SC452"
+            )
             if args is not None:
                 self.steps.append(StepSpec(kind=StepKind.TOOL, tool=name, args=args))
         elif kind == "callback":
@@ -160,7 +177,12 @@ class _Reader:
                 self.problems.append(
                     _error(
                         "SC453",
-                        f"Line {number}: '{body}' is not a callback kind ({kinds}).",
+                        Message(
+                            "Line %(number)s: '%(body)s' is not a callback kind (%(kinds)s).",
+                            number=number,
+                            body=body,
+                            kinds=kinds,
+                        ),
                         number,
                     )
                 )
@@ -177,47 +199,71 @@ class _Reader:
         label = "mock" if kind is ExpectKind.MOCK else f"expect {kind.value}"
 
         def bad(message: str) -> None:
-            self.problems.append(_error("SC454", f"Line {number}: {label}: {message}", number))
+            self.problems.append(
+                _error(
+                    "SC454",
+                    Message(
+                        "Line %(number)s: %(label)s: %(message)s",
+                        number=number,
+                        label=label,
+                        message=message,
+                    ),
+                    number,
+                )
+            )
 
         if kind is ExpectKind.NO_CALLS:
             if body:
-                bad("takes nothing after it.")
+                bad(Message("takes nothing after it."))
                 return None
             return ExpectationSpec(kind, note=note)
         if kind is ExpectKind.AGENT:
             return ExpectationSpec(kind, value=body, note=note)
         if kind is ExpectKind.TRANSFER:
             if not body:
-                bad("name the agent, like expect transfer: Billing Helper.")
+                bad(Message("name the agent, like expect transfer: Billing Helper."))
                 return None
             return ExpectationSpec(kind, agent=body, note=note)
         if kind is ExpectKind.STATE:
             try:
                 value = _json(body)
             except json.JSONDecodeError as exc:
-                bad(f'write the variables as a JSON object, like {{"total": 3}} ({exc.msg}).')
+                bad(
+                    Message(
+                        'write the variables as a JSON object, like {"total": 3} (%(msg)s).',
+                        msg=exc.msg,
+                    )
+                )
                 return None
             if not isinstance(value, dict):
-                bad('write the variables as a JSON object, like {"total": 3}.')
+                bad(Message('write the variables as a JSON object, like {"total": 3}.'))
                 return None
             return ExpectationSpec(kind, value=value, note=note)
         match = _TOOL.match(body)
         if not match:
-            bad("write the tool name first.")
+            bad(Message("write the tool name first."))
             return None
         name, rest = match.group(1), match.group(2).strip()
         if kind is ExpectKind.CALL and not rest:
             return ExpectationSpec(kind, tool=name, value=None, note=note)
         if not rest:
-            bad(f"write the response of {name} as JSON after its name.")
+            bad(Message("write the response of %(name)s as JSON after its name.", name=name))
             return None
         try:
             value = _json(rest)
         except json.JSONDecodeError as exc:
-            bad(f"what follows {name} is not valid JSON ({exc.msg}).")
+            bad(
+                Message(
+                    "what follows %(name)s is not valid JSON (%(msg)s).", name=name, msg=exc.msg
+                )
+            )
             return None
         if kind is ExpectKind.CALL and not isinstance(value, dict):
-            bad(f'the arguments of {name} must be a JSON object, like {{"id": 1}}.')
+            bad(
+                Message(
+                    'the arguments of %(name)s must be a JSON object, like {"id": 1}.', name=name
+                )
+            )
             return None
         return ExpectationSpec(kind, tool=name, value=value, note=note)
 
@@ -244,8 +290,13 @@ def parse_script(text: str) -> ParsedScript:
             problems.append(
                 _error(
                     "SC451",
-                    f"Line {number}: start a step with user:, agent:, tool:, callback:, "
-                    f"variables:, event:, expect … or mock: (got {stripped[:40]!r}).",
+                    Message(
+                        "Line %(number)s: start a step with user:, agent:, tool:, "
+                        "callback:, variables:, event:, expect … or mock: (got "
+                        "%(stripped)s).",
+                        number=number,
+                        stripped=repr(stripped[:40]),
+                    ),
                     number,
                 )
             )

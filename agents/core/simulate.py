@@ -170,9 +170,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from agents.core import codes
 from agents.core.code_analysis import function_parameters
 from agents.core.compile import compile_instructions
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.http import CODES as HTTP_CODES
 from agents.core.http import HttpRequest, mcp_request, openapi_request
 from agents.core.model import ModelAnswer, ModelRequest, ModelStrategy, function_declarations
@@ -210,31 +211,21 @@ __all__ = [
 ]
 
 CODES: dict[str, str] = {
-    "SC401": "The scenario's agent does not exist in the app.",
-    "SC402": "A session value is given for a variable the app does not declare: ignored.",
-    "SC403": "A session value does not fit its variable's type or schema: ignored.",
-    "SC404": "A step calls a tool the app does not have.",
-    "SC405": "A step calls a tool that is not attached to the agent.",
-    "SC406": "A Python tool or callback cannot run: code execution is not available (add a mock).",
-    "SC407": "An OpenAPI/MCP tool without a mock: its response is unknown (null).",
-    "SC408": "A tool's mock wrote an undeclared variable (ignored: an error); code's write of "
-    "one is kept in the session state, as the runtime keeps it (a note).",
-    "SC409": "A tool or callback wrote a value that does not fit the variable: write ignored.",
-    "SC410": "Tool or callback code failed (exception, timeout, memory…): its writes are ignored.",
-    "SC411": "A Python tool has neither code nor a mock.",
-    "SC412": "A CALLBACK step names no callback kind, or the agent has no callback of that kind.",
-    "SC413": "The last state update of a dynamically referenced variable left the context window.",
-    "SC414": "The instructions alone exceed the token budget: no history fits.",
-    "SC415": "Tool or callback code raised: the rest of the turn is not run (as in the runtime).",
-    "SC416": "A before_agent callback answered: the rest of the turn is not run (as in ADK).",
-    "SC417": "A transfer to an agent that does not exist or that the agent may not hand over to.",
-    "SC418": "The session clock is not an ISO date-time: code reads the real clock.",
-    "SC419": "The model loop of a turn stopped: every answer had a function call (a cap).",
-    "SC420": "A before_model callback answered with text: the turn's later scripted answers "
-    "are not used (ADK's turn ends with that answer).",
-    "SC421": "A live model call failed (auth, quota, timeout, refused, a cap…): the turn ends.",
+    **codes.section("simulate"),
     **HTTP_CODES,
 }
+
+
+def _joined(messages: Any) -> str:
+    """Messages joined with "; ", each kept a `Message` (rendered in the reader's language)."""
+    items = list(messages)
+    if not items:
+        return ""
+    joined = items[0]
+    for item in items[1:]:
+        joined = Message("%(first)s; %(rest)s", first=joined, rest=item)
+    return joined
+
 
 EventKind = Literal[
     "user",
@@ -686,8 +677,11 @@ class _Run:
                     Diagnostic(
                         "SC418",
                         _WARNING,
-                        f"The session clock {self.session.now!r} is not an ISO date-time "
-                        "(like 2026-06-01T12:00:00): the code reads the real clock.",
+                        Message(
+                            "The session clock %(now)s is not an ISO date-time (like "
+                            "2026-06-01T12:00:00): the code reads the real clock.",
+                            now=repr(self.session.now),
+                        ),
                         field="session.now",
                     )
                 )
@@ -698,7 +692,9 @@ class _Run:
                     Diagnostic(
                         "SC402",
                         _WARNING,
-                        f"The session sets {name}, which is not declared: ignored.",
+                        Message(
+                            "The session sets %(name)s, which is not declared: ignored.", name=name
+                        ),
                         field=f"session.values.{name}",
                         subject=name,
                     )
@@ -861,10 +857,14 @@ class _Run:
                     self.undeclared_warned.add((writer.source, name))
                     self.note(
                         "SC408",
-                        f"{writer.label} keeps {name} in the session state (no variable "
-                        "declares it: the runtime's normal state for code's own keys; the "
-                        "model is not shown it and it is not exported — declare it to make "
-                        "it a variable).",
+                        Message(
+                            "%(label)s keeps %(name)s in the session state (no variable "
+                            "declares it: the runtime's normal state for code's own keys; "
+                            "the model is not shown it and it is not exported — declare "
+                            "it to make it a variable).",
+                            label=writer.label,
+                            name=name,
+                        ),
                         source=writer.source,
                         subject=writer.subject,
                     )
@@ -876,7 +876,11 @@ class _Run:
             if variable is None:
                 self.step_error(
                     "SC408",
-                    f"{writer.label} wrote {name}, which is not declared: the write is ignored.",
+                    Message(
+                        "%(label)s wrote %(name)s, which is not declared: the write is ignored.",
+                        label=writer.label,
+                        name=name,
+                    ),
                     source=writer.source,
                     subject=writer.subject,
                 )
@@ -888,10 +892,14 @@ class _Run:
                 if problems:
                     self.step_error(
                         "SC409",
-                        f"{writer.label} wrote {render_value(value)[:80]} to {name}, which does "
-                        "not fit: "
-                        + "; ".join(p.message for p in problems)
-                        + " (the write is ignored).",
+                        Message(
+                            "%(label)s wrote %(value)s to %(name)s, which does not fit: "
+                            "%(problems)s (the write is ignored).",
+                            label=writer.label,
+                            value=render_value(value)[:80],
+                            name=name,
+                            problems=_joined(p.message for p in problems),
+                        ),
                         source=writer.source,
                         subject=writer.subject,
                     )
@@ -916,7 +924,9 @@ class _Run:
         if self.run_code is None:
             self.step_error(
                 "SC406",
-                f"{writer.label}: code execution is not available; add a mock.",
+                Message(
+                    "%(label)s: code execution is not available; add a mock.", label=writer.label
+                ),
                 source=writer.source,
                 subject=writer.subject,
             )
@@ -928,11 +938,17 @@ class _Run:
                 False, None, (), (), f"the code runner failed: {exc}", None, ran=False
             )
         if not result.ok:
-            where = f" (line {result.error_line})" if result.error_line else ""
-            ends = "; the turn ends here, as in the runtime" if result.ran else ""
+            where = Message(" (line %(line)s)", line=result.error_line) if result.error_line else ""
+            ends = Message("; the turn ends here, as in the runtime") if result.ran else ""
             self.step_error(
                 "SC410",
-                f"{writer.label} failed{where}: {result.error or 'unknown error'}{ends}",
+                Message(
+                    "%(label)s failed%(where)s: %(value)s%(ends)s",
+                    label=writer.label,
+                    where=where,
+                    value=result.error or "unknown error",
+                    ends=ends,
+                ),
                 source=writer.source,
                 subject=writer.subject,
             )
@@ -959,9 +975,16 @@ class _Run:
             if not callback.code.strip():
                 continue  # an empty callback does nothing
             source = entry if len(callbacks) == 1 else f"{entry} #{position}"
-            writer = _Writer(source, f"the {source} of {self.agent.name}", source)
+            writer = _Writer(
+                source,
+                Message("the %(source)s of %(agent)s", source=source, agent=self.agent.name),
+                source,
+            )
             result_event = self.add_event(
-                "callback", source=source, label=f"{source} ran", value=None
+                "callback",
+                source=source,
+                label=Message("%(source)s ran", source=source),
+                value=None,
             )
             call = CodeCall(
                 code=callback.code,
@@ -985,14 +1008,18 @@ class _Run:
                 given.update(_copy_tree(result.args))
             if result is not None and result.tool_calls:
                 called = ", ".join(dict.fromkeys(f"tools.{name}" for name, _ in result.tool_calls))
-                result_event = replace(result_event, label=f"{source} ran (called {called})")
+                label = Message("%(source)s ran (called %(called)s)", source=source, called=called)
+                result_event = replace(result_event, label=label)
                 self.events[result_event.index] = result_event
             if result is not None and result.return_value is not None:
                 self.events[result_event.index] = replace(
                     result_event,
                     value=result.return_value,
-                    label=f"{result_event.label} and returned "
-                    f"{render_value(result.return_value)[:80]}",
+                    label=Message(
+                        "%(label)s and returned %(value)s",
+                        label=result_event.label,
+                        value=render_value(result.return_value)[:80],
+                    ),
                 )
                 if stops(result.return_value):
                     return True, result.return_value
@@ -1022,7 +1049,7 @@ class _Run:
                 )
         if first_step.kind is StepKind.USER:
             if first_step.variables:
-                writer = _Writer("session", "the session input", "session")
+                writer = _Writer("session", Message("the session input"), "session")
                 writes = tuple((k, _copy_tree(v)) for k, v in first_step.variables.items())
                 self.apply_writes(writer, writes, ())
             if first_step.text or first_step.event:
@@ -1099,8 +1126,12 @@ class _Run:
                     kind="error",
                     text="",
                     tokens=0,
-                    label=f"{event.label} — undone: code raised in {what}, whose writes "
-                    "the runtime commits only with its result",
+                    label=Message(
+                        "%(label)s — undone: code raised in %(what)s, whose writes the "
+                        "runtime commits only with its result",
+                        label=event.label,
+                        what=what,
+                    ),
                 )
         self.last_update = {}
         for event in self.events:
@@ -1179,8 +1210,13 @@ class _Run:
             Diagnostic(
                 "SC419",
                 _WARNING,
-                f"turn {self.turn}: the model was called {MAX_UNSCRIPTED_CALLS} times in a row "
-                "and every answer had a function call; the loop stops here.",
+                Message(
+                    "turn %(turn)s: the model was called %(max_unscripted_calls)s "
+                    "times in a row and every answer had a function call; the "
+                    "loop stops here.",
+                    turn=self.turn,
+                    max_unscripted_calls=MAX_UNSCRIPTED_CALLS,
+                ),
                 subject=self.agent.name,
             )
         )
@@ -1227,11 +1263,19 @@ class _Run:
         try:
             answer = self.model(request)
         except Exception as exc:  # a strategy must answer; this keeps the run alive
-            answer = ModelAnswer(error="bad_answer", message=f"{type(exc).__name__}: {exc}")
+            answer = ModelAnswer(
+                error="bad_answer",
+                message=Message("%(name)s: %(exc)s", name=type(exc).__name__, exc=exc),
+            )
         if answer.error:
             self.step_error(
                 "SC421",
-                f"model call {index + 1} failed ({answer.error}): {answer.message}",
+                Message(
+                    "model call %(index)s failed (%(error)s): %(message)s",
+                    index=index + 1,
+                    error=answer.error,
+                    message=answer.message,
+                ),
                 source="model",
                 subject=self.agent.name,
             )
@@ -1354,7 +1398,9 @@ class _Run:
                     "agent",
                     part["text"],
                     source=self.agent.name,
-                    label=f"{part['text']}  (answer from the {source})",
+                    label=Message(
+                        "%(text)s  (answer from the %(source)s)", text=part["text"], source=source
+                    ),
                 )
 
     def run_function_call(
@@ -1378,7 +1424,7 @@ class _Run:
         elif tool is None:
             self.step_error(
                 "SC404",
-                f"The tool {name or '(none)'} does not exist in this app.",
+                Message("The tool %(value)s does not exist in this app.", value=name or "(none)"),
                 source=name,
                 subject=name,
             )
@@ -1386,7 +1432,11 @@ class _Run:
         if tool is not None and name not in self.agent.tools:
             self.step_error(
                 "SC405",
-                f"agent {self.agent.name} may not call tool {name}: it is not attached.",
+                Message(
+                    "agent %(agent)s may not call tool %(tool)s: it is not attached.",
+                    agent=self.agent.name,
+                    tool=name,
+                ),
                 source=name,
                 subject=name,
             )
@@ -1460,7 +1510,12 @@ class _Run:
             return target
         self.step_error(
             "SC417",
-            f"agent {current.name} cannot transfer to {wanted or '(no agent)'}: {problem}.",
+            Message(
+                "agent %(name)s cannot transfer to %(value)s: %(problem)s.",
+                name=current.name,
+                value=wanted or "(no agent)",
+                problem=problem,
+            ),
             source=TRANSFER_TOOL,
             subject=current.name,
         )
@@ -1474,7 +1529,9 @@ class _Run:
             "transfer",
             source=target.name,
             value={"from": self.agent.name, "to": target.name},
-            label=f"{self.agent.name} transferred to {target.name}",
+            label=Message(
+                "%(agent)s transferred to %(target)s", agent=self.agent.name, target=target.name
+            ),
         )
         self.agent = target
         self.static_names = _static_names(target.instructions)
@@ -1501,7 +1558,7 @@ class _Run:
     def run_tool(self, tool: ToolSpec, args: dict[str, Any]) -> tuple[bool, Any]:
         """Run the tool itself: (ok, response)."""
         name = tool.name
-        writer = _Writer(name, f"tool {name}", name)
+        writer = _Writer(name, Message("tool %(name)s", name=name), name)
         if tool.kind is ToolKind.OPENAPI:
             request, problems = openapi_request(tool, args, self.http_context())
             self.record_http(request, problems)
@@ -1523,7 +1580,7 @@ class _Run:
             if not has_code:
                 self.step_error(
                     "SC411",
-                    f"tool {name} has no code and no mock: add one of them.",
+                    Message("tool %(name)s has no code and no mock: add one of them.", name=name),
                     source=name,
                     subject=name,
                 )
@@ -1550,7 +1607,7 @@ class _Run:
             Diagnostic(
                 "SC407",
                 _INFO,
-                f"tool {name} has no mock: response unknown (null).",
+                Message("tool %(name)s has no mock: response unknown (null).", name=name),
                 field=f"steps.{self.step_index}",
                 subject=name,
             )
@@ -1588,9 +1645,15 @@ class _Run:
                 Diagnostic(
                     "SC420",
                     _INFO,
-                    f"The {self.model_done} answered turn {self.turn} with text in the "
-                    f"model's place: ADK's turn ends with that answer, so {self.unused_answers} "
-                    "scripted model answer(s) of the turn were not used.",
+                    Message(
+                        "The %(model_done)s answered turn %(turn)s with text in the "
+                        "model's place: ADK's turn ends with that answer, so "
+                        "%(unused_answers)s scripted model answer(s) of the turn were "
+                        "not used.",
+                        model_done=self.model_done,
+                        turn=self.turn,
+                        unused_answers=self.unused_answers,
+                    ),
                     subject=self.agent.name,
                 )
             )
@@ -1600,9 +1663,15 @@ class _Run:
                     Diagnostic(
                         "SC416",
                         _INFO,
-                        f"The {self.turn_answered} answered in turn {self.turn}: its "
-                        f"{self.skipped_steps} later step(s) and the after_agent callbacks "
-                        "did not run (the runtime ends the turn with that answer).",
+                        Message(
+                            "The %(turn_answered)s answered in turn %(turn)s: its "
+                            "%(skipped_steps)s later step(s) and the after_agent "
+                            "callbacks did not run (the runtime ends the turn with that "
+                            "answer).",
+                            turn_answered=self.turn_answered,
+                            turn=self.turn,
+                            skipped_steps=self.skipped_steps,
+                        ),
                         subject=self.agent.name,
                     )
                 )
@@ -1619,8 +1688,14 @@ class _Run:
                 Diagnostic(
                     "SC415",
                     _INFO,
-                    f"{self.turn_ended} raised in turn {self.turn}:{skipped} the after_agent "
-                    "callbacks of that turn did not run (the runtime ends the turn).",
+                    Message(
+                        "%(turn_ended)s raised in turn %(turn)s:%(skipped)s the "
+                        "after_agent callbacks of that turn did not run (the runtime "
+                        "ends the turn).",
+                        turn_ended=self.turn_ended,
+                        turn=self.turn,
+                        skipped=skipped,
+                    ),
                     subject=self.agent.name,
                 )
             )
@@ -1646,9 +1721,13 @@ class _Run:
                 Diagnostic(
                     "SC414",
                     _WARNING,
-                    f"The instructions alone take about {self.instruction_tokens} tokens, "
-                    f"more than the budget of {self.scenario.token_budget}: "
-                    "no history fits in the context window.",
+                    Message(
+                        "The instructions alone take about %(instruction_tokens)s "
+                        "tokens, more than the budget of %(token_budget)s: no history "
+                        "fits in the context window.",
+                        instruction_tokens=self.instruction_tokens,
+                        token_budget=self.scenario.token_budget,
+                    ),
                     field="token_budget",
                     subject=self.agent.name,
                 )
@@ -1662,8 +1741,12 @@ class _Run:
                 Diagnostic(
                     "SC413",
                     _WARNING,
-                    f"the agent may forget {name}: its last state update dropped out of "
-                    f"the context window at turn {turn}",
+                    Message(
+                        "the agent may forget %(name)s: its last state update dropped "
+                        "out of the context window at turn %(turn)s",
+                        name=name,
+                        turn=turn,
+                    ),
                     subject=name,
                 )
             )
@@ -1779,8 +1862,12 @@ def simulate(
         diagnostic = Diagnostic(
             "SC401",
             _ERROR,
-            f"The scenario {scenario.name} talks to the agent {scenario.agent}, which does "
-            "not exist in this app.",
+            Message(
+                "The scenario %(name)s talks to the agent %(agent)s, which "
+                "does not exist in this app.",
+                name=scenario.name,
+                agent=scenario.agent,
+            ),
             field="agent",
             subject=scenario.agent,
         )

@@ -18,8 +18,8 @@ from jsonschema.exceptions import ValidationError, best_match
 from referencing import Registry
 from referencing.exceptions import NoSuchResource
 
-from agents.core import safe_regex
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core import codes, safe_regex
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.safe_regex import TimedDraft202012Validator
 from agents.core.spec import VariableSpec, VariableType
 
@@ -32,19 +32,7 @@ __all__ = [
     "validate_value",
 ]
 
-CODES: dict[str, str] = {
-    "SC201": "A value is not of the type its variable or schema requires.",
-    "SC202": "A value breaks a schema constraint (minimum, length, pattern, enum, ...).",
-    "SC203": "A text value does not have the format its schema asks for (date, email, ...).",
-    "SC204": "An object value lacks a property its schema requires.",
-    "SC205": "An object value has a property its schema does not allow.",
-    "SC206": "A custom-object variable names no schema, or a schema the app does not have.",
-    "SC207": "The schema cannot be used to validate (invalid, or a $ref that does not resolve).",
-    "SC208": "A list variable has an item type that is not allowed (a list of lists).",
-    "SC209": "A value is not JSON data (NaN, infinity, a set, a non-text key, ...).",
-    "SC210": "A value matches none of the alternatives its schema allows (anyOf/oneOf/not).",
-    "SC211": "More problems were found than are listed.",
-}
+CODES: dict[str, str] = codes.section("types")
 
 MAX_VALUE_DIAGNOSTICS = 20
 
@@ -60,11 +48,12 @@ _TYPE_SCHEMAS: dict[VariableType, dict[str, Any]] = {
 
 
 TYPE_LABELS: dict[VariableType, str] = {
-    VariableType.TEXT: "Text",
-    VariableType.NUMBER: "Number",
-    VariableType.BOOLEAN: "Yes/No",
-    VariableType.OBJECT: "Custom object",
-    VariableType.LIST: "List",
+    # CX Agent Studio's names (its "Variables" page); `Message` so a page shows them translated.
+    VariableType.TEXT: Message("Text"),
+    VariableType.NUMBER: Message("Number"),
+    VariableType.BOOLEAN: Message("Yes/No"),
+    VariableType.OBJECT: Message("Custom object"),
+    VariableType.LIST: Message("List"),
 }
 
 
@@ -74,8 +63,8 @@ def type_label(
     """How a designer reads a type: `Number`, `Customer`, `List of Text`, `List of Customer`."""
     if type is VariableType.LIST:
         if item_type is VariableType.OBJECT and schema:
-            return f"List of {schema}"
-        return f"List of {TYPE_LABELS[item_type] if item_type else '?'}"
+            return Message("List of %(item)s", item=schema)
+        return Message("List of %(item)s", item=TYPE_LABELS[item_type] if item_type else "?")
     if type is VariableType.OBJECT and schema:
         return schema
     return TYPE_LABELS[type]
@@ -163,26 +152,46 @@ def validate_value(
         return Diagnostic(code, severity, message, field=where, subject=name)
 
     if variable.type is VariableType.LIST and variable.item_type is VariableType.LIST:
-        return (diagnostic("SC208", f"{name}: a list cannot hold lists"),)
+        return (diagnostic("SC208", Message("%(name)s: a list cannot hold lists", name=name)),)
     needs_schema = variable.type is VariableType.OBJECT or (
         variable.type is VariableType.LIST and variable.item_type is VariableType.OBJECT
     )
     found: list[Diagnostic] = []
     if needs_schema and not isinstance(schemas.get(variable.schema or ""), dict):
         if variable.schema:
-            message = f"{name}: the schema {quoted(variable.schema)} does not exist"
+            message = Message(
+                "%(name)s: the schema %(quoted)s does not exist",
+                name=name,
+                quoted=quoted(variable.schema),
+            )
         else:
-            message = f"{name}: a custom object needs a schema"
+            message = Message("%(name)s: a custom object needs a schema", name=name)
         found.append(diagnostic("SC206", message))
     not_json = _not_json_reason(value)
     if not_json:
-        return (*found, diagnostic("SC209", f"{path_in_words(name, not_json[0])}: {not_json[1]}"))
+        return (
+            *found,
+            diagnostic(
+                "SC209",
+                Message(
+                    "%(path_in_words)s: %(not_json)s",
+                    path_in_words=path_in_words(name, not_json[0]),
+                    not_json=not_json[1],
+                ),
+            ),
+        )
     problems = value_schema_problems(value, json_schema_for(variable, schemas), root_name=name)
     for message, error in problems[:MAX_VALUE_DIAGNOSTICS]:
         found.append(diagnostic(_code_for(error), message))
     if len(problems) > MAX_VALUE_DIAGNOSTICS:
         more = len(problems) - MAX_VALUE_DIAGNOSTICS
-        found.append(diagnostic("SC211", f"{name}: {more} more problems", Severity.INFO))
+        found.append(
+            diagnostic(
+                "SC211",
+                Message("%(name)s: %(more)s more problems", name=name, more=more),
+                Severity.INFO,
+            )
+        )
     return tuple(found)
 
 
@@ -213,7 +222,11 @@ def value_schema_problems(
     for error in errors:
         words = describe_validation_error(error)
         if root_name or error.absolute_path:
-            words = f"{path_in_words(root_name, error.absolute_path)}: {words}"
+            words = Message(
+                "%(path_in_words)s: %(words)s",
+                path_in_words=path_in_words(root_name, error.absolute_path),
+                words=words,
+            )
         problems.append((words, error))
     return problems
 

@@ -7,7 +7,7 @@ Modules by entity: `apps`, `schemas`, `variables`, `tools`, `agents` (and callba
 (simulate a scenario); `common` holds refusals, locking and the audit record.
 """
 
-from agents.services.accounts import api_token_create, api_token_revoke
+from agents.services.accounts import api_token_create, api_token_revoke, user_language_set
 from agents.services.agents import (
     agent_create,
     agent_delete,
@@ -100,6 +100,7 @@ __all__ = [
     "tool_problems",
     "tool_rename",
     "tool_update",
+    "user_language_set",
     "variable_create",
     "variable_delete",
     "variable_problems",

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
-from agents.services.common import Actor
+from agents.core.diagnostics import Message
+from agents.services.common import Actor, ServiceError, error
 
 logger = logging.getLogger("agents.services")
 
@@ -19,6 +21,25 @@ def api_token_create(*, user: Actor) -> Token:
     token = Token.objects.create(user=user)
     logger.info("API token created for %s", user.get_username())
     return token
+
+
+@transaction.atomic
+def user_language_set(*, user: Actor, language: str) -> None:
+    """Remember the language `user` chose ("" forgets it: Accept-Language decides again)."""
+    from agents.models import UserSettings
+
+    codes = {code for code, _ in settings.LANGUAGES}
+    if language and language not in codes:
+        raise ServiceError(
+            [
+                error(
+                    "language",
+                    Message("Choose one of %(languages)s.", languages=", ".join(sorted(codes))),
+                )
+            ]
+        )
+    UserSettings.objects.update_or_create(user=user, defaults={"language": language})
+    logger.info("language of %s set to %r", user.get_username(), language)
 
 
 @transaction.atomic

@@ -8,7 +8,7 @@ from typing import Any
 from django.db import transaction
 
 from agents.core import rules
-from agents.core.diagnostics import Diagnostic
+from agents.core.diagnostics import Diagnostic, Message
 from agents.core.rename import RenameKind
 from agents.models import Agent, AgentApp, Callback, CallbackKind, Tool
 from agents.services.common import (
@@ -36,7 +36,11 @@ def agent_problems(agent: Agent) -> list[Diagnostic]:
         .exists()
     ):
         diagnostics.append(
-            error("display_name", f"An agent named '{name}' already exists in this app.", "SC004")
+            error(
+                "display_name",
+                Message("An agent named '%(name)s' already exists in this app.", name=name),
+                "SC004",
+            )
         )
     return diagnostics
 
@@ -53,17 +57,23 @@ def _set_agent_links(
 ) -> None:
     if tools is not None:
         if any(t.app_id != agent.app_id for t in tools):
-            raise ServiceError([error("tools", "A tool of another app cannot be attached.")])
+            raise ServiceError(
+                [error("tools", Message("A tool of another app cannot be attached."))]
+            )
         agent.tools.set(tools)
     if children is not None:
         if any(c.app_id != agent.app_id or c.pk == agent.pk for c in children):
             raise ServiceError(
-                [error("children", "Sub-agents must be other agents of the same app.")]
+                [error("children", Message("Sub-agents must be other agents of the same app."))]
             )
         agent.children.set(children)
         if _has_cycle(agent):
             raise ServiceError(
-                [error("children", "That would make an agent its own sub-agent (a cycle).")]
+                [
+                    error(
+                        "children", Message("That would make an agent its own sub-agent (a cycle).")
+                    )
+                ]
             )
 
 
@@ -185,9 +195,11 @@ def agent_save_instructions(
             [
                 error(
                     "instructions",
-                    "These instructions were changed elsewhere since you opened them (another "
-                    "editor, or a rename that updated references). Copy your text, reload, "
-                    "and apply your change again.",
+                    Message(
+                        "These instructions were changed elsewhere since you opened "
+                        "them (another editor, or a rename that updated references). "
+                        "Copy your text, reload, and apply your change again."
+                    ),
                     "SC002",
                 )
             ]
@@ -211,7 +223,12 @@ def agent_save_instructions(
 def agent_delete(*, agent: Agent, actor: Actor = None) -> None:
     if agent.is_root and agent.app.agents.exclude(pk=agent.pk).exists():
         raise ServiceError(
-            [error("__all__", "Make another agent the root before deleting the root agent.")]
+            [
+                error(
+                    "__all__",
+                    Message("Make another agent the root before deleting the root agent."),
+                )
+            ]
         )
     changed(
         app=agent.app_id,
@@ -257,7 +274,9 @@ def callback_problems(callback: Callback) -> list[Diagnostic]:
     if callback.kind not in CallbackKind.values:
         diagnostics.append(
             error(
-                "kind", "Choose when the callback runs: before/after agent, model or tool.", "SC005"
+                "kind",
+                Message("Choose when the callback runs: before/after agent, model or tool."),
+                "SC005",
             )
         )
     diagnostics += rules.python_problems(callback.code, "code", required=True)

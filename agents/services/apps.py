@@ -12,7 +12,7 @@ from django.db import transaction
 
 from agents import selectors
 from agents.core import rules
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.formats import check_app_spec
 from agents.core.script import format_script
 from agents.core.spec import AppSpec, ScenarioSpec
@@ -42,7 +42,13 @@ def _app_name_problems(owner_id: int, name: str, exclude: int | None = None) -> 
         return problems
     clash = AgentApp.objects.filter(owner_id=owner_id, name=name.strip()).exclude(pk=exclude)
     if clash.exists():
-        return [error("name", f"You already have an app named '{name.strip()}'.", "SC004")]
+        return [
+            error(
+                "name",
+                Message("You already have an app named '%(strip)s'.", strip=name.strip()),
+                "SC004",
+            )
+        ]
     return []
 
 
@@ -101,14 +107,18 @@ def app_delete(*, app: AgentApp, actor: Actor = None) -> None:
 def _role_problems(role: str) -> list[Diagnostic]:
     if role in ShareRole.values:
         return []
-    return [error("role", f"Role must be one of {', '.join(ShareRole.values)}.")]
+    return [
+        error(
+            "role", Message("Role must be one of %(values)s.", values=", ".join(ShareRole.values))
+        )
+    ]
 
 
 @transaction.atomic
 def app_share(*, app: AgentApp, user: Actor, role: str, actor: Actor = None) -> AppShare:
     raise_if(_role_problems(role))
     if user.pk == app.owner_id:
-        raise ServiceError([error("user", "The owner already has full access.")])
+        raise ServiceError([error("user", Message("The owner already has full access."))])
     share, _ = AppShare.objects.update_or_create(app=app, user=user, defaults={"role": role})
     changed(
         app=app,
@@ -185,7 +195,9 @@ def _named(d: Diagnostic, prefix: str, fields: Mapping[str, str]) -> Diagnostic:
         where = prefix
     else:
         where = f"{prefix}.{fields.get(d.field, d.field)}"
-    return replace(d, field=where, message=f"{where}: {d.message}")
+    return replace(
+        d, field=where, message=Message("%(where)s: %(message)s", where=where, message=d.message)
+    )
 
 
 @contextmanager

@@ -19,8 +19,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, ForeignKey, Model, UniqueConstraint
 
 from agents.core import rules
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.rename import RenameKind, rename_references
+from agents.i18n import localize
 from agents.models import Agent, AgentApp, AuditEvent
 
 logger = logging.getLogger("agents.services")
@@ -38,10 +39,17 @@ class ServiceError(Exception):
         super().__init__("; ".join(d.message for d in self.diagnostics))
 
     def field_errors(self) -> dict[str, list[str]]:
+        """Each field's messages, in the reader's language (the active one)."""
         errors: dict[str, list[str]] = {}
         for diagnostic in self.diagnostics:
-            errors.setdefault(diagnostic.field or "__all__", []).append(diagnostic.message)
+            errors.setdefault(diagnostic.field or "__all__", []).append(
+                localize(diagnostic.message)
+            )
         return errors
+
+    def localized(self) -> str:
+        """The messages joined, in the reader's language (`str(error)` is English)."""
+        return "; ".join(localize(d.message) for d in self.diagnostics)
 
 
 class StaleObjectError(ServiceError):
@@ -83,9 +91,15 @@ def check_version(obj: Model, expected_version: int | None) -> None:
             [
                 error(
                     "__all__",
-                    f"This {label} was changed by someone else while you were editing it "
-                    f"(you edited version {expected_version}, it is now at version {obj.version}). "
-                    "Reload to see their change, then apply yours again.",
+                    Message(
+                        "This %(label)s was changed by someone else while you were "
+                        "editing it (you edited version %(expected_version)s, it is "
+                        "now at version %(version)s). Reload to see their change, "
+                        "then apply yours again.",
+                        label=label,
+                        expected_version=expected_version,
+                        version=obj.version,
+                    ),
                     code="SC002",
                 )
             ],
@@ -99,7 +113,7 @@ def _nul_problems(obj: Model) -> list[Diagnostic]:
     for field in obj._meta.concrete_fields:
         value = getattr(obj, field.attname, None)
         if isinstance(value, str) and "\x00" in value:
-            message = "This text contains a NUL character (\\x00), which cannot be saved."
+            message = Message("This text contains a NUL character (\\x00), which cannot be saved.")
             problems.append(error(field.name, message))
     return problems
 
@@ -165,8 +179,12 @@ def integrity_problem(obj: Model, exc: IntegrityError) -> Diagnostic:
     label = obj._meta.verbose_name
     if constraint is None:
         detail = f" ({name})" if name else ""
-        message = (
-            f"The database refused this {label}{detail}: {exc}. Reload and apply your change again."
+        message = Message(
+            "The database refused this %(label)s%(detail)s: %(exc)s. "
+            "Reload and apply your change again.",
+            label=label,
+            detail=detail,
+            exc=exc,
         )
         return error("__all__", message)
     fields = _fields_of(constraint)
@@ -176,15 +194,25 @@ def integrity_problem(obj: Model, exc: IntegrityError) -> Diagnostic:
         scope = [obj._meta.get_field(f).verbose_name for f in fields if f not in own]
         within = f" in this {scope[0]}" if scope else ""
         values = ", ".join(f"{f} {getattr(obj, f, '')!r}" for f in own)
-        message = (
-            f"Another {label} with {values} was just saved{within} (database rule "
-            f"{constraint.name}); choose another {own[-1] if own else 'value'}."
+        message = Message(
+            "Another %(label)s with %(values)s was just saved%(within)s "
+            "(database rule %(name)s); choose another %(value)s.",
+            label=label,
+            values=values,
+            within=within,
+            name=constraint.name,
+            value=own[-1] if own else "value",
         )
         return error(field, message, "SC004" if field == "name" else "SC001")
     value = getattr(obj, field, "") if field != "__all__" else ""
-    message = (
-        f"The database refused {field} {value!r} of this {label} (database rule "
-        f"{constraint.name}); change the value to one the form accepts."
+    message = Message(
+        "The database refused %(field)s %(value)s of this %(label)s "
+        "(database rule %(name)s); change the value to one the form "
+        "accepts.",
+        field=field,
+        value=repr(value),
+        label=label,
+        name=constraint.name,
     )
     return error(field, message)
 
@@ -194,7 +222,17 @@ def unique(model: type[Model], obj: Any, *, what: str) -> list[Diagnostic]:
         return []
     clash = model.objects.filter(app_id=obj.app_id, name=obj.name).exclude(pk=obj.pk)
     if obj.name and clash.exists():
-        return [error("name", f"A {what} named '{obj.name}' already exists in this app.", "SC004")]
+        return [
+            error(
+                "name",
+                Message(
+                    "A %(what)s named '%(name)s' already exists in this app.",
+                    what=what,
+                    name=obj.name,
+                ),
+                "SC004",
+            )
+        ]
     return []
 
 

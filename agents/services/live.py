@@ -35,7 +35,7 @@ from django.conf import settings
 from django.db import transaction
 
 from agents import selectors
-from agents.core.diagnostics import Severity
+from agents.core.diagnostics import Message, Severity
 from agents.core.evaluate import ScenarioEvaluation
 from agents.core.live import Capped, Caps, Recorder, Replayer, evaluate_live
 from agents.core.model import ModelAnswer, ModelRequest
@@ -96,11 +96,20 @@ def _strategy(
     endpoint: Endpoint, *, stream: bool, on_text: Any, sleeper: Any
 ) -> Callable[[ModelRequest], ModelAnswer]:
     if endpoint.api_key_env and not endpoint.api_key:
-        return _config_failure(f"the variable {endpoint.api_key_env} holds no key")
+        return _config_failure(
+            Message("the variable %(api_key_env)s holds no key", api_key_env=endpoint.api_key_env)
+        )
     try:
         return client_for(endpoint, stream=stream, on_text=on_text, sleeper=sleeper)
     except Exception as exc:  # e.g. Vertex AI without Google credentials on this machine
-        return _config_failure(f"{endpoint.name} cannot be used: {type(exc).__name__}: {exc}")
+        return _config_failure(
+            Message(
+                "%(name)s cannot be used: %(error)s: %(exc)s",
+                name=endpoint.name,
+                error=type(exc).__name__,
+                exc=exc,
+            )
+        )
 
 
 def extra_tool_calls(spec: ScenarioSpec) -> str:
@@ -442,11 +451,17 @@ def live_run_save_golden(*, run: LiveRun, actor: Actor, name: str) -> Scenario:
     from agents.services.scenarios import scenario_save
 
     if run.mode != "live":
-        raise ServiceError([error("run", "Save a live run, not a replay, as a golden.", "SC482")])
+        raise ServiceError(
+            [error("run", Message("Save a live run, not a replay, as a golden."), "SC482")]
+        )
     scenario = run.scenario
     if scenario is None:
         raise ServiceError(
-            [error("run", "The run's scenario was deleted: its agent is unknown.", "SC482")]
+            [
+                error(
+                    "run", Message("The run's scenario was deleted: its agent is unknown."), "SC482"
+                )
+            ]
         )
     steps = golden_steps(run)
     script = format_script(steps)

@@ -24,6 +24,7 @@ from typing import Any
 from django.db import transaction
 
 from agents import keyring
+from agents.core.diagnostics import Message
 from agents.core.model import ModelRequest, ModelStrategy
 from agents.llm.endpoints import ConfigError, Endpoint, parse_models
 from agents.models import AgentApp, AppModelDefault, ModelEndpoint
@@ -102,7 +103,17 @@ def resolve_model(
     if requested:
         if requested not in found:
             raise ModelNotConfigured(
-                [error("model", f"No model named {requested!r}. Configured: {names}.", "SC481")]
+                [
+                    error(
+                        "model",
+                        Message(
+                            "No model named %(requested)s. Configured: %(names)s.",
+                            requested=repr(requested),
+                            names=names,
+                        ),
+                        "SC481",
+                    )
+                ]
             )
         return found[requested], temperature
     default = AppModelDefault.objects.filter(app=app).values_list("model", flat=True).first()
@@ -114,7 +125,13 @@ def resolve_model(
             if wanted in (endpoint.name, endpoint.model):
                 return endpoint, temperature
     raise ModelNotConfigured(
-        [error("model", f"Name a model for this run (configured: {names}).", "SC481")]
+        [
+            error(
+                "model",
+                Message("Name a model for this run (configured: %(names)s).", names=names),
+                "SC481",
+            )
+        ]
     )
 
 
@@ -145,6 +162,8 @@ def app_model_set(*, app: AgentApp, model: str) -> AppModelDefault | None:
         AppModelDefault.objects.filter(app=app).delete()
         return None
     if model not in endpoints():
-        raise ModelNotConfigured([error("model", f"No model named {model!r}.", "SC481")])
+        raise ModelNotConfigured(
+            [error("model", Message("No model named %(model)s.", model=repr(model)), "SC481")]
+        )
     row, _ = AppModelDefault.objects.update_or_create(app=app, defaults={"model": model})
     return row

@@ -9,7 +9,7 @@ from django.db import transaction
 
 from agents import selectors
 from agents.core import rules
-from agents.core.diagnostics import Diagnostic
+from agents.core.diagnostics import Diagnostic, Message
 from agents.core.script import format_script, parse_script
 from agents.models import Agent, Scenario, ScenarioStep, expectation_to_json
 from agents.services.common import (
@@ -35,7 +35,11 @@ def _scenario_problems(scenario: Scenario) -> list[Diagnostic]:
         .exists()
     ):
         diagnostics.append(
-            error("name", f"This agent already has a scenario named '{scenario.name}'.", "SC004")
+            error(
+                "name",
+                Message("This agent already has a scenario named '%(name)s'.", name=scenario.name),
+                "SC004",
+            )
         )
     diagnostics += rules.token_budget_problems(scenario.token_budget)
     diagnostics += rules.channel_problems(scenario.channel)

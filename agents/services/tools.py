@@ -9,7 +9,7 @@ from typing import Any
 from django.db import transaction
 
 from agents.core import rules
-from agents.core.diagnostics import Diagnostic
+from agents.core.diagnostics import Diagnostic, Message
 from agents.core.formats import not_json_data
 from agents.core.rename import RenameKind
 from agents.models import Agent, AgentApp, Tool, ToolKind
@@ -33,14 +33,16 @@ def tool_problems(tool: Tool) -> list[Diagnostic]:
     diagnostics = rules.name_problems(tool.name)
     diagnostics += unique(Tool, tool, what="tool")
     if tool.kind not in ToolKind.values:
-        diagnostics.append(error("kind", "Choose Python, OpenAPI, MCP or Platform.", "SC005"))
+        diagnostics.append(
+            error("kind", Message("Choose Python, OpenAPI, MCP or Platform."), "SC005")
+        )
     if tool.kind == ToolKind.PLATFORM and tool.name not in rules.PLATFORM_TOOLS:
         diagnostics.append(error("name", rules.platform_tool_problem().capitalize() + ".", "SC011"))
     if tool.kind == ToolKind.PYTHON:
         diagnostics += rules.python_problems(tool.python_code, "python_code")
     if tool.openapi_spec is not None and not isinstance(tool.openapi_spec, dict):
         diagnostics.append(
-            error("openapi_spec", "The OpenAPI document must be a JSON object.", "SC008")
+            error("openapi_spec", Message("The OpenAPI document must be a JSON object."), "SC008")
         )
     if not isinstance(tool.mcp_headers, dict) or not all(
         isinstance(v, str) for v in tool.mcp_headers.values()
@@ -48,20 +50,26 @@ def tool_problems(tool: Tool) -> list[Diagnostic]:
         diagnostics.append(
             error(
                 "mcp_headers",
-                'Headers must be a JSON object of strings, e.g. {"X-Id": "abc"}.',
+                Message('Headers must be a JSON object of strings, e.g. {"X-Id": "abc"}.'),
                 "SC008",
             )
         )
     if not isinstance(tool.mock_state, dict):
         diagnostics.append(
             error(
-                "mock_state", 'Mock state must be a JSON object: {"variable_name": value}.', "SC008"
+                "mock_state",
+                Message('Mock state must be a JSON object: {"variable_name": value}.'),
+                "SC008",
             )
         )
     for name in ("mock_state", "mock_response"):
         problem = not_json_data(getattr(tool, name), name)
         if problem is not None:  # NaN, infinity: JSON cannot carry it to the simulation's reader
-            diagnostics.append(error(name, f"Not JSON data: {problem.message}.", "SC209"))
+            diagnostics.append(
+                error(
+                    name, Message("Not JSON data: %(message)s.", message=problem.message), "SC209"
+                )
+            )
     return diagnostics
 
 
@@ -87,7 +95,7 @@ def tool_create(
     if attach_to is not None:
         agent = locked(Agent, attach_to.pk)
         if agent.app_id != app.pk:
-            raise ServiceError([error("agent", "That agent belongs to another app.")])
+            raise ServiceError([error("agent", Message("That agent belongs to another app."))])
         agent.tools.add(tool)  # adds one link; the others stay as they are
         save(agent)
         changed(

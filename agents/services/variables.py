@@ -9,7 +9,7 @@ from django.db import transaction
 
 from agents.core import rules
 from agents.core import types as core_types
-from agents.core.diagnostics import Diagnostic
+from agents.core.diagnostics import Diagnostic, Message
 from agents.core.rename import RenameKind, rename_state_in_code, rename_state_key
 from agents.models import (
     AgentApp,
@@ -52,8 +52,11 @@ def variable_problems(variable: Variable) -> list[Diagnostic]:
         diagnostics.append(
             error(
                 "type",
-                f"'{variable.type}' is not a variable type; choose one of "
-                "Text, Number, Yes/No, Custom object or List.",
+                Message(
+                    "'%(type)s' is not a variable type; choose one of Text, "
+                    "Number, Yes/No, Custom object or List.",
+                    type=variable.type,
+                ),
                 "SC005",
             )
         )
@@ -63,7 +66,10 @@ def variable_problems(variable: Variable) -> list[Diagnostic]:
             diagnostics.append(
                 error(
                     "item_type",
-                    "Choose the type of the list's items: Text, Number, Yes/No or Custom object.",
+                    Message(
+                        "Choose the type of the list's items: Text, Number, Yes/No or "
+                        "Custom object."
+                    ),
                     "SC005",
                 )
             )
@@ -73,7 +79,11 @@ def variable_problems(variable: Variable) -> list[Diagnostic]:
     needs_schema = VariableType.OBJECT in (variable.type, variable.item_type)
     if needs_schema and variable.schema_id is None:
         diagnostics.append(
-            error("schema", "A custom object needs a schema: pick one or create it first.", "SC006")
+            error(
+                "schema",
+                Message("A custom object needs a schema: pick one or create it first."),
+                "SC006",
+            )
         )
         return diagnostics
     if not needs_schema:
@@ -83,7 +93,7 @@ def variable_problems(variable: Variable) -> list[Diagnostic]:
         and variable.app_id
         and variable.schema.app_id != variable.app_id
     ):
-        diagnostics.append(error("schema", "That schema belongs to another app.", "SC006"))
+        diagnostics.append(error("schema", Message("That schema belongs to another app."), "SC006"))
         return diagnostics
     if variable.default is not None:
         diagnostics += on_field(

@@ -24,10 +24,11 @@ from typing import Any
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Prefetch, QuerySet
+from django.utils.translation import gettext
 
 from agents import exchange, services
 from agents.core.cx.app import to_cx_files, zip_bytes
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.diff import AppDiff, diff_apps
 from agents.core.formats import from_native
 from agents.core.spec import AppSpec, ScenarioSpec
@@ -118,17 +119,36 @@ def version_for_app(
         if found is None:
             known = ", ".join(app.labels.order_by("name").values_list("name", flat=True))
             hint = f" Labels of this app: {known}." if known else " This app has no labels yet."
-            raise ServiceError([_error("label", f"No label '{label}' on this app.{hint}")])
+            raise ServiceError(
+                [
+                    _error(
+                        "label",
+                        Message(
+                            "No label '%(label)s' on this app.%(hint)s", label=label, hint=hint
+                        ),
+                    )
+                ]
+            )
         return found
     try:
         wanted = int(str(number))
     except ValueError:
         raise ServiceError(
-            [_error("version", f"version must be a version number (1, 2, ...), not '{number}'.")]
+            [
+                _error(
+                    "version",
+                    Message(
+                        "version must be a version number (1, 2, ...), not '%(number)s'.",
+                        number=number,
+                    ),
+                )
+            ]
         ) from None
     found = AppVersion.objects.filter(app=app, number=wanted).select_related("created_by").first()
     if found is None:
-        raise ServiceError([_error("version", f"This app has no version {wanted}.")])
+        raise ServiceError(
+            [_error("version", Message("This app has no version %(wanted)s.", wanted=wanted))]
+        )
     return found
 
 
@@ -187,7 +207,7 @@ class DiffSide:
     @property
     def title(self) -> str:
         if self.version is None:
-            return "working copy"
+            return gettext("working copy")
         return f"v{self.version.number} · {self.version.name}"
 
 
@@ -253,19 +273,42 @@ def version_create(
     """Save the whole app as it is now as version N+1 named `name`."""
     name = (name or "").strip()
     if not name:
-        raise ServiceError([_error("name", "Give the version a name, e.g. 'Before tone change'.")])
+        raise ServiceError(
+            [_error("name", Message("Give the version a name, e.g. 'Before tone change'."))]
+        )
     for field, text in (("name", name), ("note", note or "")):
         if "\x00" in text:
-            raise ServiceError([_error(field, f"The {field} contains a NUL character; remove it.")])
+            raise ServiceError(
+                [
+                    _error(
+                        field,
+                        Message("The %(field)s contains a NUL character; remove it.", field=field),
+                    )
+                ]
+            )
     if len(name) > VERSION_NAME_MAX_LENGTH:
         raise ServiceError(
-            [_error("name", f"The name is too long: at most {VERSION_NAME_MAX_LENGTH} characters.")]
+            [
+                _error(
+                    "name",
+                    Message(
+                        "The name is too long: at most %(version_name_max_length)s characters.",
+                        version_name_max_length=VERSION_NAME_MAX_LENGTH,
+                    ),
+                )
+            ]
         )
     # Lock the app: two saves at once get consecutive numbers, and no edit slips in between.
     app = AgentApp.objects.select_for_update().get(pk=app.pk)
     if AppVersion.objects.filter(app=app, name=name).exists():
         raise ServiceError(
-            [_error("name", f"This app already has a version named '{name}'.", "SC004")]
+            [
+                _error(
+                    "name",
+                    Message("This app already has a version named '%(name)s'.", name=name),
+                    "SC004",
+                )
+            ]
         )
     number = (AppVersion.objects.filter(app=app).aggregate(n=Max("number"))["n"] or 0) + 1
     version = AppVersion.objects.create(
@@ -381,8 +424,13 @@ def version_delete(*, version: AppVersion, user: AbstractBaseUser) -> None:
             [
                 _error(
                     "labels",
-                    f"Version {version.number} is labelled {names}: move or remove "
-                    f"the label{'s' if len(labels) > 1 else ''} first.",
+                    Message(
+                        "Version %(number)s is labelled %(names)s: move or remove the "
+                        "label%(value)s first.",
+                        number=version.number,
+                        names=names,
+                        value="s" if len(labels) > 1 else "",
+                    ),
                 )
             ]
         )
@@ -397,15 +445,27 @@ def version_delete(*, version: AppVersion, user: AbstractBaseUser) -> None:
 
 def label_problems(name: str) -> list[Diagnostic]:
     if not name:
-        return [_error("name", "Give the label a name, e.g. production or staging.")]
+        return [_error("name", Message("Give the label a name, e.g. production or staging."))]
     if len(name) > LABEL_MAX_LENGTH:
-        return [_error("name", f"The label is too long: at most {LABEL_MAX_LENGTH} characters.")]
+        return [
+            _error(
+                "name",
+                Message(
+                    "The label is too long: at most %(label_max_length)s characters.",
+                    label_max_length=LABEL_MAX_LENGTH,
+                ),
+            )
+        ]
     if not _LABEL_RE.fullmatch(name):
         return [
             _error(
                 "name",
-                f"'{name}' is not a valid label: use lower-case letters, digits, '-', '_' "
-                "and '.', starting with a letter or digit (for example production).",
+                Message(
+                    "'%(name)s' is not a valid label: use lower-case letters, "
+                    "digits, '-', '_' and '.', starting with a letter or digit "
+                    "(for example production).",
+                    name=name,
+                ),
             )
         ]
     return []
@@ -419,7 +479,7 @@ def label_set(*, app: AgentApp, version: AppVersion, name: str, user: AbstractBa
     if problems:
         raise ServiceError(problems)
     if version.app_id != app.pk:
-        raise ServiceError([_error("version", "That version belongs to another app.")])
+        raise ServiceError([_error("version", Message("That version belongs to another app."))])
     try:
         with transaction.atomic():
             label, created = AppLabel.objects.select_for_update().get_or_create(
@@ -427,7 +487,15 @@ def label_set(*, app: AgentApp, version: AppVersion, name: str, user: AbstractBa
             )
     except IntegrityError as exc:  # a concurrent save created it first
         raise ServiceError(
-            [_error("name", f"The label '{name}' was just created by someone else; try again.")]
+            [
+                _error(
+                    "name",
+                    Message(
+                        "The label '%(name)s' was just created by someone else; try again.",
+                        name=name,
+                    ),
+                )
+            ]
         ) from exc
     previous = None if created else label.version_id
     if not created and label.version_id != version.pk:
@@ -447,5 +515,5 @@ def label_set(*, app: AgentApp, version: AppVersion, name: str, user: AbstractBa
 def label_delete(*, app: AgentApp, name: str, user: AbstractBaseUser) -> None:
     deleted, _ = AppLabel.objects.filter(app=app, name=name).delete()
     if not deleted:
-        raise ServiceError([_error("name", f"No label '{name}' on this app.")])
+        raise ServiceError([_error("name", Message("No label '%(name)s' on this app.", name=name))])
     _record_history(actor=user, app=app, action="label_delete", details={"label": name})

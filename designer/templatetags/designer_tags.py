@@ -9,9 +9,11 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from agents import i18n
 from agents.core import rules
 from agents.core.cx.carry import kept_summary
 from agents.core.render import render_value
+from agents.i18n import localize
 
 register = template.Library()
 
@@ -64,8 +66,30 @@ _TICKED = re.compile(r"`([^`\n]+)`")
 
 @register.filter
 def ticks(message: str) -> str:
-    """A diagnostic message with its `quoted` names shown as code (escaped first)."""
-    return mark_safe(_TICKED.sub(r"<code>\1</code>", escape(message)))
+    """A diagnostic message in the reader's language, its `quoted` names shown as code
+    (escaped first)."""
+    return mark_safe(_TICKED.sub(r"<code>\1</code>", escape(localize(message))))
+
+
+@register.filter
+def localized(message: Any) -> str:
+    """A core message (`Message`) in the reader's language; other text as it is."""
+    return localize(message)
+
+
+@register.filter
+def word(value: Any) -> str:
+    """An identifier of the data (`error`, `added`, `variable`) as a word of the language."""
+    return i18n.word(value)
+
+
+severity_word = register.filter("severity_word", word)
+
+
+@register.filter
+def action_words(action: str) -> str:
+    """A history action (`variable.update`) in the reader's language (English: as stored)."""
+    return i18n.action_words(action)
 
 
 @register.filter

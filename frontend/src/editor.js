@@ -45,6 +45,15 @@ import {
 import { searchKeymap, highlightSelectionMatches } from "@codemirror/search";
 import { diff } from "@codemirror/merge";
 
+// The page's language: Django's JavaScript catalog (/jsi18n/, loaded before this bundle)
+// defines gettext and interpolate; without it the English text stands. The strings are
+// extracted from this file (makemessages -d djangojs), not from the bundle.
+const gettext = (text) => (window.gettext ? window.gettext(text) : text);
+const tr = (format, values) =>
+  window.interpolate
+    ? window.interpolate(format, values, true)
+    : format.replace(/%\((\w+)\)s/g, (m, key) => values[key]);
+
 // ------------------------------------------------------------------ shared
 
 function readJson(id, fallback) {
@@ -143,7 +152,7 @@ function referenceCompletions(context) {
       from: context.pos - m[2].length,
       options: names.map((name) => ({
         label: name,
-        detail: m[1] === "TOOL" ? (data.agentTools.includes(name) ? "tool of this agent" : "not attached to this agent") : "agent",
+        detail: m[1] === "TOOL" ? (data.agentTools.includes(name) ? gettext("tool of this agent") : gettext("not attached to this agent")) : gettext("agent"),
         apply: name + "}",
         type: m[1] === "TOOL" ? "function" : "class",
       })),
@@ -155,7 +164,7 @@ function referenceCompletions(context) {
       from: context.pos - m[1].length,
       options: ["TOOL", "AGENT"].map((kind) => ({
         label: kind,
-        detail: kind === "TOOL" ? "tool reference" : "sub-agent reference",
+        detail: kind === "TOOL" ? gettext("tool reference") : gettext("sub-agent reference"),
         type: "keyword",
         boost: kind === "TOOL" ? 1 : 0,
         apply: (view, completion, from, to) => {
@@ -183,10 +192,10 @@ function referenceCompletions(context) {
 }
 
 const STATUS = {
-  clean: "All changes saved",
-  dirty: "Unsaved changes",
-  saving: "Saving…",
-  saved: "Saved",
+  clean: gettext("All changes saved"),
+  dirty: gettext("Unsaved changes"),
+  saving: gettext("Saving…"),
+  saved: gettext("Saved"),
 };
 
 class InstructionsEditor {
@@ -235,7 +244,7 @@ class InstructionsEditor {
           EditorState.readOnly.of(this.readOnly),
           EditorView.contentAttributes.of({
             id: "instructions-editor",
-            "aria-label": label ? label.textContent.trim() : "Instructions",
+            "aria-label": label ? label.textContent.trim() : gettext("Instructions"),
             "aria-describedby": textarea.getAttribute("aria-describedby") || "",
             "aria-multiline": "true",
             role: "textbox",
@@ -422,11 +431,11 @@ class InstructionsEditor {
     const merged = merge3(draft.savedText, draft.text, this.savedText);
     const panel = this.panel(
       "draft",
-      "Text you typed here earlier was not saved. It is restored into the editor as an edit you can undo.",
+      gettext("Text you typed here earlier was not saved. It is restored into the editor as an edit you can undo."),
     );
     this.replaceText(merged !== null ? merged : draft.text);
     panel.querySelector(".conflict-note").textContent +=
-      merged !== null ? " It was merged with the saved text." : " It differs from the saved text at the same places: check before saving.";
+      merged !== null ? " " + gettext("It was merged with the saved text.") : " " + gettext("It differs from the saved text at the same places: check before saving.");
     this.dropDraft();
   }
 
@@ -488,12 +497,12 @@ class InstructionsEditor {
       // the typing; the same text is not sent again (the next edit saves again).
       this.saveAgain = false;
       this.refusedCount = count;
-      const why = data.error || `the server answered ${response.status}`;
-      this.setStatus("refused", `Not saved: ${why} Your text is still here; fix it and it saves again.`);
+      const why = data.error || tr(gettext("the server answered %(status)s"), { status: response.status });
+      this.setStatus("refused", tr(gettext("Not saved: %(why)s Your text is still here; fix it and it saves again."), { why }));
     } else {
       this.saveAgain = false;
-      const why = response ? data.error || `the server answered ${response.status}` : "the server could not be reached";
-      this.setStatus("refused", `Not saved: ${why}. Your text is still here; saving again shortly.`);
+      const why = response ? data.error || tr(gettext("the server answered %(status)s"), { status: response.status }) : gettext("the server could not be reached");
+      this.setStatus("refused", tr(gettext("Not saved: %(why)s. Your text is still here; saving again shortly."), { why }));
       this.saveTimer = setTimeout(() => this.save(), 5000);
     }
   }
@@ -508,29 +517,29 @@ class InstructionsEditor {
     if (merged !== null) {
       this.adoptTheirs(theirs, data.hash);
       this.replaceText(merged);
-      this.setStatus("dirty", "Merged with changes saved elsewhere; saving…");
+      this.setStatus("dirty", gettext("Merged with changes saved elsewhere; saving…"));
       this.save();
       return;
     }
     this.conflict = { theirs, hash: data.hash };
-    this.setStatus("refused", "Not saved: changed elsewhere. Your text is kept; compare below.");
-    const panel = this.panel("conflict", data.error || "These instructions were changed elsewhere since you opened them.");
+    this.setStatus("refused", gettext("Not saved: changed elsewhere. Your text is kept; compare below."));
+    const panel = this.panel("conflict", data.error || gettext("These instructions were changed elsewhere since you opened them."));
     const views = document.createElement("div");
     views.className = "conflict-views";
-    views.innerHTML = '<div class="conflict-theirs"><h4>Their saved text</h4><div class="conflict-view"></div></div>';
+    views.innerHTML = `<div class="conflict-theirs"><h4>${gettext("Their saved text")}</h4><div class="conflict-view"></div></div>`;
     panel.insertBefore(views, panel.querySelector(".row-actions"));
     this.theirsView = new EditorView({
       parent: views.querySelector(".conflict-view"),
       state: EditorState.create({
         doc: theirs,
         extensions: [EditorState.readOnly.of(true), EditorView.editable.of(false), EditorView.lineWrapping, baseTheme,
-          EditorView.contentAttributes.of({ "aria-label": "Their saved text", id: "theirs-text" })],
+          EditorView.contentAttributes.of({ "aria-label": gettext("Their saved text"), id: "theirs-text" })],
       }),
     });
     const actions = panel.querySelector(".row-actions");
     actions.innerHTML =
-      '<button type="button" class="btn btn-primary btn-small" data-keep-mine>Keep my text (save over theirs)</button>' +
-      '<button type="button" class="btn btn-quiet btn-small" data-take-theirs>Use their text (mine stays in undo)</button>';
+      `<button type="button" class="btn btn-primary btn-small" data-keep-mine>${gettext("Keep my text (save over theirs)")}</button>` +
+      `<button type="button" class="btn btn-quiet btn-small" data-take-theirs>${gettext("Use their text (mine stays in undo)")}</button>`;
     actions.querySelector("[data-keep-mine]").addEventListener("click", () => {
       this.adoptTheirs(theirs, data.hash);
       this.closePanel();
@@ -541,7 +550,7 @@ class InstructionsEditor {
       this.replaceText(theirs);
       this.savedCount = this.changeCount;
       this.closePanel();
-      this.setStatus("saved", "Their text is in the editor (Ctrl+Z brings yours back)");
+      this.setStatus("saved", gettext("Their text is in the editor (Ctrl+Z brings yours back)"));
     });
   }
 
@@ -558,7 +567,7 @@ class InstructionsEditor {
     panel.className = `conflict conflict-${kind}`;
     panel.id = "editor-conflict";
     panel.setAttribute("role", "alert");
-    panel.innerHTML = '<p class="conflict-note"></p><div class="row-actions"><button type="button" class="btn btn-quiet btn-small" data-dismiss>Dismiss</button></div>';
+    panel.innerHTML = `<p class="conflict-note"></p><div class="row-actions"><button type="button" class="btn btn-quiet btn-small" data-dismiss>${gettext("Dismiss")}</button></div>`;
     panel.querySelector(".conflict-note").textContent = message;
     panel.querySelector("[data-dismiss]").addEventListener("click", () => this.closePanel());
     this.view.dom.parentElement.insertAdjacentElement("afterend", panel);
@@ -605,7 +614,7 @@ class InstructionsEditor {
     if (!wasDirty) {
       this.savedCount = this.changeCount;
       clearTimeout(this.saveTimer);
-      this.setStatus("saved", "Updated by a rename (Ctrl+Z undoes it here)");
+      this.setStatus("saved", gettext("Updated by a rename (Ctrl+Z undoes it here)"));
     }
     this.scheduleSync();
     htmx.trigger(this.form, "input-synced");
@@ -649,12 +658,12 @@ class InstructionsEditor {
 // ------------------------------------------------------------------ the compiled prompt
 
 const spanClass = {
-  static: (name) => Decoration.mark({ tagName: "mark", class: "ref ref-static", attributes: { title: `from {{${name}}}`, "data-ref": name } }),
-  dynamic: (name) => Decoration.mark({ class: "chip chip-dynamic", attributes: { title: "dynamic variable — its value arrives as a state update", "data-ref": name } }),
-  tool: (name) => Decoration.mark({ class: "chip chip-tool", attributes: { title: "tool reference", "data-ref": name } }),
-  agent: (name) => Decoration.mark({ class: "chip chip-agent", attributes: { title: "sub-agent reference", "data-ref": name } }),
-  missing: (name) => Decoration.mark({ class: "chip chip-missing", attributes: { title: "no value: stays literally in the prompt", "data-ref": name } }),
-  undeclared: (name) => Decoration.mark({ class: "chip chip-missing", attributes: { title: "no such variable: at run time empty text", "data-ref": name } }),
+  static: (name) => Decoration.mark({ tagName: "mark", class: "ref ref-static", attributes: { title: tr(gettext("from %(reference)s"), { reference: `{{${name}}}` }), "data-ref": name } }),
+  dynamic: (name) => Decoration.mark({ class: "chip chip-dynamic", attributes: { title: gettext("dynamic variable — its value arrives as a state update"), "data-ref": name } }),
+  tool: (name) => Decoration.mark({ class: "chip chip-tool", attributes: { title: gettext("tool reference"), "data-ref": name } }),
+  agent: (name) => Decoration.mark({ class: "chip chip-agent", attributes: { title: gettext("sub-agent reference"), "data-ref": name } }),
+  missing: (name) => Decoration.mark({ class: "chip chip-missing", attributes: { title: gettext("no value: stays literally in the prompt"), "data-ref": name } }),
+  undeclared: (name) => Decoration.mark({ class: "chip chip-missing", attributes: { title: gettext("no such variable: at run time empty text"), "data-ref": name } }),
 };
 /** A diagnostic's message for the tooltip: its `code` spans as <code>, the rest as text. */
 function messageNode(message) {
@@ -699,7 +708,7 @@ class CompiledView {
           spanField,
           baseTheme,
           // A read-only text box (a document role allows no aria-multiline, which CodeMirror sets).
-          EditorView.contentAttributes.of({ "aria-label": "Compiled prompt", role: "textbox", "aria-readonly": "true" }),
+          EditorView.contentAttributes.of({ "aria-label": gettext("Compiled prompt"), role: "textbox", "aria-readonly": "true" }),
         ],
       }),
     });
@@ -781,7 +790,7 @@ function codeField(textarea) {
   const hint = document.createElement("span");
   hint.className = "cm-hint muted small";
   hint.id = `cm-hint-${++hintCount}`;
-  hint.textContent = language === "python" ? "Tab indents here; to leave the code, press Esc then Tab." : "Tab leaves the field.";
+  hint.textContent = language === "python" ? gettext("Tab indents here; to leave the code, press Esc then Tab.") : gettext("Tab leaves the field.");
   attributes["aria-describedby"] = [attributes["aria-describedby"], hint.id].filter(Boolean).join(" ");
   const extensions = [
     history(),

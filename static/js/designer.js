@@ -11,6 +11,11 @@
     if (typeof args[0] === "string" && args[0].startsWith("htmx:sendAbort")) return;
     consoleError(...args);
   };
+  // The page's language: Django's JavaScript catalog (/jsi18n/, loaded by base.html) defines
+  // gettext and interpolate; without it the English text stands.
+  const gettext = window.gettext || ((text) => text);
+  const interpolate = window.interpolate || ((format, values) => format.replace(/%\((\w+)\)s/g, (m, key) => values[key]));
+  const tr = (format, values) => interpolate(format, values, true);
 
   const REF = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\s*\}\}|\{@(TOOL|AGENT):\s*([^{}\n]+?)\s*\}|\{%\s*(?:if|elif|else|endif)\b[^%\n]*%\}|\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}/g;
 
@@ -79,7 +84,7 @@
     const announcer = document.getElementById("announcer");
     if (counts && announcer) {
       const text = counts.textContent.replace(/\s+/g, " ").trim();
-      if (text !== lastAnnounced) { announcer.textContent = "Problems: " + text; lastAnnounced = text; }
+      if (text !== lastAnnounced) { announcer.textContent = tr(gettext("Problems: %(counts)s"), { counts: text }); lastAnnounced = text; }
     }
     const focus = e.detail.elt && e.detail.elt.querySelector && (e.detail.elt.querySelector("[data-autofocus]") || (e.detail.target && e.detail.target.querySelector && e.detail.target.querySelector("[data-autofocus]")));
     // A form opened at a line of its code (a problem's "line 3:5") keeps the caret there.
@@ -271,14 +276,14 @@
     function constraints(p, label) {
       const type = typeOf(p);
       if (type === "string") {
-        return `<select class="builder-format" aria-label="Format of ${label}" data-f="format">` +
-          FORMATS.map((f) => `<option value="${f}"${(p.format || "") === f ? " selected" : ""}>${f || "any format"}</option>`).join("") + `</select>` +
-          `<input class="builder-pattern mono" aria-label="Pattern of ${label}" placeholder="pattern (regex)" value="${escapeHtml(p.pattern || "")}" data-f="pattern">`;
+        return `<select class="builder-format" aria-label="${tr(gettext("Format of %(name)s"), { name: label })}" data-f="format">` +
+          FORMATS.map((f) => `<option value="${f}"${(p.format || "") === f ? " selected" : ""}>${f || gettext("any format")}</option>`).join("") + `</select>` +
+          `<input class="builder-pattern mono" aria-label="${tr(gettext("Pattern of %(name)s"), { name: label })}" placeholder="${gettext("pattern (regex)")}" value="${escapeHtml(p.pattern || "")}" data-f="pattern">`;
       }
       if (type === "number" || type === "integer") {
         const value = (v) => (v === undefined ? "" : escapeHtml(String(v)));
-        return `<input class="builder-min mono" inputmode="decimal" aria-label="Minimum of ${label}" placeholder="min" value="${value(p.minimum)}" data-f="minimum">` +
-          `<input class="builder-max mono" inputmode="decimal" aria-label="Maximum of ${label}" placeholder="max" value="${value(p.maximum)}" data-f="maximum">`;
+        return `<input class="builder-min mono" inputmode="decimal" aria-label="${tr(gettext("Minimum of %(name)s"), { name: label })}" placeholder="${gettext("min")}" value="${value(p.minimum)}" data-f="minimum">` +
+          `<input class="builder-max mono" inputmode="decimal" aria-label="${tr(gettext("Maximum of %(name)s"), { name: label })}" placeholder="${gettext("max")}" value="${value(p.maximum)}" data-f="maximum">`;
       }
       return "";
     }
@@ -296,19 +301,19 @@
         const label = escapeHtml(name);
         const enc = escapeHtml(JSON.stringify(path));
         html += `<div class="builder-row" data-depth="${depth}" data-path="${enc}">` +
-          `<input class="mono" aria-label="Property name" value="${label}" data-f="name">` +
-          `<select aria-label="Type of ${label}" data-f="type">${options(PROP_TYPES, type)}</select>` +
-          `<input type="checkbox" aria-label="${label} is required" title="required" data-f="required"${required.has(name) ? " checked" : ""}>` +
-          `<button type="button" class="btn btn-icon btn-quiet" aria-label="Remove ${label}" data-f="remove">×</button>` +
-          `<input class="builder-desc" aria-label="Description of ${label}" placeholder="description" value="${escapeHtml(p.description || "")}" data-f="description">` +
+          `<input class="mono" aria-label="${gettext("Property name")}" value="${label}" data-f="name">` +
+          `<select aria-label="${tr(gettext("Type of %(name)s"), { name: label })}" data-f="type">${options(PROP_TYPES, type)}</select>` +
+          `<input type="checkbox" aria-label="${tr(gettext("%(name)s is required"), { name: label })}" title="${gettext("required")}" data-f="required"${required.has(name) ? " checked" : ""}>` +
+          `<button type="button" class="btn btn-icon btn-quiet" aria-label="${tr(gettext("Remove %(name)s"), { name: label })}" data-f="remove">×</button>` +
+          `<input class="builder-desc" aria-label="${tr(gettext("Description of %(name)s"), { name: label })}" placeholder="${gettext("description")}" value="${escapeHtml(p.description || "")}" data-f="description">` +
           (type === "array"
-            ? `<label class="builder-items small">items <select aria-label="Item type of ${label}" data-f="items">${options(ITEM_TYPES, typeOf(p.items || {}))}</select></label>`
-            : (type === "object" ? "" : `<input class="builder-enum mono" aria-label="Allowed values of ${label}" placeholder="enum: a, b, c" value="${escapeHtml((p.enum || []).join(", "))}" data-f="enum">`)) +
+            ? `<label class="builder-items small">${gettext("items")} <select aria-label="${tr(gettext("Item type of %(name)s"), { name: label })}" data-f="items">${options(ITEM_TYPES, typeOf(p.items || {}))}</select></label>`
+            : (type === "object" ? "" : `<input class="builder-enum mono" aria-label="${tr(gettext("Allowed values of %(name)s"), { name: label })}" placeholder="${gettext("enum: a, b, c")}" value="${escapeHtml((p.enum || []).join(", "))}" data-f="enum">`)) +
           constraints(p, label) +
           `</div>`;
         if (type === "object") html += renderObject(schema, path, depth + 1) + addButton(path, depth + 1, name);
         if (type === "array" && p.items && typeOf(p.items) === "object") {
-          html += renderObject(schema, path.concat(["items"]), depth + 1) + addButton(path.concat(["items"]), depth + 1, name + " items");
+          html += renderObject(schema, path.concat(["items"]), depth + 1) + addButton(path.concat(["items"]), depth + 1, tr(gettext("%(name)s items"), { name }));
         }
       });
       return html;
@@ -335,12 +340,12 @@
     }
 
     function addButton(path, depth, owner) {
-      return `<button type="button" class="btn btn-small btn-quiet builder-add" data-depth="${depth}" data-add="${escapeHtml(JSON.stringify(path))}">+ property of ${escapeHtml(owner)}</button>`;
+      return `<button type="button" class="btn btn-small btn-quiet builder-add" data-depth="${depth}" data-add="${escapeHtml(JSON.stringify(path))}">${escapeHtml(tr(gettext("+ property of %(name)s"), { name: owner }))}</button>`;
     }
 
     function render(focusPath) {
       const schema = parse();
-      if (!schema) { builder.classList.add("disabled"); builder.title = "Fix the JSON below to edit properties here"; return; }
+      if (!schema) { builder.classList.add("disabled"); builder.title = gettext("Fix the JSON below to edit properties here"); return; }
       builder.classList.remove("disabled"); builder.title = "";
       rows.innerHTML = renderObject(schema, [], 0);
       // Indentation through the CSSOM: the CSP refuses style attributes in markup.

@@ -32,7 +32,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core import codes
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.spec import (
     AppSpec,
     ExpectationSpec,
@@ -43,28 +44,7 @@ from agents.core.spec import (
     StepSpec,
 )
 
-CODES = {
-    "SC650": (
-        "A scenario talks to a sub-agent; ADK's eval starts every conversation at the root agent."
-    ),
-    "SC651": "Input variables after a scenario's first turn have no place in an ADK evalset.",
-    "SC652": "A `callback:` step has no place in an ADK evalset (ADK runs callbacks itself).",
-    "SC653": (
-        "An `expect call` whose arguments the model chooses is left out of the evalset (ADK's"
-        " trajectory compares arguments exactly)."
-    ),
-    "SC654": "A `mock:` step has no place in an ADK evalset; under ADK the tool runs.",
-    "SC655": "Steps before a scenario's first `user:` step have no invocation in an ADK evalset.",
-    "SC660": (
-        "An uploaded ADK evalset cannot be read (not JSON, no `eval_cases` list, a malformed "
-        "invocation); nothing is imported."
-    ),
-    "SC661": (
-        "An eval case has no static conversation (a conversation scenario needs a user "
-        "simulator): not imported."
-    ),
-    "SC662": "An evalset's session state sets a variable the app does not declare: left out.",
-}
+CODES: dict[str, str] = codes.section("adk_evalsets")
 
 TRANSFER_TOOL = "transfer_to_agent"
 CHANNEL_KEY = "_statecraft_channel"
@@ -89,7 +69,12 @@ def _slug(name: str) -> str:
 
 
 def _note(code: str, severity: Severity, scenario: str, message: str) -> Diagnostic:
-    return Diagnostic(code, severity, f"scenario {scenario}: {message}", field="scenarios")
+    return Diagnostic(
+        code,
+        severity,
+        Message("scenario %(scenario)s: %(message)s", scenario=scenario, message=message),
+        field="scenarios",
+    )
 
 
 def has_expectations(scenario: ScenarioSpec) -> bool:
@@ -115,8 +100,12 @@ def to_evalset(
                 "SC650",
                 Severity.INFO,
                 name,
-                f"it talks to {scenario.agent}, a sub-agent; ADK's eval starts every "
-                f"conversation at the root agent ({root.name}).",
+                Message(
+                    "it talks to %(agent)s, a sub-agent; ADK's eval starts every "
+                    "conversation at the root agent (%(name)s).",
+                    agent=scenario.agent,
+                    name=root.name,
+                ),
             )
         )
     turns: list[dict[str, Any]] = []
@@ -135,8 +124,12 @@ def to_evalset(
                             "SC651",
                             Severity.WARNING,
                             name,
-                            f"turn {len(turns) + 1} sets input variables; an ADK invocation "
-                            "has no place for them (only the first turn's go to the session).",
+                            Message(
+                                "turn %(turns_count)s sets input variables; an ADK invocation "
+                                "has no place for them (only the first turn's go to the "
+                                "session).",
+                                turns_count=len(turns) + 1,
+                            ),
                         )
                     )
             current = {"text": text, "calls": [], "responses": [], "reply": None}
@@ -155,7 +148,9 @@ def to_evalset(
                     "SC652",
                     Severity.INFO,
                     name,
-                    "a callback: step has no place in an evalset (ADK runs callbacks itself).",
+                    Message(
+                        "a callback: step has no place in an evalset (ADK runs callbacks itself)."
+                    ),
                 )
             )
         elif step.kind is StepKind.EXPECT and step.expectation is not None:
@@ -169,8 +164,12 @@ def to_evalset(
                             "SC653",
                             Severity.INFO,
                             name,
-                            f"expect call: {expected.tool} leaves the arguments to the model; "
-                            "ADK's trajectory compares arguments exactly, so it is left out.",
+                            Message(
+                                "expect call: %(tool)s leaves the arguments to the model; "
+                                "ADK's trajectory compares arguments exactly, so it is left "
+                                "out.",
+                                tool=expected.tool,
+                            ),
                         )
                     )
             elif expected.kind is ExpectKind.TRANSFER:
@@ -190,8 +189,10 @@ def to_evalset(
                         "SC654",
                         Severity.WARNING,
                         name,
-                        f"mock: {expected.tool} has no place in an evalset; under ADK the "
-                        "tool runs.",
+                        Message(
+                            "mock: %(tool)s has no place in an evalset; under ADK the tool runs.",
+                            tool=expected.tool,
+                        ),
                     )
                 )
             elif expected.kind is ExpectKind.NO_CALLS:
@@ -202,7 +203,7 @@ def to_evalset(
                 "SC655",
                 Severity.WARNING,
                 name,
-                "steps before the first user: step have no invocation in an evalset.",
+                Message("steps before the first user: step have no invocation in an evalset."),
             )
         )
     conversation = []
@@ -296,19 +297,29 @@ def scenarios_from_evalset(
 
     def error(field: str, message: str) -> tuple[list[ScenarioSpec], tuple[Diagnostic, ...]]:
         problems.append(
-            Diagnostic("SC660", Severity.ERROR, f"{filename}: {field}: {message}", field=field)
+            Diagnostic(
+                "SC660",
+                Severity.ERROR,
+                Message(
+                    "%(filename)s: %(field)s: %(message)s",
+                    filename=filename,
+                    field=field,
+                    message=message,
+                ),
+                field=field,
+            )
         )
         return [], tuple(problems)
 
     try:
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
-        return error("(file)", f"not JSON ({exc}); export the evalset again")
+        return error("(file)", Message("not JSON (%(exc)s); export the evalset again", exc=exc))
     if not isinstance(doc, Mapping) or not isinstance(_get(doc, "eval_cases"), list):
-        return error("eval_cases", "an ADK evalset holds a list eval_cases")
+        return error("eval_cases", Message("an ADK evalset holds a list eval_cases"))
     root = next((a for a in app.agents if a.is_root), app.agents[0] if app.agents else None)
     if root is None:
-        return error("(app)", "the app has no agent to hold the scenarios")
+        return error("(app)", Message("the app has no agent to hold the scenarios"))
     from agents.core.adk.package import agent_names
 
     back = {adk: display for display, adk in agent_names(app).items()}
@@ -317,7 +328,7 @@ def scenarios_from_evalset(
     for number, case in enumerate(_get(doc, "eval_cases")):
         where = f"eval_cases[{number}]"
         if not isinstance(case, Mapping):
-            return error(where, "an eval case is an object")
+            return error(where, Message("an eval case is an object"))
         name = str(_get(case, "eval_id") or _get(doc, "name") or f"eval case {number + 1}")
         conversation = _get(case, "conversation")
         if not isinstance(conversation, list):
@@ -325,8 +336,14 @@ def scenarios_from_evalset(
                 Diagnostic(
                     "SC661",
                     Severity.WARNING,
-                    f"{filename}: {where}: {name} has no static conversation (a conversation "
-                    "scenario needs a user simulator): not imported.",
+                    Message(
+                        "%(filename)s: %(where)s: %(name)s has no static conversation "
+                        "(a conversation scenario needs a user simulator): not "
+                        "imported.",
+                        filename=filename,
+                        where=where,
+                        name=name,
+                    ),
                     field=f"{where}.conversation",
                 )
             )
@@ -344,8 +361,13 @@ def scenarios_from_evalset(
                     Diagnostic(
                         "SC662",
                         Severity.WARNING,
-                        f"{filename}: {where}.session_input.state.{key}: the app declares no "
-                        f"variable {key}: left out.",
+                        Message(
+                            "%(filename)s: %(where)s.session_input.state.%(key)s: the app "
+                            "declares no variable %(key)s: left out.",
+                            filename=filename,
+                            where=where,
+                            key=key,
+                        ),
                         field=f"{where}.session_input.state.{key}",
                     )
                 )
@@ -353,7 +375,7 @@ def scenarios_from_evalset(
         for turn, invocation in enumerate(conversation):
             at = f"{where}.conversation[{turn}]"
             if not isinstance(invocation, Mapping):
-                return error(at, "an invocation is an object")
+                return error(at, Message("an invocation is an object"))
             text = _texts(_get(invocation, "user_content"))
             event = _EVENT.match(text)
             if event:
@@ -364,7 +386,9 @@ def scenarios_from_evalset(
             uses = _get(data_, "tool_uses") or [] if isinstance(data_, Mapping) else []
             for call in uses:
                 if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
-                    return error(f"{at}.intermediate_data.tool_uses", "a tool use has a name")
+                    return error(
+                        f"{at}.intermediate_data.tool_uses", Message("a tool use has a name")
+                    )
                 args = call.get("args") if isinstance(call.get("args"), Mapping) else {}
                 if call["name"] == TRANSFER_TOOL:
                     target = str(args.get("agent_name", ""))

@@ -31,31 +31,18 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from agents.core import codes
 from agents.core.adk.evalsets import evalset_files
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.spec import AgentSpec, AppSpec, CallbackKind, ScenarioSpec, ToolKind, ToolSpec
 
-CODES = {
-    "SC640": (
-        "A sub-agent already has a parent: ADK gives an agent one parent, so the ADK export "
-        "leaves it out there."
-    ),
-    "SC641": (
-        "An agent is not under the root agent: ADK runs only the root's tree, so the ADK "
-        "export leaves it out."
-    ),
-    "SC642": (
-        "An MCP header that is not a `$context` template is not exported (it may be a "
-        "secret): the ADK package reads it from an environment variable."
-    ),
-    "SC643": "A tool has no code, no document and no mock: in the ADK package it answers `{}`.",
-    "SC644": "The app has no agent: the ADK package has nothing to run.",
-}
+CODES: dict[str, str] = codes.section("adk_package")
 
 CORE = Path(__file__).resolve().parent.parent
 SHIPPED = Path(__file__).resolve().parent / "shipped"
 # Statecraft's instruction compiler and what it imports (pure standard library).
-COMPILER_MODULES = ("compile", "parse", "conditions", "diagnostics", "render")
+# codes: the registry Diagnostic checks its code against (and parse reads its section from).
+COMPILER_MODULES = ("compile", "parse", "conditions", "diagnostics", "render", "codes")
 CX_OBJECTS = CORE.parent / "sandbox" / "cx_objects.py"
 MODEL_PLACEHOLDER = "gemini-2.5-flash"
 MODEL_ENV = "STATECRAFT_ADK_MODEL"
@@ -105,6 +92,7 @@ def _runtime_files(prefix: str) -> dict[str, bytes]:
     for name in COMPILER_MODULES:
         text = (CORE / f"{name}.py").read_text(encoding="utf-8")
         text = re.sub(r"^from agents\.core\.(\w+) import", r"from .\1 import", text, flags=re.M)
+        text = re.sub(r"^from agents\.core import (\w+)$", r"from . import \1", text, flags=re.M)
         out[f"{prefix}/{name}.py"] = text.encode("utf-8")
     out[f"{prefix}/cx_objects.py"] = CX_OBJECTS.read_bytes()
     out[f"{prefix}/runtime.py"] = (SHIPPED / "runtime.py").read_bytes()
@@ -145,8 +133,12 @@ def _tree(
                     _note(
                         "SC640",
                         Severity.WARNING,
-                        f"{agent.name}: the sub-agent {child} already has a parent; ADK gives "
-                        "an agent one parent, so it is left out here.",
+                        Message(
+                            "%(name)s: the sub-agent %(child)s already has a parent; ADK "
+                            "gives an agent one parent, so it is left out here.",
+                            name=agent.name,
+                            child=child,
+                        ),
                         f"agents.{agent.name}.children",
                     )
                 )
@@ -162,8 +154,11 @@ def _tree(
                 _note(
                     "SC641",
                     Severity.WARNING,
-                    f"{agent.name} is not under the root agent: ADK runs only the root's tree, "
-                    "so it is not exported.",
+                    Message(
+                        "%(name)s is not under the root agent: ADK runs only the "
+                        "root's tree, so it is not exported.",
+                        name=agent.name,
+                    ),
                     f"agents.{agent.name}",
                 )
             )
@@ -185,8 +180,14 @@ def _headers(tool: ToolSpec, found: list[Diagnostic]) -> list[tuple[str, str, st
                 _note(
                     "SC642",
                     Severity.INFO,
-                    f"tool {tool.name}: the header {name} is not exported (it may be a "
-                    f"secret); the package reads it from the environment variable {env}.",
+                    Message(
+                        "tool %(name)s: the header %(header)s is not exported (it may "
+                        "be a secret); the package reads it from the environment "
+                        "variable %(env)s.",
+                        name=tool.name,
+                        header=name,
+                        env=env,
+                    ),
                     f"tools.{tool.name}.mcp_headers",
                 )
             )
@@ -277,7 +278,10 @@ def _agent_py(
                     _note(
                         "SC643",
                         Severity.WARNING,
-                        f"tool {tool.name} has no code, no document and no mock: it answers {{}}.",
+                        Message(
+                            "tool %(name)s has no code, no document and no mock: it answers {}.",
+                            name=tool.name,
+                        ),
                         f"tools.{tool.name}",
                     )
                 )
@@ -360,7 +364,9 @@ def to_adk_files(
                 files[f"{p}/{path}"] = callback.code.encode("utf-8")
                 callback_paths.setdefault(agent.name, {}).setdefault(kind, []).append(path)
     if root is None:
-        found.append(_note("SC644", Severity.ERROR, "The app has no agent: nothing to run."))
+        found.append(
+            _note("SC644", Severity.ERROR, Message("The app has no agent: nothing to run."))
+        )
         return files, tuple(found)
     files[f"{p}/agent.py"] = _agent_py(
         app, package, root, order, parent_of, names, callback_paths, found

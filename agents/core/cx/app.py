@@ -60,13 +60,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agents.core import rules
+from agents.core import codes, rules
 from agents.core.code_analysis import analyze_code
 from agents.core.cx import evaluations
 from agents.core.cx.carry import camel_keys, overlay
 from agents.core.cx.fields import FIELDS
 from agents.core.cx.schemas import variable_cx_schema, variable_from_cx_schema
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.formats import (
     check_app_spec,
     dumps_native,
@@ -100,26 +100,7 @@ __all__ = [
     "zip_bytes",
 ]
 
-CODES: dict[str, str] = {
-    "SC601": "The upload is not a readable ZIP (damaged, encrypted, unknown compression).",
-    "SC602": "The ZIP has too many files or unpacks to too much data (a zip bomb is refused).",
-    "SC603": "A path in the ZIP leaves its folder (../, absolute) or appears twice; refused.",
-    "SC604": "The ZIP has no app.json (or several at the top).",
-    "SC605": "A file of the ZIP is not UTF-8 text, or not the JSON object it should be.",
-    "SC606": "A required field is missing or holds the wrong kind of value.",
-    "SC607": "A CX feature Statecraft has no place for is not imported.",
-    "SC608": "A reference names a file, tool or agent the ZIP does not have.",
-    "SC609": "A CX name is not a valid Statecraft name.",
-    "SC610": "Goldens start at the root agent, as CX starts every conversation (a note).",
-    "SC611": "A toolset is a Terraform template: its ${var} placeholders are kept verbatim.",
-    "SC620": "A Statecraft feature CX Agent Studio has no place for is not exported.",
-    "SC621": "A mock is exported as the tool's fake-mode code block (fake mode as imported).",
-    "SC622": "A CX variable needs a description; this one has none.",
-    "SC623": "A folder name differs from the display name it comes from.",
-    "SC624": "A CX schema becomes a Statecraft schema, named here (CX does not name schemas).",
-    "SC625": "A CX tool needs a description (for a Python tool, its own or its docstring).",
-    "SC626": "A sub-agent has more than one parent agent; in CX each has one.",
-}
+CODES: dict[str, str] = codes.section("cx_app")
 
 MAX_ZIP_FILES = 1_000
 MAX_ZIP_BYTES = 50 * 1024 * 1024
@@ -142,7 +123,11 @@ _MOCK_DOC = '"""Statecraft mock of {name}: in fake mode, set STATE and return RE
 
 def _note(code: str, severity: Severity, file: str | None, where: str, message: str) -> Diagnostic:
     prefix = f"{file}: " if file else ""
-    words = f"{prefix}{where}: {message}" if where else f"{prefix}{message}"
+    words = (
+        Message("%(prefix)s%(where)s: %(message)s", prefix=prefix, where=where, message=message)
+        if where
+        else f"{prefix}{message}"
+    )
     return Diagnostic(code, severity, words, field=where or None, subject=file)
 
 
@@ -201,7 +186,11 @@ def to_cx_files(
                     INFO,
                     f"agents/{folder}/{folder}.json",
                     "name",
-                    f"the agent {name!r} is in the folder {folder!r}",
+                    Message(
+                        "the agent %(name)s is in the folder %(folder)s",
+                        name=repr(name),
+                        folder=repr(folder),
+                    ),
                 )
             )
 
@@ -216,7 +205,9 @@ def to_cx_files(
     if root is not None:
         app_json["rootAgent"] = agent_dirs[root.name]
     elif app.agents:
-        found.append(_note("SC620", W, "app.json", "rootAgent", "the app has no root agent"))
+        found.append(
+            _note("SC620", W, "app.json", "rootAgent", Message("the app has no root agent"))
+        )
     declarations = []
     for i, variable in enumerate(app.variables):
         where = f"variableDeclarations[{i}]"
@@ -224,7 +215,11 @@ def to_cx_files(
         for d in problems:
             at = f"{where}.schema{_dotted(d.field)}"
             about = f"{variable.name} (schema {d.subject})" if d.subject != variable.name else ""
-            message = f"{about}: {d.message}" if about else d.message
+            message = (
+                Message("%(about)s: %(message)s", about=about, message=d.message)
+                if about
+                else d.message
+            )
             found.append(replace(_note(d.code, d.severity, "app.json", at, message)))
         if not variable.description.strip():
             found.append(
@@ -233,7 +228,10 @@ def to_cx_files(
                     W,
                     "app.json",
                     f"{where}.description",
-                    f"the variable {variable.name} has no description; CX requires one",
+                    Message(
+                        "the variable %(name)s has no description; CX requires one",
+                        name=variable.name,
+                    ),
                 )
             )
         declarations.append(
@@ -248,8 +246,12 @@ def to_cx_files(
                     INFO,
                     "app.json",
                     "variableDeclarations",
-                    f"the description of the schema {schema.name} has no place in CX "
-                    "(a variable's schema has no name or own description); not exported",
+                    Message(
+                        "the description of the schema %(name)s has no place in CX (a "
+                        "variable's schema has no name or own description); not "
+                        "exported",
+                        name=schema.name,
+                    ),
                 )
             )
     files["app.json"] = _json_bytes(app_json)
@@ -534,14 +536,28 @@ def _agent_files(
         if tool in tool_dirs:
             tools.append(tool_dirs[tool])
         else:
-            found.append(_note("SC608", E, path, "tools", f"the app has no tool named {tool!r}"))
+            found.append(
+                _note(
+                    "SC608",
+                    E,
+                    path,
+                    "tools",
+                    Message("the app has no tool named %(tool)s", tool=repr(tool)),
+                )
+            )
     children = []
     for child in agent.children:
         if child in agent_dirs:
             children.append(agent_dirs[child])
         else:
             found.append(
-                _note("SC608", E, path, "childAgents", f"the app has no agent named {child!r}")
+                _note(
+                    "SC608",
+                    E,
+                    path,
+                    "childAgents",
+                    Message("the app has no agent named %(child)s", child=repr(child)),
+                )
             )
     if tools:
         data["tools"] = tools
@@ -575,7 +591,7 @@ def _what_cx_lint_rejects(app: AppSpec, agent_dirs: Mapping[str, str]) -> list[D
         folder = agent_dirs[d.subject]
         if d.code == "SC312" and d.reference != "end_session":
             file = f"agents/{folder}/{folder}.json"
-            message = f"CX's linter warns about it too: {d.message}"
+            message = Message("CX's linter warns about it too: %(message)s", message=d.message)
             found.append(replace(_note(d.code, W, file, "tools", message), reference=d.reference))
         if d.code not in CX_REJECTED_PATH_CODES:
             continue
@@ -586,7 +602,12 @@ def _what_cx_lint_rejects(app: AppSpec, agent_dirs: Mapping[str, str]) -> list[D
             Diagnostic(
                 d.code,
                 E,
-                f"{file}: line {d.line}: CX Agent Studio rejects this reference: {d.message}",
+                Message(
+                    "%(file)s: line %(line)s: CX Agent Studio rejects this reference: %(message)s",
+                    file=file,
+                    line=d.line,
+                    message=d.message,
+                ),
                 d.line,
                 d.column,
                 d.start,
@@ -614,9 +635,14 @@ def _second_parents(app: AppSpec, agent_dirs: Mapping[str, str]) -> list[Diagnos
                     E,
                     f"agents/{folder}/{folder}.json",
                     "",
-                    f"the agent {child!r} is a sub-agent of {len(names)} agents "
-                    f"({', '.join(names)}); in CX a sub-agent has one parent: keep it under "
-                    "one of them",
+                    Message(
+                        "the agent %(child)s is a sub-agent of %(names_count)s agents "
+                        "(%(names)s); in CX a sub-agent has one parent: keep it under "
+                        "one of them",
+                        child=repr(child),
+                        names_count=len(names),
+                        names=", ".join(names),
+                    ),
                 )
             )
     return found
@@ -641,7 +667,13 @@ def _tool_files(tool: ToolSpec, folder: str, found: list[Diagnostic]) -> dict[st
         spec: dict[str, Any] = {"name": tool.name, "description": tool.description}
         if tool.openapi is None:
             found.append(
-                _note("SC620", W, path, "openApiTool.openApiSchema", "the tool has no document")
+                _note(
+                    "SC620",
+                    W,
+                    path,
+                    "openApiTool.openApiSchema",
+                    Message("the tool has no document"),
+                )
             )
         else:
             schema_path = f"{base}/open_api_tool/open_api_schema.yaml"
@@ -667,8 +699,13 @@ def _tool_files(tool: ToolSpec, folder: str, found: list[Diagnostic]) -> dict[st
                     W,
                     path,
                     "",
-                    f"the {tool.kind.value} tool {tool.name} also has {other}, which a "
-                    f"{tool.kind.value} tool does not use in CX; not exported",
+                    Message(
+                        "the %(value)s tool %(name)s also has %(other)s, which a "
+                        "%(value)s tool does not use in CX; not exported",
+                        value=tool.kind.value,
+                        name=tool.name,
+                        other=other,
+                    ),
                 )
             )
     kind_field = _TOOL_KIND_FIELDS.get(tool.kind, "mcpTool")
@@ -680,7 +717,11 @@ def _tool_files(tool: ToolSpec, folder: str, found: list[Diagnostic]) -> dict[st
                 W,
                 path,
                 f"{kind_field}.description",
-                f"the tool {tool.name} has no description{hint}; CX requires one",
+                Message(
+                    "the tool %(name)s has no description%(hint)s; CX requires one",
+                    name=tool.name,
+                    hint=hint,
+                ),
             )
         )
     data["executionType"] = "SYNCHRONOUS"
@@ -701,7 +742,12 @@ def _tool_files(tool: ToolSpec, folder: str, found: list[Diagnostic]) -> dict[st
                 INFO,
                 path,
                 "toolFakeConfig",
-                f"the mock of {tool.name} is the tool's fake-mode code block; fake mode is {state}",
+                Message(
+                    "the mock of %(name)s is the tool's fake-mode code block; "
+                    "fake mode is %(state)s",
+                    name=tool.name,
+                    state=state,
+                ),
             )
         )
     files[path] = _json_bytes(data)
@@ -793,47 +839,93 @@ def read_zip(data: bytes) -> tuple[dict[str, bytes] | None, tuple[Diagnostic, ..
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
-        return refuse("SC601", f"the upload is not a readable ZIP ({exc})")
+        return refuse("SC601", Message("the upload is not a readable ZIP (%(exc)s)", exc=exc))
     with archive:
         infos = [info for info in archive.infolist() if not info.is_dir()]
         if len(infos) > MAX_ZIP_FILES:
-            return refuse("SC602", f"the ZIP has {len(infos)} files; at most {MAX_ZIP_FILES}")
+            return refuse(
+                "SC602",
+                Message(
+                    "the ZIP has %(infos_count)s files; at most %(max_zip_files)s",
+                    infos_count=len(infos),
+                    max_zip_files=MAX_ZIP_FILES,
+                ),
+            )
         declared = sum(info.file_size for info in infos)
         if declared > MAX_ZIP_BYTES:
             return refuse(
                 "SC602",
-                f"the ZIP unpacks to {declared // (1024 * 1024)} MB; "
-                f"at most {MAX_ZIP_BYTES // (1024 * 1024)} MB",
+                Message(
+                    "the ZIP unpacks to %(declared)s MB; at most %(max_zip_bytes)s MB",
+                    declared=declared // (1024 * 1024),
+                    max_zip_bytes=MAX_ZIP_BYTES // (1024 * 1024),
+                ),
             )
         files: dict[str, bytes] = {}
         total = 0
         for info in infos:
             name = info.filename.replace("\\", "/")
             if _unsafe_path(name):
-                return refuse("SC603", f"{info.filename}: the path leaves the ZIP's folder")
+                return refuse(
+                    "SC603",
+                    Message(
+                        "%(filename)s: the path leaves the ZIP's folder", filename=info.filename
+                    ),
+                )
             name = posixpath.normpath(name)
             base = posixpath.basename(name)
             if name.startswith("__MACOSX/") or base == ".DS_Store":
                 continue
             if name in files:
-                return refuse("SC603", f"{name}: the ZIP holds this path twice")
+                return refuse(
+                    "SC603", Message("%(name)s: the ZIP holds this path twice", name=name)
+                )
             if info.flag_bits & 0x1:
-                return refuse("SC601", f"{name}: encrypted files cannot be read")
+                return refuse(
+                    "SC601", Message("%(name)s: encrypted files cannot be read", name=name)
+                )
             if info.file_size > MAX_ZIP_FILE_BYTES:
-                return refuse("SC602", f"{name}: a file over {MAX_ZIP_FILE_BYTES // 1024} KB")
+                return refuse(
+                    "SC602",
+                    Message(
+                        "%(name)s: a file over %(max_zip_file_bytes)s KB",
+                        name=name,
+                        max_zip_file_bytes=MAX_ZIP_FILE_BYTES // 1024,
+                    ),
+                )
             try:
                 with archive.open(info) as stream:
                     content = stream.read(MAX_ZIP_FILE_BYTES + 1)
             except (zipfile.BadZipFile, NotImplementedError, RuntimeError, OSError) as exc:
-                return refuse("SC601", f"{name}: cannot be unpacked ({exc})")
+                return refuse(
+                    "SC601", Message("%(name)s: cannot be unpacked (%(exc)s)", name=name, exc=exc)
+                )
             except Exception as exc:  # zlib.error and friends: a damaged member
-                return refuse("SC601", f"{name}: cannot be unpacked ({type(exc).__name__})")
+                return refuse(
+                    "SC601",
+                    Message(
+                        "%(name)s: cannot be unpacked (%(error)s)",
+                        name=name,
+                        error=type(exc).__name__,
+                    ),
+                )
             if len(content) > MAX_ZIP_FILE_BYTES:
-                return refuse("SC602", f"{name}: a file over {MAX_ZIP_FILE_BYTES // 1024} KB")
+                return refuse(
+                    "SC602",
+                    Message(
+                        "%(name)s: a file over %(max_zip_file_bytes)s KB",
+                        name=name,
+                        max_zip_file_bytes=MAX_ZIP_FILE_BYTES // 1024,
+                    ),
+                )
             total += len(content)
             if total > MAX_ZIP_BYTES:
                 return refuse(
-                    "SC602", f"the ZIP unpacks to more than {MAX_ZIP_BYTES // (1024 * 1024)} MB"
+                    "SC602",
+                    Message(
+                        "the ZIP unpacks to more than %(max_zip_bytes)s MB",
+                        max_zip_bytes=MAX_ZIP_BYTES // (1024 * 1024),
+                    ),
                 )
             files[name] = content
     return files, ()
@@ -909,16 +1001,24 @@ class _Import:
             else:
                 value = json.loads(text)
         except json.JSONDecodeError as exc:
-            self.note("SC605", E, path, "", f"not valid JSON (line {exc.lineno}: {exc.msg})")
+            self.note(
+                "SC605",
+                E,
+                path,
+                "",
+                Message(
+                    "not valid JSON (line %(lineno)s: %(msg)s)", lineno=exc.lineno, msg=exc.msg
+                ),
+            )
             return None
         except ValueError as exc:
-            self.note("SC605", E, path, "", f"not valid YAML ({exc})")
+            self.note("SC605", E, path, "", Message("not valid YAML (%(exc)s)", exc=exc))
             return None
         except RecursionError:
-            self.note("SC605", E, path, "", "nested too deeply")
+            self.note("SC605", E, path, "", Message("nested too deeply"))
             return None
         if not isinstance(value, dict):
-            self.note("SC605", E, path, "", "must hold a JSON object")
+            self.note("SC605", E, path, "", Message("must hold a JSON object"))
             return None
         problem = not_json_data(value)
         if problem:
@@ -931,7 +1031,13 @@ class _Import:
         try:
             return self.files[path].decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            self.note("SC605", E, path, "", f"not UTF-8 text (byte {exc.start + 1})")
+            self.note(
+                "SC605",
+                E,
+                path,
+                "",
+                Message("not UTF-8 text (byte %(start)s)", start=exc.start + 1),
+            )
             return None
 
     def text_field(self, owner: str, where: str, value: Any) -> str | None:
@@ -939,14 +1045,20 @@ class _Import:
         if value is None:
             return ""
         if not isinstance(value, str):
-            self.note("SC606", E, owner, where, "must be text")
+            self.note("SC606", E, owner, where, Message("must be text"))
             return None
         candidates = [value, posixpath.normpath(posixpath.join(posixpath.dirname(owner), value))]
         for candidate in candidates:
             if candidate in self.files:
                 return self.text_file(candidate)
         if "\n" not in value and re.search(r"\.(py|txt|ya?ml|json)$", value.strip()):
-            self.note("SC608", E, owner, where, f"names the file {value!r}, not in the ZIP")
+            self.note(
+                "SC608",
+                E,
+                owner,
+                where,
+                Message("names the file %(value)s, not in the ZIP", value=repr(value)),
+            )
             return None
         return value
 
@@ -966,19 +1078,24 @@ class _Import:
             if known is not None and key not in known and not str(key).startswith("_"):
                 close = difflib.get_close_matches(str(key), sorted(known), n=1)
                 hint = f"did you mean `{close[0]}`? " if close else ""
-                message = (
-                    f"`{key}` is not a field of a CX {message_type}: {hint}kept as it is, "
-                    "but CX will reject or ignore it"
+                message = Message(
+                    "`%(key)s` is not a field of a CX %(message_type)s: "
+                    "%(hint)skept as it is, but CX will reject or ignore it",
+                    key=key,
+                    message_type=message_type,
+                    hint=hint,
                 )
                 self.note("SC607", W, owner, f"{prefix}{key}", message)
                 continue
             if key in used or key in _OUTPUT_ONLY or value in (None, "", [], {}, False):
                 continue
             if key in behaviour:
-                message = "kept as is and written back on export; the simulation does not apply it"
+                message = Message(
+                    "kept as is and written back on export; the simulation does not apply it"
+                )
                 self.note("SC607", W, owner, f"{prefix}{key}", message)
             else:
-                message = "kept as is and written back on export"
+                message = Message("kept as is and written back on export")
                 self.note("SC607", INFO, owner, f"{prefix}{key}", message)
 
     def object_file(self, folder: str) -> str | None:
@@ -1022,11 +1139,21 @@ def _find_app_json(
 ) -> tuple[str | None, tuple[Diagnostic, ...]]:
     candidates = [p for p in files if posixpath.basename(p) in _APP_FILES]
     if not candidates:
-        return None, (_note("SC604", E, None, "", "the ZIP has no app.json (or app.yaml)"),)
+        return None, (
+            _note("SC604", E, None, "", Message("the ZIP has no app.json (or app.yaml)")),
+        )
     depth = min(p.count("/") for p in candidates)
     top = sorted(p for p in candidates if p.count("/") == depth)
     if len({posixpath.dirname(p) for p in top}) > 1:
-        return None, (_note("SC604", E, None, "", f"the ZIP has several apps: {', '.join(top)}"),)
+        return None, (
+            _note(
+                "SC604",
+                E,
+                None,
+                "",
+                Message("the ZIP has several apps: %(top)s", top=", ".join(top)),
+            ),
+        )
     return top[0][: -len(posixpath.basename(top[0]))], ()
 
 
@@ -1057,7 +1184,11 @@ def read_cx_files(
     state.app_path = app_path
     for other in _APP_FILES:
         if other != app_path and other in inside:
-            message = f"the ZIP also has {other}; {app_path} is read and {other} kept as it is"
+            message = Message(
+                "the ZIP also has %(other)s; %(app_path)s is read and %(other)s kept as it is",
+                other=other,
+                app_path=app_path,
+            )
             state.note("SC604", W, other, "", message)
     app_data = state.json_object(app_path)
     if app_data is None:
@@ -1081,9 +1212,17 @@ def read_cx_files(
     if isinstance(root_ref, str) and root_ref:
         root_name = agent_refs.get(root_ref) or agent_refs.get(_last_segment(root_ref))
         if root_name is None:
-            state.note("SC608", E, app_path, "rootAgent", f"no agent {root_ref!r} in the ZIP")
+            state.note(
+                "SC608",
+                E,
+                app_path,
+                "rootAgent",
+                Message("no agent %(root_ref)s in the ZIP", root_ref=repr(root_ref)),
+            )
     elif agents_raw:
-        state.note("SC606", W, app_path, "rootAgent", "missing; the first agent is the root")
+        state.note(
+            "SC606", W, app_path, "rootAgent", Message("missing; the first agent is the root")
+        )
 
     _check_kept_references(state, app_data, agents_raw, agent_refs)
     refs = _ToolRefs(tool_refs, kept_tools, toolsets)
@@ -1111,7 +1250,9 @@ def read_cx_files(
     variables, schemas = _read_variables(state, app_data, app_path)
     name = app_data.get("displayName")
     if not isinstance(name, str) or not name.strip():
-        state.note("SC606", W, app_path, "displayName", "missing; the app is named 'CX app'")
+        state.note(
+            "SC606", W, app_path, "displayName", Message("missing; the app is named 'CX app'")
+        )
         name = "CX app"
     description = app_data.get("description", "")
     goldens = _read_goldens(state)
@@ -1128,7 +1269,7 @@ def read_cx_files(
     already = {d.subject for d in state.found}  # a file with its own note needs no other
     for path in sorted(carried["files"]) + sorted(carried.get("binary", {})):
         if path not in already:
-            state.note("SC607", INFO, path, "", "kept as is and written back on export")
+            state.note("SC607", INFO, path, "", Message("kept as is and written back on export"))
     variable_index = {v.name: i for i, v in enumerate(app.variables)}
     for d in check_app_spec(app):
         state.found.append(_place(d, variable_index, tool_files, agent_files, app_path))
@@ -1144,11 +1285,14 @@ def read_cx_files(
             scenarios.append(scenario)
     root = next((a for a in app.agents if a.is_root), None)
     if scenarios and root is not None and len(app.agents) > 1:
-        message = (
-            f"the {len(scenarios)} golden(s) start at the root agent {root.name}, as CX "
-            "starts every conversation: a sub-agent's tools run once the root's model has "
-            "transferred to it (a golden that leaves that routing to the model needs the "
-            "routing call written into its first turn to run offline)"
+        message = Message(
+            "the %(scenarios_count)s golden(s) start at the root agent "
+            "%(name)s, as CX starts every conversation: a sub-agent's "
+            "tools run once the root's model has transferred to it (a "
+            "golden that leaves that routing to the model needs the "
+            "routing call written into its first turn to run offline)",
+            scenarios_count=len(scenarios),
+            name=root.name,
         )
         state.note("SC610", INFO, state.app_path, "rootAgent", message)
     return app, tuple(scenarios), tuple(state.found)
@@ -1174,8 +1318,12 @@ def _read_goldens(state: _Import) -> list[tuple[str, dict[str, Any]]]:
                 INFO,
                 path,
                 "scenario",
-                f"{name!r} is an evaluation of the scenario kind (a simulated user with a task "
-                "and rubrics): it needs a model; kept as is, listed, not run",
+                Message(
+                    "%(name)s is an evaluation of the scenario kind (a simulated "
+                    "user with a task and rubrics): it needs a model; kept as is, "
+                    "listed, not run",
+                    name=repr(name),
+                ),
             )
     return goldens
 
@@ -1208,9 +1356,10 @@ def _check_kept_references(
             if isinstance(reference, str) and not (
                 reference in guardrails or _last_segment(reference) in guardrails
             ):
-                message = (
-                    f"no guardrail {reference!r} in the ZIP; CX will refuse the app: add "
-                    f"guardrails/<name>/ or remove the reference"
+                message = Message(
+                    "no guardrail %(reference)s in the ZIP; CX will refuse the "
+                    "app: add guardrails/<name>/ or remove the reference",
+                    reference=repr(reference),
                 )
                 state.note("SC608", W, path, f"guardrails[{i}]", message)
     for path, data in agents_raw.values():
@@ -1220,9 +1369,10 @@ def _check_kept_references(
             if isinstance(child, str) and not (
                 child in agent_refs or _last_segment(child) in agent_refs
             ):
-                message = (
-                    f"no agent {child!r} in the ZIP; CX will refuse the app: name one of "
-                    "its agents or remove the rule"
+                message = Message(
+                    "no agent %(child)s in the ZIP; CX will refuse the app: name "
+                    "one of its agents or remove the rule",
+                    child=repr(child),
                 )
                 state.note("SC608", W, path, f"transferRules[{i}].childAgent", message)
 
@@ -1251,7 +1401,7 @@ def _place(
         file = tool_files.get(parts[1])
     elif parts[0] == "agents" and len(parts) > 1:
         file = agent_files.get(parts[1])
-    message = f"{file}: {d.message}" if file else d.message
+    message = Message("%(file)s: %(message)s", file=file, message=d.message) if file else d.message
     return replace(d, subject=file, field=cx_field, message=message)
 
 
@@ -1260,18 +1410,24 @@ def _read_variables(
 ) -> tuple[list[VariableSpec], list[SchemaSpec]]:
     declarations = app_data.get("variableDeclarations", [])
     if not isinstance(declarations, list):
-        state.note("SC606", E, app_path, "variableDeclarations", "must be a list")
+        state.note("SC606", E, app_path, "variableDeclarations", Message("must be a list"))
         return [], []
     variables: list[VariableSpec] = []
     schemas: list[SchemaSpec] = []
     for i, declaration in enumerate(declarations):
         where = f"variableDeclarations[{i}]"
         if not isinstance(declaration, dict):
-            state.note("SC606", E, state.app_path, where, "must be an object")
+            state.note("SC606", E, state.app_path, where, Message("must be an object"))
             continue
         name = declaration.get("name")
         if not isinstance(name, str) or rules.name_problems(name):
-            state.note("SC609", E, state.app_path, f"{where}.name", f"{name!r} is not a valid name")
+            state.note(
+                "SC609",
+                E,
+                state.app_path,
+                f"{where}.name",
+                Message("%(name)s is not a valid name", name=repr(name)),
+            )
             continue
         state.unknown_fields(
             state.app_path,
@@ -1283,21 +1439,31 @@ def _read_variables(
         )
         description = declaration.get("description", "")
         if not isinstance(description, str):
-            state.note("SC606", W, state.app_path, f"{where}.description", "not text; left empty")
+            state.note(
+                "SC606", W, state.app_path, f"{where}.description", Message("not text; left empty")
+            )
             description = ""
         cx_schema = declaration.get("schema")
         if not isinstance(cx_schema, dict):
-            state.note("SC606", E, state.app_path, f"{where}.schema", "a variable needs a schema")
+            state.note(
+                "SC606", E, state.app_path, f"{where}.schema", Message("a variable needs a schema")
+            )
             continue
         try:
             read, problems = variable_from_cx_schema(cx_schema)
         except (TypeError, ValueError, RecursionError) as exc:
             # A CX schema with a non-text "type" ([...], {...}) trips the converter.
-            state.note("SC606", E, state.app_path, f"{where}.schema", f"cannot be read ({exc})")
+            state.note(
+                "SC606",
+                E,
+                state.app_path,
+                f"{where}.schema",
+                Message("cannot be read (%(exc)s)", exc=exc),
+            )
             continue
         for d in problems:
             at = f"{where}.schema{_dotted(d.field)}"
-            message = f"{name}: {d.message}"
+            message = Message("%(name)s: %(message)s", name=name, message=d.message)
             state.found.append(_note(d.code, d.severity, state.app_path, at, message))
         schema_name = None
         if read.schema is not None:
@@ -1340,7 +1506,11 @@ def _schema_for(
         INFO,
         state.app_path,
         f"{where}.schema",
-        f"the object schema of {variable} is imported as the schema {candidate}",
+        Message(
+            "the object schema of %(variable)s is imported as the schema %(candidate)s",
+            variable=variable,
+            candidate=candidate,
+        ),
     )
     return candidate
 
@@ -1394,16 +1564,31 @@ def _read_agent(
             tools.append(_last_segment(reference))
             refs.platform_used.add(_last_segment(reference))
         elif reference in refs.kept or _last_segment(reference) in refs.kept:
-            message = f"{reference!r} is kept as is; the simulation cannot call it"
+            message = Message(
+                "%(reference)s is kept as is; the simulation cannot call it",
+                reference=repr(reference),
+            )
             state.note("SC607", INFO, path, f"tools[{i}]", message)
         else:
-            state.note("SC608", E, path, f"tools[{i}]", f"no tool {reference!r} in the ZIP")
+            state.note(
+                "SC608",
+                E,
+                path,
+                f"tools[{i}]",
+                Message("no tool %(reference)s in the ZIP", reference=repr(reference)),
+            )
     toolsets = data.get("toolsets", [])
     for i, entry in enumerate(toolsets if isinstance(toolsets, list) else []):
         reference = entry.get("toolset") if isinstance(entry, dict) else None
         toolset = refs.toolset(reference) if isinstance(reference, str) else None
         if toolset is None:
-            state.note("SC608", E, path, f"toolsets[{i}]", f"no toolset {reference!r} in the ZIP")
+            state.note(
+                "SC608",
+                E,
+                path,
+                f"toolsets[{i}]",
+                Message("no toolset %(reference)s in the ZIP", reference=repr(reference)),
+            )
             continue
         wanted = entry.get("toolIds")
         for tool_id in wanted if toolset.mcp is not None and isinstance(wanted, list) else ():
@@ -1420,20 +1605,26 @@ def _read_agent(
     ):
         name = agent_refs.get(reference) or agent_refs.get(_last_segment(reference))
         if name is None:
-            state.note("SC608", E, path, f"childAgents[{i}]", f"no agent {reference!r} in the ZIP")
+            state.note(
+                "SC608",
+                E,
+                path,
+                f"childAgents[{i}]",
+                Message("no agent %(reference)s in the ZIP", reference=repr(reference)),
+            )
         else:
             children.append(name)
     callbacks: list[CallbackSpec] = []
     for kind, key in _CALLBACK_FIELDS.items():
         entries = data.get(key, [])
         if not isinstance(entries, list):
-            state.note("SC606", E, path, key, "must be a list of callbacks")
+            state.note("SC606", E, path, key, Message("must be a list of callbacks"))
             continue
         order = 0
         for i, entry in enumerate(entries):
             where = f"{key}[{i}]"
             if not isinstance(entry, dict):
-                state.note("SC606", E, path, where, "must be an object")
+                state.note("SC606", E, path, where, Message("must be an object"))
                 continue
             state.unknown_fields(
                 path,
@@ -1444,7 +1635,9 @@ def _read_agent(
                 message_type="Callback",
             )
             if entry.get("disabled") is True:
-                message = "a disabled callback is kept as is (and stays disabled); it does not run"
+                message = Message(
+                    "a disabled callback is kept as is (and stays disabled); it does not run"
+                )
                 state.note("SC607", INFO, path, where, message)
                 continue
             code = state.text_field(path, f"{where}.pythonCode", entry.get("pythonCode"))
@@ -1466,7 +1659,7 @@ def _string_list(state: _Import, path: str, where: str, value: Any) -> list[str]
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        state.note("SC606", E, path, where, "must be a list of names")
+        state.note("SC606", E, path, where, Message("must be a list of names"))
         return []
     return value
 
@@ -1567,18 +1760,21 @@ def _read_toolsets(state: _Import, taken: set[str]) -> dict[str, _Toolset]:
         spec = data.get("openApiToolset")
         if isinstance(data.get("mcpToolset"), dict):
             toolset.mcp = dict(data["mcpToolset"])
-            message = (
-                "kept as is; its tools are the ones the agents name (toolIds), callable in "
-                "the simulation with a mock or a golden's mockToolResponse, and shown with the "
-                "JSON-RPC request they would send"
+            message = Message(
+                "kept as is; its tools are the ones the agents name "
+                "(toolIds), callable in the simulation with a mock or a "
+                "golden's mockToolResponse, and shown with the JSON-RPC "
+                "request they would send"
             )
             state.note("SC607", INFO, path, "mcpToolset", message)
             continue
         if not isinstance(spec, dict):
             kind = next((k for k in data if k.endswith("Toolset")), "this toolset")
-            message = (
-                f"{kind}: kept as is and written back on export; its operations are not "
-                "known offline, so the simulation cannot call them"
+            message = Message(
+                "%(kind)s: kept as is and written back on export; its "
+                "operations are not known offline, so the simulation cannot "
+                "call them",
+                kind=kind,
             )
             state.note("SC607", INFO, path, kind, message)
             continue
@@ -1595,7 +1791,9 @@ def _read_toolsets(state: _Import, taken: set[str]) -> dict[str, _Toolset]:
             INFO,
             path,
             "openApiToolset",
-            f"kept as is; its operations ({names}) are shown as read-only tools",
+            Message(
+                "kept as is; its operations (%(names)s) are shown as read-only tools", names=names
+            ),
         )
     return found
 
@@ -1617,11 +1815,13 @@ def _note_placeholders(state: _Import, path: str) -> None:
     text = state.files[path].decode("utf-8-sig", "replace")
     names = list(dict.fromkeys(m.group(1) for m in _PLACEHOLDER_RE.finditer(text)))
     shown = ", ".join(f"${{{n}}}" for n in names) or "none"
-    message = (
-        f"a Terraform template: its placeholders ({shown}) are kept verbatim — the "
-        "simulation sends them as written; render the template (Terraform's templatefile) "
-        "before importing to simulate with the values CX will use. Export writes the "
-        "template back as it came"
+    message = Message(
+        "a Terraform template: its placeholders (%(shown)s) are kept "
+        "verbatim — the simulation sends them as written; render the "
+        "template (Terraform's templatefile) before importing to "
+        "simulate with the values CX will use. Export writes the "
+        "template back as it came",
+        shown=shown,
     )
     state.note("SC611", W, path, "", message)
 
@@ -1675,8 +1875,12 @@ def _read_tool(state: _Import, path: str, folder: str, data: Mapping[str, Any]) 
             INFO,
             path,
             others[0] if others else "",
-            f"{what}: kept as is and written back on export (Statecraft edits Python, "
-            "OpenAPI and MCP tools); the simulation cannot call it",
+            Message(
+                "%(what)s: kept as is and written back on export (Statecraft "
+                "edits Python, OpenAPI and MCP tools); the simulation cannot "
+                "call it",
+                what=what,
+            ),
         )
         return None
     kind = kinds[0]
@@ -1696,8 +1900,11 @@ def _read_tool(state: _Import, path: str, folder: str, data: Mapping[str, Any]) 
             E,
             path,
             name_field,
-            f"{name!r} is not a valid tool name: letters, digits and underscores, "
-            "not starting with a digit",
+            Message(
+                "%(name)s is not a valid tool name: letters, digits and "
+                "underscores, not starting with a digit",
+                name=repr(name),
+            ),
         )
         return None
     description = spec.get("description", "")
@@ -1736,7 +1943,7 @@ def _read_tool(state: _Import, path: str, folder: str, data: Mapping[str, Any]) 
         if isinstance(raw, dict) and all(isinstance(v, str) for v in raw.values()):
             headers = tuple(raw.items())
         else:
-            state.note("SC606", E, path, f"{key}.customHeaders", "must map names to text")
+            state.note("SC606", E, path, f"{key}.customHeaders", Message("must map names to text"))
     mock = _tool_mock(state, path, name, data.get("toolFakeConfig"))
     return ToolSpec(
         name=name,
@@ -1755,10 +1962,18 @@ def _openapi_document(state: _Import, path: str, where: str, text: str) -> dict[
     try:
         document = json.loads(text) if text.lstrip().startswith("{") else load_yaml(text)
     except (ValueError, RecursionError) as exc:
-        state.note("SC605", E, path, where, f"the OpenAPI document cannot be read ({exc})")
+        state.note(
+            "SC605",
+            E,
+            path,
+            where,
+            Message("the OpenAPI document cannot be read (%(exc)s)", exc=exc),
+        )
         return None
     if not isinstance(document, dict) or not_json_data(document):
-        state.note("SC605", E, path, where, "the OpenAPI document must be a JSON/YAML object")
+        state.note(
+            "SC605", E, path, where, Message("the OpenAPI document must be a JSON/YAML object")
+        )
         return None
     return document
 
@@ -1779,7 +1994,10 @@ def _tool_mock(state: _Import, path: str, name: str, config: Any) -> ToolMock | 
             W,
             path,
             "toolFakeConfig.codeBlock",
-            f"the fake-mode code of {name} is not a Statecraft mock (STATE and RESPONSE); "
-            "kept as is and written back on export",
+            Message(
+                "the fake-mode code of %(name)s is not a Statecraft mock "
+                "(STATE and RESPONSE); kept as is and written back on export",
+                name=name,
+            ),
         )
     return mock

@@ -48,7 +48,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agents.core import rules
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.simulate import valid_now
 from agents.core.spec import (
     AppSpec,
@@ -73,10 +73,11 @@ _FOLDER_RE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def _note(code: str, severity: Severity, file: str, where: str, message: str) -> Diagnostic:
-    return Diagnostic(
-        code, severity, f"{file}: {where}: {message}" if where else f"{file}: {message}",
-        field=where or None, subject=file,
-    )  # fmt: skip
+    if where:
+        words = Message("%(file)s: %(where)s: %(message)s", file=file, where=where, message=message)
+    else:
+        words = Message("%(file)s: %(message)s", file=file, message=message)
+    return Diagnostic(code, severity, words, field=where or None, subject=file)
 
 
 def folder_of(scenario: ScenarioSpec) -> str:
@@ -188,8 +189,12 @@ def export_problems(scenario: ScenarioSpec) -> list[Diagnostic]:
                 INFO,
                 file,
                 where,
-                f"{scripted} scripted agent message(s) are not exported (a golden has the "
-                "model reply; write `expect agent:` to have CX check a reply)",
+                Message(
+                    "%(scripted)s scripted agent message(s) are not exported (a "
+                    "golden has the model reply; write `expect agent:` to have CX "
+                    "check a reply)",
+                    scripted=scripted,
+                ),
             )
         )
     callbacks = sum(1 for s in scenario.steps if s.kind is StepKind.CALLBACK)
@@ -200,7 +205,10 @@ def export_problems(scenario: ScenarioSpec) -> list[Diagnostic]:
                 W,
                 file,
                 where,
-                f"{callbacks} callback step(s) have no place in a CX golden; not exported",
+                Message(
+                    "%(callbacks)s callback step(s) have no place in a CX golden; not exported",
+                    callbacks=callbacks,
+                ),
             )
         )
     return found
@@ -273,22 +281,28 @@ def evaluation_to_scenario(
                     INFO,
                     path,
                     "scenario",
-                    f"{name!r} is an evaluation of the scenario kind (a simulated user with a "
-                    "task and rubrics): it needs a model, so it is kept as is and not run",
+                    Message(
+                        "%(name)s is an evaluation of the scenario kind (a simulated "
+                        "user with a task and rubrics): it needs a model, so it is "
+                        "kept as is and not run",
+                        name=repr(name),
+                    ),
                 )
             )
         else:
-            found.append(_note("SC606", W, path, "golden", "no golden turns; not imported"))
+            found.append(
+                _note("SC606", W, path, "golden", Message("no golden turns; not imported"))
+            )
         return None, tuple(found)
     turns = golden.get("turns")
     if not isinstance(turns, list):
-        found.append(_note("SC606", W, path, "golden.turns", "not a list; not imported"))
+        found.append(_note("SC606", W, path, "golden.turns", Message("not a list; not imported")))
         return None, tuple(found)
     steps: list[StepSpec] = []
     for t, turn in enumerate(turns):
         turn_steps = turn.get("steps") if isinstance(turn, Mapping) else None
         if not isinstance(turn_steps, list):
-            found.append(_note("SC606", W, path, f"golden.turns[{t}].steps", "not a list"))
+            found.append(_note("SC606", W, path, f"golden.turns[{t}].steps", Message("not a list")))
             continue
         text_parts: list[str] = []
         variables: dict[str, Any] = {}
@@ -297,7 +311,7 @@ def evaluation_to_scenario(
         for s, step in enumerate(turn_steps):
             where = f"golden.turns[{t}].steps[{s}]"
             if not isinstance(step, Mapping):
-                found.append(_note("SC606", W, path, where, "not an object; skipped"))
+                found.append(_note("SC606", W, path, where, Message("not an object; skipped")))
                 continue
             if isinstance(step.get("userInput"), Mapping):
                 given = step["userInput"]
@@ -317,7 +331,10 @@ def evaluation_to_scenario(
                             W,
                             path,
                             f"{where}.userInput",
-                            f"a user input of {kinds} cannot be simulated; left out",
+                            Message(
+                                "a user input of %(kinds)s cannot be simulated; left out",
+                                kinds=kinds,
+                            ),
                         )
                     )
                 continue
@@ -332,7 +349,9 @@ def evaluation_to_scenario(
                 continue
             expected = step.get("expectation")
             if not isinstance(expected, Mapping):
-                found.append(_note("SC606", W, path, where, "neither input nor expectation"))
+                found.append(
+                    _note("SC606", W, path, where, Message("neither input nor expectation"))
+                )
                 continue
             converted = _expectation(app, expected, path, f"{where}.expectation", found)
             if converted is None:
@@ -413,7 +432,9 @@ def _expectation(
             if isinstance(c, Mapping) and isinstance(c.get("text"), str)
         ]
         return ExpectationSpec(ExpectKind.AGENT, value="\n".join(texts), note=note)
-    found.append(_note("SC607", W, path, where, "an expectation Statecraft cannot check; left out"))
+    found.append(
+        _note("SC607", W, path, where, Message("an expectation Statecraft cannot check; left out"))
+    )
     return None
 
 

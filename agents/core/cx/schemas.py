@@ -25,7 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core import codes
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.schemas import finite_double, is_json_number, json_pointer, schema_diagnostic
 from agents.core.spec import VariableSpec, VariableType
 from agents.core.types import is_missing, resolve_local_ref
@@ -101,29 +102,7 @@ _ANNOTATIONS = frozenset(
     }
 )
 
-CODES: dict[str, str] = {
-    # to_cx_schema
-    "SC232": "A JSON Schema keyword has no CX equivalent and is left out of the export.",
-    "SC233": "An annotation ($schema, $comment, examples, ...) has no CX equivalent; left out.",
-    "SC234": "A key that is not a draft 2020-12 keyword is left out of the export.",
-    "SC235": "A true/false schema cannot be expressed in CX; left out.",
-    "SC236": "An enum or const value cannot be expressed in CX (CX enums hold text); left out.",
-    "SC237": "A type list is converted: null becomes nullable, several types become anyOf.",
-    "SC238": "A schema without a type gets the type its keywords imply.",
-    "SC239": "A schema has no type and none can be implied; CX requires one.",
-    "SC240": "A $ref that is not #/$defs/<name> at the root cannot be expressed in CX.",
-    "SC241": "$defs below the root cannot be expressed in CX (CX allows defs only at the root).",
-    "SC242": "A keyword is converted to an exact CX equivalent (exclusive bound of an integer).",
-    "SC243": "A keyword is approximated in CX (oneOf exported as anyOf).",
-    "SC244": "A keyword has a value of the wrong kind and is left out.",
-    # from_cx_schema / variable_from_cx_schema
-    "SC245": "A CX variable of a plain type has constraints that a plain variable cannot keep.",
-    "SC246": "A CX schema has a field that CX's Schema message does not have; ignored.",
-    "SC247": "A CX schema field has a value of the wrong kind; ignored.",
-    # variable_cx_schema
-    "SC248": "A custom-object variable names no schema, or one the app does not have.",
-    "SC249": "A list variable has no item type, or a list item type (lists of lists).",
-}
+CODES: dict[str, str] = codes.section("cx_schemas")
 
 # ---------------------------------------------------------------------------
 # JSON Schema -> CX Schema
@@ -161,7 +140,9 @@ def to_cx_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], tuple[Diagnost
     """
     if not isinstance(schema, dict):
         return {}, (
-            schema_diagnostic("SC220", Severity.ERROR, "a schema must be a JSON object", "#"),
+            schema_diagnostic(
+                "SC220", Severity.ERROR, Message("a schema must be a JSON object"), "#"
+            ),
         )
     converter = _ToCx(schema)
     converted = converter.convert(schema, (), root=True)
@@ -177,19 +158,27 @@ class _ToCx:
         self, code: str, severity: Severity, path: tuple[str | int, ...], words: str
     ) -> None:
         where = json_pointer(path)
-        self.diagnostics.append(schema_diagnostic(code, severity, f"{where}: {words}", where))
+        self.diagnostics.append(
+            schema_diagnostic(
+                code, severity, Message("%(where)s: %(words)s", where=where, words=words), where
+            )
+        )
 
     def convert(
         self, node: Any, path: tuple[str | int, ...], *, root: bool = False
     ) -> dict[str, Any] | None:
         if node is True:
-            self.report("SC239", Severity.WARNING, path, "true (any value) has no CX type")
+            self.report("SC239", Severity.WARNING, path, Message("true (any value) has no CX type"))
             return {}
         if node is False:
-            self.report("SC235", Severity.WARNING, path, "false (no value allowed) has no CX form")
+            self.report(
+                "SC235", Severity.WARNING, path, Message("false (no value allowed) has no CX form")
+            )
             return None
         if not isinstance(node, dict):
-            self.report("SC244", Severity.WARNING, path, "a schema must be an object; left out")
+            self.report(
+                "SC244", Severity.WARNING, path, Message("a schema must be an object; left out")
+            )
             return None
         out: dict[str, Any] = {}
         self.convert_type(node, path, out)
@@ -211,7 +200,12 @@ class _ToCx:
         if not kinds or not all(
             isinstance(k, str) and (k in CX_TYPES or k == "null") for k in kinds
         ):
-            self.report("SC244", Severity.WARNING, (*path, "type"), f"{declared!r} is not a type")
+            self.report(
+                "SC244",
+                Severity.WARNING,
+                (*path, "type"),
+                Message("%(declared)s is not a type", declared=repr(declared)),
+            )
             return
         real = [CX_TYPES[kind] for kind in kinds if kind != "null"]
         if "null" in kinds:
@@ -223,14 +217,14 @@ class _ToCx:
                 "SC237",
                 Severity.WARNING,
                 (*path, "type"),
-                'CX has no null type; exported as "nullable": true without a type',
+                Message('CX has no null type; exported as "nullable": true without a type'),
             )
         elif "anyOf" in node or "oneOf" in node:
             self.report(
                 "SC237",
                 Severity.WARNING,
                 (*path, "type"),
-                f"several types next to anyOf/oneOf; only {real[0]} is kept",
+                Message("several types next to anyOf/oneOf; only %(real)s is kept", real=real[0]),
             )
             out["type"] = real[0]
         else:
@@ -238,7 +232,7 @@ class _ToCx:
                 "SC237",
                 Severity.INFO,
                 (*path, "type"),
-                f"several types exported as anyOf of {', '.join(real)}",
+                Message("several types exported as anyOf of %(real)s", real=", ".join(real)),
             )
             out["anyOf"] = [{"type": kind} for kind in real]
 
@@ -259,10 +253,10 @@ class _ToCx:
             if isinstance(value, str):
                 out[keyword] = value
             else:
-                self.report("SC244", Severity.WARNING, here, "must be text; left out")
+                self.report("SC244", Severity.WARNING, here, Message("must be text; left out"))
         elif keyword == "properties":
             if not isinstance(value, dict):
-                self.report("SC244", Severity.WARNING, here, "must be an object; left out")
+                self.report("SC244", Severity.WARNING, here, Message("must be an object; left out"))
                 return
             properties = {}
             for name, sub in value.items():
@@ -274,7 +268,9 @@ class _ToCx:
             if isinstance(value, list) and all(isinstance(name, str) for name in value):
                 out["required"] = list(value)
             else:
-                self.report("SC244", Severity.WARNING, here, "must be a list of names; left out")
+                self.report(
+                    "SC244", Severity.WARNING, here, Message("must be a list of names; left out")
+                )
         elif keyword in {"items", "additionalProperties"}:
             if value is True:
                 return  # the same as leaving it out
@@ -283,7 +279,7 @@ class _ToCx:
                 out[keyword] = converted
         elif keyword == "prefixItems":
             if not isinstance(value, list):
-                self.report("SC244", Severity.WARNING, here, "must be a list; left out")
+                self.report("SC244", Severity.WARNING, here, Message("must be a list; left out"))
                 return
             out["prefixItems"] = [
                 self.convert(sub, (*here, index)) or {} for index, sub in enumerate(value)
@@ -292,18 +288,23 @@ class _ToCx:
             if keyword == "oneOf":
                 if "anyOf" in node or "anyOf" in out:
                     self.report(
-                        "SC232", Severity.WARNING, here, "oneOf next to anyOf has no CX form"
+                        "SC232",
+                        Severity.WARNING,
+                        here,
+                        Message("oneOf next to anyOf has no CX form"),
                     )
                     return
                 self.report(
                     "SC243",
                     Severity.WARNING,
                     here,
-                    "CX has no oneOf; exported as anyOf, which also accepts a value "
-                    "matching several alternatives",
+                    Message(
+                        "CX has no oneOf; exported as anyOf, which also accepts a "
+                        "value matching several alternatives"
+                    ),
                 )
             if not isinstance(value, list):
-                self.report("SC244", Severity.WARNING, here, "must be a list; left out")
+                self.report("SC244", Severity.WARNING, here, Message("must be a list; left out"))
                 return
             options = [self.convert(sub, (*here, index)) for index, sub in enumerate(value)]
             out["anyOf"] = [option for option in options if option is not None]
@@ -311,19 +312,21 @@ class _ToCx:
             if _is_json(value):
                 out["default"] = value
             else:
-                self.report("SC244", Severity.WARNING, here, "is not JSON data; left out")
+                self.report("SC244", Severity.WARNING, here, Message("is not JSON data; left out"))
         elif keyword in {"minimum", "maximum"}:
             if finite_double(value):
                 out[keyword] = value
             else:
-                self.report("SC244", Severity.WARNING, here, "must be a number; left out")
+                self.report("SC244", Severity.WARNING, here, Message("must be a number; left out"))
         elif keyword in {"exclusiveMinimum", "exclusiveMaximum"}:
             self.convert_exclusive(keyword, value, node, path, out)
         elif keyword in {"minItems", "maxItems"}:
             if not (
                 isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _INT64_MAX
             ):
-                self.report("SC244", Severity.WARNING, here, "must be a whole number; left out")
+                self.report(
+                    "SC244", Severity.WARNING, here, Message("must be a whole number; left out")
+                )
             elif value > 0:
                 out[keyword] = value
             elif keyword == "maxItems":
@@ -331,13 +334,15 @@ class _ToCx:
                     "SC232",
                     Severity.WARNING,
                     here,
-                    "maxItems 0 cannot be exported: CX reads 0 as no limit",
+                    Message("maxItems 0 cannot be exported: CX reads 0 as no limit"),
                 )
         elif keyword == "uniqueItems":
             if value is True:
                 out["uniqueItems"] = True
             elif value is not False:
-                self.report("SC244", Severity.WARNING, here, "must be true or false; left out")
+                self.report(
+                    "SC244", Severity.WARNING, here, Message("must be true or false; left out")
+                )
         elif keyword == "$ref":
             self.convert_ref(value, path, out)
         elif keyword == "$defs":
@@ -346,7 +351,7 @@ class _ToCx:
                     "SC241",
                     Severity.WARNING,
                     here,
-                    "CX allows defs only at the root of a schema; move them there",
+                    Message("CX allows defs only at the root of a schema; move them there"),
                 )
             elif isinstance(value, dict):
                 defs = {}
@@ -356,21 +361,29 @@ class _ToCx:
                         defs[name] = converted
                 out["defs"] = defs
             else:
-                self.report("SC244", Severity.WARNING, here, "must be an object; left out")
+                self.report("SC244", Severity.WARNING, here, Message("must be an object; left out"))
         elif keyword in _NO_CX_EQUIVALENT:
             self.report(
-                "SC232", Severity.WARNING, here, f"{keyword} has no CX equivalent; not exported"
+                "SC232",
+                Severity.WARNING,
+                here,
+                Message("%(keyword)s has no CX equivalent; not exported", keyword=keyword),
             )
         elif keyword in _ANNOTATIONS:
             self.report(
-                "SC233", Severity.INFO, here, f"{keyword} has no CX equivalent; not exported"
+                "SC233",
+                Severity.INFO,
+                here,
+                Message("%(keyword)s has no CX equivalent; not exported", keyword=keyword),
             )
         else:
             self.report(
                 "SC234",
                 Severity.INFO,
                 here,
-                f"{keyword!r} is not a JSON Schema keyword; not exported",
+                Message(
+                    "%(keyword)s is not a JSON Schema keyword; not exported", keyword=repr(keyword)
+                ),
             )
 
     def convert_exclusive(
@@ -391,11 +404,18 @@ class _ToCx:
                 "SC242",
                 Severity.INFO,
                 here,
-                f"exported as {inclusive} {bound} (the same for whole numbers)",
+                Message(
+                    "exported as %(inclusive)s %(bound)s (the same for whole numbers)",
+                    inclusive=inclusive,
+                    bound=bound,
+                ),
             )
             return
         self.report(
-            "SC232", Severity.WARNING, here, f"{keyword} has no CX equivalent; not exported"
+            "SC232",
+            Severity.WARNING,
+            here,
+            Message("%(keyword)s has no CX equivalent; not exported", keyword=keyword),
         )
 
     def convert_ref(self, ref: Any, path: tuple[str | int, ...], out: dict[str, Any]) -> None:
@@ -409,7 +429,10 @@ class _ToCx:
             "SC240",
             Severity.WARNING,
             here,
-            f"{ref!r} cannot be exported: CX references only #/defs/<name> at the root",
+            Message(
+                "%(ref)s cannot be exported: CX references only #/defs/<name> at the root",
+                ref=repr(ref),
+            ),
         )
 
     def convert_enum(
@@ -423,10 +446,10 @@ class _ToCx:
                 "SC236",
                 Severity.WARNING,
                 (*path, "enum"),
-                "enum next to const; only const is exported",
+                Message("enum next to const; only const is exported"),
             )
         if not isinstance(values, list):
-            self.report("SC244", Severity.WARNING, here, "must be a list; left out")
+            self.report("SC244", Severity.WARNING, here, Message("must be a list; left out"))
             return
         if any(value is None for value in values):
             out["nullable"] = True
@@ -434,7 +457,7 @@ class _ToCx:
                 "SC236",
                 Severity.WARNING,
                 here,
-                "null cannot be listed in a CX enum; exported as nullable",
+                Message("null cannot be listed in a CX enum; exported as nullable"),
             )
             values = [value for value in values if value is not None]
         kind = out.get("type")
@@ -445,12 +468,20 @@ class _ToCx:
                     "SC236",
                     Severity.WARNING,
                     here,
-                    "values of different kinds (or objects, lists) cannot be a CX enum; left out",
+                    Message(
+                        "values of different kinds (or objects, lists) cannot be a CX "
+                        "enum; left out"
+                    ),
                 )
                 return
             out["type"] = kind
             self.report(
-                "SC238", Severity.INFO, path, f"no type; exported as {kind} (from {keyword})"
+                "SC238",
+                Severity.INFO,
+                path,
+                Message(
+                    "no type; exported as %(kind)s (from %(keyword)s)", kind=kind, keyword=keyword
+                ),
             )
         texts: list[str] = []
         for value in values:
@@ -460,7 +491,11 @@ class _ToCx:
                     "SC236",
                     Severity.WARNING,
                     here,
-                    f"{json.dumps(value)} cannot be a CX enum value for type {kind}; not exported",
+                    Message(
+                        "%(dumps)s cannot be a CX enum value for type %(kind)s; not exported",
+                        dumps=json.dumps(value),
+                        kind=kind,
+                    ),
                 )
             else:
                 texts.append(text)
@@ -482,13 +517,18 @@ class _ToCx:
             implied = "STRING"
         if implied:
             out["type"] = implied
-            self.report("SC238", Severity.INFO, path, f"no type; exported as {implied}")
+            self.report(
+                "SC238",
+                Severity.INFO,
+                path,
+                Message("no type; exported as %(implied)s", implied=implied),
+            )
         elif not any(k in node for k in ("type", "$ref", "anyOf", "oneOf", "enum", "const")):
             self.report(
                 "SC239",
                 Severity.WARNING,
                 path,
-                "no type: any value is allowed, but CX requires a type",
+                Message("no type: any value is allowed, but CX requires a type"),
             )
 
 
@@ -606,7 +646,9 @@ def from_cx_schema(cx: dict[str, Any]) -> tuple[dict[str, Any], tuple[Diagnostic
     """
     if not isinstance(cx, dict):
         return {}, (
-            schema_diagnostic("SC220", Severity.ERROR, "a CX schema must be a JSON object", "#"),
+            schema_diagnostic(
+                "SC220", Severity.ERROR, Message("a CX schema must be a JSON object"), "#"
+            ),
         )
     diagnostics: list[Diagnostic] = []
     return _from_cx(cx, (), diagnostics), tuple(diagnostics)
@@ -615,13 +657,23 @@ def from_cx_schema(cx: dict[str, Any]) -> tuple[dict[str, Any], tuple[Diagnostic
 def _from_cx(cx: Any, path: tuple[str | int, ...], diagnostics: list[Diagnostic]) -> dict[str, Any]:
     def report(code: str, key: str, words: str) -> None:
         where = json_pointer((*path, key))
-        diagnostics.append(schema_diagnostic(code, Severity.WARNING, f"{where}: {words}", where))
+        diagnostics.append(
+            schema_diagnostic(
+                code,
+                Severity.WARNING,
+                Message("%(where)s: %(words)s", where=where, words=words),
+                where,
+            )
+        )
 
     if not isinstance(cx, dict):
         where = json_pointer(path)
         diagnostics.append(
             schema_diagnostic(
-                "SC247", Severity.WARNING, f"{where}: a schema must be an object", where
+                "SC247",
+                Severity.WARNING,
+                Message("%(where)s: a schema must be an object", where=where),
+                where,
             )
         )
         return {}
@@ -629,7 +681,11 @@ def _from_cx(cx: Any, path: tuple[str | int, ...], diagnostics: list[Diagnostic]
     for key, value in cx.items():
         name = _CX_FIELDS.get(key)
         if name is None:
-            report("SC246", key, f"{key!r} is not a field of CX's Schema; ignored")
+            report(
+                "SC246",
+                key,
+                Message("%(key)s is not a field of CX's Schema; ignored", key=repr(key)),
+            )
         else:
             fields[name] = (key, value)
     out: dict[str, Any] = {}
@@ -642,12 +698,12 @@ def _from_cx(cx: Any, path: tuple[str | int, ...], diagnostics: list[Diagnostic]
             kind = value
             out["type"] = _JSON_TYPES[value]
         elif value != "TYPE_UNSPECIFIED":
-            report("SC247", key, f"{value!r} is not a CX type; ignored")
+            report("SC247", key, Message("%(value)s is not a CX type; ignored", value=repr(value)))
     nullable = fields.get("nullable", (None, False))
     if nullable[1] is True and "type" in out:
         out["type"] = [out["type"], "null"]
     elif nullable[1] not in (True, False):
-        report("SC247", nullable[0], "nullable must be true or false; ignored")
+        report("SC247", nullable[0], Message("nullable must be true or false; ignored"))
     for name, (key, value) in fields.items():
         here = (*path, key)
         if name in {"title", "description"}:
@@ -655,7 +711,7 @@ def _from_cx(cx: Any, path: tuple[str | int, ...], diagnostics: list[Diagnostic]
                 if value:
                     out[name] = value
             else:
-                report("SC247", key, "must be text; ignored")
+                report("SC247", key, Message("must be text; ignored"))
         elif name in {"properties", "defs"}:
             if isinstance(value, dict):
                 converted = {
@@ -664,7 +720,7 @@ def _from_cx(cx: Any, path: tuple[str | int, ...], diagnostics: list[Diagnostic]
                 if converted:
                     out["$defs" if name == "defs" else name] = converted
             else:
-                report("SC247", key, "must be an object; ignored")
+                report("SC247", key, Message("must be an object; ignored"))
         elif name in {"items", "additionalProperties"}:
             out[name] = _from_cx(value, here, diagnostics)
         elif name in {"prefixItems", "anyOf"}:
@@ -672,41 +728,41 @@ def _from_cx(cx: Any, path: tuple[str | int, ...], diagnostics: list[Diagnostic]
                 if value:
                     out[name] = [_from_cx(s, (*here, i), diagnostics) for i, s in enumerate(value)]
             else:
-                report("SC247", key, "must be a list; ignored")
+                report("SC247", key, Message("must be a list; ignored"))
         elif name == "required":
             if isinstance(value, list) and all(isinstance(item, str) for item in value):
                 if value:
                     out["required"] = list(value)
             else:
-                report("SC247", key, "must be a list of names; ignored")
+                report("SC247", key, Message("must be a list of names; ignored"))
         elif name == "enum":
             if isinstance(value, list) and all(isinstance(item, str) for item in value):
                 if value:
                     out["enum"] = [_enum_value(item, kind) for item in value]
             else:
-                report("SC247", key, "must be a list of texts; ignored")
+                report("SC247", key, Message("must be a list of texts; ignored"))
         elif name == "default":
             out["default"] = value
         elif name in {"minimum", "maximum"}:
             number = _cx_number(value)
             if number is None:
-                report("SC247", key, "must be a number; ignored")
+                report("SC247", key, Message("must be a number; ignored"))
             else:
                 out[name] = number
         elif name in {"minItems", "maxItems"}:
             count = _cx_count(value)
             if count is None:
-                report("SC247", key, "must be a whole number; ignored")
+                report("SC247", key, Message("must be a whole number; ignored"))
             elif count > 0:
                 out[name] = count
         elif name == "uniqueItems":
             if value is True:
                 out["uniqueItems"] = True
             elif value is not False:
-                report("SC247", key, "must be true or false; ignored")
+                report("SC247", key, Message("must be true or false; ignored"))
         elif name == "ref":
             if not isinstance(value, str):
-                report("SC247", key, "must be text; ignored")
+                report("SC247", key, Message("must be text; ignored"))
             elif value:
                 match = _CX_REF.fullmatch(value)
                 if match:
@@ -714,7 +770,14 @@ def _from_cx(cx: Any, path: tuple[str | int, ...], diagnostics: list[Diagnostic]
                 elif not value.startswith("#") and "/" not in value:
                     out["$ref"] = f"#/$defs/{value.replace('~', '~0')}"
                 else:
-                    report("SC247", key, f"{value!r} is not a reference to #/defs/<name>; ignored")
+                    report(
+                        "SC247",
+                        key,
+                        Message(
+                            "%(value)s is not a reference to #/defs/<name>; ignored",
+                            value=repr(value),
+                        ),
+                    )
     return {key: out[key] for key in _JSON_KEY_ORDER if key in out}
 
 
@@ -777,13 +840,15 @@ def variable_cx_schema(
         out: dict[str, Any] = {"type": "ARRAY"}
         item_type = variable.item_type
         if item_type is None or item_type is VariableType.LIST:
-            words = "has no item type" if item_type is None else "cannot hold lists"
+            words = (
+                Message("has no item type") if item_type is None else Message("cannot hold lists")
+            )
             severity = Severity.WARNING if item_type is None else Severity.ERROR
             diagnostics.append(
                 Diagnostic(
                     "SC249",
                     severity,
-                    f"{name}: a list {words}",
+                    Message("%(name)s: a list %(words)s", name=name, words=words),
                     subject=name,
                     field=f"variables.{name}.item_type",
                 )
@@ -814,9 +879,15 @@ def _object_cx_schema(
     schema = schemas.get(variable.schema or "")
     if not isinstance(schema, dict):
         missing = (
-            f"the schema {variable.schema!r} does not exist" if variable.schema else "no schema"
+            Message("the schema %(schema)s does not exist", schema=repr(variable.schema))
+            if variable.schema
+            else Message("no schema")
         )
-        message = f"{variable.name}: a custom object needs a schema ({missing})"
+        message = Message(
+            "%(name)s: a custom object needs a schema (%(missing)s)",
+            name=variable.name,
+            missing=missing,
+        )
         return {"type": "OBJECT"}, [
             Diagnostic(
                 "SC248",
@@ -851,7 +922,7 @@ def variable_from_cx_schema(cx: dict[str, Any]) -> tuple[CxVariable, tuple[Diagn
     """Read a CX variable declaration's ``schema`` back as a variable's type,
     item type, custom-object schema and default (for import)."""
     if not isinstance(cx, dict):
-        message = "a CX schema must be a JSON object"
+        message = Message("a CX schema must be a JSON object")
         return CxVariable(VariableType.TEXT), (
             schema_diagnostic("SC220", Severity.ERROR, message, "#"),
         )
@@ -872,12 +943,13 @@ def variable_from_cx_schema(cx: dict[str, Any]) -> tuple[CxVariable, tuple[Diagn
             )
         item_type = _plain_type(item_kind)
         if item_type is None:
-            message = "#/items: the list items have no usable type; read as text"
+            message = Message("#/items: the list items have no usable type; read as text")
             if item_kind == "array":
-                message = (
-                    "#/items: a list of lists has no Statecraft type (a list holds text, "
-                    "numbers, yes/no or objects); read as a list of text: wrap each inner "
-                    'list in an object ({"values": [...]}) to keep it typed'
+                message = Message(
+                    "#/items: a list of lists has no Statecraft type (a list "
+                    "holds text, numbers, yes/no or objects); read as a list of "
+                    'text: wrap each inner list in an object ({"values": [...]}) '
+                    "to keep it typed"
                 )
             diagnostics.append(schema_diagnostic("SC249", Severity.WARNING, message, "#/items"))
             item_type = VariableType.TEXT
@@ -890,7 +962,7 @@ def variable_from_cx_schema(cx: dict[str, Any]) -> tuple[CxVariable, tuple[Diagn
     if plain is None:
         diagnostics.append(
             schema_diagnostic(
-                "SC247", Severity.WARNING, "#/type: no usable type; read as text", "#/type"
+                "SC247", Severity.WARNING, Message("#/type: no usable type; read as text"), "#/type"
             )
         )
         plain = VariableType.TEXT
@@ -925,8 +997,10 @@ def _report_lost_constraints(
     kept = {"type", "title", "description", *allowed}
     lost = [key for key in schema if key not in kept]
     if lost:
-        message = (
-            f"{where}: a plain variable keeps only its type; "
-            f"{', '.join(lost)} {'is' if len(lost) == 1 else 'are'} not kept"
+        message = Message(
+            "%(where)s: a plain variable keeps only its type; %(lost)s %(value)s not kept",
+            where=where,
+            lost=", ".join(lost),
+            value="is" if len(lost) == 1 else "are",
         )
         diagnostics.append(schema_diagnostic("SC245", Severity.WARNING, message, where))

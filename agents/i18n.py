@@ -1,0 +1,186 @@
+"""The reader's language: diagnostics rendered in it, and the language a user chose.
+
+The core speaks English and hands out `Message` values (a template with named parameters);
+this adapter renders them with Django's gettext in the active language: the template is
+translated, then the same parameters are filled in, so names, lines and types stay as they
+are and the codes never change. `UserLanguageMiddleware` activates the language a signed-in
+user chose (the header's switcher); without one, Django's LocaleMiddleware has already
+taken the language cookie or the request's Accept-Language.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.utils import formats, translation
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop, pgettext_lazy
+
+from agents.core.diagnostics import Diagnostic, render
+
+LANGUAGE_CODES = tuple(code for code, _ in settings.LANGUAGES)
+
+
+def localize(message: Any) -> str:
+    """A message (a core `Message`, or any text) in the active language."""
+    if message is None:
+        return ""
+    return render(message, translation.gettext) if isinstance(message, str) else str(message)
+
+
+def diagnostic_dict(diagnostic: Diagnostic) -> dict[str, object]:
+    """A diagnostic as JSON data with its message in the active language (same code)."""
+    return diagnostic.to_dict(translate=translation.gettext)
+
+
+def diagnostic_dicts(diagnostics: Iterable[Diagnostic]) -> list[dict[str, object]]:
+    return [diagnostic_dict(d) for d in diagnostics]
+
+
+# The history's actions (AuditEvent.action): identifiers in the data, shown translated
+# (English: as stored).
+_ACTIONS = {
+    "app.create": pgettext_lazy("history action", "app.create"),
+    "app.update": pgettext_lazy("history action", "app.update"),
+    "app.delete": pgettext_lazy("history action", "app.delete"),
+    "variable.create": pgettext_lazy("history action", "variable.create"),
+    "variable.update": pgettext_lazy("history action", "variable.update"),
+    "variable.rename": pgettext_lazy("history action", "variable.rename"),
+    "variable.delete": pgettext_lazy("history action", "variable.delete"),
+    "schema.create": pgettext_lazy("history action", "schema.create"),
+    "schema.update": pgettext_lazy("history action", "schema.update"),
+    "schema.delete": pgettext_lazy("history action", "schema.delete"),
+    "tool.create": pgettext_lazy("history action", "tool.create"),
+    "tool.update": pgettext_lazy("history action", "tool.update"),
+    "tool.rename": pgettext_lazy("history action", "tool.rename"),
+    "tool.delete": pgettext_lazy("history action", "tool.delete"),
+    "agent.create": pgettext_lazy("history action", "agent.create"),
+    "agent.update": pgettext_lazy("history action", "agent.update"),
+    "agent.rename": pgettext_lazy("history action", "agent.rename"),
+    "agent.delete": pgettext_lazy("history action", "agent.delete"),
+    "agent.instructions": pgettext_lazy("history action", "agent.instructions"),
+    "agent.attach_tool": pgettext_lazy("history action", "agent.attach_tool"),
+    "callback.create": pgettext_lazy("history action", "callback.create"),
+    "callback.update": pgettext_lazy("history action", "callback.update"),
+    "callback.delete": pgettext_lazy("history action", "callback.delete"),
+    "scenario.create": pgettext_lazy("history action", "scenario.create"),
+    "scenario.update": pgettext_lazy("history action", "scenario.update"),
+    "scenario.delete": pgettext_lazy("history action", "scenario.delete"),
+    "share.set": pgettext_lazy("history action", "share.set"),
+    "share.remove": pgettext_lazy("history action", "share.remove"),
+    "version.create": pgettext_lazy("history action", "version.create"),
+    "version.restore": pgettext_lazy("history action", "version.restore"),
+    "version.delete": pgettext_lazy("history action", "version.delete"),
+    "version.label_set": pgettext_lazy("history action", "version.label_set"),
+    "version.label_delete": pgettext_lazy("history action", "version.label_delete"),
+}
+
+
+# Words the pages show for values that are identifiers in the data (a severity, a change, a
+# kind of object): the data keeps the identifier, the page shows the word in the language.
+_WORDS = {
+    "error": _("error"),
+    "warning": _("warning"),
+    "info": _("info"),
+    "added": _("added"),
+    "removed": _("removed"),
+    "changed": _("changed"),
+    "renamed": _("renamed"),
+    "same": _("same"),
+    "app": _("app"),
+    "variable": _("variable"),
+    "schema": _("schema"),
+    "tool": _("tool"),
+    "agent": _("agent"),
+    "callback": _("callback"),
+    "scenario": _("scenario"),
+    "label": _("label"),
+    "version": _("version"),
+    "share": _("share"),
+    "viewer": _("viewer"),
+    "editor": _("editor"),
+}
+
+
+def word(value: Any) -> str:
+    """An identifier of the data (`error`, `added`, `variable`) as a word of the language."""
+    key = str(value)
+    return str(_WORDS.get(key, key))
+
+
+def action_words(action: str) -> str:
+    """A history action (`variable.update`) in the reader's language (English: as stored)."""
+    return str(_ACTIONS.get(action, action))
+
+
+SESSION_KEY = "statecraft_language"
+
+
+def localized_report(report: dict[str, Any]) -> dict[str, Any]:
+    """An import report (`exchange.import_report`) with its messages in the active language."""
+    files = [
+        {
+            **group,
+            "diagnostics": [
+                {**row, "message": localize(row["message"])} for row in group["diagnostics"]
+            ],
+        }
+        for group in report.get("files", [])
+    ]
+    return {**report, "files": files}
+
+
+def _localized_row(row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "message": localize(row["message"])}
+
+
+def decimal_comma() -> bool:
+    """Whether the reader's language writes decimals with a comma (`1,5`: French, German)."""
+    return formats.get_format("DECIMAL_SEPARATOR") == ","
+
+
+def user_language(user: Any) -> str:
+    """The language `user` chose in the header ("" when they never chose one)."""
+    if not getattr(user, "is_authenticated", False):
+        return ""
+    from agents.models import UserSettings
+
+    language = (
+        UserSettings.objects.filter(user=user).values_list("language", flat=True).first() or ""
+    )
+    return language if language in LANGUAGE_CODES else ""
+
+
+def remember_on_sign_in(sender: Any, request: HttpRequest, user: Any, **kwargs: Any) -> None:
+    """`user_logged_in`: the user's chosen language goes into their session (read once)."""
+    language = user_language(user)
+    if language and request is not None and hasattr(request, "session"):
+        request.session[SESSION_KEY] = language
+
+
+class UserLanguageMiddleware:
+    """After LocaleMiddleware and AuthenticationMiddleware: a signed-in user's chosen language
+    (copied into the session at sign-in, so no query per request) wins over the cookie and
+    Accept-Language, so it follows them to another browser. API clients (tokens) have no
+    session: they say their language with Accept-Language."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path.startswith("/api/"):  # the API speaks the request's Accept-Language
+            return self.get_response(request)
+        session = getattr(request, "session", None)
+        language = session.get(SESSION_KEY) if session is not None else None
+        if language in LANGUAGE_CODES and language != translation.get_language():
+            translation.activate(language)
+            request.LANGUAGE_CODE = language
+        return self.get_response(request)
+
+
+# Django's admin says "Run" on its actions button; Django 6's own German catalog has no
+# translation for it yet, so the word is in ours (LOCALE_PATHS come first).
+DJANGO_GAPS = (gettext_noop("Run"),)
