@@ -146,9 +146,11 @@ def _bella(root: Path) -> Path:
     return root / "examples" / "bella_notte"
 
 
-def test_the_import_page_reports_every_diagnostic_grouped_by_file(signed_in, user):
+def test_the_import_page_reports_every_diagnostic_grouped_by_file(signed_in, user, settings):
     from django.core.files.uploadedfile import SimpleUploadedFile
     from django.urls import reverse
+
+    settings.IMPORT_JOB_MIN_BYTES = 10**9  # in the request (a large upload is a job: test_exchange)
 
     from agents.core.cx.app import from_cx_files
 
@@ -170,8 +172,10 @@ def test_the_import_page_reports_every_diagnostic_grouped_by_file(signed_in, use
     assert kept > 10  # the evaluations, datasets and notes, kept verbatim
 
 
-def test_the_api_imports_with_the_full_report_and_refuses_the_broken_app(client, user):
+def test_the_api_imports_with_the_full_report_and_refuses_the_broken_app(client, user, settings):
     from rest_framework.authtoken.models import Token
+
+    settings.IMPORT_JOB_MIN_BYTES = 10**9  # in the request (a large upload is a job: test_api)
 
     root = cx_corpus_root()
     token = Token.objects.create(user=user)
