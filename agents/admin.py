@@ -699,3 +699,16 @@ class JobAdmin(ReadOnlyAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
+
+
+# The database queue's own rows (django-tasks-db) are the workers' bookkeeping: operators
+# read jobs as `Job` rows above (status, progress, error), in their language; the queue's
+# admin (English-only, a second view of the same work) is left out.
+def _hide_task_queue_admin() -> None:
+    from django_tasks_db.models import DBTaskResult
+
+    if admin.site.is_registered(DBTaskResult):
+        admin.site.unregister(DBTaskResult)
+
+
+_hide_task_queue_admin()
