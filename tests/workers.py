@@ -25,6 +25,22 @@ SLOW_TOOL = (
 )
 
 
+def test_database_url() -> str:
+    """`DATABASE_URL` of the database this test runs on (SQLite's file, or PostgreSQL's
+    test database), for a process of its own."""
+    db = connection.settings_dict
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        return f"sqlite:///{db['NAME']}"
+    from urllib.parse import quote
+
+    auth = quote(db.get("USER") or "")
+    if db.get("PASSWORD"):
+        auth += ":" + quote(db["PASSWORD"])
+    host = db.get("HOST") or "localhost"
+    port = f":{db['PORT']}" if db.get("PORT") else ""
+    return f"postgres://{auth + '@' if auth else ''}{host}{port}/{db['NAME']}"
+
+
 class Worker:
     """`manage.py worker` in its own process, on the test database."""
 
@@ -35,7 +51,7 @@ class Worker:
             env={
                 **os.environ,
                 "DJANGO_SETTINGS_MODULE": "tests.settings",
-                "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
+                "DATABASE_URL": test_database_url(),
                 "PYTHONUNBUFFERED": "1",
                 **env,
             },
