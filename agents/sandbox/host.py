@@ -253,7 +253,7 @@ class SandboxSession:
     def pid(self) -> int | None:
         """The session child's pid while it runs (for tests and diagnostics)."""
         proc = self._proc
-        return proc.pid if proc is not None and proc.poll() is None else None
+        return proc.pid if proc is not None and not _exited(proc) else None
 
     def close(self) -> None:
         """Kill the session child and reap it; later calls are refused."""
@@ -307,7 +307,7 @@ class SandboxSession:
                     given,
                     started,
                 )
-            if self._proc is None or self._proc.poll() is not None:
+            if self._proc is None or _exited(self._proc):
                 self._stop()  # reap a child that died between calls: not this call's fault
                 error = self._start()
                 if error is not None:
@@ -498,10 +498,7 @@ class SandboxSession:
                         del self._stderr[:-MAX_STDERR_BYTES]
                         continue
                     if not chunk:  # the child is gone
-                        try:
-                            returncode = proc.wait(timeout=max(0.05, deadline - time.monotonic()))
-                        except subprocess.TimeoutExpired:
-                            returncode = None
+                        returncode = _reap(proc, max(0.05, deadline - time.monotonic()))
                         return None, b"", _crash_error(returncode, bytes(self._stderr))
                     buf += chunk
                     if header is not None and len(buf) > need:
@@ -736,9 +733,40 @@ def _run_child(
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the child has exited, *without* reaping it: until it is reaped its pid (and
+    so its process group id) stays ours, and killing the group cannot reach anybody else."""
+    if proc.returncode is not None:
+        return True
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # pragma: no cover - reaped behind our back
+        return True
+
+
+def _reap(proc: subprocess.Popen[bytes], timeout: float) -> int | None:
+    """Wait up to `timeout` for an exiting child, then kill what is left of its process
+    group and reap it; its exit status, or None if it did not exit in time (`_kill` then
+    does it). The group is killed before the reap: a reaped pid may be reused at once by
+    another process (pid_max is 32,768 here), and killpg on it would kill that one."""
+    deadline = time.monotonic() + timeout
+    pause = 0.0005
+    while not _exited(proc):
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(pause)  # as Popen.wait(timeout) polls
+        pause = min(pause * 2, 0.05)
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    return proc.wait()
+
+
 def _kill(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    # Only while the child is not reaped: then its pid cannot have been reused.
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
     for stream in (proc.stdin, proc.stdout, proc.stderr):
         try:
             if stream is not None:
@@ -803,10 +831,7 @@ def _exchange(
         sel.close()
         view.release()
     # Both pipes closed: the child is exiting.  Reap it (bounded) to read its status.
-    try:
-        returncode = proc.wait(timeout=max(0.05, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        returncode = None
+    returncode = _reap(proc, max(0.05, deadline - time.monotonic()))
     if out:
         return _Outcome(bytes(out), bytes(err))
     return _Outcome(bytes(out), bytes(err), _crash_error(returncode, bytes(err)))

@@ -451,3 +451,40 @@ def test_code_compiled_once_per_session_still_gets_the_language_layer_checks():
         None,
         "forbidden",
     ]
+
+
+def test_a_session_whose_child_was_reaped_never_signals_that_pid_again():
+    """A reaped child's pid is free: the kernel may give it to any process at once (pid_max
+    is 32,768 here). Closing the session must not kill that process's group — it once
+    killed a test's worker process in the parallel suite."""
+    import subprocess
+
+    echo = "import sys\nfor line in sys.stdin:\n    print(line, end='', flush=True)\n"
+    reused = subprocess.Popen(  # the process that got the freed pid: it answers while alive
+        [sys.executable, "-c", echo],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+    def answers() -> bool:
+        try:
+            reused.stdin.write("alive?\n")
+            reused.stdin.flush()
+        except BrokenPipeError:
+            return False
+        return reused.stdout.readline() == "alive?\n"
+
+    try:
+        assert answers()
+        session = open_session(limits=FAST)
+        assert run(session, OK).ok
+        os.kill(session.pid, signal.SIGKILL)
+        session._proc.wait(timeout=10)  # reaped: its pid is anybody's now...
+        session._proc.pid = reused.pid  # ...and the kernel gave it to `reused`
+        session.close()
+        assert answers()  # a SIGKILL sent to it lands before it can read the question
+    finally:
+        reused.kill()
+        reused.wait()
