@@ -830,13 +830,25 @@ def _agent_of(app: AgentApp, agent_id: int) -> Agent | None:
 
 
 def _conversation(
-    request: HttpRequest, app: AgentApp, access: selectors.Access, agent: Agent, params: Any
+    request: HttpRequest,
+    app: AgentApp,
+    access: selectors.Access,
+    agent: Agent,
+    params: Any,
+    *,
+    keep_editor: bool = True,
 ) -> HttpResponse:
+    """The conversation fragment. An open scenario editor inside it survives a
+    re-simulation (`hx-preserve`: the designer's unsaved edits) unless the scenario shown
+    changed or the editor's own save asked for the fresh panel (`keep_editor=False`)."""
+    shown = str(params.get("mocks_for", "") or "")
+    picked = str(params.get("scenario", "") or "")
     context = {
         "app": app,
         "access": access,
         "agent": agent,
         "conversation": simulation.build_conversation(app, agent, params, request.user),
+        "keep_editor": keep_editor and (not picked or picked == shown),
     }
     return render(request, f"{DESIGNER}#conversation-panel", context)
 
@@ -973,7 +985,7 @@ def scenario_delete(
     agent = _agent_of(app, agent_id)
     if not request.htmx:
         return redirect(f"{reverse('app-designer', args=[app.pk])}?agent={agent_id}")
-    return _conversation(request, app, access, agent, {})
+    return _conversation(request, app, access, agent, {}, keep_editor=False)
 
 
 def _after_scenario_save(
@@ -985,7 +997,9 @@ def _after_scenario_save(
         )
     app, access = _loaded_app(request, app.pk)
     agent = _agent_of(app, agent.pk)
-    response = _conversation(request, app, access, agent, {"scenario": str(scenario_id)})
+    response = _conversation(
+        request, app, access, agent, {"scenario": str(scenario_id)}, keep_editor=False
+    )
     retarget(response, "#conversation-panel")
     reswap(response, "outerHTML")
     return response

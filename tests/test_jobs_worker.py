@@ -7,8 +7,6 @@ deadline), never for a fixed time.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
@@ -28,12 +26,6 @@ def api(user):
     return client
 
 
-@pytest.mark.skipif(
-    bool(os.environ.get("PYTEST_XDIST_WORKER")),
-    reason="In the parallel suite this test's worker twice stopped logging after the job's last "
-    "scenario (passes alone and in its module; cause not found yet: see the closing note of "
-    "issue 20). Run it with -n 0.",
-)
 def test_a_worker_process_runs_the_job_and_reports_progress(workers, api, bank):
     worker = workers()
     total = slow_app(bank, 2)

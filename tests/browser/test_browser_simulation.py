@@ -74,3 +74,36 @@ def test_a_key_code_keeps_outside_the_variables_is_a_grey_note_not_a_red_error(
     expect(note).to_contain_text("keeps _last_lookup in the session state")
     expect(page.locator("#conversation-panel .event-error")).to_have_count(0)
     page.screenshot(path=str(tmp_path / "note.png"), full_page=True)
+
+
+def test_an_open_scenario_editor_survives_a_resimulation_and_closes_on_save(
+    open_designer, bank_app
+):
+    """Typing in the instructions re-simulates the conversation (its panel is swapped):
+    the scenario the designer is editing in that panel keeps its unsaved text. Its save
+    shows the fresh panel, editor closed."""
+    page: Page = open_designer(bank_app)
+    page.evaluate(
+        "document.body.addEventListener('htmx:afterSettle', (e) => {"
+        " if (e.detail.target && e.detail.target.id === 'conversation-panel')"
+        " document.body.dataset.resimulated = 'yes' })"
+    )
+    expect(page.locator("#conversation-panel .turn").first).to_be_visible()
+    expect(page.locator(".htmx-request")).to_have_count(0)
+    page.locator("#conversation-panel").get_by_role("link", name="Edit").click()
+    name = page.locator("#scenario-editor form input[name=name]")
+    name.fill("Balance, edited")
+    page.evaluate("delete document.body.dataset.resimulated")
+    editor = page.locator("#instructions-editor")
+    editor.focus()
+    page.keyboard.press("Control+End")
+    editor.press_sequentially(" ok")
+    # The conversation was simulated again (its panel swapped):
+    expect(page.locator("body[data-resimulated=yes]")).to_be_attached()
+    expect(page.locator("#conversation-panel .turn").first).to_be_visible()
+    expect(name).to_have_value("Balance, edited")
+    page.locator("#scenario-editor form").get_by_role("button", name="Save").click()
+    expect(page.locator("#scenario-editor form")).to_have_count(0)
+    expect(page.locator("#conversation-panel select[name=scenario]")).to_contain_text(
+        "Balance, edited"
+    )
