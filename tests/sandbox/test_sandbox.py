@@ -214,7 +214,7 @@ def test_run_many_threads_state_between_calls():
 def test_syntax_error_reports_its_line():
     result = tool("def t():\n    x = 1\n    return (x +\n\ny = ]\n")
     assert_blocked(result, "syntax")
-    assert result.error.line in (3, 5)
+    assert result.error.line == 5  # where the parser gives up: the unclosed bracket
 
 
 def test_exception_reports_user_code_line():
@@ -250,6 +250,17 @@ def test_undeclared_args_are_a_type_error():
 
 
 # ------------------------------------------------------------------------ escape attempts
+
+
+MISSING_OR_READ_ONLY = {
+    "getattr(json, 'decoder')",
+    "getattr(json, 'codecs')",
+    "getattr(re, 'enum')",
+    "getattr(statistics, 'random')",
+    "setattr(context, 'state', 1)",
+    "context.state = {}",
+    "json.dumps = None",
+}
 
 
 @pytest.mark.parametrize(
@@ -311,7 +322,9 @@ def test_escape_attempts_are_refused(body):
     code = f"import json, re, statistics, string\ndef t():\n    {body}\n    return 'escaped'\n"
     result = tool(code)
     assert not result.ok, (body, result)
-    assert result.error.kind in ("forbidden", "exception"), (body, result.error)
+    # A plain exception only where the thing simply does not exist or cannot be assigned.
+    expected = "exception" if body in MISSING_OR_READ_ONLY else "forbidden"
+    assert result.error.kind == expected, (body, result.error)
     if result.error.kind == "exception":
         # A plain exception is fine only when the thing simply does not exist.
         assert any(
@@ -385,9 +398,9 @@ def test_caught_forbidden_import_is_still_contained():
 
 
 def test_infinite_loop_times_out_with_line():
-    result = tool("def t():\n    x = 0\n    while True:\n        x += 1\n", limits=FAST)
+    result = tool("def t():\n    x = 0\n    while True: x += 1\n", limits=FAST)
     assert_blocked(result, "timeout")
-    assert result.error.line in (3, 4)
+    assert result.error.line == 3
 
 
 def test_loop_that_swallows_the_timeout_is_killed_by_the_parent():

@@ -253,9 +253,9 @@ def test_cpu_limit_is_per_call():
     # The wall limit far above the CPU one: a loaded machine gives 1 s of CPU late, not never.
     limits = Limits(wall_time_s=30, cpu_time_s=1)
     with open_session(limits=limits) as session:
-        result = run(session, "def t():\n    while True:\n        pass\n")
+        result = run(session, "def t():\n    while True: pass\n")
         assert result.error.kind == "timeout" and "CPU" in result.error.message
-        assert result.error.line in (2, 3)
+        assert result.error.line == 2
         assert run(session, OK).ok
 
 
