@@ -1,7 +1,8 @@
 """Custom-object schemas: the checks a JSON Schema must pass before the app uses it
 (metaschema, local references only, size and depth, patterns that cannot run away).
 
-Conversion to and from CX Agent Studio's `Schema` lives in `agents.core.cx.schemas`.
+Conversion to and from CX Agent Studio's `Schema` lives in `agents.core.cx.schema_to_cx` and
+`agents.core.cx.schema_from_cx`.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import pytest
 
 from agents.core import formats
 from agents.core.cx import app as cx_format
+from agents.core.cx import archive as cx_archive
 from agents.core.cx.app import from_cx_files, read_zip, to_cx_files, zip_bytes
 from agents.core.diagnostics import Severity, has_errors
 from agents.core.formats import (
@@ -575,7 +576,7 @@ def test_zip_with_a_path_leaving_its_folder_is_refused(name):
 
 
 def test_zip_bomb_is_refused(monkeypatch):
-    monkeypatch.setattr(cx_format, "MAX_ZIP_BYTES", 1024 * 1024)
+    monkeypatch.setattr(cx_archive, "MAX_ZIP_BYTES", 1024 * 1024)
     bomb = _zip({f"f{i}.txt": b"\0" * (400 * 1024) for i in range(3)})
     assert len(bomb) < 10 * 1024
     files, problems = read_zip(bomb)
@@ -583,7 +584,7 @@ def test_zip_bomb_is_refused(monkeypatch):
 
 
 def test_zip_with_too_many_files_or_not_a_zip_is_refused(monkeypatch):
-    monkeypatch.setattr(cx_format, "MAX_ZIP_FILES", 3)
+    monkeypatch.setattr(cx_archive, "MAX_ZIP_FILES", 3)
     files, problems = read_zip(_zip({f"{i}.txt": b"" for i in range(4)}))
     assert files is None and problems[0].code == "SC602"
     files, problems = read_zip(b"PK\x03\x04 not really")
@@ -591,7 +592,7 @@ def test_zip_with_too_many_files_or_not_a_zip_is_refused(monkeypatch):
 
 
 def test_zip_lying_about_its_size_is_caught_while_reading(monkeypatch):
-    monkeypatch.setattr(cx_format, "MAX_ZIP_FILE_BYTES", 1000)
+    monkeypatch.setattr(cx_archive, "MAX_ZIP_FILE_BYTES", 1000)
     data = bytearray(_zip({"big.txt": b"a" * 5000}))
     # Patch the declared uncompressed size (local header and central directory) to 10 bytes.
     for signature, offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):

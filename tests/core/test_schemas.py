@@ -11,14 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.core.cx.schemas import CODES as CX_CODES
-from agents.core.cx.schemas import (
-    CxVariable,
-    from_cx_schema,
-    to_cx_schema,
-    variable_cx_schema,
-    variable_from_cx_schema,
-)
+from agents.core.cx.schema_from_cx import from_cx_schema
+from agents.core.cx.schema_to_cx import CODES as CX_CODES
+from agents.core.cx.schema_to_cx import to_cx_schema
+from agents.core.cx.variables import CxVariable, variable_cx_schema, variable_from_cx_schema
 from agents.core.diagnostics import Severity
 from agents.core.schemas import CODES as CHECK_CODES
 from agents.core.schemas import check_schema
@@ -726,10 +722,14 @@ def test_variable_from_cx_reports_lost_constraints():
 def test_codes_are_documented_in_range_and_do_not_collide():
     assert all(re.fullmatch(r"SC2(2\d|3\d|4\d)", code) for code in CODES)
     assert not set(CODES) & set(TYPE_CODES)
-    for name, codes in (("agents.core.schemas", CHECK_CODES), ("agents.core.cx.schemas", CX_CODES)):
-        source = Path(sys.modules[name].__file__).read_text()
+    cx_modules = ("schema_to_cx", "schema_from_cx", "variables")
+    for names, codes in (
+        (("agents.core.schemas",), CHECK_CODES),
+        (tuple(f"agents.core.cx.{name}" for name in cx_modules), CX_CODES),
+    ):
+        source = "".join(Path(sys.modules[name].__file__).read_text() for name in names)
         used = set(re.findall(r'"(SC2\d\d)"', source))
-        assert set(codes) <= used <= set(CODES), name
+        assert set(codes) <= used <= set(CODES), names
 
 
 @settings(max_examples=150, deadline=None)
