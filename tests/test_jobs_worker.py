@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 
 from agents.models import Job, JobItem, ScenarioResult
 from agents.services import jobs
-from tests.workers import slow_app
+from tests.workers import redis_queue, slow_app
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.xdist_group("workers")]
 REDIS_URL = "redis://127.0.0.1:6379/7"
@@ -93,31 +93,8 @@ def test_cancel_stops_a_running_job(workers, api, bank):
 @pytest.fixture
 def rq_queue(settings):
     """The test process enqueues on Redis (db 7) as a web process with TASKS_BACKEND=rq."""
-    redis = pytest.importorskip("redis")
-    client = redis.Redis.from_url(REDIS_URL)
-    try:
-        client.ping()
-    except redis.exceptions.ConnectionError:
-        pytest.skip(f"no Redis at {REDIS_URL}")
-    client.flushdb()
-    from django.tasks import task_backends
-
-    settings.TASKS_BACKEND = "rq"
-    settings.TASKS = {"default": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]}}
-    settings.RQ_QUEUES = {"default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 600}}
-    _reset(task_backends)
-    yield
-    _reset(task_backends)
-    client.flushdb()
-
-
-def _reset(handler) -> None:
-    """Forget the configured task backends (the TASKS setting changed)."""
-    from asgiref.local import Local
-
-    handler.__dict__.pop("settings", None)
-    handler._settings = None
-    handler._connections = Local(handler.thread_critical)
+    with redis_queue(settings, REDIS_URL):
+        yield
 
 
 def test_an_rq_worker_runs_the_job_from_redis(rq_queue, workers, api, bank):
