@@ -420,8 +420,11 @@ def simulate_scenario(
     `use_mocks` None keeps the scenario's own setting; True or False overrides it both
     ways. The simulation is bounded (module docstring); `runner` is a batch's.
     """
-    spec = with_instructions(selectors.app_spec(app), agent.display_name, instructions)
-    scenario_spec = scenario.to_spec(app_id=f"apps/{app.pk}")
-    if use_mocks is not None:
-        scenario_spec = replace(scenario_spec, use_mocks=use_mocks)
-    return scenario_spec, simulate_bounded(spec, scenario_spec, runner=runner)
+    # A request's own simulation takes its slot before the app's spec is built: a refusal
+    # (SimulationsBusy) costs nothing.
+    with SLOTS.hold() if runner is None else contextlib.nullcontext():
+        spec = with_instructions(selectors.app_spec(app), agent.display_name, instructions)
+        scenario_spec = scenario.to_spec(app_id=f"apps/{app.pk}")
+        if use_mocks is not None:
+            scenario_spec = replace(scenario_spec, use_mocks=use_mocks)
+        return scenario_spec, simulate_bounded(spec, scenario_spec, runner=runner)
