@@ -106,3 +106,22 @@ def test_an_rq_worker_runs_the_job_from_redis(rq_queue, workers, api, bank):
     worker.wait_for(f"job {job_id} (evaluate_app) succeeded")
     body = api.get(location).json()
     assert body["status"] == "succeeded" and body["progress"]["done"] == total
+
+
+def test_an_rq_worker_killed_mid_job_is_recovered_without_duplicates(rq_queue, workers, user, bank):
+    """RQ's warm worker runs the job in its own process (agents.rq_worker): SIGKILLed, the
+    job's worker pid is gone, and the next worker queues it again on Redis and finishes it."""
+    total = slow_app(bank, 4)
+    first = workers(TASKS_BACKEND="rq", REDIS_URL=REDIS_URL)
+    job = jobs.job_submit(kind="evaluate_app", owner=user, app=bank)
+    first.wait_for(f"job {job.pk}: 1 of {total} done")
+    first.kill()
+    assert Job.objects.get(pk=job.pk).status == "running"  # as the dead worker left it
+    second = workers(TASKS_BACKEND="rq", REDIS_URL=REDIS_URL)
+    second.wait_for(f"recovered job {job.pk}")
+    second.wait_for(f"job {job.pk} (evaluate_app) succeeded")
+    job.refresh_from_db()
+    assert job.attempts == 2 and job.progress_done == total
+    keys = list(JobItem.objects.filter(job=job).values_list("key", flat=True))
+    assert len(keys) == total == len(set(keys))
+    assert ScenarioResult.objects.filter(scenario__agent__app=bank).count() == total
