@@ -18,6 +18,7 @@ does for an app typed in by hand.
 from __future__ import annotations
 
 import base64
+import json
 import logging
 from collections.abc import Iterable
 from typing import Any, Literal
@@ -147,10 +148,6 @@ def read_app_file(
 ) -> tuple[UploadKind, AppSpec | None, tuple[ScenarioSpec, ...], tuple[Diagnostic, ...]]:
     """What an uploaded file holds: a CX ZIP (by its signature) or a native JSON/YAML text.
     A file named ``.zip`` that is not one is refused as such (not read as a native text)."""
-    limit = {
-        "max_objects": settings.IMPORT_MAX_OBJECTS,
-        "max_instructions_bytes": settings.IMPORT_MAX_INSTRUCTIONS_BYTES,
-    }
     if filename.lower().endswith(".zip") and data[:4] not in (b"PK\x03\x04", b"PK\x05\x06"):
         message = Message(
             "%(filename)s is not a ZIP file (a CX Agent Studio export is one); export it again",
@@ -162,15 +159,29 @@ def read_app_file(
         if files is None:
             return "cx", None, (), problems
         spec, scenarios, diagnostics = read_cx_files(files)
-        over = limits.app_spec_problems(spec, **limit) if spec is not None else ()
+        over = limits.app_spec_problems(spec, **_limits()) if spec is not None else ()
         if over:
             return "cx", None, (), over
         return "cx", spec, scenarios, diagnostics
     doc, problems = loads_native(data, max_yaml_bytes=settings.IMPORT_MAX_YAML_BYTES)
     if doc is None:
         return "native", None, (), problems
+    return read_native_document(doc)
+
+
+def _limits() -> dict[str, int]:
+    return {
+        "max_objects": settings.IMPORT_MAX_OBJECTS,
+        "max_instructions_bytes": settings.IMPORT_MAX_INSTRUCTIONS_BYTES,
+    }
+
+
+def read_native_document(
+    doc: Any,
+) -> tuple[UploadKind, AppSpec | None, tuple[ScenarioSpec, ...], tuple[Diagnostic, ...]]:
+    """What a native document (JSON/YAML, already parsed by `loads_native`) holds."""
     # Counted on the document as read, before the (per-object) checks in depth.
-    over = limits.native_document_problems(doc, **limit)
+    over = limits.native_document_problems(doc, **_limits())
     if over:
         return "native", None, (), over
     spec, scenarios, diagnostics = from_native(doc)
@@ -254,7 +265,18 @@ def app_import_file(
     import page and `manage.py import_app`. All of it or nothing: anything wrong raises
     `ImportRefused` with every problem (its errors first). Returns the app, the kind of
     file and the warnings and notes that did not stop it."""
-    kind, spec, scenarios, diagnostics = read_app_file(data, filename)
+    return _import_read(read_app_file(data, filename), owner=owner, name=name, filename=filename)
+
+
+def _import_read(
+    read: tuple[UploadKind, AppSpec | None, tuple[ScenarioSpec, ...], tuple[Diagnostic, ...]],
+    *,
+    owner: AbstractBaseUser,
+    name: str | None,
+    filename: str,
+) -> tuple[AgentApp, UploadKind, tuple[Diagnostic, ...]]:
+    """`app_import_file` once the upload is read (`read_app_file`, `read_native_document`)."""
+    kind, spec, scenarios, diagnostics = read
     if spec is None or has_errors(diagnostics):
         errors = [d for d in diagnostics if d.severity is Severity.ERROR]
         raise ImportRefused(kind, errors or diagnostics)
@@ -318,39 +340,38 @@ def app_import_submit(
 ) -> Job:
     """Queue the import of an uploaded file as a job (kind ``import_app``) run as `owner`.
 
-    The bytes travel in the job's params as base64 (the upload size limit is checked before,
-    by the page and the API); they are dropped from the row once the job has read them.
     What is cheap to check is checked first, in the request (`ImportRefused` as the
     synchronous import): a ``.zip`` that is not one, the ZIP's own limits, a text that does
     not parse or is over ``IMPORT_MAX_YAML_BYTES``, a document over ``IMPORT_MAX_OBJECTS``.
-    Over the per-user job limit: `jobs.JobLimitError`."""
-    kind, problems = _import_precheck(data, filename)
+    A native text is parsed only there: the job gets the parsed document (``document``,
+    as JSON text, so its keys keep their order on every database) and does not parse the
+    upload again; a ZIP travels as its bytes (``data``, base64). Either is dropped from the
+    row once the job has read it (the upload size limit is checked before, by the page and
+    the API). Over the per-user job limit: `jobs.JobLimitError`."""
+    kind, problems, doc = _import_precheck(data, filename)
     if problems:
         raise ImportRefused(kind, problems)
-    params = {
-        "filename": filename,
-        "name": name or "",
-        "size": len(data),
-        "data": base64.b64encode(data).decode("ascii"),
-    }
+    params: dict[str, Any] = {"filename": filename, "name": name or "", "size": len(data)}
+    if doc is not None:
+        params["document"] = json.dumps(doc, ensure_ascii=False)
+    else:
+        params["data"] = base64.b64encode(data).decode("ascii")
     return jobs.job_submit(kind="import_app", owner=owner, params=params)
 
 
-def _import_precheck(data: bytes, filename: str) -> tuple[UploadKind, tuple[Diagnostic, ...]]:
-    """The refusals `read_app_file` finds before it builds any object (no database)."""
+def _import_precheck(data: bytes, filename: str) -> tuple[UploadKind, tuple[Diagnostic, ...], Any]:
+    """The refusals `read_app_file` finds before it builds any object (no database), and a
+    native text's parsed document (None for a ZIP)."""
     if filename.lower().endswith(".zip") and data[:4] not in (b"PK\x03\x04", b"PK\x05\x06"):
-        return read_app_file(data, filename)[::3]
+        kind, _, _, problems = read_app_file(data, filename)
+        return kind, problems, None
     if data[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
         files, problems = read_zip(data)
-        return "cx", problems if files is None else ()
+        return "cx", problems if files is None else (), None
     doc, problems = loads_native(data, max_yaml_bytes=settings.IMPORT_MAX_YAML_BYTES)
     if doc is None:
-        return "native", problems
-    return "native", limits.native_document_problems(
-        doc,
-        max_objects=settings.IMPORT_MAX_OBJECTS,
-        max_instructions_bytes=settings.IMPORT_MAX_INSTRUCTIONS_BYTES,
-    )
+        return "native", problems, None
+    return "native", limits.native_document_problems(doc, **_limits()), doc
 
 
 def app_import_job_run(ctx: jobs.JobContext) -> dict[str, Any]:
@@ -361,10 +382,13 @@ def app_import_job_run(ctx: jobs.JobContext) -> dict[str, Any]:
     params = job.params
     filename = params.get("filename") or "upload"
     ctx.progress(done=0, total=1, current=f"reading {filename}")
-    data = base64.b64decode(params.get("data") or "")
     try:
-        app, kind, diagnostics = app_import_file(
-            owner=job.owner, data=data, name=params.get("name") or None, filename=filename
+        if "document" in params:  # a native text, parsed by the request (app_import_submit)
+            read = read_native_document(json.loads(params["document"]))
+        else:
+            read = read_app_file(base64.b64decode(params.get("data") or ""), filename)
+        app, kind, diagnostics = _import_read(
+            read, owner=job.owner, name=params.get("name") or None, filename=filename
         )
     except ImportRefused as exc:
         refused = {
@@ -376,7 +400,7 @@ def app_import_job_run(ctx: jobs.JobContext) -> dict[str, Any]:
         }
         raise jobs.JobStopped(JobStatus.FAILED, refused["detail"], result=refused) from exc
     finally:
-        kept = {k: v for k, v in params.items() if k != "data"}
+        kept = {k: v for k, v in params.items() if k not in ("data", "document")}
         Job.objects.filter(pk=job.pk).update(params=kept)
     ctx.progress(done=1, current="")
     return {

@@ -251,3 +251,30 @@ def rate_limited(
         return wrapper
 
     return decorator
+
+
+class SimulationsBusyMiddleware:
+    """A simulation refused because this process already runs ``SIMULATION_MAX_CONCURRENT``
+    of them (`simulation.SimulationsBusy`) answers 429 with the message naming the limit
+    and a ``Retry-After``: plain text for the pages (the designer shows it in the panel),
+    ``{"detail": ...}`` under /api/. Refused at once, so no thread waits for a slot."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
+        from agents.services.simulation import SimulationsBusy
+
+        if not isinstance(exc, SimulationsBusy):
+            return None
+        if request.path.startswith("/api/"):
+            from django.http import JsonResponse
+
+            response: HttpResponse = JsonResponse({"detail": str(exc)}, status=429)
+        else:
+            response = HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8")
+        response["Retry-After"] = str(exc.retry_after)
+        return response

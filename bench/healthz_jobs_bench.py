@@ -13,23 +13,20 @@ bench/healthz_jobs_bench.py (not a test; ~1 minute on this machine).
 
 from __future__ import annotations
 
-import http.cookiejar
 import json
+import math
 import os
-import re
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-import urllib.parse
+import urllib.error
 import urllib.request
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-PY = sys.executable
+from web_server import PY, ROOT, sign_in, start_gunicorn, wait_until_up
+
 PORT = int(os.environ.get("PORT", "8766"))
 BASE = f"http://127.0.0.1:{PORT}"
 SETUP = """
@@ -71,18 +68,7 @@ def main() -> None:
     )
     app_id, _, rest = out.partition(" ")
     pairs = json.loads(rest.replace("(", "[").replace(")", "]"))
-    procs = [
-        subprocess.Popen(
-            [
-                *(PY, "-m", "gunicorn", "designer.wsgi", "--bind", f"127.0.0.1:{PORT}"),
-                *("--workers", "3", "--threads", "4", "--timeout", "30"),
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-    ]
+    procs = [start_gunicorn(env, PORT)]
     procs += [
         subprocess.Popen(
             [*manage, "worker"],
@@ -94,18 +80,8 @@ def main() -> None:
         for _ in range(2)
     ]
     try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"{BASE}/healthz", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
-        jar = http.cookiejar.CookieJar()
-        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-        page = opener.open(f"{BASE}/accounts/login/").read().decode()
-        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
-        form = {"username": "demo", "password": "statecraft-demo", "csrfmiddlewaretoken": token}
-        opener.open(f"{BASE}/accounts/login/", urllib.parse.urlencode(form).encode())
+        wait_until_up(BASE)
+        opener, jar = sign_in(BASE)
         csrf = next(c.value for c in jar if c.name == "csrftoken")
         job_ids = []
         for _ in range(3):
@@ -117,13 +93,20 @@ def main() -> None:
             )
             job_ids.append(json.loads(opener.open(request).read())["id"])
         sims: list[float] = []
+        refused: list[float] = []  # 429: over SIMULATION_MAX_CONCURRENT in that process
 
         def simulate(agent_id: int, scenario_id: int) -> None:
             started = time.monotonic()
-            opener.open(
-                f"{BASE}/apps/{app_id}/agents/{agent_id}/simulate?scenario={scenario_id}",
-                timeout=120,
-            ).read()
+            try:
+                opener.open(
+                    f"{BASE}/apps/{app_id}/agents/{agent_id}/simulate?scenario={scenario_id}",
+                    timeout=120,
+                ).read()
+            except urllib.error.HTTPError as error:
+                if error.code != 429:
+                    raise
+                refused.append(time.monotonic() - started)
+                return
             sims.append(time.monotonic() - started)
 
         runs = [threading.Thread(target=simulate, args=pair) for pair in pairs]
@@ -131,11 +114,13 @@ def main() -> None:
         for run in runs:
             run.start()
         latencies: list[float] = []
+        when: list[tuple[float, float]] = []  # (latency, seconds into the run)
         finished: dict[str, float] = {}
         while any(run.is_alive() for run in runs) or len(finished) < len(job_ids):
             t = time.monotonic()
             urllib.request.urlopen(f"{BASE}/healthz", timeout=60).read()
             latencies.append(time.monotonic() - t)
+            when.append((latencies[-1], t - started))
             for job_id in job_ids:
                 if job_id not in finished:
                     body = json.loads(opener.open(f"{BASE}/api/jobs/{job_id}/").read())
@@ -143,16 +128,19 @@ def main() -> None:
                         finished[job_id] = time.monotonic() - started
             time.sleep(0.05)
         latencies.sort()
-        p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
+        p99 = latencies[math.ceil(len(latencies) * 0.99) - 1]  # nearest rank
         print(
-            f"simulations: {len(sims)}, median {statistics.median(sims):.1f} s, "
-            f"worst {max(sims):.1f} s"
+            f"simulations: {len(sims)} ran, median {statistics.median(sims):.1f} s, "
+            f"worst {max(sims):.1f} s; {len(refused)} refused with 429"
+            + (f" (answered in at most {max(refused) * 1000:.0f} ms)" if refused else "")
         )
         print(f"jobs: {', '.join(f'{s:.1f} s' for s in sorted(finished.values()))}")
         print(
             f"/healthz: {len(latencies)} polls, p50 {statistics.median(latencies) * 1000:.0f} ms, "
             f"p99 {p99 * 1000:.0f} ms, worst {latencies[-1] * 1000:.0f} ms"
         )
+        slowest = sorted(when, reverse=True)[:3]
+        print("slowest polls:", ", ".join(f"{s * 1000:.0f} ms at {at:.1f} s" for s, at in slowest))
     finally:
         for proc in procs:
             proc.terminate()

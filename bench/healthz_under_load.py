@@ -9,21 +9,16 @@ latency. Run: .venv/bin/python bench/healthz_under_load.py  (not a test: it take
 
 from __future__ import annotations
 
-import http.cookiejar
 import os
-import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-import urllib.parse
 import urllib.request
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-PY = sys.executable
+from web_server import PY, ROOT, sign_in, start_gunicorn, wait_until_up
+
 PORT = int(os.environ.get("PORT", "8765"))
 BASE = f"http://127.0.0.1:{PORT}"
 SLOW = (
@@ -62,29 +57,10 @@ def main() -> None:
         [*manage, "shell", "-c", SETUP], env=env, check=True, capture_output=True, text=True
     ).stdout.split()
     app_id, agent_id, scenario_id = ids[-3:]
-    server = subprocess.Popen(
-        [
-            *(PY, "-m", "gunicorn", "designer.wsgi", "--bind", f"127.0.0.1:{PORT}"),
-            *("--workers", "3", "--threads", "4", "--timeout", "30"),
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server = start_gunicorn(env, PORT)
     try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"{BASE}/healthz", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
-        jar = http.cookiejar.CookieJar()
-        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-        page = opener.open(f"{BASE}/accounts/login/").read().decode()
-        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
-        form = {"username": "demo", "password": "statecraft-demo", "csrfmiddlewaretoken": token}
-        opener.open(f"{BASE}/accounts/login/", urllib.parse.urlencode(form).encode())
+        wait_until_up(BASE, tries=100)
+        opener, _ = sign_in(BASE)
         url = f"{BASE}/apps/{app_id}/agents/{agent_id}/simulate?scenario={scenario_id}"
         results: list[tuple[float, bool]] = []
 

@@ -73,6 +73,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # A simulation over SIMULATION_MAX_CONCURRENT in this process: a 429 naming the limit.
+    "agents.ratelimit.SimulationsBusyMiddleware",
 ]
 
 ROOT_URLCONF = "designer.urls"
@@ -323,6 +325,9 @@ SANDBOX_REQUIRED_PROTECTIONS = env_list(
 SIMULATION_MAX_STEPS = int(os.environ.get("SIMULATION_MAX_STEPS", "300"))
 SIMULATION_MAX_CODE_CALLS = int(os.environ.get("SIMULATION_MAX_CODE_CALLS", "300"))
 SIMULATION_MAX_SECONDS = float(os.environ.get("SIMULATION_MAX_SECONDS", "10"))
+# Simulations at once per web process (the designer's, the API's simulate): keep it below
+# gunicorn's --threads (4) so /healthz and the pages always find a thread; 0: no cap.
+SIMULATION_MAX_CONCURRENT = int(os.environ.get("SIMULATION_MAX_CONCURRENT", "2"))
 
 # Live models (README: "Configuring models"). STATECRAFT_MODELS is read from the environment
 # when a run starts (agents/services/live_models.py) and checked at start (statecraft.E010);

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from agents import exchange, services
 from agents.core.formats import dumps_native, from_native
-from agents.models import Agent, AgentApp, Callback, Scenario, Schema, Tool, Variable
+from agents.models import Agent, AgentApp, Callback, Job, Scenario, Schema, Tool, Variable
 from agents.services import ServiceError
 from designer.exchange_views import WARNINGS_HEADER
 from tests.cx_tree import without_cx
@@ -345,17 +345,38 @@ def test_large_import_job_refused_lists_every_problem_and_creates_nothing(
 
 
 def test_large_import_job_drops_the_upload_from_its_row(signed_in, shop, always_a_job, run_jobs):
-    from agents.models import Job
 
     text = dumps_native(exchange.app_export_native(shop)).encode()
     signed_in.post(reverse("app-import"), {"file": _upload("shop.json", text)})
-    assert "data" in Job.objects.get(kind="import_app").params
+    # A native text travels parsed (the request parsed it once; the job does not again).
+    params = Job.objects.get(kind="import_app").params
+    assert "document" in params and "data" not in params
     run_jobs()
-    assert "data" not in Job.objects.get(kind="import_app").params
+    assert not {"data", "document"} & set(Job.objects.get(kind="import_app").params)
+
+
+def test_a_large_yaml_import_job_keeps_the_order_of_the_parsed_document(
+    signed_in, user, rich_app, always_a_job, run_jobs
+):
+    doc = exchange.app_export_native(rich_app)
+    text = dumps_native(doc, "yaml").encode()
+    signed_in.post(reverse("app-import"), {"file": _upload("shop.yaml", text), "name": "Copy"})
+    assert json.loads(Job.objects.get(kind="import_app").params["document"]) == doc
+    run_jobs()
+    _same_app(AgentApp.objects.get(owner=user, name="Copy"), rich_app)
+
+
+def test_a_large_zip_import_job_carries_the_zip(signed_in, user, shop, always_a_job, run_jobs):
+    data, _ = exchange.app_export_cx(shop)
+    signed_in.post(reverse("app-import"), {"file": _upload("shop.zip", data)})
+    params = Job.objects.get(kind="import_app").params
+    assert "data" in params and "document" not in params
+    run_jobs()
+    assert Job.objects.get(kind="import_app").status == "succeeded"
+    assert AgentApp.objects.filter(owner=user, name__startswith=shop.name).exists()
 
 
 def test_a_small_import_stays_in_the_request(signed_in, user, shop, settings):
-    from agents.models import Job
 
     text = dumps_native(exchange.app_export_native(shop)).encode()
     settings.IMPORT_JOB_MIN_BYTES = len(text) + 1
@@ -378,7 +399,6 @@ def test_someone_elses_import_job_is_not_found(signed_in, shop, always_a_job, dj
 
 
 def test_a_large_upload_that_does_not_parse_is_refused_in_the_request(signed_in, always_a_job):
-    from agents.models import Job
 
     response = signed_in.post(reverse("app-import"), {"file": _upload("x.json", b"{broken")})
     assert response.status_code == 400 and "Nothing was imported" in response.content.decode()

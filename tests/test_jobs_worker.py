@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from agents.models import Job, JobItem, ScenarioResult
 from agents.services import jobs
-from tests.workers import slow_app
+from tests.workers import redis_queue, slow_app
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.xdist_group("workers")]
 REDIS_URL = "redis://127.0.0.1:6379/7"
@@ -85,31 +85,8 @@ def test_cancel_stops_a_running_job(workers, api, bank):
 @pytest.fixture
 def rq_queue(settings):
     """The test process enqueues on Redis (db 7) as a web process with TASKS_BACKEND=rq."""
-    redis = pytest.importorskip("redis")
-    client = redis.Redis.from_url(REDIS_URL)
-    try:
-        client.ping()
-    except redis.exceptions.ConnectionError:
-        pytest.skip(f"no Redis at {REDIS_URL}")
-    client.flushdb()
-    from django.tasks import task_backends
-
-    settings.TASKS_BACKEND = "rq"
-    settings.TASKS = {"default": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]}}
-    settings.RQ_QUEUES = {"default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 600}}
-    _reset(task_backends)
-    yield
-    _reset(task_backends)
-    client.flushdb()
-
-
-def _reset(handler) -> None:
-    """Forget the configured task backends (the TASKS setting changed)."""
-    from asgiref.local import Local
-
-    handler.__dict__.pop("settings", None)
-    handler._settings = None
-    handler._connections = Local(handler.thread_critical)
+    with redis_queue(settings, REDIS_URL):
+        yield
 
 
 def test_an_rq_worker_runs_the_job_from_redis(rq_queue, workers, api, bank):
@@ -121,3 +98,22 @@ def test_an_rq_worker_runs_the_job_from_redis(rq_queue, workers, api, bank):
     worker.wait_for(f"job {job_id} (evaluate_app) succeeded")
     body = api.get(location).json()
     assert body["status"] == "succeeded" and body["progress"]["done"] == total
+
+
+def test_an_rq_worker_killed_mid_job_is_recovered_without_duplicates(rq_queue, workers, user, bank):
+    """RQ's warm worker runs the job in its own process (agents.rq_worker): SIGKILLed, the
+    job's worker pid is gone, and the next worker queues it again on Redis and finishes it."""
+    total = slow_app(bank, 4)
+    first = workers(TASKS_BACKEND="rq", REDIS_URL=REDIS_URL)
+    job = jobs.job_submit(kind="evaluate_app", owner=user, app=bank)
+    first.wait_for(f"job {job.pk}: 1 of {total} done")
+    first.kill()
+    assert Job.objects.get(pk=job.pk).status == "running"  # as the dead worker left it
+    second = workers(TASKS_BACKEND="rq", REDIS_URL=REDIS_URL)
+    second.wait_for(f"recovered job {job.pk}")
+    second.wait_for(f"job {job.pk} (evaluate_app) succeeded")
+    job.refresh_from_db()
+    assert job.attempts == 2 and job.progress_done == total
+    keys = list(JobItem.objects.filter(job=job).values_list("key", flat=True))
+    assert len(keys) == total == len(set(keys))
+    assert ScenarioResult.objects.filter(scenario__agent__app=bank).count() == total

@@ -8,8 +8,10 @@ import pytest
 
 from agents import services
 from agents.services import jobs, simulation
+from tests.workers import redis_queue
 
 pytestmark = pytest.mark.django_db
+REDIS_URL = "redis://127.0.0.1:6379/9"  # a db of this module's own
 
 PLANT = (
     "import math, json, functools\n"
@@ -72,3 +74,37 @@ def test_another_users_run_gets_a_fresh_session_and_sees_no_marker(pool, user, o
     probe = _returned(bob)
     # Bob's tool, run in the pool right after ada's, found none of her markers.
     assert (probe["status"], probe["passed"]) == ("passed", 1), probe["results"]
+
+
+@pytest.fixture
+def rq_queue(settings):
+    with redis_queue(settings, REDIS_URL):
+        yield
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.xdist_group("workers")
+def test_an_rq_worker_keeps_a_users_session_warm_and_never_lends_it(
+    rq_queue, workers, user, other_user
+):
+    """A real RQ worker on Redis (`manage.py worker`, TASKS_BACKEND=rq): ada's two jobs in
+    a row run on one session, bob's job gets a new one and sees none of ada's markers."""
+    worker = workers(TASKS_BACKEND="rq", REDIS_URL=REDIS_URL)
+    ada_app = _app(user, PLANT)
+    first = jobs.job_submit(kind="evaluate_app", owner=user, app=ada_app)
+    worker.wait_for(f"started a new session for user:{user.pk} (1 started, 0 reused)")
+    worker.wait_for(f"job {first.pk} (evaluate_app) succeeded")
+    # The same code saved again: a new revision, so the job runs it (no memo) on the
+    # session her first job left warm.
+    services.tool_update(tool=ada_app.tools.get(), python_code=PLANT + "\n")
+    second = jobs.job_submit(kind="evaluate_app", owner=user, app=ada_app)
+    worker.wait_for(f"reused a warm session for user:{user.pk} (1 started, 1 reused)")
+    worker.wait_for(f"job {second.pk} (evaluate_app) succeeded")
+    bob_app = _app(other_user, LOOK, '\nexpect response: LookupBalance {"seen": []}')
+    bob = jobs.job_submit(kind="evaluate_app", owner=other_user, app=bob_app)
+    worker.wait_for(f"started a new session for user:{other_user.pk} (2 started, 1 reused)")
+    worker.wait_for(f"job {bob.pk} (evaluate_app) succeeded")
+    bob.refresh_from_db()
+    probe = _returned(bob)
+    assert (probe["status"], probe["passed"]) == ("passed", 1), probe["results"]
+    assert "reused a warm session for user:" + str(other_user.pk) not in "".join(worker.seen)

@@ -3,14 +3,17 @@ is read line by line with a deadline (the tests wait for what it says, never for
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,3 +116,37 @@ def slow_app(bank, scenarios: int, calls: int = 1) -> int:
             + "\n".join(f'tool: LookupBalance {{"account_id": "{i}-{c}"}}' for c in range(calls)),
         )
     return bank.agents.get().scenarios.count()
+
+
+@contextlib.contextmanager
+def redis_queue(settings, url: str) -> Iterator[None]:
+    """This test process enqueues on the Redis at `url` (a db of the test's own, emptied
+    before and after) as a web process with TASKS_BACKEND=rq does; skips without Redis.
+    Start the worker with ``workers(TASKS_BACKEND="rq", REDIS_URL=url)``."""
+    redis = pytest.importorskip("redis")
+    client = redis.Redis.from_url(url)
+    try:
+        client.ping()
+    except redis.exceptions.ConnectionError:
+        pytest.skip(f"no Redis at {url}")
+    client.flushdb()
+    from django.tasks import task_backends
+
+    settings.TASKS_BACKEND = "rq"
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]}}
+    settings.RQ_QUEUES = {"default": {"URL": url, "DEFAULT_TIMEOUT": 600}}
+    _forget_backends(task_backends)
+    try:
+        yield
+    finally:
+        _forget_backends(task_backends)
+        client.flushdb()
+
+
+def _forget_backends(handler) -> None:
+    """Forget the configured task backends (the TASKS setting changed)."""
+    from asgiref.local import Local
+
+    handler.__dict__.pop("settings", None)
+    handler._settings = None
+    handler._connections = Local(handler.thread_critical)

@@ -156,7 +156,11 @@ def _parse_arguments(name: str, raw: str | None) -> dict[str, Any]:
     return value
 
 
-class OpenAIClient:
+class _SdkClient:
+    """What both SDK clients keep: the endpoint, streaming and its text sink, and how the
+    strategy (`Client`) waits between retries (`sleeper`, `backoff` doubling per retry).
+    A subclass builds its SDK's client and gives `send` and `classify`."""
+
     def __init__(
         self,
         endpoint: Endpoint,
@@ -166,13 +170,24 @@ class OpenAIClient:
         sleeper: Sleeper = time.sleep,
         backoff: float = 0.5,
     ):
-        import openai
-
         self.endpoint = endpoint
         self.stream = stream
         self.on_text = on_text
         self.sleeper = sleeper
         self.backoff = backoff
+
+    def send(self, request: ModelRequest) -> ModelAnswer:
+        raise NotImplementedError
+
+    def classify(self, exc: Exception) -> _Failure:
+        raise NotImplementedError
+
+
+class OpenAIClient(_SdkClient):
+    def __init__(self, endpoint: Endpoint, **options: Any):
+        import openai
+
+        super().__init__(endpoint, **options)
         self.openai = openai
         self.client = openai.OpenAI(
             api_key=endpoint.api_key or "not-needed",
@@ -333,24 +348,12 @@ def gemini_contents(request: ModelRequest) -> list[dict[str, Any]]:
 _REFUSED = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION"}
 
 
-class GeminiClient:
-    def __init__(
-        self,
-        endpoint: Endpoint,
-        *,
-        stream: bool = False,
-        on_text: TextSink | None = None,
-        sleeper: Sleeper = time.sleep,
-        backoff: float = 0.5,
-    ):
+class GeminiClient(_SdkClient):
+    def __init__(self, endpoint: Endpoint, **options: Any):
         from google import genai
         from google.genai import errors, types
 
-        self.endpoint = endpoint
-        self.stream = stream
-        self.on_text = on_text
-        self.sleeper = sleeper
-        self.backoff = backoff
+        super().__init__(endpoint, **options)
         self.types = types
         self.errors = errors
         options = types.HttpOptions(
@@ -493,7 +496,7 @@ class GeminiClient:
 class Client:
     """A ``ModelStrategy`` over one endpoint, with retries and named errors."""
 
-    def __init__(self, impl: OpenAIClient | GeminiClient):
+    def __init__(self, impl: _SdkClient):
         self.impl = impl
         self.endpoint = impl.endpoint
         self.retries = 0  # over all calls

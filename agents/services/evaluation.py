@@ -72,9 +72,29 @@ def scenario_run(
     instructions: str | None = None,
     use_mocks: bool | None = None,
     runner: BoundedRunner | None = None,
+    model: str | None = None,
+    actor: Actor = None,
 ) -> ScenarioRun:
     """Simulate `scenario` and check its expectations (memoised; nothing is stored).
-    `runner` is a batch's bounded sandbox (`simulation.batch_runner`)."""
+    `runner` is a batch's bounded sandbox (`simulation.batch_runner`). With `model`, the
+    scenario runs live against it for `actor` (``agents.services.live.run_live``:
+    recorded as a live run, never memoised)."""
+    if model:
+        from agents.services.live import run_live
+
+        outcome = run_live(
+            app=app,
+            agent=agent,
+            scenario=scenario,
+            model=model,
+            actor=actor,
+            instructions=instructions,
+            use_mocks=use_mocks,
+            runner=runner,
+        )
+        return ScenarioRun(
+            scenario, agent, outcome.spec, outcome.result, outcome.evaluation, live=outcome
+        )
     key = _memo_key(app, scenario, instructions, use_mocks)
     hit = cache.get(key)
     if hit is not None:
@@ -118,35 +138,6 @@ def scenario_result_record(
     return result
 
 
-def live_scenario_run(
-    *,
-    app: AgentApp,
-    agent: Agent,
-    scenario: Scenario,
-    model: str,
-    actor: Actor,
-    instructions: str | None = None,
-    use_mocks: bool | None = None,
-    runner: BoundedRunner | None = None,
-) -> ScenarioRun:
-    """The scenario run live with `model` (``agents.services.live.run_live``; recorded)."""
-    from agents.services.live import run_live
-
-    outcome = run_live(
-        app=app,
-        agent=agent,
-        scenario=scenario,
-        model=model,
-        actor=actor,
-        instructions=instructions,
-        use_mocks=use_mocks,
-        runner=runner,
-    )
-    return ScenarioRun(
-        scenario, agent, outcome.spec, outcome.result, outcome.evaluation, live=outcome
-    )
-
-
 def scenario_evaluate(
     *,
     app: AgentApp,
@@ -159,20 +150,15 @@ def scenario_evaluate(
 ) -> ScenarioRun:
     """Run one scenario's expectations and store the outcome as its last result (unsaved
     `instructions` are a try-out: nothing is stored for them). With `model`, live."""
-    if model:
-        run = live_scenario_run(
-            app=app,
-            agent=agent,
-            scenario=scenario,
-            model=model,
-            actor=actor,
-            instructions=instructions,
-            use_mocks=use_mocks,
-        )
-    else:
-        run = scenario_run(
-            app=app, agent=agent, scenario=scenario, instructions=instructions, use_mocks=use_mocks
-        )
+    run = scenario_run(
+        app=app,
+        agent=agent,
+        scenario=scenario,
+        instructions=instructions,
+        use_mocks=use_mocks,
+        model=model,
+        actor=actor,
+    )
     if instructions is None:
         scenario_result_record(
             scenario=scenario, evaluation=run.evaluation, app_revision=app.revision, actor=actor
@@ -214,20 +200,15 @@ def app_evaluate(
     with batch_runner() if runner is None else contextlib.nullcontext(runner) as bounded:
         for each, scenario in pairs:
             text = instructions if agent is not None and each.pk == agent.pk else None
-            if model:
-                run = live_scenario_run(
-                    app=loaded,
-                    agent=each,
-                    scenario=scenario,
-                    model=model,
-                    actor=actor,
-                    instructions=text,
-                    runner=bounded,
-                )
-            else:
-                run = scenario_run(
-                    app=loaded, agent=each, scenario=scenario, instructions=text, runner=bounded
-                )
+            run = scenario_run(
+                app=loaded,
+                agent=each,
+                scenario=scenario,
+                instructions=text,
+                runner=bounded,
+                model=model,
+                actor=actor,
+            )
             if record and text is None:
                 scenario_result_record(
                     scenario=scenario,
@@ -252,7 +233,10 @@ class Summary:
 
 
 def summarise(runs: list[ScenarioRun]) -> Summary:
-    statuses = [run.evaluation.status for run in runs]
+    return _summary([run.evaluation.status for run in runs])
+
+
+def _summary(statuses: list[str]) -> Summary:
     return Summary(
         passed=statuses.count("passed"),
         failed=statuses.count("failed"),
@@ -295,11 +279,5 @@ def _live_data(live: Any) -> dict:
 
 def summary_data(scenarios: list[dict]) -> dict:
     """`ok` and the counts over scenario outcomes (`run_data` dicts)."""
-    statuses = [s["status"] for s in scenarios]
-    summary = Summary(
-        passed=statuses.count("passed"),
-        failed=statuses.count("failed"),
-        needs_model=statuses.count("needs_model"),
-        no_expectations=statuses.count("none"),
-    )
+    summary = _summary([s["status"] for s in scenarios])
     return {"ok": summary.ok, "summary": asdict(summary), "scenarios": scenarios}

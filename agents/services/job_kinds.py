@@ -47,19 +47,14 @@ def _evaluate(ctx: JobContext, only: set[int] | None) -> dict[str, Any]:
             ctx.check()
             ctx.progress(current=f"{agent.display_name} / {scenario.name}")
             started = time.monotonic()
-            if model:
-                run = evaluation.live_scenario_run(
-                    app=loaded,
-                    agent=agent,
-                    scenario=scenario,
-                    model=model,
-                    actor=job.owner,
-                    runner=runner,
-                )
-            else:
-                run = evaluation.scenario_run(
-                    app=loaded, agent=agent, scenario=scenario, runner=runner
-                )
+            run = evaluation.scenario_run(
+                app=loaded,
+                agent=agent,
+                scenario=scenario,
+                runner=runner,
+                model=model,
+                actor=job.owner,
+            )
             data = {**evaluation.run_data(run), "seconds": round(time.monotonic() - started, 3)}
             if ctx.cancelled:  # stopped mid-scenario: that outcome is not the scenario's
                 break

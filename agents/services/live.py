@@ -276,63 +276,54 @@ def _run(
         result,
         extra_tool_calls=extra_tool_calls(scenario_spec),  # type: ignore[arg-type]
     )
-    failed = next((c["answer"]["error"] for c in calls if c["answer"].get("error")), "")
+    failed = _first_error(calls)
     if not failed and capped.stopped:
         failed = "cap"
     if not failed and any(d.code in ("SC404", "SC405") for d in result.diagnostics):
         failed = "unknown_tool"  # the model called a tool the agent does not have
-    run = None
-    if record:
-        run = _store(
-            app=app,
-            scenario=scenario,
-            scenario_spec=scenario_spec,
-            agent_name=agent_name,
-            model_name=model_name,
-            replay_of=replay_of,
-            result=result,
-            evaluation=evaluation,
-            calls=calls,
-            drift=drift,
-            failed=failed,
-            actor=actor,
-        )
-    return LiveOutcome(run, scenario_spec, result, evaluation, calls, drift, model_name, failed)
+    outcome = LiveOutcome(None, scenario_spec, result, evaluation, calls, drift, model_name, failed)
+    if not record:
+        return outcome
+    return _store(
+        outcome, app=app, scenario=scenario, agent_name=agent_name, replay_of=replay_of, actor=actor
+    )
+
+
+def _first_error(calls: list[dict[str, Any]]) -> str:
+    """The error of the first model call that failed ("" when none did)."""
+    return next((c["answer"]["error"] for c in calls if c["answer"].get("error")), "")
 
 
 @transaction.atomic
 def _store(
+    outcome: LiveOutcome,
     *,
     app: AgentApp,
     scenario: Scenario | None,
-    scenario_spec: ScenarioSpec,
     agent_name: str,
-    model_name: str,
     replay_of: LiveRun | None,
-    result: SimulationResult,
-    evaluation: ScenarioEvaluation,
-    calls: list[dict[str, Any]],
-    drift: list[dict[str, Any]],
-    failed: str,
     actor: Actor,
-) -> LiveRun:
+) -> LiveOutcome:
+    """Record `outcome` as a `LiveRun` (the one place a run's record is built); the
+    outcome with its stored run."""
     from agents.core.script import format_script
 
+    result, calls = outcome.result, outcome.calls
     answers = [c["answer"] for c in calls]
-    return LiveRun.objects.create(
+    run = LiveRun.objects.create(
         app=app,
         scenario=scenario,
-        scenario_name=scenario_spec.name,
+        scenario_name=outcome.spec.name,
         agent_name=agent_name,
-        model_name=model_name,
+        model_name=outcome.model,
         mode="replay" if replay_of is not None else "live",
         replay_of=replay_of,
-        script=format_script(scenario_spec.steps),
-        status=evaluation.status,
-        error=failed,
+        script=format_script(outcome.spec.steps),
+        status=outcome.evaluation.status,
+        error=outcome.error,
         calls=calls,
-        drift=drift,
-        evaluation=[dataclasses.asdict(r) for r in evaluation.results],
+        drift=outcome.drift,
+        evaluation=[dataclasses.asdict(r) for r in outcome.evaluation.results],
         timeline=timeline(result, calls),
         final_state=_json_safe(result.final_state),
         diagnostics=[
@@ -348,6 +339,7 @@ def _store(
         ran_by=actor if actor is not None and actor.pk else None,
         ran_by_name=actor.get_username() if actor is not None and actor.pk else "",
     )
+    return dataclasses.replace(outcome, run=run)
 
 
 def replay_live(
@@ -611,23 +603,22 @@ def run_user_scenarios(
             )
             result = final_result
         calls = [c.as_json() for c in final.calls]
-        failed = next((c["answer"]["error"] for c in calls if c["answer"].get("error")), "")
-        run = _store(
+        outcome = _store(
+            LiveOutcome(
+                None,
+                scenario_spec,
+                result,
+                evaluation,
+                calls,
+                [],
+                endpoint.name,
+                _first_error(calls),
+            ),
             app=app,
             scenario=None,
-            scenario_spec=scenario_spec,
             agent_name=root.name,
-            model_name=endpoint.name,
             replay_of=None,
-            result=result,
-            evaluation=evaluation,
-            calls=calls,
-            drift=[],
-            failed=failed,
             actor=actor,
-        )
-        outcome = LiveOutcome(
-            run, scenario_spec, result, evaluation, calls, [], endpoint.name, failed
         )
         outcomes.append(
             UserScenarioOutcome(scenario.name, path, evaluation, outcome, len(steps), ended_by)

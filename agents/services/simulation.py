@@ -12,7 +12,10 @@ every simulation it runs is bounded the same way:
 * ``SIMULATION_MAX_CODE_CALLS`` code calls and ``SIMULATION_MAX_SECONDS`` of wall time
   per simulation, and a job's own totals (`Caps`): every refused tool or callback becomes
   a step error and the simulation notes why (SC472), so a simulation always ends well
-  before gunicorn's worker timeout, and a job before its own cap.
+  before gunicorn's worker timeout, and a job before its own cap;
+* ``SIMULATION_MAX_CONCURRENT`` simulations at once per process outside a batch (the
+  designer's and the API's, in a web request): one more is refused at once
+  (`SimulationsBusy`, a 429), so they never hold every gunicorn thread.
 
 How often a user may simulate is the rate limiter's (`agents/ratelimit.py`, scope
 ``simulate``, shared by the designer and the API; a job is rate-limited when it is
@@ -47,6 +50,7 @@ DEFAULTS = {
     "SIMULATION_MAX_STEPS": 300,
     "SIMULATION_MAX_CODE_CALLS": 300,
     "SIMULATION_MAX_SECONDS": 10.0,
+    "SIMULATION_MAX_CONCURRENT": 2,
 }
 
 
@@ -245,9 +249,17 @@ class SessionPool:
                 if who == owner:
                     del self._free[i]
                     self.reused += 1
+                    self._log("reused a warm session for", owner)
                     return session
             self.started += 1
+            self._log("started a new session for", owner)
         return host.open_session()
+
+    def _log(self, what: str, owner: str) -> None:
+        # A worker's log says how warm its pool ran (tests/test_session_pool.py reads it).
+        logger.info(
+            "sandbox pool: %s %s (%d started, %d reused)", what, owner, self.started, self.reused
+        )
 
     def give_back(self, owner: str, session: host.SandboxSession) -> None:
         with self._lock:
@@ -306,6 +318,62 @@ def batch_runner(
     pool.give_back(owner, warm)
 
 
+class SimulationsBusy(Exception):
+    """This process already runs ``SIMULATION_MAX_CONCURRENT`` simulations of its own (in
+    web requests): a new one is refused at once rather than waiting for a thread, so the
+    process keeps threads for every other request (``/healthz``, the pages). The web tier
+    answers 429 with this message (``agents.ratelimit.SimulationsBusyMiddleware``, the
+    API's simulate)."""
+
+    retry_after = 2
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(
+            f"Too many simulations at once on this server: at most {limit} run at a time in "
+            f"each web process (SIMULATION_MAX_CONCURRENT={limit}), so that other pages keep "
+            f"answering. Try again in {self.retry_after} seconds, or press Run all: it runs "
+            "the scenarios as a job."
+        )
+
+
+class _Slots:
+    """The simulations this process runs outside a batch, at most ``SIMULATION_MAX_CONCURRENT``
+    at once (0: no cap). A simulation that runs another inside it (a live run's turns)
+    holds one slot for all of them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.running = 0
+        self._mine = threading.local()
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        if getattr(self._mine, "depth", 0):
+            self._mine.depth += 1
+            try:
+                yield
+            finally:
+                self._mine.depth -= 1
+            return
+        cap = int(limit("SIMULATION_MAX_CONCURRENT"))
+        with self._lock:
+            if cap > 0 and self.running >= cap:
+                logger.warning("simulation refused: %d of %d running", self.running, cap)
+                raise SimulationsBusy(cap)
+            self.running += 1
+        self._mine.depth = 1
+        try:
+            yield
+        finally:
+            self._mine.depth = 0
+            with self._lock:
+                self.running -= 1
+
+
+SLOTS = _Slots()
+
+
 def simulate_bounded(
     app: AppSpec,
     scenario: ScenarioSpec,
@@ -320,7 +388,8 @@ def simulate_bounded(
     `model` makes it a live run with the time cap `max_seconds` (``BoundedRunner``)."""
     if runner is not None:
         return runner.simulate(app, scenario, model=model, max_seconds=max_seconds)
-    with batch_runner(session=session) as own:
+    # Not a batch's: a request's own simulation, one of the process's capped slots.
+    with SLOTS.hold(), batch_runner(session=session) as own:
         return own.simulate(app, scenario, model=model, max_seconds=max_seconds)
 
 
@@ -351,8 +420,11 @@ def simulate_scenario(
     `use_mocks` None keeps the scenario's own setting; True or False overrides it both
     ways. The simulation is bounded (module docstring); `runner` is a batch's.
     """
-    spec = with_instructions(selectors.app_spec(app), agent.display_name, instructions)
-    scenario_spec = scenario.to_spec(app_id=f"apps/{app.pk}")
-    if use_mocks is not None:
-        scenario_spec = replace(scenario_spec, use_mocks=use_mocks)
-    return scenario_spec, simulate_bounded(spec, scenario_spec, runner=runner)
+    # A request's own simulation takes its slot before the app's spec is built: a refusal
+    # (SimulationsBusy) costs nothing.
+    with SLOTS.hold() if runner is None else contextlib.nullcontext():
+        spec = with_instructions(selectors.app_spec(app), agent.display_name, instructions)
+        scenario_spec = scenario.to_spec(app_id=f"apps/{app.pk}")
+        if use_mocks is not None:
+            scenario_spec = replace(scenario_spec, use_mocks=use_mocks)
+        return scenario_spec, simulate_bounded(spec, scenario_spec, runner=runner)

@@ -1,10 +1,12 @@
 """manage.py worker: run jobs in the foreground (README, "Jobs"); `make worker` calls it.
 
 The worker of the configured backend (``TASKS_BACKEND``): the database queue's
-``db_worker`` loop, or an RQ worker on Redis (``REDIS_URL``). Before taking work, and then
-every half ``JOBS_STALE_SECONDS``, it recovers jobs whose worker died (`jobs_recover`:
-queued again, or failed with the reason). Run as many as you like, on as many machines
-as share the database (and the Redis): a job is claimed by exactly one.
+``db_worker`` loop, or an RQ worker on Redis (``REDIS_URL``) that runs each job in its own
+process (`agents.rq_worker.WarmWorker`); either keeps warm sandbox sessions between jobs.
+Before taking work, and then every half ``JOBS_STALE_SECONDS``, it recovers jobs whose
+worker died (`jobs_recover`: queued again, or failed with the reason). Run as many as you
+like, on as many machines as share the database (and the Redis): a job is claimed by
+exactly one.
 """
 
 from __future__ import annotations
@@ -56,10 +58,12 @@ class Command(BaseCommand):
         backend = settings.TASKS_BACKEND
         self.stdout.write(f"worker {jobs.this_worker()} on the {backend} queue", ending="\n")
         self.stdout.flush()
-        connections.close_all()  # an RQ worker forks a process per job: no shared connection
+        connections.close_all()  # each job opens its own (agents.rq_worker, db_worker)
         try:
             if backend == "rq":
+                # Jobs in this process, not a forked horse each: the pool stays warm.
                 rq_args = ["default", "--job-class", "django_tasks_rq.backend.Job"]
+                rq_args += ["--worker-class", "agents.rq_worker.WarmWorker"]
                 if options["batch"]:
                     rq_args.append("--burst")
                 call_command("rqworker", *rq_args)
