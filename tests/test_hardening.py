@@ -576,7 +576,7 @@ def test_an_import_over_the_instruction_size_is_refused(signed_in):
 
 @override_settings(IMPORT_MAX_OBJECTS=3)
 def test_the_object_limit_applies_to_cx_zips_too(signed_in, user):
-    from agents import exchange
+    from agents.services import exchange
 
     app = services.app_create(owner=user, name="Zipped")
     for i in range(3):

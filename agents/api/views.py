@@ -22,7 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from agents import exchange, selectors, services
+from agents import selectors, services
 from agents.api import serializers as io
 from agents.api.json_boundary import json_data_response
 from agents.api.throttles import (
@@ -37,7 +37,7 @@ from agents.core.simulate import SimulationResult
 from agents.i18n import diagnostic_dicts, localize, localized_report
 from agents.models import Agent, AgentApp, AppShare, Job, Scenario, Schema, Tool, Variable
 from agents.selectors import Access
-from agents.services import jobs
+from agents.services import exchange, jobs
 
 # ---------------------------------------------------------------- errors
 
