@@ -29,7 +29,6 @@ from agents.models import (
 )
 
 MAX_ID = rules.MAX_ID
-MAX_TOKEN_BUDGET = 10_000_000
 ITEM_TYPES = [c for c in VariableType.choices if c[0] != VariableType.LIST]
 
 
@@ -445,18 +444,22 @@ class ScenarioIn(serializers.Serializer):
     )
     channel = serializers.ChoiceField(choices=Channel.choices, required=False)
     modality = serializers.ChoiceField(choices=Modality.choices, required=False)
-    session_id = serializers.CharField(max_length=100, required=False)
-    project_id = serializers.CharField(max_length=100, required=False)
-    project_number = serializers.CharField(max_length=30, required=False)
-    location = serializers.CharField(max_length=50, required=False)
+    session_id = serializers.CharField(max_length=rules.SESSION_ID_MAX_LENGTH, required=False)
+    project_id = serializers.CharField(max_length=rules.PROJECT_ID_MAX_LENGTH, required=False)
+    project_number = serializers.CharField(
+        max_length=rules.PROJECT_NUMBER_MAX_LENGTH, required=False
+    )
+    location = serializers.CharField(max_length=rules.LOCATION_MAX_LENGTH, required=False)
     now = serializers.CharField(
-        max_length=40,
+        max_length=rules.NOW_MAX_LENGTH,
         required=False,
         allow_blank=True,
         help_text="The session clock code reads (ISO date-time, like 2026-06-01T12:00:00); "
         "empty: the real clock.",
     )
-    token_budget = serializers.IntegerField(min_value=1, max_value=MAX_TOKEN_BUDGET, required=False)
+    token_budget = serializers.IntegerField(
+        min_value=1, max_value=rules.TOKEN_BUDGET_MAX, required=False
+    )
     use_mocks = serializers.BooleanField(required=False)
 
 
@@ -557,7 +560,7 @@ class SimulateIn(serializers.Serializer):
     model = serializers.CharField(
         required=False,
         allow_blank=True,
-        max_length=60,
+        max_length=rules.MODEL_NAME_MAX_LENGTH,
         help_text="Run live with this configured model (GET /api/models); empty: scripted.",
     )
 
@@ -566,13 +569,15 @@ class ModelIn(serializers.Serializer):
     model = serializers.CharField(
         required=False,
         allow_blank=True,
-        max_length=60,
+        max_length=rules.MODEL_NAME_MAX_LENGTH,
         help_text="Run the goldens live with this configured model; empty: scripted.",
     )
 
 
 class GoldenIn(serializers.Serializer):
-    name = serializers.CharField(max_length=100, help_text="The new scenario's name.")
+    name = serializers.CharField(
+        max_length=rules.SCENARIO_NAME_MAX_LENGTH, help_text="The new scenario's name."
+    )
 
 
 class ModelEndpointOut(serializers.Serializer):

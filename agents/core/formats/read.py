@@ -260,8 +260,8 @@ def _scenario_in(s: dict[str, Any], agent: str, diagnostics: list[Diagnostic]) -
             now=session.get("now", defaults.now),
         ),
         steps=steps,
-        token_budget=s.get("token_budget", 8000),
-        use_mocks=s.get("use_mocks", False),
+        token_budget=s.get("token_budget", rules.SCENARIO_DEFAULTS["token_budget"]),
+        use_mocks=s.get("use_mocks", rules.SCENARIO_DEFAULTS["use_mocks"]),
         cx=s.get("cx", {}),
     )
 

@@ -76,7 +76,7 @@ NATIVE_SCHEMA: dict[str, Any] = {
             "required": ["name"],
             "additionalProperties": False,
             "properties": {
-                "name": _text(200, min_length=1),
+                "name": _text(rules.APP_NAME_MAX_LENGTH, min_length=1),
                 "description": _text(),
                 "schemas": {"type": "array", "items": {"$ref": "#/$defs/schema"}},
                 "variables": {"type": "array", "items": {"$ref": "#/$defs/variable"}},
@@ -135,7 +135,7 @@ NATIVE_SCHEMA: dict[str, Any] = {
                 "description": _text(),
                 "python_code": _text(),
                 "openapi": {"type": ["object", "null"]},
-                "mcp_url": _text(200),
+                "mcp_url": _text(rules.URL_MAX_LENGTH),
                 "mcp_headers": {"type": "object", "additionalProperties": {"type": "string"}},
                 "mock": {
                     "type": ["object", "null"],
@@ -168,12 +168,15 @@ NATIVE_SCHEMA: dict[str, Any] = {
             "required": ["name"],
             "additionalProperties": False,
             "properties": {
-                "name": _text(200, min_length=1),
+                "name": _text(rules.DISPLAY_NAME_MAX_LENGTH, min_length=1),
                 "description": _text(),
                 "is_root": {"type": "boolean"},
                 "instructions": _text(),
                 "tools": {"type": "array", "items": {"$ref": "#/$defs/name"}},
-                "children": {"type": "array", "items": _text(200, min_length=1)},
+                "children": {
+                    "type": "array",
+                    "items": _text(rules.DISPLAY_NAME_MAX_LENGTH, min_length=1),
+                },
                 "callbacks": {"type": "array", "items": {"$ref": "#/$defs/callback"}},
                 "scenarios": {"type": "array", "items": {"$ref": "#/$defs/scenario"}},
                 "cx": {"$ref": "#/$defs/cx"},
@@ -185,7 +188,7 @@ NATIVE_SCHEMA: dict[str, Any] = {
             "required": ["name"],
             "additionalProperties": False,
             "properties": {
-                "name": _text(200, min_length=1),
+                "name": _text(rules.SCENARIO_NAME_MAX_LENGTH, min_length=1),
                 "session": {
                     "type": "object",
                     "additionalProperties": False,
@@ -193,18 +196,22 @@ NATIVE_SCHEMA: dict[str, Any] = {
                         "values": {"type": "object"},
                         "channel": {"enum": list(rules.CHANNELS)},
                         "modality": {"enum": list(rules.MODALITIES)},
-                        "session_id": _text(100),
-                        "project_id": _text(100),
-                        "project_number": _text(30),
-                        "location": _text(50),
+                        "session_id": _text(rules.SESSION_ID_MAX_LENGTH),
+                        "project_id": _text(rules.PROJECT_ID_MAX_LENGTH),
+                        "project_number": _text(rules.PROJECT_NUMBER_MAX_LENGTH),
+                        "location": _text(rules.LOCATION_MAX_LENGTH),
                         "now": {
-                            **_text(40),
+                            **_text(rules.NOW_MAX_LENGTH),
                             "description": "The session clock code reads (ISO date-time, "
                             "like 2026-06-01T12:00:00); absent or empty: the real clock.",
                         },
                     },
                 },
-                "token_budget": {"type": "integer", "minimum": 1},
+                "token_budget": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": rules.TOKEN_BUDGET_MAX,
+                },
                 "use_mocks": {"type": "boolean"},
                 "steps": {"type": "array", "items": {"$ref": "#/$defs/step"}},
                 "script": {
@@ -229,7 +236,10 @@ NATIVE_SCHEMA: dict[str, Any] = {
                     "description": "A user input's session variables (CX userInput.variables).",
                     "type": "object",
                 },
-                "event": {"description": "A user input's event (CX userInput.event).", **_text()},
+                "event": {
+                    "description": "A user input's event (CX userInput.event).",
+                    **_text(rules.STEP_EVENT_MAX_LENGTH),
+                },
                 "expectation": {"$ref": "#/$defs/expectation"},
             },
             "allOf": [
@@ -251,9 +261,9 @@ NATIVE_SCHEMA: dict[str, Any] = {
             "properties": {
                 "kind": {"enum": [k.value for k in ExpectKind]},
                 "tool": {"$ref": "#/$defs/name"},
-                "agent": _text(200, min_length=1),
+                "agent": _text(rules.DISPLAY_NAME_MAX_LENGTH, min_length=1),
                 "value": {},
-                "note": _text(500),
+                "note": _text(rules.EXPECTATION_NOTE_MAX_LENGTH),
             },
             "allOf": [
                 _if_then("kind", ExpectKind.STATE.value, ["value"]),
