@@ -50,10 +50,10 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from agents import exchange
     from agents.core.cx.app import zip_bytes
     from agents.demo import ensure_demo_user
     from agents.models import Scenario
+    from agents.services import exchange
     from tests.cx_corpus import cx_corpus_root
     from tests.cx_tree import folder_files
 

@@ -55,10 +55,11 @@ def main() -> None:
 
     setup_test_environment()
     call_command("migrate", verbosity=0)
-    from agents import exchange, services
+    from agents import services
     from agents.demo import ensure_demo_user, load_demo
     from agents.models import AgentApp, Tool
     from agents.sandbox import code_runner
+    from agents.services import exchange
 
     user = ensure_demo_user()
     apps = load_demo(user)

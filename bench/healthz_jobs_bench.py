@@ -30,7 +30,7 @@ from web_server import PY, ROOT, sign_in, start_gunicorn, wait_until_up
 PORT = int(os.environ.get("PORT", "8766"))
 BASE = f"http://127.0.0.1:{PORT}"
 SETUP = """
-from agents import exchange
+from agents.services import exchange
 from agents.core.cx.app import zip_bytes
 from agents.demo import ensure_demo_user
 from agents.models import Scenario

@@ -15,12 +15,12 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods
 
-from agents import exchange, selectors
+from agents import selectors
 from agents.core.diagnostics import Diagnostic, Severity, strip_prefix
 from agents.core.formats import dumps_native
 from agents.models import AgentApp, Job, JobStatus
 from agents.ratelimit import rate_limited
-from agents.services import jobs
+from agents.services import exchange, jobs
 
 TEMPLATE = "agents/app_import.html"
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024

@@ -745,8 +745,8 @@ def test_compile_lint_and_simulate_see_a_saved_change_at_once(api, bank):
 def _native_upload(app, name: str = "shop.json"):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from agents import exchange
     from agents.core.formats import dumps_native
+    from agents.services import exchange
 
     return SimpleUploadedFile(name, dumps_native(exchange.app_export_native(app)).encode())
 
@@ -774,8 +774,8 @@ def test_a_large_import_is_a_202_job_whose_result_names_the_new_app(
 def test_a_refused_large_import_job_fails_with_every_problem(api, shop, settings, run_jobs):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from agents import exchange
     from agents.core.formats import dumps_native
+    from agents.services import exchange
 
     settings.IMPORT_JOB_MIN_BYTES = 0
     doc = exchange.app_export_native(shop)

@@ -14,8 +14,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from agents import exchange
 from agents.models import AgentApp
+from agents.services import exchange
 
 
 def test_export_then_import_native_round_trips(tmp_path, user, shop):

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from agents import exchange
 from agents.core.cx.app import read_zip
 from agents.models import AgentApp
+from agents.services import exchange
 from tests.cx_corpus import CorpusUnavailable, cx_corpus_root
 from tests.cx_tree import corpus_apps, cx_tree, folder_files
 

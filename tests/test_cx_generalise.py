@@ -15,10 +15,10 @@ import zipfile
 import pytest
 import yaml
 
-from agents import exchange
 from agents.core.cx.app import from_cx_files, read_zip
 from agents.core.spec import ToolKind
 from agents.models import AgentApp
+from agents.services import exchange
 from tests.cx_tree import cx_tree
 
 pytestmark = pytest.mark.django_db

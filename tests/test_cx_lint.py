@@ -17,11 +17,12 @@ import zipfile
 import pytest
 from django.urls import reverse
 
-from agents import exchange, services
+from agents import services
 from agents.core.cx.app import to_cx_files
 from agents.core.diagnostics import Severity
 from agents.core.spec import AgentSpec, AppSpec, ToolKind, ToolSpec, VariableSpec, VariableType
 from agents.models import AgentApp
+from agents.services import exchange
 from tests.cx_corpus import cx_corpus  # noqa: F401 - the fixture
 from tests.cx_lint import (
     CxasUnavailable,

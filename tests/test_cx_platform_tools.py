@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agents import exchange, services
+from agents import services
 from agents.core.cx.app import read_zip
 from agents.models import AgentApp, Tool
-from agents.services import ServiceError
+from agents.services import ServiceError, exchange
 
 pytestmark = pytest.mark.django_db
 

@@ -146,8 +146,8 @@ def test_bella_notte_imports_with_its_goldens_and_evaluate_runs_them(
 ):
     """Google's example app: 28 goldens become scenarios, the 5 evaluations of the scenario
     kind are listed as needing a model. The counts are the README's (Goldens, bella_notte)."""
-    from agents import exchange
     from agents.core.cx.app import zip_bytes
+    from agents.services import exchange
     from tests.cx_tree import folder_files
 
     files = folder_files(cx_corpus / "examples" / "bella_notte")

@@ -11,10 +11,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from agents import exchange, services
+from agents import services
 from agents.core.formats import dumps_native, from_native
 from agents.models import Agent, AgentApp, Callback, Job, Scenario, Schema, Tool, Variable
-from agents.services import ServiceError
+from agents.services import ServiceError, exchange
 from designer.exchange_views import WARNINGS_HEADER
 from tests.cx_tree import without_cx
 

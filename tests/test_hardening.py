@@ -576,7 +576,7 @@ def test_an_import_over_the_instruction_size_is_refused(signed_in):
 
 @override_settings(IMPORT_MAX_OBJECTS=3)
 def test_the_object_limit_applies_to_cx_zips_too(signed_in, user):
-    from agents import exchange
+    from agents.services import exchange
 
     app = services.app_create(owner=user, name="Zipped")
     for i in range(3):
@@ -618,18 +618,20 @@ def test_yaml_at_its_cap_parses_with_libyaml():
     from django.conf import settings
 
     from agents.core import formats
+    from agents.core.formats.text import _yaml_loader
 
     cap = settings.IMPORT_MAX_YAML_BYTES
     doc, problems = formats.loads_native(_yaml(cap), max_yaml_bytes=cap)
     assert problems == ()
     assert len(doc["app"]["variables"]) > 5_000  # ~1 node per 10 bytes: YAML's worst case
-    assert issubclass(formats._yaml_loader(), yaml.CSafeLoader)
+    assert issubclass(_yaml_loader(), yaml.CSafeLoader)
 
 
 def test_yaml_aliases_are_still_refused_with_the_c_loader():
     import yaml
 
-    from agents.core.formats import _yaml_loader, loads_native
+    from agents.core.formats import loads_native
+    from agents.core.formats.text import _yaml_loader
 
     assert issubclass(_yaml_loader(), getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     doc, problems = loads_native(b"a: &x [1, 2]\nb: *x\n")

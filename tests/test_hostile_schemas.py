@@ -7,7 +7,6 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from agents import exchange
 from agents.core import safe_regex
 from agents.core.examples import example_value
 from agents.core.formats import dumps_native
@@ -15,6 +14,7 @@ from agents.core.schemas import check_schema
 from agents.core.spec import VariableSpec, VariableType
 from agents.core.types import validate_value
 from agents.models import AgentApp
+from agents.services import exchange
 
 NESTED = r"^(a+)+$"  # refused by check_schema (SC228)
 AMBIGUOUS = r"^(a|a)*$"  # overlapping alternatives: refused by check_schema too (SC228)

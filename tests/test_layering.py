@@ -44,7 +44,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     ),
     "agents/selectors.py": ("agents.services", "agents.api", "designer", "rest_framework"),
     "agents/services": ("agents.api", "designer", "agents.admin"),
-    "agents/exchange.py": ("agents.api", "designer", "rest_framework"),
+    # Export and import: a use case like the others, which knows no web framework.
+    "agents/services/exchange.py": ("agents.api", "designer", "rest_framework"),
     "agents/api": ("designer",),
 }
 
@@ -150,3 +151,39 @@ def test_only_the_simulation_service_imports_the_sandbox():
         and any(n == "agents.sandbox" or n.startswith("agents.sandbox.") for n in _imports(path))
     )
     assert not offenders, f"{offenders} import agents.sandbox: go through services.simulation"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@pytest.mark.parametrize("package", ["agents/api", "agents/core/formats"])
+def test_the_modules_of_a_package_import_each_other_one_way(package):
+    """No import cycle between the modules of the API (views, actions, version views...)
+    or of the native format: each leans on `base`/`schema`, never back."""
+    modules = {_module_name(p): p for p in _modules(package)}
+    edges = {
+        name: {
+            other
+            for imported in _imports(path)
+            for other in modules
+            if other != name
+            and (imported == other or imported.startswith(other + "."))
+            and not (other == package.replace("/", ".") and imported != other)
+        }
+        for name, path in modules.items()
+    }
+
+    def cycle_from(start: str, seen: tuple[str, ...]) -> tuple[str, ...] | None:
+        for nxt in sorted(edges[start]):
+            if nxt in seen:
+                return (*seen[seen.index(nxt) :], nxt)
+            found = cycle_from(nxt, (*seen, nxt))
+            if found:
+                return found
+        return None
+
+    for name in sorted(modules):
+        found = cycle_from(name, (name,))
+        assert found is None, " -> ".join(found)

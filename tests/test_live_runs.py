@@ -552,8 +552,8 @@ def test_manage_py_evaluate_model_in_a_real_process(server, bank_app, tmp_path):
     import sys
     from pathlib import Path
 
-    from agents import exchange
     from agents.core.formats import dumps_native
+    from agents.services import exchange
 
     app, _, _ = bank_app
     document = tmp_path / "bank.json"

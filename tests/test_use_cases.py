@@ -11,8 +11,9 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from agents import exchange, selectors, services
+from agents import selectors, services
 from agents.models import AuditEvent, Scenario
+from agents.services import exchange
 
 HX = {"HX-Request": "true"}
 DEEP_CODE = "def t():\n    return " + "-" * 200_000 + "1\n"  # MemoryError/RecursionError in ast

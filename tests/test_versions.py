@@ -12,9 +12,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from agents import exchange, services
+from agents import services
 from agents.models import AgentApp, AppLabel, AppVersion, Job
-from agents.services import ServiceError, versions
+from agents.services import ServiceError, exchange, versions
 
 pytestmark = pytest.mark.django_db
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from agents import exchange, services
-from agents.services import versions
+from agents import services
+from agents.services import exchange, versions
 
 pytestmark = pytest.mark.django_db
 

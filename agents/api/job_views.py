@@ -8,15 +8,90 @@ from __future__ import annotations
 
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import exceptions
+from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.api import serializers as io
+from agents.api.base import ERRORS, ApiView
 from agents.api.json_boundary import json_data_response
-from agents.api.views import ERRORS, ApiView
+from agents.api.serializers import DiagnosticOut, MessageField
 from agents.models import Job
 from agents.services import jobs
+
+# ---------------------------------------------------------------- shapes
+
+
+class ExpectationResultOut(serializers.Serializer):
+    step = serializers.IntegerField(help_text="Index of the expectation's step (from 0).")
+    turn = serializers.IntegerField()
+    kind = serializers.CharField(help_text="state, call, response, no calls, transfer, agent.")
+    line = serializers.CharField(help_text="The expectation as its script line.")
+    note = serializers.CharField()
+    status = serializers.ChoiceField(choices=["passed", "failed", "needs_model"])
+    message = MessageField()
+    expected = serializers.JSONField(allow_null=True)
+    actual = serializers.JSONField(allow_null=True)
+    differences = serializers.ListField(child=serializers.CharField())
+
+
+class ScenarioEvaluationOut(serializers.Serializer):
+    scenario = serializers.IntegerField()
+    name = serializers.CharField()
+    agent = serializers.IntegerField()
+    agent_name = serializers.CharField()
+    status = serializers.ChoiceField(choices=["passed", "failed", "needs_model", "none"])
+    passed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    needs_model = serializers.IntegerField()
+    results = ExpectationResultOut(many=True)
+    diagnostics = DiagnosticOut(many=True, help_text="The simulation's step errors and warnings.")
+
+
+class EvaluationSummaryOut(serializers.Serializer):
+    passed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    needs_model = serializers.IntegerField()
+    no_expectations = serializers.IntegerField()
+
+
+class AppEvaluationOut(serializers.Serializer):
+    ok = serializers.BooleanField(help_text="No expectation failed.")
+    summary = EvaluationSummaryOut()
+    scenarios = ScenarioEvaluationOut(many=True)
+
+
+class JobProgressOut(serializers.Serializer):
+    done = serializers.IntegerField()
+    total = serializers.IntegerField()
+
+
+class JobOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    kind = serializers.CharField(help_text="evaluate_app, evaluate_scenario, version_diff...")
+    url = serializers.URLField()
+    status = serializers.ChoiceField(
+        choices=["queued", "running", "succeeded", "failed", "cancelled"]
+    )
+    progress = JobProgressOut()
+    current = serializers.CharField(help_text="What runs now (agent / scenario), or empty.")
+    result = serializers.JSONField(
+        allow_null=True,
+        help_text="evaluate_app: {ok, summary, scenarios}; `scenarios` (each as "
+        "ScenarioEvaluationOut) fill in while it runs. evaluate_scenario: one "
+        "ScenarioEvaluationOut. Null while nothing finished.",
+    )
+    error = serializers.CharField(help_text="Why it failed or was cancelled; empty otherwise.")
+    attempts = serializers.IntegerField(
+        help_text="Runs so far (a job whose worker died is retried)."
+    )
+    caps = serializers.JSONField(
+        help_text="max_steps, max_code_calls, max_seconds, max_model_calls, max_tokens."
+    )
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
 
 JOB_ERRORS = {
     401: ERRORS[401],
@@ -35,7 +110,7 @@ class JobView(ApiView):
 
     def body(self, job: Job) -> Response:
         url = self.request.build_absolute_uri(reverse("api:job-detail", args=[job.pk]))
-        return json_data_response(self.output(io.JobOut, jobs.job_data(job, url=url)))
+        return json_data_response(self.output(JobOut, jobs.job_data(job, url=url)))
 
 
 class JobDetailView(JobView):
@@ -45,7 +120,7 @@ class JobDetailView(JobView):
         tags=["jobs"],
         operation_id="jobs_retrieve",
         summary="A job's status, progress {done, total} and result",
-        responses={200: io.JobOut, **JOB_ERRORS},
+        responses={200: JobOut, **JOB_ERRORS},
     )
     def get(self, request: Request, job_id: object) -> Response:
         return self.body(self.load_job(job_id))
@@ -59,7 +134,7 @@ class JobCancelView(JobView):
         operation_id="jobs_cancel",
         summary="Cancel the job (finished scenarios are kept); a finished job is unchanged",
         request=None,
-        responses={200: io.JobOut, **JOB_ERRORS},
+        responses={200: JobOut, **JOB_ERRORS},
     )
     def post(self, request: Request, job_id: object) -> Response:
         return self.body(jobs.job_cancel(job=self.load_job(job_id)))

@@ -1,7 +1,7 @@
 """The API of live models: the configured models, replays and goldens of live runs.
 
 ``POST .../scenarios/{id}/simulate`` and ``POST /api/apps/{id}/evaluate`` take
-``{"model": "<name>"}`` (agents/api/views.py); these views add the rest.
+``{"model": "<name>"}`` (agents/api/actions.py); these views add the rest.
 """
 
 from __future__ import annotations
@@ -10,16 +10,34 @@ from typing import Any
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.api import serializers as io
+from agents.api.actions import ModelIn, SimulationOut, simulation_body
+from agents.api.base import ERRORS, READ_ERRORS, ApiView, scenario_queryset
 from agents.api.json_boundary import json_data_response
 from agents.api.throttles import SimulateThrottle, with_default_throttles
-from agents.api.views import ERRORS, READ_ERRORS, ApiView, _simulation
+from agents.core import rules
 from agents.models import LiveRun
 from agents.services import live, live_models
+
+
+class GoldenIn(serializers.Serializer):
+    name = serializers.CharField(
+        max_length=rules.SCENARIO_NAME_MAX_LENGTH, help_text="The new scenario's name."
+    )
+
+
+class ModelEndpointOut(serializers.Serializer):
+    name = serializers.CharField()
+    kind = serializers.CharField(help_text="openai or gemini.")
+    model = serializers.CharField()
+    base_url = serializers.CharField()
+    label = serializers.CharField()
+    source = serializers.CharField(help_text="env (STATECRAFT_MODELS) or admin.")
+    has_key = serializers.BooleanField(help_text="Whether a key is configured (never the key).")
 
 
 def live_payload(outcome: Any) -> dict[str, Any]:
@@ -71,7 +89,7 @@ def live_payload(outcome: Any) -> dict[str, Any]:
 
 
 def live_simulation(outcome: Any) -> dict[str, Any]:
-    body = _simulation(outcome.result, outcome.spec.use_mocks)
+    body = simulation_body(outcome.result, outcome.spec.use_mocks)
     body["live"] = live_payload(outcome)
     return body
 
@@ -81,9 +99,9 @@ class ModelListView(ApiView):
 
     queryset = LiveRun.objects.none()
 
-    @extend_schema(tags=["models"], responses={200: io.ModelEndpointOut(many=True)})
+    @extend_schema(tags=["models"], responses={200: ModelEndpointOut(many=True)})
     def get(self, request: Request) -> Response:
-        return Response(io.ModelEndpointOut(live_models.model_names(), many=True).data)
+        return Response(ModelEndpointOut(live_models.model_names(), many=True).data)
 
 
 class LiveRunView(ApiView):
@@ -104,11 +122,11 @@ class LiveRunReplayView(LiveRunView):
         operation_id="apps_live_runs_replay",
         summary="Replay a live run offline (no model called); report drift per call",
         request=None,
-        responses={200: io.SimulationOut, **READ_ERRORS},
+        responses={200: SimulationOut, **READ_ERRORS},
     )
     def post(self, request: Request, app_id: int, run_id: int) -> Response:
         outcome = live.replay_live(run=self.load_run(), actor=request.user)
-        return json_data_response(self.output(io.SimulationOut, live_simulation(outcome)))
+        return json_data_response(self.output(SimulationOut, live_simulation(outcome)))
 
 
 class LiveRunGoldenView(LiveRunView):
@@ -118,17 +136,15 @@ class LiveRunGoldenView(LiveRunView):
         tags=["actions"],
         operation_id="apps_live_runs_golden",
         summary="Save a live run as a golden scenario (calls with arguments, state, reply)",
-        request=io.GoldenIn,
+        request=GoldenIn,
         responses={201: io.ScenarioOut, **ERRORS},
     )
     def post(self, request: Request, app_id: int, run_id: int) -> Response:
         self.load_app(edit=True)
         run = self.load_run()
-        data = self.valid(io.GoldenIn)
+        data = self.valid(GoldenIn)
         scenario = live.live_run_save_golden(run=run, actor=request.user, name=data["name"])
-        from agents.api.views import _scenario_queryset
-
-        scenario = _scenario_queryset().get(pk=scenario.pk)
+        scenario = scenario_queryset().get(pk=scenario.pk)
         return Response(self.output(io.ScenarioOut, scenario), status=status.HTTP_201_CREATED)
 
 
@@ -143,18 +159,18 @@ class AppModelView(ApiView):
         row = AppModelDefault.objects.filter(app=app).first()
         return {"model": row.model if row is not None else ""}
 
-    @extend_schema(tags=["models"], responses={200: io.ModelIn, **READ_ERRORS})
+    @extend_schema(tags=["models"], responses={200: ModelIn, **READ_ERRORS})
     def get(self, request: Request, app_id: int) -> Response:
         return Response(self.body(self.load_app()))
 
     @extend_schema(
         tags=["models"],
         summary="Set the app's default model (a configured name; empty clears it)",
-        request=io.ModelIn,
-        responses={200: io.ModelIn, **ERRORS},
+        request=ModelIn,
+        responses={200: ModelIn, **ERRORS},
     )
     def put(self, request: Request, app_id: int) -> Response:
         app = self.load_app(edit=True)
-        data = self.valid(io.ModelIn)
+        data = self.valid(ModelIn)
         live_models.app_model_set(app=app, model=(data.get("model") or "").strip())
         return Response(self.body(app))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -29,7 +28,6 @@ from agents.models import (
 )
 
 MAX_ID = rules.MAX_ID
-MAX_TOKEN_BUDGET = 10_000_000
 ITEM_TYPES = [c for c in VariableType.choices if c[0] != VariableType.LIST]
 
 
@@ -77,53 +75,6 @@ class ErrorOut(serializers.Serializer):
 
     detail = serializers.CharField(help_text="The messages in one sentence.")
     diagnostics = DiagnosticOut(many=True, required=False)
-
-
-class DiagnosticsOut(serializers.Serializer):
-    diagnostics = DiagnosticOut(many=True)
-
-
-class ImportIn(serializers.Serializer):
-    file = serializers.FileField(help_text="A .json/.yaml Statecraft export or a CX .zip.")
-    name = serializers.CharField(required=False, help_text="The new app's name.")
-
-
-class ReportRowOut(serializers.Serializer):
-    severity = serializers.ChoiceField(choices=["error", "warning", "info"])
-    code = serializers.CharField()
-    field = serializers.CharField(help_text="The field in the file ('' for the whole file).")
-    message = MessageField()
-
-
-class ReportFileOut(serializers.Serializer):
-    file = serializers.CharField(help_text="A file of the CX ZIP, or the uploaded file.")
-    diagnostics = ReportRowOut(many=True)
-    kept_whole = serializers.BooleanField(
-        help_text="The file is kept as is and written back on export; nothing else to say."
-    )
-
-
-class ImportReportOut(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=["native", "cx"])
-    file = serializers.CharField(help_text="The uploaded file's name.")
-    counts = serializers.DictField(child=serializers.IntegerField())
-    files = ReportFileOut(many=True, help_text="Every diagnostic, grouped by file.")
-    kept_files = serializers.IntegerField(help_text="How many files are kept whole.")
-
-
-class ImportedAppOut(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-    url = serializers.CharField()
-
-
-class ImportOut(serializers.Serializer):
-    """201: `app` and `report`; 400: `detail`, `diagnostics` and `report` (nothing created)."""
-
-    app = ImportedAppOut(required=False)
-    detail = serializers.CharField(required=False)
-    diagnostics = DiagnosticOut(many=True, required=False)
-    report = ImportReportOut()
 
 
 # ---------------------------------------------------------------- apps
@@ -445,18 +396,22 @@ class ScenarioIn(serializers.Serializer):
     )
     channel = serializers.ChoiceField(choices=Channel.choices, required=False)
     modality = serializers.ChoiceField(choices=Modality.choices, required=False)
-    session_id = serializers.CharField(max_length=100, required=False)
-    project_id = serializers.CharField(max_length=100, required=False)
-    project_number = serializers.CharField(max_length=30, required=False)
-    location = serializers.CharField(max_length=50, required=False)
+    session_id = serializers.CharField(max_length=rules.SESSION_ID_MAX_LENGTH, required=False)
+    project_id = serializers.CharField(max_length=rules.PROJECT_ID_MAX_LENGTH, required=False)
+    project_number = serializers.CharField(
+        max_length=rules.PROJECT_NUMBER_MAX_LENGTH, required=False
+    )
+    location = serializers.CharField(max_length=rules.LOCATION_MAX_LENGTH, required=False)
     now = serializers.CharField(
-        max_length=40,
+        max_length=rules.NOW_MAX_LENGTH,
         required=False,
         allow_blank=True,
         help_text="The session clock code reads (ISO date-time, like 2026-06-01T12:00:00); "
         "empty: the real clock.",
     )
-    token_budget = serializers.IntegerField(min_value=1, max_value=MAX_TOKEN_BUDGET, required=False)
+    token_budget = serializers.IntegerField(
+        min_value=1, max_value=rules.TOKEN_BUDGET_MAX, required=False
+    )
     use_mocks = serializers.BooleanField(required=False)
 
 
@@ -512,263 +467,7 @@ class ScenarioOut(serializers.ModelSerializer):
         return format_script(tuple(step.to_spec() for step in scenario.steps.all()))
 
 
-# ---------------------------------------------------------------- actions
-
-
-class CompileIn(serializers.Serializer):
-    instructions = serializers.CharField(
-        required=False,
-        allow_blank=True,
-        trim_whitespace=False,
-        help_text="Text to compile; default: the agent's saved instructions.",
-    )
-    values = serializers.DictField(
-        child=serializers.JSONField(allow_null=True),
-        required=False,
-        help_text="Typed values over the defaults: {name: value}; null removes a default.",
-    )
-    channel = serializers.ChoiceField(choices=Channel.choices, required=False, default="web")
-    modality = serializers.ChoiceField(choices=Modality.choices, required=False, default="text")
-
-
-class SpanOut(serializers.Serializer):
-    start = serializers.IntegerField()
-    end = serializers.IntegerField()
-    kind = serializers.CharField(help_text="static, missing, dynamic, tool or agent.")
-    name = serializers.CharField()
-
-
-class CompileOut(serializers.Serializer):
-    text = serializers.CharField(help_text="The compiled prompt.")
-    diagnostics = DiagnosticOut(many=True)
-    spans = SpanOut(many=True, help_text="Where values and kept references are in `text`.")
-
-
-class SimulateIn(serializers.Serializer):
-    use_mocks = serializers.BooleanField(
-        required=False, help_text="Use tool mocks even when a tool has code (default: scenario's)."
-    )
-    instructions = serializers.CharField(
-        required=False,
-        allow_blank=True,
-        trim_whitespace=False,
-        help_text="Unsaved instructions to simulate; default: the saved ones.",
-    )
-    model = serializers.CharField(
-        required=False,
-        allow_blank=True,
-        max_length=60,
-        help_text="Run live with this configured model (GET /api/models); empty: scripted.",
-    )
-
-
-class ModelIn(serializers.Serializer):
-    model = serializers.CharField(
-        required=False,
-        allow_blank=True,
-        max_length=60,
-        help_text="Run the goldens live with this configured model; empty: scripted.",
-    )
-
-
-class GoldenIn(serializers.Serializer):
-    name = serializers.CharField(max_length=100, help_text="The new scenario's name.")
-
-
-class ModelEndpointOut(serializers.Serializer):
-    name = serializers.CharField()
-    kind = serializers.CharField(help_text="openai or gemini.")
-    model = serializers.CharField()
-    base_url = serializers.CharField()
-    label = serializers.CharField()
-    source = serializers.CharField(help_text="env (STATECRAFT_MODELS) or admin.")
-    has_key = serializers.BooleanField(help_text="Whether a key is configured (never the key).")
-
-
-class LiveCallOut(serializers.Serializer):
-    index = serializers.IntegerField()
-    turn = serializers.IntegerField()
-    fingerprint = serializers.CharField(help_text="SHA-256 of the request's canonical JSON.")
-    tokens_in = serializers.IntegerField()
-    tokens_out = serializers.IntegerField()
-    cost = serializers.FloatField(help_text="Estimated USD (README: Costs and caps).")
-    retries = serializers.IntegerField()
-    error = serializers.CharField(help_text="auth, quota, timeout, refused, cap… or empty.")
-    message = serializers.CharField()
-    parts = serializers.JSONField(help_text="The answer: text and function-call parts.")
-
-
-class DriftOut(serializers.Serializer):
-    call = serializers.IntegerField(help_text="The model call (from 0) whose request differs.")
-    turn = serializers.IntegerField()
-    changes = serializers.ListField(child=serializers.CharField())
-
-
-class LiveRunOut(serializers.Serializer):
-    id = serializers.IntegerField(allow_null=True, help_text="The stored run (null: not stored).")
-    mode = serializers.CharField(help_text="live or replay.")
-    model = serializers.CharField()
-    replay_of = serializers.IntegerField(allow_null=True)
-    status = serializers.CharField()
-    error = serializers.CharField()
-    tokens_in = serializers.IntegerField()
-    tokens_out = serializers.IntegerField()
-    cost = serializers.FloatField()
-    calls = LiveCallOut(many=True)
-    drift = DriftOut(many=True)
-    results = serializers.JSONField(help_text="Each expectation checked against the model.")
-
-
-class HeaderOut(serializers.Serializer):
-    name = serializers.CharField()
-    value = serializers.CharField()
-
-
-class HttpRequestOut(serializers.Serializer):
-    tool = serializers.CharField()
-    method = serializers.CharField()
-    url = serializers.CharField()
-    headers = serializers.SerializerMethodField()
-    body = serializers.CharField(allow_null=True)
-
-    @extend_schema_field(HeaderOut(many=True))
-    def get_headers(self, request: Any) -> list[dict[str, str]]:
-        return [{"name": name, "value": value} for name, value in request.headers]
-
-
-class EventOut(serializers.Serializer):
-    index = serializers.IntegerField()
-    turn = serializers.IntegerField()
-    kind = serializers.CharField(
-        help_text="user, agent, tool_call, tool_response, state_update, callback, transfer, "
-        "error or note (a designer-only remark, never an error)."
-    )
-    text = serializers.CharField(help_text="What the model sees (empty for callback, note, error).")
-    tokens = serializers.IntegerField()
-    label = serializers.CharField()
-    source = serializers.CharField()
-    variable = serializers.CharField(allow_null=True)
-    value = serializers.JSONField(allow_null=True)
-    error = DiagnosticOut(allow_null=True)
-    step = serializers.IntegerField(allow_null=True)
-    dropped_at_turn = serializers.IntegerField(allow_null=True)
-    model_visible = serializers.BooleanField()
-    model_call = serializers.IntegerField(
-        allow_null=True, help_text="The model call this event answers (agent, tool_call)."
-    )
-    instructions_changed = serializers.ListField(
-        child=serializers.CharField(),
-        help_text="Static variables whose value in the instructions changed since the "
-        "previous model call (on the first event of a model call's answer).",
-    )
-
-
-class ModelCallOut(serializers.Serializer):
-    index = serializers.IntegerField()
-    turn = serializers.IntegerField()
-    step = serializers.IntegerField(allow_null=True)
-    instructions = serializers.CharField(
-        help_text="Compiled from the state just before this model call."
-    )
-    instruction_tokens = serializers.IntegerField()
-    changed = serializers.ListField(
-        child=serializers.CharField(),
-        help_text="Static variables whose value changed since the previous model call.",
-    )
-    scripted = serializers.SerializerMethodField(help_text="The scenario's answer, as parts.")
-    answer = serializers.SerializerMethodField(
-        help_text="The answer the turn went on with, as parts."
-    )
-    replaced_by = serializers.CharField(
-        help_text="before_model_callback, after_model_callback, or empty."
-    )
-    history = serializers.ListField(
-        child=serializers.IntegerField(), help_text="Events the model received."
-    )
-
-    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
-    def get_scripted(self, call: Any) -> list[dict[str, Any]]:
-        return [dict(part) for part in call.scripted]
-
-    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
-    def get_answer(self, call: Any) -> list[dict[str, Any]]:
-        return [dict(part) for part in call.answer]
-
-
-class TurnOut(serializers.Serializer):
-    index = serializers.IntegerField()
-    events = serializers.ListField(child=serializers.IntegerField(), help_text="Event indexes.")
-    state_after = serializers.JSONField(help_text="Variable values after the turn.")
-    changed = serializers.ListField(child=serializers.CharField())
-    builtins = serializers.JSONField(help_text="$context values at the end of the turn.")
-    model_input = serializers.ListField(
-        child=serializers.IntegerField(), help_text="Events in the context window."
-    )
-    tokens_used = serializers.IntegerField()
-    dropped = serializers.ListField(child=serializers.IntegerField())
-    warnings = DiagnosticOut(many=True)
-    http = HttpRequestOut(many=True)
-    instructions = serializers.CharField(help_text="Those of the turn's last model call.")
-
-
-@extend_schema_field(OpenApiTypes.OBJECT)
-class StateField(serializers.JSONField):
-    pass
-
-
-class SimulationOut(serializers.Serializer):
-    use_mocks = serializers.BooleanField()
-    instructions = serializers.CharField(
-        help_text="Compiled with the values at session start (each model call compiles "
-        "them again: model_calls)."
-    )
-    instruction_tokens = serializers.IntegerField()
-    instruction_diagnostics = DiagnosticOut(many=True)
-    diagnostics = DiagnosticOut(many=True, help_text="Step errors and warnings, in order.")
-    turns = TurnOut(many=True)
-    events = EventOut(many=True)
-    model_calls = ModelCallOut(many=True)
-    final_state = StateField()
-    live = LiveRunOut(required=False, allow_null=True, help_text="A live run's calls and cost.")
-
-
-class ExpectationResultOut(serializers.Serializer):
-    step = serializers.IntegerField(help_text="Index of the expectation's step (from 0).")
-    turn = serializers.IntegerField()
-    kind = serializers.CharField(help_text="state, call, response, no calls, transfer, agent.")
-    line = serializers.CharField(help_text="The expectation as its script line.")
-    note = serializers.CharField()
-    status = serializers.ChoiceField(choices=["passed", "failed", "needs_model"])
-    message = MessageField()
-    expected = serializers.JSONField(allow_null=True)
-    actual = serializers.JSONField(allow_null=True)
-    differences = serializers.ListField(child=serializers.CharField())
-
-
-class ScenarioEvaluationOut(serializers.Serializer):
-    scenario = serializers.IntegerField()
-    name = serializers.CharField()
-    agent = serializers.IntegerField()
-    agent_name = serializers.CharField()
-    status = serializers.ChoiceField(choices=["passed", "failed", "needs_model", "none"])
-    passed = serializers.IntegerField()
-    failed = serializers.IntegerField()
-    needs_model = serializers.IntegerField()
-    results = ExpectationResultOut(many=True)
-    diagnostics = DiagnosticOut(many=True, help_text="The simulation's step errors and warnings.")
-
-
-class EvaluationSummaryOut(serializers.Serializer):
-    passed = serializers.IntegerField()
-    failed = serializers.IntegerField()
-    needs_model = serializers.IntegerField()
-    no_expectations = serializers.IntegerField()
-
-
-class AppEvaluationOut(serializers.Serializer):
-    ok = serializers.BooleanField(help_text="No expectation failed.")
-    summary = EvaluationSummaryOut()
-    scenarios = ScenarioEvaluationOut(many=True)
+# ---------------------------------------------------------------- jobs
 
 
 class JobAcceptedOut(serializers.Serializer):
@@ -777,35 +476,3 @@ class JobAcceptedOut(serializers.Serializer):
     status = serializers.ChoiceField(
         choices=["queued", "running", "succeeded", "failed", "cancelled"]
     )
-
-
-class JobProgressOut(serializers.Serializer):
-    done = serializers.IntegerField()
-    total = serializers.IntegerField()
-
-
-class JobOut(serializers.Serializer):
-    id = serializers.UUIDField()
-    kind = serializers.CharField(help_text="evaluate_app, evaluate_scenario, version_diff...")
-    url = serializers.URLField()
-    status = serializers.ChoiceField(
-        choices=["queued", "running", "succeeded", "failed", "cancelled"]
-    )
-    progress = JobProgressOut()
-    current = serializers.CharField(help_text="What runs now (agent / scenario), or empty.")
-    result = serializers.JSONField(
-        allow_null=True,
-        help_text="evaluate_app: {ok, summary, scenarios}; `scenarios` (each as "
-        "ScenarioEvaluationOut) fill in while it runs. evaluate_scenario: one "
-        "ScenarioEvaluationOut. Null while nothing finished.",
-    )
-    error = serializers.CharField(help_text="Why it failed or was cancelled; empty otherwise.")
-    attempts = serializers.IntegerField(
-        help_text="Runs so far (a job whose worker died is retried)."
-    )
-    caps = serializers.JSONField(
-        help_text="max_steps, max_code_calls, max_seconds, max_model_calls, max_tokens."
-    )
-    created_at = serializers.DateTimeField()
-    started_at = serializers.DateTimeField(allow_null=True)
-    finished_at = serializers.DateTimeField(allow_null=True)

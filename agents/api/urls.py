@@ -1,14 +1,18 @@
 """API routes, included under /api/ by the root URLconf (namespace `api`).
 
-Variables, schemas and tools are addressed by name, agents and scenarios by id.
+The resources are ViewSets on a router (`<basename>-list`, `<basename>-detail`):
+variables, schemas, tools and labels are addressed by name, apps, agents, scenarios
+and versions by id or number. The action endpoints (lint, compile, simulate, evaluate,
+import, restore, jobs, live runs) are views of their own, without a trailing slash.
 """
 
 from __future__ import annotations
 
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from rest_framework.routers import SimpleRouter
 
-from agents.api import job_views, live_views, version_views, views
+from agents.api import actions, job_views, live_views, version_views, views
 
 app_name = "api"
 
@@ -16,38 +20,30 @@ app = "apps/<int:app_id>/"
 agent = app + "agents/<int:agent_id>/"
 scenario = agent + "scenarios/<int:scenario_id>/"
 
+# Path converters (`<int:app_id>`), not regexes: the URLs are those of `path()`.
+router = SimpleRouter(use_regex_path=False)
+router.register("apps", views.AppViewSet, basename="app")
+router.register(app + "versions", version_views.VersionViewSet, basename="version")
+router.register(app + "labels", version_views.LabelViewSet, basename="label")
+router.register(app + "variables", views.VariableViewSet, basename="variable")
+router.register(app + "schemas", views.SchemaViewSet, basename="schema")
+router.register(app + "tools", views.ToolViewSet, basename="tool")
+router.register(app + "agents", views.AgentViewSet, basename="agent")
+router.register(agent + "scenarios", views.ScenarioViewSet, basename="scenario")
+
 urlpatterns = [
-    path("apps/", views.AppListView.as_view(), name="app-list"),
     path("apps/import", views.AppImportView.as_view(), name="app-import"),
-    path(app, views.AppDetailView.as_view(), name="app-detail"),
-    path(app + "lint", views.AppLintView.as_view(), name="app-lint"),
-    path(app + "evaluate", views.AppEvaluateView.as_view(), name="app-evaluate"),
-    path(app + "versions/", version_views.VersionListView.as_view(), name="version-list"),
-    path(
-        app + "versions/<int:number>/",
-        version_views.VersionDetailView.as_view(),
-        name="version-detail",
-    ),
+    path(app + "lint", actions.AppLintView.as_view(), name="app-lint"),
+    path(app + "evaluate", actions.AppEvaluateView.as_view(), name="app-evaluate"),
     path(
         app + "versions/<int:number>/restore",
         version_views.VersionRestoreView.as_view(),
         name="version-restore",
     ),
-    path(app + "labels/", version_views.LabelListView.as_view(), name="label-list"),
-    path(app + "labels/<str:name>/", version_views.LabelDetailView.as_view(), name="label-detail"),
-    path(app + "variables/", views.VariableListView.as_view(), name="variable-list"),
-    path(app + "variables/<str:name>/", views.VariableDetailView.as_view(), name="variable-detail"),
-    path(app + "schemas/", views.SchemaListView.as_view(), name="schema-list"),
-    path(app + "schemas/<str:name>/", views.SchemaDetailView.as_view(), name="schema-detail"),
-    path(app + "tools/", views.ToolListView.as_view(), name="tool-list"),
-    path(app + "tools/<str:name>/", views.ToolDetailView.as_view(), name="tool-detail"),
-    path(app + "agents/", views.AgentListView.as_view(), name="agent-list"),
-    path(agent, views.AgentDetailView.as_view(), name="agent-detail"),
-    path(agent + "compile", views.AgentCompileView.as_view(), name="agent-compile"),
-    path(agent + "scenarios/", views.ScenarioListView.as_view(), name="scenario-list"),
-    path(scenario, views.ScenarioDetailView.as_view(), name="scenario-detail"),
-    path(scenario + "simulate", views.ScenarioSimulateView.as_view(), name="scenario-simulate"),
-    path(scenario + "evaluate", views.ScenarioEvaluateView.as_view(), name="scenario-evaluate"),
+    path(agent + "compile", actions.AgentCompileView.as_view(), name="agent-compile"),
+    path(scenario + "simulate", actions.ScenarioSimulateView.as_view(), name="scenario-simulate"),
+    path(scenario + "evaluate", actions.ScenarioEvaluateView.as_view(), name="scenario-evaluate"),
+    *router.urls,
     path("models", live_views.ModelListView.as_view(), name="model-list"),
     path(app + "model", live_views.AppModelView.as_view(), name="app-model"),
     path(

@@ -20,16 +20,10 @@ from rest_framework.response import Response
 
 from agents import selectors
 from agents.api import serializers as io
-from agents.api.views import ERRORS, READ_ERRORS, ApiView
-from agents.core.diagnostics import Diagnostic, Message, Severity
+from agents.api.base import ERRORS, READ_ERRORS, ApiView, ApiViewSet, input_error
+from agents.core.diagnostics import Message
 from agents.models import AgentApp, AppLabel, AppVersion
 from agents.services import ServiceError, versions
-
-
-def _input_error(field: str, message: str) -> Diagnostic:
-    # SC001: "A field has a value the object cannot be saved with." (services.CODES)
-    return Diagnostic(code="SC001", severity=Severity.ERROR, message=message, field=field)
-
 
 # ---------------------------------------------------------------- shapes
 
@@ -106,7 +100,7 @@ def app_at_version(request: Request, app: AgentApp) -> Response:
     params = request.query_params
     if "version" in params and "label" in params:
         raise ServiceError(
-            [_input_error("version", Message("Give either version or label, not both."))]
+            [input_error("version", Message("Give either version or label, not both."))]
         )
     if "label" in params:
         label = params["label"]
@@ -121,7 +115,7 @@ def app_at_version(request: Request, app: AgentApp) -> Response:
         except ValueError:
             raise ServiceError(
                 [
-                    _input_error(
+                    input_error(
                         "version",
                         Message(
                             "version must be a version number (1, 2, ...), not '%(raw)s'; "
@@ -140,13 +134,16 @@ def app_at_version(request: Request, app: AgentApp) -> Response:
 # ---------------------------------------------------------------- versions
 
 
-class VersionListView(ApiView):
-    """The app's saved versions (newest first, without documents); save a new one."""
+class VersionViewSet(ApiViewSet):
+    """The app's saved versions, addressed by number; the owner (or staff) deletes one."""
 
     queryset = AppVersion.objects.none()
+    lookup_field = "number"
+    lookup_value_converter = "int"
 
     @extend_schema(tags=["versions"], responses={200: VersionOut(many=True), **READ_ERRORS})
-    def get(self, request: Request, app_id: int) -> Response:
+    def list(self, request: Request, app_id: int) -> Response:
+        """The app's saved versions (newest first, without documents); save a new one."""
         app = self.load_app()
         return self.page(VersionOut, versions.version_list(app))
 
@@ -156,21 +153,17 @@ class VersionListView(ApiView):
         request=VersionIn,
         responses={201: VersionOut, **ERRORS},
     )
-    def post(self, request: Request, app_id: int) -> Response:
+    def create(self, request: Request, app_id: int) -> Response:
+        """The app's saved versions (newest first, without documents); save a new one."""
         app = self.load_app(edit=True)
         data = self.valid(VersionIn)
         version = versions.version_create(app=app, user=request.user, **data)
         version = _version(app, version.number)
         return self.created(self.output(VersionOut, version), "version-detail", version.number)
 
-
-class VersionDetailView(ApiView):
-    """One version with its native document; the owner (or staff) deletes it."""
-
-    queryset = AppVersion.objects.none()
-
     @extend_schema(tags=["versions"], responses={200: VersionDetailOut, **READ_ERRORS})
-    def get(self, request: Request, app_id: int, number: int) -> Response:
+    def retrieve(self, request: Request, app_id: int, number: int) -> Response:
+        """One version with its native document; the owner (or staff) deletes it."""
         app = self.load_app()
         return Response(self.output(VersionDetailOut, _version(app, number)))
 
@@ -179,7 +172,8 @@ class VersionDetailView(ApiView):
         summary="Delete a version (owner or staff; refused while a label points at it)",
         responses={204: None, **ERRORS},
     )
-    def delete(self, request: Request, app_id: int, number: int) -> Response:
+    def destroy(self, request: Request, app_id: int, number: int) -> Response:
+        """One version with its native document; the owner (or staff) deletes it."""
         app = self.load_app()
         if not versions.may_delete_versions(request.user, self.access):
             raise exceptions.PermissionDenied(
@@ -211,21 +205,18 @@ class VersionRestoreView(ApiView):
 # ---------------------------------------------------------------- labels
 
 
-class LabelListView(ApiView):
-    """The app's labels and the version each points at."""
+class LabelViewSet(ApiViewSet):
+    """The app's labels, addressed by name: set or move one (`PUT {"version": N}`)."""
 
     queryset = AppLabel.objects.none()
+    lookup_field = "name"
+    lookup_value_converter = "str"
 
     @extend_schema(tags=["versions"], responses={200: LabelOut(many=True), **READ_ERRORS})
-    def get(self, request: Request, app_id: int) -> Response:
+    def list(self, request: Request, app_id: int) -> Response:
+        """The app's labels and the version each points at."""
         app = self.load_app()
         return self.page(LabelOut, versions.label_list(app))
-
-
-class LabelDetailView(ApiView):
-    """Set or move a label (`PUT {"version": N}`), read it, remove it."""
-
-    queryset = AppLabel.objects.none()
 
     def _label(self, app: AgentApp, name: str) -> AppLabel:
         found = versions.label_list(app).filter(name=name).first()
@@ -234,7 +225,8 @@ class LabelDetailView(ApiView):
         return found
 
     @extend_schema(tags=["versions"], responses={200: LabelOut, **READ_ERRORS})
-    def get(self, request: Request, app_id: int, name: str) -> Response:
+    def retrieve(self, request: Request, app_id: int, name: str) -> Response:
+        """Set or move a label (`PUT {"version": N}`), read it, remove it."""
         return Response(self.output(LabelOut, self._label(self.load_app(), name)))
 
     @extend_schema(
@@ -243,7 +235,8 @@ class LabelDetailView(ApiView):
         request=LabelIn,
         responses={200: LabelOut, **ERRORS},
     )
-    def put(self, request: Request, app_id: int, name: str) -> Response:
+    def update(self, request: Request, app_id: int, name: str) -> Response:
+        """Set or move a label (`PUT {"version": N}`), read it, remove it."""
         app = self.load_app(edit=True)
         data: dict[str, Any] = self.valid(LabelIn)
         version = _version(app, data["version"])
@@ -251,7 +244,8 @@ class LabelDetailView(ApiView):
         return Response(self.output(LabelOut, self._label(app, name)))
 
     @extend_schema(tags=["versions"], responses={204: None, **ERRORS})
-    def delete(self, request: Request, app_id: int, name: str) -> Response:
+    def destroy(self, request: Request, app_id: int, name: str) -> Response:
+        """Set or move a label (`PUT {"version": N}`), read it, remove it."""
         app = self.load_app(edit=True)
         self._label(app, name)
         versions.label_delete(app=app, name=name, user=request.user)

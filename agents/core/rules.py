@@ -33,13 +33,24 @@ __all__ = [
     "CHANNELS",
     "CODES",
     "DISPLAY_NAME_MAX_LENGTH",
+    "EXPECTATION_NOTE_MAX_LENGTH",
+    "LOCATION_MAX_LENGTH",
     "MAX_ID",
     "MODALITIES",
+    "MODEL_NAME_MAX_LENGTH",
     "NAME_MAX_LENGTH",
     "NAME_PATTERN",
     "NAME_PATTERN_JSON",
+    "NOW_MAX_LENGTH",
     "PLATFORM_TOOLS",
+    "PROJECT_ID_MAX_LENGTH",
+    "PROJECT_NUMBER_MAX_LENGTH",
     "SCENARIO_DEFAULTS",
+    "SCENARIO_NAME_MAX_LENGTH",
+    "SESSION_ID_MAX_LENGTH",
+    "STEP_EVENT_MAX_LENGTH",
+    "TOKEN_BUDGET_MAX",
+    "URL_MAX_LENGTH",
     "app_name_problems",
     "channel_problems",
     "check_app",
@@ -56,17 +67,36 @@ __all__ = [
 
 CODES: dict[str, str] = codes.section("rules")
 
+# ---------------------------------------------------------------- Limits
+# Every length and bound of what an app holds, once: the models' max_length, the forms'
+# and the API's serializers' max_length/max_value, the native format's JSON Schema
+# (maxLength/maximum, built from these) and the checks below all read them from here.
+
+NAME_MAX_LENGTH = 64  # variables, schemas, tools
+APP_NAME_MAX_LENGTH = 200
+DISPLAY_NAME_MAX_LENGTH = 200  # agents
+SCENARIO_NAME_MAX_LENGTH = 200
+URL_MAX_LENGTH = 200  # an MCP tool's URL
+# A scenario's session (SessionSpec's fields, as the scenario's columns hold them).
+SESSION_ID_MAX_LENGTH = 100
+PROJECT_ID_MAX_LENGTH = 100
+PROJECT_NUMBER_MAX_LENGTH = 30
+LOCATION_MAX_LENGTH = 50
+NOW_MAX_LENGTH = 40  # the session clock, an ISO date-time
+STEP_EVENT_MAX_LENGTH = 200  # a user input's event
+EXPECTATION_NOTE_MAX_LENGTH = 500
+# A scenario's context window in tokens: what every database's integer column holds
+# (the scenario's PositiveIntegerField is a 32-bit integer on PostgreSQL).
+TOKEN_BUDGET_MAX = 2**31 - 1
+MODEL_NAME_MAX_LENGTH = 60  # a configured model endpoint's name (STATECRAFT_MODELS)
+MAX_ID = 2**63 - 1  # the largest primary key a database can hold (PostgreSQL bigint)
+
 # Names of variables, schemas and tools (CX Agent Studio's rule for Python identifiers).
 # \A and \Z: the whole text, in Python's re, the regex package and PostgreSQL alike (a `$`
 # lets Python accept "name\n"); NAME_PATTERN_JSON is the same rule in ECMA-262 (JSON Schema),
 # where `$` is the end of the text.
 NAME_PATTERN = r"\A[A-Za-z_][A-Za-z0-9_]*\Z"
 NAME_PATTERN_JSON = r"^[A-Za-z_][A-Za-z0-9_]*$"
-NAME_MAX_LENGTH = 64
-APP_NAME_MAX_LENGTH = 200
-DISPLAY_NAME_MAX_LENGTH = 200  # agents
-SCENARIO_NAME_MAX_LENGTH = 200
-URL_MAX_LENGTH = 200
 CHANNELS = ("web", "api", "telephony")
 # Tools CX Agent Studio provides itself: never shipped as a folder of an export, listed by
 # name in an agent's tools (cxas-scrapi's linter: LintContext.platform_tools). Their
@@ -98,7 +128,6 @@ SCENARIO_DEFAULTS: Mapping[str, Any] = {
     "token_budget": _SCENARIO.token_budget,
     "use_mocks": _SCENARIO.use_mocks,
 }
-MAX_ID = 2**63 - 1  # the largest primary key a database can hold (PostgreSQL bigint)
 
 _NAME_RE = re.compile(NAME_PATTERN)
 E, W = Severity.ERROR, Severity.WARNING
@@ -256,7 +285,14 @@ def now_problems(now: str, field: str = "now") -> list[Diagnostic]:
 
 
 def token_budget_problems(budget: Any, field: str = "token_budget") -> list[Diagnostic]:
-    if isinstance(budget, int) and not isinstance(budget, bool) and 1 <= budget <= MAX_ID:
+    """A whole number of tokens from 1 to TOKEN_BUDGET_MAX."""
+    if isinstance(budget, int) and not isinstance(budget, bool) and budget > TOKEN_BUDGET_MAX:
+        message = Message(
+            "The token budget is too large: at most %(token_budget_max)s tokens.",
+            token_budget_max=TOKEN_BUDGET_MAX,
+        )
+        return [_error("SC009", field, message)]
+    if isinstance(budget, int) and not isinstance(budget, bool) and budget >= 1:
         return []
     return [_error("SC009", field, Message("The context window needs at least 1 token."))]
 

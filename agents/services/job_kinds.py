@@ -5,7 +5,7 @@
 * ``evaluate_scenario``: one scenario (`scenario` id), the same way.
   Both take `model` (a configured model's name): the scenarios then run live.
 * ``version_diff``: the version diff's scenario results (the page shows the rest at once).
-* ``import_app``: a large upload's import (`agents.exchange.app_import_submit`).
+* ``import_app``: a large upload's import (`agents.services.exchange.app_import_submit`).
 
 Each runs its simulations on a runner borrowed from the one door
 (`services.simulation.batch_runner`), with the job's caps and its cancel hook.
@@ -107,7 +107,7 @@ def version_diff(ctx: JobContext) -> dict[str, Any]:
 
 
 def import_app(ctx: JobContext) -> dict[str, Any]:
-    from agents import exchange  # the import use case (it submits this kind)
+    from agents.services import exchange  # the import use case (it submits this kind)
 
     return exchange.app_import_job_run(ctx)
 

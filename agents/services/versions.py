@@ -26,7 +26,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max, Prefetch, QuerySet
 from django.utils.translation import gettext
 
-from agents import exchange, services
+from agents import services
 from agents.core.cx.app import to_cx_files, zip_bytes
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.diff import AppDiff, diff_apps
@@ -50,7 +50,7 @@ from agents.models import (
     Variable,
 )
 from agents.selectors import Access
-from agents.services import ServiceError
+from agents.services import ServiceError, exchange
 from agents.services.common import changed
 from agents.services.simulation import BoundedRunner, batch_runner
 

@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from agents import exchange, selectors
+from agents import selectors
 from agents.core.adk.evalsets import scenarios_from_evalset
 from agents.core.adk.package import package_name, to_adk_files
 from agents.core.spec import (
@@ -51,6 +51,7 @@ from agents.core.spec import (
 )
 from agents.models import AgentApp
 from agents.sandbox import Limits
+from agents.services import exchange
 from tests.adk.export_harness import (
     adk_run,
     calls_per_turn,

@@ -210,8 +210,7 @@ def test_the_designer_has_no_axe_violations(open_designer, shop_app):
 def test_versions_history_and_import_report_have_no_axe_violations(
     signed_in_page: Page, live_server, shop_app
 ):
-    from agents import exchange
-    from agents.services import versions
+    from agents.services import exchange, versions
     from tests.browser.conftest import axe_violations
 
     versions.version_create(app=shop_app, user=shop_app.owner, name="First", note="first")

@@ -17,8 +17,8 @@ pytestmark = [
 def test_a_large_import_shows_progress_then_opens_the_app(
     signed_in_page: Page, live_server, user, shop, settings, run_jobs, tmp_path
 ):
-    from agents import exchange
     from agents.core.formats import dumps_native
+    from agents.services import exchange
 
     settings.IMPORT_JOB_MIN_BYTES = 0
     upload = tmp_path / "shop.json"

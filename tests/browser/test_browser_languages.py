@@ -137,10 +137,10 @@ def _english_left(page: Page, words: set[str], user_data: list[str]) -> list[str
 def world(user, staff):
     """The demo apps, one of them imported from a CX ZIP (an import report), a version with
     a label, and a history; ada owns them, the operator sees them in the admin."""
-    from agents import exchange, services
+    from agents import services
     from agents.core.cx.app import to_cx_files, zip_bytes
     from agents.demo import load_demo
-    from agents.services import versions
+    from agents.services import exchange, versions
 
     shop, bank = load_demo(user)
     spec, scenarios = exchange.app_export_specs(bank)

@@ -23,6 +23,7 @@ from agents.core.formats import (
     loads_native,
     to_native,
 )
+from agents.core.formats.schema import native_validator
 from agents.core.spec import (
     AgentSpec,
     AppSpec,
@@ -628,7 +629,7 @@ def test_native_round_trip_keeps_expectations_inputs_and_mocks():
     steps = parse_script(script).steps
     scenario = replace(_scenarios()[0], steps=steps)
     doc = to_native(_app(), [scenario])
-    assert not list(formats._native_validator().iter_errors(doc))
+    assert not list(native_validator().iter_errors(doc))
     _, scenarios, diagnostics = from_native(json.loads(json.dumps(doc)))
     assert not has_errors(diagnostics), diagnostics
     assert scenarios[0].steps == steps

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agents import exchange
 from agents.core.diagnostics import Severity
 from agents.core.formats import dumps_native
 from agents.models import AgentApp
+from agents.services import exchange
 
 
 class Command(BaseCommand):

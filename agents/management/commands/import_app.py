@@ -16,7 +16,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agents import exchange
+from agents.services import exchange
 
 
 class Command(BaseCommand):

@@ -1,0 +1,276 @@
+"""Reading a native document: its shape against the JSON Schema, then the rule set."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from agents.core import rules
+from agents.core.diagnostics import Diagnostic, Message, Severity
+from agents.core.formats.schema import FORMAT_NAME, FORMAT_VERSION, NAME_PATTERN, native_validator
+from agents.core.script import parse_script
+from agents.core.spec import (
+    AgentSpec,
+    AppSpec,
+    CallbackKind,
+    CallbackSpec,
+    ExpectationSpec,
+    ExpectKind,
+    ScenarioSpec,
+    SchemaSpec,
+    SessionSpec,
+    StepKind,
+    StepSpec,
+    ToolKind,
+    ToolMock,
+    ToolSpec,
+    VariableSpec,
+    VariableType,
+)
+from agents.core.types import describe_validation_error, quoted
+
+MAX_STRUCTURE_DIAGNOSTICS = 20
+
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+# The checks of a whole app live in the rule set (agents.core.rules); kept here by name.
+check_app_spec = rules.check_app
+
+
+_COLLECTIONS = frozenset({"schemas", "variables", "tools", "agents", "scenarios"})
+
+
+def _native_field(doc: Any, path: Sequence[Any]) -> str:
+    """``variables.customer.default`` for the path ``app/variables/3/default``."""
+    parts: list[str] = []
+    node = doc
+    for i, part in enumerate(path):
+        if i == 0 and part == "app":
+            node = node.get("app") if isinstance(node, dict) else None
+            continue
+        if isinstance(part, int):
+            item = node[part] if isinstance(node, list) and part < len(node) else None
+            name = item.get("name") if isinstance(item, dict) else None
+            if parts and parts[-1] in _COLLECTIONS and isinstance(name, str) and name:
+                parts.append(name)
+            elif parts:
+                parts[-1] = f"{parts[-1]}[{part}]"
+            else:
+                parts.append(f"[{part}]")
+            node = item
+        else:
+            parts.append(str(part))
+            node = node.get(part) if isinstance(node, dict) else None
+    return ".".join(parts) or "(document)"
+
+
+def _structure_problem(error: Any) -> str:
+    """What is wrong with a part of the document, in words; a name that is not one says
+    what a name is and offers one (not the pattern it fails)."""
+    if error.validator == "pattern" and error.validator_value == NAME_PATTERN:
+        given = error.instance if isinstance(error.instance, str) else str(error.instance)
+        fixed = re.sub(r"[^A-Za-z0-9_]", "_", given) or "_"
+        if fixed[0].isdigit():
+            fixed = "_" + fixed
+        return (
+            f"{quoted(given)} is not a valid name: use only letters, digits and underscores, "
+            f"not starting with a digit (for example {quoted(fixed)})"
+        )
+    return describe_validation_error(error)
+
+
+def from_native(
+    doc: Any,
+) -> tuple[AppSpec | None, tuple[ScenarioSpec, ...], tuple[Diagnostic, ...]]:
+    """The app and scenarios of a native document, and every problem found.
+
+    When the document does not have the native format's shape the app is
+    ``None`` (with the errors); otherwise the app is returned together with
+    the diagnostics of ``check_app_spec`` (errors mean it cannot be imported).
+    """
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
+        message = Message(
+            'this is not a Statecraft app: it needs "format": "%(format_name)s"',
+            format_name=FORMAT_NAME,
+        )
+        return None, (), (Diagnostic("SC504", E, message, field="format"),)
+    version = doc.get("version")
+    if version != FORMAT_VERSION:
+        message = Message(
+            "format version %(version)s cannot be read; this Statecraft "
+            "reads version %(format_version)s",
+            version=repr(version),
+            format_version=FORMAT_VERSION,
+        )
+        return None, (), (Diagnostic("SC504", E, message, field="version"),)
+    errors = sorted(
+        native_validator().iter_errors(doc),
+        key=lambda e: tuple((isinstance(p, int), p) for p in e.absolute_path),
+    )
+    if errors:
+        found = []
+        for error in errors[:MAX_STRUCTURE_DIAGNOSTICS]:
+            where = _native_field(doc, list(error.absolute_path))
+            message = Message(
+                "%(where)s: %(describe_validation_error)s",
+                where=where,
+                describe_validation_error=_structure_problem(error),
+            )
+            found.append(Diagnostic("SC505", E, message, field=where))
+        if len(errors) > MAX_STRUCTURE_DIAGNOSTICS:
+            more = len(errors) - MAX_STRUCTURE_DIAGNOSTICS
+            found.append(
+                Diagnostic(
+                    "SC505", INFO, Message("%(more)s more problems", more=more), field="(document)"
+                )
+            )
+        return None, (), tuple(found)
+    app_doc = doc["app"]
+    diagnostics: list[Diagnostic] = []
+    app = AppSpec(
+        name=app_doc["name"],
+        description=app_doc.get("description", ""),
+        schemas=tuple(
+            SchemaSpec(s["name"], s["json_schema"], s.get("description", ""))
+            for s in app_doc.get("schemas", [])
+        ),
+        variables=tuple(_variable_in(v, diagnostics) for v in app_doc.get("variables", [])),
+        tools=tuple(_tool_in(t) for t in app_doc.get("tools", [])),
+        agents=tuple(_agent_in(a) for a in app_doc.get("agents", [])),
+        cx=app_doc.get("cx", {}),
+    )
+    scenarios = tuple(
+        _scenario_in(s, agent["name"], diagnostics)
+        for agent in app_doc.get("agents", [])
+        for s in agent.get("scenarios", [])
+    )
+    diagnostics.extend(check_app_spec(app, scenarios))
+    return app, scenarios, tuple(diagnostics)
+
+
+def _variable_in(v: dict[str, Any], diagnostics: list[Diagnostic]) -> VariableSpec:
+    kind = VariableType(v["type"])
+    item_type = VariableType(v["item_type"]) if "item_type" in v else None
+    if item_type is not None and kind is not VariableType.LIST:
+        field = f"variables.{v['name']}.item_type"
+        message = Message("%(field)s: only a list has an item type; ignored", field=field)
+        diagnostics.append(Diagnostic("SC511", W, message, field=field, subject=v["name"]))
+        item_type = None
+    needs_schema = VariableType.OBJECT in (kind, item_type)
+    schema = v.get("schema")
+    if schema and not needs_schema:
+        field = f"variables.{v['name']}.schema"
+        message = Message(
+            "%(field)s: only a custom object (or a list of them) has a schema; ignored", field=field
+        )
+        diagnostics.append(Diagnostic("SC511", W, message, field=field, subject=v["name"]))
+        schema = None
+    return VariableSpec(
+        name=v["name"],
+        type=kind,
+        default=v.get("default"),
+        description=v.get("description", ""),
+        item_type=item_type,
+        schema=schema,
+        cx=v.get("cx", {}),
+    )
+
+
+def _tool_in(t: dict[str, Any]) -> ToolSpec:
+    mock = t.get("mock")
+    return ToolSpec(
+        name=t["name"],
+        kind=ToolKind(t["kind"]),
+        description=t.get("description", ""),
+        python_code=t.get("python_code", ""),
+        openapi=t.get("openapi"),
+        mcp_url=t.get("mcp_url", ""),
+        mcp_headers=tuple(t.get("mcp_headers", {}).items()),
+        mock=None
+        if mock is None
+        else ToolMock(state=mock.get("state", {}), response=mock.get("response")),
+        cx=t.get("cx", {}),
+    )
+
+
+def _agent_in(a: dict[str, Any]) -> AgentSpec:
+    return AgentSpec(
+        name=a["name"],
+        instructions=a.get("instructions", ""),
+        description=a.get("description", ""),
+        tools=tuple(a.get("tools", [])),
+        children=tuple(a.get("children", [])),
+        callbacks=tuple(
+            CallbackSpec(
+                kind=CallbackKind(c["kind"]),
+                code=c["code"],
+                order=c.get("order", i),
+                cx=c.get("cx", {}),
+            )
+            for i, c in enumerate(a.get("callbacks", []))
+        ),
+        is_root=a.get("is_root", False),
+        cx=a.get("cx", {}),
+    )
+
+
+def _scenario_in(s: dict[str, Any], agent: str, diagnostics: list[Diagnostic]) -> ScenarioSpec:
+    defaults = SessionSpec()
+    session = s.get("session", {})
+    if "script" in s:
+        parsed = parse_script(s["script"])
+        field = f"agents.{agent}.scenarios.{s['name']}.script"
+        diagnostics.extend(
+            replace(
+                d,
+                field=field,
+                message=Message("%(field)s: %(message)s", field=field, message=d.message),
+                subject=agent,
+            )
+            for d in parsed.diagnostics
+        )
+        steps = parsed.steps
+    else:
+        steps = tuple(
+            StepSpec(
+                kind=StepKind(step["kind"]),
+                text=step.get("text", ""),
+                tool=step.get("tool", ""),
+                args=step.get("args", {}),
+                callback=CallbackKind(step["callback"]) if "callback" in step else None,
+                variables=step.get("variables", {}),
+                event=step.get("event", ""),
+                expectation=_expectation_in(step["expectation"]) if "expectation" in step else None,
+            )
+            for step in s.get("steps", [])
+        )
+    return ScenarioSpec(
+        name=s["name"],
+        agent=agent,
+        session=SessionSpec(
+            values=session.get("values", {}),
+            channel=session.get("channel", defaults.channel),
+            modality=session.get("modality", defaults.modality),
+            session_id=session.get("session_id", defaults.session_id),
+            project_id=session.get("project_id", defaults.project_id),
+            project_number=session.get("project_number", defaults.project_number),
+            location=session.get("location", defaults.location),
+            now=session.get("now", defaults.now),
+        ),
+        steps=steps,
+        token_budget=s.get("token_budget", rules.SCENARIO_DEFAULTS["token_budget"]),
+        use_mocks=s.get("use_mocks", rules.SCENARIO_DEFAULTS["use_mocks"]),
+        cx=s.get("cx", {}),
+    )
+
+
+def _expectation_in(data: Mapping[str, Any]) -> ExpectationSpec:
+    return ExpectationSpec(
+        kind=ExpectKind(data["kind"]),
+        tool=data.get("tool", ""),
+        agent=data.get("agent", ""),
+        value=data.get("value"),
+        note=data.get("note", ""),
+    )

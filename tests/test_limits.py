@@ -1,0 +1,167 @@
+"""Every limit once (agents/core/rules.py, "Limits"): the models' columns, the API's
+serializers and the native format's JSON Schema agree with the rule set, and an app
+the import accepts saves unchanged through the API."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from rest_framework.test import APIClient
+
+from agents.api import serializers as io
+from agents.core import rules
+from agents.core.formats import NATIVE_SCHEMA, dumps_native
+from agents.models import Agent, AgentApp, Scenario, ScenarioStep, Schema, Tool, Variable
+from agents.services import exchange
+
+# The schema's bounds, by path in NATIVE_SCHEMA, and the constant of the rule set each is.
+SCHEMA_LIMITS = {
+    ("$defs", "name", "maxLength"): rules.NAME_MAX_LENGTH,
+    ("$defs", "app", "properties", "name", "maxLength"): rules.APP_NAME_MAX_LENGTH,
+    ("$defs", "agent", "properties", "name", "maxLength"): rules.DISPLAY_NAME_MAX_LENGTH,
+    ("$defs", "agent", "properties", "children", "items", "maxLength"): (
+        rules.DISPLAY_NAME_MAX_LENGTH
+    ),
+    ("$defs", "expectation", "properties", "agent", "maxLength"): rules.DISPLAY_NAME_MAX_LENGTH,
+    ("$defs", "expectation", "properties", "note", "maxLength"): (
+        rules.EXPECTATION_NOTE_MAX_LENGTH
+    ),
+    ("$defs", "tool", "properties", "mcp_url", "maxLength"): rules.URL_MAX_LENGTH,
+    ("$defs", "scenario", "properties", "name", "maxLength"): rules.SCENARIO_NAME_MAX_LENGTH,
+    ("$defs", "scenario", "properties", "token_budget", "maximum"): rules.TOKEN_BUDGET_MAX,
+    ("$defs", "step", "properties", "event", "maxLength"): rules.STEP_EVENT_MAX_LENGTH,
+    **{
+        ("$defs", "scenario", "properties", "session", "properties", field, "maxLength"): limit
+        for field, limit in {
+            "session_id": rules.SESSION_ID_MAX_LENGTH,
+            "project_id": rules.PROJECT_ID_MAX_LENGTH,
+            "project_number": rules.PROJECT_NUMBER_MAX_LENGTH,
+            "location": rules.LOCATION_MAX_LENGTH,
+            "now": rules.NOW_MAX_LENGTH,
+        }.items()
+    },
+}
+
+# (model, field, API input serializer or None, constant)
+COLUMNS = [
+    (AgentApp, "name", io.AppIn, rules.APP_NAME_MAX_LENGTH),
+    (Variable, "name", None, rules.NAME_MAX_LENGTH),
+    (Schema, "name", None, rules.NAME_MAX_LENGTH),
+    (Tool, "name", None, rules.NAME_MAX_LENGTH),
+    (Tool, "mcp_url", io.ToolIn, rules.URL_MAX_LENGTH),
+    (Agent, "display_name", io.AgentIn, rules.DISPLAY_NAME_MAX_LENGTH),
+    (Scenario, "name", io.ScenarioIn, rules.SCENARIO_NAME_MAX_LENGTH),
+    (Scenario, "session_id", io.ScenarioIn, rules.SESSION_ID_MAX_LENGTH),
+    (Scenario, "project_id", io.ScenarioIn, rules.PROJECT_ID_MAX_LENGTH),
+    (Scenario, "project_number", io.ScenarioIn, rules.PROJECT_NUMBER_MAX_LENGTH),
+    (Scenario, "location", io.ScenarioIn, rules.LOCATION_MAX_LENGTH),
+    (Scenario, "now", io.ScenarioIn, rules.NOW_MAX_LENGTH),
+    (ScenarioStep, "event", None, rules.STEP_EVENT_MAX_LENGTH),
+    (ScenarioStep, "tool", None, rules.NAME_MAX_LENGTH),
+]
+
+
+def _at(schema: dict, path: tuple[str, ...]):
+    for key in path:
+        schema = schema[key]
+    return schema
+
+
+def _bounds(node, path=()):
+    """Every maxLength and maximum in the schema, by path."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("maxLength", "maximum"):
+                yield (*path, key), value
+            else:
+                yield from _bounds(value, (*path, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _bounds(value, (*path, str(index)))
+
+
+@pytest.mark.parametrize("path", SCHEMA_LIMITS, ids=lambda p: ".".join(p[1:]))
+def test_the_native_schema_bounds_are_the_rule_sets(path):
+    assert _at(NATIVE_SCHEMA, path) == SCHEMA_LIMITS[path], ".".join(path)
+
+
+def test_every_bound_of_the_native_schema_is_a_constant_of_the_rule_set():
+    """A length written into the schema by hand (not from agents.core.rules) fails here."""
+    unlisted = {p: v for p, v in _bounds(NATIVE_SCHEMA) if p not in SCHEMA_LIMITS}
+    assert not unlisted, f"bounds not taken from agents.core.rules: {unlisted}"
+
+
+@pytest.mark.parametrize(
+    ("model", "field", "serializer", "limit"),
+    COLUMNS,
+    ids=[f"{m.__name__}.{f}" for m, f, _, _ in COLUMNS],
+)
+def test_models_and_serializers_take_their_lengths_from_the_rule_set(
+    model, field, serializer, limit
+):
+    assert model._meta.get_field(field).max_length == limit
+    if serializer is not None:
+        assert serializer().fields[field].max_length == limit
+
+
+def test_the_token_budget_limit_is_one_everywhere():
+    assert io.ScenarioIn().fields["token_budget"].max_value == rules.TOKEN_BUDGET_MAX
+    assert io.ScenarioPatchIn().fields["token_budget"].max_value == rules.TOKEN_BUDGET_MAX
+    column = Scenario._meta.get_field("token_budget")
+    _, high = connection.ops.integer_field_range(column.get_internal_type())
+    assert high is None or high >= rules.TOKEN_BUDGET_MAX  # the column holds every budget
+    assert rules.token_budget_problems(rules.TOKEN_BUDGET_MAX) == []
+    (too_large,) = rules.token_budget_problems(rules.TOKEN_BUDGET_MAX + 1)
+    assert (too_large.code, too_large.field) == ("SC009", "token_budget")
+    assert str(rules.TOKEN_BUDGET_MAX) in too_large.message
+
+
+# ---------------------------------------------------------------- an imported app saves
+
+
+def _with_budget(app, budget: int) -> bytes:
+    doc = exchange.app_export_native(app)
+    scenario = doc["app"]["agents"][0]["scenarios"][0]
+    scenario["token_budget"] = budget
+    scenario["session"]["session_id"] = "s" * rules.SESSION_ID_MAX_LENGTH
+    return dumps_native(doc).encode()
+
+
+@pytest.mark.django_db
+def test_an_imported_app_with_a_large_budget_saves_unchanged_through_the_api(user, shop):
+    """The import accepts any budget the rule set does (up to TOKEN_BUDGET_MAX): the API
+    must take the same scenario back unchanged (it used to refuse over 10,000,000)."""
+    assert shop.agents.get(is_root=True).scenarios.exists()
+    budget = rules.TOKEN_BUDGET_MAX
+    imported, _, _ = exchange.app_import_file(
+        owner=user, data=_with_budget(shop, budget), filename="big.json"
+    )
+    scenario = Scenario.objects.filter(agent__app=imported).order_by("pk").first()
+    assert scenario.token_budget == budget
+    api = APIClient()
+    api.force_login(user)
+    url = f"/api/apps/{imported.pk}/agents/{scenario.agent_id}/scenarios/{scenario.pk}/"
+    read = api.get(url).json()
+    writable = set(io.ScenarioPatchIn().fields) - {"version"}
+    body = {field: read[field] for field in writable if field in read}
+    response = api.patch(url, {**body, "version": read["version"]}, format="json")
+    assert response.status_code == 200, response.json()
+    again = response.json()
+    assert again["token_budget"] == budget
+    assert {f: again[f] for f in body} == body
+
+
+@pytest.mark.django_db
+def test_a_budget_over_the_limit_is_refused_by_the_import_and_the_api_alike(user, shop):
+    with pytest.raises(exchange.ImportRefused) as refused:
+        exchange.app_import_file(
+            owner=user, data=_with_budget(shop, rules.TOKEN_BUDGET_MAX + 1), filename="x.json"
+        )
+    assert any("token_budget" in (d.field or "") for d in refused.value.diagnostics)
+    scenario = Scenario.objects.filter(agent__app=shop).first()
+    api = APIClient()
+    api.force_login(user)
+    url = f"/api/apps/{shop.pk}/agents/{scenario.agent_id}/scenarios/{scenario.pk}/"
+    response = api.patch(url, {"token_budget": rules.TOKEN_BUDGET_MAX + 1}, format="json")
+    assert response.status_code == 400
+    assert {d["field"] for d in response.json()["diagnostics"]} == {"token_budget"}
