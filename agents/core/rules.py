@@ -33,13 +33,24 @@ __all__ = [
     "CHANNELS",
     "CODES",
     "DISPLAY_NAME_MAX_LENGTH",
+    "JOB_KIND_MAX_LENGTH",
+    "LABEL_MAX_LENGTH",
+    "LABEL_PATTERN",
+    "LOCATION_MAX_LENGTH",
     "MAX_ID",
     "MODALITIES",
     "NAME_MAX_LENGTH",
     "NAME_PATTERN",
     "NAME_PATTERN_JSON",
+    "NOW_MAX_LENGTH",
     "PLATFORM_TOOLS",
+    "PROJECT_ID_MAX_LENGTH",
+    "PROJECT_NUMBER_MAX_LENGTH",
+    "RATE_LIMIT_KEY_MAX_LENGTH",
     "SCENARIO_DEFAULTS",
+    "SESSION_ID_MAX_LENGTH",
+    "STEP_EVENT_MAX_LENGTH",
+    "TASK_ID_MAX_LENGTH",
     "app_name_problems",
     "channel_problems",
     "check_app",
@@ -99,6 +110,21 @@ SCENARIO_DEFAULTS: Mapping[str, Any] = {
     "use_mocks": _SCENARIO.use_mocks,
 }
 MAX_ID = 2**63 - 1  # the largest primary key a database can hold (PostgreSQL bigint)
+
+# Limits
+# The longest text each stored field takes (the models' max_length; forms, serializers and
+# the native format take the same numbers from here).
+SESSION_ID_MAX_LENGTH = 100  # a scenario's session: its id, its CX project and location
+PROJECT_ID_MAX_LENGTH = 100
+PROJECT_NUMBER_MAX_LENGTH = 30
+LOCATION_MAX_LENGTH = 50
+NOW_MAX_LENGTH = 40  # the session clock, an ISO date-time
+STEP_EVENT_MAX_LENGTH = 200  # a user step's event
+LABEL_PATTERN = r"\A[a-z0-9][a-z0-9_.-]*\Z"  # a version label; the whole text (not "$": "v1\n")
+LABEL_MAX_LENGTH = 64
+JOB_KIND_MAX_LENGTH = 64
+TASK_ID_MAX_LENGTH = 64  # the task queue's id of a job
+RATE_LIMIT_KEY_MAX_LENGTH = 64  # a sha256 hex digest
 
 _NAME_RE = re.compile(NAME_PATTERN)
 E, W = Severity.ERROR, Severity.WARNING
