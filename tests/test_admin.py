@@ -108,6 +108,7 @@ def test_app_change_page_shows_inlines(admin_client_signed, shop):
 def _variable_form(variable: Variable, **changes: object) -> dict[str, object]:
     """What the admin's change form of a variable posts (the default as JSON text)."""
     data: dict[str, object] = {
+        "app": variable.app_id,  # read-only once it exists: ignored, as in a real post
         "name": variable.name,
         "type": variable.type,
         "item_type": variable.item_type,
