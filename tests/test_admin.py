@@ -202,3 +202,17 @@ def test_an_admin_inline_rename_goes_through_the_service(admin_client_signed, sh
     root = shop.agents.get(is_root=True)
     assert "{@TOOL: PutInCart}" in root.instructions
     assert Tool.objects.get(app=shop).name == "PutInCart"
+
+
+def test_an_admin_delete_goes_through_the_service(admin_client_signed, shop):
+    """Deleting in the admin is the service's delete: its history entry, with what was lost."""
+    variable = shop.variables.get(name="languages")
+    url = reverse("admin:agents_variable_delete", args=[variable.pk])
+
+    response = admin_client_signed.post(url, {"post": "yes"})
+
+    assert response.status_code == 302
+    assert not Variable.objects.filter(pk=variable.pk).exists()
+    event = shop.audit_events.first()
+    assert (event.action, event.object_name) == ("variable.delete", "languages")
+    assert event.before["default"] == ["French", "German"]
