@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import Count, Model, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils import formats
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from agents import services
+from agents import admin_writes, services
+from agents.admin_writes import EXPECTED_VERSION, PARENT_FIELD, record
 from agents.core.formats import dumps_native
 from agents.i18n import action_words, localize, word
 from agents.models import (
@@ -33,7 +37,7 @@ from agents.models import (
     Variable,
 )
 from agents.services import versions
-from agents.services.common import changed
+from agents.services.common import ServiceError, StaleObjectError, check_version
 from agents.signin import AdminSignInForm
 
 READONLY = ("created_at", "updated_at", "version")
@@ -45,14 +49,27 @@ admin.site.index_title = _("Apps, variables, schemas, tools, agents and scenario
 
 
 class ServiceCheckedForm(forms.ModelForm):
-    """Runs the services' checks on the unsaved object, so the admin obeys the designer's rules."""
+    """Runs the services' checks on the unsaved object, so the admin obeys the designer's rules,
+    and carries the version it showed: a form saved after someone else's change is refused."""
 
     check = staticmethod(lambda obj: [])
+    expected_version = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.fields[EXPECTED_VERSION].initial = self.instance.version
 
     def _post_clean(self) -> None:
         super()._post_clean()
         if self.errors:
             return
+        if self.instance.pk is not None:
+            try:  # the instance is the row as this request read it
+                check_version(self.instance, self.cleaned_data.get(EXPECTED_VERSION))
+            except StaleObjectError as exc:
+                self.add_error(None, exc.localized())
+                return
         for diagnostic in type(self).check(self.instance):
             field = diagnostic.field if diagnostic.field in self.fields else None
             self.add_error(field, localize(diagnostic.message))
@@ -67,58 +84,81 @@ def checked_form(model_: type, checker) -> type[forms.ModelForm]:  # type: ignor
     )
 
 
-def _app_id_of(obj: Model) -> int | None:
-    """The app an object belongs to (None for an app the admin has not saved yet)."""
-    if isinstance(obj, AgentApp):
-        return obj.pk
-    if isinstance(obj, Callback | Scenario):
-        return obj.agent.app_id
-    if isinstance(obj, ScenarioStep):
-        return obj.scenario.agent.app_id
-    return getattr(obj, "app_id", None)
-
-
-def _record(request: HttpRequest, obj: Model, verb: str) -> None:
-    """An operator's change is history too, and expires the app's cached spec."""
-    app_id = _app_id_of(obj)
-    if app_id is not None and AgentApp.objects.filter(pk=app_id).exists():
-        changed(
-            app=app_id,
-            actor=request.user,
-            action=f"{obj._meta.model_name}.admin_{verb}",
-            name=str(obj),
-        )
-
-
 class VersionedAdmin(admin.ModelAdmin):
+    """Changes and deletes go through the services (agents/admin_writes.py): a rename
+    rewrites references, a stale form is refused, the history records who did it."""
+
+    form = ServiceCheckedForm
     readonly_fields = READONLY
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> Any:
+        fields = tuple(super().get_readonly_fields(request, obj))
+        parent = PARENT_FIELD.get(self.model)
+        return (*fields, parent) if obj is not None and parent else fields
+
     def save_model(self, request: HttpRequest, obj, form, change) -> None:  # type: ignore[no-untyped-def]
+        if change and admin_writes.save_changed(request, obj, form):
+            return
         if change:
             obj.version += 1
         super().save_model(request, obj, form, change)
-        _record(request, obj, "change" if change else "add")
+        record(request, obj, "change" if change else "add")
+
+    def save_related(self, request: HttpRequest, form, formsets, change) -> None:  # type: ignore[no-untyped-def]
+        if change and self.model in admin_writes.UPDATE:  # the service set the links
+            for formset in formsets:
+                self.save_formset(request, form, formset, change=change)
+            return
+        super().save_related(request, form, formsets, change)
 
     def save_formset(self, request: HttpRequest, form, formset, change) -> None:  # type: ignore[no-untyped-def]
+        if admin_writes.save_formset(request, formset):
+            return
         super().save_formset(request, form, formset, change)
         if formset.has_changed():
-            _record(request, form.instance, "change")
+            record(request, form.instance, "change")
 
     def delete_model(self, request: HttpRequest, obj) -> None:  # type: ignore[no-untyped-def]
-        _record(request, obj, "delete")
-        super().delete_model(request, obj)
+        admin_writes.delete(request, obj)
 
     def delete_queryset(self, request: HttpRequest, queryset) -> None:  # type: ignore[no-untyped-def]
         for obj in queryset:
-            _record(request, obj, "delete")
-        super().delete_queryset(request, queryset)
+            admin_writes.delete(request, obj)
+
+    def _refused(self, request: HttpRequest, view: Callable[[], HttpResponse]) -> HttpResponse:
+        """A service's refusal (a save raced by another, a root agent deleted) shown as an
+        error on the page it came from; the transaction has rolled back."""
+        try:
+            return view()
+        except ServiceError as exc:
+            self.message_user(request, exc.localized(), messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+        return self._refused(
+            request,
+            lambda: super(VersionedAdmin, self).changeform_view(
+                request, object_id, form_url, extra_context
+            ),
+        )
+
+    def delete_view(self, request, object_id, extra_context=None):  # type: ignore[no-untyped-def]
+        return self._refused(
+            request,
+            lambda: super(VersionedAdmin, self).delete_view(request, object_id, extra_context),
+        )
+
+    def changelist_view(self, request, extra_context=None):  # type: ignore[no-untyped-def]
+        return self._refused(
+            request, lambda: super(VersionedAdmin, self).changelist_view(request, extra_context)
+        )
 
 
 class VariableInline(admin.TabularInline):
     model = Variable
     form = checked_form(Variable, services.variable_problems)
     extra = 0
-    fields = ("name", "type", "item_type", "schema", "default", "description")
+    fields = ("name", "type", "item_type", "schema", "default", "description", EXPECTED_VERSION)
     show_change_link = True
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Variable]:
@@ -140,7 +180,7 @@ class SchemaInline(admin.TabularInline):
     model = Schema
     form = checked_form(Schema, services.schema_problems)
     extra = 0
-    fields = ("name", "description")
+    fields = ("name", "description", EXPECTED_VERSION)
     show_change_link = True
 
 
@@ -148,7 +188,7 @@ class ToolInline(admin.TabularInline):
     model = Tool
     form = checked_form(Tool, services.tool_problems)
     extra = 0
-    fields = ("name", "kind", "description", "mock_enabled")
+    fields = ("name", "kind", "description", "mock_enabled", EXPECTED_VERSION)
     show_change_link = True
 
 
@@ -156,7 +196,7 @@ class AgentInline(admin.TabularInline):
     model = Agent
     form = checked_form(Agent, services.agent_problems)
     extra = 0
-    fields = ("display_name", "is_root", "description")
+    fields = ("display_name", "is_root", "description", EXPECTED_VERSION)
     show_change_link = True
 
 

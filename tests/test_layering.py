@@ -35,7 +35,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "agents.api",
         "designer",
     ),
-    "agents/models.py": (
+    "agents/models": (
         "agents.services",
         "agents.selectors",
         "agents.api",

@@ -34,6 +34,9 @@ __all__ = [
     "CODES",
     "DISPLAY_NAME_MAX_LENGTH",
     "EXPECTATION_NOTE_MAX_LENGTH",
+    "JOB_KIND_MAX_LENGTH",
+    "LABEL_MAX_LENGTH",
+    "LABEL_PATTERN",
     "LOCATION_MAX_LENGTH",
     "MAX_ID",
     "MODALITIES",
@@ -45,10 +48,12 @@ __all__ = [
     "PLATFORM_TOOLS",
     "PROJECT_ID_MAX_LENGTH",
     "PROJECT_NUMBER_MAX_LENGTH",
+    "RATE_LIMIT_KEY_MAX_LENGTH",
     "SCENARIO_DEFAULTS",
     "SCENARIO_NAME_MAX_LENGTH",
     "SESSION_ID_MAX_LENGTH",
     "STEP_EVENT_MAX_LENGTH",
+    "TASK_ID_MAX_LENGTH",
     "TOKEN_BUDGET_MAX",
     "URL_MAX_LENGTH",
     "app_name_problems",
@@ -90,6 +95,11 @@ EXPECTATION_NOTE_MAX_LENGTH = 500
 TOKEN_BUDGET_MAX = 2**31 - 1
 MODEL_NAME_MAX_LENGTH = 60  # a configured model endpoint's name (STATECRAFT_MODELS)
 MAX_ID = 2**63 - 1  # the largest primary key a database can hold (PostgreSQL bigint)
+LABEL_PATTERN = r"\A[a-z0-9][a-z0-9_.-]*\Z"  # a version label; the whole text (not "$": "v1\n")
+LABEL_MAX_LENGTH = 64
+JOB_KIND_MAX_LENGTH = 64
+TASK_ID_MAX_LENGTH = 64  # the task queue's id of a job
+RATE_LIMIT_KEY_MAX_LENGTH = 64  # a sha256 hex digest
 
 # Names of variables, schemas and tools (CX Agent Studio's rule for Python identifiers).
 # \A and \Z: the whole text, in Python's re, the regex package and PostgreSQL alike (a `$`

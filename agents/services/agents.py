@@ -19,6 +19,7 @@ from agents.services.common import (
     check_version,
     error,
     locked,
+    model_update,
     raise_if,
     rewrite_instructions,
     save,
@@ -50,6 +51,11 @@ def _links(agent: Agent) -> dict[str, list[str]]:
         "tools": sorted(agent.tools.values_list("name", flat=True)),
         "children": sorted(agent.children.values_list("display_name", flat=True)),
     }
+
+
+def _state(agent: Agent) -> dict[str, Any]:
+    """What the history shows of an agent: its fields and its links."""
+    return {**snapshot(agent), **_links(agent)}
 
 
 def _set_agent_links(
@@ -150,30 +156,33 @@ def agent_update(
     """Change what is given; `cx` (what a CX import kept) replaces the kept CX fields."""
     agent = locked(Agent, agent.pk)
     check_version(agent, expected_version)
-    before = {**snapshot(agent), **_links(agent)}
+    before = _state(agent)
     if display_name is not None and display_name.strip() != agent.display_name:
         agent = agent_rename(agent=agent, new_name=display_name, actor=actor)
+    data: dict[str, Any] = {}
     if instructions is not None:
-        agent.instructions = instructions
+        data["instructions"] = instructions
     if description is not None:
-        agent.description = description
+        data["description"] = description
     if cx is not None:
-        agent.cx = dict(cx)
-    raise_if(agent_problems(agent))
-    if is_root:
+        data["cx"] = dict(cx)
+    if is_root:  # the one root moves here (a refusal below rolls this back too)
         Agent.objects.filter(app_id=agent.app_id, is_root=True).exclude(pk=agent.pk).update(
             is_root=False
         )
-        agent.is_root = True
-    save(agent)
-    _set_agent_links(agent, tools, children)
-    changed(
-        app=agent.app_id,
+        data["is_root"] = True
+    agent, _ = model_update(
+        instance=agent,
+        fields=("instructions", "description", "cx", "is_root"),
+        data=data,
+        lock=False,
+        before=before,
+        problems=agent_problems,
+        state=_state,
         actor=actor,
         action="agent.update",
-        name=agent.display_name,
-        before=before,
-        after={**snapshot(agent), **_links(agent)},
+        name=lambda a: a.display_name,
+        on_save=lambda a: _set_agent_links(a, tools, children),
     )
     return agent
 
@@ -323,24 +332,17 @@ def callback_update(
     expected_version: int | None = None,
     actor: Actor = None,
 ) -> Callback:
-    callback = locked(Callback, callback.pk)
-    check_version(callback, expected_version)
-    before = snapshot(callback)
-    if code is not None:
-        callback.code = code
-    if kind is not None:
-        callback.kind = kind
-    if order is not None:
-        callback.order = order
-    raise_if(callback_problems(callback))
-    save(callback)
-    changed(
-        app=callback.agent.app_id,
+    given = {"code": code, "kind": kind, "order": order}
+    callback, _ = model_update(
+        instance=callback,
+        fields=("code", "kind", "order"),
+        data={key: value for key, value in given.items() if value is not None},
+        expected_version=expected_version,
+        problems=callback_problems,
         actor=actor,
         action="callback.update",
-        name=_callback_name(callback),
-        before=before,
-        after=snapshot(callback),
+        name=_callback_name,
+        app=callback.agent.app_id,
     )
     return callback
 

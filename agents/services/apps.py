@@ -22,10 +22,9 @@ from agents.services.common import (
     Actor,
     ServiceError,
     changed,
-    check_version,
     error,
-    locked,
     logger,
+    model_update,
     raise_if,
     save,
     snapshot,
@@ -79,17 +78,21 @@ def app_update(
     expected_version: int | None = None,
     actor: Actor = None,
 ) -> AgentApp:
-    app = locked(AgentApp, app.pk)
-    check_version(app, expected_version)
-    before = snapshot(app)
+    data: dict[str, Any] = {}
     if name is not None:
-        raise_if(_app_name_problems(app.owner_id, name, exclude=app.pk))
-        app.name = name.strip()
+        data["name"] = name.strip()
     if description is not None:
-        app.description = description
-    save(app)
-    changed(
-        app=app, actor=actor, action="app.update", name=app.name, before=before, after=snapshot(app)
+        data["description"] = description
+    app, _ = model_update(
+        instance=app,
+        fields=("name", "description"),
+        data=data,
+        expected_version=expected_version,
+        # the name as given: its problems name what was typed
+        problems=lambda a: [] if name is None else _app_name_problems(a.owner_id, name, a.pk),
+        actor=actor,
+        action="app.update",
+        name=lambda a: a.name,
     )
     return app
 

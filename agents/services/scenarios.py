@@ -14,11 +14,13 @@ from agents.core.script import format_script, parse_script
 from agents.models import Agent, Scenario, ScenarioStep, expectation_to_json
 from agents.services.common import (
     SCENARIO_FIELDS,
+    UNSET,
     Actor,
     changed,
     check_version,
     error,
     locked,
+    model_update,
     on_field,
     raise_if,
     save,
@@ -70,34 +72,18 @@ def scenario_save(
     unknown = set(fields) - set(SCENARIO_FIELDS)
     if unknown:
         raise TypeError(f"scenario_save() got unexpected fields {sorted(unknown)}")
-    if scenario is None:
-        scenario = Scenario(agent=agent, **rules.SCENARIO_DEFAULTS)
-        before = None
-        script = ""
-    else:
-        scenario = locked(Scenario, scenario.pk)
-        check_version(scenario, expected_version)
-        before = snapshot(scenario)
-        script = scenario_script(scenario)
+    data: dict[str, Any] = {}
     for key, value in fields.items():
-        if key == "steps_script":
-            script = value
-        elif key == "name":
-            scenario.name = value.strip()
+        if key == "name":
+            data["name"] = value.strip()
         elif key == "session_values":
-            scenario.session_values = {} if value is None else value
-        else:
-            setattr(scenario, key, value)
-    if scenario.name is None:
-        scenario.name = ""
+            data["session_values"] = {} if value is None else value
+        elif key != "steps_script":
+            data[key] = value
     if cx is not None:
-        scenario.cx = dict(cx)
-    parsed = parse_script(script)
-    diagnostics = _scenario_problems(scenario)
-    diagnostics += on_field(parsed.diagnostics, "steps_script")
-    raise_if(diagnostics)
-    save(scenario)
-    if before is None or "steps_script" in fields:
+        data["cx"] = dict(cx)
+
+    def write_steps(scenario: Scenario) -> None:
         scenario.steps.all().delete()
         ScenarioStep.objects.bulk_create(
             ScenarioStep(
@@ -114,12 +100,47 @@ def scenario_save(
             )
             for i, step in enumerate(parsed.steps)
         )
+
+    def problems(scenario: Scenario) -> list[Diagnostic]:
+        return _scenario_problems(scenario) + on_field(parsed.diagnostics, "steps_script")
+
+    if scenario is not None:
+        scenario = locked(Scenario, scenario.pk)
+        check_version(scenario, expected_version)
+        script = fields.get("steps_script", UNSET)
+        if script is UNSET:
+            script = scenario_script(scenario)
+        parsed = parse_script(script)
+        scenario, _ = model_update(
+            instance=scenario,
+            fields=(*(f for f in SCENARIO_FIELDS if f != "steps_script"), "cx"),
+            data=data,
+            lock=False,
+            problems=problems,
+            state=lambda s: {**snapshot(s), "steps_script": script},
+            before=snapshot(scenario),
+            actor=actor,
+            action="scenario.update",
+            name=lambda s: f"{s.name} ({agent.display_name})",
+            app=agent.app_id,
+            on_save=write_steps if "steps_script" in fields else None,
+        )
+        return scenario
+    scenario = Scenario(agent=agent, **rules.SCENARIO_DEFAULTS)
+    for key, value in data.items():
+        setattr(scenario, key, value)
+    if scenario.name is None:
+        scenario.name = ""
+    script = fields.get("steps_script", "")
+    parsed = parse_script(script)
+    raise_if(problems(scenario))
+    save(scenario)
+    write_steps(scenario)
     changed(
         app=agent.app_id,
         actor=actor,
-        action="scenario.create" if before is None else "scenario.update",
+        action="scenario.create",
         name=f"{scenario.name} ({agent.display_name})",
-        before=before,
         after={**snapshot(scenario), "steps_script": script},
     )
     return scenario

@@ -16,10 +16,9 @@ from agents.services.common import (
     Actor,
     ServiceError,
     changed,
-    check_version,
     error,
     errors_only,
-    locked,
+    model_update,
     on_field,
     raise_if,
     save,
@@ -80,24 +79,22 @@ def schema_update(
     expected_version: int | None = None,
     actor: Actor = None,
 ) -> Schema:
-    schema = locked(Schema, schema.pk)
-    check_version(schema, expected_version)
-    before = snapshot(schema)
+    data: dict[str, Any] = {}
     if name is not None:
-        schema.name = name
+        data["name"] = name
     if json_schema is not UNSET:
-        schema.json_schema = json_schema
+        data["json_schema"] = json_schema
     if description is not None:
-        schema.description = description
-    raise_if(schema_problems(schema))
-    save(schema)
-    changed(
-        app=schema.app_id,
+        data["description"] = description
+    schema, _ = model_update(
+        instance=schema,
+        fields=("name", "json_schema", "description"),
+        data=data,
+        expected_version=expected_version,
+        problems=schema_problems,
         actor=actor,
         action="schema.update",
-        name=schema.name,
-        before=before,
-        after=snapshot(schema),
+        name=lambda s: s.name,
     )
     return schema
 

@@ -21,6 +21,7 @@ from agents.services.common import (
     check_version,
     error,
     locked,
+    model_update,
     raise_if,
     rewrite_instructions,
     save,
@@ -122,23 +123,18 @@ def tool_update(
     unknown = set(fields) - {*TOOL_FIELDS, "name"}
     if unknown:
         raise TypeError(f"tool_update() got unexpected fields {sorted(unknown)}")
-    tool = locked(Tool, tool.pk)
-    check_version(tool, expected_version)
-    before = snapshot(tool)
-    new_name = fields.pop("name", tool.name)
-    for key, value in fields.items():
-        setattr(tool, key, value)
-    raise_if(tool_problems(tool))
-    save(tool)
-    changed(
-        app=tool.app_id,
+    new_name = fields.pop("name", None)
+    tool, _ = model_update(
+        instance=tool,
+        fields=TOOL_FIELDS,
+        data=fields,
+        expected_version=expected_version,
+        problems=tool_problems,
         actor=actor,
         action="tool.update",
-        name=tool.name,
-        before=before,
-        after=snapshot(tool),
+        name=lambda t: t.name,
     )
-    if new_name != tool.name:
+    if new_name is not None and new_name != tool.name:
         tool = tool_rename(
             tool=tool, new_name=new_name, update_references=update_references, actor=actor
         )

@@ -28,6 +28,7 @@ from agents.services.common import (
     check_version,
     error,
     locked,
+    model_update,
     on_field,
     raise_if,
     rewrite_instructions,
@@ -157,27 +158,22 @@ def variable_update(
         variable = variable_rename(
             variable=variable, new_name=name, update_code=update_code, actor=actor
         )
-    elif name is not None:
-        variable.name = name
-    if type is not None:
-        variable.type = type
+    given = {"name": name, "type": type, "description": description, "item_type": item_type}
+    data = {key: value for key, value in given.items() if value is not None}
     if default is not UNSET:
-        variable.default = default
-    if description is not None:
-        variable.description = description
-    if item_type is not None:
-        variable.item_type = item_type
+        data["default"] = default
     if schema is not UNSET:
-        variable.schema = schema
-    raise_if(variable_problems(variable))
-    save(variable)
-    changed(
-        app=variable.app_id,
+        data["schema"] = schema
+    variable, _ = model_update(
+        instance=variable,
+        fields=("name", "type", "item_type", "schema", "default", "description"),
+        data=data,
+        lock=False,
+        before=before,
+        problems=variable_problems,
         actor=actor,
         action="variable.update",
-        name=variable.name,
-        before=before,
-        after=snapshot(variable),
+        name=lambda v: v.name,
     )
     return variable
 

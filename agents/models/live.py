@@ -1,0 +1,179 @@
+"""Live models: configured endpoints, an app's default model, live and replay runs."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from agents.core.rules import (
+    DISPLAY_NAME_MAX_LENGTH,
+    SCENARIO_NAME_MAX_LENGTH,
+)
+from agents.fields import OrderedJSONField
+from agents.models.app import AgentApp
+from agents.models.base import TimestampedModel
+from agents.models.scenarios import ResultStatus, Scenario
+
+
+class EndpointKind(models.TextChoices):
+    OPENAI = "openai", "OpenAI-compatible (chat completions)"
+    GEMINI = "gemini", "Gemini (API key or Vertex AI)"
+
+
+class ModelEndpoint(TimestampedModel):
+    """A model an operator configured in the admin (besides ``STATECRAFT_MODELS``).
+
+    The API key is stored encrypted (``agents.keyring``) and never shown again: nothing
+    reads `api_key_encrypted` but the model client. Not part of any app: never exported,
+    versioned or audited."""
+
+    name = models.CharField(max_length=60, unique=True, verbose_name=_("name"))
+    kind = models.CharField(max_length=10, choices=EndpointKind.choices, verbose_name=_("kind"))
+    model = models.CharField(
+        max_length=200,
+        help_text=_("The model's id, like gemini-2.5-flash."),
+        verbose_name=_("model"),
+    )
+    base_url = models.URLField(
+        blank=True,
+        help_text=_("Empty: the provider's own API. Any OpenAI-compatible URL works."),
+        verbose_name=_("base url"),
+    )
+    api_key_encrypted = models.TextField(
+        blank=True, editable=False, verbose_name=_("api key encrypted")
+    )
+    vertex = models.BooleanField(
+        default=False,
+        help_text=_("Gemini through Vertex AI with this machine's Google credentials."),
+        verbose_name=_("vertex"),
+    )
+    project = models.CharField(max_length=100, blank=True, verbose_name=_("project"))
+    location = models.CharField(max_length=50, blank=True, verbose_name=_("location"))
+    timeout = models.FloatField(default=60.0, verbose_name=_("timeout"))
+    max_retries = models.PositiveSmallIntegerField(default=3, verbose_name=_("max retries"))
+    price_in = models.FloatField(
+        null=True,
+        blank=True,
+        help_text=_("USD per million input tokens."),
+        verbose_name=_("price in"),
+    )
+    price_out = models.FloatField(
+        null=True,
+        blank=True,
+        help_text=_("USD per million output tokens."),
+        verbose_name=_("price out"),
+    )
+    enabled = models.BooleanField(default=True, verbose_name=_("enabled"))
+
+    class Meta:
+        verbose_name_plural = _("model endpoints")
+        ordering = ["name"]
+        verbose_name = _("model endpoint")
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind}: {self.model})"
+
+    @property
+    def has_key(self) -> bool:
+        return bool(self.api_key_encrypted)
+
+
+class AppModelDefault(models.Model):
+    """The model an app's live runs use when a run names none."""
+
+    app = models.OneToOneField(
+        AgentApp, on_delete=models.CASCADE, related_name="model_default", verbose_name=_("app")
+    )
+    model = models.CharField(max_length=60, verbose_name=_("model"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
+
+    class Meta:
+        verbose_name = _("app model default")
+        verbose_name_plural = _("app model defaults")
+
+    def __str__(self) -> str:
+        return f"{self.app}: {self.model}"
+
+
+class LiveRunMode(models.TextChoices):
+    LIVE = "live", "Live"
+    REPLAY = "replay", "Replay"
+
+
+class LiveRun(models.Model):
+    """One run of a scenario with a model (live) or from a recording (replay).
+
+    `calls` holds every model call: its request fingerprint, the request (instructions,
+    contents, tool declarations) and the answer (parts, tokens, cost, error). A replay
+    names its recording (`replay_of`) and its `drift` (which call, what changed)."""
+
+    app = models.ForeignKey(
+        AgentApp, on_delete=models.CASCADE, related_name="live_runs", verbose_name=_("app")
+    )
+    scenario = models.ForeignKey(
+        Scenario,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="live_runs",
+        verbose_name=_("scenario"),
+    )
+    scenario_name = models.CharField(
+        max_length=SCENARIO_NAME_MAX_LENGTH, verbose_name=_("scenario name")
+    )
+    agent_name = models.CharField(max_length=DISPLAY_NAME_MAX_LENGTH, verbose_name=_("agent name"))
+    model_name = models.CharField(max_length=60, verbose_name=_("model name"))
+    mode = models.CharField(
+        max_length=8, choices=LiveRunMode.choices, default=LiveRunMode.LIVE, verbose_name=_("mode")
+    )
+    replay_of = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="replays",
+        verbose_name=_("replay of"),
+    )
+    script = models.TextField(
+        blank=True, help_text=_("The scenario's script when it ran."), verbose_name=_("script")
+    )
+    status = models.CharField(
+        max_length=12, choices=ResultStatus.choices, default="none", verbose_name=_("status")
+    )
+    error = models.CharField(
+        max_length=30,
+        blank=True,
+        help_text=_("A named model error, if any."),
+        verbose_name=_("error"),
+    )
+    calls = OrderedJSONField(default=list, blank=True, verbose_name=_("calls"))
+    drift = OrderedJSONField(default=list, blank=True, verbose_name=_("drift"))
+    evaluation = OrderedJSONField(default=list, blank=True, verbose_name=_("evaluation"))
+    timeline = OrderedJSONField(default=list, blank=True, verbose_name=_("timeline"))
+    final_state = OrderedJSONField(default=dict, blank=True, verbose_name=_("final state"))
+    diagnostics = OrderedJSONField(default=list, blank=True, verbose_name=_("diagnostics"))
+    model_calls = models.PositiveIntegerField(default=0, verbose_name=_("model calls"))
+    tokens_in = models.PositiveIntegerField(default=0, verbose_name=_("tokens in"))
+    tokens_out = models.PositiveIntegerField(default=0, verbose_name=_("tokens out"))
+    cost = models.FloatField(default=0.0, verbose_name=_("cost"))
+    retries = models.PositiveIntegerField(default=0, verbose_name=_("retries"))
+    app_revision = models.PositiveBigIntegerField(default=0, verbose_name=_("app revision"))
+    ran_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="live_runs",
+        verbose_name=_("ran by"),
+    )
+    ran_by_name = models.CharField(max_length=150, blank=True, verbose_name=_("ran by name"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+
+    class Meta:
+        verbose_name_plural = _("live runs")
+        ordering = ["-created_at", "-id"]
+        verbose_name = _("live run")
+
+    def __str__(self) -> str:
+        return f"{self.scenario_name} · {self.model_name} · {self.mode}"

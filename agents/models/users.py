@@ -1,0 +1,26 @@
+"""What a user chose for themselves."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class UserSettings(models.Model):
+    """What a user chose for themselves: the language the designer speaks to them in."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="statecraft_settings",
+        verbose_name=_("user"),
+    )
+    language = models.CharField(_("language"), max_length=8, choices=settings.LANGUAGES, blank=True)
+
+    class Meta:
+        verbose_name = _("user settings")
+        verbose_name_plural = _("user settings")
+
+    def __str__(self) -> str:
+        return f"{self.user} · {self.language or '-'}"
