@@ -39,6 +39,7 @@ from agents.core.parse import Lexeme, Scan, TokenKind, positions
 from agents.core.schemas import check_schema
 from agents.core.spec import AgentSpec, AppSpec, ToolKind, ToolSpec, VariableSpec, VariableType
 from agents.core.types import is_missing, resolve_local_ref, validate_value
+from agents.core.usage import unused_variables
 
 __all__ = ["CODES", "lint_agent", "lint_app", "lint_edited_agent"]
 
@@ -236,12 +237,11 @@ def lint_app(app: AppSpec) -> tuple[Diagnostic, ...]:
     """Every diagnostic of the app: variables, schemas, tools, then each agent in turn."""
     index = _index(app)
     found: list[Diagnostic] = []
-    used: set[str] = set()
     found.extend(_lint_names(app))
     found.extend(_lint_variables(index))
     found.extend(_lint_schemas(app))
     for tool in app.tools:
-        found.extend(_lint_tool(index, tool, used))
+        found.extend(_lint_tool(index, tool))
     if app.agents:
         roots = [a.name for a in app.agents if a.is_root]
         if not roots:
@@ -272,8 +272,8 @@ def lint_app(app: AppSpec) -> tuple[Diagnostic, ...]:
             )
     agent_found: list[Diagnostic] = []
     for agent in app.agents:
-        agent_found.extend(_lint_agent(index, agent, agent.instructions, used))
-    found.extend(_lint_unused(index, used))
+        agent_found.extend(_lint_agent(index, agent, agent.instructions))
+    found.extend(_lint_unused(app))
     found.extend(agent_found)
     return tuple(found)
 
@@ -302,7 +302,7 @@ def lint_agent(
             ),
         )
     text = agent.instructions if instructions is None else instructions
-    return tuple(_lint_agent(index, agent, text, set()))
+    return tuple(_lint_agent(index, agent, text))
 
 
 def lint_edited_agent(app: AppSpec, agent_name: str, instructions: str) -> tuple[Diagnostic, ...]:
@@ -328,8 +328,8 @@ def lint_edited_agent(app: AppSpec, agent_name: str, instructions: str) -> tuple
 # Instructions
 
 
-def _lint_agent(index: _Index, agent: AgentSpec, text: str, used: set[str]) -> list[Diagnostic]:
-    """Diagnostics of one agent. `used` collects the variables its text and callbacks read.
+def _lint_agent(index: _Index, agent: AgentSpec, text: str) -> list[Diagnostic]:
+    """Diagnostics of one agent (who uses which variable is `agents.core.usage`'s).
 
     The instructions are scanned once with the parser's ``Scan`` (what ``parse``
     and ``compile_instructions`` share) rather than ``parse``: references repeat,
@@ -349,7 +349,7 @@ def _lint_agent(index: _Index, agent: AgentSpec, text: str, used: set[str]) -> l
     problems_of: dict[str, tuple[_Found, ...]] = {}
     lexemes = scan.lexemes  # may be the parser's cache of every group ever seen
     for raw in set(scan.parts[1::2]):
-        problems = _lexeme_problems(index, agent, agent_tools, lexemes[raw], used, mentioned)
+        problems = _lexeme_problems(index, agent, agent_tools, lexemes[raw], mentioned)
         if problems:
             problems_of[raw] = problems
     if problems_of:
@@ -435,7 +435,7 @@ def _lint_agent(index: _Index, agent: AgentSpec, text: str, used: set[str]) -> l
                 )
             )
     for writer in _callback_writers(agent):
-        found.extend(_lint_code(index, writer, used))
+        found.extend(_lint_code(index, writer))
     return found
 
 
@@ -444,27 +444,22 @@ def _lexeme_problems(
     agent: AgentSpec,
     agent_tools: frozenset[str],
     lexeme: Lexeme,
-    used: set[str],
     mentioned: set[str],
 ) -> tuple[_Found, ...]:
     """(code, severity, message) for one distinct brace group, wherever it is."""
     kind = lexeme.kind
     if kind is TokenKind.STATIC:
-        used.add(lexeme.path[0])
         return _static_problems(index, lexeme.path, in_condition=False)
     if kind is TokenKind.IF or kind is TokenKind.ELIF:
         if lexeme.condition is None:
             return ()  # parse reported it
         found: list[_Found] = []
         for path in lexeme.condition.references:
-            used.add(path[0])
             found.extend(_static_problems(index, path, in_condition=True))
         return tuple(found)
-    if kind is TokenKind.DYNAMIC:
-        used.add(lexeme.name)
-    elif kind is TokenKind.TOOL:
+    if kind is TokenKind.TOOL:
         mentioned.add(lexeme.name)
-    elif kind is not TokenKind.AGENT:
+    elif kind is not TokenKind.AGENT and kind is not TokenKind.DYNAMIC:
         return ()
     problem = _reference_problem(index, agent, agent_tools, kind, lexeme.name)
     return (problem,) if problem is not None else ()
@@ -1000,13 +995,8 @@ def _lint_schemas(app: AppSpec) -> Iterable[Diagnostic]:
             )
 
 
-def _lint_unused(index: _Index, used: set[str]) -> Iterable[Diagnostic]:
-    if "\0all" in used:  # `$context.variables` hands every variable to a tool
-        return
-    for variable in index.app.variables:
-        name = variable.name
-        if name in used or name in index.written_by:
-            continue
+def _lint_unused(app: AppSpec) -> Iterable[Diagnostic]:
+    for name in unused_variables(app):
         yield Diagnostic(
             "SC311",
             W,
@@ -1025,7 +1015,7 @@ def _lint_unused(index: _Index, used: set[str]) -> Iterable[Diagnostic]:
 # Tools and callbacks
 
 
-def _lint_tool(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Diagnostic]:
+def _lint_tool(index: _Index, tool: ToolSpec) -> Iterable[Diagnostic]:
     name = tool.name
     description = (tool.description or "").strip()
     if tool.kind is ToolKind.PYTHON:
@@ -1050,11 +1040,11 @@ def _lint_tool(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Diagno
             )
         if not description:
             description = (analysis.docstring_of(name) or "").strip()
-        yield from _lint_code(index, writer, used)
+        yield from _lint_code(index, writer)
     elif tool.kind is ToolKind.OPENAPI:
-        yield from _lint_openapi(index, tool, used)
+        yield from _lint_openapi(index, tool)
     elif tool.kind is ToolKind.MCP:
-        yield from _lint_mcp(index, tool, used)
+        yield from _lint_mcp(index, tool)
     elif tool.kind is ToolKind.PLATFORM and not description:
         description = rules.PLATFORM_TOOLS.get(name, "")
     if not description:
@@ -1113,7 +1103,7 @@ def _lint_mock(index: _Index, tool: ToolSpec) -> Iterable[Diagnostic]:
                 )
 
 
-def _lint_code(index: _Index, writer: _Writer, used: set[str]) -> Iterable[Diagnostic]:
+def _lint_code(index: _Index, writer: _Writer) -> Iterable[Diagnostic]:
     analysis = writer.analysis
     if analysis is None:
         return
@@ -1126,7 +1116,6 @@ def _lint_code(index: _Index, writer: _Writer, used: set[str]) -> Iterable[Diagn
     for read in analysis.reads:
         if read.name is None:
             continue
-        used.add(read.name)
         if read.name not in variables:
             yield Diagnostic(
                 "SC343",
@@ -1236,18 +1225,12 @@ def _shown(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _context_problems(
-    index: _Index, text: str, tool: str, where: str, used: set[str]
-) -> Iterable[Diagnostic]:
+def _context_problems(index: _Index, text: str, tool: str, where: str) -> Iterable[Diagnostic]:
     for ref in context_refs(text):
-        if ref.all_variables:
-            used.add("\0all")
-            continue
-        if ref.builtin:
+        if ref.all_variables or ref.builtin:
             continue
         variable = ref.variable
         if variable is not None:
-            used.add(variable)
             if variable not in index.variables:
                 yield Diagnostic(
                     "SC361",
@@ -1299,7 +1282,7 @@ _BUILTINS = (
 )
 
 
-def _lint_openapi(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Diagnostic]:
+def _lint_openapi(index: _Index, tool: ToolSpec) -> Iterable[Diagnostic]:
     name = tool.name
     document = tool.openapi
     prefix = f"tools.{name}.openapi"
@@ -1344,7 +1327,7 @@ def _lint_openapi(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Dia
             for position in range(len(node) - 1, -1, -1):
                 stack.append((node[position], f"{where}.{position}"))
         elif isinstance(node, str) and "$context" in node:
-            yield from _context_problems(index, node, name, where, used)
+            yield from _context_problems(index, node, name, where)
 
 
 def _session_context_problems(
@@ -1383,7 +1366,7 @@ def _session_context_problems(
         )
 
 
-def _lint_mcp(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Diagnostic]:
+def _lint_mcp(index: _Index, tool: ToolSpec) -> Iterable[Diagnostic]:
     name = tool.name
     if not (tool.mcp_url or "").strip():
         yield Diagnostic(
@@ -1395,7 +1378,7 @@ def _lint_mcp(index: _Index, tool: ToolSpec, used: set[str]) -> Iterable[Diagnos
         )
     for header, value in tool.mcp_headers:
         where = f"tools.{name}.mcp_headers.{header}"
-        yield from _context_problems(index, value, name, where, used)
+        yield from _context_problems(index, value, name, where)
 
 
 UNDECLARED_VARIABLE_CODES = frozenset({"SC301", "SC302", "SC303"})
