@@ -158,6 +158,16 @@ it.
 ``$context.session_id``, ``turn_index``, ``app_id`` (the session's, else the app name),
 ``project_id``, ``project_number``, ``location``, ``variables`` (the whole state object) and
 one ``$context.variables.<name>`` per variable that has a value.
+
+Where the code is
+-----------------
+This module holds the rules above and the entry point; the run is built in
+``agents.core.simulation`` as layers, each a subclass of the one before:
+``state.RunState`` (the state, the event timeline, writes and all-or-none scopes),
+``window.Window`` (contents, ``context.events``, the window's slide), ``callbacks.Callbacks``
+(the code runner, callbacks of a kind), ``calls.FunctionCalls`` (tool calls, transfers),
+``model_calls.ModelCalls`` (model calls and ADK's loop) and ``run.Run`` (turns, the
+session). ``results`` holds what a run produces, ``values`` the small pure helpers.
 """
 
 from __future__ import annotations
