@@ -10,12 +10,7 @@ from collections.abc import Iterable
 
 from agents.core import rules
 from agents.core.diagnostics import Diagnostic, Message
-from agents.core.linting.index import (
-    SNAKE_CASE,
-    E,
-    Index,
-    W,
-)
+from agents.core.linting.index import SNAKE_CASE, E, Index, W
 from agents.core.schemas import check_schema
 from agents.core.spec import AppSpec, VariableType
 from agents.core.types import validate_value

@@ -10,10 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.core.code_analysis import (
-    CodeAnalysis,
-    analyze_code,
-)
+from agents.core.code_analysis import CodeAnalysis, analyze_code
 from agents.core.diagnostics import Message, Severity
 from agents.core.spec import AgentSpec, AppSpec, ToolKind, ToolSpec, VariableSpec, VariableType
 

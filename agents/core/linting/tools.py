@@ -9,11 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agents.core import rules
-from agents.core.code_analysis import (
-    KIND_NULL,
-    StateWrite,
-    context_refs,
-)
+from agents.core.code_analysis import KIND_NULL, StateWrite, context_refs
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.linting.index import (
     HTTP_METHODS,

@@ -11,10 +11,7 @@ from typing import Any
 
 from agents.core.diagnostics import Message
 from agents.core.render import render_value
-from agents.core.simulation.results import (
-    CodeCall,
-    CodeResult,
-)
+from agents.core.simulation.results import CodeCall, CodeResult
 from agents.core.simulation.values import (
     TOOL_CALLBACKS,
     Writer,
@@ -23,10 +20,7 @@ from agents.core.simulation.values import (
     stops_on_none,
 )
 from agents.core.simulation.window import Window
-from agents.core.spec import (
-    CallbackKind,
-    ToolKind,
-)
+from agents.core.spec import CallbackKind, ToolKind
 
 
 class Callbacks(Window):

@@ -12,22 +12,9 @@ from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.http import HttpRequest, mcp_request, openapi_request
 from agents.core.render import render_value
 from agents.core.simulation.callbacks import Callbacks
-from agents.core.simulation.results import (
-    TRANSFER_TOOL,
-    CodeCall,
-)
-from agents.core.simulation.values import (
-    Writer,
-    copy_tree,
-    response_parts,
-    static_names_of,
-)
-from agents.core.spec import (
-    AgentSpec,
-    CallbackKind,
-    ToolKind,
-    ToolSpec,
-)
+from agents.core.simulation.results import TRANSFER_TOOL, CodeCall
+from agents.core.simulation.values import Writer, copy_tree, response_parts, static_names_of
+from agents.core.spec import AgentSpec, CallbackKind, ToolKind, ToolSpec
 
 
 class FunctionCalls(Callbacks):

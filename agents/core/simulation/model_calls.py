@@ -9,26 +9,16 @@ from typing import Any
 
 from agents.core.compile import compile_instructions
 from agents.core.diagnostics import Diagnostic, Message, Severity
-from agents.core.model import (
-    ModelAnswer,
-    ModelRequest,
-    function_declarations,
-    transfer_note,
-)
+from agents.core.model import ModelAnswer, ModelRequest, function_declarations, transfer_note
 from agents.core.simulation.calls import FunctionCalls
-from agents.core.simulation.results import (
-    TRANSFER_TOOL,
-    ModelCall,
-)
+from agents.core.simulation.results import TRANSFER_TOOL, ModelCall
 from agents.core.simulation.values import (
     MAX_UNSCRIPTED_CALLS,
     copy_tree,
     response_parts,
     same_value,
 )
-from agents.core.spec import (
-    CallbackKind,
-)
+from agents.core.spec import CallbackKind
 from agents.core.tokens import estimate_tokens
 
 

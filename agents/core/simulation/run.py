@@ -9,11 +9,7 @@ from dataclasses import replace
 from agents.core.compile import compile_instructions
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.simulation.model_calls import ModelCalls
-from agents.core.simulation.results import (
-    TRANSFER_TOOL,
-    SimulationResult,
-    TurnResult,
-)
+from agents.core.simulation.results import TRANSFER_TOOL, SimulationResult, TurnResult
 from agents.core.simulation.values import (
     Writer,
     copy_tree,
@@ -22,12 +18,7 @@ from agents.core.simulation.values import (
     same_value,
     state_update_text,
 )
-from agents.core.spec import (
-    CallbackKind,
-    ExpectKind,
-    StepKind,
-    StepSpec,
-)
+from agents.core.spec import CallbackKind, ExpectKind, StepKind, StepSpec
 from agents.core.tokens import estimate_tokens
 
 

@@ -10,9 +10,7 @@ from typing import Any
 
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.http import HttpRequest
-from agents.core.model import (
-    ModelStrategy,
-)
+from agents.core.model import ModelStrategy
 from agents.core.render import render_value
 from agents.core.simulation.results import (
     MODEL_VISIBLE,
@@ -32,13 +30,7 @@ from agents.core.simulation.values import (
     static_names_of,
     valid_now,
 )
-from agents.core.spec import (
-    AgentSpec,
-    AppSpec,
-    ScenarioSpec,
-    ToolKind,
-    VariableSpec,
-)
+from agents.core.spec import AgentSpec, AppSpec, ScenarioSpec, ToolKind, VariableSpec
 from agents.core.tokens import estimate_tokens
 from agents.core.types import validate_value
 

@@ -1,5 +1,5 @@
-"""The simulation's small pure helpers: value comparison, the session clock, copies of JSON-
-like values, a callback's answer as model parts, and the run's constants.
+"""The simulation's small pure helpers: value comparison, the session clock, copies of
+JSON-like values, a callback's answer as model parts, and the run's constants.
 """
 
 from __future__ import annotations
@@ -15,12 +15,7 @@ from agents.core.code_analysis import function_parameters
 from agents.core.diagnostics import Message
 from agents.core.parse import TokenKind, parse
 from agents.core.render import render_value
-from agents.core.spec import (
-    AppSpec,
-    CallbackKind,
-    CallbackSpec,
-    ToolKind,
-)
+from agents.core.spec import AppSpec, CallbackKind, CallbackSpec, ToolKind
 
 
 def joined(messages: Any) -> str:
@@ -28,10 +23,10 @@ def joined(messages: Any) -> str:
     items = list(messages)
     if not items:
         return ""
-    joined = items[0]
+    out = items[0]
     for item in items[1:]:
-        joined = Message("%(first)s; %(rest)s", first=joined, rest=item)
-    return joined
+        out = Message("%(first)s; %(rest)s", first=out, rest=item)
+    return out
 
 
 def same_value(a: Any, b: Any) -> bool:

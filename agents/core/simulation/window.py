@@ -9,15 +9,9 @@ from typing import Any
 
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.render import render_value
-from agents.core.simulation.results import (
-    TRANSFER_TOOL,
-    Event,
-)
+from agents.core.simulation.results import TRANSFER_TOOL, Event
 from agents.core.simulation.state import RunState
-from agents.core.simulation.values import (
-    AUTHORED,
-    MAX_CONTENTS,
-)
+from agents.core.simulation.values import AUTHORED, MAX_CONTENTS
 from agents.core.tokens import estimate_tokens
 
 
