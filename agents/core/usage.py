@@ -16,12 +16,11 @@ Names are matched whole (``$context.variables.user_id`` is a use of ``user_id``,
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from agents.core.code_analysis import CodeAnalysis, analyze_code, context_refs
-from agents.core.parse import Scan, TokenKind
+from agents.core.parse import TokenKind, scanned
 from agents.core.spec import AppSpec, CallbackKind, ToolKind
 
 __all__ = ["Use", "UseKind", "unused_variables", "variable_uses"]
@@ -36,14 +35,14 @@ class UseKind(StrEnum):
     CONTEXT = "context"
 
 
-@dataclass(frozen=True, slots=True)
-class Use:
+class Use(NamedTuple):
     """One use of a variable. `field` is where it is (``agents.<name>.instructions``,
     ``agents.<name>.callbacks.<i>.code``, ``tools.<name>.python_code``,
     ``tools.<name>.mock.state``, ``tools.<name>.openapi.<path>``,
     ``tools.<name>.mcp_headers.<Header>``); `owner` the agent or tool; `callback` the kind
     of the callback whose code it is; `detail` the MCP header or the OpenAPI path (after
-    ``openapi.``); `start` the offset in the instructions, `line` the line in the code."""
+    ``openapi.``); `start` the offset in the instructions, `line` the line in the code.
+    A tuple, as an app has as many uses as references (thousands in a long text)."""
 
     kind: UseKind
     field: str
@@ -103,13 +102,13 @@ def _uses(app: AppSpec) -> Iterator[tuple[str | None, Use]]:
 
 
 def _with_callback(use: Use, kind: CallbackKind) -> Use:
-    return Use(use.kind, use.field, use.owner, callback=kind, line=use.line)
+    return use._replace(callback=kind)
 
 
 def _instruction_uses(agent: str, text: Any) -> Iterator[tuple[str, Use]]:
     """The instructions' references, read with the parser's ``Scan`` (as lint reads them:
     each distinct brace group is classified once, and a stray ``{% elif %}`` is text)."""
-    scan = Scan(text if isinstance(text, str) else str(text))
+    scan = scanned(text if isinstance(text, str) else str(text))
     where = f"agents.{agent}.instructions"
     parts, lexemes = scan.parts, scan.lexemes
     ends: list[int] | None = None
@@ -127,13 +126,13 @@ def _instruction_uses(agent: str, text: Any) -> Iterator[tuple[str, Use]]:
         start = ends[index - 1]
         if kind is TokenKind.STATIC:
             if lexeme.path:
-                yield lexeme.path[0], Use(UseKind.STATIC, where, agent, start=start)
+                yield lexeme.path[0], Use(UseKind.STATIC, where, agent, False, None, "", start)
         elif kind is TokenKind.DYNAMIC:
-            yield lexeme.name, Use(UseKind.DYNAMIC, where, agent, start=start)
+            yield lexeme.name, Use(UseKind.DYNAMIC, where, agent, False, None, "", start)
         elif lexeme.condition is not None:
             for path in lexeme.condition.references:
                 if path:
-                    yield path[0], Use(UseKind.CONDITION, where, agent, start=start)
+                    yield path[0], Use(UseKind.CONDITION, where, agent, False, None, "", start)
 
 
 _INSTRUCTION_KINDS = frozenset({TokenKind.STATIC, TokenKind.DYNAMIC, TokenKind.IF, TokenKind.ELIF})

@@ -20,7 +20,7 @@ from agents.core.linting.index import (
 )
 from agents.core.linting.paths import follow_refs, path_problem, schema_types
 from agents.core.linting.tools import lint_code
-from agents.core.parse import Lexeme, Scan, TokenKind, positions
+from agents.core.parse import Lexeme, TokenKind, positions, scanned
 from agents.core.spec import AgentSpec, VariableSpec, VariableType
 
 
@@ -35,7 +35,7 @@ def lint_agent_text(index: Index, agent: AgentSpec, text: str) -> list[Diagnosti
     """
     name = agent.name
     where = f"agents.{name}.instructions"
-    scan = Scan(text if isinstance(text, str) else str(text))
+    scan = scanned(text if isinstance(text, str) else str(text))
     found: list[Diagnostic] = [
         dataclasses.replace(d, field=d.field or where, subject=d.subject or name)
         for d in scan.diagnostics()
