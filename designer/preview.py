@@ -13,14 +13,15 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from agents import i18n, selectors, services
-from agents.core import code_analysis, form_text, lint, rules
+from agents.core import form_text, lint, rules
 from agents.core import types as core_types
 from agents.core.diagnostics import Diagnostic
 from agents.core.parse import TokenKind, parse
 from agents.core.render import render_value
 from agents.core.spec import AppSpec
+from agents.core.usage import UseKind, variable_uses
 from agents.i18n import localize
-from agents.models import Agent, AgentApp, Tool
+from agents.models import Agent, AgentApp, CallbackKind, Tool
 
 CHANNELS = rules.CHANNELS
 MODALITIES = rules.MODALITIES
@@ -286,8 +287,9 @@ class VariableUsage:
     conditions: list[str] = field(default_factory=list)
     writers: list[str] = field(
         default_factory=list
-    )  # "tool LookupBalance", "callback before_model #0 of agent"
-    headers: list[str] = field(default_factory=list)
+    )  # "tool LookupBalance", "before model callback of Root"
+    headers: list[str] = field(default_factory=list)  # "Tool: Header" ($context.variables…)
+    readers: list[str] = field(default_factory=list)  # code that reads it
     references: int | None = None  # set by `listed`: the count before the lists were merged
 
     @property
@@ -300,6 +302,7 @@ class VariableUsage:
             + len(self.conditions)
             + len(self.writers)
             + len(self.headers)
+            + len(self.readers)
         )
 
     def listed(self) -> VariableUsage:
@@ -318,44 +321,32 @@ class VariableUsage:
             once(self.conditions),
             once(self.writers),
             once(self.headers),
+            once(self.readers),
             self.total,
         )
 
 
 def usage_by_variable(app: AgentApp) -> dict[str, VariableUsage]:
-    """Where each variable is referenced, and who writes it (from prefetched rows)."""
-    usage: dict[str, VariableUsage] = {v.name: VariableUsage() for v in app.variables.all()}
-    for agent in app.agents.all():
-        for token in parse(agent.instructions).tokens:
-            if token.kind is TokenKind.STATIC and token.path and token.path[0] in usage:
-                usage[token.path[0]].static.append(agent.display_name)
-            elif token.kind is TokenKind.DYNAMIC and token.name in usage:
-                usage[token.name].dynamic.append(agent.display_name)
-            elif token.kind in (TokenKind.IF, TokenKind.ELIF) and token.condition is not None:
-                for path in token.condition.references:
-                    if path and path[0] in usage:
-                        usage[path[0]].conditions.append(agent.display_name)
-        for callback in agent.callbacks.all():
-            for write in code_analysis.analyze_code(callback.code).writes:
-                if write.name in usage:
-                    usage[write.name].writers.append(
-                        f"{callback.get_kind_display().lower()} callback of {agent.display_name}"
-                    )
-    for tool in app.tools.all():
-        writers = (
-            {w.name for w in code_analysis.analyze_code(tool.python_code).writes}
-            if tool.python_code
-            else set()
-        )
-        if tool.mock_enabled:
-            writers |= set((tool.mock_state or {}).keys())
-        for name in writers:
-            if name in usage:
-                usage[name].writers.append(_("tool %(name)s") % {"name": tool.name})
-        for header, value in (tool.mcp_headers or {}).items():
-            for name in usage:
-                if f"$context.variables.{name}" in str(value):
-                    usage[name].headers.append(f"{tool.name}: {header}")
+    """Where each variable is referenced, and who reads or writes it: the core's one usage
+    analysis (`agents.core.usage`, which lint's "never used" reads too) over the cached spec."""
+    usage: dict[str, VariableUsage] = {}
+    for name, uses in variable_uses(selectors.app_spec(app)).items():
+        found = usage[name] = VariableUsage()
+        for use in uses:
+            if use.kind is UseKind.STATIC:
+                found.static.append(use.owner)
+            elif use.kind is UseKind.DYNAMIC:
+                found.dynamic.append(use.owner)
+            elif use.kind is UseKind.CONDITION:
+                found.conditions.append(use.owner)
+            elif use.kind is UseKind.CONTEXT:
+                found.headers.append(f"{use.owner}: {use.detail}")
+            else:
+                who = _("tool %(name)s") % {"name": use.owner}
+                if use.callback is not None:
+                    kind = str(CallbackKind(use.callback).label).lower()
+                    who = f"{kind} callback of {use.owner}"
+                (found.writers if use.kind is UseKind.WRITE else found.readers).append(who)
     return {name: found.listed() for name, found in usage.items()}
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from itertools import accumulate
 from typing import NamedTuple
 
@@ -548,6 +549,14 @@ class Scan:
             )
             for start, end, problem in problems
         )
+
+
+@lru_cache(maxsize=8)
+def scanned(text: str) -> Scan:
+    """The `Scan` of `text`, kept for the last few texts: lint and the usage analysis
+    (``agents.core.usage``) read the same instructions in one request, and a long text's
+    scan is most of their cost. Callers only read it."""
+    return Scan(text)
 
 
 def parse(text: str) -> ParseResult:

@@ -550,7 +550,7 @@ def _check_agents(app: AppSpec) -> Iterable[Diagnostic]:
                 f"{field}.code",
                 agent.name,
             )
-    cycle = _cycle(app)
+    cycle = sub_agent_cycle({a.name: a.children for a in app.agents})
     if cycle:
         yield _field_error(
             "SC507",
@@ -559,11 +559,17 @@ def _check_agents(app: AppSpec) -> Iterable[Diagnostic]:
         )
 
 
-def _cycle(app: AppSpec) -> list[str] | None:
-    edges = {a.name: [c for c in a.children if c != a.name] for a in app.agents}
-    state: dict[str, int] = {}  # 1 visiting, 2 done
+def sub_agent_cycle[T](children: Mapping[T, Iterable[T]]) -> list[T] | None:
+    """A cycle of sub-agents (its path, the first agent again at the end), or None.
 
-    def visit(node: str, path: list[str]) -> list[str] | None:
+    `children` maps each agent (by name, or by id for the database's links) to its
+    sub-agents. An agent listed as its own sub-agent, and a sub-agent the mapping does not
+    have, make no edge here (the checks report them on their own). The one cycle check:
+    the rule set's (SC507) and the service that links sub-agents both use it."""
+    edges = {node: [c for c in kids if c != node] for node, kids in children.items()}
+    state: dict[T, int] = {}  # 1 visiting, 2 done
+
+    def visit(node: T, path: list[T]) -> list[T] | None:
         state[node] = 1
         for child in edges.get(node, []):
             if state.get(child) == 1:

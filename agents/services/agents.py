@@ -84,21 +84,15 @@ def _set_agent_links(
 
 
 def _has_cycle(start: Agent) -> bool:
+    """Whether the app's sub-agent links (as saved just now) form a cycle (the core's one
+    check, `rules.sub_agent_cycle`, over the agents' ids)."""
     edges: dict[int, list[int]] = {}
     for parent_id, child_id in Agent.children.through.objects.filter(
         from_agent__app_id=start.app_id
     ).values_list("from_agent_id", "to_agent_id"):
         edges.setdefault(parent_id, []).append(child_id)
-    seen: set[int] = set()
-    stack = list(edges.get(start.pk, []))
-    while stack:
-        node = stack.pop()
-        if node == start.pk:
-            return True
-        if node not in seen:
-            seen.add(node)
-            stack.extend(edges.get(node, []))
-    return False
+        edges.setdefault(child_id, [])
+    return rules.sub_agent_cycle(edges) is not None
 
 
 @transaction.atomic

@@ -1,0 +1,1 @@
+"""Lint's checks by concern (the entry points: ``agents.core.lint``)."""

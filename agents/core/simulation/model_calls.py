@@ -1,0 +1,275 @@
+"""Model calls as ADK makes them: instructions compiled from the state of the moment, the model
+callbacks, the scripted (or live) answer, and ADK's loop that calls the model again after a
+function call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.core.compile import compile_instructions
+from agents.core.diagnostics import Diagnostic, Message, Severity
+from agents.core.model import ModelAnswer, ModelRequest, function_declarations, transfer_note
+from agents.core.simulation.calls import FunctionCalls
+from agents.core.simulation.results import TRANSFER_TOOL, ModelCall
+from agents.core.simulation.values import (
+    MAX_UNSCRIPTED_CALLS,
+    copy_tree,
+    response_parts,
+    same_value,
+)
+from agents.core.spec import CallbackKind
+from agents.core.tokens import estimate_tokens
+
+
+class ModelCalls(FunctionCalls):
+    """A run's model calls."""
+
+    def compile_now(self) -> tuple[str, tuple[str, ...]]:
+        """The instructions compiled from the current state, and the static variables whose
+        value changed since the previous model call."""
+        compiled = compile_instructions(
+            self.agent.instructions,
+            self.state,
+            channel=self.session.channel,
+            modality=self.session.modality,
+        )
+        values = {name: copy_tree(self.state.get(name)) for name in self.static_names}
+        changed: tuple[str, ...] = ()
+        if self.static_seen is not None:
+            changed = tuple(
+                name
+                for name in self.static_names
+                if not same_value(self.static_seen.get(name), values[name])
+            )
+        self.static_seen = values
+        self.latest_instructions = compiled.text
+        return compiled.text, changed
+
+    def model_answer(
+        self, request: dict[str, Any], scripted: tuple[dict[str, Any], ...]
+    ) -> tuple[dict[str, Any], ...]:
+        """The model's answer to `request` (``contents`` with the state updates the model
+        reads, ``config.system_instruction``): offline, the scenario's scripted answer. The
+        one place a live model answers instead."""
+        return scripted
+
+    def scripted_answer(self, scripted: tuple[dict[str, Any], ...]) -> None:
+        """The scripted model's next answer (an AGENT or TOOL step, ``expect call`` with
+        arguments, ``expect agent``, ``expect transfer``). It is used by the first model call
+        that reaches the model: a ``before_model`` callback answering in the model's place
+        does not use it up. When that callback's answer has a function call, the call runs
+        and ADK's loop calls the model again (this answer still to come, after a transfer by
+        the new agent); when it is text alone, ADK's turn ends with it, and this and the
+        turn's later scripted answers are not used (SC420)."""
+        if self.model_done is not None:
+            self.unused_answers += 1
+            return
+        for _ in range(MAX_UNSCRIPTED_CALLS):
+            reached_model = self.model_call(scripted)
+            if reached_model or self.turn_ended is not None or self.turn_answered is not None:
+                return
+            if not self.loop_pending:
+                self.model_done = "before_model_callback"
+                self.unused_answers += 1
+                return
+        self.loop_stopped()
+
+    def loop_stopped(self) -> None:
+        self.loop_pending = False
+        self.diagnostics.append(
+            Diagnostic(
+                "SC419",
+                Severity.WARNING,
+                Message(
+                    "turn %(turn)s: the model was called %(max_unscripted_calls)s "
+                    "times in a row and every answer had a function call; the "
+                    "loop stops here.",
+                    turn=self.turn,
+                    max_unscripted_calls=MAX_UNSCRIPTED_CALLS,
+                ),
+                subject=self.agent.name,
+            )
+        )
+
+    def live_turn(self, user_step: int | None) -> None:
+        """A live run's turn (ADK's loop): call the model until it answers without a
+        function call, a call fails, or the code ends the turn. Only a turn started by a
+        user input calls the model. The caps are the strategy's (``agents.core.live``)."""
+        if self.model is None or user_step is None:
+            return
+        self.step_index = user_step
+        while self.turn_ended is None and self.turn_answered is None:
+            before = len(self.model_calls)
+            self.model_call(None)
+            if len(self.model_calls) == before:
+                break
+            calls = [
+                p["function_call"]
+                for p in self.model_calls[-1].answer
+                if isinstance(p.get("function_call"), dict)
+            ]
+            if not calls:
+                break
+            # A tool the agent does not have (SC404/SC405, reported by the call) ends the
+            # turn, as ADK raises for a function it cannot find.
+            if any(
+                c.get("name") != TRANSFER_TOOL and c.get("name") not in self.agent.tools
+                for c in calls
+            ):
+                break
+
+    def ask_model(self, index: int, instructions: str, contents: list[dict[str, Any]]) -> Any:
+        """A live run's answer for model call `index` (a ``ModelAnswer``)."""
+        assert self.model is not None
+        note = transfer_note(self.app, self.agent)
+        request = ModelRequest(
+            index=index,
+            turn=self.turn,
+            agent=self.agent.name,
+            system_instruction=f"{instructions}\n\n{note}" if note else instructions,
+            contents=tuple(copy_tree(contents)),
+            tools=function_declarations(self.app, self.agent),
+        )
+        try:
+            answer = self.model(request)
+        except Exception as exc:  # a strategy must answer; this keeps the run alive
+            answer = ModelAnswer(
+                error="bad_answer",
+                message=Message("%(name)s: %(exc)s", name=type(exc).__name__, exc=exc),
+            )
+        if answer.error:
+            self.step_error(
+                "SC421",
+                Message(
+                    "model call %(index)s failed (%(error)s): %(message)s",
+                    index=index + 1,
+                    error=answer.error,
+                    message=answer.message,
+                ),
+                source="model",
+                subject=self.agent.name,
+            )
+            self.turn_ended = "the model call"
+        return answer
+
+    def model_call(
+        self, scripted: tuple[dict[str, Any], ...] | None, *, unscripted: bool = False
+    ) -> bool:
+        """One model call, as ADK makes it: the request (instructions compiled from the
+        current state, the history), ``before_model`` callbacks (a returned response
+        replaces the model's answer and the ``after_model`` callbacks do not run), the
+        model (the scripted answer), ``after_model`` callbacks (a returned response
+        replaces the answer); then the answer's parts: text is the agent's message, a
+        function call runs the tool. Returns whether the model itself was asked (False when
+        a ``before_model`` callback answered in its place). `scripted` None: a live run,
+        the model answers (``ask_model``) after the ``before_model`` callbacks, when they
+        did not."""
+        instructions, changed = self.compile_now()
+        index = len(self.model_calls)
+        history = tuple(
+            i for i in range(self.window_start, len(self.events)) if self.events[i].model_visible
+        )
+        contents = self.model_contents(state_updates=False)
+        request = {"contents": contents, "config": {"system_instruction": instructions}}
+        answer, replaced_by = scripted or (), ""
+        scope = self.begin_scope()
+        returned, value = self.run_callbacks(CallbackKind.BEFORE_MODEL, {"llm_request": request})
+        parts = response_parts(value) if returned else None
+        if parts is not None:
+            answer, replaced_by = parts, "before_model_callback"
+        elif self.turn_ended is None:
+            model_request = {
+                "contents": self.model_contents(),
+                "config": {"system_instruction": request["config"]["system_instruction"]},
+            }
+            if scripted is None:
+                scripted = answer = self.ask_model(
+                    index, instructions, model_request["contents"]
+                ).parts
+            else:
+                answer = self.model_answer(model_request, scripted)
+        if parts is None and self.turn_ended is None:
+            response = {"content": {"role": "model", "parts": [dict(p) for p in answer]}}
+            returned, value = self.run_callbacks(
+                CallbackKind.AFTER_MODEL, {"llm_response": response}
+            )
+            parts = response_parts(value) if returned else None
+            if parts is not None:
+                answer, replaced_by = parts, "after_model_callback"
+        self.model_calls.append(
+            ModelCall(
+                index=index,
+                turn=self.turn,
+                step=self.step_index,
+                instructions=instructions,
+                instruction_tokens=estimate_tokens(instructions),
+                changed=changed,
+                scripted=scripted or (),
+                answer=answer,
+                replaced_by=replaced_by,
+                history=history,
+                unscripted=unscripted,
+            )
+        )
+        self.loop_pending = False
+        reached_model = replaced_by != "before_model_callback"
+        if self.turn_ended is not None:
+            self.roll_back(scope, "the model call")
+            return reached_model
+        note = changed
+        # ADK yields the answer (its text) before it runs the answer's function calls.
+        texts = [p for p in answer if not isinstance(p.get("function_call"), dict)]
+        calls = [p for p in answer if isinstance(p.get("function_call"), dict)]
+        ran_calls = False
+        for part in texts + calls:
+            if self.turn_ended is not None:
+                break
+            call = part.get("function_call")
+            if isinstance(call, dict):
+                name = call.get("name")
+                args = call.get("args")
+                ran_calls = (
+                    self.run_function_call(
+                        name if isinstance(name, str) else "",
+                        dict(args) if isinstance(args, dict) else {},
+                        model_call=index,
+                        instructions_changed=note,
+                        replaced_by=replaced_by,
+                    )
+                    or ran_calls
+                )
+                note = ()
+            elif isinstance(part.get("text"), str):
+                label = part["text"]
+                if replaced_by:
+                    label = f"{label}  (answer from the {replaced_by})"
+                elif unscripted:
+                    label = f"{label}  (the model's reply after the function responses: not "
+                    "in the script)"
+                self.add_event(
+                    "agent",
+                    part["text"],
+                    source=self.agent.name,
+                    label=label,
+                    model_call=index,
+                    instructions_changed=note,
+                )
+                note = ()
+        # ADK calls the model again after the function responses (`scripted_answer`,
+        # `finish_model_loop`); a call that could not be made (SC404/405/417) ends it.
+        self.loop_pending = ran_calls and self.turn_ended is None
+        return reached_model
+
+    def finish_model_loop(self) -> None:
+        """ADK's loop at the end of a turn's script: while the last answer had a function
+        call (a scripted call, or a callback's answer), the model is called again — its
+        ``before_model`` callbacks, then the model, whose reply past the script is empty
+        text — until an answer has no function call (at most MAX_UNSCRIPTED_CALLS)."""
+        calls = 0
+        while self.loop_pending and self.turn_ended is None and self.turn_answered is None:
+            if calls >= MAX_UNSCRIPTED_CALLS:
+                self.loop_stopped()
+                break
+            calls += 1
+            self.model_call(({"text": ""},), unscripted=True)
