@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import signal
 import time
+from array import array
+from itertools import accumulate
 from typing import Any
 
 from agents.sandbox.limits import SandboxError, SandboxResult, failed
@@ -26,16 +28,23 @@ def refuse_constant(name: str) -> Any:
     raise UntrustedAnswer(f"the sandbox answered {name}, which JSON cannot hold")
 
 
+# For the depth scan: "[" and "{" become +1, "]" and "}" -1 (as signed bytes), every other
+# byte is dropped, so the scan runs in C (bytes.translate, accumulate, max), not byte by byte.
+_BRACKET_STEPS = bytes(1 if b in b"[{" else 255 if b in b"]}" else 0 for b in range(256))
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def answer_depth(data: bytes) -> int:
+    """The deepest nesting of brackets in *data*, counting every bracket, those inside
+    strings too (as the byte-by-byte scan it replaces did)."""
+    steps = array("b", data.translate(_BRACKET_STEPS, _NOT_BRACKETS))
+    return max(accumulate(steps, initial=0))
+
+
 def loads_untrusted(data: bytes) -> Any:
     """Parse the child's answer: no NaN/Infinity, at most MAX_ANSWER_DEPTH levels deep."""
-    depth = 0
-    for byte in data:  # bytes iterate as ints; strings cannot hide a bracket: JSON escapes
-        if byte in (0x5B, 0x7B):  # [ {
-            depth += 1
-            if depth > MAX_ANSWER_DEPTH:
-                raise UntrustedAnswer("the sandbox answer is nested too deeply")
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
+    if answer_depth(data) > MAX_ANSWER_DEPTH:
+        raise UntrustedAnswer("the sandbox answer is nested too deeply")
     try:
         return json.loads(data, parse_constant=refuse_constant)
     except RecursionError as exc:  # pragma: no cover - the depth scan comes first

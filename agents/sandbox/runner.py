@@ -205,7 +205,6 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
     entry = call["entry"]
     code_text = call["code"]
     filename = f"<{USER_FILENAME_PREFIX.get(kind, 'code')}:{entry}>"
-    source_lines = code_text.splitlines()
     recorder = Recorder(state_data)
     state = State(state_data, recorder)
     context = Context(state, context_values)
@@ -315,7 +314,7 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
         pass
     except BaseException as exc:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        line, trace = user_traceback(exc.__traceback__, filename, source_lines)
+        line, trace = user_traceback(exc.__traceback__, filename, code_text.splitlines())
         message = describe(exc)
         inner = innermost_tool_frame(exc.__traceback__, filename)
         if inner is not None:
