@@ -87,7 +87,16 @@ Cost: starting a session child takes ~40 ms (Python + RestrictedPython); each ca
 session then takes ~2 ms (fork, compile, run, answer).  :func:`run_code` is a one-call
 session; :func:`run_many` runs several calls in one session, threading the state.
 
-Error kinds: see :data:`agents.sandbox.host.ErrorKind`.
+Error kinds: see :data:`agents.sandbox.limits.ErrorKind`.
+
+Modules.  Host side (imported by the server): ``host`` (sessions: start, feed, bound, restart
+the session child), ``limits`` (``Limits``, the call and result types, the checks before any
+process starts), ``answers`` (the child's answer read as untrusted), ``oneshot`` (starting
+and killing children, the one-shot run the tests probe the OS layer with), ``jail``
+(bubblewrap, the minimal root, the seccomp filters), ``code_runner`` (the simulation's
+bounded, memoised runner).  Session child (run as ``runner.py``, see its docstring):
+``runner``, ``protocol``, ``process``, ``policy``, ``guards``, ``call_context``, ``clock``,
+``cx_objects``; ``protocol`` and ``clock`` are read by both sides.
 """
 
 from agents.sandbox.host import (

@@ -15,9 +15,7 @@ from collections import OrderedDict
 
 from agents.core.simulate import CodeCall, CodeResult, CodeRunner
 from agents.sandbox import host
-
-# runner.CLOCK_KEY: the sandbox child takes the session clock out of the context values.
-CLOCK_KEY = "__session_now__"
+from agents.sandbox.clock import CLOCK_KEY  # the session child takes it out of the context values
 
 logger = logging.getLogger("agents.sandbox")
 

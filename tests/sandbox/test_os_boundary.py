@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.sandbox import Limits, jail
+from agents.sandbox import Limits, jail, oneshot
 from agents.sandbox import host as sandbox_host
 from tests.sandbox.escape_probe import KILL_ALL, PROBE, RUNAWAY, SPIN, assert_contained
 
@@ -44,8 +44,8 @@ def unrestricted_dir() -> Path:
     """A world-readable directory with the real runner and the test-only runner."""
     directory = Path(tempfile.mkdtemp(prefix="statecraft-escape-"))
     directory.chmod(0o755)
-    shutil.copy(sandbox_host.RUNNER, directory / "runner.py")
-    shutil.copy(sandbox_host.RUNNER.with_name("cx_objects.py"), directory / "cx_objects.py")
+    for name in oneshot.CHILD_FILES:  # the runner and the modules it loads beside it
+        shutil.copy(sandbox_host.RUNNER.with_name(name), directory / name)
     shutil.copy(HERE / "unrestricted_runner.py", directory / "unrestricted_runner.py")
     return directory
 

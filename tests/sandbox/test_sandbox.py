@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.sandbox import Limits, SandboxCall, run_code, run_many
+from agents.sandbox import Limits, SandboxCall, oneshot, run_code, run_many
 from agents.sandbox import host as sandbox_host
 
 FAST = Limits(wall_time_s=0.5, cpu_time_s=1)
@@ -455,7 +455,7 @@ def test_parent_caps_what_it_reads(tmp_path):
     script = tmp_path / "flood.py"
     script.write_text("import sys\nsys.stdout.write('x' * 10**8)\n")
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    outcome = sandbox_host._run_child(b"{}", 10, 1024 * 1024, script=script)
+    outcome = oneshot.run_child(b"{}", 10, 1024 * 1024, script=script)
     assert outcome.error is not None and outcome.error.kind == "output_too_large"
     growth_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert growth_kib < 50 * 1024
@@ -464,7 +464,7 @@ def test_parent_caps_what_it_reads(tmp_path):
 def test_child_crash_is_reported(tmp_path):
     script = tmp_path / "crash.py"
     script.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
-    outcome = sandbox_host._run_child(b"{}", 10, 1024, script=script)
+    outcome = oneshot.run_child(b"{}", 10, 1024, script=script)
     assert outcome.error is not None and outcome.error.kind == "internal"
 
 
@@ -483,12 +483,12 @@ def test_recursion_is_an_exception():
 
 PROBE = r"""
 import json, os, socket, sys, importlib.util
-spec = importlib.util.spec_from_file_location("runner", RUNNER)
-runner = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(runner)
+spec = importlib.util.spec_from_file_location("process", PROCESS)
+process = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(process)
 env = dict(os.environ)
 limits = {"cpu_time_s": 2, "memory_bytes": 256 * 2**20, "max_open_files": 16}
-active = [*runner.enter_jail(), *runner.drop_privileges(limits, 1), "restricted_python"]
+active = [*process.enter_jail(), *process.drop_privileges(limits, 1), "restricted_python"]
 report = {"active": active, "env": env}
 
 def attempt(name, fn):
@@ -538,8 +538,10 @@ def test_os_level_protections(tmp_path, monkeypatch):
     monkeypatch.setenv("SECRET_KEY", "s3cret")
     monkeypatch.setenv("DATABASE_URL", "postgres://u:p@127.0.0.1:5432/db")
     script = tmp_path / "probe.py"
-    script.write_text(PROBE.replace("RUNNER", repr(str(sandbox_host.RUNNER))))
-    outcome = sandbox_host._run_child(b"", 10, 1024 * 1024, script=script)
+    script.write_text(
+        PROBE.replace("PROCESS", repr(str(sandbox_host.RUNNER.with_name("process.py"))))
+    )
+    outcome = oneshot.run_child(b"", 10, 1024 * 1024, script=script)
     assert outcome.error is None, (outcome.error, outcome.stderr)
     report = json.loads(outcome.stdout)
     assert set(report["env"]) <= {"PATH", "LC_ALL", "LC_CTYPE"}, report["env"]
@@ -639,11 +641,11 @@ def test_private_entry_names_are_refused():
 
 def test_what_the_child_writes_on_stderr_cannot_forge_a_log_line(caplog):
     """Issue 22 item 17: escaped code writes on the stderr it inherits; the host quotes it."""
-    from agents.sandbox import host
+    from agents.sandbox import answers, host
     from agents.sandbox.code_runner import to_code_result
 
     forged = b"oops\n[2026-12-01 10:00:00 +0000] [1] [INFO] Booting worker\r\x1b[2Kroot signed in"
-    error = host._crash_error(1, forged)
+    error = answers.crash_error(1, forged)
     caplog.set_level("ERROR", logger="agents.sandbox")
     to_code_result(host.SandboxResult(ok=False, error=error))
     (record,) = caplog.records

@@ -1,6 +1,7 @@
 """Test-only session child: the real runner with the language layer taken away.
 
-Copied next to a copy of ``agents/sandbox/runner.py`` and started by the host in place of it
+Copied next to a copy of ``agents/sandbox/runner.py`` and the modules it loads
+(``oneshot.CHILD_FILES``), and started by the host in place of it
 (``SandboxSession(script=...)``), it runs each call's code as plain, unrestricted CPython in
 the call process, after the call process has dropped everything the OS layer takes away.
 So the escape tests start where an attacker who defeated RestrictedPython would stand.
