@@ -17,7 +17,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils import formats, translation
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import gettext_noop, pgettext_lazy
+from django.utils.translation import gettext_noop
 
 from agents.core.diagnostics import Diagnostic, render
 
@@ -38,45 +38,6 @@ def diagnostic_dict(diagnostic: Diagnostic) -> dict[str, object]:
 
 def diagnostic_dicts(diagnostics: Iterable[Diagnostic]) -> list[dict[str, object]]:
     return [diagnostic_dict(d) for d in diagnostics]
-
-
-# The history's actions (AuditEvent.action): identifiers in the data, shown translated
-# (English: as stored).
-_ACTIONS = {
-    "app.create": pgettext_lazy("history action", "app.create"),
-    "app.update": pgettext_lazy("history action", "app.update"),
-    "app.delete": pgettext_lazy("history action", "app.delete"),
-    "variable.create": pgettext_lazy("history action", "variable.create"),
-    "variable.update": pgettext_lazy("history action", "variable.update"),
-    "variable.rename": pgettext_lazy("history action", "variable.rename"),
-    "variable.delete": pgettext_lazy("history action", "variable.delete"),
-    "schema.create": pgettext_lazy("history action", "schema.create"),
-    "schema.update": pgettext_lazy("history action", "schema.update"),
-    "schema.delete": pgettext_lazy("history action", "schema.delete"),
-    "tool.create": pgettext_lazy("history action", "tool.create"),
-    "tool.update": pgettext_lazy("history action", "tool.update"),
-    "tool.rename": pgettext_lazy("history action", "tool.rename"),
-    "tool.delete": pgettext_lazy("history action", "tool.delete"),
-    "agent.create": pgettext_lazy("history action", "agent.create"),
-    "agent.update": pgettext_lazy("history action", "agent.update"),
-    "agent.rename": pgettext_lazy("history action", "agent.rename"),
-    "agent.delete": pgettext_lazy("history action", "agent.delete"),
-    "agent.instructions": pgettext_lazy("history action", "agent.instructions"),
-    "agent.attach_tool": pgettext_lazy("history action", "agent.attach_tool"),
-    "callback.create": pgettext_lazy("history action", "callback.create"),
-    "callback.update": pgettext_lazy("history action", "callback.update"),
-    "callback.delete": pgettext_lazy("history action", "callback.delete"),
-    "scenario.create": pgettext_lazy("history action", "scenario.create"),
-    "scenario.update": pgettext_lazy("history action", "scenario.update"),
-    "scenario.delete": pgettext_lazy("history action", "scenario.delete"),
-    "share.set": pgettext_lazy("history action", "share.set"),
-    "share.remove": pgettext_lazy("history action", "share.remove"),
-    "version.create": pgettext_lazy("history action", "version.create"),
-    "version.restore": pgettext_lazy("history action", "version.restore"),
-    "version.delete": pgettext_lazy("history action", "version.delete"),
-    "version.label_set": pgettext_lazy("history action", "version.label_set"),
-    "version.label_delete": pgettext_lazy("history action", "version.label_delete"),
-}
 
 
 # Words the pages show for values that are identifiers in the data (a severity, a change, a
@@ -113,7 +74,9 @@ def word(value: Any) -> str:
 
 def action_words(action: str) -> str:
     """A history action (`variable.update`) in the reader's language (English: as stored)."""
-    return str(_ACTIONS.get(action, action))
+    from agents.models.audit import action_label  # the model owns its vocabulary
+
+    return action_label(action)
 
 
 SESSION_KEY = "statecraft_language"

@@ -1,16 +1,6 @@
-"""The task the queue carries (Django's Tasks framework, ``TASKS``): a job's id.
+"""Where the queue's task used to live: tasks enqueued as ``agents.tasks.run_job`` before
+it moved beside the jobs it runs (`agents.services.jobs.run_job`) still find it here."""
 
-The job itself (kind, parameters, progress, result) lives in the database
-(`agents.models.Job`); the worker runs it through `agents.services.jobs.job_run`.
-"""
+from agents.services.jobs import run_job
 
-from __future__ import annotations
-
-from django.tasks import task
-
-
-@task
-def run_job(job_id: str) -> None:
-    from agents.services.jobs import job_run
-
-    job_run(job_id)
+__all__ = ["run_job"]

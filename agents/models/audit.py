@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from agents.core.rules import (
@@ -13,6 +13,49 @@ from agents.core.rules import (
 )
 from agents.fields import OrderedJSONField
 from agents.models.app import AgentApp
+
+# The history's actions (AuditEvent.action): identifiers in the data, shown translated
+# (English: as stored).
+ACTION_LABELS = {
+    "app.create": pgettext_lazy("history action", "app.create"),
+    "app.update": pgettext_lazy("history action", "app.update"),
+    "app.delete": pgettext_lazy("history action", "app.delete"),
+    "variable.create": pgettext_lazy("history action", "variable.create"),
+    "variable.update": pgettext_lazy("history action", "variable.update"),
+    "variable.rename": pgettext_lazy("history action", "variable.rename"),
+    "variable.delete": pgettext_lazy("history action", "variable.delete"),
+    "schema.create": pgettext_lazy("history action", "schema.create"),
+    "schema.update": pgettext_lazy("history action", "schema.update"),
+    "schema.delete": pgettext_lazy("history action", "schema.delete"),
+    "tool.create": pgettext_lazy("history action", "tool.create"),
+    "tool.update": pgettext_lazy("history action", "tool.update"),
+    "tool.rename": pgettext_lazy("history action", "tool.rename"),
+    "tool.delete": pgettext_lazy("history action", "tool.delete"),
+    "agent.create": pgettext_lazy("history action", "agent.create"),
+    "agent.update": pgettext_lazy("history action", "agent.update"),
+    "agent.rename": pgettext_lazy("history action", "agent.rename"),
+    "agent.delete": pgettext_lazy("history action", "agent.delete"),
+    "agent.instructions": pgettext_lazy("history action", "agent.instructions"),
+    "agent.attach_tool": pgettext_lazy("history action", "agent.attach_tool"),
+    "callback.create": pgettext_lazy("history action", "callback.create"),
+    "callback.update": pgettext_lazy("history action", "callback.update"),
+    "callback.delete": pgettext_lazy("history action", "callback.delete"),
+    "scenario.create": pgettext_lazy("history action", "scenario.create"),
+    "scenario.update": pgettext_lazy("history action", "scenario.update"),
+    "scenario.delete": pgettext_lazy("history action", "scenario.delete"),
+    "share.set": pgettext_lazy("history action", "share.set"),
+    "share.remove": pgettext_lazy("history action", "share.remove"),
+    "version.create": pgettext_lazy("history action", "version.create"),
+    "version.restore": pgettext_lazy("history action", "version.restore"),
+    "version.delete": pgettext_lazy("history action", "version.delete"),
+    "version.label_set": pgettext_lazy("history action", "version.label_set"),
+    "version.label_delete": pgettext_lazy("history action", "version.label_delete"),
+}
+
+
+def action_label(action: str) -> str:
+    """A history action (`variable.update`) in the reader's language (English: as stored)."""
+    return str(ACTION_LABELS.get(action, action))
 
 
 class AuditEvent(models.Model):
@@ -61,7 +104,5 @@ class AuditEvent(models.Model):
         indexes = [models.Index(fields=["app", "-created_at"], name="audit_app_recent")]
 
     def __str__(self) -> str:
-        from agents.i18n import action_words
-
         who = self.actor_name or gettext("system")
-        return f"{who}: {action_words(self.action)} {self.object_name}".strip()
+        return f"{who}: {action_label(self.action)} {self.object_name}".strip()

@@ -2,7 +2,7 @@
 worker, not in the web request (README, "Jobs").
 
 A request calls `job_submit`: a `Job` row is written and its id is enqueued on Django's
-Tasks framework (``agents.tasks.run_job``; the backend is ``TASKS_BACKEND``: the database
+Tasks framework (``run_job`` below; the backend is ``TASKS_BACKEND``: the database
 queue by default, RQ on Redis to spread workers over machines). A worker calls `job_run`,
 which claims the job (one conditional UPDATE: a job never runs twice at once), runs its
 kind's function and stores the outcome. The row is the truth the page and the API read:
@@ -35,6 +35,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import F
+from django.tasks import task
 from django.utils import timezone
 
 from agents.models import JOB_ACTIVE, JOB_FINISHED, AgentApp, Job, JobItem, JobStatus
@@ -89,8 +90,7 @@ def register(name: str, *, run: Callable[[JobContext], Any], label: str = "") ->
 
 
 def job_kind(name: str) -> JobKind:
-    from agents.services import job_kinds  # noqa: F401 - registers the built-in kinds
-
+    # The built-in kinds are registered by agents.services.job_kinds, which agents.apps loads.
     if name not in KINDS:
         raise ValueError(f"No job kind {name!r}; known: {', '.join(sorted(KINDS))}.")
     return KINDS[name]
@@ -186,9 +186,14 @@ def job_submit(
     return job
 
 
-def _enqueue(job_id: Any) -> None:
-    from agents.tasks import run_job
+@task
+def run_job(job_id: str) -> None:
+    """The task the queue carries (Django's Tasks framework, ``TASKS``): a job's id. The
+    job itself (kind, parameters, progress, result) lives in the database."""
+    job_run(job_id)
 
+
+def _enqueue(job_id: Any) -> None:
     result = run_job.enqueue(str(job_id))
     Job.objects.filter(pk=job_id, task_id="").update(task_id=str(result.id)[:64])
 

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agents.core import codes
+from agents.core.adk.names import agent_names, identifier
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.spec import (
     AppSpec,
@@ -63,7 +64,6 @@ def _json_bytes(value: Any) -> bytes:
 
 
 def _slug(name: str) -> str:
-    from agents.core.adk.package import identifier
 
     return identifier(name, lower=True)
 
@@ -320,7 +320,6 @@ def scenarios_from_evalset(
     root = next((a for a in app.agents if a.is_root), app.agents[0] if app.agents else None)
     if root is None:
         return error("(app)", Message("the app has no agent to hold the scenarios"))
-    from agents.core.adk.package import agent_names
 
     back = {adk: display for display, adk in agent_names(app).items()}
     declared = {v.name for v in app.variables}

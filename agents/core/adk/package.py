@@ -24,15 +24,14 @@ the package compiles instructions exactly as the designer's preview does.
 from __future__ import annotations
 
 import json
-import keyword
 import re
-import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from agents.core import codes
 from agents.core.adk.evalsets import evalset_files
+from agents.core.adk.names import agent_names, identifier, package_name
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.spec import AgentSpec, AppSpec, CallbackKind, ScenarioSpec, ToolKind, ToolSpec
 
@@ -46,37 +45,7 @@ COMPILER_MODULES = ("compile", "parse", "conditions", "diagnostics", "render", "
 CX_OBJECTS = CORE.parent / "sandbox" / "cx_objects.py"
 MODEL_PLACEHOLDER = "gemini-2.5-flash"
 MODEL_ENV = "STATECRAFT_ADK_MODEL"
-_NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_]+")
 _KINDS = tuple(CallbackKind)
-
-
-def identifier(name: str, *, lower: bool = False) -> str:
-    """A Python identifier for a name (accents dropped, other characters ``_``)."""
-    plain = unicodedata.normalize("NFKD", name.strip()).encode("ascii", "ignore").decode()
-    text = _NOT_IDENTIFIER.sub("_", plain).strip("_") or "app"
-    if lower:
-        text = text.lower()
-    if text[0].isdigit() or keyword.iskeyword(text):
-        text = f"_{text}"
-    return text
-
-
-def package_name(app: AppSpec) -> str:
-    return identifier(app.name, lower=True)
-
-
-def agent_names(app: AppSpec) -> dict[str, str]:
-    """Display name → ADK agent name (an identifier, unique, never ``user``)."""
-    taken: set[str] = {"user"}
-    out: dict[str, str] = {}
-    for agent in app.agents:
-        base = identifier(agent.name)
-        candidate, n = base, 2
-        while candidate.casefold() in taken:
-            candidate, n = f"{base}_{n}", n + 1
-        taken.add(candidate.casefold())
-        out[agent.name] = candidate
-    return out
 
 
 def _json_bytes(value: Any) -> bytes:
