@@ -33,13 +33,19 @@ __all__ = [
     "CHANNELS",
     "CODES",
     "DISPLAY_NAME_MAX_LENGTH",
+    "LOCATION_MAX_LENGTH",
     "MAX_ID",
     "MODALITIES",
     "NAME_MAX_LENGTH",
     "NAME_PATTERN",
     "NAME_PATTERN_JSON",
+    "NOW_MAX_LENGTH",
     "PLATFORM_TOOLS",
+    "PROJECT_ID_MAX_LENGTH",
+    "PROJECT_NUMBER_MAX_LENGTH",
     "SCENARIO_DEFAULTS",
+    "SESSION_ID_MAX_LENGTH",
+    "TOKEN_BUDGET_MAX",
     "app_name_problems",
     "channel_problems",
     "check_app",
@@ -99,6 +105,16 @@ SCENARIO_DEFAULTS: Mapping[str, Any] = {
     "use_mocks": _SCENARIO.use_mocks,
 }
 MAX_ID = 2**63 - 1  # the largest primary key a database can hold (PostgreSQL bigint)
+
+# Limits
+# A scenario's session fields (the models' column lengths; the forms and templates read
+# them from here) and its context window: any budget the core accepts can be saved.
+SESSION_ID_MAX_LENGTH = 100
+PROJECT_ID_MAX_LENGTH = 100
+PROJECT_NUMBER_MAX_LENGTH = 30
+LOCATION_MAX_LENGTH = 50
+NOW_MAX_LENGTH = 40
+TOKEN_BUDGET_MAX = MAX_ID
 
 _NAME_RE = re.compile(NAME_PATTERN)
 E, W = Severity.ERROR, Severity.WARNING

@@ -12,6 +12,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents import selectors, services
+from agents.core import rules
 from agents.i18n import word
 from designer.views.common import int_or_none
 
@@ -22,7 +23,16 @@ def app_list(request: HttpRequest) -> HttpResponse:
     search = request.GET.get("q", "").strip()
     apps = selectors.app_list(request.user, search=search)
     template = "agents/app_list.html#app-table" if request.htmx else "agents/app_list.html"
-    return render(request, template, {"apps": apps, "search": search, "form_errors": {}})
+    return render(
+        request,
+        template,
+        {
+            "apps": apps,
+            "search": search,
+            "form_errors": {},
+            "name_max_length": rules.APP_NAME_MAX_LENGTH,
+        },
+    )
 
 
 @login_required
@@ -43,6 +53,7 @@ def app_create(request: HttpRequest) -> HttpResponse:
                 "search": "",
                 "form_errors": exc.field_errors(),
                 "typed": {"name": name, "description": description},
+                "name_max_length": rules.APP_NAME_MAX_LENGTH,
             },
             status=200 if request.htmx else 400,
         )
