@@ -98,16 +98,24 @@ def _chosen_agent(request: HttpRequest, app: AgentApp) -> Agent | None:
 
 
 def _light_context(
-    request: HttpRequest, app: AgentApp, access: selectors.Access, agent: Agent | None
+    request: HttpRequest,
+    app: AgentApp,
+    access: selectors.Access,
+    agent: Agent | None,
+    *,
+    preview: bool,
 ) -> dict[str, Any]:
-    """What the page needs beside its cached panes: the preview (from the cached spec)."""
+    """What the page needs beside its cached panes: the preview unless it is cached too
+    (from the cached spec), a viewer's stored result."""
     return {
         "app": app,
         "access": access,
         "agent": agent,
         "channels": rules.CHANNELS,
         "modalities": rules.MODALITIES,
-        "preview": preview_builder.build_preview(app, agent, request.GET) if agent else None,
+        "preview": (
+            preview_builder.build_preview(app, agent, request.GET) if agent and preview else None
+        ),
         "conversation": None,
         "stored": _stored_result(request, agent) if agent and not access.can_edit else None,
     }
@@ -124,10 +132,12 @@ def app_designer(request: HttpRequest, app_id: int) -> HttpResponse:
     app, access = selectors.app_for_user(request.user, app_id)
     agent = _chosen_agent(request, app)
     seconds = settings.DESIGNER_PANE_CACHE_SECONDS
-    keys = {pane: _pane_key(pane, app, access, agent) for pane in CACHED_PANES}
+    # The preview pane too when nothing typed decides it (a plain visit: only ?agent=).
+    panes_here = CACHED_PANES + (("preview-pane",) if set(request.GET) <= {"agent"} else ())
+    keys = {pane: _pane_key(pane, app, access, agent) for pane in panes_here}
     panes = cache.get_many(list(keys.values())) if seconds > 0 else {}
     if len(panes) == len(keys):
-        context = _light_context(request, app, access, agent)
+        context = _light_context(request, app, access, agent, preview="preview-pane" not in keys)
     else:
         app, access = loaded_app(request, app_id)
         context = designer_context(request, app, access)
