@@ -116,7 +116,7 @@ def _json_object_value(raw: str, field: str) -> dict[str, Any]:
 class VariableForm(forms.Form):
     """Name, type and description as typed; the default is typed as text and parsed by type."""
 
-    name = forms.CharField(max_length=64, strip=True)
+    name = forms.CharField(max_length=rules.NAME_MAX_LENGTH, strip=True)
     type = forms.ChoiceField(choices=VariableType.choices, initial=VariableType.TEXT)
     item_type = forms.ChoiceField(choices=ITEM_TYPE_CHOICES, required=False)
     schema = IdChoiceField(queryset=Schema.objects.none(), required=False, empty_label="—")
@@ -181,7 +181,7 @@ class VariableForm(forms.Form):
 
 
 class SchemaForm(forms.Form):
-    name = forms.CharField(max_length=64, strip=True)
+    name = forms.CharField(max_length=rules.NAME_MAX_LENGTH, strip=True)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     json_schema = forms.CharField(strip=False, widget=forms.Textarea(attrs={"rows": 14}))
     version = forms.IntegerField(
@@ -209,7 +209,7 @@ class SchemaForm(forms.Form):
 
 
 class ToolForm(forms.Form):
-    name = forms.CharField(max_length=64, strip=True)
+    name = forms.CharField(max_length=rules.NAME_MAX_LENGTH, strip=True)
     kind = forms.ChoiceField(choices=ToolKind.choices, initial=ToolKind.PYTHON)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     python_code = forms.CharField(
@@ -332,18 +332,33 @@ class ScenarioForm(forms.Form):
     session_values = forms.CharField(
         required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
     )
-    channel = forms.ChoiceField(choices=Channel.choices, initial=Channel.WEB)
-    modality = forms.ChoiceField(choices=Modality.choices, initial=Modality.TEXT)
-    session_id = forms.CharField(max_length=100, initial="session-1")
-    project_id = forms.CharField(max_length=100, initial="my-project")
-    project_number = forms.CharField(max_length=30, initial="123456789")
-    location = forms.CharField(max_length=50, initial="us-central1")
+    channel = forms.ChoiceField(choices=Channel.choices, initial=rules.SCENARIO_DEFAULTS["channel"])
+    modality = forms.ChoiceField(
+        choices=Modality.choices, initial=rules.SCENARIO_DEFAULTS["modality"]
+    )
+    session_id = forms.CharField(
+        max_length=rules.SESSION_ID_MAX_LENGTH, initial=rules.SCENARIO_DEFAULTS["session_id"]
+    )
+    project_id = forms.CharField(
+        max_length=rules.PROJECT_ID_MAX_LENGTH, initial=rules.SCENARIO_DEFAULTS["project_id"]
+    )
+    project_number = forms.CharField(
+        max_length=rules.PROJECT_NUMBER_MAX_LENGTH,
+        initial=rules.SCENARIO_DEFAULTS["project_number"],
+    )
+    location = forms.CharField(
+        max_length=rules.LOCATION_MAX_LENGTH, initial=rules.SCENARIO_DEFAULTS["location"]
+    )
     now = forms.CharField(
-        max_length=40,
+        max_length=rules.NOW_MAX_LENGTH,
         required=False,
         help_text=_("The clock the code reads, like 2026-06-01T12:00:00 (empty: the real clock)."),
     )
-    token_budget = forms.IntegerField(min_value=1, max_value=10_000_000, initial=8000)
+    token_budget = forms.IntegerField(
+        min_value=1,
+        max_value=rules.TOKEN_BUDGET_MAX,
+        initial=rules.SCENARIO_DEFAULTS["token_budget"],
+    )
     use_mocks = CheckboxField(required=False)
     version = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput

@@ -22,7 +22,8 @@ from agents.models import JOB_ACTIVE, AgentApp, Job, JobItem, JobStatus
 from agents.ratelimit import rate_limited
 from agents.services import jobs, live_models
 from agents.services.common import ServiceError, error
-from designer.views import _designer_context, _loaded_app
+from designer.views.common import loaded_app
+from designer.views.page import designer_context
 
 DESIGNER = "agents/app_designer.html"
 POLL_MS = 500
@@ -80,7 +81,7 @@ def render_run_all(request: HttpRequest, app: AgentApp, access: Any, job: Job) -
 def app_run_all(request: HttpRequest, app_id: int) -> HttpResponse:
     """Submit Run all (a newer one supersedes this user's unfinished one for the app); the
     progress fragment, or the designer page with it without JavaScript."""
-    app, access = _loaded_app(request, app_id)
+    app, access = loaded_app(request, app_id)
     for old in Job.objects.filter(
         owner=request.user, app=app, kind="evaluate_app", status__in=JOB_ACTIVE
     ):
@@ -104,7 +105,7 @@ def app_run_all(request: HttpRequest, app_id: int) -> HttpResponse:
         return HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8")
     if request.htmx:
         return render_run_all(request, app, access, job)
-    context = _designer_context(request, app, access)
+    context = designer_context(request, app, access)
     context["run_all"] = run_all_context(app, job)
     return render(request, DESIGNER, context)
 

@@ -140,6 +140,9 @@ else:
     SESSION_ENGINE = "django.contrib.sessions.backends.db"
     RATE_LIMIT_STORE = "database"
 APP_SPEC_CACHE_SECONDS = int(os.environ.get("APP_SPEC_CACHE_SECONDS", "3600"))
+# The designer page's side and editor panes, rendered once per app revision (0: never
+# cached, every view renders them; the tests' default, whose ORM writes bump no revision).
+DESIGNER_PANE_CACHE_SECONDS = int(os.environ.get("DESIGNER_PANE_CACHE_SECONDS", "3600"))
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -50,11 +50,6 @@ def _plain_current(form: Any, name: str) -> Any:
 
 
 @register.filter
-def make_list_words(value: str) -> list[str]:
-    return value.split()
-
-
-@register.filter
 def undeclared_name(diagnostic: Any) -> str:
     from designer.preview import undeclared_name as name_of
 

@@ -1,0 +1,198 @@
+"""Scenarios and the simulated conversation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_http_methods, require_POST
+from django_htmx.http import reswap, retarget
+
+from agents import selectors, services
+from agents.models import (
+    Agent,
+    AgentApp,
+    LiveRun,
+    Scenario,
+)
+from agents.ratelimit import rate_limited
+from agents.services import live
+from designer import preview as preview_builder
+from designer import simulation
+from designer.forms import (
+    ScenarioForm,
+)
+from designer.views.common import DESIGNER, agent_of, inline_form, loaded_app, stale_edit
+
+
+def _conversation(
+    request: HttpRequest,
+    app: AgentApp,
+    access: selectors.Access,
+    agent: Agent,
+    params: Any,
+    *,
+    keep_editor: bool = True,
+) -> HttpResponse:
+    """The conversation fragment. An open scenario editor inside it survives a
+    re-simulation (`hx-preserve`: the designer's unsaved edits) unless the scenario shown
+    changed or the editor's own save asked for the fresh panel (`keep_editor=False`)."""
+    shown = str(params.get("mocks_for", "") or "")
+    picked = str(params.get("scenario", "") or "")
+    context = {
+        "app": app,
+        "access": access,
+        "agent": agent,
+        "conversation": simulation.build_conversation(app, agent, params, request.user),
+        "keep_editor": keep_editor and (not picked or picked == shown),
+    }
+    return render(request, f"{DESIGNER}#conversation-panel", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@rate_limited("simulate", "simulations")
+def agent_simulate(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
+    """Run the chosen scenario against the (unsaved) instructions; the conversation fragment.
+
+    Like the preview, it reads only the app's and the agent's rows (and the agent's
+    scenarios); the app itself comes from the spec cached by revision."""
+    app, agent, access = selectors.agent_for_user(
+        request.user, app_id, agent_id, with_scenarios=True
+    )
+    params = request.POST if request.method == "POST" else request.GET
+    try:
+        params = preview_builder.with_instructions(agent, params)
+    except preview_builder.StaleEdit:
+        return stale_edit()
+    replay = str(params.get("replay", "") or "")
+    if request.method == "POST" and (
+        replay.isdigit() or (params.get("live") and params.get("model"))
+    ):
+        from designer import job_views  # it imports designer.views
+
+        return job_views.submit_live(request, app, access, agent, params)
+    return _conversation(request, app, access, agent, params)
+
+
+@login_required
+@require_POST
+def live_run_golden(request: HttpRequest, app_id: int, agent_id: int, run_id: int) -> HttpResponse:
+    """Save the scenario's live run as a new golden scenario; the conversation shows it."""
+    app, agent, access = selectors.agent_for_user(
+        request.user, app_id, agent_id, with_scenarios=True
+    )
+    if not access.can_edit:
+        return HttpResponse(_("You may view this app but not change it."), status=403)
+    run = LiveRun.objects.filter(pk=run_id, app=app, scenario__agent=agent).first()
+    if run is None:
+        return HttpResponse(_("No such live run."), status=404)
+    base = f"{run.scenario_name} (golden from live run {run.pk})"[:100]
+    try:
+        scenario = live.live_run_save_golden(run=run, actor=request.user, name=base)
+    except services.ServiceError as exc:
+        return HttpResponse("; ".join(d.message for d in exc.diagnostics), status=400)
+    app, agent, access = selectors.agent_for_user(
+        request.user, app_id, agent_id, with_scenarios=True
+    )
+    response = _conversation(request, app, access, agent, {"scenario": str(scenario.pk)})
+    response["HX-Trigger"] = "scenarios-changed"
+    return response
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def scenario_new(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
+    app, _access = loaded_app(request, app_id, edit=True)
+    agent = agent_of(app, agent_id)
+    if agent is None:
+        return HttpResponse(_("No such agent."), status=404)
+
+    def save(data: dict[str, Any]) -> HttpResponse:
+        fields = {k: v for k, v in data.items() if k != "version"}
+        scenario = services.scenario_save(actor=request.user, agent=agent, **fields)
+        return _after_scenario_save(request, app, agent, scenario.pk)
+
+    number = agent.scenarios.count() + 1
+    initial = {
+        "name": _("Scenario %(number)s") % {"number": number},
+        "steps_script": "user: " + _("Hello!") + "\n",
+    }
+    return inline_form(
+        request,
+        fragment="scenario-form",
+        context={"app": app, "agent": agent, "scenario": None},
+        blank=lambda: ScenarioForm(initial=initial),
+        bound=ScenarioForm,
+        save=save,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def scenario_edit(
+    request: HttpRequest, app_id: int, agent_id: int, scenario_id: int
+) -> HttpResponse:
+    app, _access = loaded_app(request, app_id, edit=True)
+    agent = agent_of(app, agent_id)
+    scenario = (
+        next((s for s in agent.scenarios.all() if s.pk == scenario_id), None) if agent else None
+    )
+    if scenario is None:
+        return HttpResponse(_("No such scenario."), status=404)
+
+    def save(data: dict[str, Any]) -> HttpResponse:
+        fields = {k: v for k, v in data.items() if k != "version"}
+        services.scenario_save(
+            actor=request.user,
+            agent=agent,
+            scenario=scenario,
+            expected_version=data["version"],
+            **fields,
+        )
+        return _after_scenario_save(request, app, agent, scenario.pk)
+
+    return inline_form(
+        request,
+        fragment="scenario-form",
+        context={"app": app, "agent": agent, "scenario": scenario},
+        blank=lambda: ScenarioForm.for_scenario(scenario),
+        bound=ScenarioForm,
+        save=save,
+    )
+
+
+@login_required
+@require_POST
+def scenario_delete(
+    request: HttpRequest, app_id: int, agent_id: int, scenario_id: int
+) -> HttpResponse:
+    app, _access = selectors.app_for_user(request.user, app_id, edit=True)
+    scenario = get_object_or_404(Scenario, pk=scenario_id, agent_id=agent_id, agent__app=app)
+    services.scenario_delete(actor=request.user, scenario=scenario)
+    app, access = loaded_app(request, app_id)
+    agent = agent_of(app, agent_id)
+    if not request.htmx:
+        return redirect(f"{reverse('app-designer', args=[app.pk])}?agent={agent_id}")
+    return _conversation(request, app, access, agent, {}, keep_editor=False)
+
+
+def _after_scenario_save(
+    request: HttpRequest, app: AgentApp, agent: Agent, scenario_id: int
+) -> HttpResponse:
+    if not request.htmx:
+        return redirect(
+            f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}&scenario={scenario_id}"
+        )
+    app, access = loaded_app(request, app.pk)
+    agent = agent_of(app, agent.pk)
+    response = _conversation(
+        request, app, access, agent, {"scenario": str(scenario_id)}, keep_editor=False
+    )
+    retarget(response, "#conversation-panel")
+    reswap(response, "outerHTML")
+    return response
