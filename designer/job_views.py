@@ -14,7 +14,6 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import selectors
@@ -24,9 +23,9 @@ from agents.services import jobs, live_models
 from agents.services.common import ServiceError, error
 from designer.views.common import loaded_app
 from designer.views.page import designer_context
+from designer.views.run_all import POLL_MS, run_all_context
 
 DESIGNER = "agents/app_designer.html"
-POLL_MS = 500
 
 
 def _job(request: HttpRequest, app: AgentApp, job_id: object) -> Job:
@@ -37,37 +36,6 @@ def _job(request: HttpRequest, app: AgentApp, job_id: object) -> Job:
     if job.app_id != app.pk:
         raise Http404("No such job for this app.")
     return job
-
-
-def run_all_context(app: AgentApp, job: Job) -> dict[str, Any]:
-    """What the Run-all fragment shows of `job`: progress, rows so far, the summary."""
-    data = jobs.job_data(job)
-    scenarios = (data["result"] or {}).get("scenarios", [])
-    rows = [
-        {
-            **s,
-            "failed_steps": [r for r in s["results"] if r["status"] == "failed"],
-        }
-        for s in scenarios
-    ]
-    start = job.started_at
-    end = job.finished_at or timezone.now()
-    finished = job.status not in JOB_ACTIVE
-    summary = (data["result"] or {}).get("summary") if finished else None
-    needs_model = selectors.app_needs_model_evaluations(app) if finished else []
-    return {
-        "job": job,
-        "rows": rows,
-        "done": job.progress_done,
-        "total": job.progress_total,
-        "elapsed": (end - start).total_seconds() if start else 0.0,
-        "active": not finished,
-        "summary": summary,
-        "needs_model": needs_model,
-        # Every "?" row: scenarios whose expectations need a model, and CX evaluations.
-        "needs_model_count": (summary or {}).get("needs_model", 0) + len(needs_model),
-        "poll_ms": POLL_MS,
-    }
 
 
 def render_run_all(request: HttpRequest, app: AgentApp, access: Any, job: Job) -> HttpResponse:

@@ -187,3 +187,55 @@ def test_the_modules_of_a_package_import_each_other_one_way(package):
     for name in sorted(modules):
         found = cycle_from(name, (name,))
         assert found is None, " -> ".join(found)
+
+
+def test_no_import_cycle_anywhere_in_the_product():
+    """No module of agents/ or designer/ reaches itself through imports, deferred ones
+    (inside functions) included: each import names the longest module it can mean."""
+    paths = [
+        p
+        for where in ("agents", "designer")
+        for p in _modules(where)
+        if not p.is_relative_to(ROOT / "agents" / "core" / "adk" / "shipped")
+    ]
+    modules = {_module_name(p): p for p in paths}
+
+    def target(imported: str) -> str | None:
+        while imported and imported not in modules:
+            imported = imported.rpartition(".")[0]
+        return imported or None
+
+    def imported_by(path: Path) -> set[str]:
+        # `from pkg import sub` imports the module pkg.sub (not a cycle through pkg's
+        # __init__); `from pkg import name` imports pkg.
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    found.add(sub if sub in modules else node.module)
+        return found
+
+    edges = {
+        name: {t for i in imported_by(path) if (t := target(i)) not in (None, name)}
+        for name, path in modules.items()
+    }
+    done: set[str] = set()
+
+    def cycle_from(start: str, seen: tuple[str, ...]) -> tuple[str, ...] | None:
+        for nxt in sorted(edges[start]):
+            if nxt in seen:
+                return (*seen[seen.index(nxt) :], nxt)
+            if nxt not in done:
+                found = cycle_from(nxt, (*seen, nxt))
+                if found:
+                    return found
+                done.add(nxt)
+        return None
+
+    for name in sorted(modules):
+        found = cycle_from(name, (name,))
+        assert found is None, " -> ".join(found)
+        done.add(name)

@@ -25,6 +25,7 @@ from agents.models import (
 from agents.ratelimit import rate_limited
 from designer import preview as preview_builder
 from designer.views.common import DESIGNER, int_or_none, loaded_app, stale_edit
+from designer.views.run_all import run_all_context
 
 
 def designer_context(
@@ -153,8 +154,6 @@ def app_designer(request: HttpRequest, app_id: int) -> HttpResponse:
     context["imported"] = selectors.app_was_imported(app)
     running = selectors.active_run_all(request.user, app)
     if running is not None:  # back on the page while Run all runs: its progress again
-        from designer.job_views import run_all_context
-
         context["run_all"] = run_all_context(app, running)
     return render(request, DESIGNER, context)
 

@@ -1,0 +1,45 @@
+"""What the Run-all fragment shows of a job (the designer page on return, and the job
+views' polling fragment): progress, rows so far, the summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from agents import selectors
+from agents.models import JOB_ACTIVE, AgentApp, Job
+from agents.services import jobs
+
+POLL_MS = 500  # the fragment asks for itself again this often while the job runs
+
+
+def run_all_context(app: AgentApp, job: Job) -> dict[str, Any]:
+    """What the Run-all fragment shows of `job`: progress, rows so far, the summary."""
+    data = jobs.job_data(job)
+    scenarios = (data["result"] or {}).get("scenarios", [])
+    rows = [
+        {
+            **s,
+            "failed_steps": [r for r in s["results"] if r["status"] == "failed"],
+        }
+        for s in scenarios
+    ]
+    start = job.started_at
+    end = job.finished_at or timezone.now()
+    finished = job.status not in JOB_ACTIVE
+    summary = (data["result"] or {}).get("summary") if finished else None
+    needs_model = selectors.app_needs_model_evaluations(app) if finished else []
+    return {
+        "job": job,
+        "rows": rows,
+        "done": job.progress_done,
+        "total": job.progress_total,
+        "elapsed": (end - start).total_seconds() if start else 0.0,
+        "active": not finished,
+        "summary": summary,
+        "needs_model": needs_model,
+        # Every "?" row: scenarios whose expectations need a model, and CX evaluations.
+        "needs_model_count": (summary or {}).get("needs_model", 0) + len(needs_model),
+        "poll_ms": POLL_MS,
+    }
