@@ -60,32 +60,42 @@ class Worker:
             },
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            text=True,
+            bufsize=0,
             start_new_session=True,
         )
         self.seen: list[str] = []
         self.cursor = 0  # lines before it were matched by an earlier wait
+        self._partial = b""  # the start of a line not ended yet
+        self._eof = False
 
     def wait_for(self, text: str, timeout: float = 240) -> str:
-        """The next line containing `text`; fails with all output at the deadline."""
-        for i in range(self.cursor, len(self.seen)):
-            if text in self.seen[i]:
-                self.cursor = i + 1
-                return self.seen[i]
+        """The next line containing `text`; fails with all output at the deadline.
+
+        The pipe is read with os.read into a buffer of our own: a buffered readline()
+        after select() may swallow several lines at once, and select() then never says
+        the later ones are there (it once made a worker look silent)."""
         deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
         with selectors.DefaultSelector() as sel:
-            sel.register(self.proc.stdout, selectors.EVENT_READ)
-            while (left := deadline - time.monotonic()) > 0:
-                if not sel.select(left):
+            sel.register(fd, selectors.EVENT_READ)
+            while True:
+                for i in range(self.cursor, len(self.seen)):
+                    if text in self.seen[i]:
+                        self.cursor = i + 1
+                        return self.seen[i]
+                self.cursor = len(self.seen)
+                left = deadline - time.monotonic()
+                if self._eof or left <= 0 or not sel.select(left):
                     break
-                line = self.proc.stdout.readline()
-                if not line:
-                    break
-                self.seen.append(line)
-                if text in line:
-                    self.cursor = len(self.seen)
-                    return line
-        raise AssertionError(f"no line with {text!r}; the worker said:\n{''.join(self.seen)}")
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    self._eof = True
+                    chunk = b"\n" if self._partial else b""
+                self._partial += chunk
+                *lines, self._partial = self._partial.split(b"\n")
+                self.seen += [line.decode(errors="replace") + "\n" for line in lines]
+        said = "".join(self.seen) + self._partial.decode(errors="replace")
+        raise AssertionError(f"no line with {text!r}; the worker said:\n{said}")
 
     def kill(self) -> None:
         os.killpg(self.proc.pid, signal.SIGKILL)
