@@ -46,7 +46,7 @@ def test_the_badge_counts_code_reads_and_whole_context_names(client, user):
         ).content.decode()
         for v in app.variables.all()
     }
-    assert "Not referenced" not in usage["account"]
+    assert re.search(r"read by</dt><dd>[^<]*Lookup", usage["account"])  # the code that reads it
     assert "Not referenced" in usage["user"]
     assert "Remote: X-User" in usage["user_id"]
     page = client.get(f"/apps/{app.pk}/").content.decode()

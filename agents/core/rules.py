@@ -56,6 +56,7 @@ __all__ = [
     "TASK_ID_MAX_LENGTH",
     "TOKEN_BUDGET_MAX",
     "URL_MAX_LENGTH",
+    "VERSION_NAME_MAX_LENGTH",
     "app_name_problems",
     "channel_problems",
     "check_app",
@@ -97,6 +98,7 @@ MODEL_NAME_MAX_LENGTH = 60  # a configured model endpoint's name (STATECRAFT_MOD
 MAX_ID = 2**63 - 1  # the largest primary key a database can hold (PostgreSQL bigint)
 LABEL_PATTERN = r"\A[a-z0-9][a-z0-9_.-]*\Z"  # a version label; the whole text (not "$": "v1\n")
 LABEL_MAX_LENGTH = 64
+VERSION_NAME_MAX_LENGTH = 200  # a saved version's name
 JOB_KIND_MAX_LENGTH = 64
 TASK_ID_MAX_LENGTH = 64  # the task queue's id of a job
 RATE_LIMIT_KEY_MAX_LENGTH = 64  # a sha256 hex digest

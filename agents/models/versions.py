@@ -9,6 +9,7 @@ from django.utils.translation import gettext_lazy as _
 from agents.core.rules import (
     LABEL_MAX_LENGTH,
     LABEL_PATTERN,
+    VERSION_NAME_MAX_LENGTH,
 )
 from agents.fields import OrderedJSONField
 from agents.models.app import AgentApp
@@ -25,7 +26,7 @@ class AppVersion(models.Model):
         AgentApp, on_delete=models.CASCADE, related_name="versions", verbose_name=_("app")
     )
     number = models.PositiveIntegerField(verbose_name=_("number"))
-    name = models.CharField(max_length=200, verbose_name=_("name"))
+    name = models.CharField(max_length=VERSION_NAME_MAX_LENGTH, verbose_name=_("name"))
     note = models.TextField(blank=True, verbose_name=_("note"))
     # The native-format document (agents/core/formats.py), key order kept.
     document = OrderedJSONField(verbose_name=_("document"))

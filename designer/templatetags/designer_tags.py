@@ -18,6 +18,15 @@ from agents.i18n import localize
 register = template.Library()
 
 
+@register.simple_tag
+def limit(name: str) -> int:
+    """A length limit of the rule set, for a template's `maxlength` (`{% limit
+    'APP_NAME_MAX_LENGTH' %}`): the one number the models, forms and API use too."""
+    if not name.endswith("_MAX_LENGTH"):
+        raise template.TemplateSyntaxError(f"{name!r} is not a length limit of the rule set")
+    return int(getattr(rules, name))
+
+
 @register.filter
 def rendered(value: Any) -> str:
     """A variable value as it appears in a compiled prompt (`3`, `true`, `{"a": 1}`)."""
