@@ -7,6 +7,8 @@ from typing import Any
 
 from django import forms
 from django.forms.renderers import TemplatesSetting
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 
 from agents import i18n
@@ -17,6 +19,7 @@ from agents.i18n import localize
 from agents.models import (
     Agent,
     AgentApp,
+    Callback,
     CallbackKind,
     Channel,
     Modality,
@@ -368,19 +371,43 @@ class AgentForm(forms.Form):
         )
 
 
-class CallbackForm(forms.Form):
-    kind = forms.ChoiceField(choices=CallbackKind.choices)
-    code = forms.CharField(strip=False, widget=forms.Textarea(attrs={"rows": 8}))
+class CallbackForm(InstanceForm):
+    """A callback shown from its instance (`CallbackForm(instance=callback)`); `line` and
+    `column` open its code there (a problem's "line 3:5")."""
 
-    @classmethod
-    def for_callback(cls, callback: Any) -> CallbackForm:
-        return cls(
-            initial={"kind": callback.kind, "code": callback.code, "version": callback.version}
-        )
-
+    kind = forms.ChoiceField(
+        choices=CallbackKind.choices,
+        label=_("Runs"),
+        widget=forms.Select(attrs={"data-autofocus": True}),
+    )
+    code = forms.CharField(
+        strip=False,
+        widget=CodeArea(attrs={"rows": 7, "class": "mono", "data-code": "python"}),
+    )
     version = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
     )
+
+    class Meta:
+        model = Callback
+        fields = ["kind", "code", "version"]
+
+    def __init__(self, *args: Any, line: int | None = None, column: int = 1, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        code = self.fields["code"]
+        code.label = format_html(
+            '{} <span class="muted">{}</span>',
+            _("Python code"),
+            # The catalog's own text, marked up as the template's blocktranslate was.
+            mark_safe(
+                _(
+                    "(a function named <code>&lt;kind&gt;_callback</code>; "
+                    '<code>context.state["x"] = v</code> updates x)'
+                )
+            ),
+        )
+        if line:
+            code.widget.attrs.update({"data-line": line, "data-column": column})
 
 
 class ScenarioForm(forms.Form):
