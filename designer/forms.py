@@ -6,6 +6,9 @@ import json
 from typing import Any
 
 from django import forms
+from django.forms.renderers import TemplatesSetting
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 
 from agents import i18n
@@ -16,6 +19,7 @@ from agents.i18n import localize
 from agents.models import (
     Agent,
     AgentApp,
+    Callback,
     CallbackKind,
     Channel,
     Modality,
@@ -28,6 +32,51 @@ from agents.models import (
 )
 
 MAX_ID = rules.MAX_ID
+
+
+class DesignerFormRenderer(TemplatesSetting):
+    """The project's templates render the designer's forms: a field is
+    `agents/fields/field.html`, its input inside its label like every inline form's."""
+
+    field_template_name = "agents/fields/field.html"
+
+
+class DesignerFormMixin:
+    """What the designer's forms share: the project's field template (`as_field_group`),
+    errors announced (`role="alert"`) on the fields named in `alert_errors`, and no `id`
+    attributes: several inline forms can be open at once, each input sits in its label."""
+
+    default_renderer = DesignerFormRenderer()
+    alert_errors: frozenset[str] = frozenset()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", False)
+        super().__init__(*args, **kwargs)
+
+
+class InstanceForm(DesignerFormMixin, forms.ModelForm):
+    """A ModelForm that shows its `instance` and parses what is typed; it neither writes
+    the typed values onto the instance nor checks the model: the services validate and
+    save (and name the field), and the instance stays as saved until they do."""
+
+    def _post_clean(self) -> None:
+        pass
+
+
+class TextArea(forms.Textarea):
+    """A textarea with only the rows asked for (Django's adds cols="40")."""
+
+    def __init__(self, attrs: dict[str, Any] | None = None) -> None:
+        super().__init__(attrs)
+        self.attrs.pop("cols", None)
+
+
+class CodeArea(TextArea):
+    """A textarea the page turns into a code editor (`data-code`): the editor hides it, so
+    it never carries `required` (a hidden required field would block the submit)."""
+
+    def use_required_attribute(self, initial: Any) -> bool:
+        return False
 
 
 class Checkbox(forms.CheckboxInput):
@@ -180,24 +229,37 @@ class VariableForm(forms.Form):
         return data
 
 
-class SchemaForm(forms.Form):
-    name = forms.CharField(max_length=rules.NAME_MAX_LENGTH, strip=True)
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    json_schema = forms.CharField(strip=False, widget=forms.Textarea(attrs={"rows": 14}))
+class SchemaForm(InstanceForm):
+    """A schema shown from its instance (`SchemaForm(instance=schema)`), its JSON indented."""
+
+    json_schema = forms.CharField(
+        label=_("JSON Schema (draft 2020-12)"),
+        strip=False,
+        widget=CodeArea(
+            attrs={"rows": 10, "class": "mono", "data-schema-json": True, "data-code": "json"}
+        ),
+    )
     version = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
     )
+    alert_errors = frozenset({"json_schema"})
 
-    @classmethod
-    def for_schema(cls, schema: Schema) -> SchemaForm:
-        return cls(
-            initial={
-                "name": schema.name,
-                "description": schema.description,
-                "version": schema.version,
-                "json_schema": json.dumps(schema.json_schema, indent=2, ensure_ascii=False),
-            }
-        )
+    class Meta:
+        model = Schema
+        fields = ["name", "description", "json_schema", "version"]
+        labels = {"name": _("Name"), "description": _("Description")}
+        widgets = {
+            "name": forms.TextInput(
+                attrs={"class": "mono", "data-autofocus": True, "placeholder": _("Customer")}
+            ),
+            "description": TextArea(attrs={"rows": 2}),
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        shown = self.initial.get("json_schema")
+        if not isinstance(shown, str):
+            self.initial["json_schema"] = json.dumps(shown or {}, indent=2, ensure_ascii=False)
 
     def clean_json_schema(self) -> Any:
         value = _json_field_value(
@@ -309,19 +371,43 @@ class AgentForm(forms.Form):
         )
 
 
-class CallbackForm(forms.Form):
-    kind = forms.ChoiceField(choices=CallbackKind.choices)
-    code = forms.CharField(strip=False, widget=forms.Textarea(attrs={"rows": 8}))
+class CallbackForm(InstanceForm):
+    """A callback shown from its instance (`CallbackForm(instance=callback)`); `line` and
+    `column` open its code there (a problem's "line 3:5")."""
 
-    @classmethod
-    def for_callback(cls, callback: Any) -> CallbackForm:
-        return cls(
-            initial={"kind": callback.kind, "code": callback.code, "version": callback.version}
-        )
-
+    kind = forms.ChoiceField(
+        choices=CallbackKind.choices,
+        label=_("Runs"),
+        widget=forms.Select(attrs={"data-autofocus": True}),
+    )
+    code = forms.CharField(
+        strip=False,
+        widget=CodeArea(attrs={"rows": 7, "class": "mono", "data-code": "python"}),
+    )
     version = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
     )
+
+    class Meta:
+        model = Callback
+        fields = ["kind", "code", "version"]
+
+    def __init__(self, *args: Any, line: int | None = None, column: int = 1, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        code = self.fields["code"]
+        code.label = format_html(
+            '{} <span class="muted">{}</span>',
+            _("Python code"),
+            # The catalog's own text, marked up as the template's blocktranslate was.
+            mark_safe(
+                _(
+                    "(a function named <code>&lt;kind&gt;_callback</code>; "
+                    '<code>context.state["x"] = v</code> updates x)'
+                )
+            ),
+        )
+        if line:
+            code.widget.attrs.update({"data-line": line, "data-column": column})
 
 
 class ScenarioForm(forms.Form):

@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    # Django's widget templates, for the project's form renderer (designer.forms).
+    "django.forms",
     "django_htmx",
     "rest_framework",
     "rest_framework.authtoken",

@@ -101,11 +101,13 @@ def callback_edit(
             "app": app,
             "agent": agent,
             "callback": callback,
-            "code_line": int_or_none(request.GET.get("line")),
-            "code_column": int_or_none(request.GET.get("column")) or 1,
         },
-        blank=lambda: CallbackForm.for_callback(callback),
-        bound=CallbackForm,
+        blank=lambda: CallbackForm(
+            instance=callback,
+            line=int_or_none(request.GET.get("line")),
+            column=int_or_none(request.GET.get("column")) or 1,
+        ),
+        bound=lambda data: CallbackForm(data, instance=callback),
         save=save,
     )
 

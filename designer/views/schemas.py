@@ -91,8 +91,8 @@ def schema_edit(request: HttpRequest, app_id: int, schema_id: int) -> HttpRespon
         request,
         fragment="schema-form",
         context={"app": app, "schema": schema},
-        blank=lambda: SchemaForm.for_schema(schema),
-        bound=SchemaForm,
+        blank=lambda: SchemaForm(instance=schema),
+        bound=lambda data: SchemaForm(data, instance=schema),
         save=save,
     )
 
