@@ -382,9 +382,10 @@ class InstructionsEditor {
     // Leaving the page: a small text is flushed (keepalive), anything else is warned about.
     window.addEventListener("beforeunload", (e) => {
       if (this.readOnly || (!this.isDirty() && !this.conflict)) return;
-      this.keepDraft();
       const text = this.text();
-      if (!this.conflict && new Blob([text]).size < 60000) {
+      const flushed = !this.conflict && new Blob([text]).size < 60000;
+      this.keepDraft(flushed);
+      if (flushed) {
         this.save({ keepalive: true });
         return;
       }
@@ -400,9 +401,10 @@ class InstructionsEditor {
     return `statecraft:draft:${this.saveUrl}`;
   }
 
-  keepDraft() {
+  /** `flushed`: a keepalive save of this text was sent as the page was left. */
+  keepDraft(flushed = false) {
     try {
-      localStorage.setItem(this.draftKey(), JSON.stringify({ text: this.text(), base: this.base.value, savedText: this.savedText, at: Date.now() }));
+      localStorage.setItem(this.draftKey(), JSON.stringify({ text: this.text(), base: this.base.value, savedText: this.savedText, flushed, at: Date.now() }));
     } catch (e) {
       /* over the quota: the flush or the warning still stand */
     }
@@ -425,6 +427,16 @@ class InstructionsEditor {
     }
     if (!draft || draft.text === this.savedText || this.readOnly) {
       this.dropDraft();
+      return;
+    }
+    if (draft.flushed && draft.base === this.base.value) {
+      // The save sent on the way out has not landed yet (the page came back first) or was
+      // lost: nothing changed on the server since, so this is still my edit of what it
+      // holds. Send it again, quietly; if the first one lands meanwhile, the answer (409
+      // with the same text) merges to itself.
+      this.replaceText(draft.text);
+      this.dropDraft();
+      this.save();
       return;
     }
     // Text typed before the page was left and never saved: offer it back, merged if it can be.
