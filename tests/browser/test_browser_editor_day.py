@@ -72,7 +72,9 @@ def test_back_during_the_autosave_pause_keeps_the_text(open_designer, trip_app, 
     expect(page.locator("#instructions")).to_have_value("Typed just before leaving")
     expect(page.locator("#editor-conflict")).to_have_count(0)
     # "All changes saved" when the flush had landed, "Saved" when the page sent it again.
-    expect(page.locator("#save-status")).to_have_text(re.compile(r"^\s*(All changes saved|Saved)\s*$"))
+    expect(page.locator("#save-status")).to_have_text(
+        re.compile(r"^\s*(All changes saved|Saved)\s*$")
+    )
     assert saved_text(trip_app) == "Typed just before leaving"
 
 
