@@ -246,3 +246,25 @@ def test_a_share_with_the_owner_shows_the_services_message_on_the_user(operator,
     response = _add(operator, AppShare, {"app": shop.pk, "user": shop.owner_id, "role": "editor"})
 
     assert _form_errors(response) == {"user": ["The owner already has full access."]}
+
+
+def test_a_clerk_allowed_to_add_variables_adds_one_in_their_name(client, django_user_model, shop):
+    """The admin scopes by Django's permissions (not by owner): a staff user with only the
+    variable permissions adds one, and the service's history names them."""
+    from django.contrib.auth.models import Permission
+
+    clerk = django_user_model.objects.create_user(
+        username="clerk", password="pw-clerk-123456", is_staff=True
+    )
+    clerk.user_permissions.add(
+        *Permission.objects.filter(codename__in=["add_variable", "view_variable"])
+    )
+    client.force_login(clerk)
+
+    response = _add(
+        client, Variable, {"app": shop.pk, "name": "coupon", "type": "text", "default": '""'}
+    )
+
+    assert response.status_code == 302, response.context and response.context["errors"]
+    event = shop.audit_events.order_by("pk").last()
+    assert (event.action, event.actor_name) == ("variable.create", "clerk")
