@@ -8,6 +8,7 @@ change) are saved as the admin always did, and recorded in the history."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from django.db.models import Model
@@ -149,7 +150,7 @@ CREATE: Mapping[type[Model], Callable[[Any, Mapping[str, Any], Any], Model]] = {
     Schema: lambda obj, data, actor: services.schema_create(
         app=obj.app,
         name=data.get("name", ""),
-        json_schema=obj.json_schema,
+        json_schema=obj.json_schema,  # the app page's inline row has no such field
         description=data.get("description", ""),
         actor=actor,
     ),
@@ -254,5 +255,8 @@ def save_formset(request: HttpRequest, formset: Any) -> bool:
                     record(request, form.save(), "change")
                 formset.changed_objects.append((form.instance, form.changed_data))
         except ServiceError as exc:
+            if form in deleted:  # a row ticked for deletion shows no errors: the page does
+                whole = [replace(d, field="__all__") for d in exc.diagnostics]
+                raise ServiceError(whole) from exc
             raise RowRefused(form.prefix, exc) from exc
     return True

@@ -268,3 +268,21 @@ def test_a_clerk_allowed_to_add_variables_adds_one_in_their_name(client, django_
     assert response.status_code == 302, response.context and response.context["errors"]
     event = shop.audit_events.order_by("pk").last()
     assert (event.action, event.actor_name) == ("variable.create", "clerk")
+
+
+def test_the_root_agent_deleted_in_the_apps_inline_is_refused_on_the_page(operator, shop):
+    """A service's refusal of a row ticked for deletion (the root agent, while another
+    agent exists) is an error of the page, kept as typed, not a message over a reload."""
+    services.agent_create(app=shop, display_name="billing")
+    url = reverse("admin:agents_agentapp_change", args=[shop.pk])
+    data = _page(operator, url, {}, {})
+    rows = operator.get(url).context["inline_admin_formsets"]
+    agents = next(inline.formset for inline in rows if inline.formset.model is Agent)
+    (root,) = [form for form in agents.initial_forms if form.instance.is_root]
+    data[f"{root.prefix}-DELETE"] = "on"
+
+    response = operator.post(url, data)
+
+    assert _form_errors(response) == {
+        "__all__": ["Make another agent the root before deleting the root agent."]
+    }
