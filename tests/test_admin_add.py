@@ -122,8 +122,7 @@ CREATES = {
             "name": "ApplyCoupon",
             "kind": "python",
             "python_code": "def ApplyCoupon():\n    return {}\n",
-            "mcp_headers": "{}",
-            "mock_state": "{}",
+            # headers and mock state as the add page shows them ({}, the model's default)
         },
         "tool.create",
     ),
