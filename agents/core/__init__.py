@@ -4,6 +4,7 @@ Nothing here imports Django; models hand in frozen `spec` dataclasses and get
 frozen results back. Problems are `Diagnostic` values, never exceptions.
 """
 
+from agents.core import lazy_iri  # noqa: F401  (first: defers rfc3987_syntax, see there)
 from agents.core.compile import CompileResult, Span, compile_instructions
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.lint import lint_agent, lint_app
