@@ -17,12 +17,17 @@ Protocol (a *session*): frames in both directions, each a one-line JSON header
    network/IPC/UTS namespaces and ``chroot``s into the empty working directory, then answers
    ``{"protections": [...]}``.  This *session child* never runs user code.
 2. host -> child, per call: ``{"code", "entry", "kind", "args", "state", "declared",
-   "context_values"}``.  The session child ``fork``s a *call process* that becomes ``nobody``,
-   sets the resource limits (its CPU counters start at zero: the CPU limit is per call),
-   runs the call under RestrictedPython and writes its result to a pipe, then exits.  The
-   session child reads that pipe (bounded, killing the call process at the wall-clock limit
-   + ``CALL_KILL_GRACE_S``), reaps it and answers with header ``{"size", "status",
-   "timed_out", "too_large"}`` and the call's result as body::
+   "context_values"}``.  Each call runs in its own *call process*, ``fork``ed from the
+   session child ahead of its request (the first one when the session starts, each next one
+   while the call before runs, once the session child holds no request): it becomes
+   ``nobody``, sets the resource limits (its CPU counters start at zero: the CPU limit is
+   per call), installs its seccomp filter and waits on a pipe.  The session child compiles
+   what is new in the request (when it compiled something the waiting call process lacks,
+   that one is killed and a new one forked), writes the request down that pipe; the call
+   process runs the call under RestrictedPython, writes its result to a second pipe and
+   exits.  The session child reads that pipe (bounded, killing the call process at the
+   wall-clock limit + ``CALL_KILL_GRACE_S``), reaps it and answers with header
+   ``{"size", "status", "timed_out", "too_large"}`` and the call's result as body::
 
        {"ok": ..., "return_value": ..., "writes": [[n, v]], "removed": [...], "state": {...},
         "stdout": "...", "stdout_truncated": bool, "undeclared": [...], "protections": [...],
@@ -73,7 +78,7 @@ from call_context import (
 from clock import CLOCK_KEY, freeze_clock
 from guards import Sandbox
 from policy import CURRENT_CONTEXT, WITHHELD_BUILTINS
-from process import enter_jail, prepare_seccomp, run_forked
+from process import collect, enter_jail, fork_call_process, hand_over, prepare_seccomp
 from protocol import read_frame, write_frame
 
 USER_FILENAME_PREFIX = {"tool": "tool", "callback": "callback"}
@@ -388,34 +393,40 @@ def precompile(sandbox, request, tools_sent):
     """Compile the call's code (and, when the tools came in full, each tool's) in the
     session child, before the fork, when it has not been: only a clean compile is kept (a
     syntax error or a refused construct is left to the call process, which reports it as
-    today). Compiling runs no user code."""
+    today). Compiling runs no user code. True when something new was compiled (a call
+    process forked before lacks it)."""
+    new = False
     code_text = request.get("code")
     entry = request.get("entry")
     if type(code_text) is str and type(entry) is str:
         kind = request.get("kind", "tool")
-        compile_once(sandbox, f"<{USER_FILENAME_PREFIX.get(kind, 'code')}:{entry}>", code_text)
+        filename = f"<{USER_FILENAME_PREFIX.get(kind, 'code')}:{entry}>"
+        new = compile_once(sandbox, filename, code_text)
     tools = request.get("tools") if tools_sent else None
     if type(tools) is dict:
         for name, tool_code in tools.items():
             if type(name) is str and type(tool_code) is str:
-                compile_once(sandbox, f"<tool:{name}>", tool_code)
+                new = compile_once(sandbox, f"<tool:{name}>", tool_code) or new
+    return new
 
 
 def compile_once(sandbox, filename, code_text):
+    """Compile and keep *code_text* unless kept already; True when it was added."""
     key = (filename, code_text)
     if key in COMPILED:
-        return
+        return False
     try:
         compiled = sandbox.compile_restricted_exec(
             ast.parse(code_text, filename, "exec"), filename, policy=sandbox.policy
         )
     except BaseException:
-        return
+        return False
     if compiled.errors or compiled.code is None:
-        return
+        return False
     if len(COMPILED) >= COMPILED_MAX:
         COMPILED.pop(next(iter(COMPILED)))
     COMPILED[key] = compiled.code
+    return True
 
 
 def resolve_tools(request):
@@ -473,8 +484,18 @@ def call_result(sandbox, request, limits, protections):
     return payload
 
 
+def serve_request(sandbox, limits, protections, body):
+    """In a pre-forked call process: the request as the session child forwarded it (the
+    host's frame body, already checked there), answered as JSON bytes."""
+    request = json.loads(body)
+    del body
+    resolve_tools(request)  # by reference: the session child held them before this fork
+    return call_result(sandbox, request, limits, protections)
+
+
 def main():
-    """The session child: set up once, then fork one call process per request."""
+    """The session child: set up once, then one fresh call process per request, each
+    forked ahead of its request (:func:`serve_one`)."""
     stdin = sys.stdin.buffer
     hello, body = read_frame(stdin)
     if hello is None:
@@ -496,27 +517,53 @@ def main():
     }
     # Started by bubblewrap, the namespaces and the read-only root are already in place.
     jail = list(hello["jail"]) if hello.get("jail") is not None else enter_jail()
+    del hello, body
     gc.collect()
     gc.freeze()  # fewer copy-on-write pages touched in each forked call process
     write_frame(1, json.dumps({"protections": jail}).encode("ascii"))
-    while True:
-        header, body = read_frame(stdin)
-        if header is None:  # the host closed the session
-            os._exit(0)
-        request = json.loads(body)
-        del body
-        tools_sent = not request.get("tools_ref")
-        problem = resolve_tools(request)
-        if problem is not None:
-            failed = failed_result("internal", problem)
-            failed["protections"] = jail
-            write_frame(1, json.dumps(failed).encode("ascii"), status=0)
-            continue
-        precompile(sandbox, request, tools_sent)
-        work = functools.partial(call_result, sandbox, request, limits)
-        answer_header, answer = run_forked(work, limits, jail, setup, _on_timeout)
-        del request
-        write_frame(1, answer, **answer_header)
+    session = (sandbox, limits, jail, setup)
+    spare = next_call_process(*session)  # the first call's, while the host goes on
+    while spare is not None:
+        spare = serve_one(stdin, session, spare)
+    os._exit(0)
+
+
+def next_call_process(sandbox, limits, jail, setup):
+    """Fork a call process for the next request (:func:`process.fork_call_process`)."""
+    work = functools.partial(serve_request, sandbox, limits)
+    return fork_call_process(work, limits, jail, setup, _on_timeout)
+
+
+def serve_one(stdin, session, spare):
+    """Read one request frame and answer it with *spare*, the call process forked for it;
+    return the call process for the next request (None at end of input).
+
+    The next call process is forked while this call runs, once no frame here holds this
+    call's request (the caller holds only the stream and the session): the fork, the
+    privilege drop and the filter use the time the session child would wait anyway."""
+    header, body = read_frame(stdin)
+    if header is None:  # the host closed the session
+        spare.discard()
+        return None
+    request = json.loads(body)
+    tools_sent = not request.get("tools_ref")
+    problem = resolve_tools(request)
+    if problem is not None:
+        failed = failed_result("internal", problem)
+        failed["protections"] = session[2]
+        write_frame(1, json.dumps(failed).encode("ascii"), status=0)
+        return spare
+    if precompile(session[0], request, tools_sent):
+        # New code compiled (a file's first call, the tools sent in full): the call process
+        # forked before lacks it; one forked now has it (and this request, its own).
+        spare.discard()
+        spare = next_call_process(*session)
+    deadline = hand_over(spare, body, session[1])
+    del header, body, request
+    following = next_call_process(*session)
+    answer_header, answer = collect(spare, deadline, session[1])
+    write_frame(1, answer, **answer_header)
+    return following
 
 
 def failed_result(kind, message, stdout=""):
