@@ -5,7 +5,7 @@ not), and per call a fresh ``fork`` whose child drops to its own uid with fresh 
 limits (:func:`drop_privileges`), installs the call's seccomp filter
 (:func:`install_seccomp`, prepared once by :func:`prepare_seccomp`), runs the call and
 writes its answer to a pipe the session child reads, bounded and with a deadline: forked
-ahead of its request (:func:`fork_call_process`, then :func:`hand_over` and
+ahead of its request, which it reads itself (:func:`fork_call_process`, then
 :func:`collect`), or with it (:func:`run_forked`).
 
 Standard library only, no sibling import (the tests load it on its own).
@@ -133,13 +133,14 @@ def install_seccomp(prepared):
     return ["no_new_privs", "seccomp"]
 
 
-def call_process(work, limits, jail, result_fd, setup=None, on_timeout=None, request_fd=None):
+def call_process(work, limits, jail, result_fd, setup=None, on_timeout=None, receive=None):
     """The forked call process: drop privileges, run the call, write the answer, exit.
 
-    With *request_fd* (a pre-forked call process, :func:`fork_call_process`) the request is
-    read from that pipe, after the privileges are dropped and the filter is in place, until
-    the session child closes it; the answer is ``work(protections, request)``.  Without it,
-    ``work(protections)`` (the request came with the fork).
+    With *receive* (a call process forked ahead of its request, :func:`fork_call_process`)
+    the request is ``receive()``, read after the privileges are dropped and the filter is
+    in place (None: the host closed the session, nothing to answer); the answer is
+    ``work(protections, request)``.  Without it, ``work(protections)`` (the request came
+    with the fork).
 
     Never returns (``os._exit`` in ``finally``): an exception here must not fall back into
     the session loop of the parent process image.
@@ -148,7 +149,7 @@ def call_process(work, limits, jail, result_fd, setup=None, on_timeout=None, req
         if result_fd != 1:
             os.dup2(result_fd, 1)  # the answer goes to the session child, not to the host
             os.close(result_fd)
-        if request_fd != 0:
+        if receive is None:
             os.close(0)  # the next requests are none of this call's business
         if on_timeout is not None:
             signal.signal(signal.SIGALRM, on_timeout)
@@ -160,19 +161,14 @@ def call_process(work, limits, jail, result_fd, setup=None, on_timeout=None, req
             *install_seccomp(setup.get("filter")),
             "restricted_python",
         ]
-        if request_fd is None:
+        if receive is None:
             payload = work(protections)
         else:
-            chunks = []
-            while True:
-                chunk = os.read(request_fd, 1 << 20)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-            os.close(request_fd)
-            if not chunks:  # discarded before any request: nothing to answer
+            request = receive()
+            os.close(0)  # one request, read whole: the next ones are none of its business
+            if request is None:
                 return
-            payload = work(protections, b"".join(chunks))
+            payload = work(protections, request)
         view = memoryview(payload)
         while view:
             view = view[os.write(1, view) :]
@@ -183,74 +179,73 @@ def call_process(work, limits, jail, result_fd, setup=None, on_timeout=None, req
 class Spare:
     """A call process forked ahead of its request (:func:`fork_call_process`): already
     ``nobody`` (or its own uid), its rlimits set and its seccomp filter installed, blocked
-    reading *request_fd*'s other end. It serves exactly one request, then is reaped."""
+    reading the host's next request. It serves exactly one request, then is reaped."""
 
-    __slots__ = ("answer_fd", "pid", "request_fd")
+    __slots__ = ("answer_fd", "pid")
 
-    def __init__(self, pid, request_fd, answer_fd):
-        self.pid, self.request_fd, self.answer_fd = pid, request_fd, answer_fd
+    def __init__(self, pid, answer_fd):
+        self.pid, self.answer_fd = pid, answer_fd
 
-    def discard(self):
-        """Kill and reap it unused (the session child learned something it lacks)."""
-        for fd in (self.request_fd, self.answer_fd):
-            if fd is not None:
-                os.close(fd)
+    def first_frame(self, max_bytes):
+        """What the call process reports before it runs anything of the user's: one frame
+        ``{"size": n}\n`` + *n* bytes (see ``runner.serve_request``), waited for as long as
+        the host takes to send the request.  None when the process ended without one (the
+        host closed the session, or it died reading the request).  Not a byte past it is
+        read: the answer that follows must not sit in the session child while the next
+        call process is forked."""
+        head = bytearray()
+        while not head.endswith(b"\n"):
+            if len(head) > 64:
+                return None
+            byte = os.read(self.answer_fd, 1)
+            if not byte:
+                return None
+            head += byte
+        size = int(head[9:-2]) if head.startswith(b'{"size": ') else -1
+        if not 0 <= size <= max_bytes:
+            return None
+        body = bytearray()
+        while len(body) < size:
+            chunk = os.read(self.answer_fd, size - len(body))
+            if not chunk:
+                return None
+            body += chunk
+        return bytes(body)
+
+    def reap(self):
+        """Kill and reap it (after :meth:`first_frame` said None)."""
+        os.close(self.answer_fd)
         os.kill(self.pid, signal.SIGKILL)  # not reaped yet, so the pid cannot have been reused
         os.waitpid(self.pid, 0)
 
 
-def fork_call_process(work, limits, jail, setup=None, on_timeout=None):
+def fork_call_process(work, receive, limits, jail, setup=None, on_timeout=None):
     """Fork the call process of a request not received yet: the fork, the privilege drop
-    and the filter then happen off the call's path.  Forked from the session child (never
-    from a call process) at a point where it holds no request and no answer, so it holds
-    nothing of any call but what the session child keeps (the compiled code and the tools
-    of this one user's session); every file descriptor but its two pipes and stderr is
-    closed.  *work* is ``work(protections, request_bytes) -> answer bytes``."""
-    request_r, request_w = os.pipe()
+    and the filter then happen off the call's path, and it reads the request from the host
+    itself (``receive()``, the session child's standard input, which the session child no
+    longer reads).  Forked from the session child (never from a call process) at a point
+    where it holds no request and no answer, so it holds nothing of any call but what the
+    session child keeps (the compiled code and the tools of this one user's session);
+    every file descriptor but the host's pipe, its answer pipe and stderr is closed.
+    *work* is ``work(protections, request) -> answer bytes``."""
     answer_r, answer_w = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the forked process
         try:
-            os.dup2(request_r, 0)  # the host's pipe is none of its business: replaced
             os.dup2(answer_w, 1)
             os.closerange(3, MAX_FD)  # another call process's pipe among them
         except BaseException:
             os._exit(0)
-        call_process(work, limits, jail, 1, setup, on_timeout, request_fd=0)
-    os.close(request_r)
+        call_process(work, limits, jail, 1, setup, on_timeout, receive=receive)
     os.close(answer_w)
-    return Spare(pid, request_w, answer_r)
-
-
-def hand_over(spare, request, limits):
-    """Write *request* (bytes) to the pre-forked *spare* and close its request pipe; the
-    call's deadline (for :func:`collect`), counted from now."""
-    deadline = time.monotonic() + limits["wall_time_s"] + CALL_KILL_GRACE_S
-    request_fd, spare.request_fd = spare.request_fd, None
-    os.set_blocking(request_fd, False)
-    view = memoryview(request)
-    try:
-        while view:  # the call process reads it whole before running anything
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            _, ready, _ = select.select([], [request_fd], [], remaining)
-            if ready:
-                try:
-                    view = view[os.write(request_fd, view[:65536]) :]
-                except BrokenPipeError:  # it died: its answer pipe says so (end of file)
-                    break
-    finally:
-        view.release()
-        os.close(request_fd)  # end of the request
-    return deadline
+    return Spare(pid, answer_r)
 
 
 def collect(spare, deadline, limits):
-    """The answer of a *spare* handed its request: ``(header, body)`` as :func:`run_forked`
-    (read bounded until *deadline*, then the process is killed and reaped)."""
-    answer_fd, spare.answer_fd = spare.answer_fd, None
-    return _answer(spare.pid, answer_fd, deadline, limits)
+    """The rest of *spare*'s output after its first frame: ``(header, body)`` as
+    :func:`run_forked` (read bounded until *deadline*, then the process is killed and
+    reaped)."""
+    return _answer(spare.pid, spare.answer_fd, deadline, limits)
 
 
 def run_forked(work, limits, jail, setup=None, on_timeout=None):
