@@ -7,7 +7,8 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import Count, Model, QuerySet
+from django.core.exceptions import ValidationError
+from django.db.models import Count, Model, QuerySet, UniqueConstraint
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils import formats
 from django.utils.translation import gettext
@@ -41,6 +42,7 @@ from agents.services.common import ServiceError, StaleObjectError, check_version
 from agents.signin import AdminSignInForm
 
 READONLY = ("created_at", "updated_at", "version")
+REFUSAL = "_statecraft_admin_refusal"  # the request's attribute: a save the services refused
 
 admin.site.site_header = _("Statecraft operations")
 admin.site.login_form = AdminSignInForm  # failed passwords are throttled (agents/signin.py)
@@ -50,18 +52,45 @@ admin.site.index_title = _("Apps, variables, schemas, tools, agents and scenario
 
 class ServiceCheckedForm(forms.ModelForm):
     """Runs the services' checks on the unsaved object, so the admin obeys the designer's rules,
-    and carries the version it showed: a form saved after someone else's change is refused."""
+    and carries the version it showed: a form saved after someone else's change is refused.
+
+    Uniqueness is the services' to judge (their messages, not Django's); what a service
+    refuses on saving comes back as `refusal` and is shown on the fields it names."""
 
     check = staticmethod(lambda obj: [])
+    refusal: ServiceError | None = None
     expected_version = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, refusal: ServiceError | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if refusal is not None:
+            self.refusal = refusal
         if self.instance.pk is not None:
             self.fields[EXPECTED_VERSION].initial = self.instance.version
 
+    def validate_unique(self) -> None:
+        """The services check it (and a race is their refusal): one message, theirs."""
+
+    def validate_constraints(self) -> None:
+        """The model's checks, but not its unique constraints: those are the services' too
+        (a new root agent moves the root, a clash is named in their words)."""
+        exclude = self._get_validation_exclusions()
+        model = type(self.instance)
+        for constraint in model._meta.constraints:
+            if isinstance(constraint, UniqueConstraint):
+                continue
+            try:
+                constraint.validate(model, self.instance, exclude=exclude)
+            except ValidationError as exc:
+                self._update_errors(exc)
+
     def _post_clean(self) -> None:
         super()._post_clean()
+        refusal = self.refusal
+        if refusal is not None and getattr(refusal, "prefix", None) == self.prefix:
+            for field, errors in refusal.field_errors().items():
+                for message in errors:
+                    self.add_error(field if field in self.fields else None, message)
         if self.errors:
             return
         if self.instance.pk is not None:
@@ -85,8 +114,9 @@ def checked_form(model_: type, checker) -> type[forms.ModelForm]:  # type: ignor
 
 
 class VersionedAdmin(admin.ModelAdmin):
-    """Changes and deletes go through the services (agents/admin_writes.py): a rename
-    rewrites references, a stale form is refused, the history records who did it."""
+    """Adds, changes and deletes go through the services (agents/admin_writes.py): a new
+    object is the service's create, a rename rewrites references, a stale form is refused,
+    the history records who did it."""
 
     form = ServiceCheckedForm
     readonly_fields = READONLY
@@ -96,8 +126,23 @@ class VersionedAdmin(admin.ModelAdmin):
         parent = PARENT_FIELD.get(self.model)
         return (*fields, parent) if obj is not None and parent else fields
 
+    def get_form(self, request: HttpRequest, obj: Model | None = None, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, **kwargs)
+        refusal = getattr(request, REFUSAL, None)
+        if refusal is None or not issubclass(form, ServiceCheckedForm):
+            return form
+        return type(form.__name__, (form,), {"refusal": refusal})
+
+    def get_formset_kwargs(self, request, obj, inline, prefix):  # type: ignore[no-untyped-def]
+        kwargs = super().get_formset_kwargs(request, obj, inline, prefix)
+        refusal = getattr(request, REFUSAL, None)
+        if refusal is not None and issubclass(inline.form, ServiceCheckedForm):
+            kwargs["form_kwargs"] = {**kwargs.get("form_kwargs", {}), "refusal": refusal}
+        return kwargs
+
     def save_model(self, request: HttpRequest, obj, form, change) -> None:  # type: ignore[no-untyped-def]
-        if change and admin_writes.save_changed(request, obj, form):
+        write = admin_writes.save_changed if change else admin_writes.save_new
+        if write(request, obj, form):
             return
         if change:
             obj.version += 1
@@ -105,7 +150,7 @@ class VersionedAdmin(admin.ModelAdmin):
         record(request, obj, "change" if change else "add")
 
     def save_related(self, request: HttpRequest, form, formsets, change) -> None:  # type: ignore[no-untyped-def]
-        if change and self.model in admin_writes.UPDATE:  # the service set the links
+        if self.model in admin_writes.UPDATE:  # the service set the links
             for formset in formsets:
                 self.save_formset(request, form, formset, change=change)
             return
@@ -135,12 +180,18 @@ class VersionedAdmin(admin.ModelAdmin):
             return HttpResponseRedirect(request.get_full_path())
 
     def changeform_view(self, request, object_id=None, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
-        return self._refused(
-            request,
-            lambda: super(VersionedAdmin, self).changeform_view(
+        def view() -> HttpResponse:
+            return super(VersionedAdmin, self).changeform_view(
                 request, object_id, form_url, extra_context
-            ),
-        )
+            )
+
+        if request.method == "POST":
+            try:
+                return view()  # Django's transaction rolls back what a refusal left
+            except ServiceError as exc:
+                # The same post again, the service's errors on the fields (or row) they name.
+                setattr(request, REFUSAL, exc)
+        return self._refused(request, view)
 
     def delete_view(self, request, object_id, extra_context=None):  # type: ignore[no-untyped-def]
         return self._refused(
@@ -202,8 +253,9 @@ class AgentInline(admin.TabularInline):
 
 class AppShareInline(admin.TabularInline):
     model = AppShare
+    form = checked_form(AppShare, lambda share: [])
     extra = 0
-    fields = ("user", "role")
+    fields = ("user", "role", EXPECTED_VERSION)
     autocomplete_fields = ("user",)
 
 
@@ -281,8 +333,9 @@ class ToolAdmin(VersionedAdmin):
 
 class CallbackInline(admin.StackedInline):
     model = Callback
+    form = checked_form(Callback, services.callback_problems)
     extra = 0
-    fields = ("kind", "order", "code")
+    fields = ("kind", "order", "code", EXPECTED_VERSION)
 
 
 @admin.register(Agent)

@@ -1,20 +1,22 @@
-"""The admin's writes, through the services: a change is the service's update (a rename
-rewrites references, a stale form is refused, the history records it), a delete the
-service's delete. agents/admin.py calls these from save_model, save_formset and
-delete_model; objects without a service (shares, scenario steps, new objects) are saved
-as the admin always did, and recorded in the history."""
+"""The admin's writes, through the services: a new object is the service's create (its
+name rules, uniqueness and limits, its history entry, the app's revision), a change the
+service's update (a rename rewrites references, a stale form is refused, the history
+records it), a delete the service's delete. agents/admin.py calls these from save_model,
+save_formset and delete_model; objects without a service (scenario steps, a share's
+change) are saved as the admin always did, and recorded in the history."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from django.db.models import Model
 from django.http import HttpRequest
 
 from agents import services
-from agents.models import Agent, AgentApp, Callback, Scenario, Schema, Tool, Variable
-from agents.services.common import SCENARIO_FIELDS, TOOL_FIELDS, changed
+from agents.models import Agent, AgentApp, AppShare, Callback, Scenario, Schema, Tool, Variable
+from agents.services.common import SCENARIO_FIELDS, TOOL_FIELDS, ServiceError, changed
 
 EXPECTED_VERSION = "expected_version"  # the admin form's hidden field: the version it showed
 
@@ -55,8 +57,29 @@ def record(request: HttpRequest, obj: Model, verb: str) -> None:
         )
 
 
+class RowRefused(ServiceError):
+    """A service refused an inline row: `prefix` is that row's form."""
+
+    def __init__(self, prefix: str, refusal: ServiceError) -> None:
+        super().__init__(refusal.diagnostics)
+        self.prefix = prefix
+
+
 def _given(data: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     return {name: data[name] for name in names if name in data}
+
+
+VARIABLE_FIELDS = ("name", "type", "item_type", "schema", "default", "description")
+AGENT_FIELDS = ("display_name", "instructions", "description", "tools", "children")
+SCENARIO_SET_FIELDS = tuple(f for f in SCENARIO_FIELDS if f != "steps_script")
+
+
+def _agent_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    fields = _given(data, AGENT_FIELDS)
+    for links in ("tools", "children"):
+        if links in fields:
+            fields[links] = list(fields[links])
+    return fields
 
 
 def _update_app(obj: AgentApp, data: Mapping[str, Any], **kw: Any) -> None:
@@ -67,7 +90,7 @@ def _update_app(obj: AgentApp, data: Mapping[str, Any], **kw: Any) -> None:
 
 
 def _update_variable(obj: Variable, data: Mapping[str, Any], **kw: Any) -> None:
-    fields = _given(data, ("name", "type", "item_type", "schema", "default", "description"))
+    fields = _given(data, VARIABLE_FIELDS)
     services.variable_update(variable=obj, update_references=True, **fields, **kw)
 
 
@@ -82,11 +105,7 @@ def _update_tool(obj: Tool, data: Mapping[str, Any], **kw: Any) -> None:
 
 
 def _update_agent(obj: Agent, data: Mapping[str, Any], **kw: Any) -> None:
-    fields = _given(data, ("display_name", "instructions", "description", "tools", "children"))
-    if "tools" in fields:
-        fields["tools"] = list(fields["tools"])
-    if "children" in fields:
-        fields["children"] = list(fields["children"])
+    fields = _agent_fields(data)
     agent = services.agent_update(agent=obj, is_root=bool(data.get("is_root")), **fields, **kw)
     if "is_root" in data and not data["is_root"] and agent.is_root:
         # The services move the root to another agent; unticking it here leaves none.
@@ -106,7 +125,7 @@ def _update_callback(obj: Callback, data: Mapping[str, Any], **kw: Any) -> None:
 
 
 def _update_scenario(obj: Scenario, data: Mapping[str, Any], **kw: Any) -> None:
-    fields = _given(data, tuple(f for f in SCENARIO_FIELDS if f != "steps_script"))
+    fields = _given(data, SCENARIO_SET_FIELDS)
     services.scenario_save(agent=obj.agent, scenario=obj, **fields, **kw)
 
 
@@ -120,6 +139,42 @@ UPDATE: Mapping[type[Model], Callable[..., None]] = {
     Scenario: _update_scenario,
 }
 
+# A new object, from the admin's unsaved instance (its parent set) and the form's data.
+CREATE: Mapping[type[Model], Callable[[Any, Mapping[str, Any], Any], Model]] = {
+    AgentApp: lambda obj, data, actor: services.app_create(
+        owner=obj.owner, **_given(data, ("name", "description", "cx")), actor=actor
+    ),
+    Variable: lambda obj, data, actor: services.variable_create(
+        app=obj.app, **_given(data, (*VARIABLE_FIELDS, "cx")), actor=actor
+    ),
+    Schema: lambda obj, data, actor: services.schema_create(
+        app=obj.app,
+        name=data.get("name", ""),
+        json_schema=obj.json_schema,  # the app page's inline row has no such field
+        description=data.get("description", ""),
+        actor=actor,
+    ),
+    Tool: lambda obj, data, actor: services.tool_create(
+        app=obj.app, **_given(data, ("name", *TOOL_FIELDS, "cx")), actor=actor
+    ),
+    Agent: lambda obj, data, actor: services.agent_create(
+        app=obj.app,
+        is_root=bool(data.get("is_root")),
+        **_agent_fields(data),
+        **_given(data, ("cx",)),
+        actor=actor,
+    ),
+    Callback: lambda obj, data, actor: services.callback_create(
+        agent=obj.agent, **_given(data, ("kind", "code", "order", "cx")), actor=actor
+    ),
+    Scenario: lambda obj, data, actor: services.scenario_save(
+        agent=obj.agent, **_given(data, (*SCENARIO_SET_FIELDS, "cx")), actor=actor
+    ),
+    AppShare: lambda obj, data, actor: services.app_share(
+        app=obj.app, user=obj.user, role=obj.role, actor=actor
+    ),
+}
+
 DELETE: Mapping[type[Model], Callable[..., None]] = {
     AgentApp: lambda obj, actor: services.app_delete(app=obj, actor=actor),
     Variable: lambda obj, actor: services.variable_delete(variable=obj, actor=actor),
@@ -131,12 +186,34 @@ DELETE: Mapping[type[Model], Callable[..., None]] = {
 }
 
 
+def _form_data(form: Any) -> dict[str, Any]:
+    return {name: value for name, value in form.cleaned_data.items() if name in form.fields}
+
+
+def save_new(request: HttpRequest, obj: Model, form: Any) -> bool:
+    """A new object created by its service (False: it has none, the caller saves it).
+
+    `obj`, the admin's unsaved instance, becomes the created row: the admin's log entry,
+    its inlines and its redirect go on with it."""
+    create = CREATE.get(type(obj))
+    if create is None:
+        return False
+    data = _form_data(form)
+    data.pop(EXPECTED_VERSION, None)
+    created = create(obj, data, request.user)
+    obj.__dict__.update(
+        {name: value for name, value in created.__dict__.items() if name != "_state"}
+    )
+    obj._state.adding, obj._state.db = False, created._state.db
+    return True
+
+
 def save_changed(request: HttpRequest, obj: Model, form: Any) -> bool:
     """A changed object saved by its service (False: it has none, the caller saves it)."""
     update = UPDATE.get(type(obj))
     if update is None:
         return False
-    data = {name: value for name, value in form.cleaned_data.items() if name in form.fields}
+    data = _form_data(form)
     update(obj, data, expected_version=data.pop(EXPECTED_VERSION, None), actor=request.user)
     return True
 
@@ -152,22 +229,34 @@ def delete(request: HttpRequest, obj: Model) -> None:
 
 
 def save_formset(request: HttpRequest, formset: Any) -> bool:
-    """An inline formset's rows, each through its service (False: no service for them)."""
-    if formset.model not in UPDATE:
+    """An inline formset's rows, each through its service (False: no service for them).
+
+    A row's refusal names the row (RowRefused), so the admin shows it there."""
+    if formset.model not in UPDATE and formset.model not in CREATE:
         return False
     deleted = set(formset.deleted_forms)
     # What the admin's change message reads, as BaseModelFormSet.save() leaves it.
     formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
-    for form in formset.initial_forms:
-        if form in deleted:
-            delete(request, form.instance)
-            formset.deleted_objects.append(form.instance)
-        elif form.has_changed():
-            save_changed(request, form.instance, form)
-            formset.changed_objects.append((form.instance, form.changed_data))
-    for form in formset.extra_forms:
-        if form.has_changed() and form not in deleted:
-            obj = form.save()
-            record(request, obj, "add")
-            formset.new_objects.append(obj)
+    for form in formset.forms:
+        new = form in formset.extra_forms
+        if new and (form in deleted or not form.has_changed()):
+            continue
+        try:
+            if form in deleted:
+                delete(request, form.instance)
+                formset.deleted_objects.append(form.instance)
+            elif new:
+                setattr(form.instance, formset.fk.name, formset.instance)
+                if not save_new(request, form.instance, form):
+                    record(request, form.save(), "add")
+                formset.new_objects.append(form.instance)
+            elif form.has_changed():
+                if not save_changed(request, form.instance, form):
+                    record(request, form.save(), "change")
+                formset.changed_objects.append((form.instance, form.changed_data))
+        except ServiceError as exc:
+            if form in deleted:  # a row ticked for deletion shows no errors: the page does
+                whole = [replace(d, field="__all__") for d in exc.diagnostics]
+                raise ServiceError(whole) from exc
+            raise RowRefused(form.prefix, exc) from exc
     return True

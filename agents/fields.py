@@ -35,8 +35,12 @@ class OrderedJSONField(models.TextField):
         return self.value_from_object(obj)
 
     def formfield(self, **kwargs: Any) -> forms.Field:
+        # The model's default is the add form's initial value ({} for default=dict), as in
+        # Django's own fields: an admin add page showed "null", which a dict field refuses.
+        initial = self.get_default() if self.has_default() else None
         return forms.JSONField(
             required=not self.blank,
             label=kwargs.get("label") or self.verbose_name.capitalize(),
             help_text=self.help_text,
+            initial=kwargs.get("initial", initial),
         )

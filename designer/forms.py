@@ -7,7 +7,9 @@ from typing import Any
 
 from django import forms
 from django.forms.renderers import TemplatesSetting
-from django.utils.html import format_html
+from django.forms.utils import flatatt
+from django.urls import reverse
+from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 
@@ -30,24 +32,44 @@ from agents.models import (
     Variable,
     VariableType,
 )
+from agents.services.common import SCENARIO_FIELDS, TOOL_FIELDS
 
 MAX_ID = rules.MAX_ID
 
 
+class DesignerBoundField(forms.BoundField):
+    """A designer form's field: the attributes of the label (or fieldset) that holds it come
+    from its form's `group_attrs` (e.g. the tool kind a field belongs to); a `class` there
+    replaces the field template's own."""
+
+    @property
+    def group_attrs(self) -> str:
+        attrs = getattr(self.form, "group_attrs", {}).get(self.name, {})
+        return flatatt({k: v for k, v in attrs.items() if k != "class"})
+
+    @property
+    def group_class(self) -> str:
+        return getattr(self.form, "group_attrs", {}).get(self.name, {}).get("class", "")
+
+
 class DesignerFormRenderer(TemplatesSetting):
     """The project's templates render the designer's forms: a field is
-    `agents/fields/field.html`, its input inside its label like every inline form's."""
+    `agents/fields/field.html`, its input inside its label like every inline form's (a
+    field may name another template of agents/fields/: a checkbox, a group of them...)."""
 
     field_template_name = "agents/fields/field.html"
+    bound_field_class = DesignerBoundField
 
 
 class DesignerFormMixin:
     """What the designer's forms share: the project's field template (`as_field_group`),
-    errors announced (`role="alert"`) on the fields named in `alert_errors`, and no `id`
-    attributes: several inline forms can be open at once, each input sits in its label."""
+    errors announced (`role="alert"`) on the fields named in `alert_errors`, attributes of
+    a field's label in `group_attrs`, and no `id` attributes: several inline forms can be
+    open at once, each input sits in its label."""
 
     default_renderer = DesignerFormRenderer()
     alert_errors: frozenset[str] = frozenset()
+    group_attrs: dict[str, dict[str, str]] = {}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("auto_id", False)
@@ -81,7 +103,11 @@ class CodeArea(TextArea):
 
 class Checkbox(forms.CheckboxInput):
     """A checkbox that reads "off" (a hidden input's value, or a ticked box's "off") as
-    unticked, like "false": Django's own reads every other string as ticked."""
+    unticked, like "false": Django's own reads every other string as ticked. It sends
+    "on" (`value="on"`), ticked or not."""
+
+    def format_value(self, value: Any) -> str:
+        return "on"
 
     def value_from_datadict(self, data: Any, files: Any, name: str) -> bool:
         if name not in data:
@@ -91,7 +117,13 @@ class Checkbox(forms.CheckboxInput):
 
 
 class CheckboxField(forms.BooleanField):
+    """A checkbox, its text after it (`agents/fields/check.html`)."""
+
     widget = Checkbox
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("template_name", "agents/fields/check.html")
+        super().__init__(*args, **kwargs)
 
 
 def _valid_ids(values: Any) -> bool:
@@ -129,7 +161,7 @@ class IdMultipleChoiceField(forms.ModelMultipleChoiceField):
         return super().clean(value)
 
 
-ITEM_TYPE_CHOICES = [("", "—")] + [c for c in VariableType.choices if c[0] != VariableType.LIST]
+ITEM_TYPES = [c for c in VariableType.choices if c[0] != VariableType.LIST]
 
 
 def _json_field_value(raw: str, field: str, *, allow_empty: bool = True) -> Any:
@@ -162,51 +194,205 @@ def _json_object_value(raw: str, field: str) -> dict[str, Any]:
     return value
 
 
-class VariableForm(forms.Form):
-    """Name, type and description as typed; the default is typed as text and parsed by type."""
+def _noted(label: Any, note: Any) -> str:
+    """A label with a muted note after it ("Description (CX Agent Studio requires one...)");
+    a note of the catalog that is markup is passed `mark_safe`d."""
+    return format_html('{} <span class="muted">{}</span>', label, note)
 
-    name = forms.CharField(max_length=rules.NAME_MAX_LENGTH, strip=True)
-    type = forms.ChoiceField(choices=VariableType.choices, initial=VariableType.TEXT)
-    item_type = forms.ChoiceField(choices=ITEM_TYPE_CHOICES, required=False)
-    schema = IdChoiceField(queryset=Schema.objects.none(), required=False, empty_label="—")
+
+def _first_field(
+    label: Any, *, max_length: int, attrs: dict[str, Any] | None = None
+) -> forms.CharField:
+    """A form's first field, typed first (`data-autofocus`): a name, a display name."""
+    return forms.CharField(
+        max_length=max_length,
+        strip=True,
+        label=label,
+        widget=forms.TextInput(attrs={**(attrs or {}), "data-autofocus": True}),
+    )
+
+
+def _name_field(*, placeholder: str) -> forms.CharField:
+    """The name of a variable or tool: an identifier."""
+    return _first_field(
+        _("Name"),
+        max_length=rules.NAME_MAX_LENGTH,
+        attrs={"class": "mono", "placeholder": placeholder},
+    )
+
+
+class YesNo(forms.RadioSelect):
+    """The yes / no / no default radios of a boolean default: "true" and "false" (typed or
+    stored) tick yes and no, anything else "no default"."""
+
+    def format_value(self, value: Any) -> list[str]:
+        text = "" if value is None else str(value).strip().lower()
+        return [{"yes": "yes", "true": "yes", "no": "no", "false": "no"}.get(text, "")]
+
+
+class VariableForm(InstanceForm):
+    """A variable shown from its instance (`VariableForm(instance=variable, app=app)`): name,
+    type and description as typed; the default is typed as text and parsed by type, in a
+    widget chosen by the type shown (`default_kind`)."""
+
+    name = _name_field(placeholder="snake_case_name")
+    type = forms.ChoiceField(
+        choices=VariableType.choices, initial=VariableType.TEXT, label=_("Type")
+    )
+    item_type = forms.ChoiceField(
+        # Blank (no item type) is valid but never offered: a list's items have a type.
+        choices=ITEM_TYPES,
+        required=False,
+        label=_("Items are"),
+    )
+    schema = IdChoiceField(
+        queryset=Schema.objects.none(),
+        required=False,
+        empty_label=_("— choose a schema —"),
+        label=_("Schema"),
+    )
     default = forms.CharField(required=False, strip=False)
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    description = forms.CharField(required=False, widget=TextArea(attrs={"rows": 2}))
     version = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
     )
-    update_references = CheckboxField(required=False, initial=True)
+    update_references = CheckboxField(
+        required=False,
+        initial=True,
+        label=_(
+            "On rename, update references in every agent's instructions, tool headers and scenarios"
+        ),
+    )
     update_code = CheckboxField(required=False, initial=True)
+    alert_errors = frozenset({"default"})
+
+    class Meta:
+        model = Variable
+        fields = ["name", "type", "item_type", "schema", "default", "description", "version"]
 
     def __init__(
         self, *args: Any, app: AgentApp, schemas: list[Schema] | None = None, **kwargs: Any
     ) -> None:
         super().__init__(*args, **kwargs)
         self.app = app
-        self.fields["schema"].queryset = Schema.objects.filter(app=app)
-        self.schema_list = schemas if schemas is not None else list(app.schemas.all())
-
-    @classmethod
-    def for_variable(
-        cls, variable: Variable, *, app: AgentApp, schemas: list[Schema] | None = None
-    ) -> VariableForm:
-        return cls(
-            app=app,
-            schemas=schemas,
-            initial={
-                "name": variable.name,
-                "type": variable.type,
-                "item_type": variable.item_type,
-                "schema": variable.schema_id,
-                "default": form_text.format_form_value(
-                    variable.default,
-                    CoreType(variable.type),
-                    CoreType(variable.item_type) if variable.item_type else None,
-                    decimal_comma=i18n.decimal_comma(),
-                ),
-                "description": variable.description,
-                "version": variable.version,
-            },
+        schemas = schemas if schemas is not None else list(app.schemas.all())
+        schema = self.fields["schema"]
+        schema.queryset = Schema.objects.filter(app=app)
+        # The schemas the view loaded already: no query to list them.
+        schema.widget.choices = [("", schema.empty_label)] + [(s.pk, s.name) for s in schemas]
+        if not schemas:
+            schema.help_text = _("No schema yet: add one under Schemas first.")
+        variable = self.instance
+        if variable.pk:
+            self.initial["default"] = form_text.format_form_value(
+                variable.default,
+                CoreType(variable.type),
+                CoreType(variable.item_type) if variable.item_type else None,
+                decimal_comma=i18n.decimal_comma(),
+            )
+            self.fields["update_code"].label = mark_safe(
+                _('… and <code>context.state["%(name)s"]</code> in tool and callback code')
+                % {"name": escape(variable.name)}
+            )
+        self.fields["description"].label = _noted(
+            _("Description"), _("(CX Agent Studio requires one on export)")
         )
+        # Each form on the page has its own uid: the default's input, hint and check.
+        self.uid = str((self.data.get("form_uid") if self.is_bound else variable.pk) or "new")
+        swap = {
+            "hx-get": reverse("variable-default-field", args=[app.pk]),
+            "hx-include": "closest form",
+            "hx-swap": "outerHTML",
+            "hx-trigger": "change",
+        }
+        self.fields["type"].widget.attrs.update({**swap, "hx-target": "next .default-field"})
+        self.fields["item_type"].widget.attrs.update(
+            {**swap, "hx-target": "closest .default-field"}
+        )
+        self._default_widget()
+
+    @property
+    def shown_type(self) -> str:
+        """The type the form shows: the one typed, else the variable's."""
+        return str(self["type"].value() or "")
+
+    @property
+    def shows_item_type(self) -> bool:
+        return self.shown_type == VariableType.LIST
+
+    @property
+    def shows_schema(self) -> bool:
+        return self.default_kind == "json"
+
+    @property
+    def default_kind(self) -> str:
+        """How the default is typed: "boolean" (radios), "json" (a JSON editor, checked
+        against the schema), "number", "list" (comma-separated) or "text"."""
+        shown = self.shown_type
+        if shown == VariableType.BOOLEAN:
+            return "boolean"
+        if shown == VariableType.OBJECT or (
+            shown == VariableType.LIST and self["item_type"].value() == VariableType.OBJECT
+        ):
+            return "json"
+        if shown in (VariableType.NUMBER, VariableType.LIST):
+            return str(shown)
+        return "text"
+
+    def _default_widget(self) -> None:
+        field = self.fields["default"]
+        kind, uid = self.default_kind, self.uid
+        field.label = _noted(_("Default"), _("(optional)"))
+        if kind == "boolean":
+            field.widget = YesNo(
+                choices=[("yes", _("Yes")), ("no", _("No")), ("", _("No default"))]
+            )
+            field.template_name = "agents/fields/yes_no.html"
+            return
+        field.template_name = "agents/fields/default.html"
+        attrs: dict[str, Any] = {"id": f"default-{uid}"}
+        if kind == "json":
+            field.help_text = (
+                _("JSON array of objects, checked against the schema as you type.")
+                if self.shown_type == VariableType.LIST
+                else _("JSON, checked against the schema as you type.")
+            )
+            field.widget = CodeArea(
+                attrs={
+                    **attrs,
+                    "rows": 5,
+                    "class": "mono",
+                    "data-code": "json",
+                    "placeholder": '{"key": "value"}',
+                    "aria-describedby": f"default-hint-{uid} default-check-{uid}",
+                    "hx-post": reverse("variable-default-check", args=[self.app.pk]),
+                    "hx-trigger": "input changed delay:400ms",
+                    "hx-include": "closest form",
+                    "hx-target": f"#default-check-{uid}",
+                    "hx-swap": "outerHTML",
+                }
+            )
+        elif kind == "number":
+            field.widget = forms.TextInput(
+                attrs={
+                    **attrs,
+                    "inputmode": "decimal",
+                    "class": "mono",
+                    "placeholder": _("e.g. 0, -2.5, 1e3"),
+                }
+            )
+        elif kind == "list":
+            field.help_text = _("Comma-separated; quote an item to keep a comma inside it.")
+            field.widget = forms.TextInput(
+                attrs={
+                    **attrs,
+                    "class": "mono",
+                    "placeholder": 'a, b, "c, with comma"',
+                    "aria-describedby": f"default-hint-{uid}",
+                }
+            )
+        else:
+            field.widget = TextArea(attrs={**attrs, "rows": 2})
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -270,53 +456,117 @@ class SchemaForm(InstanceForm):
         return value
 
 
-class ToolForm(forms.Form):
-    name = forms.CharField(max_length=rules.NAME_MAX_LENGTH, strip=True)
-    kind = forms.ChoiceField(choices=ToolKind.choices, initial=ToolKind.PYTHON)
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+def values_placeholder(app: AgentApp | None) -> str:
+    """A JSON object placeholder naming this app's own variables (at most two, each with a
+    short value of its type), never another app's."""
+    examples = {"text": "text", "number": 1, "boolean": True, "list": [], "object": {}}
+    example = {
+        variable.name: examples.get(variable.type, "value")
+        for variable in (list(app.variables.all())[:2] if app is not None else [])
+    }
+    return json.dumps(example or {"variable_name": "value"}, ensure_ascii=False)
+
+
+def _json_text(value: Any) -> str:
+    """A JSON field as the form shows it: indented, blank for none or {}."""
+    return "" if value in (None, {}) else json.dumps(value, indent=2, ensure_ascii=False)
+
+
+class ToolForm(InstanceForm):
+    """A tool shown from its instance (`ToolForm(instance=tool, app=app)`), its JSON fields
+    indented; `line` and `column` open its code there (a problem's "line 3:5")."""
+
+    name = _name_field(placeholder="LookupBalance")
+    kind = forms.ChoiceField(
+        choices=ToolKind.choices,
+        initial=ToolKind.PYTHON,
+        label=_("Kind"),
+        widget=forms.Select(attrs={"data-kind-select": True}),
+    )
+    description = forms.CharField(
+        required=False, label=_("Description"), widget=TextArea(attrs={"rows": 2})
+    )
     python_code = forms.CharField(
-        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 10})
+        required=False,
+        strip=False,
+        widget=CodeArea(attrs={"rows": 9, "class": "mono", "data-code": "python"}),
     )
     openapi_spec = forms.CharField(
-        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 10})
+        required=False,
+        strip=False,
+        label=_("OpenAPI 3 document (one operation)"),
+        widget=TextArea(attrs={"rows": 8, "class": "mono"}),
     )
-    mcp_url = forms.URLField(required=False, assume_scheme="https")
+    mcp_url = forms.URLField(
+        required=False,
+        assume_scheme="https",
+        label=_("MCP server URL (Streamable HTTP)"),
+        widget=forms.URLInput(attrs={"class": "mono"}),
+    )
     mcp_headers = forms.CharField(
-        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
+        required=False,
+        strip=False,
+        widget=CodeArea(attrs={"rows": 3, "class": "mono", "data-code": "json"}),
     )
-    mock_enabled = CheckboxField(required=False)
+    mock_enabled = CheckboxField(required=False, label=_("Mock in simulation"))
     mock_state = forms.CharField(
-        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
+        required=False,
+        strip=False,
+        label=_("State changes (JSON object)"),
+        widget=CodeArea(attrs={"rows": 2, "class": "mono", "data-code": "json"}),
     )
     update_references = CheckboxField(required=False, initial=True)
     mock_response = forms.CharField(
-        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
+        required=False,
+        strip=False,
+        label=_("Response (JSON)"),
+        widget=CodeArea(attrs={"rows": 2, "class": "mono", "data-code": "json"}),
     )
     version = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
     )
+    # The fields of one kind of tool: the page shows those of the kind chosen.
+    group_attrs = {
+        "python_code": {"data-kind": "python"},
+        "openapi_spec": {"data-kind": "openapi"},
+        "mcp_url": {"data-kind": "mcp"},
+        "mcp_headers": {"data-kind": "mcp"},
+        "mock_enabled": {"class": "check"},  # the mock fieldset's legend: its own size
+    }
 
-    @classmethod
-    def for_tool(cls, tool: Tool) -> ToolForm:
-        def dump(value: Any) -> str:
-            return "" if value in (None, {}) else json.dumps(value, indent=2, ensure_ascii=False)
+    class Meta:
+        model = Tool
+        fields = ["name", *TOOL_FIELDS, "version"]
 
-        return cls(
-            initial={
-                "name": tool.name,
-                "kind": tool.kind,
-                "description": tool.description,
-                "python_code": tool.python_code,
-                "openapi_spec": dump(tool.openapi_spec),
-                "mcp_url": tool.mcp_url,
-                "mcp_headers": dump(tool.mcp_headers),
-                "mock_enabled": tool.mock_enabled,
-                "mock_state": dump(tool.mock_state),
-                "mock_response": dump(tool.mock_response),
-                "update_references": True,
-                "version": tool.version,
-            }
+    def __init__(
+        self,
+        *args: Any,
+        app: AgentApp | None = None,
+        line: int | None = None,
+        column: int = 1,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("openapi_spec", "mcp_headers", "mock_state", "mock_response"):
+            shown = self.initial.get(name)
+            if not isinstance(shown, str):
+                self.initial[name] = _json_text(shown)
+        fields = self.fields
+        fields["update_references"].label = mark_safe(
+            _("On rename, update <code>{@TOOL: …}</code> references in every agent's instructions")
         )
+        fields["python_code"].label = _noted(
+            _("Python code"),
+            mark_safe(
+                _('(a function named like the tool; <code>context.state["x"] = v</code> updates x)')
+            ),
+        )
+        fields["mcp_headers"].label = mark_safe(
+            _("Headers (JSON; values may be <code>$context.variables.name</code>)")
+        )
+        fields["mock_state"].widget.attrs["placeholder"] = values_placeholder(app)
+        if line:
+            fields["python_code"].widget.attrs.update({"data-line": line, "data-column": column})
 
     def clean_openapi_spec(self) -> Any:
         return _json_field_value(self.cleaned_data["openapi_spec"], "openapi_spec")
@@ -331,44 +581,46 @@ class ToolForm(forms.Form):
         return _json_field_value(self.cleaned_data["mock_response"], "mock_response")
 
 
-class AgentForm(forms.Form):
-    display_name = forms.CharField(max_length=rules.DISPLAY_NAME_MAX_LENGTH, strip=True)
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    is_root = CheckboxField(required=False)
+class AgentForm(InstanceForm):
+    """An agent shown from its instance (`AgentForm(instance=agent, app=app)`): the tools it
+    may call and the other agents it may hand over to, as checkboxes."""
+
+    display_name = _first_field(_("Display name"), max_length=rules.DISPLAY_NAME_MAX_LENGTH)
+    description = forms.CharField(
+        required=False, label=_("Description"), widget=TextArea(attrs={"rows": 2})
+    )
+    is_root = CheckboxField(required=False, label=_("Root agent"))
     tools = IdMultipleChoiceField(
-        queryset=Tool.objects.none(), required=False, widget=forms.CheckboxSelectMultiple
+        queryset=Tool.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label=_("Tools it may call"),
+        help_text=_("No tools in this app yet."),
+        template_name="agents/fields/checkboxes.html",
     )
     children = IdMultipleChoiceField(
-        queryset=Agent.objects.none(), required=False, widget=forms.CheckboxSelectMultiple
+        queryset=Agent.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label=_("Sub-agents it may hand over to"),
+        help_text=_("No other agents in this app yet."),
+        template_name="agents/fields/checkboxes.html",
     )
     version = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
     )
 
-    def __init__(
-        self, *args: Any, app: AgentApp, agent: Agent | None = None, **kwargs: Any
-    ) -> None:
+    class Meta:
+        model = Agent
+        fields = ["display_name", "description", "is_root", "tools", "children", "version"]
+
+    def __init__(self, *args: Any, app: AgentApp, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["tools"].queryset = Tool.objects.filter(app=app)
         others = Agent.objects.filter(app=app)
-        if agent is not None:
-            others = others.exclude(pk=agent.pk)
+        if self.instance.pk:
+            others = others.exclude(pk=self.instance.pk)
         self.fields["children"].queryset = others
-
-    @classmethod
-    def for_agent(cls, agent: Agent, *, app: AgentApp) -> AgentForm:
-        return cls(
-            app=app,
-            agent=agent,
-            initial={
-                "display_name": agent.display_name,
-                "description": agent.description,
-                "is_root": agent.is_root,
-                "tools": [t.pk for t in agent.tools.all()],
-                "children": [c.pk for c in agent.children.all()],
-                "version": agent.version,
-            },
-        )
 
 
 class CallbackForm(InstanceForm):
@@ -395,8 +647,7 @@ class CallbackForm(InstanceForm):
     def __init__(self, *args: Any, line: int | None = None, column: int = 1, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         code = self.fields["code"]
-        code.label = format_html(
-            '{} <span class="muted">{}</span>',
+        code.label = _noted(
             _("Python code"),
             # The catalog's own text, marked up as the template's blocktranslate was.
             mark_safe(
@@ -410,67 +661,107 @@ class CallbackForm(InstanceForm):
             code.widget.attrs.update({"data-line": line, "data-column": column})
 
 
-class ScenarioForm(forms.Form):
-    name = forms.CharField(max_length=rules.SCENARIO_NAME_MAX_LENGTH, strip=True)
+class ScenarioForm(InstanceForm):
+    """A scenario shown from its instance (`ScenarioForm(instance=scenario, app=app)`): its
+    steps as the script the designer types, its session values as indented JSON."""
+
+    name = _first_field(_("Name"), max_length=rules.SCENARIO_NAME_MAX_LENGTH)
     steps_script = forms.CharField(
-        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 8})
+        required=False, strip=False, widget=TextArea(attrs={"rows": 7, "class": "mono"})
     )
     session_values = forms.CharField(
-        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 3})
+        required=False,
+        strip=False,
+        label=_("Session values (JSON object, overrides defaults)"),
+        widget=CodeArea(attrs={"rows": 2, "class": "mono", "data-code": "json"}),
     )
-    channel = forms.ChoiceField(choices=Channel.choices, initial=rules.SCENARIO_DEFAULTS["channel"])
+    channel = forms.ChoiceField(
+        choices=Channel.choices, initial=rules.SCENARIO_DEFAULTS["channel"], label=_("Channel")
+    )
     modality = forms.ChoiceField(
-        choices=Modality.choices, initial=rules.SCENARIO_DEFAULTS["modality"]
+        choices=Modality.choices,
+        initial=rules.SCENARIO_DEFAULTS["modality"],
+        label=_("Modality"),
     )
     session_id = forms.CharField(
-        max_length=rules.SESSION_ID_MAX_LENGTH, initial=rules.SCENARIO_DEFAULTS["session_id"]
+        max_length=rules.SESSION_ID_MAX_LENGTH,
+        initial=rules.SCENARIO_DEFAULTS["session_id"],
+        label=_("Session id"),
+        widget=forms.TextInput(attrs={"class": "mono"}),
     )
     project_id = forms.CharField(
-        max_length=rules.PROJECT_ID_MAX_LENGTH, initial=rules.SCENARIO_DEFAULTS["project_id"]
+        max_length=rules.PROJECT_ID_MAX_LENGTH,
+        initial=rules.SCENARIO_DEFAULTS["project_id"],
+        label=_("Project id"),
+        widget=forms.TextInput(attrs={"class": "mono"}),
     )
     project_number = forms.CharField(
         max_length=rules.PROJECT_NUMBER_MAX_LENGTH,
         initial=rules.SCENARIO_DEFAULTS["project_number"],
+        label=_("Project number"),
+        widget=forms.TextInput(attrs={"class": "mono"}),
     )
     location = forms.CharField(
-        max_length=rules.LOCATION_MAX_LENGTH, initial=rules.SCENARIO_DEFAULTS["location"]
+        max_length=rules.LOCATION_MAX_LENGTH,
+        initial=rules.SCENARIO_DEFAULTS["location"],
+        label=_("Location"),
+        widget=forms.TextInput(attrs={"class": "mono"}),
     )
     now = forms.CharField(
         max_length=rules.NOW_MAX_LENGTH,
         required=False,
-        help_text=_("The clock the code reads, like 2026-06-01T12:00:00 (empty: the real clock)."),
+        label=_("Clock (now)"),
+        # What the field means is its title (a hint under it would break the grid's rows).
+        widget=forms.TextInput(
+            attrs={
+                "class": "mono",
+                "placeholder": _("real clock — e.g. 2026-06-01T12:00:00"),
+                "title": _(
+                    "What the tools and callbacks read as now: datetime.date.today(), "
+                    "datetime.datetime.now(), time.time()"
+                ),
+            }
+        ),
     )
     token_budget = forms.IntegerField(
         min_value=1,
         max_value=rules.TOKEN_BUDGET_MAX,
         initial=rules.SCENARIO_DEFAULTS["token_budget"],
+        label=_("Context window (tokens)"),
     )
-    use_mocks = CheckboxField(required=False)
+    use_mocks = CheckboxField(required=False, label=_("Use tool mocks"))
     version = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
     )
 
-    @classmethod
-    def for_scenario(cls, scenario: Scenario) -> ScenarioForm:
-        return cls(
-            initial={
-                "name": scenario.name,
-                "steps_script": format_script(tuple(s.to_spec() for s in scenario.steps.all())),
-                "session_values": json.dumps(scenario.session_values, indent=2, ensure_ascii=False)
-                if scenario.session_values
-                else "",
-                "channel": scenario.channel,
-                "modality": scenario.modality,
-                "session_id": scenario.session_id,
-                "project_id": scenario.project_id,
-                "project_number": scenario.project_number,
-                "location": scenario.location,
-                "now": scenario.now,
-                "token_budget": scenario.token_budget,
-                "use_mocks": scenario.use_mocks,
-                "version": scenario.version,
-            }
+    class Meta:
+        model = Scenario
+        fields = [*SCENARIO_FIELDS, "version"]  # the steps' script is the form's own
+
+    def __init__(self, *args: Any, app: AgentApp | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        scenario = self.instance
+        if scenario.pk:
+            self.initial.setdefault(
+                "steps_script", format_script(tuple(s.to_spec() for s in scenario.steps.all()))
+            )
+        shown = self.initial.get("session_values")
+        if not isinstance(shown, str):
+            self.initial["session_values"] = _json_text(shown)
+        self.fields["steps_script"].label = mark_safe(
+            _(
+                "Steps — one per line: <code>user:</code>, <code>agent:</code>, "
+                '<code>tool: Name {"arg": 1}</code>, <code>callback: before_model</code>; '
+                'goldens: <code>expect state: {"total": 39}</code>, '
+                '<code>expect call: Name {"arg": 1}</code>, '
+                "<code>expect response: Name {…}</code>, <code>expect no calls</code>, "
+                "<code>expect transfer: Agent</code>, <code>expect agent: text</code> "
+                "(a note in brackets: <code>expect state [Check_Total]: …</code>), "
+                "<code>mock: Name {…}</code>, <code>variables: {…}</code> before a "
+                "<code>user:</code> line"
+            )
         )
+        self.fields["session_values"].widget.attrs["placeholder"] = values_placeholder(app)
 
     def clean_session_values(self) -> Any:
         return _json_object_value(self.cleaned_data["session_values"], "session_values")

@@ -135,6 +135,12 @@ def cxas_venv() -> Path:
         if _usable(venv):  # another worker built it while this one waited
             return venv
         shutil.rmtree(venv, ignore_errors=True)
+        # An index named in the environment and out of reach is known before a virtualenv
+        # is built for nothing (10 s). (Without PIP_INDEX_URL, pip's own configuration may
+        # name other sources: the install is tried, and probed only if it fails.)
+        unreachable = _unreachable_index() if os.environ.get("PIP_INDEX_URL") else None
+        if unreachable is not None:
+            raise CxasUnavailable(unreachable)
         try:
             _run_step([_base_python(), "-m", "venv", str(venv)])
             _run_step(
@@ -169,8 +175,8 @@ def _run_step(command: list[str]) -> None:
         raise _failure(f"{what} failed: {(done.stderr or done.stdout).strip()[-800:]}")
 
 
-def _failure(message: str) -> Exception:
-    """A skip (``CxasUnavailable``) when the package index is out of reach, else an error."""
+def _unreachable_index() -> str | None:
+    """Why the package index cannot be reached, or None when it answers."""
     index = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple/")
     try:
         with urllib.request.urlopen(f"{index.rstrip('/')}/{PACKAGE}/", timeout=15):
@@ -178,7 +184,15 @@ def _failure(message: str) -> Exception:
     except urllib.error.HTTPError:
         pass  # the index answers
     except (OSError, ValueError) as exc:
-        return CxasUnavailable(f"{index} cannot be reached ({exc}); {message}")
+        return f"{index} cannot be reached ({exc})"
+    return None
+
+
+def _failure(message: str) -> Exception:
+    """A skip (``CxasUnavailable``) when the package index is out of reach, else an error."""
+    unreachable = _unreachable_index()
+    if unreachable is not None:
+        return CxasUnavailable(f"{unreachable}; {message}")
     return RuntimeError(message)
 
 

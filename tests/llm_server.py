@@ -68,6 +68,9 @@ class ModelServer:
                         reply = Reply(500, {"error": {"message": "no scripted reply left"}})
                 if reply.stall:
                     server.release.wait(30)
+                    # Hang up: an HTTP/1.1 handler that returns without an answer would keep
+                    # the connection open, and the client would wait for its read timeout.
+                    self.close_connection = True
                     return
                 if reply.stream is not None:
                     self.send_response(reply.status)

@@ -247,7 +247,7 @@ def test_a_number_default_follows_the_designers_language(shop, language, typed, 
         assert form.is_valid(), form.errors
         assert form.cleaned_data["default_value"] == value
         variable = shop.variables.create(name="ratio", type="number", default=value)
-        assert VariableForm.for_variable(variable, app=shop).initial["default"] == shown
+        assert VariableForm(instance=variable, app=shop)["default"].value() == shown
 
 
 @pytest.mark.django_db

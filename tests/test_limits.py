@@ -4,14 +4,37 @@ the import accepts saves unchanged through the API."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
+from django.apps import apps
 from django.db import connection
 from rest_framework.test import APIClient
 
+import agents.models
 from agents.api import serializers as io
 from agents.core import rules
 from agents.core.formats import NATIVE_SCHEMA, dumps_native
-from agents.models import Agent, AgentApp, Scenario, ScenarioStep, Schema, Tool, Variable
+from agents.models import (
+    Agent,
+    AgentApp,
+    AppModelDefault,
+    AppShare,
+    AuditEvent,
+    Callback,
+    Job,
+    JobItem,
+    LiveRun,
+    ModelEndpoint,
+    Scenario,
+    ScenarioResult,
+    ScenarioStep,
+    Schema,
+    Tool,
+    UserSettings,
+    Variable,
+)
 from agents.services import exchange
 
 # The schema's bounds, by path in NATIVE_SCHEMA, and the constant of the rule set each is.
@@ -58,7 +81,41 @@ COLUMNS = [
     (Scenario, "now", io.ScenarioIn, rules.NOW_MAX_LENGTH),
     (ScenarioStep, "event", None, rules.STEP_EVENT_MAX_LENGTH),
     (ScenarioStep, "tool", None, rules.NAME_MAX_LENGTH),
+    # The columns around an app: choices, who did it, jobs and live runs.
+    (Variable, "type", None, rules.VARIABLE_TYPE_MAX_LENGTH),
+    (Variable, "item_type", None, rules.VARIABLE_TYPE_MAX_LENGTH),
+    (Tool, "kind", None, rules.TOOL_KIND_MAX_LENGTH),
+    (Callback, "kind", None, rules.CALLBACK_KIND_MAX_LENGTH),
+    (AppShare, "role", None, rules.SHARE_ROLE_MAX_LENGTH),
+    (Scenario, "channel", None, rules.CHANNEL_MAX_LENGTH),
+    (Scenario, "modality", None, rules.MODALITY_MAX_LENGTH),
+    (ScenarioStep, "kind", None, rules.STEP_KIND_MAX_LENGTH),
+    (ScenarioStep, "callback_kind", None, rules.CALLBACK_KIND_MAX_LENGTH),
+    (ScenarioResult, "status", None, rules.RESULT_STATUS_MAX_LENGTH),
+    (ScenarioResult, "ran_by_name", None, rules.USERNAME_MAX_LENGTH),
+    (AuditEvent, "actor_name", None, rules.USERNAME_MAX_LENGTH),
+    (AuditEvent, "action", None, rules.AUDIT_ACTION_MAX_LENGTH),
+    (AuditEvent, "object_type", None, rules.AUDIT_OBJECT_TYPE_MAX_LENGTH),
+    (UserSettings, "language", None, rules.LANGUAGE_CODE_MAX_LENGTH),
+    (Job, "status", None, rules.JOB_STATUS_MAX_LENGTH),
+    (Job, "current", None, rules.JOB_CURRENT_MAX_LENGTH),
+    (Job, "worker", None, rules.WORKER_MAX_LENGTH),
+    (Job, "task_id", None, rules.TASK_ID_MAX_LENGTH),
+    (JobItem, "key", None, rules.JOB_ITEM_KEY_MAX_LENGTH),
+    (ModelEndpoint, "name", None, rules.MODEL_NAME_MAX_LENGTH),
+    (ModelEndpoint, "kind", None, rules.ENDPOINT_KIND_MAX_LENGTH),
+    (ModelEndpoint, "model", None, rules.MODEL_ID_MAX_LENGTH),
+    (ModelEndpoint, "project", None, rules.PROJECT_ID_MAX_LENGTH),
+    (ModelEndpoint, "location", None, rules.LOCATION_MAX_LENGTH),
+    (AppModelDefault, "model", None, rules.MODEL_NAME_MAX_LENGTH),
+    (LiveRun, "model_name", None, rules.MODEL_NAME_MAX_LENGTH),
+    (LiveRun, "mode", None, rules.LIVE_RUN_MODE_MAX_LENGTH),
+    (LiveRun, "status", None, rules.RESULT_STATUS_MAX_LENGTH),
+    (LiveRun, "error", None, rules.MODEL_ERROR_MAX_LENGTH),
+    (LiveRun, "ran_by_name", None, rules.USERNAME_MAX_LENGTH),
 ]
+
+MODELS_DIR = Path(agents.models.__file__).resolve().parent
 
 
 def _at(schema: dict, path: tuple[str, ...]):
@@ -102,6 +159,30 @@ def test_models_and_serializers_take_their_lengths_from_the_rule_set(
     assert model._meta.get_field(field).max_length == limit
     if serializer is not None:
         assert serializer().fields[field].max_length == limit
+
+
+def _literal_lengths(path: Path) -> list[str]:
+    """`max_length=<a number>` in the source: a length not taken from the rule set."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        literal = isinstance(node, ast.keyword) and isinstance(node.value, ast.Constant)
+        if literal and node.arg == "max_length":
+            found.append(f"{path.name}:{node.value.lineno} max_length={node.value.value}")
+    return found
+
+
+def test_no_model_writes_a_length_of_its_own():
+    """Every column's length is a named limit of agents/core/rules.py."""
+    literals = [hit for path in sorted(MODELS_DIR.glob("*.py")) for hit in _literal_lengths(path)]
+    assert literals == []
+
+
+def test_every_choice_column_holds_its_longest_choice():
+    for model in apps.get_app_config("agents").get_models():
+        for field in model._meta.concrete_fields:
+            if field.choices and field.max_length:
+                longest = max(len(str(value)) for value, _ in field.flatchoices)
+                assert longest <= field.max_length, f"{model.__name__}.{field.name}"
 
 
 def test_the_token_budget_limit_is_one_everywhere():

@@ -544,7 +544,9 @@ def test_extra_tool_calls_disallow_fails_a_call_the_golden_does_not_list(
     assert kinds == {"agent": "passed", "extra calls": "failed"}
 
 
-def test_manage_py_evaluate_model_in_a_real_process(server, bank_app, tmp_path):
+def test_manage_py_evaluate_model_in_a_real_process(
+    server, bank_app, tmp_path, migrated_sqlite_url
+):
     """The pipeline's way: STATECRAFT_MODELS and the key in the environment of a real
     `manage.py evaluate APP --model NAME` process (its start-up check reads them too)."""
     import os
@@ -573,7 +575,7 @@ def test_manage_py_evaluate_model_in_a_real_process(server, bank_app, tmp_path):
     }
     env = {
         **os.environ,
-        "DATABASE_URL": f"sqlite:///{tmp_path}/x.sqlite3",
+        "DATABASE_URL": migrated_sqlite_url,
         "STATECRAFT_MODELS": json.dumps(models),
         "CI_MODEL_KEY": KEY,
     }
@@ -591,7 +593,6 @@ def test_manage_py_evaluate_model_in_a_real_process(server, bank_app, tmp_path):
             check=False,
         )
 
-    assert run("migrate", "-v0").returncode == 0
     assert (
         run(
             "createsuperuser", "--noinput", "--username", "ci", "--email", "ci@example.com"

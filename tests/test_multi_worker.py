@@ -12,20 +12,28 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.hashers import make_password
+from django.utils import timezone
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 GUNICORN = Path(PYTHON).with_name("gunicorn")
 PASSWORD = "pw-ada-123456"
 
-pytestmark = pytest.mark.skipif(not GUNICORN.exists(), reason="gunicorn is not installed")
+pytestmark = [
+    pytest.mark.skipif(not GUNICORN.exists(), reason="gunicorn is not installed"),
+    # One worker runs the module, so each server (database, redis) starts once.
+    pytest.mark.xdist_group("multi-worker"),
+]
 
 
 def _free_port() -> int:
@@ -47,7 +55,7 @@ def _listening_socket() -> socket.socket:
 class Server:
     """gunicorn on loopback, and a minimal HTTP/1.0 client that pins requests to workers."""
 
-    def __init__(self, tmp: Path, extra_env: dict[str, str]) -> None:
+    def __init__(self, tmp: Path, migrated: Path, extra_env: dict[str, str]) -> None:
         self.listener = _listening_socket()
         self.port = self.listener.getsockname()[1]
         self.access_log = tmp / "access.log"
@@ -59,17 +67,17 @@ class Server:
             "CACHE_URL": "",
             **extra_env,
         }
-        subprocess.run(
-            [PYTHON, "manage.py", "migrate", "--no-input", "-v", "0"],
-            cwd=ROOT,
-            env=self.env,
-            check=True,
-        )
-        create = (
-            "import django; django.setup(); from django.contrib.auth import get_user_model; "
-            f"get_user_model().objects.create_user(username='ada', password={PASSWORD!r})"
-        )
-        subprocess.run([PYTHON, "-c", create], cwd=ROOT, env=self.env, check=True)
+        # A copy of the run's migrated database (tests/conftest.py), and ada written into it
+        # with the password hash the server's settings check.
+        database = tmp / "db.sqlite3"
+        shutil.copyfile(migrated, database)
+        with sqlite3.connect(database) as db:
+            db.execute(
+                "INSERT INTO auth_user (password, is_superuser, username, first_name, last_name,"
+                " email, is_staff, is_active, date_joined) VALUES (?, 0, 'ada', '', '', '', 0, 1,"
+                " ?)",
+                (make_password(PASSWORD), timezone.now().isoformat()),
+            )
         self.process = subprocess.Popen(
             [
                 str(GUNICORN),
@@ -176,7 +184,7 @@ REDIS_SERVER = "/usr/bin/redis-server"
 
 
 @pytest.fixture(scope="module", params=["database", "redis"])
-def server(request, tmp_path_factory):
+def server(request, tmp_path_factory, _migrated_sqlite):
     """No CACHE_URL (the README's recipe: the database holds sessions and counts), and Redis."""
     tmp = tmp_path_factory.mktemp(f"two-workers-{request.param}")
     env = {"RATE_LIMITS": "api-anon=4/h,signin-account=5/15m"}
@@ -191,7 +199,7 @@ def server(request, tmp_path_factory):
             stdout=subprocess.DEVNULL,
         )
         env["CACHE_URL"] = f"redis://127.0.0.1:{port}/0"
-    running = Server(tmp, env)
+    running = Server(tmp, _migrated_sqlite, env)
     yield running
     running.close()
     if redis is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -90,9 +91,14 @@ pytestmark = pytest.mark.xdist_group("production-settings")
 
 
 @pytest.fixture(scope="module")
-def probe(tmp_path_factory) -> dict:
-    """One child process as deployed: `check --deploy`, collectstatic, migrate, requests."""
-    env = production_env(tmp_path_factory.mktemp("prod"))
+def probe(tmp_path_factory, _migrated_sqlite) -> dict:
+    """One child process as deployed: `check --deploy`, collectstatic, migrate, requests.
+
+    The database starts as a copy of the run's migrated one (tests/conftest.py): its
+    `migrate` then only checks that nothing is left to apply."""
+    tmp = tmp_path_factory.mktemp("prod")
+    env = production_env(tmp)
+    shutil.copyfile(_migrated_sqlite, tmp / "prod.sqlite3")
     result = run(["-c", PROBE], env)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])

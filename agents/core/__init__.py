@@ -4,7 +4,9 @@ Nothing here imports Django; models hand in frozen `spec` dataclasses and get
 frozen results back. Problems are `Diagnostic` values, never exceptions.
 """
 
-from agents.core import lazy_iri  # noqa: F401  (first: defers rfc3987_syntax, see there)
+# First, before anything imports jsonschema: rfc3987's parser is built on first use only.
+from agents.core import lazy_iri  # noqa: F401  # isort: skip
+
 from agents.core.compile import CompileResult, Span, compile_instructions
 from agents.core.diagnostics import Diagnostic, Severity
 from agents.core.lint import lint_agent, lint_app

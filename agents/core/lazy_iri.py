@@ -1,15 +1,12 @@
-"""Defer ``rfc3987_syntax`` (jsonschema's ``iri`` / ``iri-reference`` format checks) until a
-value is actually checked against one of those formats.
+"""jsonschema's `iri` formats, checked by rfc3987-syntax, without its import-time cost.
 
-``jsonschema._format`` imports ``rfc3987_syntax`` when it is installed (the
-``format-nongpl`` extra), and that import builds 39 Earley parsers with Lark: ~1.5 to 2 s,
-about 10x a fixed 3-million-multiplication loop, on every process start (``manage.py``,
-workers, gunicorn) although almost no schema uses those formats (README, Benchmarks).
-:func:`defer` puts a stand-in module in ``sys.modules`` before jsonschema is imported; the
-first call (``is_valid_syntax``, the one name jsonschema takes, or any other attribute)
-imports the real module and goes to it from then on, so the checks are the same.
-
-Standard library only; imported first by :mod:`agents.core` (every jsonschema import is under it).
+`jsonschema` imports `rfc3987_syntax` when it is imported itself, and that module builds a
+Lark parser of RFC 3987's grammar at import: 0.6 to 1.4 s on this 2-core machine, paid by
+every process that imports the core (each `manage.py` command, each gunicorn and task
+worker, each test worker) although almost no schema uses `format: iri`. `install()`, run
+before the first `import jsonschema` (from `agents.core`), puts a stand-in module in its
+place whose `is_valid_syntax` imports the real one on first use and then defers to it: the
+same checks, paid for only by a process that meets an `iri`.
 """
 
 from __future__ import annotations
@@ -19,40 +16,38 @@ import importlib.util
 import sys
 import threading
 import types
-from typing import Any
+from collections.abc import Callable
 
 NAME = "rfc3987_syntax"
 _lock = threading.Lock()
+_real: Callable[[str, str], bool] | None = None
 
 
-def _real() -> types.ModuleType:
-    with _lock:
-        module = sys.modules.get(NAME)
-        if module is None or getattr(module, "_statecraft_stand_in", False):
-            sys.modules.pop(NAME, None)
-            module = importlib.import_module(NAME)
-        return module
+def _is_valid_syntax(rule: str, value: str) -> bool:
+    global _real
+    if _real is None:
+        with _lock:
+            if _real is None:
+                stand_in = sys.modules.pop(NAME, None)
+                try:
+                    _real = importlib.import_module(NAME).is_valid_syntax
+                except BaseException:
+                    if stand_in is not None:
+                        sys.modules[NAME] = stand_in
+                    raise
+    return _real(rule, value)
 
 
-def _is_valid_syntax(term: str, value: str) -> bool:
-    return _real().is_valid_syntax(term, value)
-
-
-def _getattr(name: str) -> Any:
-    if name.startswith("__"):  # the import system asks for __path__, __spec__...: not a use
-        raise AttributeError(name)
-    return getattr(_real(), name)
-
-
-def defer() -> None:
-    """Install the stand-in (once; nothing when the real module is loaded or absent)."""
-    if NAME in sys.modules or importlib.util.find_spec(NAME) is None:
+def install() -> None:
+    """Stand in for rfc3987_syntax until it is used (a no-op once jsonschema or the real
+    module is imported, or when the package is not installed: jsonschema then skips `iri`)."""
+    if NAME in sys.modules or "jsonschema" in sys.modules:
         return
-    stand_in = types.ModuleType(NAME, "stand-in: imports rfc3987_syntax at first use")
-    stand_in._statecraft_stand_in = True  # type: ignore[attr-defined]
+    if importlib.util.find_spec(NAME) is None:
+        return
+    stand_in = types.ModuleType(NAME, __doc__)
     stand_in.is_valid_syntax = _is_valid_syntax  # type: ignore[attr-defined]
-    stand_in.__getattr__ = _getattr  # type: ignore[attr-defined]
     sys.modules[NAME] = stand_in
 
 
-defer()
+install()

@@ -30,16 +30,29 @@ from agents.core.types import validate_value
 
 __all__ = [
     "APP_NAME_MAX_LENGTH",
+    "AUDIT_ACTION_MAX_LENGTH",
+    "AUDIT_OBJECT_TYPE_MAX_LENGTH",
+    "CALLBACK_KIND_MAX_LENGTH",
     "CHANNELS",
+    "CHANNEL_MAX_LENGTH",
     "CODES",
     "DISPLAY_NAME_MAX_LENGTH",
+    "ENDPOINT_KIND_MAX_LENGTH",
     "EXPECTATION_NOTE_MAX_LENGTH",
+    "JOB_CURRENT_MAX_LENGTH",
+    "JOB_ITEM_KEY_MAX_LENGTH",
     "JOB_KIND_MAX_LENGTH",
+    "JOB_STATUS_MAX_LENGTH",
     "LABEL_MAX_LENGTH",
     "LABEL_PATTERN",
+    "LANGUAGE_CODE_MAX_LENGTH",
+    "LIVE_RUN_MODE_MAX_LENGTH",
     "LOCATION_MAX_LENGTH",
     "MAX_ID",
     "MODALITIES",
+    "MODALITY_MAX_LENGTH",
+    "MODEL_ERROR_MAX_LENGTH",
+    "MODEL_ID_MAX_LENGTH",
     "MODEL_NAME_MAX_LENGTH",
     "NAME_MAX_LENGTH",
     "NAME_PATTERN",
@@ -49,14 +62,21 @@ __all__ = [
     "PROJECT_ID_MAX_LENGTH",
     "PROJECT_NUMBER_MAX_LENGTH",
     "RATE_LIMIT_KEY_MAX_LENGTH",
+    "RESULT_STATUS_MAX_LENGTH",
     "SCENARIO_DEFAULTS",
     "SCENARIO_NAME_MAX_LENGTH",
     "SESSION_ID_MAX_LENGTH",
+    "SHARE_ROLE_MAX_LENGTH",
     "STEP_EVENT_MAX_LENGTH",
+    "STEP_KIND_MAX_LENGTH",
     "TASK_ID_MAX_LENGTH",
     "TOKEN_BUDGET_MAX",
+    "TOOL_KIND_MAX_LENGTH",
     "URL_MAX_LENGTH",
+    "USERNAME_MAX_LENGTH",
+    "VARIABLE_TYPE_MAX_LENGTH",
     "VERSION_NAME_MAX_LENGTH",
+    "WORKER_MAX_LENGTH",
     "app_name_problems",
     "channel_problems",
     "check_app",
@@ -102,6 +122,28 @@ VERSION_NAME_MAX_LENGTH = 200  # a saved version's name
 JOB_KIND_MAX_LENGTH = 64
 TASK_ID_MAX_LENGTH = 64  # the task queue's id of a job
 RATE_LIMIT_KEY_MAX_LENGTH = 64  # a sha256 hex digest
+# The columns around an app: who did it, what a choice column holds, the jobs' and the
+# live runs' bookkeeping (the models read them from here too; a test keeps it so).
+USERNAME_MAX_LENGTH = 150  # a user's name as history and results copy it (Django's)
+LANGUAGE_CODE_MAX_LENGTH = 8  # a user's chosen language (settings.LANGUAGES)
+AUDIT_ACTION_MAX_LENGTH = 40  # a history entry's action, e.g. variable.update
+AUDIT_OBJECT_TYPE_MAX_LENGTH = 20  # its object type, e.g. variable
+VARIABLE_TYPE_MAX_LENGTH = 10  # a variable's type and a list's item type
+TOOL_KIND_MAX_LENGTH = 10
+CALLBACK_KIND_MAX_LENGTH = 20  # a callback's kind, and a step's callback kind
+SHARE_ROLE_MAX_LENGTH = 10
+CHANNEL_MAX_LENGTH = 10  # a scenario's channel
+MODALITY_MAX_LENGTH = 10  # a scenario's modality
+STEP_KIND_MAX_LENGTH = 10
+RESULT_STATUS_MAX_LENGTH = 12  # an evaluation's or a live run's status
+JOB_STATUS_MAX_LENGTH = 12
+JOB_CURRENT_MAX_LENGTH = 300  # what a job is doing now, as its progress shows it
+JOB_ITEM_KEY_MAX_LENGTH = 100  # a piece of a job's work, stored once
+WORKER_MAX_LENGTH = 200  # the worker running a job: host:pid
+ENDPOINT_KIND_MAX_LENGTH = 10  # a model endpoint's provider kind
+MODEL_ID_MAX_LENGTH = 200  # the provider's model id, like gemini-2.5-flash
+LIVE_RUN_MODE_MAX_LENGTH = 8  # live or replay
+MODEL_ERROR_MAX_LENGTH = 30  # a live run's named model error
 
 # Names of variables, schemas and tools (CX Agent Studio's rule for Python identifiers).
 # \A and \Z: the whole text, in Python's re, the regex package and PostgreSQL alike (a `$`

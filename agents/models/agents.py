@@ -8,6 +8,7 @@ from django.utils.translation import gettext_lazy as _
 
 from agents.core import spec
 from agents.core.rules import (
+    CALLBACK_KIND_MAX_LENGTH,
     DISPLAY_NAME_MAX_LENGTH,
 )
 from agents.fields import OrderedJSONField
@@ -85,7 +86,9 @@ class Callback(TimestampedModel):
     agent = models.ForeignKey(
         Agent, on_delete=models.CASCADE, related_name="callbacks", verbose_name=_("agent")
     )
-    kind = models.CharField(max_length=20, choices=CallbackKind.choices, verbose_name=_("kind"))
+    kind = models.CharField(
+        max_length=CALLBACK_KIND_MAX_LENGTH, choices=CallbackKind.choices, verbose_name=_("kind")
+    )
     order = models.PositiveIntegerField(default=0, verbose_name=_("order"))
     code = models.TextField(
         help_text=_("Python; may update state like a tool."), verbose_name=_("code")

@@ -9,6 +9,7 @@ from django.utils.translation import gettext_lazy as _
 from agents.core import spec
 from agents.core.rules import (
     APP_NAME_MAX_LENGTH,
+    SHARE_ROLE_MAX_LENGTH,
 )
 from agents.fields import OrderedJSONField
 from agents.models.base import TimestampedModel
@@ -85,7 +86,10 @@ class AppShare(TimestampedModel):
         verbose_name=_("user"),
     )
     role = models.CharField(
-        max_length=10, choices=ShareRole.choices, default=ShareRole.VIEWER, verbose_name=_("role")
+        max_length=SHARE_ROLE_MAX_LENGTH,
+        choices=ShareRole.choices,
+        default=ShareRole.VIEWER,
+        verbose_name=_("role"),
     )
 
     class Meta:

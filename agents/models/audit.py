@@ -9,7 +9,10 @@ from django.utils.translation import gettext_lazy as _
 
 from agents.core.rules import (
     APP_NAME_MAX_LENGTH,
+    AUDIT_ACTION_MAX_LENGTH,
+    AUDIT_OBJECT_TYPE_MAX_LENGTH,
     DISPLAY_NAME_MAX_LENGTH,
+    USERNAME_MAX_LENGTH,
 )
 from agents.fields import OrderedJSONField
 from agents.models.app import AgentApp
@@ -83,11 +86,17 @@ class AuditEvent(models.Model):
         related_name="audit_events",
         verbose_name=_("actor"),
     )
-    actor_name = models.CharField(max_length=150, blank=True, verbose_name=_("actor name"))
-    action = models.CharField(
-        max_length=40, help_text=_("e.g. variable.update"), verbose_name=_("action")
+    actor_name = models.CharField(
+        max_length=USERNAME_MAX_LENGTH, blank=True, verbose_name=_("actor name")
     )
-    object_type = models.CharField(max_length=20, verbose_name=_("object type"))
+    action = models.CharField(
+        max_length=AUDIT_ACTION_MAX_LENGTH,
+        help_text=_("e.g. variable.update"),
+        verbose_name=_("action"),
+    )
+    object_type = models.CharField(
+        max_length=AUDIT_OBJECT_TYPE_MAX_LENGTH, verbose_name=_("object type")
+    )
     object_name = models.CharField(
         max_length=DISPLAY_NAME_MAX_LENGTH, blank=True, verbose_name=_("object name")
     )

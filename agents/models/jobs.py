@@ -7,7 +7,14 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-from agents.core.rules import JOB_KIND_MAX_LENGTH, TASK_ID_MAX_LENGTH
+from agents.core.rules import (
+    JOB_CURRENT_MAX_LENGTH,
+    JOB_ITEM_KEY_MAX_LENGTH,
+    JOB_KIND_MAX_LENGTH,
+    JOB_STATUS_MAX_LENGTH,
+    TASK_ID_MAX_LENGTH,
+    WORKER_MAX_LENGTH,
+)
 from agents.models.app import AgentApp
 
 
@@ -41,17 +48,21 @@ class Job(models.Model):
     app = models.ForeignKey(
         AgentApp, on_delete=models.CASCADE, null=True, blank=True, related_name="jobs"
     )
-    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    status = models.CharField(
+        max_length=JOB_STATUS_MAX_LENGTH, choices=JobStatus.choices, default=JobStatus.QUEUED
+    )
     params = models.JSONField(default=dict, blank=True)
     caps = models.JSONField(default=dict, blank=True, help_text="Steps, code calls, seconds...")
     progress_done = models.PositiveIntegerField(default=0)
     progress_total = models.PositiveIntegerField(default=0)
-    current = models.CharField(max_length=300, blank=True)
+    current = models.CharField(max_length=JOB_CURRENT_MAX_LENGTH, blank=True)
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     cancel_requested = models.BooleanField(default=False)
-    worker = models.CharField(max_length=200, blank=True, help_text="host:pid running it")
+    worker = models.CharField(
+        max_length=WORKER_MAX_LENGTH, blank=True, help_text="host:pid running it"
+    )
     task_id = models.CharField(
         max_length=TASK_ID_MAX_LENGTH, blank=True, help_text="The task queue's id"
     )
@@ -78,7 +89,7 @@ class JobItem(models.Model):
     a job retried after its worker died never counts or stores a piece twice."""
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="items")
-    key = models.CharField(max_length=100)
+    key = models.CharField(max_length=JOB_ITEM_KEY_MAX_LENGTH)
     position = models.PositiveIntegerField(default=0)
     data = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -8,7 +8,16 @@ from django.utils.translation import gettext_lazy as _
 
 from agents.core.rules import (
     DISPLAY_NAME_MAX_LENGTH,
+    ENDPOINT_KIND_MAX_LENGTH,
+    LIVE_RUN_MODE_MAX_LENGTH,
+    LOCATION_MAX_LENGTH,
+    MODEL_ERROR_MAX_LENGTH,
+    MODEL_ID_MAX_LENGTH,
+    MODEL_NAME_MAX_LENGTH,
+    PROJECT_ID_MAX_LENGTH,
+    RESULT_STATUS_MAX_LENGTH,
     SCENARIO_NAME_MAX_LENGTH,
+    USERNAME_MAX_LENGTH,
 )
 from agents.fields import OrderedJSONField
 from agents.models.app import AgentApp
@@ -28,10 +37,12 @@ class ModelEndpoint(TimestampedModel):
     reads `api_key_encrypted` but the model client. Not part of any app: never exported,
     versioned or audited."""
 
-    name = models.CharField(max_length=60, unique=True, verbose_name=_("name"))
-    kind = models.CharField(max_length=10, choices=EndpointKind.choices, verbose_name=_("kind"))
+    name = models.CharField(max_length=MODEL_NAME_MAX_LENGTH, unique=True, verbose_name=_("name"))
+    kind = models.CharField(
+        max_length=ENDPOINT_KIND_MAX_LENGTH, choices=EndpointKind.choices, verbose_name=_("kind")
+    )
     model = models.CharField(
-        max_length=200,
+        max_length=MODEL_ID_MAX_LENGTH,
         help_text=_("The model's id, like gemini-2.5-flash."),
         verbose_name=_("model"),
     )
@@ -48,8 +59,12 @@ class ModelEndpoint(TimestampedModel):
         help_text=_("Gemini through Vertex AI with this machine's Google credentials."),
         verbose_name=_("vertex"),
     )
-    project = models.CharField(max_length=100, blank=True, verbose_name=_("project"))
-    location = models.CharField(max_length=50, blank=True, verbose_name=_("location"))
+    project = models.CharField(
+        max_length=PROJECT_ID_MAX_LENGTH, blank=True, verbose_name=_("project")
+    )
+    location = models.CharField(
+        max_length=LOCATION_MAX_LENGTH, blank=True, verbose_name=_("location")
+    )
     timeout = models.FloatField(default=60.0, verbose_name=_("timeout"))
     max_retries = models.PositiveSmallIntegerField(default=3, verbose_name=_("max retries"))
     price_in = models.FloatField(
@@ -85,7 +100,7 @@ class AppModelDefault(models.Model):
     app = models.OneToOneField(
         AgentApp, on_delete=models.CASCADE, related_name="model_default", verbose_name=_("app")
     )
-    model = models.CharField(max_length=60, verbose_name=_("model"))
+    model = models.CharField(max_length=MODEL_NAME_MAX_LENGTH, verbose_name=_("model"))
     updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
@@ -123,9 +138,12 @@ class LiveRun(models.Model):
         max_length=SCENARIO_NAME_MAX_LENGTH, verbose_name=_("scenario name")
     )
     agent_name = models.CharField(max_length=DISPLAY_NAME_MAX_LENGTH, verbose_name=_("agent name"))
-    model_name = models.CharField(max_length=60, verbose_name=_("model name"))
+    model_name = models.CharField(max_length=MODEL_NAME_MAX_LENGTH, verbose_name=_("model name"))
     mode = models.CharField(
-        max_length=8, choices=LiveRunMode.choices, default=LiveRunMode.LIVE, verbose_name=_("mode")
+        max_length=LIVE_RUN_MODE_MAX_LENGTH,
+        choices=LiveRunMode.choices,
+        default=LiveRunMode.LIVE,
+        verbose_name=_("mode"),
     )
     replay_of = models.ForeignKey(
         "self",
@@ -139,10 +157,13 @@ class LiveRun(models.Model):
         blank=True, help_text=_("The scenario's script when it ran."), verbose_name=_("script")
     )
     status = models.CharField(
-        max_length=12, choices=ResultStatus.choices, default="none", verbose_name=_("status")
+        max_length=RESULT_STATUS_MAX_LENGTH,
+        choices=ResultStatus.choices,
+        default="none",
+        verbose_name=_("status"),
     )
     error = models.CharField(
-        max_length=30,
+        max_length=MODEL_ERROR_MAX_LENGTH,
         blank=True,
         help_text=_("A named model error, if any."),
         verbose_name=_("error"),
@@ -167,7 +188,9 @@ class LiveRun(models.Model):
         related_name="live_runs",
         verbose_name=_("ran by"),
     )
-    ran_by_name = models.CharField(max_length=150, blank=True, verbose_name=_("ran by name"))
+    ran_by_name = models.CharField(
+        max_length=USERNAME_MAX_LENGTH, blank=True, verbose_name=_("ran by name")
+    )
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:

@@ -10,15 +10,21 @@ from django.utils.translation import gettext_lazy as _
 
 from agents.core import rules, spec
 from agents.core.rules import (
+    CALLBACK_KIND_MAX_LENGTH,
+    CHANNEL_MAX_LENGTH,
     LOCATION_MAX_LENGTH,
+    MODALITY_MAX_LENGTH,
     NAME_MAX_LENGTH,
     NOW_MAX_LENGTH,
     PROJECT_ID_MAX_LENGTH,
     PROJECT_NUMBER_MAX_LENGTH,
+    RESULT_STATUS_MAX_LENGTH,
     SCENARIO_DEFAULTS,
     SCENARIO_NAME_MAX_LENGTH,
     SESSION_ID_MAX_LENGTH,
     STEP_EVENT_MAX_LENGTH,
+    STEP_KIND_MAX_LENGTH,
+    USERNAME_MAX_LENGTH,
 )
 from agents.fields import OrderedJSONField
 from agents.models.agents import Agent, CallbackKind
@@ -51,13 +57,13 @@ class Scenario(TimestampedModel):
         verbose_name=_("session values"),
     )
     channel = models.CharField(
-        max_length=10,
+        max_length=CHANNEL_MAX_LENGTH,
         choices=Channel.choices,
         default=SCENARIO_DEFAULTS["channel"],
         verbose_name=_("channel"),
     )
     modality = models.CharField(
-        max_length=10,
+        max_length=MODALITY_MAX_LENGTH,
         choices=Modality.choices,
         default=SCENARIO_DEFAULTS["modality"],
         verbose_name=_("modality"),
@@ -149,7 +155,10 @@ class ScenarioStep(TimestampedModel):
     )
     order = models.PositiveIntegerField(default=0, verbose_name=_("order"))
     kind = models.CharField(
-        max_length=10, choices=StepKind.choices, default=StepKind.USER, verbose_name=_("kind")
+        max_length=STEP_KIND_MAX_LENGTH,
+        choices=StepKind.choices,
+        default=StepKind.USER,
+        verbose_name=_("kind"),
     )
     text = models.TextField(
         blank=True, help_text=_("User or agent message."), verbose_name=_("text")
@@ -167,7 +176,10 @@ class ScenarioStep(TimestampedModel):
         verbose_name=_("args"),
     )
     callback_kind = models.CharField(
-        max_length=20, choices=CallbackKind.choices, blank=True, verbose_name=_("callback kind")
+        max_length=CALLBACK_KIND_MAX_LENGTH,
+        choices=CallbackKind.choices,
+        blank=True,
+        verbose_name=_("callback kind"),
     )
     variables = OrderedJSONField(
         default=dict,
@@ -251,7 +263,9 @@ class ScenarioResult(models.Model):
     scenario = models.OneToOneField(
         Scenario, on_delete=models.CASCADE, related_name="last_result", verbose_name=_("scenario")
     )
-    status = models.CharField(max_length=12, choices=ResultStatus.choices, verbose_name=_("status"))
+    status = models.CharField(
+        max_length=RESULT_STATUS_MAX_LENGTH, choices=ResultStatus.choices, verbose_name=_("status")
+    )
     passed = models.PositiveIntegerField(default=0, verbose_name=_("passed"))
     failed = models.PositiveIntegerField(default=0, verbose_name=_("failed"))
     needs_model = models.PositiveIntegerField(default=0, verbose_name=_("needs model"))
@@ -270,7 +284,9 @@ class ScenarioResult(models.Model):
         related_name="scenario_results",
         verbose_name=_("ran by"),
     )
-    ran_by_name = models.CharField(max_length=150, blank=True, verbose_name=_("ran by name"))
+    ran_by_name = models.CharField(
+        max_length=USERNAME_MAX_LENGTH, blank=True, verbose_name=_("ran by name")
+    )
     ran_at = models.DateTimeField(verbose_name=_("ran at"))
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))

@@ -9,6 +9,7 @@ from agents.core import spec
 from agents.core.rules import (
     NAME_MAX_LENGTH,
     NAME_PATTERN,
+    TOOL_KIND_MAX_LENGTH,
 )
 from agents.fields import OrderedJSONField
 from agents.models.app import AgentApp
@@ -28,7 +29,10 @@ class Tool(TimestampedModel):
     )
     name = models.CharField(max_length=NAME_MAX_LENGTH, verbose_name=_("name"))
     kind = models.CharField(
-        max_length=10, choices=ToolKind.choices, default=ToolKind.PYTHON, verbose_name=_("kind")
+        max_length=TOOL_KIND_MAX_LENGTH,
+        choices=ToolKind.choices,
+        default=ToolKind.PYTHON,
+        verbose_name=_("kind"),
     )
     description = models.TextField(blank=True, verbose_name=_("description"))
     python_code = models.TextField(

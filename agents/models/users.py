@@ -6,6 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from agents.core.rules import LANGUAGE_CODE_MAX_LENGTH
+
 
 class UserSettings(models.Model):
     """What a user chose for themselves: the language the designer speaks to them in."""
@@ -16,7 +18,9 @@ class UserSettings(models.Model):
         related_name="statecraft_settings",
         verbose_name=_("user"),
     )
-    language = models.CharField(_("language"), max_length=8, choices=settings.LANGUAGES, blank=True)
+    language = models.CharField(
+        _("language"), max_length=LANGUAGE_CODE_MAX_LENGTH, choices=settings.LANGUAGES, blank=True
+    )
 
     class Meta:
         verbose_name = _("user settings")

@@ -9,6 +9,7 @@ from agents.core import spec
 from agents.core.rules import (
     NAME_MAX_LENGTH,
     NAME_PATTERN,
+    VARIABLE_TYPE_MAX_LENGTH,
 )
 from agents.core.types import type_label
 from agents.fields import OrderedJSONField
@@ -60,13 +61,13 @@ class Variable(TimestampedModel):
     )
     name = models.CharField(max_length=NAME_MAX_LENGTH, verbose_name=_("name"))
     type = models.CharField(
-        max_length=10,
+        max_length=VARIABLE_TYPE_MAX_LENGTH,
         choices=VariableType.choices,
         default=VariableType.TEXT,
         verbose_name=_("type"),
     )
     item_type = models.CharField(
-        max_length=10,
+        max_length=VARIABLE_TYPE_MAX_LENGTH,
         choices=[c for c in VariableType.choices if c[0] != VariableType.LIST],
         blank=True,
         help_text=_("For a list: the type of its items."),

@@ -38,6 +38,7 @@ from django.db.models import F
 from django.tasks import task
 from django.utils import timezone
 
+from agents.core import rules
 from agents.models import JOB_ACTIVE, JOB_FINISHED, AgentApp, Job, JobItem, JobStatus
 from agents.services.common import Actor
 from agents.services.simulation import Caps
@@ -195,7 +196,8 @@ def run_job(job_id: str) -> None:
 
 def _enqueue(job_id: Any) -> None:
     result = run_job.enqueue(str(job_id))
-    Job.objects.filter(pk=job_id, task_id="").update(task_id=str(result.id)[:64])
+    task_id = str(result.id)[: rules.TASK_ID_MAX_LENGTH]
+    Job.objects.filter(pk=job_id, task_id="").update(task_id=task_id)
 
 
 @transaction.atomic
@@ -249,7 +251,7 @@ class JobContext:
         if total is not None:
             fields["progress_total"] = self.job.progress_total = total
         if current is not None:
-            fields["current"] = self.job.current = current[:300]
+            fields["current"] = self.job.current = current[: rules.JOB_CURRENT_MAX_LENGTH]
         self._mine().update(**fields)
         self._beat = self.clock()
 

@@ -34,28 +34,8 @@ def rendered(value: Any) -> str:
 
 
 @register.filter
-def field_errors(form: Any, name: str) -> list[str]:
-    return list(form.errors.get(name, [])) if form is not None and form.is_bound else []
-
-
-@register.filter
 def get_item(mapping: Any, key: str) -> Any:
     return mapping.get(key) if mapping else None
-
-
-@register.filter
-def current(form: Any, name: str) -> Any:
-    """What a form field shows: the typed value when bound, else its initial value."""
-    return form.current(name) if hasattr(form, "current") else _plain_current(form, name)
-
-
-def _plain_current(form: Any, name: str) -> Any:
-    if form.is_bound:
-        if name in form.fields and form.fields[name].widget.__class__.__name__ == "CheckboxInput":
-            return form.data.get(name) in ("on", "true", "1", True)
-        return form.data.get(name, "")
-    value = form.initial.get(name, form.fields[name].initial if name in form.fields else "")
-    return "" if value is None else value
 
 
 @register.filter
@@ -124,26 +104,12 @@ def cx_kept(agent: Any) -> list[tuple[str, str]]:
     return kept_summary(agent.cx, tools)
 
 
-_EXAMPLE_VALUES: dict[str, Any] = {
-    "text": "text",
-    "number": 1,
-    "boolean": True,
-    "list": [],
-    "object": {},
-}
-
-
 @register.filter
 def values_placeholder(app: Any) -> str:
-    """A JSON object placeholder naming this app's own variables (at most two, each with a
-    short value of its type), never another app's."""
-    import json
+    """A JSON object placeholder naming this app's own variables (the forms' own)."""
+    from designer.forms import values_placeholder as placeholder
 
-    example = {
-        variable.name: _EXAMPLE_VALUES.get(variable.type, "value")
-        for variable in list(app.variables.all())[:2]
-    }
-    return json.dumps(example or {"variable_name": "value"}, ensure_ascii=False)
+    return placeholder(app)
 
 
 _HISTORY_ROWS = 60

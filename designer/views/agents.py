@@ -68,8 +68,8 @@ def agent_edit(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse
         request,
         fragment="agent-form",
         context={"app": app, "edited": agent},
-        blank=lambda: AgentForm.for_agent(agent, app=app),
-        bound=lambda data: AgentForm(data, app=app, agent=agent),
+        blank=lambda: AgentForm(instance=agent, app=app),
+        bound=lambda data: AgentForm(data, instance=agent, app=app),
         save=save,
     )
 

@@ -126,8 +126,8 @@ def scenario_new(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespon
         request,
         fragment="scenario-form",
         context={"app": app, "agent": agent, "scenario": None},
-        blank=lambda: ScenarioForm(initial=initial),
-        bound=ScenarioForm,
+        blank=lambda: ScenarioForm(app=app, initial=initial),
+        bound=lambda data: ScenarioForm(data, app=app),
         save=save,
     )
 
@@ -160,8 +160,8 @@ def scenario_edit(
         request,
         fragment="scenario-form",
         context={"app": app, "agent": agent, "scenario": scenario},
-        blank=lambda: ScenarioForm.for_scenario(scenario),
-        bound=ScenarioForm,
+        blank=lambda: ScenarioForm(instance=scenario, app=app),
+        bound=lambda data: ScenarioForm(data, instance=scenario, app=app),
         save=save,
     )
 

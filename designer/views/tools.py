@@ -54,8 +54,8 @@ def tool_new(request: HttpRequest, app_id: int) -> HttpResponse:
         request,
         fragment="tool-form",
         context={"app": app, "tool": None, "agent_id": agent_param(request)},
-        blank=lambda: ToolForm(initial={"kind": request.GET.get("kind", "python")}),
-        bound=ToolForm,
+        blank=lambda: ToolForm(app=app, initial={"kind": request.GET.get("kind", "python")}),
+        bound=lambda data: ToolForm(data, app=app),
         save=save,
     )
 
@@ -75,19 +75,18 @@ def tool_edit(request: HttpRequest, app_id: int, tool_id: int) -> HttpResponse:
         )
         return updated_list(request, app_id, "tool-list", _tool_context)
 
-    # A problem's "line 3:5" opens the code there (the editor puts its caret on it).
-    line = int_or_none(request.GET.get("line"))
     return inline_form(
         request,
         fragment="tool-form",
-        context={
-            "app": app,
-            "tool": tool,
-            "code_line": line,
-            "code_column": int_or_none(request.GET.get("column")) or 1,
-        },
-        blank=lambda: ToolForm.for_tool(tool),
-        bound=ToolForm,
+        context={"app": app, "tool": tool},
+        # A problem's "line 3:5" opens the code there (the editor puts its caret on it).
+        blank=lambda: ToolForm(
+            instance=tool,
+            app=app,
+            line=int_or_none(request.GET.get("line")),
+            column=int_or_none(request.GET.get("column")) or 1,
+        ),
+        bound=lambda data: ToolForm(data, instance=tool, app=app),
         save=save,
     )
 

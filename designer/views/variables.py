@@ -100,8 +100,8 @@ def variable_edit(request: HttpRequest, app_id: int, variable_id: int) -> HttpRe
         request,
         fragment="variable-form",
         context={"app": app, "variable": variable},
-        blank=lambda: VariableForm.for_variable(variable, app=app, schemas=schemas),
-        bound=lambda data: VariableForm(data, app=app, schemas=schemas),
+        blank=lambda: VariableForm(instance=variable, app=app, schemas=schemas),
+        bound=lambda data: VariableForm(data, instance=variable, app=app, schemas=schemas),
         save=save,
     )
 
@@ -125,8 +125,7 @@ def variable_default_field(request: HttpRequest, app_id: int) -> HttpResponse:
     """Swap only the default's widget when the type changes; the rest of the form stays as typed."""
     app, _access = loaded_app(request, app_id, edit=True)
     form = VariableForm(request.GET, app=app, schemas=list(app.schemas.all()))
-    uid = request.GET.get("form_uid", "new")
-    return render(request, f"{DESIGNER}#default-field", {"app": app, "form": form, "uid": uid})
+    return render(request, f"{DESIGNER}#default-field", {"app": app, "form": form})
 
 
 @login_required

@@ -78,14 +78,34 @@ def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
 
 
 @pytest.fixture
-def signed_in_page(page: Page, live_server, user) -> Page:
-    """A page signed in as ada through the real login form, showing the app list."""
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.get_by_label("Username").fill("ada")
-    page.get_by_label("Password").fill("pw-ada-123456")
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="Your apps")).to_be_visible()
+def session_page(page: Page, live_server, user) -> Page:
+    """The page's context holds ada's session cookie (made with the test client's
+    `force_login`); nothing loaded yet. The real sign-in form has its own tests
+    (test_browser_designer_defects.py, test_browser_languages.py), so the others skip
+    its two page loads."""
+    from django.conf import settings
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    page.context.add_cookies(
+        [
+            {
+                "name": settings.SESSION_COOKIE_NAME,
+                "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+                "url": live_server.url,
+            }
+        ]
+    )
     return page
+
+
+@pytest.fixture
+def signed_in_page(session_page: Page, live_server) -> Page:
+    """A page signed in as ada, showing the app list."""
+    session_page.goto(f"{live_server.url}/")
+    expect(session_page.get_by_role("heading", name="Your apps")).to_be_visible()
+    return session_page
 
 
 # ------------ a trip-planner app, built in the database
@@ -142,13 +162,13 @@ def trip_app(user):
 
 
 @pytest.fixture
-def open_designer(signed_in_page: Page, live_server):
+def open_designer(session_page: Page, live_server):
     """Open an app's designer page as the signed-in designer; waits for the compiled prompt."""
 
     def open_(app) -> Page:
-        signed_in_page.goto(f"{live_server.url}/apps/{app.pk}/")
-        expect(signed_in_page.locator("#compiled")).to_be_visible()
-        return signed_in_page
+        session_page.goto(f"{live_server.url}/apps/{app.pk}/")
+        expect(session_page.locator("#compiled")).to_be_visible()
+        return session_page
 
     return open_
 

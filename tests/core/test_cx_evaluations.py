@@ -157,3 +157,15 @@ def test_bella_notte_goldens_import_and_export_unchanged_as_the_originals(bella)
     script = format_script(first.steps)
     assert "expect call [Check_SetPartySize_Called_6]: set_reservation_basics" in script
     assert first.steps[0].kind is StepKind.USER
+
+
+def test_an_evaluation_of_the_scenario_kind_is_noted_in_the_same_words_read_either_way():
+    """SC607 for a simulated-user evaluation: the ZIP's import and one evaluation read
+    alone say the same thing (one definition, one catalog entry)."""
+    path = "evaluations/sim/sim.json"
+    data = {"displayName": "Sim", "scenario": {"task": "book a table", "rubrics": []}}
+    files, _ = to_cx_files(_app(), ())
+    _, _, found = read_cx_files({**files, path: json.dumps(data).encode()})
+    _, alone = evaluation_to_scenario(_app(), data, path)
+    in_zip = [d for d in found if d.code == "SC607" and path in (d.subject or "")]
+    assert [d.message for d in in_zip] == [d.message for d in alone]

@@ -65,6 +65,7 @@ __all__ = [
     "export_problems",
     "folder_of",
     "needs_model_evaluations",
+    "scenario_kind_message",
     "scenario_to_evaluation",
 ]
 
@@ -261,6 +262,16 @@ def _called_tool(app: AppSpec, data: Mapping[str, Any]) -> str:
     return re.sub(r"[^A-Za-z0-9_]+", "_", f"{toolset}_{tool_id}").strip("_")
 
 
+def scenario_kind_message(name: str) -> Message:
+    """SC607's words for an evaluation of the scenario kind, one wording wherever the
+    import meets one (a ZIP's evaluations, one evaluation read alone)."""
+    return Message(
+        "%(name)s is an evaluation of the scenario kind (a simulated user with a task and "
+        "rubrics): it needs a model; kept as is, listed, not run",
+        name=repr(name),
+    )
+
+
 def evaluation_to_scenario(
     app: AppSpec, data: Mapping[str, Any], path: str
 ) -> tuple[ScenarioSpec | None, tuple[Diagnostic, ...]]:
@@ -275,20 +286,7 @@ def evaluation_to_scenario(
     golden = data.get("golden")
     if not isinstance(golden, Mapping):
         if isinstance(data.get("scenario"), Mapping):
-            found.append(
-                _note(
-                    "SC607",
-                    INFO,
-                    path,
-                    "scenario",
-                    Message(
-                        "%(name)s is an evaluation of the scenario kind (a simulated "
-                        "user with a task and rubrics): it needs a model, so it is "
-                        "kept as is and not run",
-                        name=repr(name),
-                    ),
-                )
-            )
+            found.append(_note("SC607", INFO, path, "scenario", scenario_kind_message(name)))
         else:
             found.append(
                 _note("SC606", W, path, "golden", Message("no golden turns; not imported"))

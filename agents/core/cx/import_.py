@@ -233,18 +233,7 @@ def _read_goldens(state: _Import) -> list[tuple[str, dict[str, Any]]]:
         state.consumed.discard(path)
         if data is not None and isinstance(data.get("scenario"), dict):
             name = data.get("displayName") or parts[1]
-            state.note(
-                "SC607",
-                INFO,
-                path,
-                "scenario",
-                Message(
-                    "%(name)s is an evaluation of the scenario kind (a simulated "
-                    "user with a task and rubrics): it needs a model; kept as is, "
-                    "listed, not run",
-                    name=repr(name),
-                ),
-            )
+            state.note("SC607", INFO, path, "scenario", evaluations.scenario_kind_message(name))
     return goldens
 
 
