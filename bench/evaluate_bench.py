@@ -87,9 +87,9 @@ def main() -> None:
         runs = ", ".join(f"{x:.0f}" for x in times)
         print(
             f"evaluate --jobs {jobs}: {t:.0f} ms  (reference loop {r:.0f} ms; ratio {t / r:.1f})"
-            f"  runs {runs} ms; best {min(times) / r:.1f}x; CPU (processes reaped: the"
-            f" command, the sandbox's as counted) {statistics.median(cpus):.0f} ms;"
-            f" load {os.getloadavg()[0]:.1f}"
+            f"  runs {runs} ms; best {min(times) / r:.1f}x; CPU (the command and the"
+            f" children it reaped; the jail's processes die with it, mostly uncounted)"
+            f" {statistics.median(cpus):.0f} ms; load {os.getloadavg()[0]:.1f}"
         )
 
 
