@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,6 +31,11 @@ def reference_ms() -> float:
     started = time.perf_counter()
     sum(i * i for i in range(3_000_000))
     return (time.perf_counter() - started) * 1000
+
+
+def _children_cpu_ms() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * 1000
 
 
 def main() -> None:
@@ -63,9 +69,10 @@ def main() -> None:
     Scenario.objects.filter(agent__app=app).update(now="2026-06-01T12:00:00")
     print(f"bella_notte: {Scenario.objects.filter(agent__app=app).count()} scenarios")
     for jobs in args.jobs.split(","):
-        times, refs = [], []
+        times, refs, cpus = [], [], []
         for _ in range(args.repeats):
             refs.append(reference_ms())
+            cpu_before = _children_cpu_ms()
             started = time.perf_counter()
             subprocess.run(
                 [sys.executable, "manage.py", "evaluate", str(app.pk), "--jobs", jobs],
@@ -75,8 +82,15 @@ def main() -> None:
                 check=False,
             )
             times.append((time.perf_counter() - started) * 1000)
+            cpus.append(_children_cpu_ms() - cpu_before)
         t, r = statistics.median(times), statistics.median(refs)
-        print(f"evaluate --jobs {jobs}: {t:.0f} ms  (reference loop {r:.0f} ms; ratio {t / r:.1f})")
+        runs = ", ".join(f"{x:.0f}" for x in times)
+        print(
+            f"evaluate --jobs {jobs}: {t:.0f} ms  (reference loop {r:.0f} ms; ratio {t / r:.1f})"
+            f"  runs {runs} ms; best {min(times) / r:.1f}x; CPU (the command and the"
+            f" children it reaped; the jail's processes die with it, mostly uncounted)"
+            f" {statistics.median(cpus):.0f} ms; load {os.getloadavg()[0]:.1f}"
+        )
 
 
 if __name__ == "__main__":

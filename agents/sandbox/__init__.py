@@ -64,9 +64,12 @@ Security model: the OS is the boundary, the language filter is defence in depth
    with an environment holding only ``PATH``/``LC_ALL``, no inherited file descriptors,
    its own session/process group (killed as a group).  It never runs user code: for each
    call it forks a *call process*, so every call starts from the same pristine image and
-   nothing a call does can reach a later call.  The host enforces a hard deadline, caps
-   what it reads (length-prefixed frames) and trusts nothing in the answer (NaN, depth,
-   shapes are an ``internal`` error).
+   nothing a call does can reach a later call.  The call process is forked ahead of its
+   request (while the call before runs, when the session child holds no request or
+   answer), drops its privileges, installs its filter, then reads the request from the host
+   itself; it serves one call and is reaped before that call's answer goes back.  The host
+   enforces a hard deadline, caps what it reads (length-prefixed frames) and trusts
+   nothing in the answer (NaN, depth, shapes are an ``internal`` error).
 3. Language level (RestrictedPython, in the call process): no dunder names or attributes
    (but ``__name__``), ``_private`` ones only on the code's own objects, no frames, code
    objects, tracebacks or modules reached as attributes, no ``open``/``exec``/``globals``,

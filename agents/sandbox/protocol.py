@@ -25,6 +25,34 @@ def read_frame(stream):
     return header, body
 
 
+def read_frame_fd(fd):
+    """:func:`read_frame` from a file descriptor, unbuffered: it reads no byte past the
+    frame's end (the host sends the next frame only after the answer), so another process
+    can read the next frame from the same pipe. None, None at end of input."""
+    buf = bytearray()
+    while True:
+        newline = buf.find(b"\n")
+        if newline >= 0:
+            break
+        if len(buf) > MAX_HEADER_BYTES:
+            raise ValueError("frame header too long")
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return None, None
+        buf += chunk
+    header = json.loads(buf[:newline])
+    size = header["size"]
+    del buf[: newline + 1]
+    while len(buf) < size:
+        chunk = os.read(fd, size - len(buf))
+        if not chunk:
+            return None, None
+        buf += chunk
+    if len(buf) != size:
+        raise ValueError("more than one frame")
+    return header, bytes(buf)
+
+
 def write_frame(fd, body, **header):
     header["size"] = len(body)
     data = memoryview(json.dumps(header).encode("ascii") + b"\n" + body)

@@ -17,12 +17,19 @@ Protocol (a *session*): frames in both directions, each a one-line JSON header
    network/IPC/UTS namespaces and ``chroot``s into the empty working directory, then answers
    ``{"protections": [...]}``.  This *session child* never runs user code.
 2. host -> child, per call: ``{"code", "entry", "kind", "args", "state", "declared",
-   "context_values"}``.  The session child ``fork``s a *call process* that becomes ``nobody``,
-   sets the resource limits (its CPU counters start at zero: the CPU limit is per call),
-   runs the call under RestrictedPython and writes its result to a pipe, then exits.  The
-   session child reads that pipe (bounded, killing the call process at the wall-clock limit
-   + ``CALL_KILL_GRACE_S``), reaps it and answers with header ``{"size", "status",
-   "timed_out", "too_large"}`` and the call's result as body::
+   "context_values"}``.  Each call runs in its own *call process*, ``fork``ed from the
+   session child ahead of its request (the first one when the session starts, each next one
+   while the call before runs, once the session child holds no request or answer): it
+   becomes ``nobody``, sets the resource limits (its CPU counters start at zero: the CPU
+   limit is per call), installs its seccomp filter, then reads the request frame from the
+   host's pipe itself (the session child reads none after the hello) and closes that pipe.
+   Before running anything of the user's, it tells the session child, in a first frame on
+   its answer pipe, what the session child lacks for the next call processes (the code, when
+   it is not compiled yet; the app's tools, when they came in full); the call's deadline
+   starts there.  It runs the call under RestrictedPython, writes its result to that pipe
+   and exits.  The session child reads it (bounded, killing the call process at the
+   wall-clock limit + ``CALL_KILL_GRACE_S``), reaps it and answers with header
+   ``{"size", "status", "timed_out", "too_large"}`` and the call's result as body::
 
        {"ok": ..., "return_value": ..., "writes": [[n, v]], "removed": [...], "state": {...},
         "stdout": "...", "stdout_truncated": bool, "undeclared": [...], "protections": [...],
@@ -73,10 +80,12 @@ from call_context import (
 from clock import CLOCK_KEY, freeze_clock
 from guards import Sandbox
 from policy import CURRENT_CONTEXT, WITHHELD_BUILTINS
-from process import enter_jail, prepare_seccomp, run_forked
-from protocol import read_frame, write_frame
+from process import CALL_KILL_GRACE_S, collect, enter_jail, fork_call_process, prepare_seccomp
+from protocol import read_frame_fd, write_frame
 
 USER_FILENAME_PREFIX = {"tool": "tool", "callback": "callback"}
+# What a call process's first frame may carry (code, or the app's tools once).
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
 
 
 # ------------------------------------------------------------------------ running a call
@@ -388,34 +397,40 @@ def precompile(sandbox, request, tools_sent):
     """Compile the call's code (and, when the tools came in full, each tool's) in the
     session child, before the fork, when it has not been: only a clean compile is kept (a
     syntax error or a refused construct is left to the call process, which reports it as
-    today). Compiling runs no user code."""
+    today). Compiling runs no user code. True when something new was compiled (a call
+    process forked before lacks it)."""
+    new = False
     code_text = request.get("code")
     entry = request.get("entry")
     if type(code_text) is str and type(entry) is str:
         kind = request.get("kind", "tool")
-        compile_once(sandbox, f"<{USER_FILENAME_PREFIX.get(kind, 'code')}:{entry}>", code_text)
+        filename = f"<{USER_FILENAME_PREFIX.get(kind, 'code')}:{entry}>"
+        new = compile_once(sandbox, filename, code_text)
     tools = request.get("tools") if tools_sent else None
     if type(tools) is dict:
         for name, tool_code in tools.items():
             if type(name) is str and type(tool_code) is str:
-                compile_once(sandbox, f"<tool:{name}>", tool_code)
+                new = compile_once(sandbox, f"<tool:{name}>", tool_code) or new
+    return new
 
 
 def compile_once(sandbox, filename, code_text):
+    """Compile and keep *code_text* unless kept already; True when it was added."""
     key = (filename, code_text)
     if key in COMPILED:
-        return
+        return False
     try:
         compiled = sandbox.compile_restricted_exec(
             ast.parse(code_text, filename, "exec"), filename, policy=sandbox.policy
         )
     except BaseException:
-        return
+        return False
     if compiled.errors or compiled.code is None:
-        return
+        return False
     if len(COMPILED) >= COMPILED_MAX:
         COMPILED.pop(next(iter(COMPILED)))
     COMPILED[key] = compiled.code
+    return True
 
 
 def resolve_tools(request):
@@ -473,11 +488,49 @@ def call_result(sandbox, request, limits, protections):
     return payload
 
 
+def serve_request(sandbox, limits, jail, protections, body):
+    """In a call process forked ahead of its request: answer the request the host sent
+    (*body*, read by this process itself), as JSON bytes.
+
+    Before anything of the user's runs, it reports to the session child (its first frame
+    on the answer pipe) what the session child lacks for the next call processes: this
+    call's code when it is not compiled yet, the app's tools when they came in full. The
+    call's deadline starts when that frame arrives."""
+    request = json.loads(body)
+    del body
+    tools_sent = not request.get("tools_ref")
+    digest = request.get("tools_digest")
+    problem = resolve_tools(request)
+    code_text, entry = request.get("code"), request.get("entry")
+    learn = {}
+    if type(code_text) is str and type(entry) is str:
+        kind = request.get("kind", "tool")
+        key = (f"<{USER_FILENAME_PREFIX.get(kind, 'code')}:{entry}>", code_text)
+        if key not in COMPILED:
+            learn.update(code=code_text, entry=entry, kind=kind)
+    if problem is None and tools_sent and digest:
+        learn.update(tools_digest=digest, tools=request.get("tools"))
+    write_frame(1, json.dumps(learn).encode("ascii"))
+    del learn
+    if problem is not None:
+        failed = failed_result("internal", problem)
+        failed["protections"] = jail
+        return json.dumps(failed).encode("ascii")
+    return call_result(sandbox, request, limits, protections)
+
+
+def receive_request():
+    """In a call process: the host's next request frame, from the session child's standard
+    input (None at its end: the host closed the session)."""
+    header, body = read_frame_fd(0)
+    return body if header is not None else None
+
+
 def main():
-    """The session child: set up once, then fork one call process per request."""
-    stdin = sys.stdin.buffer
-    hello, body = read_frame(stdin)
-    if hello is None:
+    """The session child: set up once, then one fresh call process per request, each
+    forked ahead of its request (:func:`serve_one`)."""
+    header, body = read_frame_fd(0)  # unbuffered: each call process reads its own frame
+    if header is None:
         os._exit(0)
     hello = json.loads(body)
     rp_path = hello.get("rp_path")
@@ -496,27 +549,49 @@ def main():
     }
     # Started by bubblewrap, the namespaces and the read-only root are already in place.
     jail = list(hello["jail"]) if hello.get("jail") is not None else enter_jail()
+    del header, hello, body
     gc.collect()
     gc.freeze()  # fewer copy-on-write pages touched in each forked call process
     write_frame(1, json.dumps({"protections": jail}).encode("ascii"))
-    while True:
-        header, body = read_frame(stdin)
-        if header is None:  # the host closed the session
-            os._exit(0)
-        request = json.loads(body)
-        del body
-        tools_sent = not request.get("tools_ref")
-        problem = resolve_tools(request)
-        if problem is not None:
-            failed = failed_result("internal", problem)
-            failed["protections"] = jail
-            write_frame(1, json.dumps(failed).encode("ascii"), status=0)
-            continue
-        precompile(sandbox, request, tools_sent)
-        work = functools.partial(call_result, sandbox, request, limits)
-        answer_header, answer = run_forked(work, limits, jail, setup, _on_timeout)
-        del request
-        write_frame(1, answer, **answer_header)
+    session = (sandbox, limits, jail, setup)
+    spare = next_call_process(*session)  # the first call's, while the host goes on
+    while spare is not None:
+        spare = serve_one(session, spare)
+    os._exit(0)
+
+
+def next_call_process(sandbox, limits, jail, setup):
+    """Fork a call process for the next request (:func:`process.fork_call_process`)."""
+    work = functools.partial(serve_request, sandbox, limits, jail)
+    return fork_call_process(work, receive_request, limits, jail, setup, _on_timeout)
+
+
+def serve_one(session, spare):
+    """Answer the next request with *spare*, the call process forked for it (it reads the
+    request from the host itself); return the call process for the request after (None
+    when the host closed the session).
+
+    The session child waits for the call process's first frame (what it lacks: new code
+    to compile, the tools sent in full), learns it, then forks the next call process while
+    this call runs, holding no request and no answer; reads the answer, reaps the call
+    process and sends the answer on."""
+    sandbox, limits = session[0], session[1]
+    learned = spare.first_frame(max_bytes=MAX_REQUEST_BYTES)
+    if learned is None:
+        # Ended without reading a whole request: the host closed the session (or the process
+        # died reading it, and what is left of that frame would reach the next one): done.
+        spare.reap()
+        return None
+    deadline = time.monotonic() + limits["wall_time_s"] + CALL_KILL_GRACE_S
+    learned = json.loads(learned)
+    if learned.get("tools_digest"):
+        resolve_tools(learned)
+    precompile(sandbox, learned, True)
+    del learned
+    following = next_call_process(*session)
+    answer_header, answer = collect(spare, deadline, limits)
+    write_frame(1, answer, **answer_header)
+    return following
 
 
 def failed_result(kind, message, stdout=""):

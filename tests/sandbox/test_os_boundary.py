@@ -170,3 +170,58 @@ def test_unrestricted_python_cannot_leave_the_jail_as_an_ordinary_user():
         assert {"pid_namespace", "unique_uid", "seccomp"} <= set(outcome["protections"])
     finally:
         subprocess.run(["rm", "-rf", str(directory)], check=False)
+
+
+# Planted by one call (its arguments, its answer, its module state) and
+# looked for by the next with unrestricted Python: every object the call process can reach
+# (the garbage collector's containers and what they hold, and every frame up its stack).
+PLANT = """
+import builtins, json
+def plant(secret):
+    builtins.planted = secret
+    json.planted = secret
+    return {"echo": secret, "again": [secret] * 3}
+"""
+
+SEARCH = """
+import builtins, gc, json, sys
+def search(parts):
+    marker = "".join(parts)
+    marks = (marker, marker.encode())
+    def holds(value):
+        if value is marker or value is marks[1]:
+            return False
+        if isinstance(value, str):
+            return marker in value
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return marks[1] in bytes(value)
+        return False
+    found = []
+    for obj in gc.get_objects():
+        for ref in gc.get_referents(obj):
+            if holds(ref):
+                found.append(type(obj).__name__)
+    frame = sys._getframe()
+    while frame is not None:
+        for name, value in list(frame.f_locals.items()):
+            if holds(value):
+                found.append(f"{frame.f_code.co_name}.{name}")
+        frame = frame.f_back
+    for module in (builtins, json):
+        if hasattr(module, "planted"):
+            found.append(module.__name__)
+    return found
+"""
+
+
+def test_the_next_call_process_holds_nothing_of_the_previous_call(unrestricted):
+    """Each call process is forked ahead of its request from the session child, between
+    calls: nothing of the call before (its request, its answer) is there to be found."""
+    with sandbox_host.SandboxSession(limits=FAST, script=unrestricted) as session:
+        for _ in range(3):  # the first call process was forked at the start, the next ones after
+            planted = run(session, PLANT, "plant", secret="MARKER-" + "7f3a9c")
+            assert planted.ok and planted.return_value["echo"] == "MARKER-7f3a9c"
+            found = run(session, SEARCH, "search", parts=["MARKER-", "7f3a9c"])
+            assert found.ok, found.error
+            assert found.return_value == []
+        assert session.starts == 1

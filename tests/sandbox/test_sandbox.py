@@ -652,3 +652,14 @@ def test_what_the_child_writes_on_stderr_cannot_forge_a_log_line(caplog):
     line = record.getMessage()
     assert "\n" not in line and "\r" not in line and "\x1b" not in line
     assert '"oops\\n[2026-12-01' in line  # shown, as one quoted string
+
+
+def test_the_jails_libraries_read_from_the_elf_files_are_what_ldd_finds():
+    """The session start reads the libraries from the ELF files (milliseconds) instead of
+    running ldd (a loader per file): the same set, here."""
+    from agents.sandbox import jail
+
+    objects = jail._jail_objects()
+    from_elf = jail._elf_libraries(objects)
+    assert from_elf is not None and from_elf == jail._ldd_libraries(objects)
+    assert jail._shared_libraries() == from_elf

@@ -51,6 +51,18 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def jail_processes(pid: int) -> tuple[list[int], list[int]]:
+    """The processes below *pid* that stay between calls (bubblewrap's init, the session
+    child), and the call processes (the session child's children: between calls, at most
+    the one forked ahead for the next request)."""
+    below = descendants(pid)
+    # The first Python below bubblewrap's processes (its call processes are Python too).
+    argv0 = {p: Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0] for p in below}
+    session_child = next(p for p in below if b"python" in argv0[p].rsplit(b"/", 1)[-1])
+    calls = children(session_child)
+    return [p for p in below if p not in calls], calls
+
+
 @pytest.fixture(scope="module")
 def shared():
     """One session for the parametrized tests (as in a simulation)."""
@@ -121,6 +133,22 @@ def test_calls_after_the_first_reuse_the_warm_session_child():
         for _ in range(20):
             assert run(session, OK).ok
         assert (session.starts, session.pid) == (1, pid)
+
+
+def test_each_call_process_serves_one_call_and_is_gone_when_its_answer_arrives():
+    """Between calls the session child holds exactly one call process, forked ahead for
+    the next request (already dropped to its uid, its filter installed); the call takes it,
+    and by the time the answer is back it is reaped and another one waits."""
+    with open_session() as session:
+        assert run(session, OK).ok
+        seen = []
+        for _ in range(5):
+            _, calls = jail_processes(session.pid)
+            assert len(calls) == 1 and calls[0] not in seen
+            seen.append(calls[0])
+            assert run(session, OK).ok
+            assert gone(seen[-1])
+        assert session.starts == 1
 
 
 def test_no_process_until_the_first_call():
@@ -237,16 +265,19 @@ def test_failing_call_2_of_4_leaves_calls_3_and_4_working(bad, kind):
     with open_session(limits=FAST) as session:
         assert session.run(INC, entry="inc", kind="tool", args={"by": 1}).ok
         pid = session.pid
-        idle = descendants(pid)  # the jail's processes between calls
+        idle, before = jail_processes(pid)  # the jail's processes between calls
         failed = run(session, bad, state={"n": 5})
         assert not failed.ok and failed.error.kind in (kind, "timeout"), failed.error
         assert failed.state == {"n": 5}
         third = session.run(INC, entry="inc", kind="tool", args={"by": 1}, state={"n": 5})
         fourth = session.run(INC, entry="inc", kind="tool", args={"by": 2}, state=third.state)
         assert third.ok and fourth.ok and fourth.state == {"n": 8}
-        # The call process took the blow; the session child is the same, and it reaped it.
+        # The call process took the blow; the session child is the same, and it reaped it:
+        # only the call process forked ahead for the next request is left, a new one.
         assert session.pid == pid and session.starts == 1
-        assert descendants(pid) == idle
+        stays, calls = jail_processes(pid)
+        assert stays == idle and len(calls) == 1 and calls != before
+        assert all(gone(p) for p in before)
 
 
 def test_cpu_limit_is_per_call():
