@@ -1,0 +1,385 @@
+"""The operators' admin for the records Statecraft keeps: versions and labels, the audit
+trail, scenario results, live models and runs, jobs. Read-only except the model endpoints
+and the apps' default models; registered when `agents.admin` is imported (autodiscovery).
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
+
+from agents.core.formats import dumps_native
+from agents.i18n import action_words, word
+from agents.models import (
+    AppLabel,
+    AppModelDefault,
+    AppVersion,
+    AuditEvent,
+    Job,
+    LiveRun,
+    ModelEndpoint,
+    ScenarioResult,
+)
+from agents.services import versions
+
+# ---------------------------------------------------------------- versions and labels
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Visible and searchable, never edited here: versions are immutable, labels move in the app."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    # Viewing needs the model's view (or change) permission, as everywhere in the admin:
+    # being staff is not enough to read every app's documents, history and results.
+
+
+@admin.register(AppVersion)
+class AppVersionAdmin(ReadOnlyAdmin):
+    list_display = ("app", "number", "name", "created_by", "created_at", "label_names")
+    list_select_related = ("app", "created_by")
+    search_fields = ("name", "note", "app__name", "created_by__username")
+    list_filter = ("created_at",)
+    fields = ("app", "number", "name", "note", "created_by", "created_at", "document_text")
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AppVersion]:
+        # The list never loads the (possibly large) documents.
+        queryset = super().get_queryset(request).prefetch_related("labels")
+        return (
+            queryset.defer("document")
+            if request.resolver_match.url_name.endswith("changelist")
+            else queryset
+        )
+
+    @admin.display(description=_("labels"))
+    def label_names(self, version: AppVersion) -> str:
+        return ", ".join(label.name for label in version.labels.all()) or "—"
+
+    @admin.display(description=_("document"))
+    def document_text(self, version: AppVersion) -> str:
+        return dumps_native(version.document)
+
+    def has_delete_permission(self, request: HttpRequest, obj: AppVersion | None = None) -> bool:
+        # Staff, or the owner of the version's app (the designer offers the same to owners).
+        if request.user.is_staff and request.user.has_perm("agents.delete_appversion"):
+            return True
+        return obj is not None and obj.app.owner_id == request.user.pk
+
+    def delete_model(self, request: HttpRequest, obj: AppVersion) -> None:
+        versions.version_delete(version=obj, user=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[AppVersion]) -> None:
+        for version in queryset:
+            versions.version_delete(version=version, user=request.user)
+
+
+@admin.register(AppLabel)
+class AppLabelAdmin(ReadOnlyAdmin):
+    list_display = ("app", "name", "version_shown", "moved_by", "updated_at")
+    list_select_related = ("app", "version", "moved_by")
+    search_fields = ("name", "app__name", "version__name")
+    fields = ("app", "name", "version_shown", "moved_by", "created_at", "updated_at")
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AppLabel]:
+        return super().get_queryset(request).defer("version__document")
+
+    @admin.display(description=_("version"))
+    def version_shown(self, label: AppLabel) -> str:
+        return f"v{label.version.number} · {label.version.name}"
+
+
+class _WordsFilter(admin.SimpleListFilter):
+    """A filter on an identifier column that shows each value as a word of the language."""
+
+    words = staticmethod(word)
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple]:
+        values = model_admin.get_queryset(request).values_list(self.parameter_name, flat=True)
+        return [(v, self.words(v)) for v in sorted(set(values))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        return queryset.filter(**{self.parameter_name: value}) if value else queryset
+
+
+class ObjectTypeFilter(_WordsFilter):
+    title = _("object type")
+    parameter_name = "object_type"
+
+
+class ActionFilter(_WordsFilter):
+    title = _("action")
+    parameter_name = "action"
+    words = staticmethod(action_words)
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    """The history of every app: read-only, searchable by app, user, action and object."""
+
+    list_display = ("created_at", "app_name", "actor_name", "action_shown", "object_name")
+
+    @admin.display(description=_("action"), ordering="action")
+    def action_shown(self, event: AuditEvent) -> str:
+        return action_words(event.action)
+
+    list_filter = (ObjectTypeFilter, ActionFilter, "created_at")
+    search_fields = ("app_name", "actor_name", "action", "object_name")
+    date_hierarchy = "created_at"
+    readonly_fields = (
+        "created_at",
+        "app",
+        "app_name",
+        "actor",
+        "actor_name",
+        "action",
+        "object_type",
+        "object_name",
+        "before",
+        "after",
+    )
+    fields = readonly_fields
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False  # append-only, for superusers too
+
+
+@admin.register(ScenarioResult)
+class ScenarioResultAdmin(ReadOnlyAdmin):
+    """The last evaluation of each scenario (manage.py evaluate, the API, the designer)."""
+
+    list_display = (
+        "scenario",
+        "app_name",
+        "status",
+        "passed",
+        "failed",
+        "needs_model",
+        "ran_by_name",
+        "ran_at",
+    )
+    list_select_related = ("scenario", "scenario__agent", "scenario__agent__app")
+    list_filter = ("status", "ran_at")
+    search_fields = ("scenario__name", "scenario__agent__app__name", "ran_by_name")
+    fields = (
+        "scenario",
+        "status",
+        "passed",
+        "failed",
+        "needs_model",
+        "app_revision",
+        "ran_by_name",
+        "ran_at",
+        "results",
+    )
+    readonly_fields = fields
+
+    @admin.display(description=_("app"), ordering="scenario__agent__app__name")
+    def app_name(self, obj: ScenarioResult) -> str:
+        return obj.scenario.agent.app.name
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+class ModelEndpointForm(forms.ModelForm):
+    """The key is typed once and stored encrypted; the form never shows it again."""
+
+    api_key = forms.CharField(
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="Stored encrypted (README: Configuring models). Leave empty to keep the "
+        "stored key; tick 'Remove the key' to delete it.",
+    )
+    remove_key = forms.BooleanField(required=False, label="Remove the key")
+
+    class Meta:
+        model = ModelEndpoint
+        fields = (
+            "name",
+            "kind",
+            "model",
+            "base_url",
+            "vertex",
+            "project",
+            "location",
+            "timeout",
+            "max_retries",
+            "price_in",
+            "price_out",
+            "enabled",
+        )
+
+
+@admin.register(ModelEndpoint)
+class ModelEndpointAdmin(admin.ModelAdmin):
+    """Models designers can run live (besides STATECRAFT_MODELS). Keys: write-only."""
+
+    form = ModelEndpointForm
+    list_display = ("name", "kind", "model", "base_url", "key_set", "enabled", "updated_at")
+    list_filter = ("kind", "enabled")
+    search_fields = ("name", "model", "base_url")
+    fields = (*ModelEndpointForm.Meta.fields, "api_key", "remove_key", "key_set")
+    readonly_fields = ("key_set",)
+
+    @admin.display(description=_("key"), boolean=True)
+    def key_set(self, obj: ModelEndpoint) -> bool:
+        return bool(obj and obj.has_key)
+
+    def save_model(self, request: HttpRequest, obj: Model, form: forms.Form, change: bool) -> None:
+        from agents.services.live_models import endpoint_save
+
+        data = form.cleaned_data
+        key = "" if data.get("remove_key") else (data.get("api_key") or None)
+        endpoint_save(endpoint=obj, api_key=key)  # type: ignore[arg-type]
+
+
+@admin.register(LiveRun)
+class LiveRunAdmin(ReadOnlyAdmin):
+    """Every live run and replay: model calls, tokens, cost, drift."""
+
+    list_display = (
+        "scenario_name",
+        "app",
+        "model_name",
+        "mode",
+        "status",
+        "error",
+        "model_calls",
+        "tokens_in",
+        "tokens_out",
+        "cost",
+        "created_at",
+    )
+    list_select_related = ("app",)
+    list_filter = ("mode", "status", "model_name", "created_at")
+    search_fields = ("scenario_name", "app__name", "model_name")
+    fields = (
+        "app",
+        "scenario",
+        "scenario_name",
+        "agent_name",
+        "model_name",
+        "mode",
+        "replay_of",
+        "status",
+        "error",
+        "model_calls",
+        "tokens_in",
+        "tokens_out",
+        "cost",
+        "retries",
+        "ran_by_name",
+        "created_at",
+        "script",
+        "drift",
+        "evaluation",
+        "calls",
+    )
+    readonly_fields = fields
+
+
+class AppModelDefaultForm(forms.ModelForm):
+    class Meta:
+        model = AppModelDefault
+        fields = ("app", "model")
+
+    def clean_model(self) -> str:
+        from agents.services.common import ServiceError
+        from agents.services.live_models import endpoints
+
+        name = self.cleaned_data["model"].strip()
+        try:
+            known = endpoints()
+        except ServiceError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        if name not in known:
+            names = ", ".join(sorted(known)) or "none configured"
+            raise forms.ValidationError(f"No model named {name!r} (configured: {names}).")
+        return name
+
+
+@admin.register(AppModelDefault)
+class AppModelDefaultAdmin(admin.ModelAdmin):
+    """The model an app's live runs use when a run names none (a configured name)."""
+
+    form = AppModelDefaultForm
+
+    list_display = ("app", "model", "updated_at")
+    list_select_related = ("app",)
+    search_fields = ("app__name", "model")
+    raw_id_fields = ("app",)
+
+    def save_model(self, request: HttpRequest, obj: Model, form: forms.Form, change: bool) -> None:
+        from agents.services.live_models import app_model_set
+
+        app_model_set(app=obj.app, model=obj.model)  # type: ignore[attr-defined]
+
+
+@admin.register(Job)
+class JobAdmin(ReadOnlyAdmin):
+    """Every job (README, "Jobs"): who submitted it, its status, progress and error."""
+
+    list_display = (
+        "id",
+        "kind",
+        "app",
+        "owner",
+        "status",
+        "progress_done",
+        "progress_total",
+        "attempts",
+        "worker",
+        "created_at",
+        "finished_at",
+    )
+    list_select_related = ("app", "owner")
+    list_filter = ("status", "kind", "created_at")
+    search_fields = ("id", "app__name", "owner__username", "error")
+    readonly_fields = fields = (
+        "id",
+        "kind",
+        "app",
+        "owner",
+        "status",
+        "params",
+        "caps",
+        "progress_done",
+        "progress_total",
+        "current",
+        "error",
+        "attempts",
+        "worker",
+        "task_id",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "heartbeat_at",
+        "result",
+    )
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+# The database queue's own rows (django-tasks-db) are the workers' bookkeeping: operators
+# read jobs as `Job` rows above (status, progress, error), in their language; the queue's
+# admin (English-only, a second view of the same work) is left out.
+def _hide_task_queue_admin() -> None:
+    from django_tasks_db.models import DBTaskResult
+
+    if admin.site.is_registered(DBTaskResult):
+        admin.site.unregister(DBTaskResult)
+
+
+_hide_task_queue_admin()
