@@ -45,8 +45,22 @@ def _walk(patterns, prefix="", namespace=""):
 
 
 ROUTES = list(_walk(get_resolver().url_patterns))
-# One worker runs the module, so the world is built once per run (not once per worker).
-pytestmark = [pytest.mark.django_db, pytest.mark.xdist_group("permission-matrix")]
+pytestmark = [pytest.mark.django_db]
+# The routes in PARTS xdist groups: each group's worker builds the world once (a module
+# fixture), and the ~3,300 requests are shared by as many workers instead of one.
+PARTS = 3
+
+
+def _routes() -> list:
+    return [
+        pytest.param(
+            route,
+            id=f"{route.name}:{route.pattern}",
+            marks=pytest.mark.xdist_group(f"permission-matrix-{n % PARTS + 1}"),
+        )
+        for n, route in enumerate(ROUTES)
+    ]
+
 
 # The language switcher and the JavaScript catalog serve the sign-in page too.
 PUBLIC = {
@@ -231,7 +245,7 @@ def _expect_refusal(route: Route, role: str, level: str, method: str) -> int | N
     return 403
 
 
-@pytest.mark.parametrize("route", ROUTES, ids=[f"{r.name}:{r.pattern}" for r in ROUTES])
+@pytest.mark.parametrize("route", _routes())
 def test_every_url_allows_and_refuses_as_the_rules_say(route, world):
     users, ids = world
     path = _url(route, ids)
@@ -263,7 +277,7 @@ def test_every_url_allows_and_refuses_as_the_rules_say(route, world):
     assert not failures, f"{path}: " + "; ".join(failures)
 
 
-@pytest.mark.parametrize("route", ROUTES, ids=[f"{r.name}:{r.pattern}" for r in ROUTES])
+@pytest.mark.parametrize("route", _routes())
 def test_a_method_a_view_does_not_serve_is_405_for_its_owner(route, world):
     users, ids = world
     client = Client()

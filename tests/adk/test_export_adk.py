@@ -70,7 +70,8 @@ from tests.cx_corpus import (
     with_every_tool,
 )
 
-pytestmark = [pytest.mark.adk, pytest.mark.xdist_group("adk")]
+# No xdist group: the tests spread over the workers (each worker imports ADK once).
+pytestmark = [pytest.mark.adk]
 
 adk = pytest.importorskip("google.adk", reason="google-adk is in the dev extra")
 
@@ -136,12 +137,19 @@ def corpus_ids() -> list[str]:
     return [folder.relative_to(root).as_posix() for folder in corpus_apps(root)]
 
 
+# Each app's scenarios in SHARDS parts, so the workers share the largest (bella_notte's 28
+# goldens, ~25 s) instead of one running it alone at the end of the suite.
+SHARDS = 3
+
+
+@pytest.mark.parametrize("shard", range(SHARDS), ids=lambda n: f"part{n + 1}of{SHARDS}")
 @pytest.mark.parametrize("app", corpus_ids())
-def test_a_corpus_app_runs_on_adk_as_in_the_simulation(cx_corpus, app, tmp_path):  # noqa: F811
+def test_a_corpus_app_runs_on_adk_as_in_the_simulation(cx_corpus, app, shard, tmp_path):  # noqa: F811
     folder = cx_corpus / app
     spec = with_every_tool(load_app(folder))
     scenarios = [golden_scenario(folder, spec, g) for g in goldens(folder)]
     scenarios += [tools_scenario(folder, spec, agent) for agent in spec.agents]
+    scenarios = scenarios[shard::SHARDS]
     outcome = {s.name: compare(spec, s, tmp_path / str(n)) for n, s in enumerate(scenarios)}
     differ = {name: found for name, (kind, found) in outcome.items() if kind == "differ"}
     assert differ == {}
