@@ -11,7 +11,11 @@ Statecraft runs it through ``simulate`` with one sandbox session started beforeh
 start is not counted; no memo, so every call really runs: a fresh forked, locked-down
 process per tool and callback call); ADK runs the same tools and callbacks as plain Python
 on ``InMemoryRunner`` with a scripted ``BaseLlm``. Prints the median per-turn time of each,
-their ratio, and a fixed reference loop (to read the figures on a loaded machine).
+their ratio, and a fixed reference loop (to read the figures on a loaded machine); then
+where Statecraft's turn goes, per turn (medians): the engine (the time outside the code
+calls), the code calls (wall time, from the runner's call to its result), and of the
+latter this process's own CPU (encoding the request, reading the answer), so the rest is
+the sandbox's processes and the wait for them.
 """
 
 from __future__ import annotations
@@ -104,16 +108,28 @@ def main() -> None:
         session.run("def t():\n    return 1\n", entry="t", kind="tool")  # started
         sandboxed = sandbox_runner(session, memoise=False)
         calls = []
+        in_calls = [0.0, 0.0]  # wall, this process's CPU
 
         def run(call):
             calls.append(call.entry)
-            return sandboxed(call)
+            started, cpu = time.perf_counter(), time.process_time()
+            try:
+                return sandboxed(call)
+            finally:
+                in_calls[0] += time.perf_counter() - started
+                in_calls[1] += time.process_time() - cpu
 
+        engine, calls_wall, calls_cpu = [], [], []
         for _ in range(args.repeats):
             refs.append(reference_ms())
+            in_calls[:] = [0.0, 0.0]
             started = time.perf_counter()
             result = simulate(app, spec, run_code=run)
-            ours.append((time.perf_counter() - started) * 1000 / args.turns)
+            took = time.perf_counter() - started
+            ours.append(took * 1000 / args.turns)
+            engine.append((took - in_calls[0]) * 1000 / args.turns)
+            calls_wall.append(in_calls[0] * 1000 / args.turns)
+            calls_cpu.append(in_calls[1] * 1000 / args.turns)
             started = time.perf_counter()
             outcome = adk_run(bench)
             theirs.append((time.perf_counter() - started) * 1000 / args.turns)
@@ -124,6 +140,11 @@ def main() -> None:
         f"{args.turns} turns, ~{code_calls / args.turns:.1f} code calls a turn, "
         f"median of {args.repeats}: Statecraft {a:.1f} ms/turn, ADK InMemoryRunner "
         f"{b:.1f} ms/turn, ratio {a / b:.1f}x (reference loop {r:.0f} ms)"
+    )
+    print(
+        f"Statecraft's turn: engine {statistics.median(engine):.2f} ms, code calls "
+        f"{statistics.median(calls_wall):.2f} ms (of which this process's CPU "
+        f"{statistics.median(calls_cpu):.2f} ms)"
     )
 
 

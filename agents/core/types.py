@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, unquote
@@ -212,6 +213,8 @@ def value_schema_problems(
     value: Any, schema: dict[str, Any], *, root_name: str | None
 ) -> list[tuple[str, ValidationError | None]]:
     """(message, error) for each way `value` fails `schema`, in a stable order."""
+    if _plainly_valid(value, schema):
+        return []
     try:
         errors = sorted(_validator(schema).iter_errors(value), key=_error_sort_key)
     except Exception as error:  # an unresolvable $ref or a broken schema, found while validating
@@ -229,6 +232,33 @@ def value_schema_problems(
             )
         problems.append((words, error))
     return problems
+
+
+# jsonschema's draft 2020-12 type checks (jsonschema/_types.py) for the plain types
+# schemas (_TYPE_SCHEMAS): a bool is not a number.
+_PLAIN_TYPES: dict[str, Any] = {
+    "string": lambda v: isinstance(v, str),
+    "number": lambda v: isinstance(v, numbers.Number) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+}
+
+
+def _plainly_valid(value: Any, schema: dict[str, Any]) -> bool:
+    """True when `value` surely satisfies `schema`, seen without building a validator:
+    only for the schemas of the plain types (``{"type": "string"}``...), a bare list and a
+    list of a plain type (what every text, number, boolean or list write of a simulation
+    is checked against, once per write, the whole list each time). False: ask jsonschema
+    (which also gives the messages)."""
+    if len(schema) == 1 and type(schema.get("type")) is str:
+        check = _PLAIN_TYPES.get(schema["type"])
+        if check is not None:
+            return check(value)
+        return schema["type"] == "array" and isinstance(value, list)
+    if len(schema) == 2 and schema.get("type") == "array" and type(schema.get("items")) is dict:
+        items = schema["items"]
+        check = _PLAIN_TYPES.get(items.get("type")) if len(items) == 1 else None
+        return check is not None and isinstance(value, list) and all(map(check, value))
+    return False
 
 
 def _error_sort_key(error: ValidationError) -> tuple[Any, ...]:

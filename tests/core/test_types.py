@@ -705,3 +705,29 @@ def test_validate_and_example_never_raise(value, schema):
     for spec in (variable(T.OBJECT, schema="S"), variable(T.LIST, item_type=T.OBJECT, schema="S")):
         assert all(d.code in CODES for d in validate_value(value, spec, schemas))
     example_value(schema)
+
+
+_PLAIN_SCHEMAS = [
+    {"type": "string"},
+    {"type": "number"},
+    {"type": "boolean"},
+    {"type": "array"},
+    {"type": "array", "items": {"type": "string"}},
+    {"type": "array", "items": {"type": "number"}},
+    {"type": "array", "items": {"type": "boolean"}},
+]
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(schema=st.sampled_from(_PLAIN_SCHEMAS), value=_JSON_VALUES)
+def test_the_plain_types_fast_check_agrees_with_jsonschema(schema, value):
+    from agents.core.types import _plainly_valid, value_schema_problems
+
+    valid = Draft202012Validator(schema).is_valid(value)
+    assert _plainly_valid(value, schema) == valid  # decided without jsonschema
+    assert (value_schema_problems(value, schema, root_name="x") == []) == valid
