@@ -343,3 +343,34 @@ def test_rename_updates_the_open_editor_without_reload(open_designer, greeting_i
     expect(page.locator("#instructions")).to_have_value("{{salutation}}, {{traveller.name}}!")
     expect(page.locator("#compiled")).to_have_text("Hello, Ada!")
     expect(page.locator("#diagnostics li.diag").filter(has_text="SC301")).to_have_count(0)
+
+
+@pytest.mark.parametrize(
+    ("path", "name_label", "name", "button"),
+    [
+        ("scenarios/new", "Name", "Opened in its own tab", "Add scenario"),
+        ("variables/new", "Name", "own_tab", "Add variable"),
+        ("tools/new", "Name", "OwnTab", "Add tool"),
+    ],
+)
+def test_a_form_opened_on_its_own_page_saves(
+    signed_in_page: Page, live_server, trip_app, path, name_label, name, button
+):
+    """The Add/Edit links open their form on a page of its own (a new tab, no script):
+    its Save posts as a plain form and lands on the designer (it used to aim at the
+    designer's panes, absent there, and nothing happened)."""
+    agent = trip_app.agents.get(is_root=True)
+    prefix = f"agents/{agent.pk}/" if path.startswith("scenarios") else ""
+    page = signed_in_page
+    page.goto(f"{live_server.url}/apps/{trip_app.pk}/{prefix}{path}")
+    page.get_by_label(name_label, exact=True).fill(name)
+    page.get_by_role("button", name=button).click()
+    expect(page.locator("#compiled")).to_be_visible()
+    assert page.url.startswith(f"{live_server.url}/apps/{trip_app.pk}/")
+    assert page.js_errors == []
+    saved = {
+        "scenarios/new": lambda: agent.scenarios.filter(name=name).exists(),
+        "variables/new": lambda: trip_app.variables.filter(name=name).exists(),
+        "tools/new": lambda: trip_app.tools.filter(name=name).exists(),
+    }[path]()
+    assert saved
