@@ -63,7 +63,11 @@ class ServiceCheckedForm(forms.ModelForm):
 
     def validate_constraints(self) -> None:
         """The model's checks, but not its unique constraints: those are the services' too
-        (a new root agent moves the root, a clash is named in their words)."""
+        (a new root agent moves the root, a clash is named in their words). A failed check
+        is held back: the rule set's diagnostics (`check`, below) name the field and the fix
+        in the designer's words; only a check they do not explain is shown as Django words
+        it ("Constraint … is violated")."""
+        self.constraint_errors: list[ValidationError] = []
         exclude = self._get_validation_exclusions()
         model = type(self.instance)
         for constraint in model._meta.constraints:
@@ -72,7 +76,7 @@ class ServiceCheckedForm(forms.ModelForm):
             try:
                 constraint.validate(model, self.instance, exclude=exclude)
             except ValidationError as exc:
-                self._update_errors(exc)
+                self.constraint_errors.append(exc)
 
     def _post_clean(self) -> None:
         super()._post_clean()
@@ -89,9 +93,14 @@ class ServiceCheckedForm(forms.ModelForm):
             except StaleObjectError as exc:
                 self.add_error(None, exc.localized())
                 return
+        explained = False
         for diagnostic in type(self).check(self.instance):
             field = diagnostic.field if diagnostic.field in self.fields else None
             self.add_error(field, localize(diagnostic.message))
+            explained = True
+        if not explained:
+            for exc in getattr(self, "constraint_errors", ()):
+                self._update_errors(exc)
 
 
 def checked_form(model_: type, checker) -> type[forms.ModelForm]:  # type: ignore[no-untyped-def]

@@ -285,3 +285,21 @@ def test_the_root_agent_deleted_in_the_apps_inline_is_refused_on_the_page(operat
     assert _form_errors(response) == {
         "__all__": ["Make another agent the root before deleting the root agent."]
     }
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "words"),
+    [
+        ({"name": "1bad name", "type": "text"}, "name", "is not a valid name: use letters"),
+        ({"name": "traveller", "type": "object"}, "schema", "A custom object needs a schema"),
+    ],
+)
+def test_a_variable_the_rules_refuse_is_refused_on_its_field_in_their_words(
+    operator, shop, fields, field, words
+):
+    """Not Django's "Constraint 'variable_name_valid' is violated." above the form (a
+    tester's find): the rule set's message, on the field it is about."""
+    response = _add(operator, Variable, {"app": shop.pk, "default": '""', **fields})
+
+    errors = response.context["adminform"].form.errors
+    assert words in " ".join(errors.get(field, [])), errors
