@@ -256,7 +256,8 @@ def _plainly_valid(value: Any, schema: dict[str, Any]) -> bool:
         return schema["type"] == "array" and isinstance(value, list)
     if len(schema) == 2 and schema.get("type") == "array" and type(schema.get("items")) is dict:
         items = schema["items"]
-        check = _PLAIN_TYPES.get(items.get("type")) if len(items) == 1 else None
+        kind = items.get("type")
+        check = _PLAIN_TYPES.get(kind) if len(items) == 1 and type(kind) is str else None
         return check is not None and isinstance(value, list) and all(map(check, value))
     return False
 

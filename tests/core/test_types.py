@@ -731,3 +731,12 @@ def test_the_plain_types_fast_check_agrees_with_jsonschema(schema, value):
     valid = Draft202012Validator(schema).is_valid(value)
     assert _plainly_valid(value, schema) == valid  # decided without jsonschema
     assert (value_schema_problems(value, schema, root_name="x") == []) == valid
+
+
+@pytest.mark.parametrize("items_type", [[], ["string"], {"x": 1}])
+def test_a_list_whose_items_type_is_not_a_name_is_checked_by_jsonschema(items_type):
+    # The plain-type shortcut knows only `"type": "<name>"`: anything else goes to
+    # jsonschema (hypothesis found `{"type": []}` raising TypeError in the shortcut).
+    schemas = {"S": {"type": "array", "items": {"type": items_type}}}
+    spec = variable(T.OBJECT, schema="S")
+    assert all(d.code in CODES for d in validate_value([], spec, schemas))
