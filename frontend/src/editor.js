@@ -133,6 +133,9 @@ function tokenDecorations(flat, mapping, length) {
     let to = from + flat[i + 1];
     pos = to;
     if (mapping) {
+      // An answer about another text than the edits start from (a rename's refresh that
+      // crossed them): its positions lie past that text; the next preview brings the marks.
+      if (to > mapping.length) break;
       from = mapping.mapPos(from, 1);
       to = mapping.mapPos(to, -1);
     }
@@ -645,6 +648,7 @@ class InstructionsEditor {
       let from = d.from;
       let to = Math.max(d.to, d.from);
       if (mapping) {
+        if (to > mapping.length) continue; // about another text (see tokenDecorations)
         from = mapping.mapPos(from, 1);
         to = mapping.mapPos(to, -1);
       }

@@ -452,3 +452,25 @@ def test_at_1280_the_left_pane_keeps_its_width_when_a_form_opens(open_designer, 
     code = page.locator("#tool-new .cm-field-python")
     box = code.bounding_box()
     assert box["x"] + box["width"] <= after + 1  # not cut by the pane's edge
+
+
+def test_a_preview_answer_about_a_longer_text_does_not_break_the_editor(open_designer, trip_app):
+    # A rename shortens the text while a preview of the longer text is on its way (a
+    # tester's "Position 172 is out of range for changeset of length 156"): its marks lie
+    # past the text the edits start from, and are dropped until the next preview.
+    page = open_designer(trip_app)
+    type_at_end(page, "Hello {{greeting}}")
+    expect(page.locator("#save-status")).to_have_text("Saved")
+    error = page.evaluate(
+        """() => {
+        const ed = window.statecraft.instructions;
+        const data = document.getElementById("preview-data");
+        const answer = JSON.parse(data.textContent);
+        answer.tokens = [500, 12, 0];
+        answer.squiggles = [{from: 500, to: 510, severity: "warning", message: "m", code: "SC1"}];
+        data.textContent = JSON.stringify(answer);
+        ed.pending = ed.sinceSaved;  // edits that start from the current, shorter text
+        try { ed.applyPreviewData(); return null; } catch (e) { return String(e); }
+        }"""
+    )
+    assert error is None
