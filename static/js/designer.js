@@ -59,6 +59,26 @@
     if (pane && e.detail.target && e.detail.target.id === "preview-panel") previewScroll = pane.scrollTop;
   });
 
+  // A type change swaps the default's widget (.default-field) for the new type's: text
+  // typed into the old widget while the new one loaded goes into the new one (where both
+  // take text), not lost with the old element (a tester's default that vanished).
+  document.body.addEventListener("htmx:beforeSwap", (e) => {
+    const old = e.detail.target;
+    if (!(old instanceof Element) || !old.classList.contains("default-field")) return;
+    const TEXT = "textarea[name=default], input[name=default]:not([type=radio])";
+    const typed = old.querySelector(TEXT);
+    const sent = e.detail.requestConfig && e.detail.requestConfig.formData;
+    if (!typed || !sent || typeof sent.get !== "function") return;
+    if (sent.get("default") === null || typed.value === sent.get("default")) return;
+    const answer = document.createElement("template");
+    answer.innerHTML = e.detail.serverResponse;
+    const field = answer.content.querySelector(TEXT);
+    if (!field) return;
+    if (field.tagName === "TEXTAREA") field.textContent = typed.value;
+    else field.setAttribute("value", typed.value);
+    e.detail.serverResponse = answer.innerHTML;
+  });
+
   // A refusal over a rate limit (429) is not swapped by htmx: say it where the answer went.
   document.body.addEventListener("htmx:responseError", (e) => {
     const xhr = e.detail.xhr;

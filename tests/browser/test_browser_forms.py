@@ -374,3 +374,24 @@ def test_a_form_opened_on_its_own_page_saves(
         "tools/new": lambda: trip_app.tools.filter(name=name).exists(),
     }[path]()
     assert saved
+
+
+def test_a_default_typed_while_the_new_widget_loads_is_kept(open_designer, trip_app):
+    """Type changed, then the default typed at once, before the new type's widget came
+    back: the typed text is in the new widget (a tester's default saved as none). The
+    typing happens when the request has left (htmx:beforeSend), as a quick designer's."""
+    page = open_designer(trip_app)
+    form = open_new_variable_form(page)
+    form.get_by_label("Name", exact=True).fill("quick")
+    page.evaluate(
+        """() => document.body.addEventListener("htmx:beforeSend", (e) => {
+            const old = document.querySelector("#variable-new .default-field [name=default]");
+            if (e.detail.requestConfig.path.includes("default-field")) old.value = "abc";
+        }, { once: true })"""
+    )
+    form.get_by_label("Type").select_option(label="Number")
+    expect(form.locator(".default-field input[name=default][inputmode=decimal]")).to_have_value(
+        "abc"
+    )
+    form.get_by_role("button", name="Add variable").click()
+    expect(form.locator(".default-field")).to_contain_text("is not a number")
