@@ -13,6 +13,30 @@ from typing import Any
 
 from django import forms
 from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class JSONFormField(forms.JSONField):
+    """Django's JSON form field, whose refusal says where and what went wrong, and how JSON
+    writes each kind of value (Django's own says only "Enter a valid JSON.")."""
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str) and value.strip() and not self.disabled:
+            from agents.core.form_text import parse_json
+            from agents.i18n import localize
+
+            _value, problem = parse_json(value)
+            if problem is not None:
+                raise forms.ValidationError(
+                    _(
+                        "Not valid JSON: %(problem)s. In JSON a text is written in double "
+                        'quotes ("abc"), a list in brackets ([1, 2]), an object in braces '
+                        '({"name": "value"}); yes/no is true or false.'
+                    ),
+                    code="invalid",
+                    params={"problem": localize(problem)},
+                )
+        return super().to_python(value)
 
 
 class OrderedJSONField(models.TextField):
@@ -38,7 +62,7 @@ class OrderedJSONField(models.TextField):
         # The model's default is the add form's initial value ({} for default=dict), as in
         # Django's own fields: an admin add page showed "null", which a dict field refuses.
         initial = self.get_default() if self.has_default() else None
-        return forms.JSONField(
+        return JSONFormField(
             required=not self.blank,
             label=kwargs.get("label") or self.verbose_name.capitalize(),
             help_text=self.help_text,

@@ -303,3 +303,14 @@ def test_a_variable_the_rules_refuse_is_refused_on_its_field_in_their_words(
 
     errors = response.context["adminform"].form.errors
     assert words in " ".join(errors.get(field, [])), errors
+
+
+def test_json_the_admin_cannot_read_is_refused_with_where_and_how(operator, shop):
+    """Not only Django's "Enter a valid JSON." (a tester's find): where, and how JSON
+    writes each kind of value."""
+    response = _add(
+        operator, Variable, {"app": shop.pk, "name": "coupon", "type": "text", "default": "abc"}
+    )
+
+    errors = " ".join(response.context["adminform"].form.errors.get("default", []))
+    assert errors.startswith("Not valid JSON: line 1, column 1: expected a value."), errors

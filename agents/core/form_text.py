@@ -259,6 +259,12 @@ class _JsonValueError(ValueError):
     pass
 
 
+def parse_json(text: str) -> tuple[Any, str | None]:
+    """JSON text read strictly (no NaN, no key twice): the value, or the problem in words
+    (`line 1, column 5: expected a value`)."""
+    return _parse_json(text)
+
+
 def _parse_json(text: str) -> tuple[Any, str | None]:
     def refuse_constant(name: str) -> Any:
         raise _JsonValueError(Message("%(name)s is not allowed in JSON", name=name))
