@@ -13,6 +13,7 @@ from typing import Any
 
 from django import forms
 from django.db import models
+from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 
 
@@ -22,8 +23,8 @@ class JSONFormField(forms.JSONField):
 
     def to_python(self, value: Any) -> Any:
         if isinstance(value, str) and value.strip() and not self.disabled:
+            from agents.core.diagnostics import render
             from agents.core.form_text import parse_json
-            from agents.i18n import localize
 
             _value, problem = parse_json(value)
             if problem is not None:
@@ -34,7 +35,7 @@ class JSONFormField(forms.JSONField):
                         '({"name": "value"}); yes/no is true or false.'
                     ),
                     code="invalid",
-                    params={"problem": localize(problem)},
+                    params={"problem": render(problem, translation.gettext)},
                 )
         return super().to_python(value)
 
