@@ -144,6 +144,14 @@ class UserLanguageMiddleware:
         return self.get_response(request)
 
 
-# Django's admin says "Run" on its actions button; Django 6's own German catalog has no
-# translation for it yet, so the word is in ours (LOCALE_PATHS come first).
-DJANGO_GAPS = (gettext_noop("Run"),)
+# Words of Django 6 and Django REST framework that their own German catalogs do not have
+# yet, shown in the admin: "Run" (the actions button), "- Select an option -" (an empty
+# choice), and the token app's names on the admin index. They are in ours (LOCALE_PATHS
+# come first).
+DJANGO_GAPS = (
+    gettext_noop("Run"),
+    gettext_noop("- Select an option -"),
+    gettext_noop("Auth Token"),
+    gettext_noop("Token"),
+    gettext_noop("Tokens"),
+)

@@ -50,6 +50,10 @@ _EXPECT = re.compile(
 )
 _TOOL = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(.*)$", re.DOTALL)
 _CONTINUED = frozenset({"user", "agent", "tool", "variables", "expect"})
+# The steps whose later lines continue JSON: there, `word: …` at a line's start is never
+# JSON (a key is quoted) but a step whose keyword is misspelled (`agnet: hi`).
+_JSON_CONTINUED = frozenset({"tool", "variables", "expect"})
+_BARE_KEY = re.compile(r"[A-Za-z_][\w ]*:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,7 +288,11 @@ def parse_script(text: str) -> ParsedScript:
         elif expect:
             word = (expect.group(1) or expect.group(2)).lower()
             raw.append((number, "expect", [expect.group(4) or ""], (word, expect.group(3) or "")))
-        elif raw and raw[-1][1] in _CONTINUED:
+        elif (
+            raw
+            and raw[-1][1] in _CONTINUED
+            and not (raw[-1][1] in _JSON_CONTINUED and _BARE_KEY.match(stripped))
+        ):
             raw[-1][2].append(line)
         else:
             problems.append(

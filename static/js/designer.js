@@ -109,8 +109,15 @@
     const focus = e.detail.elt && e.detail.elt.querySelector && (e.detail.elt.querySelector("[data-autofocus]") || (e.detail.target && e.detail.target.querySelector && e.detail.target.querySelector("[data-autofocus]")));
     // A form opened at a line of its code (a problem's "line 3:5") keeps the caret there.
     const atLine = e.detail.elt && e.detail.elt.querySelector && e.detail.elt.querySelector("[data-line]");
-    if (focus && !atLine) { focus.focus(); if (focus.select) focus.select(); }
     initForms(document);
+    // A form back with errors: the first field in error has the focus (where the fix is
+    // typed), not the name; a code field's is its editor.
+    const root = e.detail.elt && e.detail.elt.querySelector ? e.detail.elt : null;
+    const invalid = root && root.querySelector("[aria-invalid=true]");
+    if (invalid && !atLine) {
+      const editorOf = invalid.hidden && invalid.parentElement && invalid.parentElement.querySelector(".cm-content");
+      (editorOf || invalid).focus();
+    } else if (focus && !atLine) { focus.focus(); if (focus.select) focus.select(); }
     wideCode();
   });
 

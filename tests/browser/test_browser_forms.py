@@ -395,3 +395,15 @@ def test_a_default_typed_while_the_new_widget_loads_is_kept(open_designer, trip_
     )
     form.get_by_role("button", name="Add variable").click()
     expect(form.locator(".default-field")).to_contain_text("is not a number")
+
+
+def test_a_form_back_with_an_error_focuses_the_field_in_error(open_designer, trip_app):
+    """Not the name with its text selected (a tester's find): the field to fix."""
+    page = open_designer(trip_app)
+    form = open_new_variable_form(page)
+    form.get_by_label("Name", exact=True).fill("wrong_number")
+    choose_type(form, "Number")
+    form.get_by_label("Default").fill("abc")
+    form.get_by_role("button", name="Add variable").click()
+    expect(form.locator(".default-field")).to_contain_text("is not a number")
+    expect(form.get_by_label("Default")).to_be_focused()

@@ -153,3 +153,15 @@ def test_format_then_parse_gives_back_the_steps(steps: list[StepSpec]) -> None:
     assert parsed.diagnostics == ()
     assert parsed.steps == tuple(steps)
     assert format_script(parsed.steps) == format_script(steps)
+
+
+def test_a_misspelled_step_after_json_is_named_on_its_own_line():
+    # Read as more of the JSON above, `agnet: hi there` used to give "Line 2: … (Extra
+    # data)" and never name the misspelled step (a tester's find).
+    parsed = parse_script('user: hi\nexpect state: {"balance": 5}\nagnet: hi there\n')
+    assert [(d.code, d.line) for d in parsed.diagnostics] == [("SC451", 3)]
+
+
+def test_a_text_step_still_continues_with_a_line_that_has_a_colon():
+    parsed = parse_script("user: hi\nagent: Two things.\nNote: keep it short.\n")
+    assert parsed.diagnostics == ()
