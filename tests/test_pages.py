@@ -111,3 +111,20 @@ def test_diagnostic_messages_show_quoted_names_as_code_and_stay_escaped():
 
     assert ticks("no variable `x` here") == "no variable <code>x</code> here"
     assert ticks("`<script>` & co") == "<code>&lt;script&gt;</code> &amp; co"
+
+
+@pytest.mark.django_db
+def test_a_missing_page_is_the_apps_page_not_found(signed_in):
+    """Not Django's bare "Not Found": the app's page, its header, a way back."""
+    response = signed_in.get("/apps/999999/")
+
+    assert response.status_code == 404
+    assert "Page not found" in response.content.decode()
+
+
+def test_a_server_error_page_renders_without_a_request():
+    """Django renders 500.html with no context (the server-error view): it must not need one."""
+    from django.template import loader
+
+    page = loader.get_template("500.html").render({})
+    assert "Something went wrong" in page
