@@ -78,20 +78,25 @@ def test_back_during_the_autosave_pause_keeps_the_text(open_designer, trip_app, 
     assert saved_text(trip_app) == "Typed just before leaving"
 
 
+def keep_draft(page: Page, text: str, *, flushed: bool) -> None:
+    """The draft the page keeps on leaving, based on the text the server holds now."""
+    page.evaluate(
+        """([text, flushed]) => {
+        const ed = window.statecraft.instructions;
+        localStorage.setItem(ed.draftKey(), JSON.stringify({
+            text, base: ed.base.value, savedText: ed.savedText, flushed, at: Date.now() }));
+        }""",
+        [text, flushed],
+    )
+
+
 def test_a_page_back_before_the_flush_landed_sends_it_again_quietly(open_designer, trip_app):
     # The flush sent on leaving can land after the designer is opened again (the CI failure
     # on PostgreSQL): the page then holds the old text and the draft kept on the way out.
     # Nothing changed on the server since, so the draft is my edit of what it holds: it is
     # saved again, with no "not saved" panel.
     page = open_designer(trip_app)
-    page.evaluate(
-        """() => {
-        const ed = window.statecraft.instructions;
-        localStorage.setItem(ed.draftKey(), JSON.stringify({
-            text: "Flushed on the way out", base: ed.base.value, savedText: ed.savedText,
-            flushed: true, at: Date.now() }));
-        }"""
-    )
+    keep_draft(page, "Flushed on the way out", flushed=True)
     with page.expect_response(re.compile(r"/instructions$")) as saved:
         page.reload()
     assert saved.value.ok
@@ -105,14 +110,7 @@ def test_a_draft_that_was_never_sent_is_offered_back_not_saved(open_designer, tr
     # A text too large to flush on leaving stays as a draft: the page brings it back as an
     # undoable edit and says so; it does not save it behind the designer's back.
     page = open_designer(trip_app)
-    page.evaluate(
-        """() => {
-        const ed = window.statecraft.instructions;
-        localStorage.setItem(ed.draftKey(), JSON.stringify({
-            text: "Typed, never sent", base: ed.base.value, savedText: ed.savedText,
-            flushed: false, at: Date.now() }));
-        }"""
-    )
+    keep_draft(page, "Typed, never sent", flushed=False)
     page.reload()
     expect(page.locator("#editor-conflict")).to_contain_text("was not saved")
     assert text_in_editor(page) == "Typed, never sent"
