@@ -198,10 +198,13 @@ class ModelEndpointForm(forms.ModelForm):
         required=False,
         strip=True,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
-        help_text="Stored encrypted (README: Configuring models). Leave empty to keep the "
-        "stored key; tick 'Remove the key' to delete it.",
+        label=_("API key"),
+        help_text=_(
+            "Stored encrypted (README: Configuring models). Leave empty to keep the "
+            "stored key; tick 'Remove the key' to delete it."
+        ),
     )
-    remove_key = forms.BooleanField(required=False, label="Remove the key")
+    remove_key = forms.BooleanField(required=False, label=_("Remove the key"))
 
     class Meta:
         model = ModelEndpoint
@@ -219,6 +222,45 @@ class ModelEndpointForm(forms.ModelForm):
             "price_out",
             "enabled",
         )
+        help_texts = {
+            "vertex": _(
+                "Gemini through Vertex AI: with a project, this machine's Google credentials "
+                "(GOOGLE_APPLICATION_CREDENTIALS); with an API key and no project, express "
+                "mode."
+            ),
+        }
+
+    def clean(self) -> dict:
+        """What a client could not run with, refused on the field it is about (the
+        service's full_clean runs after the form: an error there would be a 500)."""
+        data = super().clean()
+        kind, vertex = data.get("kind"), data.get("vertex")
+        project, location = data.get("project"), data.get("location")
+        stored = bool(self.instance.pk and self.instance.has_key)
+        key = bool(data.get("api_key")) or (stored and not data.get("remove_key"))
+        if vertex and kind != "gemini":
+            self.add_error("vertex", _("Only a Gemini endpoint runs on Vertex AI."))
+        elif vertex and not project and not key:
+            self.add_error(
+                "project",
+                _("Vertex AI needs the Google Cloud project, or an API key for express mode."),
+            )
+        elif vertex and project and key:
+            self.add_error(
+                "project",
+                _(
+                    "Vertex AI takes a project (Google credentials) or an API key (express "
+                    "mode), not both: remove one."
+                ),
+            )
+        elif kind == "gemini" and not vertex and (project or location):
+            self.add_error(
+                "project",
+                _("The Gemini API takes no project or location: tick Vertex AI, or clear them."),
+            )
+        elif kind == "gemini" and not vertex and not key:
+            self.add_error("api_key", _("A Gemini API endpoint needs its API key."))
+        return data
 
 
 @admin.register(ModelEndpoint)

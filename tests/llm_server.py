@@ -9,11 +9,15 @@ of OpenAI chat completions and Gemini generateContent.
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
 
 @dataclass
@@ -37,6 +41,10 @@ class ModelServer:
     replies: list[Reply] = field(default_factory=list)
     seen: list[Seen] = field(default_factory=list)
     repeat_last: bool = False
+    # Paths answered by a handler instead of the script (an OAuth token endpoint beside
+    # the model); their requests are kept in `routed`, not in `seen`.
+    routes: dict[str, Callable[[Seen], Reply]] = field(default_factory=dict)
+    routed: list[Seen] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.release = threading.Event()
@@ -56,16 +64,15 @@ class ModelServer:
                     body = json.loads(raw or b"null")
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
+                seen = Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                route = server.routes.get(self.path.split("?")[0])
                 with server.lock:
-                    server.seen.append(
-                        Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-                    )
-                    if server.replies:
-                        reply = server.replies[0]
-                        if len(server.replies) > 1 or not server.repeat_last:
-                            server.replies.pop(0)
+                    if route is not None:
+                        server.routed.append(seen)
+                        reply = route(seen)
                     else:
-                        reply = Reply(500, {"error": {"message": "no scripted reply left"}})
+                        server.seen.append(seen)
+                        reply = server.next_reply()
                 if reply.stall:
                     server.release.wait(30)
                     # Hang up: an HTTP/1.1 handler that returns without an answer would keep
@@ -99,6 +106,14 @@ class ModelServer:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def next_reply(self) -> Reply:
+        if not self.replies:
+            return Reply(500, {"error": {"message": "no scripted reply left"}})
+        reply = self.replies[0]
+        if len(self.replies) > 1 or not self.repeat_last:
+            self.replies.pop(0)
+        return reply
 
     def script(self, *replies: Reply) -> ModelServer:
         self.replies.extend(replies)
@@ -263,3 +278,86 @@ def gemini_error(status: int, message: str = "error", reason: str = "") -> Reply
     if reason:
         error["details"] = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason}]
     return Reply(status, {"error": error})
+
+
+# --------------------------------------------------------------------------- Google OAuth
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class GoogleTokenEndpoint:
+    """Google's OAuth 2.0 token endpoint for a service account, on the model server.
+
+    `install(server)` serves ``/token`` and returns the service account's key file (the
+    JSON ``gcloud iam service-accounts keys create`` writes) with its ``token_uri`` there,
+    for ``GOOGLE_APPLICATION_CREDENTIALS``. google-auth signs a JWT with the key and posts
+    it (RFC 7523 JWT bearer grant); this checks the signature with the public key, the
+    audience (Google's), the issuer, the expiry and the cloud-platform scope, and answers an access token — or
+    ``invalid_grant`` when ``refuse`` is set. No client object is replaced: the request
+    google-genai makes for Vertex AI carries the token google-auth really obtained."""
+
+    SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+
+    def __init__(self, token: str = "ya29.loopback-access-token", *, refuse: bool = False):
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        self.token = token
+        self.refuse = refuse
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.pem = self.key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        ).decode()
+        self.email = "statecraft-test@proj-x.iam.gserviceaccount.com"
+        self.claims: list[dict[str, Any]] = []
+        self.url = ""
+
+    def install(self, server: ModelServer) -> dict[str, Any]:
+        self.url = f"{server.url}/token"
+        server.routes["/token"] = self.answer
+        return {
+            "type": "service_account",
+            "project_id": "proj-x",
+            "private_key_id": "k1",
+            "private_key": self.pem,
+            "client_email": self.email,
+            "client_id": "1",
+            "token_uri": self.url,
+        }
+
+    def answer(self, seen: Seen) -> Reply:
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+
+        form = parse_qs(seen.body if isinstance(seen.body, str) else "")
+        grant = form.get("grant_type", [""])[0]
+        assertion = form.get("assertion", [""])[0]
+        if grant != "urn:ietf:params:oauth:grant-type:jwt-bearer" or assertion.count(".") != 2:
+            return Reply(400, {"error": "unsupported_grant_type"})
+        head, payload, signature = assertion.split(".")
+        try:
+            self.key.public_key().verify(
+                _unb64(signature),
+                f"{head}.{payload}".encode(),
+                padding.PKCS1v15(),
+                hashes.SHA256(),
+            )
+        except InvalidSignature:
+            return Reply(400, {"error": "invalid_grant", "error_description": "bad signature"})
+        claims = json.loads(_unb64(payload))
+        self.claims.append(claims)
+        valid = (
+            # google-auth's audience is Google's token URI whatever token_uri says.
+            claims.get("aud") == "https://oauth2.googleapis.com/token"
+            and claims.get("iss") == self.email
+            and self.SCOPE in str(claims.get("scope", "")).split()
+            and claims.get("exp", 0) > time.time()
+        )
+        if self.refuse or not valid:
+            return Reply(400, {"error": "invalid_grant", "error_description": "Invalid JWT."})
+        return Reply(body={"access_token": self.token, "expires_in": 3600, "token_type": "Bearer"})

@@ -361,7 +361,19 @@ class GeminiClient(_SdkClient):
             retry_options=types.HttpRetryOptions(attempts=1),
             base_url=endpoint.base_url or None,
         )
-        if endpoint.vertex:
+        # `vertexai` is always given: left out, google-genai reads GOOGLE_GENAI_USE_VERTEXAI
+        # (and GOOGLE_CLOUD_PROJECT, GOOGLE_API_KEY…) from the environment and could send a
+        # Gemini API endpoint's request to Vertex AI, or the other way round.
+        if endpoint.vertex_express:
+            # Vertex AI express mode: the key in x-goog-api-key, no project in the path
+            # (/v1beta1/publishers/google/models/{model}:generateContent).
+            self.client = genai.Client(
+                vertexai=True, api_key=endpoint.api_key, http_options=options
+            )
+        elif endpoint.vertex:
+            # A project's Vertex AI: /v1beta1/projects/{p}/locations/{l}/publishers/google/
+            # models/{model}:…, with "Authorization: Bearer" from Google's Application
+            # Default Credentials (google-auth), fetched at the first call.
             self.client = genai.Client(
                 vertexai=True,
                 project=endpoint.project,
@@ -369,7 +381,12 @@ class GeminiClient(_SdkClient):
                 http_options=options,
             )
         else:
-            self.client = genai.Client(api_key=endpoint.api_key, http_options=options)
+            if not endpoint.api_key:
+                # google-genai would fall back to GEMINI_API_KEY/GOOGLE_API_KEY silently.
+                raise ValueError("no API key is set for this Gemini endpoint")
+            self.client = genai.Client(
+                vertexai=False, api_key=endpoint.api_key, http_options=options
+            )
 
     def config(self, request: ModelRequest) -> Any:
         types = self.types
@@ -459,9 +476,29 @@ class GeminiClient(_SdkClient):
 
     def classify(self, exc: Exception) -> _Failure:
         import httpx
+        from google.auth import exceptions as auth_errors
 
         name = self.endpoint.name
         key_env = self.endpoint.api_key_env or "the endpoint's credentials"
+        if isinstance(exc, auth_errors.DefaultCredentialsError):
+            return _Failure(
+                "config",
+                f"{name} (Vertex AI) found no Google credentials on this machine: set "
+                "GOOGLE_APPLICATION_CREDENTIALS to a service account's key file, or run "
+                "gcloud auth application-default login",
+            )
+        if isinstance(exc, auth_errors.RefreshError):
+            return _Failure(
+                "auth",
+                f"{name} (Vertex AI): Google refused the machine's credentials when asked "
+                "for an access token: check GOOGLE_APPLICATION_CREDENTIALS",
+            )
+        if isinstance(exc, auth_errors.TransportError):
+            return _Failure(
+                "connection",
+                f"{name} (Vertex AI): Google's token endpoint could not be reached",
+                retry=True,
+            )
         if isinstance(exc, self.errors.APIError):
             code = exc.code or 0
             text = f"{exc.status or ''} {exc.message or ''}"

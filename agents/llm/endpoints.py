@@ -9,8 +9,11 @@
 Fields: ``kind`` (``openai`` — any OpenAI-compatible chat-completions endpoint — or
 ``gemini``), ``model`` (required), ``base_url`` (openai: default the OpenAI API; gemini:
 default Google's), ``api_key_env`` (the environment variable that holds the key; the key
-itself never appears in the JSON), ``vertex`` (gemini through Vertex AI with the
-machine's Google credentials, with ``project`` and ``location``), ``timeout`` (seconds per
+itself never appears in the JSON), ``vertex`` (gemini through Vertex AI: with
+``project`` and ``location``, authenticated by the machine's Google credentials — Google's
+Application Default Credentials: ``GOOGLE_APPLICATION_CREDENTIALS``, ``gcloud auth
+application-default login`` or the metadata server; or, with ``api_key_env`` and no
+project, Vertex AI express mode with an API key), ``timeout`` (seconds per
 attempt, default 60), ``max_retries`` (on 429/5xx/connection errors, default 3),
 ``temperature``, ``price_in`` / ``price_out`` (USD per million tokens, overriding the
 price table), ``label``. Anything else is an error naming the field, so a typo is caught
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 KINDS = ("openai", "gemini")
+VERTEX_LOCATION = "us-central1"  # a Vertex AI endpoint's location when it names none
 FIELDS = frozenset(
     {
         "kind",
@@ -55,6 +59,8 @@ class Endpoint:
     base_url: str = ""
     api_key_env: str = ""
     api_key: str = field(default="", repr=False, compare=False)
+    # An admin key stored encrypted that the current secret cannot decrypt.
+    key_unreadable: bool = field(default=False, compare=False)
     vertex: bool = False
     project: str = ""
     location: str = ""
@@ -65,6 +71,11 @@ class Endpoint:
     price_out: float | None = None
     label: str = ""
     source: str = "env"  # env | admin
+
+    @property
+    def vertex_express(self) -> bool:
+        """Vertex AI with an API key (express mode) rather than a project's credentials."""
+        return self.vertex and bool(self.api_key_env or self.api_key) and not self.project
 
     def describe(self) -> dict[str, Any]:
         """What may be shown about the endpoint (never the key)."""
@@ -134,9 +145,22 @@ def parse_models(text: str, environ: Mapping[str, str]) -> dict[str, Endpoint]:
             raise ConfigError(f"{where}.vertex: write true or false.")
         if vertex and kind != "gemini":
             raise ConfigError(f"{where}.vertex: only a gemini endpoint runs on Vertex AI.")
-        if vertex and not entry.get("project"):
-            raise ConfigError(f"{where}.project: Vertex AI needs the Google Cloud project.")
         key_env = entry.get("api_key_env", "")
+        if vertex and not entry.get("project") and not key_env:
+            raise ConfigError(
+                f"{where}.project: Vertex AI needs the Google Cloud project (or api_key_env "
+                "for Vertex AI express mode)."
+            )
+        if vertex and key_env and (entry.get("project") or entry.get("location")):
+            raise ConfigError(
+                f"{where}.api_key_env: Vertex AI takes a project and location (Google "
+                "credentials) or an API key (express mode), not both."
+            )
+        if not vertex and kind == "gemini" and (entry.get("project") or entry.get("location")):
+            raise ConfigError(
+                f"{where}.project: the Gemini API takes no project or location; set "
+                "vertex: true for Vertex AI."
+            )
         if not vertex and not key_env and kind == "gemini":
             raise ConfigError(
                 f"{where}.api_key_env: name the environment variable holding the Gemini API "
@@ -166,7 +190,8 @@ def parse_models(text: str, environ: Mapping[str, str]) -> dict[str, Endpoint]:
             api_key=environ.get(key_env, "") if key_env else "",
             vertex=vertex,
             project=entry.get("project", ""),
-            location=entry.get("location", "") or ("us-central1" if vertex else ""),
+            location=entry.get("location", "")
+            or (VERTEX_LOCATION if vertex and not key_env else ""),
             timeout=timeout,
             max_retries=retries,
             temperature=temperature,

@@ -95,6 +95,14 @@ def _config_failure(message: str) -> Callable[[ModelRequest], ModelAnswer]:
 def _strategy(
     endpoint: Endpoint, *, stream: bool, on_text: Any, sleeper: Any
 ) -> Callable[[ModelRequest], ModelAnswer]:
+    if endpoint.key_unreadable:
+        return _config_failure(
+            Message(
+                "the stored API key of %(name)s cannot be decrypted (MODEL_KEYS_SECRET or "
+                "SECRET_KEY changed since it was saved): type the key again in the admin",
+                name=endpoint.name,
+            )
+        )
     if endpoint.api_key_env and not endpoint.api_key:
         return _config_failure(
             Message("the variable %(api_key_env)s holds no key", api_key_env=endpoint.api_key_env)

@@ -26,7 +26,7 @@ from django.db import transaction
 from agents import keyring
 from agents.core.diagnostics import Message
 from agents.core.model import ModelRequest, ModelStrategy
-from agents.llm.endpoints import ConfigError, Endpoint, parse_models
+from agents.llm.endpoints import VERTEX_LOCATION, ConfigError, Endpoint, parse_models
 from agents.models import AgentApp, AppModelDefault, ModelEndpoint
 from agents.services.common import ServiceError, error
 
@@ -43,15 +43,17 @@ def env_endpoints(environ: Mapping[str, str] | None = None) -> dict[str, Endpoin
 def admin_endpoints() -> dict[str, Endpoint]:
     out: dict[str, Endpoint] = {}
     for row in ModelEndpoint.objects.filter(enabled=True):
+        key = keyring.decrypt(row.api_key_encrypted)
         out[row.name] = Endpoint(
             name=row.name,
             kind=row.kind,
             model=row.model,
             base_url=row.base_url.rstrip("/"),
-            api_key=keyring.decrypt(row.api_key_encrypted),
+            api_key=key,
+            key_unreadable=bool(row.api_key_encrypted) and not key,
             vertex=row.vertex,
             project=row.project,
-            location=row.location or ("us-central1" if row.vertex else ""),
+            location=row.location or (VERTEX_LOCATION if row.vertex and row.project else ""),
             timeout=row.timeout,
             max_retries=row.max_retries,
             price_in=row.price_in,
