@@ -3,8 +3,10 @@ appears in a page, an export, a version, an audit row, a log line or an API answ
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import zipfile
 
 import pytest
 from django.core.management import call_command
@@ -314,7 +316,6 @@ def test_a_model_key_never_appears_anywhere(
         live_job(signed_in, run_jobs, app, agent, {"model": "loop", "live": "1"}).content,
         signed_in.get(reverse("app-designer", args=[app.pk])).content,
         signed_in.get(reverse("app-export-native", args=[app.pk])).content,
-        signed_in.get(reverse("app-export-cx", args=[app.pk])).content,
         signed_in.get(reverse("app-history", args=[app.pk])).content,
         client.get("/admin/agents/modelendpoint/").content,
         change_page.encode(),
@@ -323,8 +324,27 @@ def test_a_model_key_never_appears_anywhere(
         client.get("/admin/admin/logentry/").content,
     ]
     version = versions.version_create(app=app, user=user, name="with live runs")
+    number = version.number
+    pages += [
+        signed_in.get(reverse("app-versions", args=[app.pk])).content,
+        signed_in.get(reverse("version-export-native", args=[app.pk, number])).content,
+        signed_in.get(f"/api/apps/{app.pk}/versions/").content,
+        client.get(f"/admin/agents/appversion/{version.pk}/change/").content,
+    ]
+    # The ZIP exports are read member by member (a key in a deflated file would not show
+    # in the archive's bytes).
+    for name, args in (
+        ("app-export-cx", [app.pk]),
+        ("app-export-adk", [app.pk]),
+        ("version-export-cx", [app.pk, number]),
+    ):
+        archive = signed_in.get(reverse(name, args=args))
+        assert archive.status_code == 200 and archive.content[:2] == b"PK", name
+        with zipfile.ZipFile(io.BytesIO(archive.content)) as opened:
+            pages += [opened.read(member) for member in opened.namelist()]
+            pages += [member.encode() for member in opened.namelist()]
     rows = [json.dumps(list(AuditEvent.objects.values()), default=str)]
-    rows.append(version.document_text if hasattr(version, "document_text") else "")
+    rows.append(json.dumps(version.document))
     rows.append(json.dumps(list(LiveRun.objects.values()), default=str))
     from django.contrib.admin.models import LogEntry
 

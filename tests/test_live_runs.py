@@ -621,3 +621,74 @@ def test_gemini_streams_a_function_call(server, models_env, bank_app):
     event = next(e for e in outcome.result.events if e.kind == "tool_call")
     assert event.value == {"account_id": "primary"}
     assert outcome.evaluation.status == "passed"
+
+
+def test_gemini_429_and_503_are_retried_by_us_alone_with_backoff(server, models_env, bank_app):
+    models_env("gemini")
+    app, agent, scenario = bank_app
+    server.script(
+        gemini_error(429, "Resource has been exhausted"),
+        gemini_error(503, "The model is overloaded"),
+        gemini_call("LookupBalance", {}),
+        gemini_text("1,250 EUR."),
+    )
+    slept, sleeper = counting_sleeper()
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop", sleeper=sleeper)
+    assert slept == [0.5, 1.0] and len(server.seen) == 4  # google-genai's own retries off
+    assert outcome.calls[0]["answer"]["retries"] == 2 and outcome.evaluation.status == "passed"
+
+
+def test_gemini_429_beyond_the_retries_is_quota_and_a_timeout_is_named(
+    server, models_env, bank_app
+):
+    models_env("gemini", max_retries=1, timeout=0.3)
+    app, agent, scenario = bank_app
+    server.script(gemini_error(429), gemini_error(429))
+    slept, sleeper = counting_sleeper()
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop", sleeper=sleeper)
+    assert outcome.error == "quota" and len(slept) == 1 and len(server.seen) == 2
+    server.script(Reply(stall=True))
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop", sleeper=sleeper)
+    assert outcome.error == "timeout"
+    assert "did not answer within 0.3 s" in outcome.calls[0]["answer"]["message"]
+
+
+def test_gemini_a_tool_the_model_invents_ends_the_turn(server, models_env, bank_app):
+    models_env("gemini")
+    app, agent, scenario = bank_app
+    server.script(gemini_call("TransferMoney", {"amount": 100}), gemini_text("never asked"))
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert len(server.seen) == 1 and outcome.error == "unknown_tool"
+    assert any(
+        d.code == "SC404" and "TransferMoney" in d.message for d in outcome.result.diagnostics
+    )
+
+
+def test_gemini_gets_back_the_thought_signature_of_each_function_call(server, models_env, bank_app):
+    """Gemini 3 answers a request whose function call lacks its thought signature with a
+    400; the signature each answer carried goes back with its call, in order."""
+    import base64
+
+    models_env("gemini")
+    app, agent, scenario = bank_app
+    first, second = gemini_call("LookupBalance", {}), gemini_call("LookupBalance", {})
+    for reply, signature in ((first, b"sig-1"), (second, b"sig-2")):
+        part = reply.body["candidates"][0]["content"]["parts"][0]
+        part["thoughtSignature"] = base64.b64encode(signature).decode()
+    server.script(first, second, gemini_text("1,250 EUR."))
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert outcome.error == "" and len(server.seen) == 3
+
+    def signatures(seen):
+        return [
+            part.get("thoughtSignature")
+            for content in seen.body["contents"]
+            if content["role"] == "model"
+            for part in content["parts"]
+            if "functionCall" in part
+        ]
+
+    assert signatures(server.seen[1]) == ["c2lnLTE="]
+    assert signatures(server.seen[2]) == ["c2lnLTE=", "c2lnLTI="]
+    # The recorded request (its fingerprint) is the runtime's: a replay does not drift.
+    assert replay_live(run=outcome.run).drift == []

@@ -347,3 +347,32 @@ def test_a_stored_key_the_secret_no_longer_decrypts_is_a_named_config_error(
     assert server.seen == []  # not sent with no key, to fail as a bad key at the provider
     assert outcome.error == "config"
     assert "cannot be decrypted" in outcome.calls[0]["answer"]["message"]
+
+
+def test_the_vertex_access_token_and_the_service_account_key_are_stored_nowhere(
+    server, vertex, bank_app, signed_in, caplog
+):
+    import logging
+
+    from agents.models import LiveRun
+
+    caplog.set_level(logging.DEBUG)
+    vertex(project="proj-x", location="europe-west4")
+    tokens = vertex.credentials(GoogleTokenEndpoint(token="ya29.secret-token-5e6f7a"))
+    app, agent, scenario = bank_app
+    server.script(gemini_call("LookupBalance", {}), gemini_text("1,250 EUR."))
+    live = run_live(app=app, agent=agent, scenario=scenario, model="vx")
+    assert server.seen[0].headers["authorization"] == "Bearer ya29.secret-token-5e6f7a"
+    replayed = signed_in.post(f"/api/apps/{app.pk}/live-runs/{live.run.pk}/replay")
+    assert replayed.status_code == 200
+    everything = "\n".join(
+        [
+            replayed.content.decode(),
+            signed_in.get("/api/models").content.decode(),
+            json.dumps(list(LiveRun.objects.values()), default=str),
+            "\n".join(r.getMessage() for r in caplog.records),
+        ]
+    )
+    secret_line = tokens.pem.splitlines()[5]  # a line of the private key
+    for secret in ("ya29.secret-token-5e6f7a", secret_line):
+        assert secret not in everything

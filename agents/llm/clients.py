@@ -329,14 +329,48 @@ class OpenAIClient(_SdkClient):
 # --------------------------------------------------------------------------- Gemini
 
 
-def gemini_contents(request: ModelRequest) -> list[dict[str, Any]]:
+def _call_key(name: Any, args: Any) -> str:
+    return json.dumps([name, args or {}], sort_keys=True, ensure_ascii=False, default=str)
+
+
+def gemini_contents(
+    request: ModelRequest, signatures: dict[str, list[bytes]] | None = None
+) -> list[dict[str, Any]]:
+    """The wire contents; a function call the model made earlier in the run gets back the
+    ``thought_signature`` its answer carried (`signatures`: by call, in answer order).
+    Gemini 3 refuses a request whose current turn has a function call without its
+    signature (HTTP 400); Gemini 2.5 reasons better with them. The signatures stay on the
+    wire: the history (and the request's fingerprint) is the runtime's."""
     out = []
-    for content in wire_contents(request.contents):
+    seen: dict[str, int] = {}
+    wire = wire_contents(request.contents)
+    totals: dict[str, int] = {}
+    for content in wire:
+        for part in content["parts"]:
+            if "function_call" in part and content["role"] == "model":
+                key = _call_key(
+                    part["function_call"].get("name"), part["function_call"].get("args")
+                )
+                totals[key] = totals.get(key, 0) + 1
+    for content in wire:
         parts = []
         for part in content["parts"]:
             if "function_call" in part:
                 call = part["function_call"]
-                parts.append({"function_call": {"name": call["name"], "args": call.get("args")}})
+                wire_part: dict[str, Any] = {
+                    "function_call": {"name": call["name"], "args": call.get("args")}
+                }
+                key = _call_key(call.get("name"), call.get("args"))
+                known = (signatures or {}).get(key) or []
+                if content["role"] == "model" and known:
+                    # The history's n-th call of this name and arguments, aligned on the
+                    # newest answers (older calls may have left the context window).
+                    nth = seen.get(key, 0)
+                    seen[key] = nth + 1
+                    index = len(known) - totals[key] + nth
+                    if 0 <= index < len(known) and known[index]:
+                        wire_part["thought_signature"] = known[index]
+                parts.append(wire_part)
             elif "function_response" in part:
                 parts.append({"function_response": part["function_response"]})
             elif isinstance(part.get("text"), str):
@@ -356,6 +390,9 @@ class GeminiClient(_SdkClient):
         super().__init__(endpoint, **options)
         self.types = types
         self.errors = errors
+        # The thought signature of each function call the model answered, by call (see
+        # `gemini_contents`), one entry per answer, b"" when it had none.
+        self.signatures: dict[str, list[bytes]] = {}
         options = types.HttpOptions(
             timeout=int(endpoint.timeout * 1000),
             retry_options=types.HttpRetryOptions(attempts=1),
@@ -415,7 +452,7 @@ class GeminiClient(_SdkClient):
         )
 
     def send(self, request: ModelRequest) -> ModelAnswer:
-        contents = gemini_contents(request)
+        contents = gemini_contents(request, self.signatures)
         config = self.config(request)
         model = self.endpoint.model
         if not self.stream:
@@ -461,6 +498,9 @@ class GeminiClient(_SdkClient):
                                 "an object",
                             )
                         parts.append({"function_call": {"name": call.name, "args": dict(args)}})
+                        self.signatures.setdefault(_call_key(call.name, dict(args)), []).append(
+                            part.thought_signature or b""
+                        )
                     elif part.text and not part.thought:
                         text.append(part.text)
         if finish in _REFUSED:
