@@ -692,3 +692,38 @@ def test_gemini_gets_back_the_thought_signature_of_each_function_call(server, mo
     assert signatures(server.seen[2]) == ["c2lnLTE=", "c2lnLTI="]
     # The recorded request (its fingerprint) is the runtime's: a replay does not drift.
     assert replay_live(run=outcome.run).drift == []
+
+
+@pytest.mark.parametrize(
+    ("caps", "message"),
+    [
+        (Caps(max_calls=1), "the run reached its cap of 1 model calls"),
+        (Caps(max_tokens=25), "the run reached its cap of 25 tokens"),  # the first used 27
+    ],
+)
+def test_the_run_caps_on_model_calls_and_tokens(server, models_env, bank_app, caps, message):
+    models_env()
+    app, agent, scenario = bank_app
+    server.script(openai_call("LookupBalance", {}), openai_text("never asked"))
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop", caps=caps)
+    assert len(server.seen) == 1 and outcome.error == "cap"
+    problem = next(d for d in outcome.result.diagnostics if d.code == "SC421")
+    assert message in problem.message
+    assert outcome.run.model_calls == 1 and outcome.run.tokens_in + outcome.run.tokens_out == 27
+
+
+def test_an_agents_cx_model_settings_outrank_the_apps(server, models_env, bank_app):
+    from agents.models import Agent, AgentApp
+
+    models_env()
+    app, agent, scenario = bank_app
+    AgentApp.objects.filter(pk=app.pk).update(
+        cx={"app": {"modelSettings": {"model": "not-configured", "temperature": 0.9}}}
+    )
+    Agent.objects.filter(pk=agent.pk).update(
+        cx={"modelSettings": {"model": "test-model", "temperature": 0.1}}
+    )
+    agent.refresh_from_db()
+    server.script(openai_text("Hello."))
+    outcome = run_live(app=app, agent=agent, scenario=scenario)
+    assert outcome.run.model_name == "loop" and server.seen[0].body["temperature"] == 0.1
