@@ -431,3 +431,69 @@ def test_run_all_with_an_unknown_model_is_a_400_naming_it(signed_in, configured,
     app = bank_app[0]
     page = signed_in.post(reverse("app-run-all", args=[app.pk]), {"model": "gpt-9"}, headers=HX)
     assert page.status_code == 400 and "gpt-9" in page.content.decode()
+
+
+SIMULATED = {
+    "displayName": "Simulated balance question",
+    "scenario": {
+        "task": "Ask for the balance of your current account.",
+        "rubrics": ["The agent tells the user the balance."],
+        "scenarioExpectations": [
+            {"toolExpectation": {"expectedToolCall": {"tool": "LookupBalance"}}},
+        ],
+        "maxTurns": 2,
+    },
+}
+
+
+def test_a_live_run_all_runs_the_cx_scenario_evaluations_with_the_judges_reasons(
+    signed_in,
+    configured,
+    bank_app,  # noqa: F811
+    run_jobs,
+):
+    """Run all with a model (the designer's, and so the API's evaluate job) runs the CX
+    evaluations of the scenario kind too: a simulated user, then the judge; the designer
+    shows the judge's reason per rubric, and the evaluation is no longer "needs a model"."""
+    from agents.models import AgentApp
+
+    app = bank_app[0]
+    path = "evaluations/Simulated/Simulated.json"
+    AgentApp.objects.filter(pk=app.pk).update(cx={"files": {path: json.dumps(SIMULATED)}})
+    verdict = {"rubrics": [{"index": 1, "passed": True, "reason": "It said 1,250 EUR."}]}
+    configured.script(
+        openai_call("LookupBalance", {}),  # the golden "Balance live"
+        openai_text("It is 1,250 EUR."),
+        openai_text("What is my current account balance?"),  # the simulated user
+        openai_call("LookupBalance", {}),  # the agent
+        openai_text("Your balance is 1,250 EUR."),
+        openai_text("END"),  # the user is done
+        openai_text(json.dumps(verdict)),  # the judge
+    )
+    url = reverse("app-run-all", args=[app.pk])
+    assert signed_in.post(url, {"model": "loop"}, headers=HX).status_code == 200
+    assert run_jobs() == 1
+    job = Job.objects.get(kind="evaluate_app")
+    assert job.status == "succeeded", job.error
+    assert (job.progress_done, job.progress_total) == (2, 2)
+    golden, simulated = job.result["scenarios"]
+    assert golden["status"] == "passed"
+    assert simulated["kind"] == "simulated_user" and simulated["status"] == "passed"
+    assert simulated["ended_by"] == "user" and simulated["turns"] == 1
+    rubric = next(r for r in simulated["results"] if r["kind"] == "rubric")
+    assert rubric["message"] == "It said 1,250 EUR."
+    assert simulated["live"]["model_calls"] == 2
+    assert job.result["summary"] == {
+        "passed": 2,
+        "failed": 0,
+        "needs_model": 0,
+        "no_expectations": 0,
+    }
+    page = signed_in.get(reverse("app-run-all-job", args=[app.pk, job.pk]), headers=HX)
+    text = page.content.decode()
+    assert "Simulated balance question" in text and "It said 1,250 EUR." in text
+    assert "simulated user, 1 turn" in text and "the user's task ended" in text
+    assert "needs a model, kept as imported" not in text
+    # The API's evaluate body is the same job's result.
+    api = signed_in.get(f"/api/jobs/{job.pk}/").json()["result"]
+    assert api["scenarios"][1]["results"] == simulated["results"]

@@ -263,6 +263,31 @@ def run_data(run: ScenarioRun) -> dict:
     }
 
 
+def user_scenario_data(done: Any) -> dict:
+    """A CX evaluation of the scenario kind run live (``live.UserScenarioOutcome``) as one
+    outcome of an evaluate job: a simulated user's conversation, its expectations and the
+    judge's verdicts with their reasons (results of kind ``rubric``)."""
+    evaluation = done.evaluation
+    outcome = done.outcome
+    return {
+        "scenario": None,
+        "kind": "simulated_user",
+        "name": done.name,
+        "file": done.path,
+        "agent": None,
+        "agent_name": outcome.spec.agent,
+        "status": evaluation.status,
+        "passed": evaluation.passed,
+        "failed": evaluation.failed,
+        "needs_model": 0,
+        "turns": done.turns,
+        "ended_by": done.ended_by,
+        "results": [asdict(r) for r in evaluation.results],
+        "diagnostics": [d.to_dict() for d in outcome.result.diagnostics],
+        "live": _live_data(outcome),
+    }
+
+
 def _live_data(live: Any) -> dict:
     """A live run's figures (``agents.services.live.LiveOutcome``): model, calls, tokens, cost."""
     tokens_in, tokens_out = live.tokens

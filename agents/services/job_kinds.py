@@ -68,8 +68,47 @@ def _evaluate(ctx: JobContext, only: set[int] | None) -> dict[str, Any]:
                     )
             done.add(key)
             ctx.progress(done=len(done))
+        if model and only is None:
+            _simulated_users(ctx, model, runner, done, first=len(pairs))
     ctx.check()
     return evaluation.summary_data(ctx.items())
+
+
+def _simulated_users(
+    ctx: JobContext, model: str, runner: Any, done: set[str], *, first: int
+) -> None:
+    """A live Run all also runs the CX evaluations of the scenario kind: a simulated user,
+    then the rubrics judged by `judge` (default: the model); one item each, after the
+    goldens, with the judge's reasons in its results."""
+    from agents import selectors
+    from agents.services.live import run_user_scenarios
+
+    job = ctx.job
+    listed = selectors.app_needs_model_evaluations(job.app)
+    if not listed:
+        return
+    ctx.progress(total=first + len(listed))
+    judge = job.params.get("judge") or None
+    for offset, (name, path) in enumerate(listed):
+        key = f"cx-evaluation:{path}"
+        if key in done:
+            continue
+        ctx.check()
+        ctx.progress(current=name)
+        started = time.monotonic()
+        outcomes = run_user_scenarios(
+            app=job.app, model=model, judge=judge, actor=job.owner, runner=runner, paths={path}
+        )
+        if ctx.cancelled:
+            break
+        for outcome in outcomes:
+            data = {
+                **evaluation.user_scenario_data(outcome),
+                "seconds": round(time.monotonic() - started, 3),
+            }
+            ctx.item(key, data, position=first + offset)
+        done.add(key)
+        ctx.progress(done=len(done))
 
 
 def evaluate_app(ctx: JobContext) -> dict[str, Any]:

@@ -510,8 +510,10 @@ def run_user_scenarios(
     clock: Callable[[], float] = time.monotonic,
     sleeper: Callable[[float], None] = time.sleep,
     runner: BoundedRunner | None = None,
+    paths: set[str] | None = None,
 ) -> list[UserScenarioOutcome]:
-    """Every CX evaluation of the scenario kind the app carries, run live: a model plays
+    """Every CX evaluation of the scenario kind the app carries (or those whose file is in
+    `paths`), run live: a model plays
     the user (``agents.core.user_sim``), the agent answers with `model`, the expectations
     are checked and the rubrics judged by `judge` (default: `model`). Each is stored as a
     live run (replayable: its user turns are the run's script)."""
@@ -532,6 +534,8 @@ def run_user_scenarios(
     carry = AgentApp.objects.filter(pk=app.pk).values_list("cx", flat=True).first() or {}
     files = carry.get("files") if isinstance(carry, Mapping) else None
     listed = needs_model_evaluations(AppSpec(name=app.name, cx=carry))
+    if paths is not None:
+        listed = [(name, path) for name, path in listed if path in paths]
     if not listed or not isinstance(files, Mapping):
         return []
     spec = selectors.app_spec(app)

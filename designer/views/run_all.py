@@ -29,7 +29,13 @@ def run_all_context(app: AgentApp, job: Job) -> dict[str, Any]:
     end = job.finished_at or timezone.now()
     finished = job.status not in JOB_ACTIVE
     summary = (data["result"] or {}).get("summary") if finished else None
-    needs_model = selectors.app_needs_model_evaluations(app) if finished else []
+    # A live Run all ran the CX evaluations of the scenario kind: they are rows of their own.
+    ran = {s.get("file") for s in scenarios if s.get("kind") == "simulated_user"}
+    needs_model = [
+        (name, file)
+        for name, file in (selectors.app_needs_model_evaluations(app) if finished else [])
+        if file not in ran
+    ]
     return {
         "job": job,
         "rows": rows,
