@@ -727,3 +727,45 @@ def test_an_agents_cx_model_settings_outrank_the_apps(server, models_env, bank_a
     server.script(openai_text("Hello."))
     outcome = run_live(app=app, agent=agent, scenario=scenario)
     assert outcome.run.model_name == "loop" and server.seen[0].body["temperature"] == 0.1
+
+
+def test_evaluate_replay_in_ci_passes_offline_then_fails_on_drift(
+    server, models_env, bank_app, tmp_path
+):
+    """Live once (`--model`), then `--replay` in CI: no model called, exit 0; after one
+    instruction line changed, the replay names the call that drifted and exits 1."""
+    models_env()
+    app, agent, scenario = bank_app
+    server.script(openai_call("LookupBalance", {}), openai_text("Your balance is 1,250 EUR."))
+    call_command("evaluate", str(app.pk), "--model", "loop", stdout=io.StringIO())
+    assert len(server.seen) == 2
+    out = io.StringIO()
+    call_command("evaluate", str(app.pk), "--replay", stdout=out)
+    assert len(server.seen) == 2  # the replay called no model
+    assert "PASS   Live bank / banking_agent / Balance live  (replay of live run" in out.getvalue()
+    assert "1 passed, 0 failed, 0 drifted, 0 not recorded" in out.getvalue()
+    services.agent_update(
+        agent=agent, instructions=INSTRUCTIONS.replace("Always share", "Never hide")
+    )
+    out = io.StringIO()
+    junit = tmp_path / "replay.xml"
+    with pytest.raises(CommandError) as raised:
+        call_command("evaluate", str(app.pk), "--replay", "--junit", str(junit), stdout=out)
+    assert raised.value.returncode == 1 and "drifted from their recording" in str(raised.value)
+    text = out.getvalue()
+    assert "DRIFT  Live bank / banking_agent / Balance live" in text
+    assert "model call 1 (turn 0) differs from the recording:" in text
+    assert "instructions line 3:" in text and "Never hide" in text
+    failure = ET.parse(junit).getroot().find(".//failure")
+    assert failure is not None and "model call 1 (turn 0)" in failure.get("message")
+    assert len(server.seen) == 2
+
+
+def test_evaluate_replay_lists_a_scenario_never_recorded_and_refuses_a_model(bank_app):
+    app, _, _ = bank_app
+    out = io.StringIO()
+    call_command("evaluate", str(app.pk), "--replay", stdout=out)  # exit 0
+    assert "----   Live bank / banking_agent / Balance live  (no live recording" in out.getvalue()
+    with pytest.raises(CommandError) as raised:
+        call_command("evaluate", str(app.pk), "--replay", "--model", "x", stdout=io.StringIO())
+    assert raised.value.returncode == 2

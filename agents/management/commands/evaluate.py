@@ -9,11 +9,16 @@ The command runs the work as jobs itself (kind ``evaluate_app``, no worker neede
 the CX evaluations of the scenario kind with a simulated user (``--judge`` for rubrics).
 Exit status: 0 when no expectation failed (those that need a model do not fail a run),
 1 when one failed, 2 when an APP names no app (or --model no configured model).
+``--replay`` replays each scenario's latest live recording offline instead (no model,
+milliseconds: the CI way, README: Replay and drift); a request that drifted from its
+recording fails the run like a failed expectation (exit 1), a scenario never recorded is
+listed and does not.
 ``--junit FILE`` writes JUnit XML.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -68,6 +73,12 @@ class Command(BaseCommand):
             "the admin's endpoints); each run is recorded for replay",
         )
         parser.add_argument(
+            "--replay",
+            action="store_true",
+            help="replay each scenario's latest live recording offline (no model): fails "
+            "on a failed expectation or when a request drifted from the recording",
+        )
+        parser.add_argument(
             "--judge",
             metavar="NAME",
             help="the model that judges the rubrics of CX scenario evaluations (default: --model)",
@@ -117,6 +128,13 @@ class Command(BaseCommand):
         apps = self.find_apps([str(a) for a in options["apps"]])  # type: ignore[union-attr]
         parallel = max(1, int(options["jobs"]))  # type: ignore[call-overload]
         model = str(options.get("model") or "") or None
+        if options.get("replay"):
+            if model:
+                raise CommandError(
+                    "--replay calls no model: give --replay or --model.", returncode=2
+                )
+            self.replay(apps, options)
+            return
         if model:
             from agents.services.live_models import resolve_model
 
@@ -169,6 +187,86 @@ class Command(BaseCommand):
                 raise CommandError(f"{path}: {exc.strerror or exc}", returncode=2) from exc
         if summary["failed"]:
             raise CommandError(f"{summary['failed']} scenario(s) failed.", returncode=1)
+
+    def replay(self, apps: list[AgentApp], options: dict) -> None:
+        """`--replay`: every scenario's latest live run, replayed with its recorded answers."""
+        from agents.models import LiveRun
+        from agents.services.live import replay_live
+
+        cases: list[JUnitCase] = []
+        counts = {"passed": 0, "failed": 0, "drifted": 0, "not recorded": 0}
+        for app in apps:
+            _, pairs = evaluation.app_scenarios(app)
+            for agent, scenario in pairs:
+                where = f"{app.name} / {agent.display_name} / {scenario.name}"
+                recording = (
+                    LiveRun.objects.filter(scenario=scenario, mode="live")
+                    .order_by("-created_at", "-id")
+                    .first()
+                )
+                if recording is None:
+                    counts["not recorded"] += 1
+                    self.stdout.write(f"----   {where}  (no live recording: run --model once)")
+                    continue
+                started = time.monotonic()
+                outcome = replay_live(run=recording)
+                evaluation_ = outcome.evaluation
+                failed = evaluation_.failed > 0
+                label = "DRIFT" if outcome.drift else _LABEL[evaluation_.status]
+                counts["drifted" if outcome.drift else "failed" if failed else "passed"] += 1
+                self.stdout.write(
+                    f"{label:<5}  {where}  (replay of live run {recording.pk}, "
+                    f"{recording.model_name}: {evaluation_.passed} passed, "
+                    f"{evaluation_.failed} failed)"
+                )
+                drift = []
+                for d in outcome.drift:
+                    line = (
+                        f"model call {d['call'] + 1} (turn {d['turn']}) differs from the recording"
+                    )
+                    drift.append(f"{line}: {'; '.join(d['changes'])}")
+                    self.stdout.write(f"      {line}:")
+                    for change in d["changes"]:
+                        self.stdout.write(f"        {change}")
+                for r in evaluation_.results:
+                    if r.status == "failed":
+                        self.stdout.write(f"      step {r.step + 1}: {r.line}")
+                        self.stdout.write(f"        {r.message}")
+                if drift:  # a drift fails the JUnit case too, first, with what changed
+                    rows = tuple(
+                        ExpectationResult(-1, d["turn"], "drift", text, "", "failed", text)
+                        for d, text in zip(outcome.drift, drift, strict=True)
+                    )
+                    evaluation_ = dataclasses.replace(
+                        evaluation_,
+                        results=rows + evaluation_.results,
+                        status="failed",
+                        failed=evaluation_.failed + len(rows),
+                    )
+                cases.append(
+                    JUnitCase(
+                        suite=app.name,
+                        classname=f"{app.name}.{agent.display_name}",
+                        name=scenario.name,
+                        evaluation=evaluation_,
+                        seconds=time.monotonic() - started,
+                    )
+                )
+        self.stdout.write(", ".join(f"{n} {what}" for what, n in counts.items()))
+        if options.get("junit"):
+            path = Path(str(options["junit"]))
+            try:
+                path.write_text(junit_xml(cases), encoding="utf-8")
+            except OSError as exc:
+                raise CommandError(f"{path}: {exc.strerror or exc}", returncode=2) from exc
+        if counts["drifted"]:
+            raise CommandError(
+                f"{counts['drifted']} scenario(s) drifted from their recording: re-record them "
+                "live (--model, or Re-record live in the designer).",
+                returncode=1,
+            )
+        if counts["failed"]:
+            raise CommandError(f"{counts['failed']} scenario(s) failed.", returncode=1)
 
     def report(self, app: AgentApp, data: dict[str, Any], cases: list[JUnitCase]) -> None:
         evaluation_ = _evaluation(data)
