@@ -376,3 +376,12 @@ def test_the_vertex_access_token_and_the_service_account_key_are_stored_nowhere(
     secret_line = tokens.pem.splitlines()[5]  # a line of the private key
     for secret in ("ya29.secret-token-5e6f7a", secret_line):
         assert secret not in everything
+
+
+def test_a_credential_in_a_base_url_is_not_shown_by_the_api(signed_in, monkeypatch):
+    url = "https://proxy-user:s3cr3t-pw@llm.example.com:8443/v1?api-key=qk-77"
+    models = {"p": {"kind": "openai", "model": "m", "base_url": url}}
+    monkeypatch.setenv("STATECRAFT_MODELS", json.dumps(models))
+    answer = signed_in.get("/api/models")
+    assert answer.json()[0]["base_url"] == "https://llm.example.com:8443/v1"
+    assert "s3cr3t-pw" not in answer.content.decode() and "qk-77" not in answer.content.decode()

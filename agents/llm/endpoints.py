@@ -83,11 +83,29 @@ class Endpoint:
             "name": self.name,
             "kind": self.kind,
             "model": self.model,
-            "base_url": self.base_url,
+            "base_url": shown_url(self.base_url),
             "label": self.label or self.name,
             "source": self.source,
             "has_key": bool(self.api_key) or self.vertex,
         }
+
+
+def shown_url(url: str) -> str:
+    """`url` without what may be a credential: a user and password, a query
+    (``?key=…``, ``?api-key=…``) or a fragment."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if not url:
+        return ""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return ""
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    return urlunsplit((parts.scheme, host + port, parts.path, "", ""))
 
 
 class ConfigError(ValueError):
