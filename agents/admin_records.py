@@ -245,7 +245,7 @@ class ModelEndpointForm(forms.ModelForm):
                 "project",
                 _("Vertex AI needs the Google Cloud project, or an API key for express mode."),
             )
-        elif vertex and project and key:
+        elif vertex and (project or location) and key:
             self.add_error(
                 "project",
                 _(
