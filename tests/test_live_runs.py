@@ -735,7 +735,7 @@ def test_evaluate_replay_in_ci_passes_offline_then_fails_on_drift(
     """Live once (`--model`), then `--replay` in CI: no model called, exit 0; after one
     instruction line changed, the replay names the call that drifted and exits 1."""
     models_env()
-    app, agent, scenario = bank_app
+    app, agent, _ = bank_app
     server.script(openai_call("LookupBalance", {}), openai_text("Your balance is 1,250 EUR."))
     call_command("evaluate", str(app.pk), "--model", "loop", stdout=io.StringIO())
     assert len(server.seen) == 2
