@@ -290,6 +290,7 @@ def _admin_form(**fields):
     [
         ({"vertex": "on"}, "Vertex AI needs the Google Cloud project, or an API key"),
         ({"vertex": "on", "project": "p", "api_key": "k"}, "not both: remove one"),
+        ({"vertex": "on", "location": "europe-west4", "api_key": "k"}, "not both: remove one"),
         ({"project": "p", "api_key": "k"}, "The Gemini API takes no project or location"),
         ({}, "A Gemini API endpoint needs its API key."),
         ({"kind": "openai", "vertex": "on"}, "Only a Gemini endpoint runs on Vertex AI."),
