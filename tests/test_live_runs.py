@@ -769,3 +769,43 @@ def test_evaluate_replay_lists_a_scenario_never_recorded_and_refuses_a_model(ban
     with pytest.raises(CommandError) as raised:
         call_command("evaluate", str(app.pk), "--replay", "--model", "x", stdout=io.StringIO())
     assert raised.value.returncode == 2
+
+
+def test_a_live_transfer_to_agent_hands_over_to_the_sub_agent(server, models_env, bank_app):
+    """The root's request declares transfer_to_agent with its sub-agents as the enum and
+    ADK's note; the model's transfer hands over, and the next request is the sub-agent's
+    (its instructions, its tools); `expect transfer` holds."""
+    models_env()
+    app, root, scenario = bank_app
+    cards = services.agent_create(
+        app=app,
+        display_name="card_agent",
+        description="Blocks and replaces lost cards.",
+        instructions="You block lost cards. Ask for the last four digits.",
+    )
+    services.agent_update(agent=root, children=[cards])
+    services.scenario_save(
+        agent=root,
+        scenario=scenario,
+        steps_script="user: I lost my card\nexpect transfer: card_agent\n",
+    )
+    server.script(
+        openai_call("transfer_to_agent", {"agent_name": "card_agent"}),
+        openai_text("I can block it. What are the last four digits?"),
+    )
+    root.refresh_from_db()
+    scenario.refresh_from_db()
+    outcome = run_live(app=app, agent=root, scenario=scenario, model="loop")
+    first, second = (s.body for s in server.seen)
+    declared = {t["function"]["name"]: t["function"] for t in first["tools"]}
+    assert declared["transfer_to_agent"]["parameters"]["properties"]["agent_name"] == {
+        "type": "string",
+        "enum": ["card_agent"],
+    }
+    assert "Agent name: card_agent" in first["messages"][0]["content"]
+    assert "Blocks and replaces lost cards." in first["messages"][0]["content"]
+    assert second["messages"][0]["content"].startswith("You block lost cards.")
+    assert "tools" not in second or all(
+        t["function"]["name"] != "LookupBalance" for t in second["tools"]
+    )
+    assert outcome.evaluation.status == "passed", outcome.evaluation
