@@ -809,3 +809,40 @@ def test_a_live_transfer_to_agent_hands_over_to_the_sub_agent(server, models_env
         t["function"]["name"] != "LookupBalance" for t in second["tools"]
     )
     assert outcome.evaluation.status == "passed", outcome.evaluation
+
+
+def test_live_callbacks_run_around_the_models_calls(server, models_env, bank_app, user):
+    """A before_model callback's state write reaches the model's request as a state
+    update; an after_tool callback's change of the tool's response is what the model
+    gets back."""
+    models_env()
+    app, agent, scenario = bank_app
+    services.variable_create(app=app, name="greeted", type="boolean")
+    services.callback_create(
+        agent=agent,
+        kind="before_model",
+        code="def before_model_callback(callback_context, llm_request):\n"
+        '    callback_context.state["greeted"] = True\n'
+        "    return None\n",
+    )
+    services.callback_create(
+        agent=agent,
+        kind="after_tool",
+        code="def after_tool_callback(tool, input, callback_context, tool_response):\n"
+        '    tool_response["checked_by"] = "after_tool"\n'
+        "    return tool_response\n",
+    )
+    server.script(openai_call("LookupBalance", {}), openai_text("It is 1,250 EUR."))
+    agent.refresh_from_db()
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert outcome.error == "" and len(server.seen) == 2
+    first = server.seen[0].body["messages"]
+    # The user's message and the callback's state update (one user turn on the wire).
+    assert first[-1] == {
+        "role": "user",
+        "content": "Hi! What is the balance of my current account?\n"
+        "<state_update>greeted: true</state_update>",
+    }
+    tool_message = next(m for m in server.seen[1].body["messages"] if m["role"] == "tool")
+    assert json.loads(tool_message["content"])["checked_by"] == "after_tool"
+    assert outcome.result.final_state["greeted"] is True
