@@ -148,6 +148,7 @@ class Conversation:
     evaluation: ScenarioEvaluation | None = None
     models: list[dict[str, Any]] = field(default_factory=list)
     model: str = ""  # the picker's choice ("" = scripted)
+    default_model: str = ""  # the app's default model (AppModelDefault), "" for none
     live: LiveView | None = None
     last_live: LiveRun | None = None
 
@@ -252,6 +253,8 @@ def build_conversation(
     conversation = Conversation(scenarios=scenarios, scenario=scenario)
     conversation.models = live_models.model_names()
     conversation.model = str(params.get("model", "") or "")
+    if conversation.models:  # no model configured: no default to mark, no query
+        conversation.default_model = live_models.app_model_default(app)
     if scenario is None:
         return conversation
     try:

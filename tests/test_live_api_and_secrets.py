@@ -497,3 +497,49 @@ def test_a_live_run_all_runs_the_cx_scenario_evaluations_with_the_judges_reasons
     # The API's evaluate body is the same job's result.
     api = signed_in.get(f"/api/jobs/{job.pk}/").json()["result"]
     assert api["scenarios"][1]["results"] == simulated["results"]
+
+
+def test_the_designer_makes_the_picked_model_the_apps_default(
+    signed_in,
+    configured,
+    bank_app,  # noqa: F811
+):
+    """Designers pick the app's default model in the conversation panel (the one live
+    runs that name no model use); Scripted clears it; the picker marks it."""
+    from agents.models import AppModelDefault
+    from agents.services.live import run_live
+
+    app, agent, scenario = bank_app
+    url = reverse("agent-simulate", args=[app.pk, agent.pk])
+    data = {"scenario": scenario.pk, "model": "loop", "make_default": "1"}
+    page = signed_in.post(url, data, headers=HX)
+    assert page.status_code == 200
+    assert AppModelDefault.objects.get(app=app).model == "loop"
+    assert "(openai: gpt-4o-mini) · the app's default</option>" in page.content.decode()
+    assert len(configured.seen) == 0  # setting the default ran no model
+    configured.script(openai_text("Hello."))
+    assert run_live(app=app, agent=agent, scenario=scenario).model == "loop"
+    unknown = signed_in.post(url, {**data, "model": "gpt-9"}, headers=HX)
+    assert unknown.status_code == 400 and "No model named" in unknown.content.decode()
+    signed_in.post(url, {**data, "model": ""}, headers=HX)
+    assert not AppModelDefault.objects.filter(app=app).exists()
+
+
+def test_a_viewer_cannot_set_the_apps_default_model(
+    client,
+    configured,
+    bank_app,  # noqa: F811
+    django_user_model,
+):
+    from agents.models import AppModelDefault
+
+    app, agent, scenario = bank_app
+    viewer = django_user_model.objects.create_user(username="viewer", password="pw-viewer-1")
+    services.app_share(app=app, user=viewer, role="viewer", actor=app.owner)
+    client.force_login(viewer)
+    url = reverse("agent-simulate", args=[app.pk, agent.pk])
+    page = client.post(url, {"scenario": scenario.pk, "model": "loop", "make_default": "1"})
+    assert page.status_code == 403 and not AppModelDefault.objects.exists()
+    assert (
+        'id="make-default-model"' not in client.get(url, {"scenario": scenario.pk}).content.decode()
+    )

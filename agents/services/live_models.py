@@ -157,6 +157,11 @@ def endpoint_save(*, endpoint: ModelEndpoint, api_key: str | None = None) -> Mod
     return endpoint
 
 
+def app_model_default(app: AgentApp) -> str:
+    """The name of the app's default model ("" for none)."""
+    return AppModelDefault.objects.filter(app=app).values_list("model", flat=True).first() or ""
+
+
 @transaction.atomic
 def app_model_set(*, app: AgentApp, model: str) -> AppModelDefault | None:
     """Set (or with "" clear) the app's default model; it must be configured."""

@@ -70,7 +70,18 @@ def agent_simulate(request: HttpRequest, app_id: int, agent_id: int) -> HttpResp
     except preview_builder.StaleEdit:
         return stale_edit()
     replay = str(params.get("replay", "") or "")
-    if request.method == "POST" and (
+    if request.method == "POST" and params.get("make_default"):
+        # The picker's model (or Scripted: none) becomes the app's default model: the one
+        # the API's, the command's and the pipeline's live runs use when they name none.
+        if not access.can_edit:
+            return HttpResponse(_("You may view this app but not change it."), status=403)
+        from agents.services import live_models
+
+        try:
+            live_models.app_model_set(app=app, model=str(params.get("model", "") or ""))
+        except services.ServiceError as exc:
+            return HttpResponse("; ".join(d.message for d in exc.diagnostics), status=400)
+    elif request.method == "POST" and (
         replay.isdigit() or (params.get("live") and params.get("model"))
     ):
         from designer import job_views  # it imports designer.views
