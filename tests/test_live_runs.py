@@ -846,3 +846,35 @@ def test_live_callbacks_run_around_the_models_calls(server, models_env, bank_app
     tool_message = next(m for m in server.seen[1].body["messages"] if m["role"] == "tool")
     assert json.loads(tool_message["content"])["checked_by"] == "after_tool"
     assert outcome.result.final_state["greeted"] is True
+
+
+def test_a_simulated_user_that_never_ends_stops_at_the_turn_limit(server, models_env, bank_app):
+    models_env()
+    app, _, scenario = bank_app
+    evaluation = {
+        "displayName": "Chatty user",
+        "scenario": {
+            "task": "Keep asking about your balance.",
+            "scenarioExpectations": [
+                {"toolExpectation": {"expectedToolCall": {"tool": "LookupBalance"}}}
+            ],
+            "maxTurns": 2,
+        },
+    }
+    from agents.models import AgentApp
+
+    services.scenario_delete(scenario=scenario)
+    path = "evaluations/Chatty/Chatty.json"
+    AgentApp.objects.filter(pk=app.pk).update(cx={"files": {path: json.dumps(evaluation)}})
+    server.script(
+        openai_text("What is my balance?"),  # user, turn 1
+        openai_call("LookupBalance", {}),  # agent
+        openai_text("It is 1,250 EUR."),
+        openai_text("And again, what is it?"),  # user, turn 2 (never END)
+        openai_text("Still 1,250 EUR."),  # agent (turn 1 answered from the memo)
+    )
+    out = io.StringIO()
+    call_command("evaluate", str(app.pk), "--model", "loop", stdout=out)  # exit 0
+    text = out.getvalue()
+    assert "PASS  Live bank / Chatty user  (simulated user, 2 turns, ended by turns" in text
+    assert len(server.seen) == 5  # no third user turn: the limit is 2

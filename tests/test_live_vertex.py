@@ -386,3 +386,20 @@ def test_a_credential_in_a_base_url_is_not_shown_by_the_api(signed_in, monkeypat
     answer = signed_in.get("/api/models")
     assert answer.json()[0]["base_url"] == "https://llm.example.com:8443/v1"
     assert "s3cr3t-pw" not in answer.content.decode() and "qk-77" not in answer.content.decode()
+
+
+def test_vertex_express_mode_with_a_key_google_refuses_is_an_auth_error(
+    server, vertex, bank_app, monkeypatch
+):
+    monkeypatch.setenv("VERTEX_KEY", KEY)
+    vertex(api_key_env="VERTEX_KEY")
+    app, agent, scenario = bank_app
+    server.script(
+        gemini_error(
+            400, f"API key not valid: {KEY}. Please pass a valid API key.", "API_KEY_INVALID"
+        )
+    )
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="vx")
+    assert outcome.error == "auth"
+    message = outcome.calls[0]["answer"]["message"]
+    assert "refused the API key from VERTEX_KEY" in message and KEY not in message
