@@ -618,3 +618,25 @@ def test_9_without_allow_a_failure_stays_a_failure() -> None:
     app_json = {k: v for k, v in app.cx["app"].items() if k != "evaluationMetricsThresholds"}
     app = replace(app, cx={**app.cx, "app": app_json})
     assert explained(app, scenarios)["Unrouted"].status == "failed"
+
+
+def test_a_scripted_call_of_a_tool_the_callback_hid_runs_with_a_note() -> None:
+    """Bella Notte's host hides transfer_to_agent from its model (the engine hands over);
+    a golden that lists the transfer is run offline by the scripted model anyway, as ADK's
+    tool table still has the tool: the simulation says a live model would not be offered it."""
+    hiding = ROUTE_BEFORE_MODEL.replace(
+        "    target = ", '    llm_request.config.hide_tool("route")\n    target = '
+    )
+    files = routing_files(ROUTED)
+    files["agents/Front/before_model/python_code.py"] = hiding.encode()
+    app, scenarios, _ = read_cx_files(files)
+    assert app is not None
+    (scenario,) = scenarios
+    result = run(app, scenario)
+    first = result.model_calls[0]
+    assert first.hidden_tools == ("route",)
+    (note,) = [d for d in result.diagnostics if d.code == "SC422"]
+    assert note.severity.value == "info"
+    assert "the before_model callback of Front hid route" in note.message
+    # The call ran (as ADK's would) and the golden still passes offline.
+    assert evaluate(scenario, result, app).status == "passed"

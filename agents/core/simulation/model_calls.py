@@ -232,6 +232,27 @@ class ModelCalls(FunctionCalls):
                 hidden_tools=hidden,
             )
         )
+        if not replaced_by and self.model is None and hidden:
+            for part in answer:
+                call = part.get("function_call")
+                name = call.get("name") if isinstance(call, dict) else None
+                if name in hidden:
+                    self.diagnostics.append(
+                        Diagnostic(
+                            "SC422",
+                            Severity.INFO,
+                            Message(
+                                "turn %(turn)s: the scripted call of %(tool)s runs, but "
+                                "the before_model callback of %(agent)s hid %(tool)s from "
+                                "the model for this call: a live model would not be "
+                                "offered it.",
+                                turn=self.turn,
+                                tool=name,
+                                agent=self.agent.name,
+                            ),
+                            subject=self.agent.name,
+                        )
+                    )
         self.loop_pending = False
         reached_model = replaced_by != "before_model_callback"
         if self.turn_ended is not None:
