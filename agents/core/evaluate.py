@@ -638,8 +638,9 @@ def explain_failures(
 
     Offline the scripted model makes only the listed calls. A failed state or response
     check is tried again with one more call first in an earlier turn (or its own) — a call
-    of a tool the agent of that turn has, with the arguments a golden of the app lists for
-    it (`examples`, ``listed_calls``) or ``{}`` for a tool without parameters — keeping the
+    of a tool the agent of that turn has and this golden never lists (one it lists, it has
+    said when it expects), with the arguments a golden of the app lists for it
+    (`examples`, ``listed_calls``) or ``{}`` for a tool without parameters — keeping the
     calls found for earlier failures (greedy, at most `budget` simulations). A check that
     passes so is **needs a model**: "a live model may make the calls this golden leaves
     out", naming the calls and the golden that lists them; one no such call explains stays
@@ -653,7 +654,13 @@ def explain_failures(
         return evaluation
     if not failing:
         return evaluation
-    known = list(examples)
+    # Only tools the golden never lists: one it lists, it has said when it expects.
+    listed = {
+        step.expectation.tool
+        for step in scenario.steps
+        if step.expectation is not None and step.expectation.kind is ExpectKind.CALL
+    }
+    known = [c for c in examples if c.tool not in listed]
     probed, probed_result = scenario, result
     index: dict[int, int] = {r.step: r.step for r in evaluation.results}  # original → probed
     added: list[tuple[int, ListedCall]] = []
@@ -692,7 +699,8 @@ def explain_failures(
             candidates += [
                 ListedCall(t, {})
                 for t in agent.tools
-                if no_parameter_arguments(app, t) is not None
+                if t not in listed
+                and no_parameter_arguments(app, t) is not None
                 and not any(c.tool == t for c in candidates)
             ]
             for call in candidates:
