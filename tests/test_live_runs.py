@@ -156,7 +156,7 @@ def test_the_model_gets_the_request_as_the_before_model_callback_left_it(
     system = first.body["messages"][0]["content"]
     call = outcome.result.model_calls[0]
     assert system == call.instructions + DIRECTIVE
-    assert call.sent_instructions == system
+    assert call.sent_instructions == call.instructions + DIRECTIVE
     assert call.hidden_tools == ("LookupBalance",)
     assert "LookupBalance" not in json.dumps(first.body.get("tools") or [])
 
@@ -655,3 +655,21 @@ def test_gemini_streams_a_function_call(server, models_env, bank_app):
     event = next(e for e in outcome.result.events if e.kind == "tool_call")
     assert event.value == {"account_id": "primary"}
     assert outcome.evaluation.status == "passed"
+
+
+def test_adks_transfer_note_comes_before_what_the_callback_appended(server, models_env, bank_app):
+    """ADK appends its note on transfer_to_agent before the callbacks run, so the directive a
+    before_model callback appends comes after the note in what the model receives."""
+    models_env()
+    app, agent, scenario = bank_app
+    helper = services.agent_create(
+        app=app, display_name="savings_agent", description="Savings questions."
+    )
+    agent = services.agent_update(agent=agent, children=[helper])
+    services.callback_create(agent=agent, kind="before_model", code=DIRECTIVE_CALLBACK)
+    server.script(openai_text("Which account?"))
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    system = server.seen[0].body["messages"][0]["content"]
+    call = outcome.result.model_calls[0]
+    assert system.startswith(call.instructions + "\n\nYou have a list of other agents")
+    assert system.endswith("other than the function call." + DIRECTIVE)

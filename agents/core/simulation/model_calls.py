@@ -130,11 +130,19 @@ class ModelCalls(FunctionCalls):
         the ``before_model`` callbacks left them, without the tools they hid."""
         assert self.model is not None
         note = transfer_note(self.app, self.agent)
+        system = instructions
+        if note:
+            # ADK appends its note before the callbacks run: what they appended comes after.
+            compiled = self.latest_instructions
+            if instructions.startswith(compiled):
+                system = f"{compiled}\n\n{note}{instructions[len(compiled) :]}"
+            else:
+                system = f"{instructions}\n\n{note}"
         request = ModelRequest(
             index=index,
             turn=self.turn,
             agent=self.agent.name,
-            system_instruction=f"{instructions}\n\n{note}" if note else instructions,
+            system_instruction=system,
             contents=tuple(copy_tree(contents)),
             tools=tuple(
                 d
