@@ -43,7 +43,10 @@ when one failed; it needs a model when all of them need one, or when a golden th
 only some calls (``extraToolCallBehavior: ALLOW``) failed offline only where the calls it
 leaves out decide (``ExpectationResult.left_to_model``: "a live model may make the calls
 this golden leaves out" — a refused call of another agent's tool, or a check at or after a
-turn whose call offline does not make). Any other failure stays a failure.
+turn whose call offline does not make). ``explain_failures`` adds the third kind of
+evidence: a left-out call (a tool the golden never lists, with arguments another golden of
+the app lists) that, made first in an earlier turn, makes the failed check pass offline.
+Any other failure stays a failure.
 """
 
 from __future__ import annotations
