@@ -167,12 +167,43 @@ def test_bella_notte_imports_with_its_goldens_and_evaluate_runs_them(
     text = out.getvalue()
     # As imported, every golden starts at the root agent (as CX starts it) and the goldens
     # leave the routing to the root's model (README, Goldens, bella_notte): three that list
-    # the routing pass; the failures the unlisted calls decide need a model, and say so.
-    assert "3 passed, 6 failed, 19 need a model, 0 without expectations" in text
-    assert text.count("MODEL  Bella Notte Restaurant Reservations / ") == 5 + 19
+    # the routing pass; the failures the unlisted calls decide need a model, and say so —
+    # with the call that explains them when one does (the routing another golden lists).
+    assert "3 passed, 1 failed, 24 need a model, 0 without expectations" in text
+    assert text.count("MODEL  Bella Notte Restaurant Reservations / ") == 5 + 24
     assert "PASS  Bella Notte Restaurant Reservations / Bella_Notte_Host / Happy Path - " in text
     assert "A live model may make the calls this golden leaves out" in text
-    assert "FAIL  Bella Notte Restaurant Reservations / Bella_Notte_Host / Generic Request" in text
+    assert "MODEL  Bella Notte Restaurant Reservations / Bella_Notte_Host / Generic Request" in text
+    assert 'with set_active_flow {"flow": "reservation"} in turn 0' in text
+    assert (
+        "FAIL  Bella Notte Restaurant Reservations / Bella_Notte_Host / Happy Path - Linear" in text
+    )
+
+
+def test_evaluate_says_which_left_out_call_explains_a_failure(user):
+    """Issue 18.9 through the command (the designer's and the API's evaluation): a golden
+    listing only some calls (ALLOW) whose check the routing it leaves out decides needs a
+    model and names the call another golden lists; a wrong value stays a failure."""
+    from agents.core.cx.app import zip_bytes
+    from agents.services import exchange
+    from tests.sandbox.test_cx_runtime_fidelity import ROUTED, UNROUTED, WRONG, routing_files
+
+    files = routing_files(ROUTED, UNROUTED, WRONG)
+    app, kind, _ = exchange.app_import_file(owner=user, data=zip_bytes(files))
+    assert kind == "cx"
+    out = io.StringIO()
+    with pytest.raises(CommandError) as raised:
+        call_command("evaluate", str(app.pk), stdout=out)
+    assert raised.value.returncode == 1  # "Wrong count" fails
+    text = out.getvalue()
+    assert "1 passed, 1 failed, 1 need a model, 0 without expectations" in text
+    assert "MODEL  Front desk / Front / Unrouted" in text
+    assert (
+        'offline, with route {"flow": "booking"} in turn 0 (the golden “Routed” lists it)' in text
+    )
+    assert "FAIL  Front desk / Front / Wrong count" in text
+    stored = ScenarioResult.objects.get(scenario__name="Unrouted")
+    assert stored.status == "needs_model" and stored.results[0]["left_to_model"] is True
 
 
 def test_the_api_writes_and_reads_expectations_in_the_step_script(signed_in, bank):

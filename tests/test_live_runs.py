@@ -127,6 +127,40 @@ def test_the_model_gets_the_runtime_request_and_its_call_runs_the_real_tool(
     assert outcome.run.model_calls == 2 and outcome.run.tokens_in == 20 + 11
 
 
+# Bella Notte's engine, in small: before every model call it appends the turn's directive to
+# the system instruction and hides a tool the model must not call now.
+DIRECTIVE = "\n<system_directive>Ask which account.</system_directive>"
+DIRECTIVE_CALLBACK = f"""
+DIRECTIVE = {DIRECTIVE!r}
+
+def before_model_callback(callback_context, llm_request):
+    llm_request.config.hide_tool("LookupBalance")
+    si = llm_request.config.system_instruction
+    llm_request.config.system_instruction = si + DIRECTIVE
+    return None
+"""
+
+
+def test_the_model_gets_the_request_as_the_before_model_callback_left_it(
+    server, models_env, bank_app
+):
+    """Issue 18 (the runtime as CX runs it): ADK hands the model the LlmRequest the
+    callbacks changed — the directive appended to the system instruction reaches the model,
+    and a tool the callback hid is not declared to it. Before, both changes were lost."""
+    models_env()
+    app, agent, scenario = bank_app
+    services.callback_create(agent=agent, kind="before_model", code=DIRECTIVE_CALLBACK)
+    server.script(openai_text("Which account: current or savings?"))
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    first = server.seen[0]
+    system = first.body["messages"][0]["content"]
+    call = outcome.result.model_calls[0]
+    assert system == call.instructions + DIRECTIVE
+    assert call.sent_instructions == call.instructions + DIRECTIVE
+    assert call.hidden_tools == ("LookupBalance",)
+    assert "LookupBalance" not in json.dumps(first.body.get("tools") or [])
+
+
 def test_gemini_generate_content_with_a_function_call(server, models_env, bank_app):
     models_env("gemini")
     app, agent, scenario = bank_app
@@ -878,3 +912,21 @@ def test_a_simulated_user_that_never_ends_stops_at_the_turn_limit(server, models
     text = out.getvalue()
     assert "PASS  Live bank / Chatty user  (simulated user, 2 turns, ended by turns" in text
     assert len(server.seen) == 5  # no third user turn: the limit is 2
+
+
+def test_adks_transfer_note_comes_before_what_the_callback_appended(server, models_env, bank_app):
+    """ADK appends its note on transfer_to_agent before the callbacks run, so the directive a
+    before_model callback appends comes after the note in what the model receives."""
+    models_env()
+    app, agent, scenario = bank_app
+    helper = services.agent_create(
+        app=app, display_name="savings_agent", description="Savings questions."
+    )
+    agent = services.agent_update(agent=agent, children=[helper])
+    services.callback_create(agent=agent, kind="before_model", code=DIRECTIVE_CALLBACK)
+    server.script(openai_text("Which account?"))
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    system = server.seen[0].body["messages"][0]["content"]
+    call = outcome.result.model_calls[0]
+    assert system.startswith(call.instructions + "\n\nYou have a list of other agents")
+    assert system.endswith("other than the function call." + DIRECTIVE)

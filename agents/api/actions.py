@@ -200,6 +200,15 @@ class ModelCallOut(serializers.Serializer):
     history = serializers.ListField(
         child=serializers.IntegerField(), help_text="Events the model received."
     )
+    sent_instructions = serializers.CharField(
+        help_text="The system instruction as a before_model callback left it, which the "
+        "model receives (ADK's LlmRequest); empty when no callback changed it."
+    )
+    hidden_tools = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Tools a before_model callback hid (llm_request.config.hide_tool): not "
+        "declared to the model for this call.",
+    )
 
     @extend_schema_field(serializers.ListField(child=serializers.DictField()))
     def get_scripted(self, call: Any) -> list[dict[str, Any]]:

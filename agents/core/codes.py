@@ -146,6 +146,7 @@ SECTIONS: dict[str, dict[str, str]] = {
         "SC419": "The model loop of a turn stopped: every answer had a function call (a cap).",
         "SC420": "A before_model callback answered with text: the turn's later scripted answers are not used (ADK's turn ends with that answer).",
         "SC421": "A live model call failed (auth, quota, timeout, refused content, malformed arguments, a cap…): the turn ends.",
+        "SC422": "A scripted call names a tool a before_model callback hid from the model for that call: it runs offline (ADK's tool table keeps it), but a live model would not be offered it.",
     },
     "http": {
         "SC430": "An OpenAPI tool has no usable operation: the request cannot be shown.",

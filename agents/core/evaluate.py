@@ -43,30 +43,37 @@ when one failed; it needs a model when all of them need one, or when a golden th
 only some calls (``extraToolCallBehavior: ALLOW``) failed offline only where the calls it
 leaves out decide (``ExpectationResult.left_to_model``: "a live model may make the calls
 this golden leaves out" — a refused call of another agent's tool, or a check at or after a
-turn whose call offline does not make). Any other failure stays a failure.
+turn whose call offline does not make). ``explain_failures`` adds the third kind of
+evidence: a left-out call (a tool the golden never lists, with arguments another golden of
+the app lists) that, made first in an earlier turn, makes the failed check pass offline.
+Any other failure stays a failure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from agents.core.diagnostics import Message, Severity
 from agents.core.render import render_value
 from agents.core.script import format_expectation
-from agents.core.simulate import TRANSFER_TOOL, SimulationResult
-from agents.core.spec import AppSpec, ExpectKind, ScenarioSpec, StepKind
+from agents.core.simulate import TRANSFER_TOOL, SimulationResult, no_parameter_arguments
+from agents.core.spec import AppSpec, ExpectationSpec, ExpectKind, ScenarioSpec, StepKind, StepSpec
 
 __all__ = [
     "ExpectationResult",
     "JUnitCase",
+    "ListedCall",
     "ScenarioEvaluation",
     "Status",
     "allows_extra_calls",
     "differences",
     "evaluate",
+    "explain_failures",
     "junit_xml",
+    "listed_calls",
     "matches",
     "step_turns",
 ]
@@ -559,6 +566,214 @@ def _left_to_the_model(
             )
         out.append(r)
     return out
+
+
+# ------------------------------------------------------------ the calls a golden leaves out
+
+
+@dataclass(frozen=True, slots=True)
+class ListedCall:
+    """A call with its arguments as a golden of the app lists it (`source`: that golden's
+    name; "" for a tool without parameters, which has nothing to choose)."""
+
+    tool: str
+    args: dict[str, Any]
+    source: str = ""
+
+    def text(self) -> str:
+        return f"{self.tool} {json.dumps(self.args, ensure_ascii=False, sort_keys=True)}"
+
+
+def listed_calls(scenarios: Iterable[ScenarioSpec]) -> tuple[ListedCall, ...]:
+    """Every call with arguments the goldens list (``expect call: Tool {args}``), once each,
+    in the order they first appear: what a model of this app is known to call."""
+    seen: dict[str, ListedCall] = {}
+    for scenario in scenarios:
+        for step in scenario.steps:
+            e = step.expectation
+            if e is None or e.kind is not ExpectKind.CALL or not isinstance(e.value, dict):
+                continue
+            call = ListedCall(e.tool, dict(e.value), scenario.name)
+            seen.setdefault(call.text(), call)
+    return tuple(seen.values())
+
+
+def _agent_at_turns(scenario: ScenarioSpec, result: SimulationResult) -> dict[int, str]:
+    """The agent each turn starts with (the scenario's, then each transfer's target)."""
+    agent = scenario.agent
+    out: dict[int, str] = {}
+    for turn in result.turns:
+        out[turn.index] = agent
+        for i in turn.events:
+            event = result.events[i]
+            if event.kind == "transfer" and isinstance(event.value, dict) and event.value.get("to"):
+                agent = str(event.value["to"])
+    return out
+
+
+def _insert_call(scenario: ScenarioSpec, turn: int, call: ListedCall) -> tuple[ScenarioSpec, int]:
+    """`scenario` with ``expect call: call`` first in `turn` (after its user input), and the
+    index the new step has."""
+    turns = step_turns(scenario)
+    start = turns.index(turn)
+    at = start + 1 if scenario.steps[start].kind is StepKind.USER else start
+    step = StepSpec(
+        StepKind.EXPECT,
+        expectation=ExpectationSpec(ExpectKind.CALL, tool=call.tool, value=dict(call.args)),
+    )
+    steps = (*scenario.steps[:at], step, *scenario.steps[at:])
+    return replace(scenario, steps=steps), at
+
+
+def explain_failures(
+    app: AppSpec,
+    scenario: ScenarioSpec,
+    result: SimulationResult,
+    evaluation: ScenarioEvaluation,
+    resimulate: Callable[[ScenarioSpec], SimulationResult],
+    *,
+    examples: Iterable[ListedCall] = (),
+    budget: int = 24,
+    extra_calls_allowed: bool | None = None,
+) -> ScenarioEvaluation:
+    """For a golden that lists only some calls (``extraToolCallBehavior: ALLOW``): which of
+    its failed checks a call it leaves out explains, with the evidence.
+
+    Offline the scripted model makes only the listed calls. A failed state or response
+    check is tried again with one more call first in an earlier turn (or its own) — a call
+    of a tool the agent of that turn has and this golden never lists (one it lists, it has
+    said when it expects), with the arguments a golden of the app lists for it
+    (`examples`, ``listed_calls``) or ``{}`` for a tool without parameters — keeping the
+    calls found for earlier failures (greedy, at most `budget` simulations). A check that
+    passes so is **needs a model**: "a live model may make the calls this golden leaves
+    out", naming the calls and the golden that lists them; one no such call explains stays
+    **failed**. Pure given `resimulate` (the simulation of a scenario)."""
+    if extra_calls_allowed is None:
+        extra_calls_allowed = allows_extra_calls(app, scenario)
+    failing = [
+        r for r in evaluation.results if r.status == "failed" and r.kind in ("state", "response")
+    ]
+    if not extra_calls_allowed:
+        return evaluation
+    if not failing:
+        return evaluation
+    # Only tools the golden never lists: one it lists, it has said when it expects.
+    listed = {
+        step.expectation.tool
+        for step in scenario.steps
+        if step.expectation is not None and step.expectation.kind is ExpectKind.CALL
+    }
+    known = [c for c in examples if c.tool not in listed]
+    probed, probed_result = scenario, result
+    index: dict[int, int] = {r.step: r.step for r in evaluation.results}  # original → probed
+    added: list[tuple[int, ListedCall]] = []
+    explained: dict[int, tuple[tuple[int, ListedCall], ...]] = {}
+    gave_up: set[int] = set()
+    runs = 0
+
+    def raw(s: ScenarioSpec, r: SimulationResult) -> dict[int, ExpectationResult]:
+        return {x.step: x for x in evaluate(s, r, extra_calls_allowed=False).results}
+
+    current = raw(probed, probed_result)
+    while runs < budget:
+        open_ = [
+            r
+            for r in failing
+            if r.step not in explained
+            and r.step not in gave_up
+            and current.get(index[r.step]) is not None
+            and current[index[r.step]].status == "failed"
+        ]
+        # A check that passes with the calls found so far is explained by them.
+        for r in failing:
+            now = current.get(index[r.step])
+            if r.step not in explained and added and now is not None and now.status == "passed":
+                explained[r.step] = tuple(added)
+        if not open_:
+            break
+        target = open_[0]
+        agents = _agent_at_turns(probed, probed_result)
+        found = False
+        for turn in range(target.turn + 1):
+            agent = app.agent(agents.get(turn, probed.agent))
+            if agent is None:
+                continue
+            candidates = [c for c in known if c.tool in agent.tools]
+            candidates += [
+                ListedCall(t, {})
+                for t in agent.tools
+                if t not in listed
+                and no_parameter_arguments(app, t) is not None
+                and not any(c.tool == t for c in candidates)
+            ]
+            for call in candidates:
+                if runs >= budget:
+                    break
+                trial, at = _insert_call(probed, turn, call)
+                runs += 1
+                trial_result = resimulate(trial)
+                trial_index = {o: (i + 1 if i >= at else i) for o, i in index.items()}
+                outcomes = raw(trial, trial_result)
+                now = outcomes.get(trial_index[target.step])
+                if now is not None and now.status == "passed":
+                    probed, probed_result, index, current = (
+                        trial,
+                        trial_result,
+                        trial_index,
+                        outcomes,
+                    )
+                    added.append((turn, call))
+                    found = True
+                    break
+            if found or runs >= budget:
+                break
+        if not found:
+            gave_up.add(target.step)
+    for r in failing:
+        now = current.get(index[r.step])
+        if r.step not in explained and added and now is not None and now.status == "passed":
+            explained[r.step] = tuple(added)
+    if not explained:
+        return evaluation
+    results = []
+    for r in evaluation.results:
+        calls = explained.get(r.step)
+        if calls is None:
+            results.append(r)
+            continue
+        said = "; ".join(
+            Message(
+                "%(call)s in turn %(turn)s (%(why)s)",
+                call=call.text(),
+                turn=turn,
+                why=Message("the golden “%(source)s” lists it", source=call.source)
+                if call.source
+                else Message("it has no parameter to choose"),
+            )
+            for turn, call in calls
+        )
+        results.append(
+            replace(
+                r,
+                status="needs_model",
+                left_to_model=True,
+                message=Message(
+                    "%(unlisted)soffline, with %(calls)s — a call this golden does not "
+                    "list — this check passes. Offline without it: %(message)s",
+                    unlisted=_UNLISTED,
+                    calls=said,
+                    message=r.message,
+                ),
+            )
+        )
+    return ScenarioEvaluation(
+        results=tuple(results),
+        status=_status(results),
+        passed=sum(r.status == "passed" for r in results),
+        failed=sum(r.status == "failed" for r in results),
+        needs_model=sum(r.status == "needs_model" for r in results),
+        notes=evaluation.notes,
+    )
 
 
 # --------------------------------------------------------------------------- JUnit XML

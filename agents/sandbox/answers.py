@@ -86,6 +86,14 @@ def check_answer_shape(raw: dict[str, Any]) -> str | None:
         return "tool_calls"
     if raw.get("args") is not None and not isinstance(raw.get("args"), dict):
         return "args"
+    request = raw.get("request")
+    if request is not None and not (
+        isinstance(request, dict)
+        and isinstance(request.get("system_instruction", ""), str)
+        and isinstance(request.get("hidden_tools", []), list)
+        and all(isinstance(t, str) for t in request.get("hidden_tools", []))
+    ):
+        return "request"
     return None
 
 
@@ -121,6 +129,7 @@ def result_from_raw(raw: dict[str, Any], given: dict[str, Any], started: float) 
             run_ms=raw.get("duration_ms") if isinstance(raw.get("duration_ms"), float) else None,
             tool_calls=tuple((c[0], c[1]) for c in raw.get("tool_calls") or ()),
             args=raw.get("args"),
+            request=raw.get("request"),
         )
     except (AttributeError, IndexError, TypeError, KeyError):
         error = SandboxError("internal", "the sandbox returned an unreadable answer")

@@ -81,6 +81,7 @@ def to_code_result(result: host.SandboxResult) -> CodeResult:
         ran=error is None or error.kind != "internal",
         tool_calls=result.tool_calls,
         args=result.args,
+        request=result.request,
     )
 
 

@@ -84,6 +84,9 @@ class SandboxResult:
     # A callback's ``args`` (the tool call's arguments) after the call, when it changed them
     # in place; None otherwise.
     args: dict[str, Any] | None = None
+    # A model callback's ``llm_request`` changes (``system_instruction``, ``hidden_tools``)
+    # when it made any; None otherwise.
+    request: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -186,6 +186,32 @@ def cx_callback_arguments(args, params, cx):
     return out
 
 
+def request_instruction(request):
+    """The text of an ``LlmRequest``'s system instruction (a string, or a Content's parts)."""
+    if request is None or request.config is None:
+        return None
+    instruction = request.config.system_instruction
+    if instruction is None or type(instruction) is str:
+        return instruction
+    parts = getattr(instruction, "parts", None) or ()
+    return "".join(str(getattr(p, "text", "") or "") for p in parts)
+
+
+def request_changes(request, given_instruction):
+    """What a model callback changed in its ``llm_request``, or None: the system
+    instruction (when it differs) and the tools it hid (``config.hide_tool``)."""
+    if request is None or request.config is None:
+        return None
+    out = {}
+    instruction = request_instruction(request)
+    if instruction != given_instruction and type(instruction) is str:
+        out["system_instruction"] = instruction
+    hidden = request.config.excluded_tools
+    if hidden:
+        out["hidden_tools"] = [str(name) for name in hidden]
+    return out or None
+
+
 def call_arguments(func, kind, args, context, cx=None):
     """Keyword arguments for *func*: tools get **args; callbacks get what they declare."""
     kwargs = dict(args)
@@ -304,13 +330,22 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
         )
         given_args = (call.get("args") or {}).get("args") if kind == "callback" else None
         before_args = _canonical(given_args) if isinstance(given_args, dict) else None
-        value = func(**call_arguments(func, kind, call.get("args") or {}, context, sandbox.cx))
+        kwargs = call_arguments(func, kind, call.get("args") or {}, context, sandbox.cx)
+        request = kwargs.get("llm_request")
+        request = request if isinstance(request, sandbox.cx.LlmRequest) else None
+        given_instruction = request_instruction(request)
+        value = func(**kwargs)
         signal.setitimer(signal.ITIMER_REAL, 0)
         try:
             result["return_value"] = to_json_value(value, "the return value")
             if before_args is not None and _canonical(given_args) != before_args:
                 # A tool callback changed the call's arguments in place: ADK's tool gets them.
                 result["args"] = to_json_value(given_args, "the tool arguments")
+            changed = request_changes(request, given_instruction)
+            if changed is not None:
+                # A model callback changed the request (CX's system instruction, the tools
+                # it hid): ADK's model gets the request as the callback left it.
+                result["request"] = to_json_value(changed, "the model request")
             result["ok"] = True
         except NotSerializable as exc:
             result["error"] = {

@@ -25,12 +25,25 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents import selectors
-from agents.core.evaluate import ScenarioEvaluation, allows_extra_calls, evaluate
+from agents.core.evaluate import (
+    ScenarioEvaluation,
+    allows_extra_calls,
+    evaluate,
+    explain_failures,
+    listed_calls,
+)
 from agents.core.simulate import SimulationResult
 from agents.core.spec import ScenarioSpec
 from agents.models import Agent, AgentApp, Scenario, ScenarioResult
 from agents.services.common import Actor
-from agents.services.simulation import BoundedRunner, batch_runner, simulate_scenario
+from agents.services.simulation import (
+    SLOTS,
+    BoundedRunner,
+    batch_runner,
+    simulate_bounded,
+    simulate_scenario,
+    with_instructions,
+)
 
 MEMO_SECONDS = 3600
 # A run cut by a bound (a cap, a missing protection) is not what the scenario does: not kept.
@@ -110,10 +123,49 @@ def scenario_run(
     )
     # The app-level carry (app.json) says whether goldens list only some calls.
     allow = allows_extra_calls(selectors.app_cx_settings(app), spec)
-    evaluation = evaluate(spec, result, selectors.app_spec(app), extra_calls_allowed=allow)
+    app_spec = selectors.app_spec(app)
+    evaluation = evaluate(spec, result, app_spec, extra_calls_allowed=allow)
+    if allow and evaluation.failed:
+        evaluation = _explain_failures(
+            app, agent, app_spec, spec, result, evaluation, instructions, runner
+        )
     if not any(d.code in _NOT_MEMOISED for d in result.diagnostics):
         cache.set(key, (spec, result, evaluation), timeout=MEMO_SECONDS)
     return ScenarioRun(scenario, agent, spec, result, evaluation)
+
+
+def _explain_failures(
+    app: AgentApp,
+    agent: Agent,
+    app_spec: Any,
+    spec: ScenarioSpec,
+    result: SimulationResult,
+    evaluation: ScenarioEvaluation,
+    instructions: str | None,
+    runner: BoundedRunner | None,
+) -> ScenarioEvaluation:
+    """A golden that lists only some calls and failed offline: which failures a call it
+    leaves out explains (``agents.core.evaluate.explain_failures``), trying the calls the
+    app's goldens list, on the batch's sandbox or one of its own."""
+    simulated = with_instructions(app_spec, agent.display_name, instructions)
+    others = Scenario.objects.filter(agent__app=app).select_related("agent").order_by("pk")
+    examples = listed_calls(s.to_spec(app_id=f"apps/{app.pk}") for s in others)
+
+    def explain(on: BoundedRunner) -> ScenarioEvaluation:
+        return explain_failures(
+            simulated,
+            spec,
+            result,
+            evaluation,
+            lambda s: simulate_bounded(simulated, s, runner=on),
+            examples=examples,
+            extra_calls_allowed=True,
+        )
+
+    if runner is not None:
+        return explain(runner)
+    with SLOTS.hold(), batch_runner() as own:
+        return explain(own)
 
 
 @transaction.atomic

@@ -309,6 +309,28 @@ SCENARIOS = [
         },
     ),
     Scenario(
+        "the model gets the system instruction a before_model callback changed (issue 18)",
+        (TIER, LOG),
+        "Tier: {{tier}}.",
+        [
+            ("upgrade me", [("call", "set_tier", {"tier": "gold"}), ("text", "Done.")]),
+            ("thanks", [("text", "Bye.")]),
+        ],
+        tools={"set_tier": SET_TIER},
+        callbacks={
+            CallbackKind.BEFORE_MODEL: [
+                # Bella Notte's engine appends the turn's directive to the system instruction.
+                "def before_model_callback(callback_context, llm_request):\n"
+                "    log = callback_context.state.get('log', []) + ['model']\n"
+                "    callback_context.state['log'] = log\n"
+                "    si = llm_request.config.system_instruction or ''\n"
+                "    llm_request.config.system_instruction = (\n"
+                "        si + '\\n<directive>step ' + str(len(log)) + '</directive>')\n"
+                "    return None\n"
+            ]
+        },
+    ),
+    Scenario(
         "a before_tool callback that changes the arguments in place reaches the tool (18.4)",
         (TIER, NOTE),
         "Tier: {{tier}}.",
@@ -379,6 +401,9 @@ class AdkOutcome:
     writes: list[tuple[str, Any]]
     final_state: dict[str, Any]
     instructions: list[str]
+    # What the model received, for each call that reached it: (the index of the call among
+    # `instructions`, its system instruction after the app's callbacks).
+    received: list[tuple[int, str]]
     agent_texts: list[str]
     tool_responses: list[Any]
     failed_turns: list[int]
@@ -405,11 +430,15 @@ def adk_run(scenario: Scenario) -> AdkOutcome:
     turn: list[int] = [0]
     asked: list[int] = []  # the turn of each call that reached the model
     instructions: list[str] = []
+    received: list[tuple[int, str]] = []
 
     class ScriptedLlm(BaseLlm):
         """The scenario's next answer (a callback may have answered instead)."""
 
         async def generate_content_async(self, llm_request, stream=False):  # type: ignore[override]
+            received.append(
+                (len(instructions) - 1, str(llm_request.config.system_instruction or ""))
+            )
             number = turn[0]
             k = asked.count(number)
             asked.append(number)
@@ -453,7 +482,7 @@ def adk_run(scenario: Scenario) -> AdkOutcome:
     runner = InMemoryRunner(agent=agent, app_name="diff")
     initial = {v.name: v.default for v in scenario.variables if v.default is not None}
     initial.update(scenario.session)
-    outcome = AdkOutcome([], {}, instructions, [], [], [])
+    outcome = AdkOutcome([], {}, instructions, received, [], [], [])
 
     async def run() -> None:
         session = await runner.session_service.create_session(
@@ -527,6 +556,14 @@ def test_statecraft_and_adk_agree(scenario: Scenario) -> None:
     assert len(ours.model_calls) == len(theirs.instructions)
     for call, adk_instructions in zip(ours.model_calls, theirs.instructions, strict=True):
         assert adk_instructions.startswith(call.instructions), (call.index, adk_instructions)
+    # What reached the model: the same calls, each with the system instruction as the app's
+    # before_model callbacks left it (what they appended, on top of ADK's own text).
+    reached = [c for c in ours.model_calls if c.replaced_by != "before_model_callback"]
+    assert [c.index for c in reached] == [i for i, _ in theirs.received]
+    for call, (i, text) in zip(reached, theirs.received, strict=True):
+        sent = call.sent_instructions or call.instructions
+        assert sent.startswith(call.instructions)
+        assert text == theirs.instructions[i] + sent[len(call.instructions) :], (call.index, text)
     assert [e.text for e in ours.events if e.kind == "agent" and e.text] == theirs.agent_texts
     responses = [
         e.value if isinstance(e.value, dict) else {"result": e.value}

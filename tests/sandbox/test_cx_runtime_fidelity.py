@@ -11,12 +11,13 @@ the test's name).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from agents.core.cx.app import read_cx_files, to_cx_files
-from agents.core.evaluate import evaluate
+from agents.core.evaluate import evaluate, explain_failures, listed_calls
 from agents.core.lint import lint_app
 from agents.core.simulate import SimulationResult, simulate
 from agents.core.spec import AppSpec, ScenarioSpec, ToolKind
@@ -431,3 +432,211 @@ def test_every_code_file_of_the_app_compiles_in_the_sandbox(path: str) -> None:
         entry = f"{kind}_callback"
     result = run_code(code, entry=entry, kind="tool" if path.startswith("tools/") else "callback")
     assert result.error is None or result.error.kind not in ("forbidden", "syntax"), result.error
+
+
+# ------------------------------------------------ 9: the calls a golden leaves out, honestly
+
+# Bella Notte's routing, in small: the root's model calls `route`, its after_tool keeps the
+# target in a private key, its next before_model hands over; the sub-agent's before_agent
+# sets its desk up. A golden listing only some calls (ALLOW) may leave `route` out.
+ROUTE_CODE = '''
+def route(flow: str) -> dict:
+    """Send the guest to the right desk: flow is 'booking'."""
+    return {"target": "Booking" if flow == "booking" else ""}
+'''
+ROUTE_AFTER_TOOL = """
+def after_tool_callback(tool, tool_input, callback_context, tool_response):
+    if tool.name != "route":
+        return None
+    result = tool_response.get("result", tool_response)
+    if result.get("target"):
+        callback_context.state["_pending_transfer"] = result["target"]
+    return None
+"""
+ROUTE_BEFORE_MODEL = """
+def before_model_callback(callback_context, llm_request):
+    target = callback_context.state.pop("_pending_transfer", "")
+    if target:
+        return LlmResponse.from_parts(parts=[Part.from_agent_transfer(agent=target)])
+    return None
+"""
+DESK_BEFORE_AGENT = """
+def before_agent_callback(callback_context):
+    desk = callback_context.state.get("desk", {})
+    desk.setdefault("status", "open")
+    callback_context.state["desk"] = desk
+    return None
+"""
+SEAT_CODE = '''
+def seat(party_size: int, tool_context) -> dict:
+    """Seat the party."""
+    desk = tool_context.state.get("desk", {})
+    desk["seated"] = party_size
+    tool_context.state["desk"] = desk
+    return {"seated": party_size}
+'''
+
+
+def routing_files(*goldens: tuple[str, bytes]) -> dict[str, bytes]:
+    """The CX files of the routing app and `goldens` (what an export ZIP holds)."""
+
+    def dump(value: Any) -> bytes:
+        return value.encode() if isinstance(value, str) else json.dumps(value).encode()
+
+    files: dict[str, Any] = {
+        "app.json": {
+            "displayName": "Front desk",
+            "rootAgent": "Front",
+            "variableDeclarations": [
+                {"name": "desk", "description": "The desk.", "schema": {"type": "OBJECT"}}
+            ],
+            "evaluationMetricsThresholds": {
+                "goldenEvaluationMetricsThresholds": {
+                    "toolMatchingSettings": {"extraToolCallBehavior": "ALLOW"}
+                }
+            },
+        },
+        "agents/Front/Front.json": {
+            "displayName": "Front",
+            "instruction": "agents/Front/instruction.txt",
+            "tools": ["route"],
+            "childAgents": ["Booking"],
+            "afterToolCallbacks": [{"pythonCode": "agents/Front/after_tool/python_code.py"}],
+            "beforeModelCallbacks": [{"pythonCode": "agents/Front/before_model/python_code.py"}],
+        },
+        "agents/Front/instruction.txt": "Call route with the guest's flow.",
+        "agents/Front/after_tool/python_code.py": ROUTE_AFTER_TOOL,
+        "agents/Front/before_model/python_code.py": ROUTE_BEFORE_MODEL,
+        "agents/Booking/Booking.json": {
+            "displayName": "Booking",
+            "instruction": "agents/Booking/instruction.txt",
+            "tools": ["seat"],
+            "beforeAgentCallbacks": [{"pythonCode": "agents/Booking/before_agent/python_code.py"}],
+        },
+        "agents/Booking/instruction.txt": "Seat the party with seat.",
+        "agents/Booking/before_agent/python_code.py": DESK_BEFORE_AGENT,
+    }
+    for name, code in (("route", ROUTE_CODE), ("seat", SEAT_CODE)):
+        files[f"tools/{name}/{name}.json"] = {
+            "displayName": name,
+            "pythonFunction": {
+                "name": name,
+                "pythonCode": f"tools/{name}/python_function/python_code.py",
+                "description": f"The {name} tool.",
+            },
+        }
+        files[f"tools/{name}/python_function/python_code.py"] = code
+    return {**{k: dump(v) for k, v in files.items()}, **dict(goldens)}
+
+
+def routing_app(*goldens: tuple[str, bytes]) -> tuple[AppSpec, tuple[ScenarioSpec, ...]]:
+    app, scenarios, found = read_cx_files(routing_files(*goldens))
+    assert app is not None, [d.message for d in found]
+    return app, scenarios
+
+
+ROUTED = golden(
+    "Routed",
+    [
+        [
+            user("a table, please"),
+            call("route", {"flow": "booking"}),
+            state({"desk": {"status": "open"}}),
+        ]
+    ],
+)
+UNROUTED = golden("Unrouted", [[user("I'd like to book"), state({"desk": {"status": "open"}})]])
+WRONG = golden(
+    "Wrong count",
+    [
+        [
+            user("a table for two"),
+            call("route", {"flow": "booking"}),
+            call("seat", {"party_size": 2}),
+            state({"desk": {"seated": 3}}),
+        ]
+    ],
+)
+
+
+def explained(app: AppSpec, scenarios: tuple[ScenarioSpec, ...]) -> dict[str, Any]:
+    examples = listed_calls(scenarios)
+    out = {}
+    with open_session() as session:
+        runner = sandbox_runner(session)
+
+        def resimulate(scenario: ScenarioSpec) -> SimulationResult:
+            return simulate(app, scenario, run_code=runner)
+
+        for scenario in scenarios:
+            result = resimulate(scenario)
+            evaluation = evaluate(scenario, result, app)
+            out[scenario.name] = explain_failures(
+                app, scenario, result, evaluation, resimulate, examples=examples
+            )
+    return out
+
+
+def test_9_a_check_a_left_out_call_explains_needs_a_model_and_says_which_call() -> None:
+    """Offline the scripted model makes only the listed calls: "Unrouted" leaves `route` out,
+    so the desk its sub-agent sets up is not there. Before, that was a failure; the routing
+    "Routed" lists, first in turn 0, makes the check pass, so it is the model's to decide."""
+    app, scenarios = routing_app(ROUTED, UNROUTED)
+    by_name = {s.name: s for s in scenarios}
+    plain = evaluate(by_name["Unrouted"], run(app, by_name["Unrouted"]), app)
+    assert plain.status == "failed"  # what evaluate alone can tell
+    outcomes = explained(app, scenarios)
+    assert outcomes["Routed"].status == "passed"
+    unrouted = outcomes["Unrouted"]
+    assert unrouted.status == "needs_model"
+    (check,) = unrouted.results
+    assert check.status == "needs_model" and check.left_to_model
+    assert check.message.startswith(
+        "A live model may make the calls this golden leaves out: offline, with route "
+        '{"flow": "booking"} in turn 0 (the golden “Routed” lists it)'
+    )
+    assert "Offline without it: The state at the end of turn 0 differs." in check.message
+    assert check.differences  # the offline differences are still shown
+
+
+def test_9_a_wrong_value_after_the_listed_calls_stays_a_failure() -> None:
+    """No call the goldens list makes "Wrong count" pass (the tool seats 2, it expects 3):
+    a defect, never called model-dependent."""
+    app, scenarios = routing_app(
+        ROUTED, WRONG, golden("Three", [[user("3"), call("seat", {"party_size": 3})]])
+    )
+    outcomes = explained(app, scenarios)
+    wrong = outcomes["Wrong count"]
+    assert wrong.status == "failed"
+    assert [r.status for r in wrong.results] == ["passed", "passed", "failed"]
+    assert not any(r.left_to_model for r in wrong.results)
+
+
+def test_9_without_allow_a_failure_stays_a_failure() -> None:
+    """A golden that lists every call (no ``ALLOW``): nothing is left out, nothing explained."""
+    app, scenarios = routing_app(ROUTED, UNROUTED)
+    app_json = {k: v for k, v in app.cx["app"].items() if k != "evaluationMetricsThresholds"}
+    app = replace(app, cx={**app.cx, "app": app_json})
+    assert explained(app, scenarios)["Unrouted"].status == "failed"
+
+
+def test_a_scripted_call_of_a_tool_the_callback_hid_runs_with_a_note() -> None:
+    """Bella Notte's host hides transfer_to_agent from its model (the engine hands over);
+    a golden that lists the transfer is run offline by the scripted model anyway, as ADK's
+    tool table still has the tool: the simulation says a live model would not be offered it."""
+    hiding = ROUTE_BEFORE_MODEL.replace(
+        "    target = ", '    llm_request.config.hide_tool("route")\n    target = '
+    )
+    files = routing_files(ROUTED)
+    files["agents/Front/before_model/python_code.py"] = hiding.encode()
+    app, scenarios, _ = read_cx_files(files)
+    assert app is not None
+    (scenario,) = scenarios
+    result = run(app, scenario)
+    first = result.model_calls[0]
+    assert first.hidden_tools == ("route",)
+    (note,) = [d for d in result.diagnostics if d.code == "SC422"]
+    assert note.severity.value == "info"
+    assert "the before_model callback of Front hid route" in note.message
+    # The call ran (as ADK's would) and the golden still passes offline.
+    assert evaluate(scenario, result, app).status == "passed"

@@ -27,7 +27,9 @@ differently, and what the adapter does about it:
   writes of one variable in one tool call give one update (CX and Statecraft give two).
   Model callbacks read `llm_request.contents` without these entries (messages, calls and
   responses: the user's message is the last content of a turn's first model call); the
-  model's request has them. A callback's edits of the contents do not reach the model.
+  model's request has them. A callback's edits of the contents do not reach the model;
+  the system instruction it sets and the tools it hides (`config.hide_tool`) do, as in
+  Statecraft's simulation (a call of a hidden tool still runs: ADK's tool table has it).
   The whole history is sent: Statecraft's simulated context window (its token budget)
   does not apply.
 - **Defaults**: the first `before_agent` callback of a session writes the declared

@@ -141,6 +141,18 @@ class Callbacks(Window):
                 # in place (`input["id"] = …`) reaches the later callbacks and the tool.
                 given.clear()
                 given.update(copy_tree(result.args))
+            request = args.get("llm_request")
+            if result is not None and result.request and isinstance(request, dict):
+                # ADK hands the same LlmRequest to the model callbacks and the model: a
+                # callback's new system instruction and hidden tools reach both.
+                config = request.setdefault("config", {})
+                if isinstance(result.request.get("system_instruction"), str):
+                    config["system_instruction"] = result.request["system_instruction"]
+                hidden = list(config.get("hidden_tools") or ())
+                for name in result.request.get("hidden_tools") or ():
+                    if name not in hidden:
+                        hidden.append(name)
+                config["hidden_tools"] = hidden
             if result is not None and result.tool_calls:
                 called = ", ".join(dict.fromkeys(f"tools.{name}" for name, _ in result.tool_calls))
                 label = Message("%(source)s ran (called %(called)s)", source=source, called=called)

@@ -119,17 +119,36 @@ class ModelCalls(FunctionCalls):
             ):
                 break
 
-    def ask_model(self, index: int, instructions: str, contents: list[dict[str, Any]]) -> Any:
-        """A live run's answer for model call `index` (a ``ModelAnswer``)."""
+    def ask_model(
+        self,
+        index: int,
+        instructions: str,
+        contents: list[dict[str, Any]],
+        hidden: tuple[str, ...] = (),
+    ) -> Any:
+        """A live run's answer for model call `index` (a ``ModelAnswer``): `instructions` as
+        the ``before_model`` callbacks left them, without the tools they hid."""
         assert self.model is not None
         note = transfer_note(self.app, self.agent)
+        system = instructions
+        if note:
+            # ADK appends its note before the callbacks run: what they appended comes after.
+            compiled = self.latest_instructions
+            if instructions.startswith(compiled):
+                system = f"{compiled}\n\n{note}{instructions[len(compiled) :]}"
+            else:
+                system = f"{instructions}\n\n{note}"
         request = ModelRequest(
             index=index,
             turn=self.turn,
             agent=self.agent.name,
-            system_instruction=f"{instructions}\n\n{note}" if note else instructions,
+            system_instruction=system,
             contents=tuple(copy_tree(contents)),
-            tools=function_declarations(self.app, self.agent),
+            tools=tuple(
+                d
+                for d in function_declarations(self.app, self.agent)
+                if not (isinstance(d, dict) and d.get("name") in hidden)
+            ),
         )
         try:
             answer = self.model(request)
@@ -176,16 +195,23 @@ class ModelCalls(FunctionCalls):
         scope = self.begin_scope()
         returned, value = self.run_callbacks(CallbackKind.BEFORE_MODEL, {"llm_request": request})
         parts = response_parts(value) if returned else None
+        # The request as the callbacks left it (ADK's model gets the same LlmRequest): a
+        # system instruction they changed (Bella Notte's engine appends its directive) and
+        # the tools they hid.
+        config = request.get("config") if isinstance(request.get("config"), dict) else {}
+        sent = config.get("system_instruction")
+        sent = sent if isinstance(sent, str) else instructions
+        hidden = tuple(str(t) for t in config.get("hidden_tools") or ())
         if parts is not None:
             answer, replaced_by = parts, "before_model_callback"
         elif self.turn_ended is None:
             model_request = {
                 "contents": self.model_contents(),
-                "config": {"system_instruction": request["config"]["system_instruction"]},
+                "config": {"system_instruction": sent},
             }
             if scripted is None:
                 scripted = answer = self.ask_model(
-                    index, instructions, model_request["contents"]
+                    index, sent, model_request["contents"], hidden
                 ).parts
             else:
                 answer = self.model_answer(model_request, scripted)
@@ -210,8 +236,31 @@ class ModelCalls(FunctionCalls):
                 replaced_by=replaced_by,
                 history=history,
                 unscripted=unscripted,
+                sent_instructions=sent if sent != instructions else "",
+                hidden_tools=hidden,
             )
         )
+        if not replaced_by and self.model is None and hidden:
+            for part in answer:
+                call = part.get("function_call")
+                name = call.get("name") if isinstance(call, dict) else None
+                if name in hidden:
+                    self.diagnostics.append(
+                        Diagnostic(
+                            "SC422",
+                            Severity.INFO,
+                            Message(
+                                "turn %(turn)s: the scripted call of %(tool)s runs, but "
+                                "the before_model callback of %(agent)s hid %(tool)s from "
+                                "the model for this call: a live model would not be "
+                                "offered it.",
+                                turn=self.turn,
+                                tool=name,
+                                agent=self.agent.name,
+                            ),
+                            subject=self.agent.name,
+                        )
+                    )
         self.loop_pending = False
         reached_model = replaced_by != "before_model_callback"
         if self.turn_ended is not None:

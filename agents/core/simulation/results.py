@@ -78,6 +78,9 @@ class CodeResult:
     # A callback's ``args`` (a tool call's arguments) as the code left them, when it changed
     # them in place (ADK hands the same dict to before_tool, the tool and after_tool).
     args: dict[str, Any] | None = None
+    # A model callback's changes to its ``llm_request``: ``system_instruction`` (the text the
+    # model then receives) and ``hidden_tools`` (``config.hide_tool``); None when none.
+    request: dict[str, Any] | None = None
 
 
 CodeRunner = Callable[[CodeCall], CodeResult]
@@ -153,6 +156,11 @@ class ModelCall:
     # True for a call of ADK's loop the script has no answer for: the last answer had a
     # function call and the turn's scripted answers were used up (the reply is "").
     unscripted: bool = False
+    # What a before_model callback changed in the request, as ADK's model then receives it:
+    # the system instruction ("" when unchanged: `instructions`) and the tools it hid
+    # (``llm_request.config.hide_tool``: not declared to the model).
+    sent_instructions: str = ""
+    hidden_tools: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
