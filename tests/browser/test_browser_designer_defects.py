@@ -372,7 +372,12 @@ def test_import_of_bad_names_lists_each_with_its_fix(signed_in_page, live_server
         "version": 1,
         "app": {
             "name": "Bad names",
-            "variables": [{"name": "bad name", "type": "text"}, {"name": "1st", "type": "text"}],
+            "variables": [
+                {"name": "bad name", "type": "text"},
+                {"name": "1st", "type": "text"},
+                {"name": "count", "type": "number", "default": "ten"},
+            ],
+            "tools": [{"name": "Lookup", "kind": "pyhton"}],
         },
     }
     page.goto(f"{live_server.url}/apps/import")
@@ -385,6 +390,9 @@ def test_import_of_bad_names_lists_each_with_its_fix(signed_in_page, live_server
     expect(table).to_contain_text("for example 'bad_name'")
     expect(table).to_contain_text("for example '_1st'")
     expect(table).not_to_contain_text("[A-Za-z_]")
+    # Beside the shape errors, the problems of the rest, in the same list.
+    expect(table).to_contain_text("did you mean 'python'?")
+    expect(table).to_contain_text("'ten' is not a number")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "defects7-import-names.png"), full_page=True)
 
