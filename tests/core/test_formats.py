@@ -729,7 +729,11 @@ def test_what_a_shape_error_leaves_out_is_not_also_reported_missing():
     assert _listed(doc) == [
         ("SC505", "agents.Kid.children", "3 is not a list"),
         ("SC505", "agents.Kid.is_root", "'yes' is not true or false (written without quotes)"),
-        ("SC505", "schemas.Customer", "the property 'extra' is not allowed"),
+        (
+            "SC505",
+            "schemas.Customer",
+            "the property 'extra' is not allowed (allowed: 'name', 'description', 'json_schema')",
+        ),
         (
             "SC505",
             "tools.T.kind",
@@ -792,7 +796,11 @@ def test_a_misspelt_property_names_the_one_meant_and_a_misshapen_app_says_so():
     doc = {**_doc({"name": "", "descripton": "x", "agents": [{"name": "A", "tools": ["T"]}]})}
     doc["extra"] = 1
     assert _listed(doc) == [
-        ("SC505", "(document)", "the property 'extra' is not allowed"),
+        (
+            "SC505",
+            "(document)",
+            "the property 'extra' is not allowed (allowed: 'format', 'version', 'app')",
+        ),
         ("SC505", "app", "the property 'descripton' is not allowed; did you mean 'description'?"),
         ("SC505", "name", "'' is shorter than 1 character"),
         ("SC508", "agents", "no agent is the root; A becomes the root"),

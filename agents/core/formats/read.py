@@ -95,8 +95,14 @@ def _structure_problem(error: Any) -> str:
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         declared = list(error.schema.get("properties", {}))
         extra = [k for k in error.instance if k not in declared]
-        if len(extra) == 1:
-            return _closest(problem, extra[0], declared)
+        closest = _closest(problem, extra[0], declared) if len(extra) == 1 else problem
+        if closest is not problem:
+            return closest
+        return Message(
+            "%(problem)s (allowed: %(declared)s)",
+            problem=problem,
+            declared=", ".join(quoted(name) for name in declared),
+        )
     return problem
 
 
