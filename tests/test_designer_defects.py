@@ -77,6 +77,23 @@ def test_a_stale_variable_save_comes_back_with_the_typing_and_saves_on_retry(cli
     assert variable.default == "Typed by ada."
 
 
+# ------------ 2. the designer is never kept by the browser (Back asks the server again)
+
+
+def test_the_designer_page_is_never_stored(client, user):
+    # Chromium 156 here asks the server again on Back even without the header (the browser
+    # test passes on the old code too); the testers' browser showed its stored copy.
+    from agents.demo import load_demo
+
+    app = next(a for a in load_demo(user) if a.name == "Shopping assistant")
+    client.force_login(user)
+    page = client.get(f"/apps/{app.pk}/")
+    assert page.status_code == 200
+    assert {"no-store", "no-cache", "must-revalidate"} <= {
+        part.strip() for part in page["Cache-Control"].split(",")
+    }
+
+
 # ------------ 3. a variable rename moves scenario expectations and values with it
 
 

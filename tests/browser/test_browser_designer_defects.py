@@ -68,6 +68,16 @@ def test_back_shows_the_saved_instructions_not_an_old_copy(open_designer, shop_a
     expect(page).to_have_url(re.compile(r"/history$"))
     page.go_back()
     expect(page.locator("#instructions-editor")).to_contain_text("Typed before leaving.")
+    # Typing there saves over my own save: no "changed elsewhere" conflict.
+    page.locator("#instructions-editor").click()
+    page.keyboard.press("Control+End")
+    with page.expect_response(re.compile(r"/instructions$")) as again:
+        page.keyboard.type(" Typed after Back.")
+        page.keyboard.press("Control+s")
+    assert again.value.status == 200
+    expect(page.locator("#save-status")).to_have_text("Saved")
+    expect(page.locator("#editor-conflict")).to_have_count(0)
+    assert _root(shop_app).instructions.endswith("Typed before leaving. Typed after Back.")
 
 
 # ------------ 4. a refused save is a refusal, not a conflict, and is not sent in a loop
