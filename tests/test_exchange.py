@@ -289,6 +289,38 @@ def test_bad_cx_zip_page_names_the_file_inside_the_zip(signed_in, bank):
     assert "tools/LookupBalance/LookupBalance.json" in response.content.decode()
 
 
+def test_a_cx_file_that_does_not_parse_is_named_once_and_the_other_files_still_checked(
+    signed_in, bank
+):
+    # An agent naming a tool whose file does not parse was also told "no tool in the ZIP";
+    # the problems of the other files are listed beside it.
+    data, _ = exchange.app_export_cx(bank)
+    archive = zipfile.ZipFile(io.BytesIO(data))
+    files = {name: archive.read(name) for name in archive.namelist()}
+    files["tools/LookupBalance/LookupBalance.json"] = b"{broken"
+    agent_file = next(
+        n
+        for n in sorted(files)
+        if n.startswith("agents/") and n.endswith(".json") and b"LookupBalance" in files[n]
+    )
+    agent = json.loads(files[agent_file])
+    agent["childAgents"] = ["Nobody"]
+    files[agent_file] = json.dumps(agent).encode()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as out:
+        for name, content in files.items():
+            out.writestr(name, content)
+    response = signed_in.post(
+        reverse("app-import"), {"file": _upload("bank.zip", buffer.getvalue())}
+    )
+    assert response.status_code == 400
+    rows = [(r["code"], r["file"], r["field"]) for r in response.context["rows"]]
+    assert rows == [
+        ("SC605", "tools/LookupBalance/LookupBalance.json", ""),
+        ("SC608", agent_file, "childAgents[0]"),
+    ]
+
+
 def test_import_of_the_demo_bank_cx_zip(signed_in, user, bank):
     data, _ = exchange.app_export_cx(bank)
     response = signed_in.post(reverse("app-import"), {"file": _upload("bank.zip", data)})
