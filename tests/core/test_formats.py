@@ -764,6 +764,8 @@ def test_a_reference_to_an_object_left_out_whole_is_not_reported_but_others_are(
         ("SC505", "agents.Sub.tools", "'T' is not a list"),
         ("SC505", "tools[1]", "the required property 'name' is missing"),
     ]
+    doc["app"]["tools"][1] = {"name": "", "kind": "python"}  # an empty name: the same
+    assert [code for code, _, _ in _listed(doc)] == ["SC505", "SC505"]
     doc["app"]["tools"].pop()
     assert _listed(doc)[-1] == ("SC507", "agents.Root.tools", "the app has no tool named 'Gone'")
 

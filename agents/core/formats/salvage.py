@@ -140,10 +140,10 @@ def _remove(doc: dict[str, Any], path: tuple[Any, ...], lost: Lost) -> None:
         lost.root_unknown = lost.root_unknown or last == "agents"
     elif len(path) == 3 and path[1] in _COLLECTIONS:
         name = removed.get("name") if isinstance(removed, dict) else None
-        if isinstance(name, str):
+        if isinstance(name, str) and name.strip():
             lost.names[path[1]].add(name)
-        else:
-            lost.whole.add(path[1])  # a reference to it cannot be told from a wrong one
+        else:  # nameless: a reference to it cannot be told from a wrong one
+            lost.whole.add(path[1])
         lost.root_unknown = lost.root_unknown or path[1] == "agents"
     elif len(path) == 4 and path[1] == "agents" and last == "is_root":
         lost.root_unknown = True
