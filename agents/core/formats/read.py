@@ -119,8 +119,9 @@ def from_native(
     """The app and scenarios of a native document, and every problem found.
 
     When the document does not have the native format's shape the app is
-    ``None`` (with the errors); otherwise the app is returned together with
-    the diagnostics of ``check_app_spec`` (errors mean it cannot be imported).
+    ``None``, with the shape errors and the problems ``check_app_spec`` finds in
+    the rest (`salvage`); otherwise the app is returned together with the
+    diagnostics of ``check_app_spec`` (errors mean it cannot be imported).
     """
     if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
         message = Message(
