@@ -77,6 +77,23 @@ def test_a_stale_variable_save_comes_back_with_the_typing_and_saves_on_retry(cli
     assert variable.default == "Typed by ada."
 
 
+# ------------ 2. the designer is never kept by the browser (Back asks the server again)
+
+
+def test_the_designer_page_is_never_stored(client, user):
+    # Chromium 156 here asks the server again on Back even without the header (the browser
+    # test passes on the old code too); the testers' browser showed its stored copy.
+    from agents.demo import load_demo
+
+    app = next(a for a in load_demo(user) if a.name == "Shopping assistant")
+    client.force_login(user)
+    page = client.get(f"/apps/{app.pk}/")
+    assert page.status_code == 200
+    assert {"no-store", "no-cache", "must-revalidate"} <= {
+        part.strip() for part in page["Cache-Control"].split(",")
+    }
+
+
 # ------------ 3. a variable rename moves scenario expectations and values with it
 
 
@@ -171,6 +188,27 @@ def test_run_all_counts_no_model_rows_it_does_not_show(client, user, run_jobs):
     html = _run_all(client, app, run_jobs)  # Run all is a job: its finished fragment
     assert "1 passed" in html
     assert "need a model" not in html  # no "0 need a model" beside no "?" row
+
+
+def test_run_all_counts_every_question_mark_row_it_shows(client, user, run_jobs):
+    # An imported app's CX evaluations of the scenario kind are "?" rows: the count beside
+    # them says how many (it said "0 need a model" beside five of them).
+    import json
+
+    from agents.demo import load_demo
+    from agents.models import AgentApp
+    from tests.test_goldens_views import _run_all
+
+    app = next(a for a in load_demo(user) if a.name == "Shopping assistant")
+    files = {
+        f"evaluations/{name}/{name}.json": json.dumps({"displayName": name, "scenario": {}})
+        for name in ("Simulated_user", "Steer_back")
+    }
+    AgentApp.objects.filter(pk=app.pk).update(cx={"files": files})
+    client.force_login(user)
+    html = _run_all(client, app, run_jobs)
+    assert html.count('<span class="badge badge-needs_model">?</span>') == 2
+    assert re.search(r'badge-needs_model">\s*2 need a model', html), html
 
 
 # ------------ 7. the compiled prompt marks a dynamic reference to no variable

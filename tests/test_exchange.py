@@ -244,6 +244,34 @@ def test_bad_import_page_lists_the_error_and_creates_nothing(signed_in, shop):
     assert "variables.languages.default" in text and "shop.json" in text
 
 
+def test_import_page_lists_shape_errors_and_the_problems_of_the_rest_at_once(signed_in, shop):
+    # A tool of a misspelt kind (a shape error) did hide the rest: a default of the wrong
+    # type, Python that does not parse, an agent calling a tool the app lacks.
+    doc = exchange.app_export_native(shop)
+    app = doc["app"]
+    app["tools"][0]["kind"] = "pyhton"
+    languages = next(v for v in app["variables"] if v["name"] == "languages")
+    languages["default"] = ["French", 42]
+    app["tools"].append({"name": "Broken", "kind": "python", "python_code": "def f(:\n"})
+    app["agents"][0]["tools"].append("NoSuchTool")
+    before = _counts()
+    response = signed_in.post(
+        reverse("app-import"), {"file": _upload("shop.json", dumps_native(doc).encode())}
+    )
+    assert response.status_code == 400 and _counts() == before
+    rows = [(r["code"], r["field"]) for r in response.context["rows"]]
+    agent = app["agents"][0]["name"]
+    assert rows == [
+        ("SC505", f"tools.{app['tools'][0]['name']}.kind"),
+        ("SC201", "variables.languages.default"),
+        ("SC007", "tools.Broken.python_code"),
+        ("SC507", f"agents.{agent}.tools"),
+    ]
+    text = response.content.decode()
+    assert "did you mean &#x27;python&#x27;?" in text
+    assert "the app has no tool named &#x27;NoSuchTool&#x27;" in text
+
+
 def test_bad_cx_zip_page_names_the_file_inside_the_zip(signed_in, bank):
     data, _ = exchange.app_export_cx(bank)
     archive = zipfile.ZipFile(io.BytesIO(data))
@@ -259,6 +287,38 @@ def test_bad_cx_zip_page_names_the_file_inside_the_zip(signed_in, bank):
     )
     assert response.status_code == 400 and _counts() == before
     assert "tools/LookupBalance/LookupBalance.json" in response.content.decode()
+
+
+def test_a_cx_file_that_does_not_parse_is_named_once_and_the_other_files_still_checked(
+    signed_in, bank
+):
+    # An agent naming a tool whose file does not parse was also told "no tool in the ZIP";
+    # the problems of the other files are listed beside it.
+    data, _ = exchange.app_export_cx(bank)
+    archive = zipfile.ZipFile(io.BytesIO(data))
+    files = {name: archive.read(name) for name in archive.namelist()}
+    files["tools/LookupBalance/LookupBalance.json"] = b"{broken"
+    agent_file = next(
+        n
+        for n in sorted(files)
+        if n.startswith("agents/") and n.endswith(".json") and b"LookupBalance" in files[n]
+    )
+    agent = json.loads(files[agent_file])
+    agent["childAgents"] = ["Nobody"]
+    files[agent_file] = json.dumps(agent).encode()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as out:
+        for name, content in files.items():
+            out.writestr(name, content)
+    response = signed_in.post(
+        reverse("app-import"), {"file": _upload("bank.zip", buffer.getvalue())}
+    )
+    assert response.status_code == 400
+    rows = [(r["code"], r["file"], r["field"]) for r in response.context["rows"]]
+    assert rows == [
+        ("SC605", "tools/LookupBalance/LookupBalance.json", ""),
+        ("SC608", agent_file, "childAgents[0]"),
+    ]
 
 
 def test_import_of_the_demo_bank_cx_zip(signed_in, user, bank):

@@ -539,6 +539,40 @@ def test_a_file_that_is_not_an_evalset_is_refused_with_its_field():
     ]
 
 
+def test_every_eval_case_out_of_shape_is_listed_not_only_the_first():
+    # A case that is not an object stopped the reading: the cases after it were not checked.
+    app = AppSpec(
+        name="x",
+        agents=(AgentSpec("a", is_root=True),),
+        variables=(VariableSpec("n", VariableType.NUMBER),),
+    )
+    hi = {"user_content": {"parts": [{"text": "hi"}]}}
+    doc = {
+        "eval_cases": [
+            3,
+            {
+                "eval_id": "c1",
+                "conversation": [hi],
+                "session_input": {"state": {"_statecraft_channel": "fax", "n": "x"}},
+            },
+            {"eval_id": "c2", "conversation": [5]},
+            {"eval_id": "fine", "conversation": [hi]},
+        ]
+    }
+    scenarios, problems = scenarios_from_evalset(json.dumps(doc), app, "e.json")
+    assert scenarios == []  # all or nothing
+    assert [(p.code, p.field) for p in problems] == [
+        ("SC660", "eval_cases[0]"),
+        ("SC009", "eval_cases[1].session_input.state._statecraft_channel"),
+        ("SC201", "eval_cases[1].session_input.state.n"),
+        ("SC660", "eval_cases[2].conversation[0]"),
+    ]
+    assert problems[1].message == (
+        "e.json: eval_cases[1].session_input.state._statecraft_channel: "
+        "Channel must be one of web, api, telephony."
+    )
+
+
 # --------------------------------------------------------------------------- commands and page
 
 

@@ -68,6 +68,16 @@ def test_back_shows_the_saved_instructions_not_an_old_copy(open_designer, shop_a
     expect(page).to_have_url(re.compile(r"/history$"))
     page.go_back()
     expect(page.locator("#instructions-editor")).to_contain_text("Typed before leaving.")
+    # Typing there saves over my own save: no "changed elsewhere" conflict.
+    page.locator("#instructions-editor").click()
+    page.keyboard.press("Control+End")
+    with page.expect_response(re.compile(r"/instructions$")) as again:
+        page.keyboard.type(" Typed after Back.")
+        page.keyboard.press("Control+s")
+    assert again.value.status == 200
+    expect(page.locator("#save-status")).to_have_text("Saved")
+    expect(page.locator("#editor-conflict")).to_have_count(0)
+    assert _root(shop_app).instructions.endswith("Typed before leaving. Typed after Back.")
 
 
 # ------------ 4. a refused save is a refusal, not a conflict, and is not sent in a loop
@@ -372,7 +382,12 @@ def test_import_of_bad_names_lists_each_with_its_fix(signed_in_page, live_server
         "version": 1,
         "app": {
             "name": "Bad names",
-            "variables": [{"name": "bad name", "type": "text"}, {"name": "1st", "type": "text"}],
+            "variables": [
+                {"name": "bad name", "type": "text"},
+                {"name": "1st", "type": "text"},
+                {"name": "count", "type": "number", "default": "ten"},
+            ],
+            "tools": [{"name": "Lookup", "kind": "pyhton"}],
         },
     }
     page.goto(f"{live_server.url}/apps/import")
@@ -385,6 +400,9 @@ def test_import_of_bad_names_lists_each_with_its_fix(signed_in_page, live_server
     expect(table).to_contain_text("for example 'bad_name'")
     expect(table).to_contain_text("for example '_1st'")
     expect(table).not_to_contain_text("[A-Za-z_]")
+    # Beside the shape errors, the problems of the rest, in the same list.
+    expect(table).to_contain_text("did you mean 'python'?")
+    expect(table).to_contain_text("'ten' is not a number")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "defects7-import-names.png"), full_page=True)
 

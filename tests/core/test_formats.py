@@ -9,12 +9,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agents.core import formats
 from agents.core.cx import app as cx_format
 from agents.core.cx import archive as cx_archive
 from agents.core.cx.app import from_cx_files, read_zip, to_cx_files, zip_bytes
-from agents.core.diagnostics import Severity, has_errors
+from agents.core.diagnostics import Severity, has_errors, strip_prefix
 from agents.core.formats import (
     NATIVE_SCHEMA,
     check_app_spec,
@@ -652,3 +654,235 @@ def test_every_bad_name_in_a_native_document_is_named_with_its_fix_not_a_regex()
         "variables.1st.name: '1st' is not a valid name: use only letters, digits and "
         "underscores, not starting with a digit (for example '_1st')",
     ]
+
+
+# ---------------------------------------------------------------- a misshapen document: every problem
+
+
+def _doc(app: dict) -> dict:
+    return {"format": formats.FORMAT_NAME, "version": formats.FORMAT_VERSION, "app": app}
+
+
+def _listed(doc) -> list[tuple[str, str, str]]:
+    app, _, diagnostics = from_native(doc)
+    assert app is None
+    return [(d.code, d.field, strip_prefix(d.message, f"{d.field}: ")) for d in diagnostics]
+
+
+def test_a_misshapen_document_also_lists_the_problems_of_the_rest():
+    doc = _doc(
+        {
+            "name": "X",
+            "variables": [
+                {"name": "bad name", "type": "text"},
+                {"name": "count", "type": "number", "default": "ten"},
+            ],
+            "tools": [{"name": "Lookup", "kind": "python", "python_code": "def f(:\n"}],
+            "agents": [
+                {
+                    "name": "Root",
+                    "is_root": True,
+                    "tools": ["Missing"],
+                    "scenarios": [{"name": "s", "token_budget": 0}],
+                }
+            ],
+        }
+    )
+    assert _listed(doc) == [
+        ("SC505", "agents.Root.scenarios.s.token_budget", "0 is less than the minimum of 1"),
+        (
+            "SC505",
+            "variables.bad name.name",
+            "'bad name' is not a valid name: use only letters, digits and underscores, "
+            "not starting with a digit (for example 'bad_name')",
+        ),
+        ("SC201", "variables.count.default", "count: 'ten' is not a number"),
+        ("SC007", "tools.Lookup.python_code", "Line 1: invalid syntax. Fix the Python syntax."),
+        ("SC507", "agents.Root.tools", "the app has no tool named 'Missing'"),
+    ]
+
+
+def test_what_a_shape_error_leaves_out_is_not_also_reported_missing():
+    # A tool of an unknown kind, a variable of an unknown type, a schema with a stray key and
+    # a sub-agent with a non-boolean is_root are each named once, by their shape error: not
+    # again as a tool, variable, schema or agent the others refer to and the app lacks.
+    doc = _doc(
+        {
+            "name": "X",
+            "schemas": [{"name": "Customer", "json_schema": {"type": "object"}, "extra": 1}],
+            "variables": [
+                {"name": "customer", "type": "object", "schema": "Customer"},
+                {"name": "v", "type": "txt"},
+            ],
+            "tools": [{"name": "T", "kind": "pyhton"}],
+            "agents": [
+                {
+                    "name": "Root",
+                    "tools": ["T"],
+                    "children": ["Kid"],
+                    "scenarios": [{"name": "s", "session": {"values": {"v": 1, "customer": {}}}}],
+                },
+                {"name": "Kid", "is_root": "yes", "tools": ["T"], "children": 3},
+            ],
+        }
+    )
+    assert _listed(doc) == [
+        ("SC505", "agents.Kid.children", "3 is not a list"),
+        ("SC505", "agents.Kid.is_root", "'yes' is not true or false (written without quotes)"),
+        (
+            "SC505",
+            "schemas.Customer",
+            "the property 'extra' is not allowed (allowed: 'name', 'description', 'json_schema')",
+        ),
+        (
+            "SC505",
+            "tools.T.kind",
+            "'pyhton' is not one of 'python', 'openapi', 'mcp', 'platform'; did you mean 'python'?",
+        ),
+        (
+            "SC505",
+            "variables.v.type",
+            "'txt' is not one of 'text', 'number', 'boolean', 'object', 'list'; "
+            "did you mean 'text'?",
+        ),
+    ]
+
+
+def test_a_reference_to_an_object_left_out_whole_is_not_reported_but_others_are():
+    doc = _doc(
+        {
+            "name": "X",
+            "tools": [{"name": "T", "kind": "python"}, {"kind": "python"}],
+            "agents": [
+                {"name": "Root", "is_root": True, "tools": ["T", "Gone"], "children": ["Sub"]},
+                {"name": "Sub", "tools": "T"},
+            ],
+        }
+    )
+    # The nameless tool may be the one called Gone: no reference to a tool is doubted.
+    assert _listed(doc) == [
+        ("SC505", "agents.Sub.tools", "'T' is not a list"),
+        ("SC505", "tools[1]", "the required property 'name' is missing"),
+    ]
+    doc["app"]["tools"][1] = {"name": "", "kind": "python"}  # an empty name: the same
+    assert [code for code, _, _ in _listed(doc)] == ["SC505", "SC505"]
+    doc["app"]["tools"].pop()
+    assert _listed(doc)[-1] == ("SC507", "agents.Root.tools", "the app has no tool named 'Gone'")
+
+
+def test_a_callback_left_out_keeps_the_place_of_the_others():
+    doc = _doc(
+        {
+            "name": "X",
+            "agents": [
+                {
+                    "name": "Root",
+                    "is_root": True,
+                    "callbacks": [
+                        {"kind": "before_agnet", "code": "pass"},
+                        {"kind": "after_agent", "code": "def f(:\n"},
+                    ],
+                }
+            ],
+        }
+    )
+    listed = _listed(doc)
+    assert [(code, field) for code, field, _ in listed] == [
+        ("SC505", "agents.Root.callbacks[0].kind"),
+        ("SC007", "agents.Root.callbacks[1].code"),
+    ]
+    assert listed[0][2].endswith("did you mean 'before_agent'?")
+
+
+def test_a_misspelt_property_names_the_one_meant_and_a_misshapen_app_says_so():
+    doc = {**_doc({"name": "", "descripton": "x", "agents": [{"name": "A", "tools": ["T"]}]})}
+    doc["extra"] = 1
+    assert _listed(doc) == [
+        (
+            "SC505",
+            "(document)",
+            "the property 'extra' is not allowed (allowed: 'format', 'version', 'app')",
+        ),
+        ("SC505", "app", "the property 'descripton' is not allowed; did you mean 'description'?"),
+        ("SC505", "name", "'' is shorter than 1 character"),
+        ("SC508", "agents", "no agent is the root; A becomes the root"),
+        ("SC507", "agents.A.tools", "the app has no tool named 'T'"),
+    ]
+    assert _listed(_doc({"agents": []})) == [
+        ("SC505", "app", "the required property 'name' is missing"),
+        (
+            "SC505",
+            "(document)",
+            "the rest of the file is checked once the app itself has the format's shape",
+        ),
+    ]
+
+
+def test_a_step_or_a_scenario_field_out_of_shape_leaves_the_rest_of_the_scenario_checked():
+    doc = _doc(
+        {
+            "name": "X",
+            "variables": [{"name": "n", "type": "number"}],
+            "agents": [
+                {
+                    "name": "Root",
+                    "is_root": True,
+                    "scenarios": [
+                        {
+                            "name": "s",
+                            "session": {"channel": "fax", "values": {"n": "x", "zz": 1}},
+                            "steps": [{"kind": "tool"}, {"kind": "user", "text": "hi"}],
+                        }
+                    ],
+                }
+            ],
+        }
+    )
+    assert [(code, field) for code, field, _ in _listed(doc)] == [
+        ("SC505", "agents.Root.scenarios.s.session.channel"),
+        ("SC505", "agents.Root.scenarios.s.steps[0]"),
+        ("SC201", "agents.Root.scenarios.s.session.values.n"),
+        ("SC010", "agents.Root.scenarios.s.session.values.zz"),
+    ]
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.sampled_from(["", "x", "bad name", "python"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["name", "kind", "x"]), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+def _paths(node, path=()):
+    yield path
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _paths(value, (*path, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _paths(value, (*path, i))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_any_document_out_of_shape_is_read_without_an_exception(data):
+    doc = json.loads(json.dumps(to_native(_app(), _scenarios())))
+    for _ in range(data.draw(st.integers(1, 4))):
+        paths = [p for p in _paths(doc) if len(p) > 1]
+        path = data.draw(st.sampled_from(paths))
+        parent = doc
+        for part in path[:-1]:
+            parent = parent[part]
+        if data.draw(st.booleans()):
+            parent[path[-1]] = data.draw(_JSON)
+        elif isinstance(parent, dict):
+            del parent[path[-1]]
+    _, _, diagnostics = from_native(doc)
+    for d in diagnostics:
+        assert d.message and d.code.startswith("SC")

@@ -30,9 +30,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import replace
+from typing import Any, NoReturn
 
-from agents.core import codes
+from agents.core import codes, rules
 from agents.core.adk.names import agent_names, identifier
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.spec import (
@@ -323,114 +324,161 @@ def scenarios_from_evalset(
 
     back = {adk: display for display, adk in agent_names(app).items()}
     declared = {v.name for v in app.variables}
+    context = {"filename": filename, "app": app, "root": root, "back": back, "declared": declared}
     out: list[ScenarioSpec] = []
     for number, case in enumerate(_get(doc, "eval_cases")):
         where = f"eval_cases[{number}]"
-        if not isinstance(case, Mapping):
-            return error(where, Message("an eval case is an object"))
-        name = str(_get(case, "eval_id") or _get(doc, "name") or f"eval case {number + 1}")
-        conversation = _get(case, "conversation")
-        if not isinstance(conversation, list):
+        try:
+            scenario = _case_scenario(case, where, number, doc, problems, error, **context)
+        except _BadCase:
+            continue  # its problem is listed; the next cases are read for theirs
+        if scenario is not None:
+            out.append(scenario)
+    return ([] if any(p.severity is Severity.ERROR for p in problems) else out), tuple(problems)
+
+
+class _BadCase(Exception):
+    """An eval case that cannot be read (its problem is already listed)."""
+
+
+def _case_scenario(
+    case: Any,
+    where: str,
+    number: int,
+    doc: Mapping[str, Any],
+    problems: list[Diagnostic],
+    error: Any,
+    *,
+    filename: str,
+    app: AppSpec,
+    root: Any,
+    back: Mapping[str, str],
+    declared: set[str],
+) -> ScenarioSpec | None:
+    """One eval case as a scenario (None: it is not imported, with a note); `_BadCase`
+    when it cannot be read, after `error` listed why."""
+
+    def bad(field: str, message: str) -> NoReturn:
+        error(field, message)
+        raise _BadCase
+
+    if not isinstance(case, Mapping):
+        bad(where, Message("an eval case is an object"))
+    name = str(_get(case, "eval_id") or _get(doc, "name") or f"eval case {number + 1}")
+    conversation = _get(case, "conversation")
+    if not isinstance(conversation, list):
+        problems.append(
+            Diagnostic(
+                "SC661",
+                Severity.WARNING,
+                Message(
+                    "%(filename)s: %(where)s: %(name)s has no static conversation "
+                    "(a conversation scenario needs a user simulator): not "
+                    "imported.",
+                    filename=filename,
+                    where=where,
+                    name=name,
+                ),
+                field=f"{where}.conversation",
+            )
+        )
+        return None
+    session = _get(case, "session_input") or {}
+    state = dict(_get(session, "state") or {}) if isinstance(session, Mapping) else {}
+    channel = str(state.pop(CHANNEL_KEY, "web"))
+    modality = str(state.pop(MODALITY_KEY, "text"))
+    values = {}
+    for key, value in state.items():
+        if key in declared:
+            values[key] = value
+        elif not key.startswith("_"):
             problems.append(
                 Diagnostic(
-                    "SC661",
+                    "SC662",
                     Severity.WARNING,
                     Message(
-                        "%(filename)s: %(where)s: %(name)s has no static conversation "
-                        "(a conversation scenario needs a user simulator): not "
-                        "imported.",
+                        "%(filename)s: %(where)s.session_input.state.%(key)s: the app "
+                        "declares no variable %(key)s: left out.",
                         filename=filename,
                         where=where,
-                        name=name,
+                        key=key,
                     ),
-                    field=f"{where}.conversation",
+                    field=f"{where}.session_input.state.{key}",
                 )
             )
-            continue
-        session = _get(case, "session_input") or {}
-        state = dict(_get(session, "state") or {}) if isinstance(session, Mapping) else {}
-        channel = str(state.pop(CHANNEL_KEY, "web"))
-        modality = str(state.pop(MODALITY_KEY, "text"))
-        values = {}
-        for key, value in state.items():
-            if key in declared:
-                values[key] = value
-            elif not key.startswith("_"):
-                problems.append(
-                    Diagnostic(
-                        "SC662",
-                        Severity.WARNING,
-                        Message(
-                            "%(filename)s: %(where)s.session_input.state.%(key)s: the app "
-                            "declares no variable %(key)s: left out.",
-                            filename=filename,
-                            where=where,
-                            key=key,
-                        ),
-                        field=f"{where}.session_input.state.{key}",
-                    )
-                )
-        steps: list[StepSpec] = []
-        for turn, invocation in enumerate(conversation):
-            at = f"{where}.conversation[{turn}]"
-            if not isinstance(invocation, Mapping):
-                return error(at, Message("an invocation is an object"))
-            text = _texts(_get(invocation, "user_content"))
-            event = _EVENT.match(text)
-            if event:
-                steps.append(StepSpec(StepKind.USER, event=event.group(1)))
+    # What a scenario may hold, checked here for every case (the save would stop at the first).
+    state_field = f"{where}.session_input.state"
+    for d in (
+        *rules.channel_problems(channel, f"{state_field}.{CHANNEL_KEY}"),
+        *rules.modality_problems(modality, f"{state_field}.{MODALITY_KEY}"),
+        *(
+            replace(d, field=f"{state_field}.{d.subject}")
+            for d in rules.session_values_problems(values, app, state_field)
+        ),
+    ):
+        problems.append(
+            replace(
+                d,
+                message=Message(
+                    "%(filename)s: %(field)s: %(message)s",
+                    filename=filename,
+                    field=d.field,
+                    message=d.message,
+                ),
+            )
+        )
+    steps: list[StepSpec] = []
+    for turn, invocation in enumerate(conversation):
+        at = f"{where}.conversation[{turn}]"
+        if not isinstance(invocation, Mapping):
+            bad(at, Message("an invocation is an object"))
+        text = _texts(_get(invocation, "user_content"))
+        event = _EVENT.match(text)
+        if event:
+            steps.append(StepSpec(StepKind.USER, event=event.group(1)))
+        else:
+            steps.append(StepSpec(StepKind.USER, text=text))
+        data_ = _get(invocation, "intermediate_data") or {}
+        uses = _get(data_, "tool_uses") or [] if isinstance(data_, Mapping) else []
+        for call in uses:
+            if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+                bad(f"{at}.intermediate_data.tool_uses", Message("a tool use has a name"))
+            args = call.get("args") if isinstance(call.get("args"), Mapping) else {}
+            if call["name"] == TRANSFER_TOOL:
+                target = str(args.get("agent_name", ""))
+                expectation = ExpectationSpec(ExpectKind.TRANSFER, agent=back.get(target, target))
             else:
-                steps.append(StepSpec(StepKind.USER, text=text))
-            data_ = _get(invocation, "intermediate_data") or {}
-            uses = _get(data_, "tool_uses") or [] if isinstance(data_, Mapping) else []
-            for call in uses:
-                if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
-                    return error(
-                        f"{at}.intermediate_data.tool_uses", Message("a tool use has a name")
-                    )
-                args = call.get("args") if isinstance(call.get("args"), Mapping) else {}
-                if call["name"] == TRANSFER_TOOL:
-                    target = str(args.get("agent_name", ""))
-                    expectation = ExpectationSpec(
-                        ExpectKind.TRANSFER, agent=back.get(target, target)
-                    )
-                else:
-                    expectation = ExpectationSpec(
-                        ExpectKind.CALL, tool=call["name"], value=dict(args)
-                    )
-                steps.append(StepSpec(StepKind.EXPECT, expectation=expectation))
-            responses = _get(data_, "tool_responses") or [] if isinstance(data_, Mapping) else []
-            for response in responses:
-                if isinstance(response, Mapping) and isinstance(response.get("name"), str):
-                    value = response.get("response")
-                    steps.append(
-                        StepSpec(
-                            StepKind.EXPECT,
-                            expectation=ExpectationSpec(
-                                ExpectKind.RESPONSE, tool=response["name"], value=value
-                            ),
-                        )
-                    )
-            final = _get(invocation, "final_response")
-            if final is not None:
-                reply = ExpectationSpec(ExpectKind.AGENT, value=_texts(final))
-                steps.append(StepSpec(StepKind.EXPECT, expectation=reply))
-        final_state = _get(case, "final_session_state")
-        if isinstance(final_state, Mapping) and final_state and steps:
-            wanted = {k: v for k, v in final_state.items() if k in declared}
-            if wanted:
+                expectation = ExpectationSpec(ExpectKind.CALL, tool=call["name"], value=dict(args))
+            steps.append(StepSpec(StepKind.EXPECT, expectation=expectation))
+        responses = _get(data_, "tool_responses") or [] if isinstance(data_, Mapping) else []
+        for response in responses:
+            if isinstance(response, Mapping) and isinstance(response.get("name"), str):
+                value = response.get("response")
                 steps.append(
                     StepSpec(
                         StepKind.EXPECT,
-                        expectation=ExpectationSpec(ExpectKind.STATE, value=wanted),
+                        expectation=ExpectationSpec(
+                            ExpectKind.RESPONSE, tool=response["name"], value=value
+                        ),
                     )
                 )
-        out.append(
-            ScenarioSpec(
-                name=name[:200],
-                agent=root.name,
-                steps=tuple(steps),
-                session=SessionSpec(values=values, channel=channel, modality=modality),
+        final = _get(invocation, "final_response")
+        if final is not None:
+            reply = ExpectationSpec(ExpectKind.AGENT, value=_texts(final))
+            steps.append(StepSpec(StepKind.EXPECT, expectation=reply))
+    final_state = _get(case, "final_session_state")
+    if isinstance(final_state, Mapping) and final_state and steps:
+        wanted = {k: v for k, v in final_state.items() if k in declared}
+        if wanted:
+            steps.append(
+                StepSpec(
+                    StepKind.EXPECT,
+                    expectation=ExpectationSpec(ExpectKind.STATE, value=wanted),
+                )
             )
-        )
-    return out, tuple(problems)
+    return ScenarioSpec(
+        name=name[:200],
+        agent=root.name,
+        steps=tuple(steps),
+        session=SessionSpec(values=values, channel=channel, modality=modality),
+    )

@@ -131,7 +131,7 @@ def read_cx_files(
     root_name = None
     if isinstance(root_ref, str) and root_ref:
         root_name = agent_refs.get(root_ref) or agent_refs.get(_last_segment(root_ref))
-        if root_name is None:
+        if root_name is None and not state.unreadable_ref("agents", root_ref):
             state.note(
                 "SC608",
                 E,
@@ -263,7 +263,9 @@ def _check_kept_references(
     for path, data in owners:
         for i, reference in enumerate(data.get("guardrails") or []):
             if isinstance(reference, str) and not (
-                reference in guardrails or _last_segment(reference) in guardrails
+                reference in guardrails
+                or _last_segment(reference) in guardrails
+                or state.unreadable_ref("guardrails", reference)
             ):
                 message = Message(
                     "no guardrail %(reference)s in the ZIP; CX will refuse the "
@@ -276,7 +278,9 @@ def _check_kept_references(
         for i, rule in enumerate(rules_ if isinstance(rules_, list) else []):
             child = rule.get("childAgent") if isinstance(rule, dict) else None
             if isinstance(child, str) and not (
-                child in agent_refs or _last_segment(child) in agent_refs
+                child in agent_refs
+                or _last_segment(child) in agent_refs
+                or state.unreadable_ref("agents", child)
             ):
                 message = Message(
                     "no agent %(child)s in the ZIP; CX will refuse the app: name "
@@ -463,7 +467,7 @@ def _read_agent(
                 reference=repr(reference),
             )
             state.note("SC607", INFO, path, f"tools[{i}]", message)
-        else:
+        elif not state.unreadable_ref("tools", reference):
             state.note(
                 "SC608",
                 E,
@@ -476,6 +480,8 @@ def _read_agent(
         reference = entry.get("toolset") if isinstance(entry, dict) else None
         toolset = refs.toolset(reference) if isinstance(reference, str) else None
         if toolset is None:
+            if isinstance(reference, str) and state.unreadable_ref("toolsets", reference):
+                continue
             state.note(
                 "SC608",
                 E,
@@ -498,7 +504,7 @@ def _read_agent(
         _string_list(state, path, "childAgents", data.get("childAgents"))
     ):
         name = agent_refs.get(reference) or agent_refs.get(_last_segment(reference))
-        if name is None:
+        if name is None and not state.unreadable_ref("agents", reference):
             state.note(
                 "SC608",
                 E,
@@ -506,7 +512,7 @@ def _read_agent(
                 f"childAgents[{i}]",
                 Message("no agent %(reference)s in the ZIP", reference=repr(reference)),
             )
-        else:
+        elif name is not None:
             children.append(name)
     callbacks: list[CallbackSpec] = []
     for kind, key in _CALLBACK_FIELDS.items():

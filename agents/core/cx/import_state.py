@@ -15,7 +15,7 @@ from typing import Any
 
 from agents.core.cx.carry import camel_keys
 from agents.core.cx.fields import FIELDS
-from agents.core.cx.layout import INFO, E, W, _note
+from agents.core.cx.layout import INFO, E, W, _last_segment, _note
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.formats import load_yaml, not_json_data
 
@@ -38,12 +38,26 @@ class _Import:
     found: list[Diagnostic] = field(default_factory=list)
     consumed: set[str] = field(default_factory=set)  # files read into Statecraft objects
     app_path: str = "app.json"  # or app.yaml
+    # Folders whose object file could not be read ("tools" → {"T"}): its own error says so,
+    # so a reference to it is not also reported as missing from the ZIP.
+    unreadable: dict[str, set[str]] = field(default_factory=dict)
+
+    def unreadable_ref(self, top: str, reference: str) -> bool:
+        folders = self.unreadable.get(top, set())
+        return reference in folders or _last_segment(reference) in folders
 
     def note(self, code: str, severity: Severity, file: str | None, where: str, msg: str) -> None:
         self.found.append(_note(code, severity, file, where, msg))
 
     def json_object(self, path: str) -> dict[str, Any] | None:
         """A CX object from its .json file, or its .yaml one (keys as the JSON form has them)."""
+        value = self._json_object(path)
+        parts = path.split("/")
+        if value is None and len(parts) >= 3:
+            self.unreadable.setdefault(parts[0], set()).add(parts[1])
+        return value
+
+    def _json_object(self, path: str) -> dict[str, Any] | None:
         text = self.text_file(path)
         if text is None:
             return None

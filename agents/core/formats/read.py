@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -9,6 +11,7 @@ from typing import Any
 
 from agents.core import rules
 from agents.core.diagnostics import Diagnostic, Message, Severity
+from agents.core.formats.salvage import consequence, salvage
 from agents.core.formats.schema import FORMAT_NAME, FORMAT_VERSION, NAME_PATTERN, native_validator
 from agents.core.script import parse_script
 from agents.core.spec import (
@@ -63,22 +66,51 @@ def _native_field(doc: Any, path: Sequence[Any]) -> str:
         else:
             parts.append(str(part))
             node = node.get(part) if isinstance(node, dict) else None
-    return ".".join(parts) or "(document)"
+    return ".".join(parts) or ("app" if list(path) == ["app"] else "(document)")
 
 
 def _structure_problem(error: Any) -> str:
-    """What is wrong with a part of the document, in words; a name that is not one says
-    what a name is and offers one (not the pattern it fails)."""
+    """What is wrong with a part of the document, in words, with the fix where one can be
+    told: a name that is not one says what a name is and offers one (not the pattern it
+    fails); a misspelt property or choice names the one it is closest to."""
     if error.validator == "pattern" and error.validator_value == NAME_PATTERN:
         given = error.instance if isinstance(error.instance, str) else str(error.instance)
         fixed = re.sub(r"[^A-Za-z0-9_]", "_", given) or "_"
         if fixed[0].isdigit():
             fixed = "_" + fixed
-        return (
-            f"{quoted(given)} is not a valid name: use only letters, digits and underscores, "
-            f"not starting with a digit (for example {quoted(fixed)})"
+        return Message(
+            "%(given)s is not a valid name: use only letters, digits and underscores, "
+            "not starting with a digit (for example %(fixed)s)",
+            given=quoted(given),
+            fixed=quoted(fixed),
         )
-    return describe_validation_error(error)
+    problem = describe_validation_error(error)
+    if error.validator == "type" and error.validator_value == "boolean":
+        given = error.instance
+        shown = quoted(given) if isinstance(given, str) else json.dumps(given)[:60]
+        return Message("%(given)s is not true or false (written without quotes)", given=shown)
+    if error.validator == "enum" and isinstance(error.instance, str):
+        options = [o for o in error.validator_value if isinstance(o, str)]
+        return _closest(problem, error.instance, options)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        declared = list(error.schema.get("properties", {}))
+        extra = [k for k in error.instance if k not in declared]
+        closest = _closest(problem, extra[0], declared) if len(extra) == 1 else problem
+        if closest is not problem:
+            return closest
+        return Message(
+            "%(problem)s (allowed: %(declared)s)",
+            problem=problem,
+            declared=", ".join(quoted(name) for name in declared),
+        )
+    return problem
+
+
+def _closest(problem: str, given: str, options: Sequence[str]) -> str:
+    match = difflib.get_close_matches(given, options, n=1, cutoff=0.6)
+    if not match:
+        return problem
+    return Message("%(problem)s; did you mean %(match)s?", problem=problem, match=quoted(match[0]))
 
 
 def from_native(
@@ -87,8 +119,9 @@ def from_native(
     """The app and scenarios of a native document, and every problem found.
 
     When the document does not have the native format's shape the app is
-    ``None`` (with the errors); otherwise the app is returned together with
-    the diagnostics of ``check_app_spec`` (errors mean it cannot be imported).
+    ``None``, with the shape errors and the problems ``check_app_spec`` finds in
+    the rest (`salvage`); otherwise the app is returned together with the
+    diagnostics of ``check_app_spec`` (errors mean it cannot be imported).
     """
     if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
         message = Message(
@@ -110,24 +143,56 @@ def from_native(
         key=lambda e: tuple((isinstance(p, int), p) for p in e.absolute_path),
     )
     if errors:
-        found = []
-        for error in errors[:MAX_STRUCTURE_DIAGNOSTICS]:
-            where = _native_field(doc, list(error.absolute_path))
-            message = Message(
-                "%(where)s: %(describe_validation_error)s",
-                where=where,
-                describe_validation_error=_structure_problem(error),
+        return None, (), (*_structure_diagnostics(doc, errors), *_rest_of(doc, errors))
+    app, scenarios, diagnostics = _read_app(doc["app"])
+    return app, scenarios, (*diagnostics, *check_app_spec(app, scenarios))
+
+
+def _structure_diagnostics(doc: Any, errors: Sequence[Any]) -> list[Diagnostic]:
+    found = []
+    for error in errors[:MAX_STRUCTURE_DIAGNOSTICS]:
+        where = _native_field(doc, list(error.absolute_path))
+        message = Message(
+            "%(where)s: %(describe_validation_error)s",
+            where=where,
+            describe_validation_error=_structure_problem(error),
+        )
+        found.append(Diagnostic("SC505", E, message, field=where))
+    if len(errors) > MAX_STRUCTURE_DIAGNOSTICS:
+        more = len(errors) - MAX_STRUCTURE_DIAGNOSTICS
+        found.append(
+            Diagnostic(
+                "SC505", INFO, Message("%(more)s more problems", more=more), field="(document)"
             )
-            found.append(Diagnostic("SC505", E, message, field=where))
-        if len(errors) > MAX_STRUCTURE_DIAGNOSTICS:
-            more = len(errors) - MAX_STRUCTURE_DIAGNOSTICS
-            found.append(
-                Diagnostic(
-                    "SC505", INFO, Message("%(more)s more problems", more=more), field="(document)"
-                )
-            )
-        return None, (), tuple(found)
-    app_doc = doc["app"]
+        )
+    return found
+
+
+def _rest_of(doc: Any, errors: Sequence[Any]) -> list[Diagnostic]:
+    """The rule set's problems in the parts of a misshapen document that have the format's
+    shape (`salvage`), but none that only say a part left out is missing; a note when
+    nothing of the app can be read past its shape errors."""
+    salvaged = salvage(doc, errors)
+    if salvaged is None:
+        message = Message(
+            "the rest of the file is checked once the app itself has the format's shape"
+        )
+        return [Diagnostic("SC505", INFO, message, field="(document)")]
+    kept, lost = salvaged
+    app, scenarios, diagnostics = _read_app(kept["app"])
+    schemas = {v.name: v.schema for v in app.variables}
+    return [
+        d
+        for d in (*diagnostics, *check_app_spec(app, scenarios))
+        if not consequence(d, lost, schemas)
+    ]
+
+
+def _read_app(
+    app_doc: dict[str, Any],
+) -> tuple[AppSpec, tuple[ScenarioSpec, ...], list[Diagnostic]]:
+    """The app and scenarios of a document's ``app`` the native schema accepts, and the
+    notes reading them gives (a field that does not apply, a script's problems)."""
     diagnostics: list[Diagnostic] = []
     app = AppSpec(
         name=app_doc["name"],
@@ -146,8 +211,7 @@ def from_native(
         for agent in app_doc.get("agents", [])
         for s in agent.get("scenarios", [])
     )
-    diagnostics.extend(check_app_spec(app, scenarios))
-    return app, scenarios, tuple(diagnostics)
+    return app, scenarios, diagnostics
 
 
 def _variable_in(v: dict[str, Any], diagnostics: list[Diagnostic]) -> VariableSpec:
