@@ -493,6 +493,68 @@ def test_adk_evaluator_fails_a_wrong_trajectory(demo_apps, tmp_path):
     ]
 
 
+def _agent_evaluator():
+    """ADK's ``AgentEvaluator`` (what ``adk eval`` and ADK's pytest integration run: its
+    ``LocalEvalService`` plays the eval cases and scores each criterion). It needs
+    google-adk's ``eval`` extra (pandas, Vertex AI's SDK), which the test extra leaves out
+    for its weight: ``pip install -e '.[adk-eval]'``."""
+    pytest.importorskip(
+        "google.adk.evaluation.local_eval_service",
+        reason="ADK's AgentEvaluator needs google-adk's eval extra: pip install -e '.[adk-eval]'",
+    )
+    from google.adk.evaluation.agent_evaluator import AgentEvaluator
+
+    return AgentEvaluator
+
+
+@pytest.mark.django_db
+def test_adk_agent_evaluator_passes_the_exported_evalsets_on_the_scripted_model(
+    demo_apps, tmp_path
+):
+    """Every evalset of the demo apps through ADK's own ``AgentEvaluator.evaluate_eval_set``
+    (``LocalEvalService``) with the criteria of ``test_config.json``: it raises on a failed
+    criterion; then the same evalset with a wrong argument fails it."""
+    from google.adk.evaluation.eval_config import EvalConfig
+    from google.adk.evaluation.eval_set import EvalSet
+
+    evaluator = _agent_evaluator()
+    ran = []
+    for n, app in enumerate(demo_apps):
+        spec, scenarios = selectors.app_specs(app)
+        module, folder = load_package(spec, scenarios, tmp_path / str(n))
+        config = EvalConfig.model_validate_json((folder / "evals/test_config.json").read_text())
+        for path in sorted((folder / "evals").glob("*.evalset.json")):
+            evalset = EvalSet.model_validate_json(path.read_text())
+            module.agent.root_agent.model = _scripted_evaluation_model(evalset)
+            _run(
+                evaluator.evaluate_eval_set(
+                    module.__name__,
+                    evalset,
+                    eval_config=config,
+                    num_runs=1,
+                    print_detailed_results=False,
+                )
+            )
+            ran.append(path.name)
+    assert ran == ["buy_a_product.evalset.json", "balance_question.evalset.json"]
+    shop = next(a for a in demo_apps if a.name == "Shopping assistant")
+    module, folder = load_package(*selectors.app_specs(shop), tmp_path / "wrong")
+    config = EvalConfig.model_validate_json((folder / "evals/test_config.json").read_text())
+    original = (folder / "evals/buy_a_product.evalset.json").read_text()
+    wrong = EvalSet.model_validate_json(original.replace('"quantity": 2', '"quantity": 3'))
+    module.agent.root_agent.model = _scripted_evaluation_model(wrong)
+    with pytest.raises(AssertionError, match="tool_trajectory_avg_score"):
+        _run(
+            evaluator.evaluate_eval_set(
+                module.__name__,
+                EvalSet.model_validate_json(original),
+                eval_config=config,
+                num_runs=1,
+                print_detailed_results=False,
+            )
+        )
+
+
 @pytest.mark.django_db
 def test_an_evalset_imports_back_as_scenarios(demo_apps, user, tmp_path):
     bank = next(a for a in demo_apps if a.name == "Bank demo")
