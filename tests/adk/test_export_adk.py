@@ -658,6 +658,55 @@ def test_the_export_page_offers_the_adk_project(signed_in, shop):
         assert "shopping_assistant/agent.py" in archive.namelist()
 
 
+def _evalset_upload(data: bytes, name: str = "balance_question.evalset.json"):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    return SimpleUploadedFile(name, data, content_type="application/json")
+
+
+@pytest.mark.django_db
+def test_the_export_page_adds_scenarios_from_an_evalset(signed_in, bank):
+    """The export page's form, through the URL conf: the eval case becomes a scenario of
+    the root agent, the designer says how many; the page refuses no file and a file that is
+    not an evalset, naming the field."""
+    spec, scenarios = selectors.app_specs(bank)
+    files, _ = to_adk_files(spec, scenarios)
+    data = files["bank_demo/evals/balance_question.evalset.json"]
+    url = f"/apps/{bank.pk}/import-evalset"
+    done = signed_in.post(url, {"evalset": _evalset_upload(data)}, follow=True)
+    assert done.redirect_chain == [(f"/apps/{bank.pk}/", 302)]
+    assert "Added 1 scenario from balance_question.evalset.json." in done.content.decode()
+    root = AgentApp.objects.get(pk=bank.pk).agents.get(is_root=True)
+    assert root.scenarios.filter(name="balance_question").exists()
+
+    empty = signed_in.post(url, {})
+    assert empty.status_code == 400
+    assert "Choose an ADK evalset file (.evalset.json)." in empty.content.decode()
+    wrong = signed_in.post(url, {"evalset": _evalset_upload(b'{"eval_set_id": "x"}', "x.json")})
+    assert wrong.status_code == 400
+    page = wrong.content.decode()
+    assert "<code>eval_cases</code>" in page and "SC660" in page
+
+
+@pytest.mark.django_db
+def test_the_evalset_import_speaks_the_designers_language(signed_in, bank):
+    """Its warnings (here: a session value the app does not declare) reach the designer
+    in their language, not in the core's English."""
+    spec, scenarios = selectors.app_specs(bank)
+    files, _ = to_adk_files(spec, scenarios)
+    evalset = json.loads(files["bank_demo/evals/balance_question.evalset.json"])
+    evalset["eval_cases"][0]["session_input"]["state"]["nobody"] = 1
+    upload = _evalset_upload(json.dumps(evalset).encode())
+    done = signed_in.post(
+        f"/apps/{bank.pk}/import-evalset",
+        {"evalset": upload},
+        follow=True,
+        HTTP_ACCEPT_LANGUAGE="fr",
+    )
+    page = done.content.decode()
+    assert "l&#x27;application ne déclare pas de variable nobody" in page, page[:3000]
+
+
 def test_mcp_headers_are_filled_from_the_session_and_the_environment(tmp_path, monkeypatch):
     """A `$context` template is filled from the state at call time; a literal header comes
     from its environment variable (never from the export)."""
