@@ -396,24 +396,44 @@ def _text(content) -> str:
     return "".join(p.text or "" for p in (content.parts or ()))
 
 
+def _calls_in_turn(contents: list, last: int) -> list[str]:
+    """The tools called since the turn's user message (contents[last]), as the model reads
+    them: its agent's function calls (a callback's among them) and another agent's as
+    relayed text (``[agent] called tool `name` …``)."""
+    names = []
+    for content in contents[last + 1 :]:
+        for part in content.parts or ():
+            if part.function_call is not None:
+                names.append(part.function_call.name)
+            elif part.text and "] called tool `" in part.text:
+                names.append(part.text.split("] called tool `", 1)[1].split("`", 1)[0])
+    return names
+
+
 def _scripted_evaluation_model(evalset):
+    """A ``BaseLlm`` playing the eval case as a model following it would: in turn k (the
+    k-th user message of the contents, whichever agent asks) it answers the turn's next
+    expected tool use that the contents do not show made yet (by it, by a callback
+    answering in its place, or by another agent before a transfer), then the turn's final
+    response."""
     from google.adk.models.base_llm import BaseLlm
     from google.adk.models.llm_response import LlmResponse
     from google.genai import types
 
-    invocations = {
-        _text(inv.user_content): inv for case in evalset.eval_cases for inv in case.conversation
-    }
+    (case,) = evalset.eval_cases
+    conversation = case.conversation
+    texts = {_text(invocation.user_content) for invocation in conversation}
 
     class Scripted(BaseLlm):
         async def generate_content_async(self, llm_request, stream=False):  # type: ignore[override]
             contents = llm_request.contents
-            last = max(
-                i for i, c in enumerate(contents) if c.role == "user" and _text(c) in invocations
-            )
-            invocation = invocations[_text(contents[last])]
-            done = sum(1 for c in contents[last:] for p in c.parts or () if p.function_response)
+            users = [i for i, c in enumerate(contents) if c.role == "user" and _text(c) in texts]
+            invocation = conversation[len(users) - 1]
             uses = invocation.intermediate_data.tool_uses
+            done = 0
+            for name in _calls_in_turn(contents, users[-1]):
+                if done < len(uses) and uses[done].name == name:
+                    done += 1
             if done < len(uses):
                 part = types.Part(
                     function_call=types.FunctionCall(name=uses[done].name, args=uses[done].args)
@@ -425,6 +445,17 @@ def _scripted_evaluation_model(evalset):
             yield LlmResponse(content=types.Content(role="model", parts=[part]))
 
     return Scripted(model="scripted")
+
+
+def _play(module: Any, evalset: Any) -> None:
+    """Every agent of the package's tree answers with the scripted model (a sub-agent's own
+    CX model setting would otherwise reach a real model after a transfer)."""
+    model = _scripted_evaluation_model(evalset)
+    agents = [module.agent.root_agent]
+    while agents:
+        agent = agents.pop()
+        agent.model = model
+        agents.extend(agent.sub_agents)
 
 
 def adk_evaluate(module: Any, folder: Path, name: str, model_evalset: Any = None) -> list:
@@ -440,7 +471,7 @@ def adk_evaluate(module: Any, folder: Path, name: str, model_evalset: Any = None
 
     evalset = EvalSet.model_validate_json((folder / "evals" / name).read_text())
     config = EvalConfig.model_validate_json((folder / "evals/test_config.json").read_text())
-    module.agent.root_agent.model = _scripted_evaluation_model(model_evalset or evalset)
+    _play(module, model_evalset or evalset)
     responses = _run(EvaluationGenerator.generate_responses(evalset, module.__name__, repeat_num=1))
     evaluators = {"tool_trajectory_avg_score": TrajectoryEvaluator}
     scores = []
@@ -525,7 +556,7 @@ def test_adk_agent_evaluator_passes_the_exported_evalsets_on_the_scripted_model(
         config = EvalConfig.model_validate_json((folder / "evals/test_config.json").read_text())
         for path in sorted((folder / "evals").glob("*.evalset.json")):
             evalset = EvalSet.model_validate_json(path.read_text())
-            module.agent.root_agent.model = _scripted_evaluation_model(evalset)
+            _play(module, evalset)
             _run(
                 evaluator.evaluate_eval_set(
                     module.__name__,
@@ -542,7 +573,7 @@ def test_adk_agent_evaluator_passes_the_exported_evalsets_on_the_scripted_model(
     config = EvalConfig.model_validate_json((folder / "evals/test_config.json").read_text())
     original = (folder / "evals/buy_a_product.evalset.json").read_text()
     wrong = EvalSet.model_validate_json(original.replace('"quantity": 2', '"quantity": 3'))
-    module.agent.root_agent.model = _scripted_evaluation_model(wrong)
+    _play(module, wrong)
     with pytest.raises(AssertionError, match="tool_trajectory_avg_score"):
         _run(
             evaluator.evaluate_eval_set(
@@ -551,6 +582,51 @@ def test_adk_agent_evaluator_passes_the_exported_evalsets_on_the_scripted_model(
                 eval_config=config,
                 num_runs=1,
                 print_detailed_results=False,
+            )
+        )
+
+
+@pytest.mark.parametrize("app", corpus_ids())
+def test_the_corpus_goldens_are_adk_evalsets_that_pass_adk_evaluator(cx_corpus, app, tmp_path):  # noqa: F811
+    """Each corpus app as Statecraft imports it (its CX goldens as scenarios with
+    expectations: Bella Notte's 28): every exported evalset parses with ADK's models and
+    passes ADK's evaluation on the scripted model — EvaluationGenerator +
+    TrajectoryEvaluator, and AgentEvaluator when google-adk's eval extra is installed."""
+    from google.adk.evaluation.eval_config import EvalConfig
+    from google.adk.evaluation.eval_set import EvalSet
+
+    from agents.core.adk.evalsets import has_expectations
+    from agents.core.cx.import_ import read_cx_files
+
+    folder = cx_corpus / app
+    files = {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
+    }
+    spec, scenarios, _ = read_cx_files(files)
+    module, package = load_package(spec, scenarios, tmp_path)
+    paths = sorted((package / "evals").glob("*.evalset.json"))
+    assert len(paths) == sum(1 for s in scenarios if has_expectations(s))
+    if not paths:
+        return
+    EvalConfig.model_validate_json((package / "evals/test_config.json").read_text())
+    failed = {}
+    for path in paths:
+        EvalSet.model_validate_json(path.read_text())
+        scores = adk_evaluate(module, package, path.name)
+        if any(status != "PASSED" for _, _, status in scores):
+            failed[path.name] = scores
+    assert failed == {}
+    try:
+        evaluator = _agent_evaluator()
+    except pytest.skip.Exception:
+        return
+    config = EvalConfig.model_validate_json((package / "evals/test_config.json").read_text())
+    for path in paths:
+        evalset = EvalSet.model_validate_json(path.read_text())
+        _play(module, evalset)
+        _run(
+            evaluator.evaluate_eval_set(
+                module.__name__, evalset, eval_config=config, print_detailed_results=False
             )
         )
 
