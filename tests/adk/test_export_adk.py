@@ -244,6 +244,27 @@ def test_a_before_tool_callback_filling_empty_arguments_in_place_reaches_the_too
     assert theirs.final_state["heard"] == "Ada"
 
 
+@pytest.mark.parametrize("target", ["root", "nobody"])
+def test_a_transfer_adk_refuses_is_the_listed_difference(target, tmp_path):
+    """A transfer to the agent itself or to no such agent: ADK ends the turn with its error,
+    the simulation reports SC417 and goes on (the package's README lists it)."""
+    app = AppSpec(
+        name="refused",
+        agents=(
+            AgentSpec("root", instructions="Route.", children=("desk",), is_root=True),
+            AgentSpec("desk", instructions="Help."),
+        ),
+    )
+    scenario = _one_turn("root", f"expect transfer: {target}\n", "agent: ok\n")
+    theirs = adk_run(app, scenario, tmp_path)
+    ours = statecraft_run(app, scenario, LIMITS)
+    assert theirs.failed_turns == [0] and theirs.agent_texts == []
+    assert [d.code for d in ours.diagnostics if d.code == "SC417"] == ["SC417"]
+    assert [e.text for e in ours.events if e.kind == "agent"] == ["ok"]
+    files, _ = to_adk_files(app)
+    assert "**A transfer ADK refuses**" in files["refused/README.md"].decode()
+
+
 def test_the_comparison_sees_a_difference(tmp_path):
     """A package whose tool writes another value than the simulation's is caught."""
     code = 'def bump(tool_context) -> dict:\n    """Bump."""\n    context.state["n"] = 1\n    return {}\n'

@@ -50,6 +50,10 @@ differently, and what the adapter does about it:
   may be a secret): the package reads it from an environment variable (see `agent.py`).
 - **A turn ends at the first text answer**: ADK calls the model again after every tool
   response until it answers in text; a callback that answers in text ends the turn.
+- **A transfer ADK refuses** (`transfer_to_agent` naming the agent itself, an agent the
+  app does not have, or one that is not its sub-agent, parent or peer) ends the turn with
+  ADK's error; Statecraft's simulation reports it (SC417), leaves the session with the
+  agent and goes on with the turn.
 - **`context.events`** are the session's events with their real authors (each agent's
   own name), not the current agent's.
 - **Another agent's events** (its messages, calls and responses, before a transfer) reach
