@@ -360,6 +360,35 @@ def test_the_package_is_what_adk_loads(tmp_path):
     assert "google" in imports
 
 
+def test_adks_own_loader_finds_root_agent_as_adk_run_and_adk_web_do(tmp_path):
+    """``adk run DIR/<package>`` and ``adk web DIR`` load the agent with ADK's
+    ``AgentLoader``: it lists the package and loads its ``root_agent``."""
+    from google.adk.cli.utils.agent_loader import AgentLoader
+
+    from tests.adk.export_harness import write_package
+
+    folder = write_package(LOADABLE, (), tmp_path)
+    loader = AgentLoader(str(tmp_path))
+    assert loader.list_agents() == [folder.name]
+    agent = loader.load_agent(folder.name)
+    assert (type(agent).__name__, agent.name) == ("LlmAgent", "Front_Desk")
+
+
+def test_the_package_readme_names_the_python_adk_needs(tmp_path):
+    """The Python the package README names is google-adk's own minimum, and the shipped
+    code compiles for it (its feature version)."""
+    import importlib.metadata
+
+    minimum = importlib.metadata.metadata("google-adk")["Requires-Python"].removeprefix(">=")
+    files, _ = to_adk_files(LOADABLE)
+    readme = files[f"{package_name(LOADABLE)}/README.md"].decode()
+    assert f"Python {minimum} or newer" in readme
+    major, minor = (int(n) for n in minimum.split(".")[:2])
+    for path, data in files.items():
+        if path.endswith(".py"):
+            ast.parse(data, path, feature_version=(major, minor))
+
+
 def test_the_instructions_are_compiled_from_the_state_before_each_call(tmp_path):
     """`{{tier}}` substituted, `{% if %}` chosen by the channel key, `{balance}` left as
     written (ADK does not substitute an instruction provider's text)."""

@@ -82,7 +82,9 @@ def package_readme(
         "",
         "## What it needs",
         "",
-        "- Python 3.10 or newer and `pip install google-adk` (it brings `google-genai`);",
+        # google-adk's own minimum (its Requires-Python); the shipped code needs 3.11 too
+        # (enum.StrEnum in the compiler's modules).
+        "- Python 3.11 or newer and `pip install google-adk` (it brings `google-genai`);",
         "  nothing of Statecraft or Django."
         + (
             " The MCP tools need `pip install mcp` too."
