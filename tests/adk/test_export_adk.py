@@ -784,6 +784,166 @@ def test_the_export_page_offers_the_adk_project(signed_in, shop):
         assert "shopping_assistant/agent.py" in archive.namelist()
 
 
+class _Api:
+    """A real HTTP API on loopback answering every GET with `body`, keeping each request's
+    path (with its query) and headers."""
+
+    def __init__(self, body: dict) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        seen = self.seen = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _weather_app(url: str) -> AppSpec:
+    from agents.core.spec import ToolMock
+
+    session = "x-ces-session-context"
+    document = {
+        "openapi": "3.0.0",
+        "info": {"title": "Weather", "version": "1"},
+        "servers": [{"url": url}],
+        "paths": {
+            "/weather": {
+                "get": {
+                    "operationId": "getWeather",
+                    "summary": "The weather in a city.",
+                    "parameters": [
+                        {"name": "city", "in": "query", "required": True, "schema": {"type": "string"}},
+                        {"name": "units", "in": "query", "schema": {"type": "string"}, session: "$context.variables.units"},
+                        {"$ref": "#/components/parameters/Tier"},
+                        {"name": "X-None", "in": "header", "schema": {"type": "string"}, session: "$context.variables.nothing"},
+                    ],
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+        "components": {
+            "parameters": {
+                "Tier": {"name": "X-Tier", "in": "header", "schema": {"type": "string"}, session: "$context.variables.tier"}
+            }
+        },
+    }  # fmt: skip
+    return AppSpec(
+        name="weather desk",
+        variables=(
+            VariableSpec("units", VariableType.TEXT, default="metric"),
+            VariableSpec("tier", VariableType.TEXT, default="gold"),
+            VariableSpec("nothing", VariableType.TEXT),
+        ),
+        tools=(
+            ToolSpec(
+                "Weather",
+                ToolKind.OPENAPI,
+                openapi=document,
+                mock=ToolMock(response={"temp": 21}),
+            ),
+        ),
+        agents=(AgentSpec("root", instructions="Use {@TOOL: Weather}.", tools=("Weather",), is_root=True),),
+    )  # fmt: skip
+
+
+def test_an_openapi_tool_is_called_and_sends_as_in_cx(tmp_path, monkeypatch):
+    """The model calls the OpenAPI tool by the app's name for it (`Weather`, not ADK's
+    `get_weather`), is shown only the parameters it fills, and the request the package
+    sends (a real one, to a loopback API) is the one the simulation shows: the
+    ``x-ces-session-context`` query and header parameters filled from the session, the one
+    without a value left out. The answers, writes and responses agree with the simulation
+    (whose mock answers what the API does)."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    api = _Api({"temp": 21})
+    try:
+        monkeypatch.setenv("STATECRAFT_ADK_ALLOW_PRIVATE_NETWORK", "1")
+        app = _weather_app(api.url)
+        module, _ = load_package(app, (), tmp_path / "load")
+        (tool,) = module.agent.root_agent.tools
+        declaration = tool._get_declaration()
+        assert declaration.name == "Weather"
+        schema = declaration.parameters_json_schema or declaration.parameters.model_dump(
+            exclude_none=True
+        )
+        assert list(schema["properties"]) == ["city"]
+        scenario = _one_turn("root", 'tool: Weather {"city": "Paris"}\n', "agent: sunny\n")
+        assert compare(app, scenario, tmp_path / "run") == ("agree", [])
+        ours = statecraft_run(app, scenario, LIMITS)
+    finally:
+        api.close()
+    ((shown,),) = [t.http for t in ours.turns if t.http]
+    (path, headers), *_ = api.seen
+    shown_url = urlsplit(shown.url)
+    assert path.split("?")[0] == shown_url.path
+    assert sorted(parse_qsl(urlsplit(path).query)) == sorted(parse_qsl(shown_url.query))
+    assert sorted(parse_qsl(shown_url.query)) == [("city", "Paris"), ("units", "metric")]
+    assert headers["x-tier"] == shown.header("X-Tier") == "gold"
+    assert "x-none" not in headers and shown.header("X-None") is None
+
+
+def test_an_mcp_tool_is_the_servers_tool_under_the_apps_name(tmp_path):
+    """An imported CX toolset's MCP tool is `<toolset>_<toolId>` in the app and `toolId` on
+    the server: the package asks the server for that one tool and names it as the app does
+    (`Named`, over ADK's own McpToolset)."""
+    tool = ToolSpec(
+        "crm_get_guest",
+        ToolKind.MCP,
+        mcp_url="https://mcp.example.com/mcp",
+        cx={"toolset": "crm", "operation": "get_guest"},
+    )
+    app = AppSpec(
+        name="mcp desk",
+        tools=(tool,),
+        agents=(AgentSpec("root", tools=(tool.name,), is_root=True),),
+    )
+    files, _ = to_adk_files(app)
+    agent_py = files["mcp_desk/agent.py"].decode()
+    assert "tool_filter=['get_guest']," in agent_py
+    assert "), {'get_guest': 'crm_get_guest'})" in agent_py
+
+
+def test_named_renames_and_filters_an_adk_toolset(tmp_path):
+    """`Named` over a real ADK toolset (an OpenAPIToolset of two operations): only the
+    mapped tool, renamed; the toolset's own tool keeps its name."""
+    from google.adk.tools.openapi_tool.openapi_spec_parser.openapi_toolset import OpenAPIToolset
+
+    module, _ = load_package(LOADABLE, (), tmp_path)
+    runtime = importlib.import_module(f"{module.__name__}.statecraft_runtime.runtime")
+    ok = {"responses": {"200": {"description": "ok"}}}
+    spec = {
+        "openapi": "3.0.0",
+        "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "https://api.example.com"}],
+        "paths": {
+            "/a": {"get": {"operationId": "getA", **ok}},
+            "/b": {"get": {"operationId": "getB", **ok}},
+        },
+    }
+    inner = OpenAPIToolset(spec_dict=spec)
+    named = runtime.Named(inner, {"get_b": "crm_getB"})
+    assert [t.name for t in _run(named.get_tools())] == ["crm_getB"]
+    assert sorted(t.name for t in _run(inner.get_tools())) == ["get_a", "get_b"]
+
+
 def _evalset_upload(data: bytes, name: str = "balance_question.evalset.json"):
     from django.core.files.uploadedfile import SimpleUploadedFile
 

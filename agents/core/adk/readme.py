@@ -45,9 +45,14 @@ differently, and what the adapter does about it:
   clock.
 - **Mocks**: a tool without code runs its Statecraft mock (its state writes and response);
   a Python tool with code always runs its code. A CX platform tool (`end_session`…)
-  answers `{}`. OpenAPI and MCP tools are ADK's `OpenAPIToolset` / `McpToolset` and make
-  real HTTP calls; an MCP header that is not a `$context` template is never exported (it
-  may be a secret): the package reads it from an environment variable (see `agent.py`).
+  answers `{}`. OpenAPI and MCP tools make real HTTP calls, named as CX calls them: an
+  OpenAPI tool is ADK's `RestApiTool` of its operation under the tool's name (not the
+  snake_case of its operationId), its `x-ces-session-context` parameters hidden from the
+  model and filled from the session (left out without a value); ADK refuses private and
+  loopback hosts unless `STATECRAFT_ADK_ALLOW_PRIVATE_NETWORK=1`. An MCP tool is ADK's
+  `McpToolset` filtered to the server's tool and renamed (`Named`). An MCP header that is
+  not a `$context` template is never exported (it may be a secret): the package reads it
+  from an environment variable (see `agent.py`).
 - **A turn ends at the first text answer**: ADK calls the model again after every tool
   response until it answers in text; a callback that answers in text ends the turn.
 - **A transfer ADK refuses** (`transfer_to_agent` naming the agent itself, an agent the
