@@ -419,6 +419,40 @@ def test_the_export_is_deterministic_and_holds_no_secret(tmp_path):
     assert [d.code for d in diagnostics] == ["SC642"]
 
 
+@pytest.mark.django_db
+def test_no_secret_of_the_app_or_its_people_reaches_the_export(
+    signed_in, user, other_user, shop, tmp_path
+):
+    """The app's live model (an endpoint with an API key, the app's default), its owner's
+    API token and a share: the ZIP the export page serves and the folder the command writes
+    hold none of them (the model is the CX setting or the placeholder, never the endpoint's
+    key; no user or share is exported)."""
+    from agents import services
+    from agents.models import ModelEndpoint
+    from agents.services import live_models
+
+    key = "sk-endpoint-secret-0123456789"
+    endpoint = live_models.endpoint_save(
+        endpoint=ModelEndpoint(name="house", kind="gemini", model="gemini-2.5-pro"), api_key=key
+    )
+    live_models.app_model_set(app=shop, model="house")
+    token = services.api_token_create(user=user).key
+    services.app_share(app=shop, user=other_user, role="editor", actor=user)
+    secrets = [key, endpoint.api_key_encrypted, token, other_user.password, user.password]
+    download = signed_in.get(f"/apps/{shop.pk}/export/adk")
+    with zipfile.ZipFile(io.BytesIO(download.content)) as archive:
+        served = {name: archive.read(name) for name in archive.namelist()}
+    call_command(
+        "export_app", shop.pk, "--format", "adk", "-o", str(tmp_path), stderr=io.StringIO()
+    )
+    written = {p.as_posix(): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert served and written
+    for where, files in (("served", served), ("written", written)):
+        for name, data in files.items():
+            for secret in secrets:
+                assert secret.encode() not in data, (where, name)
+
+
 def test_schemas_ship_as_json_schema(tmp_path):
     from agents.core.spec import SchemaSpec
 
