@@ -265,6 +265,76 @@ def test_a_transfer_adk_refuses_is_the_listed_difference(target, tmp_path):
     assert "**A transfer ADK refuses**" in files["refused/README.md"].decode()
 
 
+def test_callbacks_run_by_kind_in_their_order_until_one_answers(tmp_path):
+    """Two before_model callbacks given out of order run by their order (the trail is
+    "ab"), the third answers in the model's place with CX's LlmResponse helper and the
+    fourth does not run; CX's after_tool signature (tool, input, callback_context,
+    tool_response) sees the response. As in the simulation."""
+
+    def append(letter: str) -> str:
+        return (
+            "def before_model_callback(callback_context, llm_request):\n"
+            f"    callback_context.state['trail'] = (callback_context.state.get('trail') or '') + {letter!r}\n"
+        )  # fmt: skip
+
+    answer = (
+        "def before_model_callback(callback_context, llm_request):\n"
+        "    return LlmResponse.from_parts([Part.from_text(text='from the callback')])\n"
+    )
+    seen = (
+        "def after_tool_callback(tool, input, callback_context, tool_response):\n"
+        "    callback_context.state['seen'] = f\"{tool.name}:{input['n']}:{tool_response['twice']}\"\n"
+    )  # fmt: skip
+    code = 'def double(n: int) -> dict:\n    """Double n."""\n    return {"twice": 2 * n}\n'
+    app = AppSpec(
+        name="order",
+        variables=(VariableSpec("trail", VariableType.TEXT), VariableSpec("seen", VariableType.TEXT)),
+        tools=(ToolSpec("double", ToolKind.PYTHON, python_code=code),),
+        agents=(
+            AgentSpec(
+                "root",
+                instructions="Go.",
+                tools=("double",),
+                is_root=True,
+                callbacks=(
+                    CallbackSpec(CallbackKind.BEFORE_MODEL, append("b"), order=2),
+                    CallbackSpec(CallbackKind.BEFORE_MODEL, append("a"), order=1),
+                    CallbackSpec(CallbackKind.AFTER_TOOL, seen, order=1),
+                ),
+            ),
+        ),
+    )  # fmt: skip
+    scenario = _one_turn("root", 'tool: double {"n": 3}\n', "agent: done\n")
+    assert compare(app, scenario, tmp_path / "a") == ("agree", [])
+    theirs = adk_run(app, scenario, tmp_path / "b")
+    assert theirs.final_state["trail"] == "abab" and theirs.final_state["seen"] == "double:3:6"
+    stopping = AppSpec(
+        name="order",
+        variables=app.variables,
+        agents=(
+            AgentSpec(
+                "root",
+                instructions="Go.",
+                is_root=True,
+                callbacks=(
+                    CallbackSpec(CallbackKind.BEFORE_MODEL, append("a"), order=1),
+                    CallbackSpec(CallbackKind.BEFORE_MODEL, answer, order=2),
+                    CallbackSpec(CallbackKind.BEFORE_MODEL, append("z"), order=3),
+                ),
+            ),
+        ),
+    )
+    scenario = _one_turn("root", "agent: unused\n")
+    assert compare(stopping, scenario, tmp_path / "c") == ("agree", [])
+    theirs = adk_run(stopping, scenario, tmp_path / "d")
+    assert (theirs.final_state["trail"], theirs.agent_texts) == ("a", ["from the callback"])
+    files, _ = to_adk_files(stopping)
+    assert (
+        "before_model_callback=APP.callbacks('before_model', ['callbacks/root/before_model_01.py', "
+        "'callbacks/root/before_model_02.py', 'callbacks/root/before_model_03.py'])"
+    ) in files["order/agent.py"].decode()
+
+
 def test_the_comparison_sees_a_difference(tmp_path):
     """A package whose tool writes another value than the simulation's is caught."""
     code = 'def bump(tool_context) -> dict:\n    """Bump."""\n    context.state["n"] = 1\n    return {}\n'
