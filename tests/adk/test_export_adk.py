@@ -822,6 +822,25 @@ def test_an_evalset_imports_back_as_scenarios(demo_apps, user, tmp_path):
     assert (run.evaluation.status, run.evaluation.failed) == ("passed", 0)
 
 
+def test_what_an_evalset_cannot_check_is_reported():
+    """An `expect no calls` leaves the turn's trajectory empty, which ADK's IN_ORDER cannot
+    hold against a call: the export says so (SC656) instead of dropping it silently."""
+    from agents.core.script import parse_script
+
+    app = AppSpec(name="x", agents=(AgentSpec("a", is_root=True),))
+    steps = parse_script("user: hi\nexpect no calls\nagent: hello\n").steps
+    files, notes = to_adk_files(app, (ScenarioSpec(name="quiet", agent="a", steps=steps),))
+    assert [(n.code, n.message) for n in notes] == [
+        (
+            "SC656",
+            "scenario quiet: turn 1 expects no calls; ADK's trajectory criterion (IN_ORDER) "
+            "allows other calls, so the evalset cannot check it.",
+        )
+    ]
+    evalset = json.loads(files["x/evals/quiet.evalset.json"])
+    assert evalset["eval_cases"][0]["conversation"][0]["intermediate_data"]["tool_uses"] == []
+
+
 def test_a_file_that_is_not_an_evalset_is_refused_with_its_field():
     app = AppSpec(name="x", agents=(AgentSpec("a", is_root=True),))
     scenarios, problems = scenarios_from_evalset(b'{"eval_set_id": "x"}', app, "x.json")
