@@ -740,11 +740,26 @@ def test_adk_agent_evaluator_passes_the_exported_evalsets_on_the_scripted_model(
         )
 
 
+def _without_ids(evalset: dict) -> dict:
+    """An evalset without what names it (an imported scenario is named by the eval id)."""
+    out = {k: v for k, v in evalset.items() if k not in ("eval_set_id", "name", "description")}
+    cases = []
+    for case in out["eval_cases"]:
+        case = {k: v for k, v in case.items() if k != "eval_id"}
+        case["conversation"] = [
+            {k: v for k, v in i.items() if k != "invocation_id"} for i in case["conversation"]
+        ]
+        cases.append(case)
+    out["eval_cases"] = cases
+    return out
+
+
 @pytest.mark.parametrize("app", corpus_ids())
 def test_the_corpus_goldens_are_adk_evalsets_that_pass_adk_evaluator(cx_corpus, app, tmp_path):  # noqa: F811
     """Each corpus app as Statecraft imports it (its CX goldens as scenarios with
-    expectations: Bella Notte's 28): every exported evalset parses with ADK's models and
-    passes ADK's evaluation on the scripted model — EvaluationGenerator +
+    expectations: Bella Notte's 28): every exported evalset parses with ADK's models,
+    imports back as a scenario that exports as the same evalset, and passes ADK's
+    evaluation on the scripted model — EvaluationGenerator +
     TrajectoryEvaluator, and AgentEvaluator when google-adk's eval extra is installed."""
     from google.adk.evaluation.eval_config import EvalConfig
     from google.adk.evaluation.eval_set import EvalSet
@@ -766,6 +781,12 @@ def test_the_corpus_goldens_are_adk_evalsets_that_pass_adk_evaluator(cx_corpus, 
     failed = {}
     for path in paths:
         EvalSet.model_validate_json(path.read_text())
+        # Imported back, the eval case is a scenario that exports as the same evalset.
+        (back,), notes = scenarios_from_evalset(path.read_bytes(), spec)
+        assert [n for n in notes if n.severity.value == "error"] == []
+        again, _ = to_adk_files(spec, (back,))
+        (data,) = [v for k, v in again.items() if k.endswith(".evalset.json")]
+        assert _without_ids(json.loads(data)) == _without_ids(json.loads(path.read_text()))
         scores = adk_evaluate(module, package, path.name)
         if any(status != "PASSED" for _, _, status in scores):
             failed[path.name] = scores
