@@ -919,13 +919,18 @@ def test_import_app_evalset_into_adds_scenarios(bank, user, tmp_path):
 
 
 @pytest.mark.django_db
-def test_the_export_page_offers_the_adk_project(signed_in, shop):
+def test_the_export_page_offers_the_adk_project(signed_in, shop, tmp_path):
     page = signed_in.get(f"/apps/{shop.pk}/export")
     assert b"Download ADK project (ZIP)" in page.content
     download = signed_in.get(f"/apps/{shop.pk}/export/adk")
     assert download["Content-Disposition"] == 'attachment; filename="shopping_assistant-adk.zip"'
     with zipfile.ZipFile(io.BytesIO(download.content)) as archive:
         assert "shopping_assistant/agent.py" in archive.namelist()
+    # The same app gives the same bytes, from the page and from the command.
+    assert signed_in.get(f"/apps/{shop.pk}/export/adk").content == download.content
+    target = tmp_path / "shop.zip"
+    call_command("export_app", shop.pk, "--format", "adk", "-o", str(target), stderr=io.StringIO())
+    assert target.read_bytes() == download.content
 
 
 class _Api:
