@@ -1049,6 +1049,23 @@ def test_an_openapi_tool_is_called_and_sends_as_in_cx(tmp_path, monkeypatch):
     assert "x-none" not in headers and shown.header("X-None") is None
 
 
+def test_an_openapi_tool_without_an_operation_runs_its_mock(tmp_path):
+    """A document without an operation (SC352 in the designer) has nothing for ADK to
+    call: the tool answers its mock, as in the simulation, and the package still loads."""
+    from agents.core.spec import ToolMock
+
+    empty = {"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {}}
+    tool = ToolSpec("Lookup", ToolKind.OPENAPI, openapi=empty, mock=ToolMock(response={"ok": 1}))
+    app = AppSpec(
+        name="empty api",
+        tools=(tool,),
+        agents=(AgentSpec("root", tools=("Lookup",), is_root=True),),
+    )
+    scenario = _one_turn("root", "tool: Lookup {}\n", "agent: fine\n")
+    assert compare(app, scenario, tmp_path) == ("agree", [])
+    assert adk_run(app, scenario, tmp_path / "b").tool_responses == [{"ok": 1}]
+
+
 def test_an_mcp_tool_is_the_servers_tool_under_the_apps_name(tmp_path):
     """An imported CX toolset's MCP tool is `<toolset>_<toolId>` in the app and `toolId` on
     the server: the package asks the server for that one tool and names it as the app does

@@ -34,6 +34,7 @@ from agents.core.adk.evalsets import evalset_files
 from agents.core.adk.names import agent_names, identifier, package_name
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.http import _mcp_name as mcp_server_name  # the server's name of a tool
+from agents.core.http import _operation as openapi_operation  # the document's operation
 from agents.core.spec import AgentSpec, AppSpec, CallbackKind, ScenarioSpec, ToolKind, ToolSpec
 
 CODES: dict[str, str] = codes.section("adk_package")
@@ -214,7 +215,7 @@ def _agent_py(
         has_code = tool.kind is ToolKind.PYTHON and bool(tool.python_code.strip())
         if has_code:
             lines.append(f"{var} = APP.python_tool({tool.name!r}, 'tools/{_file(tool)}.py')")
-        elif tool.kind is ToolKind.OPENAPI and tool.openapi:
+        elif tool.kind is ToolKind.OPENAPI and openapi_operation(tool.openapi) is not None:
             # ADK's RestApiTool of the operation, named as the app calls it.
             path = f"tools/{_file(tool)}.openapi.json"
             lines.append(f"{var} = APP.openapi_tool({tool.name!r}, {path!r})")
@@ -316,7 +317,7 @@ def to_adk_files(
     for tool in app.tools:
         if tool.kind is ToolKind.PYTHON and tool.python_code.strip():
             files[f"{p}/tools/{_file(tool)}.py"] = tool.python_code.encode("utf-8")
-        elif tool.kind is ToolKind.OPENAPI and tool.openapi:
+        elif tool.kind is ToolKind.OPENAPI and openapi_operation(tool.openapi) is not None:
             files[f"{p}/tools/{_file(tool)}.openapi.json"] = _json_bytes(tool.openapi)
     callback_paths: dict[str, dict[CallbackKind, list[str]]] = {}
     for agent in order:
