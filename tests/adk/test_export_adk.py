@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import importlib
+import importlib.util
 import io
 import json
 import re
@@ -752,6 +753,62 @@ def _without_ids(evalset: dict) -> dict:
         cases.append(case)
     out["eval_cases"] = cases
     return out
+
+
+@pytest.mark.django_db
+def test_adk_eval_runs_the_exported_package_as_its_readme_says(shop, tmp_path):
+    """The package README's own command, ``adk eval <package> <evalset> --config_file_path
+    …``, in a process of its own, with the model set as the README says
+    (``STATECRAFT_ADK_MODEL``): a LiteLLM ``openai/…`` model served by a real HTTP server
+    on loopback that answers the golden's call and reply. ADK reports the eval passed; the
+    model received the compiled instructions and the expected tool's declaration."""
+    import os
+    import subprocess
+    import sys
+
+    _agent_evaluator()
+    if importlib.util.find_spec("litellm") is None:  # not imported here: it fetches a price list
+        pytest.skip("ADK's LiteLlm model needs litellm (google-adk's eval extra)")
+    from tests.adk.export_harness import write_package
+    from tests.llm_server import ModelServer, openai_call, openai_text
+
+    spec, scenarios = selectors.app_specs(shop)
+    folder = write_package(spec, scenarios, tmp_path)
+    readme = (folder / "README.md").read_text()
+    command = next(line for line in readme.splitlines() if line.startswith("adk eval "))
+    config = next(line for line in readme.splitlines() if "--config_file_path" in line)
+    args = command.removesuffix("\\").split()[2:] + config.split()
+    server = ModelServer(repeat_last=True).script(
+        openai_call("AddToCart", {"product_id": "shoe-blue-42", "quantity": 2}),
+        openai_text("Done — two pairs are in your cart."),
+    )
+    try:
+        env = {
+            **os.environ,
+            "STATECRAFT_ADK_MODEL": "openai/scripted",
+            "OPENAI_API_BASE": f"{server.url}/v1",
+            "OPENAI_API_KEY": "test-key",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        }
+        adk = Path(sys.executable).with_name("adk")
+        done = subprocess.run(
+            [str(adk), "eval", *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    finally:
+        server.close()
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    assert "Tests passed: 1" in output, output[-3000:]
+    first = server.seen[0].body
+    assert [t["function"]["name"] for t in first["tools"]] == ["AddToCart"]
+    system = first["messages"][0]
+    assert system["role"] == "system" and "{{" not in str(system["content"])
 
 
 @pytest.mark.parametrize("app", corpus_ids())
