@@ -1144,6 +1144,96 @@ def test_an_mcp_tool_is_the_servers_tool_under_the_apps_name(tmp_path):
     assert "), {'get_guest': 'crm_get_guest'})" in agent_py
 
 
+class _McpServer:
+    """A real MCP server (the ``mcp`` SDK's, streamable HTTP) on loopback with one tool,
+    ``get_guest``, keeping each request's headers."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        import uvicorn
+        from mcp.server.mcpserver import MCPServer
+
+        server = MCPServer("crm")
+        self.calls: list[dict] = []
+        self.headers: list[dict[str, str]] = []
+
+        @server.tool()
+        def get_guest(guest_id: str) -> dict:
+            """The guest's record."""
+            self.calls.append({"guest_id": guest_id})
+            return {"guest_id": guest_id, "name": "Ada"}
+
+        inner = server.streamable_http_app(stateless_http=True, json_response=True)
+
+        async def app(scope, receive, send):
+            if scope["type"] == "http":
+                self.headers.append({k.decode(): v.decode() for k, v in scope["headers"]})
+            await inner(scope, receive, send)
+
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()  # connections wait in the backlog until uvicorn accepts them
+        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]})
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+def test_an_mcp_toolset_tool_calls_the_server_as_in_cx(tmp_path, monkeypatch):
+    """An imported CX toolset's MCP tool (`crm_get_guest` in the app, `get_guest` on the
+    server) through ADK's own McpToolset against a real MCP server: the model is shown it
+    under the app's name, the server runs its tool with the model's arguments, and the
+    request carries the headers the simulation's request shows (a `$context` template
+    filled from the session; a literal value, never exported, from its environment
+    variable)."""
+    pytest.importorskip("mcp", reason="ADK's McpToolset needs the mcp package: pip install mcp")
+    from agents.core.http import mcp_request
+
+    server = _McpServer()
+    try:
+        tool = ToolSpec(
+            "crm_get_guest",
+            ToolKind.MCP,
+            mcp_url=server.url,
+            mcp_headers=(("X-Tier", "$context.variables.tier"), ("Authorization", "Bearer lit")),
+            cx={"toolset": "crm", "operation": "get_guest"},
+        )
+        app = AppSpec(
+            name="mcp desk",
+            variables=(VariableSpec("tier", VariableType.TEXT, default="gold"),),
+            tools=(tool,),
+            agents=(AgentSpec("root", tools=(tool.name,), is_root=True),),
+        )
+        monkeypatch.setenv("CRM_GET_GUEST_AUTHORIZATION", "Bearer from-env")
+        module, _ = load_package(app, (), tmp_path / "load")
+        (toolset,) = module.agent.root_agent.tools
+        assert [t.name for t in _run(toolset.get_tools())] == ["crm_get_guest"]
+        scenario = _one_turn("root", 'tool: crm_get_guest {"guest_id": "g1"}\n', "agent: ok\n")
+        theirs = adk_run(app, scenario, tmp_path / "run")
+    finally:
+        server.close()
+    assert theirs.failed_turns == [] and theirs.agent_texts == ["ok"]
+    assert server.calls == [{"guest_id": "g1"}]
+    assert theirs.final_state["tier"] == "gold"
+    ((response,),) = [r["content"] for r in theirs.tool_responses]
+    assert json.loads(response["text"]) == {"guest_id": "g1", "name": "Ada"}
+    shown, _ = mcp_request(tool, {"guest_id": "g1"}, {"variables": {"tier": "gold"}})
+    assert json.loads(shown.body)["params"] == {
+        "name": "get_guest",
+        "arguments": {"guest_id": "g1"},
+    }
+    posts = [h for h in server.headers if h.get("x-tier")]
+    assert posts and all(h["x-tier"] == shown.header("X-Tier") == "gold" for h in posts)
+    assert all(h["authorization"] == "Bearer from-env" for h in posts)
+
+
 def test_named_renames_and_filters_an_adk_toolset(tmp_path):
     """`Named` over a real ADK toolset (an OpenAPIToolset of two operations): only the
     mapped tool, renamed; the toolset's own tool keeps its name."""
