@@ -399,8 +399,8 @@ DYNAMIC = AppSpec(
 )
 
 
-# The same without its MCP tool (ADK's McpToolset needs the `mcp` package, which the
-# package's README names and this project does not install).
+# The same without its MCP tool (ADK's McpToolset needs the `mcp` package: the package's
+# README names it; only the MCP tests need it, and they skip without it).
 LOADABLE = AppSpec(
     name=DYNAMIC.name, variables=DYNAMIC.variables, tools=DYNAMIC.tools[:1], agents=DYNAMIC.agents
 )
