@@ -218,6 +218,7 @@ SECTIONS: dict[str, dict[str, str]] = {
         "SC653": "An `expect call` whose arguments the model chooses is left out of the evalset (ADK's trajectory compares arguments exactly).",
         "SC654": "A `mock:` step has no place in an ADK evalset; under ADK the tool runs.",
         "SC655": "Steps before a scenario's first `user:` step have no invocation in an ADK evalset.",
+        "SC656": "An `expect no calls` cannot be checked by ADK's trajectory criterion (`IN_ORDER` allows other calls): the turn's expected trajectory is empty.",
         "SC660": "An uploaded ADK evalset cannot be read (not JSON, no `eval_cases` list, a malformed invocation); nothing is imported.",
         "SC661": "An eval case has no static conversation (a conversation scenario needs a user simulator): not imported.",
         "SC662": "An evalset's session state sets a variable the app does not declare: left out.",

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import importlib
+import importlib.util
 import io
 import json
 import re
@@ -244,6 +245,97 @@ def test_a_before_tool_callback_filling_empty_arguments_in_place_reaches_the_too
     assert theirs.final_state["heard"] == "Ada"
 
 
+@pytest.mark.parametrize("target", ["root", "nobody"])
+def test_a_transfer_adk_refuses_is_the_listed_difference(target, tmp_path):
+    """A transfer to the agent itself or to no such agent: ADK ends the turn with its error,
+    the simulation reports SC417 and goes on (the package's README lists it)."""
+    app = AppSpec(
+        name="refused",
+        agents=(
+            AgentSpec("root", instructions="Route.", children=("desk",), is_root=True),
+            AgentSpec("desk", instructions="Help."),
+        ),
+    )
+    scenario = _one_turn("root", f"expect transfer: {target}\n", "agent: ok\n")
+    theirs = adk_run(app, scenario, tmp_path)
+    ours = statecraft_run(app, scenario, LIMITS)
+    assert theirs.failed_turns == [0] and theirs.agent_texts == []
+    assert [d.code for d in ours.diagnostics if d.code == "SC417"] == ["SC417"]
+    assert [e.text for e in ours.events if e.kind == "agent"] == ["ok"]
+    files, _ = to_adk_files(app)
+    assert "**A transfer ADK refuses**" in files["refused/README.md"].decode()
+
+
+def test_callbacks_run_by_kind_in_their_order_until_one_answers(tmp_path):
+    """Two before_model callbacks given out of order run by their order (the trail is
+    "ab"), the third answers in the model's place with CX's LlmResponse helper and the
+    fourth does not run; CX's after_tool signature (tool, input, callback_context,
+    tool_response) sees the response. As in the simulation."""
+
+    def append(letter: str) -> str:
+        return (
+            "def before_model_callback(callback_context, llm_request):\n"
+            f"    callback_context.state['trail'] = (callback_context.state.get('trail') or '') + {letter!r}\n"
+        )  # fmt: skip
+
+    answer = (
+        "def before_model_callback(callback_context, llm_request):\n"
+        "    return LlmResponse.from_parts([Part.from_text(text='from the callback')])\n"
+    )
+    seen = (
+        "def after_tool_callback(tool, input, callback_context, tool_response):\n"
+        "    callback_context.state['seen'] = f\"{tool.name}:{input['n']}:{tool_response['twice']}\"\n"
+    )  # fmt: skip
+    code = 'def double(n: int) -> dict:\n    """Double n."""\n    return {"twice": 2 * n}\n'
+    app = AppSpec(
+        name="order",
+        variables=(VariableSpec("trail", VariableType.TEXT), VariableSpec("seen", VariableType.TEXT)),
+        tools=(ToolSpec("double", ToolKind.PYTHON, python_code=code),),
+        agents=(
+            AgentSpec(
+                "root",
+                instructions="Go.",
+                tools=("double",),
+                is_root=True,
+                callbacks=(
+                    CallbackSpec(CallbackKind.BEFORE_MODEL, append("b"), order=2),
+                    CallbackSpec(CallbackKind.BEFORE_MODEL, append("a"), order=1),
+                    CallbackSpec(CallbackKind.AFTER_TOOL, seen, order=1),
+                ),
+            ),
+        ),
+    )  # fmt: skip
+    scenario = _one_turn("root", 'tool: double {"n": 3}\n', "agent: done\n")
+    assert compare(app, scenario, tmp_path / "a") == ("agree", [])
+    theirs = adk_run(app, scenario, tmp_path / "b")
+    assert theirs.final_state["trail"] == "abab" and theirs.final_state["seen"] == "double:3:6"
+    stopping = AppSpec(
+        name="order",
+        variables=app.variables,
+        agents=(
+            AgentSpec(
+                "root",
+                instructions="Go.",
+                is_root=True,
+                callbacks=(
+                    CallbackSpec(CallbackKind.BEFORE_MODEL, append("a"), order=1),
+                    CallbackSpec(CallbackKind.BEFORE_MODEL, answer, order=2),
+                    CallbackSpec(CallbackKind.BEFORE_MODEL, append("z"), order=3),
+                ),
+            ),
+        ),
+    )
+    scenario = _one_turn("root", "agent: unused\n")
+    assert compare(stopping, scenario, tmp_path / "c") == ("agree", [])
+    theirs = adk_run(stopping, scenario, tmp_path / "d")
+    assert (theirs.final_state["trail"], theirs.agent_texts) == ("a", ["from the callback"])
+    files, _ = to_adk_files(stopping)
+    assert (
+        "before_model_callback=APP.callbacks('before_model', ['callbacks/root/before_model_01.py', "
+        "'callbacks/root/before_model_02.py', 'callbacks/root/before_model_03.py'])"
+    ) in files["order/agent.py"].decode()
+
+
 def test_the_comparison_sees_a_difference(tmp_path):
     """A package whose tool writes another value than the simulation's is caught."""
     code = 'def bump(tool_context) -> dict:\n    """Bump."""\n    context.state["n"] = 1\n    return {}\n'
@@ -307,8 +399,8 @@ DYNAMIC = AppSpec(
 )
 
 
-# The same without its MCP tool (ADK's McpToolset needs the `mcp` package, which the
-# package's README names and this project does not install).
+# The same without its MCP tool (ADK's McpToolset needs the `mcp` package: the package's
+# README names it; only the MCP tests need it, and they skip without it).
 LOADABLE = AppSpec(
     name=DYNAMIC.name, variables=DYNAMIC.variables, tools=DYNAMIC.tools[:1], agents=DYNAMIC.agents
 )
@@ -337,6 +429,35 @@ def test_the_package_is_what_adk_loads(tmp_path):
                 imports.add(node.module.split(".")[0])
     assert not imports & {"django", "agents", "rest_framework", "designer"}
     assert "google" in imports
+
+
+def test_adks_own_loader_finds_root_agent_as_adk_run_and_adk_web_do(tmp_path):
+    """``adk run DIR/<package>`` and ``adk web DIR`` load the agent with ADK's
+    ``AgentLoader``: it lists the package and loads its ``root_agent``."""
+    from google.adk.cli.utils.agent_loader import AgentLoader
+
+    from tests.adk.export_harness import write_package
+
+    folder = write_package(LOADABLE, (), tmp_path)
+    loader = AgentLoader(str(tmp_path))
+    assert loader.list_agents() == [folder.name]
+    agent = loader.load_agent(folder.name)
+    assert (type(agent).__name__, agent.name) == ("LlmAgent", "Front_Desk")
+
+
+def test_the_package_readme_names_the_python_adk_needs(tmp_path):
+    """The Python the package README names is google-adk's own minimum, and the shipped
+    code compiles for it (its feature version)."""
+    import importlib.metadata
+
+    minimum = importlib.metadata.metadata("google-adk")["Requires-Python"].removeprefix(">=")
+    files, _ = to_adk_files(LOADABLE)
+    readme = files[f"{package_name(LOADABLE)}/README.md"].decode()
+    assert f"Python {minimum} or newer" in readme
+    major, minor = (int(n) for n in minimum.split(".")[:2])
+    for path, data in files.items():
+        if path.endswith(".py"):
+            ast.parse(data, path, feature_version=(major, minor))
 
 
 def test_the_instructions_are_compiled_from_the_state_before_each_call(tmp_path):
@@ -369,6 +490,40 @@ def test_the_export_is_deterministic_and_holds_no_secret(tmp_path):
     assert [d.code for d in diagnostics] == ["SC642"]
 
 
+@pytest.mark.django_db
+def test_no_secret_of_the_app_or_its_people_reaches_the_export(
+    signed_in, user, other_user, shop, tmp_path
+):
+    """The app's live model (an endpoint with an API key, the app's default), its owner's
+    API token and a share: the ZIP the export page serves and the folder the command writes
+    hold none of them (the model is the CX setting or the placeholder, never the endpoint's
+    key; no user or share is exported)."""
+    from agents import services
+    from agents.models import ModelEndpoint
+    from agents.services import live_models
+
+    key = "sk-endpoint-secret-0123456789"
+    endpoint = live_models.endpoint_save(
+        endpoint=ModelEndpoint(name="house", kind="gemini", model="gemini-2.5-pro"), api_key=key
+    )
+    live_models.app_model_set(app=shop, model="house")
+    token = services.api_token_create(user=user).key
+    services.app_share(app=shop, user=other_user, role="editor", actor=user)
+    secrets = [key, endpoint.api_key_encrypted, token, other_user.password, user.password]
+    download = signed_in.get(f"/apps/{shop.pk}/export/adk")
+    with zipfile.ZipFile(io.BytesIO(download.content)) as archive:
+        served = {name: archive.read(name) for name in archive.namelist()}
+    call_command(
+        "export_app", shop.pk, "--format", "adk", "-o", str(tmp_path), stderr=io.StringIO()
+    )
+    written = {p.as_posix(): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert served and written
+    for where, files in (("served", served), ("written", written)):
+        for name, data in files.items():
+            for secret in secrets:
+                assert secret.encode() not in data, (where, name)
+
+
 def test_schemas_ship_as_json_schema(tmp_path):
     from agents.core.spec import SchemaSpec
 
@@ -396,24 +551,44 @@ def _text(content) -> str:
     return "".join(p.text or "" for p in (content.parts or ()))
 
 
+def _calls_in_turn(contents: list, last: int) -> list[str]:
+    """The tools called since the turn's user message (contents[last]), as the model reads
+    them: its agent's function calls (a callback's among them) and another agent's as
+    relayed text (``[agent] called tool `name` …``)."""
+    names = []
+    for content in contents[last + 1 :]:
+        for part in content.parts or ():
+            if part.function_call is not None:
+                names.append(part.function_call.name)
+            elif part.text and "] called tool `" in part.text:
+                names.append(part.text.split("] called tool `", 1)[1].split("`", 1)[0])
+    return names
+
+
 def _scripted_evaluation_model(evalset):
+    """A ``BaseLlm`` playing the eval case as a model following it would: in turn k (the
+    k-th user message of the contents, whichever agent asks) it answers the turn's next
+    expected tool use that the contents do not show made yet (by it, by a callback
+    answering in its place, or by another agent before a transfer), then the turn's final
+    response."""
     from google.adk.models.base_llm import BaseLlm
     from google.adk.models.llm_response import LlmResponse
     from google.genai import types
 
-    invocations = {
-        _text(inv.user_content): inv for case in evalset.eval_cases for inv in case.conversation
-    }
+    (case,) = evalset.eval_cases
+    conversation = case.conversation
+    texts = {_text(invocation.user_content) for invocation in conversation}
 
     class Scripted(BaseLlm):
         async def generate_content_async(self, llm_request, stream=False):  # type: ignore[override]
             contents = llm_request.contents
-            last = max(
-                i for i, c in enumerate(contents) if c.role == "user" and _text(c) in invocations
-            )
-            invocation = invocations[_text(contents[last])]
-            done = sum(1 for c in contents[last:] for p in c.parts or () if p.function_response)
+            users = [i for i, c in enumerate(contents) if c.role == "user" and _text(c) in texts]
+            invocation = conversation[len(users) - 1]
             uses = invocation.intermediate_data.tool_uses
+            done = 0
+            for name in _calls_in_turn(contents, users[-1]):
+                if done < len(uses) and uses[done].name == name:
+                    done += 1
             if done < len(uses):
                 part = types.Part(
                     function_call=types.FunctionCall(name=uses[done].name, args=uses[done].args)
@@ -425,6 +600,17 @@ def _scripted_evaluation_model(evalset):
             yield LlmResponse(content=types.Content(role="model", parts=[part]))
 
     return Scripted(model="scripted")
+
+
+def _play(module: Any, evalset: Any) -> None:
+    """Every agent of the package's tree answers with the scripted model (a sub-agent's own
+    CX model setting would otherwise reach a real model after a transfer)."""
+    model = _scripted_evaluation_model(evalset)
+    agents = [module.agent.root_agent]
+    while agents:
+        agent = agents.pop()
+        agent.model = model
+        agents.extend(agent.sub_agents)
 
 
 def adk_evaluate(module: Any, folder: Path, name: str, model_evalset: Any = None) -> list:
@@ -440,7 +626,7 @@ def adk_evaluate(module: Any, folder: Path, name: str, model_evalset: Any = None
 
     evalset = EvalSet.model_validate_json((folder / "evals" / name).read_text())
     config = EvalConfig.model_validate_json((folder / "evals/test_config.json").read_text())
-    module.agent.root_agent.model = _scripted_evaluation_model(model_evalset or evalset)
+    _play(module, model_evalset or evalset)
     responses = _run(EvaluationGenerator.generate_responses(evalset, module.__name__, repeat_num=1))
     evaluators = {"tool_trajectory_avg_score": TrajectoryEvaluator}
     scores = []
@@ -493,6 +679,190 @@ def test_adk_evaluator_fails_a_wrong_trajectory(demo_apps, tmp_path):
     ]
 
 
+def _agent_evaluator():
+    """ADK's ``AgentEvaluator`` (what ``adk eval`` and ADK's pytest integration run: its
+    ``LocalEvalService`` plays the eval cases and scores each criterion). It needs
+    google-adk's ``eval`` extra (pandas, Vertex AI's SDK), which the test extra leaves out
+    for its weight: ``pip install -e '.[adk-eval]'``."""
+    pytest.importorskip(
+        "google.adk.evaluation.local_eval_service",
+        reason="ADK's AgentEvaluator needs google-adk's eval extra: pip install -e '.[adk-eval]'",
+    )
+    from google.adk.evaluation.agent_evaluator import AgentEvaluator
+
+    return AgentEvaluator
+
+
+@pytest.mark.django_db
+def test_adk_agent_evaluator_passes_the_exported_evalsets_on_the_scripted_model(
+    demo_apps, tmp_path
+):
+    """Every evalset of the demo apps through ADK's own ``AgentEvaluator.evaluate_eval_set``
+    (``LocalEvalService``) with the criteria of ``test_config.json``: it raises on a failed
+    criterion; then the same evalset with a wrong argument fails it."""
+    from google.adk.evaluation.eval_config import EvalConfig
+    from google.adk.evaluation.eval_set import EvalSet
+
+    evaluator = _agent_evaluator()
+    ran = []
+    for n, app in enumerate(demo_apps):
+        spec, scenarios = selectors.app_specs(app)
+        module, folder = load_package(spec, scenarios, tmp_path / str(n))
+        config = EvalConfig.model_validate_json((folder / "evals/test_config.json").read_text())
+        for path in sorted((folder / "evals").glob("*.evalset.json")):
+            evalset = EvalSet.model_validate_json(path.read_text())
+            _play(module, evalset)
+            _run(
+                evaluator.evaluate_eval_set(
+                    module.__name__,
+                    evalset,
+                    eval_config=config,
+                    num_runs=1,
+                    print_detailed_results=False,
+                )
+            )
+            ran.append(path.name)
+    assert ran == ["buy_a_product.evalset.json", "balance_question.evalset.json"]
+    shop = next(a for a in demo_apps if a.name == "Shopping assistant")
+    module, folder = load_package(*selectors.app_specs(shop), tmp_path / "wrong")
+    config = EvalConfig.model_validate_json((folder / "evals/test_config.json").read_text())
+    original = (folder / "evals/buy_a_product.evalset.json").read_text()
+    wrong = EvalSet.model_validate_json(original.replace('"quantity": 2', '"quantity": 3'))
+    _play(module, wrong)
+    with pytest.raises(AssertionError, match="tool_trajectory_avg_score"):
+        _run(
+            evaluator.evaluate_eval_set(
+                module.__name__,
+                EvalSet.model_validate_json(original),
+                eval_config=config,
+                num_runs=1,
+                print_detailed_results=False,
+            )
+        )
+
+
+def _without_ids(evalset: dict) -> dict:
+    """An evalset without what names it (an imported scenario is named by the eval id)."""
+    out = {k: v for k, v in evalset.items() if k not in ("eval_set_id", "name", "description")}
+    cases = []
+    for case in out["eval_cases"]:
+        case = {k: v for k, v in case.items() if k != "eval_id"}
+        case["conversation"] = [
+            {k: v for k, v in i.items() if k != "invocation_id"} for i in case["conversation"]
+        ]
+        cases.append(case)
+    out["eval_cases"] = cases
+    return out
+
+
+@pytest.mark.django_db
+def test_adk_eval_runs_the_exported_package_as_its_readme_says(shop, tmp_path):
+    """The package README's own command, ``adk eval <package> <evalset> --config_file_path
+    …``, in a process of its own, with the model set as the README says
+    (``STATECRAFT_ADK_MODEL``): a LiteLLM ``openai/…`` model served by a real HTTP server
+    on loopback that answers the golden's call and reply. ADK reports the eval passed; the
+    model received the compiled instructions and the expected tool's declaration."""
+    import os
+    import subprocess
+    import sys
+
+    _agent_evaluator()
+    if importlib.util.find_spec("litellm") is None:  # not imported here: it fetches a price list
+        pytest.skip("ADK's LiteLlm model needs litellm (google-adk's eval extra)")
+    from tests.adk.export_harness import write_package
+    from tests.llm_server import ModelServer, openai_call, openai_text
+
+    spec, scenarios = selectors.app_specs(shop)
+    folder = write_package(spec, scenarios, tmp_path)
+    readme = (folder / "README.md").read_text()
+    command = next(line for line in readme.splitlines() if line.startswith("adk eval "))
+    config = next(line for line in readme.splitlines() if "--config_file_path" in line)
+    args = command.removesuffix("\\").split()[2:] + config.split()
+    server = ModelServer(repeat_last=True).script(
+        openai_call("AddToCart", {"product_id": "shoe-blue-42", "quantity": 2}),
+        openai_text("Done — two pairs are in your cart."),
+    )
+    try:
+        env = {
+            **os.environ,
+            "STATECRAFT_ADK_MODEL": "openai/scripted",
+            "OPENAI_API_BASE": f"{server.url}/v1",
+            "OPENAI_API_KEY": "test-key",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        }
+        adk = Path(sys.executable).with_name("adk")
+        done = subprocess.run(
+            [str(adk), "eval", *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    finally:
+        server.close()
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    assert "Tests passed: 1" in output, output[-3000:]
+    first = server.seen[0].body
+    assert [t["function"]["name"] for t in first["tools"]] == ["AddToCart"]
+    system = first["messages"][0]
+    assert system["role"] == "system" and "{{" not in str(system["content"])
+
+
+@pytest.mark.parametrize("app", corpus_ids())
+def test_the_corpus_goldens_are_adk_evalsets_that_pass_adk_evaluator(cx_corpus, app, tmp_path):  # noqa: F811
+    """Each corpus app as Statecraft imports it (its CX goldens as scenarios with
+    expectations: Bella Notte's 28): every exported evalset parses with ADK's models,
+    imports back as a scenario that exports as the same evalset, and passes ADK's
+    evaluation on the scripted model — EvaluationGenerator +
+    TrajectoryEvaluator, and AgentEvaluator when google-adk's eval extra is installed."""
+    from google.adk.evaluation.eval_config import EvalConfig
+    from google.adk.evaluation.eval_set import EvalSet
+
+    from agents.core.adk.evalsets import has_expectations
+    from agents.core.cx.import_ import read_cx_files
+
+    folder = cx_corpus / app
+    files = {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
+    }
+    spec, scenarios, _ = read_cx_files(files)
+    module, package = load_package(spec, scenarios, tmp_path)
+    paths = sorted((package / "evals").glob("*.evalset.json"))
+    assert len(paths) == sum(1 for s in scenarios if has_expectations(s))
+    if not paths:
+        return
+    EvalConfig.model_validate_json((package / "evals/test_config.json").read_text())
+    failed = {}
+    for path in paths:
+        EvalSet.model_validate_json(path.read_text())
+        # Imported back, the eval case is a scenario that exports as the same evalset.
+        (back,), notes = scenarios_from_evalset(path.read_bytes(), spec)
+        assert [n for n in notes if n.severity.value == "error"] == []
+        again, _ = to_adk_files(spec, (back,))
+        (data,) = [v for k, v in again.items() if k.endswith(".evalset.json")]
+        assert _without_ids(json.loads(data)) == _without_ids(json.loads(path.read_text()))
+        scores = adk_evaluate(module, package, path.name)
+        if any(status != "PASSED" for _, _, status in scores):
+            failed[path.name] = scores
+    assert failed == {}
+    try:
+        evaluator = _agent_evaluator()
+    except pytest.skip.Exception:
+        return
+    config = EvalConfig.model_validate_json((package / "evals/test_config.json").read_text())
+    for path in paths:
+        evalset = EvalSet.model_validate_json(path.read_text())
+        _play(module, evalset)
+        _run(
+            evaluator.evaluate_eval_set(
+                module.__name__, evalset, eval_config=config, print_detailed_results=False
+            )
+        )
+
+
 @pytest.mark.django_db
 def test_an_evalset_imports_back_as_scenarios(demo_apps, user, tmp_path):
     bank = next(a for a in demo_apps if a.name == "Bank demo")
@@ -528,6 +898,25 @@ def test_an_evalset_imports_back_as_scenarios(demo_apps, user, tmp_path):
     root = bank.agents.get(is_root=True)
     run = scenario_run(app=bank, agent=root, scenario=created[0])
     assert (run.evaluation.status, run.evaluation.failed) == ("passed", 0)
+
+
+def test_what_an_evalset_cannot_check_is_reported():
+    """An `expect no calls` leaves the turn's trajectory empty, which ADK's IN_ORDER cannot
+    hold against a call: the export says so (SC656) instead of dropping it silently."""
+    from agents.core.script import parse_script
+
+    app = AppSpec(name="x", agents=(AgentSpec("a", is_root=True),))
+    steps = parse_script("user: hi\nexpect no calls\nagent: hello\n").steps
+    files, notes = to_adk_files(app, (ScenarioSpec(name="quiet", agent="a", steps=steps),))
+    assert [(n.code, n.message) for n in notes] == [
+        (
+            "SC656",
+            "scenario quiet: turn 1 expects no calls; ADK's trajectory criterion (IN_ORDER) "
+            "allows other calls, so the evalset cannot check it.",
+        )
+    ]
+    evalset = json.loads(files["x/evals/quiet.evalset.json"])
+    assert evalset["eval_cases"][0]["conversation"][0]["intermediate_data"]["tool_uses"] == []
 
 
 def test_a_file_that_is_not_an_evalset_is_refused_with_its_field():
@@ -621,13 +1010,334 @@ def test_import_app_evalset_into_adds_scenarios(bank, user, tmp_path):
 
 
 @pytest.mark.django_db
-def test_the_export_page_offers_the_adk_project(signed_in, shop):
+def test_the_export_page_offers_the_adk_project(signed_in, shop, tmp_path):
     page = signed_in.get(f"/apps/{shop.pk}/export")
     assert b"Download ADK project (ZIP)" in page.content
     download = signed_in.get(f"/apps/{shop.pk}/export/adk")
     assert download["Content-Disposition"] == 'attachment; filename="shopping_assistant-adk.zip"'
     with zipfile.ZipFile(io.BytesIO(download.content)) as archive:
         assert "shopping_assistant/agent.py" in archive.namelist()
+    # The same app gives the same bytes, from the page and from the command.
+    assert signed_in.get(f"/apps/{shop.pk}/export/adk").content == download.content
+    target = tmp_path / "shop.zip"
+    call_command("export_app", shop.pk, "--format", "adk", "-o", str(target), stderr=io.StringIO())
+    assert target.read_bytes() == download.content
+
+
+class _Api:
+    """A real HTTP API on loopback answering every GET with `body`, keeping each request's
+    path (with its query) and headers."""
+
+    def __init__(self, body: dict) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        seen = self.seen = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _weather_app(url: str) -> AppSpec:
+    from agents.core.spec import ToolMock
+
+    session = "x-ces-session-context"
+    document = {
+        "openapi": "3.0.0",
+        "info": {"title": "Weather", "version": "1"},
+        "servers": [{"url": url}],
+        "paths": {
+            "/weather": {
+                "get": {
+                    "operationId": "getWeather",
+                    "summary": "The weather in a city.",
+                    "parameters": [
+                        {"name": "city", "in": "query", "required": True, "schema": {"type": "string"}},
+                        {"name": "units", "in": "query", "schema": {"type": "string"}, session: "$context.variables.units"},
+                        {"$ref": "#/components/parameters/Tier"},
+                        {"name": "X-None", "in": "header", "schema": {"type": "string"}, session: "$context.variables.nothing"},
+                    ],
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+        "components": {
+            "parameters": {
+                "Tier": {"name": "X-Tier", "in": "header", "schema": {"type": "string"}, session: "$context.variables.tier"}
+            }
+        },
+    }  # fmt: skip
+    return AppSpec(
+        name="weather desk",
+        variables=(
+            VariableSpec("units", VariableType.TEXT, default="metric"),
+            VariableSpec("tier", VariableType.TEXT, default="gold"),
+            VariableSpec("nothing", VariableType.TEXT),
+        ),
+        tools=(
+            ToolSpec(
+                "Weather",
+                ToolKind.OPENAPI,
+                openapi=document,
+                mock=ToolMock(response={"temp": 21}),
+            ),
+        ),
+        agents=(AgentSpec("root", instructions="Use {@TOOL: Weather}.", tools=("Weather",), is_root=True),),
+    )  # fmt: skip
+
+
+def test_an_openapi_tool_is_called_and_sends_as_in_cx(tmp_path, monkeypatch):
+    """The model calls the OpenAPI tool by the app's name for it (`Weather`, not ADK's
+    `get_weather`), is shown only the parameters it fills, and the request the package
+    sends (a real one, to a loopback API) is the one the simulation shows: the
+    ``x-ces-session-context`` query and header parameters filled from the session, the one
+    without a value left out. The answers, writes and responses agree with the simulation
+    (whose mock answers what the API does)."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    api = _Api({"temp": 21})
+    try:
+        monkeypatch.setenv("STATECRAFT_ADK_ALLOW_PRIVATE_NETWORK", "1")
+        app = _weather_app(api.url)
+        module, _ = load_package(app, (), tmp_path / "load")
+        (tool,) = module.agent.root_agent.tools
+        declaration = tool._get_declaration()
+        assert declaration.name == "Weather"
+        schema = declaration.parameters_json_schema or declaration.parameters.model_dump(
+            exclude_none=True
+        )
+        assert list(schema["properties"]) == ["city"]
+        scenario = _one_turn("root", 'tool: Weather {"city": "Paris"}\n', "agent: sunny\n")
+        assert compare(app, scenario, tmp_path / "run") == ("agree", [])
+        ours = statecraft_run(app, scenario, LIMITS)
+    finally:
+        api.close()
+    ((shown,),) = [t.http for t in ours.turns if t.http]
+    (path, headers), *_ = api.seen
+    shown_url = urlsplit(shown.url)
+    assert path.split("?")[0] == shown_url.path
+    assert sorted(parse_qsl(urlsplit(path).query)) == sorted(parse_qsl(shown_url.query))
+    assert sorted(parse_qsl(shown_url.query)) == [("city", "Paris"), ("units", "metric")]
+    assert headers["x-tier"] == shown.header("X-Tier") == "gold"
+    assert "x-none" not in headers and shown.header("X-None") is None
+
+
+def test_an_openapi_tool_without_an_operation_runs_its_mock(tmp_path):
+    """A document without an operation (SC352 in the designer) has nothing for ADK to
+    call: the tool answers its mock, as in the simulation, and the package still loads."""
+    from agents.core.spec import ToolMock
+
+    empty = {"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {}}
+    tool = ToolSpec("Lookup", ToolKind.OPENAPI, openapi=empty, mock=ToolMock(response={"ok": 1}))
+    app = AppSpec(
+        name="empty api",
+        tools=(tool,),
+        agents=(AgentSpec("root", tools=("Lookup",), is_root=True),),
+    )
+    scenario = _one_turn("root", "tool: Lookup {}\n", "agent: fine\n")
+    assert compare(app, scenario, tmp_path) == ("agree", [])
+    assert adk_run(app, scenario, tmp_path / "b").tool_responses == [{"ok": 1}]
+
+
+def test_an_mcp_tool_is_the_servers_tool_under_the_apps_name(tmp_path):
+    """An imported CX toolset's MCP tool is `<toolset>_<toolId>` in the app and `toolId` on
+    the server: the package asks the server for that one tool and names it as the app does
+    (`Named`, over ADK's own McpToolset)."""
+    tool = ToolSpec(
+        "crm_get_guest",
+        ToolKind.MCP,
+        mcp_url="https://mcp.example.com/mcp",
+        cx={"toolset": "crm", "operation": "get_guest"},
+    )
+    app = AppSpec(
+        name="mcp desk",
+        tools=(tool,),
+        agents=(AgentSpec("root", tools=(tool.name,), is_root=True),),
+    )
+    files, _ = to_adk_files(app)
+    agent_py = files["mcp_desk/agent.py"].decode()
+    assert "tool_filter=['get_guest']," in agent_py
+    assert "), {'get_guest': 'crm_get_guest'})" in agent_py
+
+
+class _McpServer:
+    """A real MCP server (the ``mcp`` SDK's, streamable HTTP) on loopback with one tool,
+    ``get_guest``, keeping each request's headers."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        import uvicorn
+        from mcp.server.mcpserver import MCPServer
+
+        server = MCPServer("crm")
+        self.calls: list[dict] = []
+        self.headers: list[dict[str, str]] = []
+
+        @server.tool()
+        def get_guest(guest_id: str) -> dict:
+            """The guest's record."""
+            self.calls.append({"guest_id": guest_id})
+            return {"guest_id": guest_id, "name": "Ada"}
+
+        inner = server.streamable_http_app(stateless_http=True, json_response=True)
+
+        async def app(scope, receive, send):
+            if scope["type"] == "http":
+                self.headers.append({k.decode(): v.decode() for k, v in scope["headers"]})
+            await inner(scope, receive, send)
+
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()  # connections wait in the backlog until uvicorn accepts them
+        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]})
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+def test_an_mcp_toolset_tool_calls_the_server_as_in_cx(tmp_path, monkeypatch):
+    """An imported CX toolset's MCP tool (`crm_get_guest` in the app, `get_guest` on the
+    server) through ADK's own McpToolset against a real MCP server: the model is shown it
+    under the app's name, the server runs its tool with the model's arguments, and the
+    request carries the headers the simulation's request shows (a `$context` template
+    filled from the session; a literal value, never exported, from its environment
+    variable)."""
+    pytest.importorskip("mcp", reason="ADK's McpToolset needs the mcp package: pip install mcp")
+    from agents.core.http import mcp_request
+
+    server = _McpServer()
+    try:
+        tool = ToolSpec(
+            "crm_get_guest",
+            ToolKind.MCP,
+            mcp_url=server.url,
+            mcp_headers=(("X-Tier", "$context.variables.tier"), ("Authorization", "Bearer lit")),
+            cx={"toolset": "crm", "operation": "get_guest"},
+        )
+        app = AppSpec(
+            name="mcp desk",
+            variables=(VariableSpec("tier", VariableType.TEXT, default="gold"),),
+            tools=(tool,),
+            agents=(AgentSpec("root", tools=(tool.name,), is_root=True),),
+        )
+        monkeypatch.setenv("CRM_GET_GUEST_AUTHORIZATION", "Bearer from-env")
+        module, _ = load_package(app, (), tmp_path / "load")
+        (toolset,) = module.agent.root_agent.tools
+        assert [t.name for t in _run(toolset.get_tools())] == ["crm_get_guest"]
+        scenario = _one_turn("root", 'tool: crm_get_guest {"guest_id": "g1"}\n', "agent: ok\n")
+        theirs = adk_run(app, scenario, tmp_path / "run")
+    finally:
+        server.close()
+    assert theirs.failed_turns == [] and theirs.agent_texts == ["ok"]
+    assert server.calls == [{"guest_id": "g1"}]
+    assert theirs.final_state["tier"] == "gold"
+    ((response,),) = [r["content"] for r in theirs.tool_responses]
+    assert json.loads(response["text"]) == {"guest_id": "g1", "name": "Ada"}
+    shown, _ = mcp_request(tool, {"guest_id": "g1"}, {"variables": {"tier": "gold"}})
+    assert json.loads(shown.body)["params"] == {
+        "name": "get_guest",
+        "arguments": {"guest_id": "g1"},
+    }
+    posts = [h for h in server.headers if h.get("x-tier")]
+    assert posts and all(h["x-tier"] == shown.header("X-Tier") == "gold" for h in posts)
+    assert all(h["authorization"] == "Bearer from-env" for h in posts)
+
+
+def test_named_renames_and_filters_an_adk_toolset(tmp_path):
+    """`Named` over a real ADK toolset (an OpenAPIToolset of two operations): only the
+    mapped tool, renamed; the toolset's own tool keeps its name."""
+    from google.adk.tools.openapi_tool.openapi_spec_parser.openapi_toolset import OpenAPIToolset
+
+    module, _ = load_package(LOADABLE, (), tmp_path)
+    runtime = importlib.import_module(f"{module.__name__}.statecraft_runtime.runtime")
+    ok = {"responses": {"200": {"description": "ok"}}}
+    spec = {
+        "openapi": "3.0.0",
+        "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "https://api.example.com"}],
+        "paths": {
+            "/a": {"get": {"operationId": "getA", **ok}},
+            "/b": {"get": {"operationId": "getB", **ok}},
+        },
+    }
+    inner = OpenAPIToolset(spec_dict=spec)
+    named = runtime.Named(inner, {"get_b": "crm_getB"})
+    assert [t.name for t in _run(named.get_tools())] == ["crm_getB"]
+    assert sorted(t.name for t in _run(inner.get_tools())) == ["get_a", "get_b"]
+
+
+def _evalset_upload(data: bytes, name: str = "balance_question.evalset.json"):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    return SimpleUploadedFile(name, data, content_type="application/json")
+
+
+@pytest.mark.django_db
+def test_the_export_page_adds_scenarios_from_an_evalset(signed_in, bank):
+    """The export page's form, through the URL conf: the eval case becomes a scenario of
+    the root agent, the designer says how many; the page refuses no file and a file that is
+    not an evalset, naming the field."""
+    spec, scenarios = selectors.app_specs(bank)
+    files, _ = to_adk_files(spec, scenarios)
+    data = files["bank_demo/evals/balance_question.evalset.json"]
+    url = f"/apps/{bank.pk}/import-evalset"
+    done = signed_in.post(url, {"evalset": _evalset_upload(data)}, follow=True)
+    assert done.redirect_chain == [(f"/apps/{bank.pk}/", 302)]
+    assert "Added 1 scenario from balance_question.evalset.json." in done.content.decode()
+    root = AgentApp.objects.get(pk=bank.pk).agents.get(is_root=True)
+    assert root.scenarios.filter(name="balance_question").exists()
+
+    empty = signed_in.post(url, {})
+    assert empty.status_code == 400
+    assert "Choose an ADK evalset file (.evalset.json)." in empty.content.decode()
+    wrong = signed_in.post(url, {"evalset": _evalset_upload(b'{"eval_set_id": "x"}', "x.json")})
+    assert wrong.status_code == 400
+    page = wrong.content.decode()
+    assert "<code>eval_cases</code>" in page and "SC660" in page
+
+
+@pytest.mark.django_db
+def test_the_evalset_import_speaks_the_designers_language(signed_in, bank):
+    """Its warnings (here: a session value the app does not declare) reach the designer
+    in their language, not in the core's English."""
+    spec, scenarios = selectors.app_specs(bank)
+    files, _ = to_adk_files(spec, scenarios)
+    evalset = json.loads(files["bank_demo/evals/balance_question.evalset.json"])
+    evalset["eval_cases"][0]["session_input"]["state"]["nobody"] = 1
+    upload = _evalset_upload(json.dumps(evalset).encode())
+    done = signed_in.post(
+        f"/apps/{bank.pk}/import-evalset",
+        {"evalset": upload},
+        follow=True,
+        HTTP_ACCEPT_LANGUAGE="fr",
+    )
+    page = done.content.decode()
+    assert "l&#x27;application ne déclare pas de variable nobody" in page, page[:3000]
 
 
 def test_mcp_headers_are_filled_from_the_session_and_the_environment(tmp_path, monkeypatch):

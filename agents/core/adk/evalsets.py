@@ -197,7 +197,20 @@ def to_evalset(
                     )
                 )
             elif expected.kind is ExpectKind.NO_CALLS:
-                pass  # the turn's expected trajectory is empty: IN_ORDER cannot refuse extras
+                # The turn's expected trajectory stays empty: IN_ORDER cannot refuse a call.
+                found.append(
+                    _note(
+                        "SC656",
+                        Severity.INFO,
+                        name,
+                        Message(
+                            "turn %(turns_count)s expects no calls; ADK's trajectory "
+                            "criterion (IN_ORDER) allows other calls, so the evalset "
+                            "cannot check it.",
+                            turns_count=len(turns),
+                        ),
+                    )
+                )
     if skipped_before:
         found.append(
             _note(

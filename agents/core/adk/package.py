@@ -33,6 +33,8 @@ from agents.core import codes
 from agents.core.adk.evalsets import evalset_files
 from agents.core.adk.names import agent_names, identifier, package_name
 from agents.core.diagnostics import Diagnostic, Message, Severity
+from agents.core.http import _mcp_name as mcp_server_name  # the server's name of a tool
+from agents.core.http import _operation as openapi_operation  # the document's operation
 from agents.core.spec import AgentSpec, AppSpec, CallbackKind, ScenarioSpec, ToolKind, ToolSpec
 
 CODES: dict[str, str] = codes.section("adk_package")
@@ -188,11 +190,6 @@ def _agent_py(
         "from google.adk.agents import LlmAgent",
         "",
     ]
-    if any(t.kind is ToolKind.OPENAPI for t in app.tools):
-        lines.append(
-            "from google.adk.tools.openapi_tool.openapi_spec_parser.openapi_toolset import "
-            "OpenAPIToolset"
-        )
     if any(t.kind is ToolKind.MCP for t in app.tools):
         lines.append("from google.adk.tools.mcp_tool.mcp_session_manager import (")
         lines.append("    StreamableHTTPConnectionParams,")
@@ -201,7 +198,7 @@ def _agent_py(
     lines += [
         "",
         "from .statecraft_runtime.runtime import App"
-        + (", header_provider" if any(t.kind is ToolKind.MCP for t in app.tools) else ""),
+        + (", Named, header_provider" if any(t.kind is ToolKind.MCP for t in app.tools) else ""),
         "",
         "HERE = Path(__file__).resolve().parent",
         "APP = App(HERE)",
@@ -218,21 +215,22 @@ def _agent_py(
         has_code = tool.kind is ToolKind.PYTHON and bool(tool.python_code.strip())
         if has_code:
             lines.append(f"{var} = APP.python_tool({tool.name!r}, 'tools/{_file(tool)}.py')")
-        elif tool.kind is ToolKind.OPENAPI and tool.openapi:
-            lines.append(f"{var} = OpenAPIToolset(")
+        elif tool.kind is ToolKind.OPENAPI and openapi_operation(tool.openapi) is not None:
+            # ADK's RestApiTool of the operation, named as the app calls it.
             path = f"tools/{_file(tool)}.openapi.json"
-            lines.append(f"    spec_str=(HERE / {path!r}).read_text(encoding='utf-8'),")
-            lines.append("    spec_str_type='json',")
-            lines.append(")")
+            lines.append(f"{var} = APP.openapi_tool({tool.name!r}, {path!r})")
         elif tool.kind is ToolKind.MCP and tool.mcp_url:
             headers = _headers(tool, found)
-            lines.append(f"{var} = McpToolset(")
+            server = mcp_server_name(tool)
+            # The server's tool `server`, named as the app calls it.
+            lines.append(f"{var} = Named(McpToolset(")
             lines.append(
                 f"    connection_params=StreamableHTTPConnectionParams(url={tool.mcp_url!r}),"
             )
+            lines.append(f"    tool_filter=[{server!r}],")
             if headers:
                 lines.append(f"    header_provider=header_provider({headers!r}),")
-            lines.append(")")
+            lines.append(f"), {{{server!r}: {tool.name!r}}})")
         elif tool.mock is not None:
             lines.append(
                 f"{var} = APP.fixed_tool({tool.name!r}, {tool.description!r}, "
@@ -319,7 +317,7 @@ def to_adk_files(
     for tool in app.tools:
         if tool.kind is ToolKind.PYTHON and tool.python_code.strip():
             files[f"{p}/tools/{_file(tool)}.py"] = tool.python_code.encode("utf-8")
-        elif tool.kind is ToolKind.OPENAPI and tool.openapi:
+        elif tool.kind is ToolKind.OPENAPI and openapi_operation(tool.openapi) is not None:
             files[f"{p}/tools/{_file(tool)}.openapi.json"] = _json_bytes(tool.openapi)
     callback_paths: dict[str, dict[CallbackKind, list[str]]] = {}
     for agent in order:

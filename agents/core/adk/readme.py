@@ -47,11 +47,20 @@ differently, and what the adapter does about it:
   clock.
 - **Mocks**: a tool without code runs its Statecraft mock (its state writes and response);
   a Python tool with code always runs its code. A CX platform tool (`end_session`…)
-  answers `{}`. OpenAPI and MCP tools are ADK's `OpenAPIToolset` / `McpToolset` and make
-  real HTTP calls; an MCP header that is not a `$context` template is never exported (it
-  may be a secret): the package reads it from an environment variable (see `agent.py`).
+  answers `{}`. OpenAPI and MCP tools make real HTTP calls, named as CX calls them: an
+  OpenAPI tool is ADK's `RestApiTool` of its operation under the tool's name (not the
+  snake_case of its operationId), its `x-ces-session-context` parameters hidden from the
+  model and filled from the session (left out without a value); ADK refuses private and
+  loopback hosts unless `STATECRAFT_ADK_ALLOW_PRIVATE_NETWORK=1`. An MCP tool is ADK's
+  `McpToolset` filtered to the server's tool and renamed (`Named`). An MCP header that is
+  not a `$context` template is never exported (it may be a secret): the package reads it
+  from an environment variable (see `agent.py`).
 - **A turn ends at the first text answer**: ADK calls the model again after every tool
   response until it answers in text; a callback that answers in text ends the turn.
+- **A transfer ADK refuses** (`transfer_to_agent` naming the agent itself, an agent the
+  app does not have, or one that is not its sub-agent, parent or peer) ends the turn with
+  ADK's error; Statecraft's simulation reports it (SC417), leaves the session with the
+  agent and goes on with the turn.
 - **`context.events`** are the session's events with their real authors (each agent's
   own name), not the current agent's.
 - **Another agent's events** (its messages, calls and responses, before a transfer) reach
@@ -80,7 +89,9 @@ def package_readme(
         "",
         "## What it needs",
         "",
-        "- Python 3.10 or newer and `pip install google-adk` (it brings `google-genai`);",
+        # google-adk's own minimum (its Requires-Python); the shipped code needs 3.11 too
+        # (enum.StrEnum in the compiler's modules).
+        "- Python 3.11 or newer and `pip install google-adk` (it brings `google-genai`);",
         "  nothing of Statecraft or Django."
         + (
             " The MCP tools need `pip install mcp` too."
@@ -91,7 +102,9 @@ def package_readme(
         "- A model: the agents use the model the app's CX settings name, else `gemini-2.5-flash`;",
         "  set `STATECRAFT_ADK_MODEL` to use another. For Gemini set `GOOGLE_API_KEY` (or",
         "  `GOOGLE_GENAI_USE_VERTEXAI=TRUE` with `GOOGLE_CLOUD_PROJECT` and",
-        "  `GOOGLE_CLOUD_LOCATION`).",
+        "  `GOOGLE_CLOUD_LOCATION`). Another provider goes through ADK's LiteLLM model",
+        "  (`pip install litellm`, then e.g. `STATECRAFT_ADK_MODEL=openai/gpt-4o` with",
+        "  `OPENAI_API_KEY`, and `OPENAI_API_BASE` for an OpenAI-compatible server).",
         "",
         "## How to run it",
         "",
