@@ -304,8 +304,11 @@ class AppModelDefaultForm(forms.ModelForm):
         except ServiceError as exc:
             raise forms.ValidationError(str(exc)) from None
         if name not in known:
-            names = ", ".join(sorted(known)) or "none configured"
-            raise forms.ValidationError(f"No model named {name!r} (configured: {names}).")
+            names = ", ".join(sorted(known)) or _("none configured")
+            raise forms.ValidationError(
+                _("No model named %(name)s (configured: %(names)s).")
+                % {"name": repr(name), "names": names}
+            )
         return name
 
 

@@ -19,7 +19,7 @@ from django.utils import formats, translation
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
-from agents.core.diagnostics import Diagnostic, render
+from agents.core.diagnostics import Diagnostic, Message, message_data, message_from_data, render
 
 LANGUAGE_CODES = tuple(code for code, _ in settings.LANGUAGES)
 
@@ -96,6 +96,42 @@ def localized_report(report: dict[str, Any]) -> dict[str, Any]:
     return {**report, "files": files}
 
 
+def with_i18n(data: dict[str, Any], *fields: str) -> dict[str, Any]:
+    """`data` (about to be stored as JSON) with the templates and parameters of its message
+    `fields` (a message, or a list of them) kept beside the English under ``i18n``, so that
+    `localized_data` shows them in the reader's language later (a job's stored result)."""
+    kept: dict[str, Any] = {}
+    for name in fields:
+        value = data.get(name)
+        if isinstance(value, Message):
+            kept[name] = message_data(value)
+        elif isinstance(value, list | tuple) and any(isinstance(v, Message) for v in value):
+            kept[name] = [message_data(v) for v in value]
+    return {**data, "i18n": kept} if kept else data
+
+
+def localized_data(data: Any) -> Any:
+    """Stored JSON data with every message `with_i18n` kept rendered in the active language
+    (and the ``i18n`` keys gone); data without them (stored before) is left in English."""
+    if isinstance(data, list):
+        return [localized_data(item) for item in data]
+    if not isinstance(data, dict):
+        return data
+    out = {k: localized_data(v) for k, v in data.items() if k != "i18n"}
+    kept = data.get("i18n")
+    if isinstance(kept, dict):
+        for name, stored in kept.items():
+            english = data.get(name)
+            if isinstance(stored, list) and isinstance(english, list):
+                out[name] = [
+                    localize(message_from_data(s, str(e)))
+                    for s, e in zip(stored, english, strict=False)
+                ]
+            elif name in data:
+                out[name] = localize(message_from_data(stored, str(english)))
+    return out
+
+
 def _localized_row(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "message": localize(row["message"])}
 
@@ -144,7 +180,7 @@ class UserLanguageMiddleware:
         return self.get_response(request)
 
 
-# Words of Django 6 and Django REST framework that their own German catalogs do not have
+# Words of Django 6, Django REST framework and drf-spectacular that their own catalogs lack
 # yet, shown in the admin: "Run" (the actions button), "- Select an option -" (an empty
 # choice), and the token app's names on the admin index. They are in ours (LOCALE_PATHS
 # come first).
@@ -154,4 +190,7 @@ DJANGO_GAPS = (
     gettext_noop("Auth Token"),
     gettext_noop("Token"),
     gettext_noop("Tokens"),
+    # drf-spectacular's, in the API schema (it has no French or German catalog).
+    gettext_noop("No response body"),
+    gettext_noop('Token-based authentication with required prefix "%s"'),
 )

@@ -20,6 +20,9 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 # Playwright's sync API runs an event loop in the test thread; Django must allow ORM calls there.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+# The management commands speak the operator's language (LANGUAGE, LC_ALL, LANG…:
+# agents/management/language.py); the tests read them in English whatever the machine's.
+os.environ["LANGUAGE"] = "en"
 
 
 @pytest.hookimpl(trylast=True)

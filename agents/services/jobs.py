@@ -39,6 +39,7 @@ from django.tasks import task
 from django.utils import timezone
 
 from agents.core import rules
+from agents.i18n import localized_data
 from agents.models import JOB_ACTIVE, JOB_FINISHED, AgentApp, Job, JobItem, JobStatus
 from agents.services.common import Actor
 from agents.services.simulation import Caps
@@ -434,7 +435,7 @@ def job_data(job: Job, *, url: str = "") -> dict[str, Any]:
         "status": job.status,
         "progress": {"done": job.progress_done, "total": job.progress_total},
         "current": job.current,
-        "result": result,
+        "result": localized_data(result),  # messages in the reader's language
         "error": job.error,
         "attempts": job.attempts,
         "caps": job.caps,

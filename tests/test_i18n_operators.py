@@ -1,0 +1,175 @@
+"""French and German for integrators and operators: the API's schema (the descriptions an
+integrator reads on /api/docs/), the API's own refusals, and the output of the management
+commands (`import_app`, `export_app`, `evaluate`) in the operator's language."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from rest_framework.test import APIClient
+
+# What the schema may say in English in every language: names of things, not sentences.
+SAME_IN_EVERY_LANGUAGE = {
+    "",
+    "Statecraft API",
+    "max_steps, max_code_calls, max_seconds, max_model_calls, max_tokens.",
+}
+# An enum whose labels are its values (`web`, `queued`): identifiers, the same everywhere.
+IDENTIFIERS = re.compile(r"\* `(\w+)` - \1(\n\* `(\w+)` - \3)*")
+
+
+def _texts(node, found):
+    """Every description, summary and title of an OpenAPI document."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in {"description", "summary", "title"} and isinstance(value, str):
+                found.add(value)
+            else:
+                _texts(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _texts(value, found)
+    return found
+
+
+def _schema(client, language):
+    response = client.get("/api/schema/?format=json", HTTP_ACCEPT_LANGUAGE=language)
+    assert response.status_code == 200
+    return json.loads(response.content)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("language", ["fr", "de"])
+def test_the_api_schema_reads_in_french_and_german(user, language):
+    client = APIClient()
+    client.force_login(user)
+    english = _texts(_schema(client, "en"), set())
+    other = _texts(_schema(client, language), set())
+    assert len(english) > 150
+    left = sorted(
+        text for text in english & other - SAME_IN_EVERY_LANGUAGE if not IDENTIFIERS.fullmatch(text)
+    )
+    assert not left, f"{len(left)} descriptions still in English, e.g. {left[:8]}"
+
+
+@pytest.mark.django_db
+def test_the_schema_in_french_keeps_its_shape(user):
+    """Only words change: paths, operation ids, fields and enums are the same."""
+    client = APIClient()
+    client.force_login(user)
+    english, french = _schema(client, "en"), _schema(client, "fr")
+    assert english["paths"].keys() == french["paths"].keys()
+    assert english["components"]["schemas"].keys() == french["components"]["schemas"].keys()
+    variable = french["components"]["schemas"]["VariableIn"]["properties"]
+    assert variable.keys() == english["components"]["schemas"]["VariableIn"]["properties"].keys()
+    assert variable["type"] == english["components"]["schemas"]["VariableIn"]["properties"]["type"]
+    assert variable["default"]["description"].startswith("JSON typé : un nombre")
+    assert "valeur par défaut" in json.dumps(french, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------- the API's own refusals
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("fr", "Cette application n'a pas de schéma nommé 'Nope'"),
+        ("de", "kein Schema namens 'Nope'"),
+    ],
+)
+def test_an_unknown_schema_is_refused_in_the_readers_language(user, shop, language, words):
+    client = APIClient()
+    client.force_login(user)
+    response = client.post(
+        f"/api/apps/{shop.pk}/variables/",
+        {"name": "order", "type": "object", "schema": "Nope"},
+        format="json",
+        HTTP_ACCEPT_LANGUAGE=language,
+    )
+    assert response.status_code == 400
+    assert words in response.json()["diagnostics"][0]["message"]
+    assert response.json()["diagnostics"][0]["field"] == "schema"
+
+
+# ---------------------------------------------------------------- the commands
+
+
+def test_the_environment_names_the_language_the_way_gettext_reads_it():
+    from agents.management.language import environment_language
+
+    assert environment_language({"LANG": "de_DE.UTF-8"}) == "de"
+    assert environment_language({"LANG": "fr_CA.UTF-8"}) == "fr"
+    assert environment_language({"LANGUAGE": "xx:de:fr", "LANG": "fr_FR.UTF-8"}) == "de"
+    assert environment_language({"LC_ALL": "fr_FR.UTF-8", "LANG": "de_DE.UTF-8"}) == "fr"
+    assert environment_language({"LC_ALL": "C.UTF-8", "LANG": "de_DE.UTF-8"}) is None
+    assert environment_language({"LANG": "ja_JP.UTF-8"}) is None
+    assert environment_language({}) is None
+
+
+@pytest.mark.django_db
+def test_evaluate_speaks_german_with_language_set_and_keeps_codes_and_junit(
+    tmp_path, monkeypatch, user, shop
+):
+    from tests.test_evaluate_command import break_add_to_cart
+
+    break_add_to_cart(shop, user)
+    monkeypatch.setenv("LANGUAGE", "de")
+    out, junit = io.StringIO(), tmp_path / "report.xml"
+    with pytest.raises(CommandError) as raised:
+        call_command("evaluate", str(shop.pk), "--junit", str(junit), stdout=out)
+    assert raised.value.returncode == 1
+    assert str(raised.value) == "1 Szenario ist fehlgeschlagen."
+    text = out.getvalue()
+    # The status word and the names stay (a pipeline greps them); the sentences are German.
+    assert "FAIL  Shopping assistant / Shopping Assistant / Buy a product" in text
+    assert "0 bestanden, 2 fehlgeschlagen, 0 brauchen ein Modell" in text
+    assert "Schritt 4" in text
+    assert "cart_total: 39 erwartet, erhalten: 42" in text  # the stored result, in German
+    assert " passed" not in text and " failed" not in text and "step " not in text
+    # The JUnit XML is a file for tools: the same in every language.
+    failure = ET.parse(junit).getroot().find(".//testcase[@name='Buy a product']/failure")
+    assert "2 of 2 expectations failed" in failure.get("message")
+    assert "expected 39, got 42" in failure.text
+
+
+@pytest.mark.django_db
+def test_import_app_in_french_with_the_language_option(tmp_path, user):
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"format": "statecraft.app", "version": 1, "app": {"name": 3}}')
+    err = io.StringIO()
+    with pytest.raises(CommandError) as raised:
+        call_command(
+            "import_app", str(broken), "--owner", user.username, "--language", "fr", stderr=err
+        )
+    assert str(raised.value) == "broken.json : non importé (1 problème) ; rien n'a été créé."
+    line = err.getvalue().strip().splitlines()[0]
+    assert line.startswith("broken.json: ") and line.endswith("]") and "[SC5" in line
+    english = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command(
+            "import_app", str(broken), "--owner", user.username, "--language", "en", stderr=english
+        )
+    assert line != english.getvalue().strip().splitlines()[0]  # the message itself is French
+
+
+@pytest.mark.django_db
+def test_export_app_in_french_from_lang_writes_the_same_bytes(tmp_path, monkeypatch, shop):
+    english, french = tmp_path / "en.zip", tmp_path / "fr.zip"
+    call_command("export_app", shop.pk, "--format", "cx", "-o", str(english))
+    monkeypatch.setenv("LANGUAGE", "")
+    monkeypatch.setenv("LANG", "fr_FR.UTF-8")
+    err = io.StringIO()
+    call_command("export_app", shop.pk, "--format", "cx", "-o", str(french), stderr=err)
+    assert english.read_bytes() == french.read_bytes()
+    size = english.stat().st_size
+    grouped = f"{size:,}".replace(",", "\xa0")  # French groups thousands with a space
+    assert f"{french} écrit ({grouped} octets)." in err.getvalue()
+    with pytest.raises(CommandError, match="Aucune application avec l'id 999999"):
+        call_command("export_app", 999999)
