@@ -173,3 +173,85 @@ def test_export_app_in_french_from_lang_writes_the_same_bytes(tmp_path, monkeypa
     assert f"{french} écrit ({grouped} octets)." in err.getvalue()
     with pytest.raises(CommandError, match="Aucune application avec l'id 999999"):
         call_command("export_app", 999999)
+
+
+# ---------------------------------------------------------------- Python errors in the designer
+
+
+def _failing_callback(code: str):
+    from agents.core.simulate import simulate
+    from agents.core.spec import (
+        AgentSpec,
+        AppSpec,
+        CallbackKind,
+        CallbackSpec,
+        ScenarioSpec,
+        StepSpec,
+    )
+    from agents.sandbox import open_session
+    from agents.sandbox.code_runner import sandbox_runner
+
+    spec = AppSpec(
+        name="Shop",
+        agents=(
+            AgentSpec(
+                name="Root",
+                callbacks=(CallbackSpec(CallbackKind.BEFORE_AGENT, code, 0),),
+                is_root=True,
+            ),
+        ),
+    )
+    scenario = ScenarioSpec(name="s", agent="Root", steps=(StepSpec(kind="user", text="hi"),))
+    with open_session() as session:
+        result = simulate(spec, scenario, run_code=sandbox_runner(session, memoise=False))
+    (error,) = [d for d in result.diagnostics if d.code == "SC410"]
+    return error
+
+
+@pytest.mark.parametrize(
+    ("language", "frame"),
+    [
+        ("fr", "le before_agent_callback de Root a échoué (ligne 2) : exception : "),
+        ("de", "der before_agent_callback von Root ist fehlgeschlagen (Zeile 2): Ausnahme: "),
+    ],
+)
+def test_a_failing_callback_reads_in_the_language_its_exception_verbatim(language, frame):
+    """The frame (what failed, where, the kind of failure) is translated; what Python raised
+    in the designer's code is the program's output and stays as Python wrote it."""
+    from django.utils import translation
+
+    from agents.i18n import localize
+
+    error = _failing_callback(
+        "def before_agent_callback(callback_context):\n    return undefined_name\n"
+    )
+    assert error.message.startswith(
+        "the before_agent_callback of Root failed (line 2): exception: "
+    )
+    with translation.override(language):
+        shown = localize(error.message)
+    assert shown.startswith(frame), shown
+    assert "NameError: name 'undefined_name' is not defined" in shown
+    assert error.code == "SC410"
+
+
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("fr", "délai d'attente : temps imparti dépassé"),
+        ("de", "Zeitlimit: Laufzeit überschritten"),
+    ],
+)
+def test_the_sandboxs_own_limits_read_in_the_language(language, words):
+    from django.utils import translation
+
+    from agents.i18n import localize
+    from agents.sandbox.code_runner import error_message
+
+    message = error_message("timeout", "time limit exceeded")
+    assert message == "timeout: time limit exceeded"  # the English is unchanged
+    with translation.override(language):
+        assert localize(message) == words
+    big = error_message("output_too_large", "the sandbox answer is larger than 1000 bytes")
+    with translation.override(language):
+        assert "1000" in localize(big) and "larger" not in localize(big)
