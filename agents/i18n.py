@@ -10,7 +10,11 @@ taken the language cookie or the request's Accept-Language.
 
 from __future__ import annotations
 
+import functools
+import gettext
+import re
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -130,6 +134,72 @@ def localized_data(data: Any) -> Any:
             elif name in data:
                 out[name] = localize(message_from_data(stored, str(english)))
     return out
+
+
+# ---------------------------------------------------------------- messages stored as English
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
+
+
+@functools.cache
+def _templates() -> tuple[tuple[str, re.Pattern[str], int], ...]:
+    """Every message template of the catalog with placeholders, as a pattern that reads its
+    parameters back out of the English text; the most specific (most literal text) first."""
+    path = Path(settings.LOCALE_PATHS[0]) / "fr" / "LC_MESSAGES" / "django.mo"
+    try:
+        with path.open("rb") as handle:
+            keys = gettext.GNUTranslations(handle)._catalog  # type: ignore[attr-defined]
+    except OSError:
+        return ()
+    found = []
+    for key in keys:
+        if not isinstance(key, str) or "%(" not in key or "\x04" in key:
+            continue
+        pattern, seen, position, literal = [], set(), 0, 0
+        for match in _PLACEHOLDER.finditer(key):
+            pattern.append(re.escape(key[position : match.start()]))
+            literal += match.start() - position
+            name = match.group(1)
+            if name is None:
+                pattern.append("%")
+            elif name in seen:
+                pattern.append(f"(?P={name})")
+            else:
+                pattern.append(f"(?P<{name}>.+?)")
+                seen.add(name)
+            position = match.end()
+        pattern.append(re.escape(key[position:]))
+        literal += len(key) - position
+        found.append((key, re.compile("".join(pattern), re.S), literal))
+    return tuple(sorted(found, key=lambda t: -t[2]))
+
+
+def recovered_message(text: str) -> str:
+    """The `Message` an English `text` was made from, when one template of the catalog reads
+    it back exactly (and no other as specific does; its own words most of the text); else
+    `text` as it is. For reports stored before their templates were kept: the parameters
+    come back as the text they were (names, values), so a name is never translated."""
+    if isinstance(text, Message) or not isinstance(text, str) or not text:
+        return text
+    # A template's own words must be most of the text: a short one (`%(done)s of %(total)s`)
+    # reads any sentence with an "of" in it back, wrongly.
+    least = max(12, 0.4 * len(text))
+    best: list[Message] = []
+    best_literal = 0
+    for template, pattern, literal in _templates():
+        if literal < least or (best and literal < best_literal):
+            break
+        match = pattern.fullmatch(text)
+        if match is None:
+            continue
+        try:
+            candidate = Message(template, **match.groupdict())
+        except (KeyError, ValueError, TypeError):
+            continue
+        if candidate == text:
+            best.append(candidate)
+            best_literal = literal
+    return best[0] if len(best) == 1 else text
 
 
 def _localized_row(row: dict[str, Any]) -> dict[str, Any]:

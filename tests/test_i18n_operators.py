@@ -255,3 +255,65 @@ def test_the_sandboxs_own_limits_read_in_the_language(language, words):
     big = error_message("output_too_large", "the sandbox answer is larger than 1000 bytes")
     with translation.override(language):
         assert "1000" in localize(big) and "larger" not in localize(big)
+
+
+# ---------------------------------------------------------------- import reports stored before
+
+
+@pytest.mark.django_db
+def test_an_import_report_stored_before_its_templates_reads_in_french_where_it_can(
+    signed_in, shop
+):
+    """Reports stored before the templates were kept hold English only: a message one
+    template of the catalog reads back exactly is shown in French (its values as stored);
+    the others stay English, and the page says why."""
+    from agents.models import AuditEvent
+
+    recognised = (
+        "the ZIP also has other/app.json; app.json is read and other/app.json kept as it is"
+    )
+    unknown = "a message no template of this version makes"
+    report = {
+        "kind": "cx",
+        "file": "old.zip",
+        "counts": {"error": 0, "warning": 2, "info": 0},
+        "files": [
+            {
+                "file": "app.json",
+                "kept_whole": False,
+                "diagnostics": [
+                    {"severity": "warning", "code": "SC604", "field": "", "message": recognised},
+                    {"severity": "warning", "code": "SC606", "field": "", "message": unknown},
+                ],
+            }
+        ],
+        "kept_files": 0,
+    }
+    AuditEvent.objects.create(
+        app=shop, app_name=shop.name, action="app.import", object_type="app", after=report
+    )
+    url = f"/apps/{shop.pk}/import-report"
+    french = signed_in.get(url, HTTP_ACCEPT_LANGUAGE="fr").content.decode()
+    assert (
+        "le ZIP contient aussi other/app.json ; app.json est lu et other/app.json conservé"
+        in french
+    )
+    assert unknown in french
+    assert 'data-stored-in-english="1"' in french and "1 message est affiché en anglais" in french
+    english = signed_in.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert recognised in english and "data-stored-in-english" not in english
+
+
+def test_a_name_in_an_old_message_is_never_translated():
+    """`recovered_message` gives the parameters back as they were written: a variable named
+    like a word of the catalog (`name`, `Text`) stays its name."""
+    from django.utils import translation
+
+    from agents.i18n import localize, recovered_message
+
+    text = "the ZIP also has Text; name is read and Text kept as it is"
+    message = recovered_message(text)
+    assert message == text and message.template.startswith("the ZIP also has")
+    with translation.override("de"):
+        assert "Text" in localize(message) and "name" in localize(message)
+    assert recovered_message("not a template at all") == "not a template at all"

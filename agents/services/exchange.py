@@ -46,6 +46,7 @@ from agents.core.formats import from_native, loads_native, to_native
 from agents.core.lint import lint_app
 from agents.core.script import format_script
 from agents.core.spec import AppSpec, ScenarioSpec
+from agents.i18n import recovered_message
 from agents.models import AgentApp, Job, JobStatus, Scenario
 from agents.services import ServiceError, jobs
 from agents.services.common import changed
@@ -305,11 +306,16 @@ def app_import_report(app: AgentApp) -> dict[str, Any] | None:
     report = event.after
     if not isinstance(report, dict):
         return report
+    english = 0  # rows stored before their templates were kept, and not recognised
     for group in report.get("files", []):
         for row in group.get("diagnostics", []):
             stored = row.pop("i18n", None)
             if stored is not None:
                 row["message"] = message_from_data(stored, row.get("message", ""))
+            elif isinstance(row.get("message"), str):
+                row["message"] = recovered_message(row["message"])
+                english += not isinstance(row["message"], Message)
+    report["stored_in_english"] = english
     return report
 
 
