@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from agents import selectors
 from agents.core.diagnostics import Diagnostic, Severity, strip_prefix
 from agents.core.formats import dumps_native
+from agents.i18n import localize
 from agents.models import AgentApp, Job, JobStatus
 from agents.ratelimit import rate_limited
 from agents.services import exchange, jobs
@@ -140,9 +141,11 @@ def app_import_evalset(request: HttpRequest, app_id: int) -> HttpResponse:
     app, access = selectors.app_for_user(request.user, app_id, edit=True)
     upload = request.FILES.get("evalset")
     if upload is None or upload.size > MAX_UPLOAD_BYTES:
-        problem = "Choose an ADK evalset file (.evalset.json)."
+        problem = _("Choose an ADK evalset file (.evalset.json).")
         if upload is not None:
-            problem = f"The file is over {MAX_UPLOAD_BYTES // (1024 * 1024)} MB."
+            problem = _("The file is over %(size)s MB.") % {
+                "size": MAX_UPLOAD_BYTES // (1024 * 1024)
+            }
         context = _export_context(app, access, evalset_error=problem)
         return render(request, TEMPLATE, context, status=400)
     filename = upload.name or "evalset.json"
@@ -154,10 +157,14 @@ def app_import_evalset(request: HttpRequest, app_id: int) -> HttpResponse:
         rows = _rows(exc.diagnostics, filename)
         context = _export_context(app, access, evalset_rows=rows)
         return render(request, TEMPLATE, context, status=400)
-    summary = f"Added {len(created)} scenario{'s' if len(created) != 1 else ''} from {filename}."
+    summary = ngettext(
+        "Added %(count)s scenario from %(file)s.",
+        "Added %(count)s scenarios from %(file)s.",
+        len(created),
+    ) % {"count": len(created), "file": filename}
     warnings = [d for d in notes if d.severity is not Severity.INFO]
     if warnings:
-        summary += " " + " ".join(d.message for d in warnings[:3])
+        summary += " " + " ".join(localize(d.message) for d in warnings[:3])
     messages.success(request, summary)
     return redirect("app-designer", app_id=app.pk)
 
@@ -195,7 +202,7 @@ def app_import(request: HttpRequest) -> HttpResponse:
             owner=request.user, data=data, name=typed_name or None, filename=filename
         )
     except jobs.JobLimitError as exc:
-        context["file_error"] = str(exc)
+        context["file_error"] = exc.localized()
         return render(request, TEMPLATE, context, status=429)
     except exchange.ImportRefused as exc:
         context["kind"] = exc.kind

@@ -261,9 +261,7 @@ def test_the_sandboxs_own_limits_read_in_the_language(language, words):
 
 
 @pytest.mark.django_db
-def test_an_import_report_stored_before_its_templates_reads_in_french_where_it_can(
-    signed_in, shop
-):
+def test_an_import_report_stored_before_its_templates_reads_in_french_where_it_can(signed_in, shop):
     """Reports stored before the templates were kept hold English only: a message one
     template of the catalog reads back exactly is shown in French (its values as stored);
     the others stay English, and the page says why."""
@@ -317,3 +315,48 @@ def test_a_name_in_an_old_message_is_never_translated():
     with translation.override("de"):
         assert "Text" in localize(message) and "name" in localize(message)
     assert recovered_message("not a template at all") == "not a template at all"
+
+
+# ---------------------------------------------------------------- jobs: results and limits
+
+
+@pytest.mark.django_db
+def test_a_stored_evaluation_reads_in_the_language_of_whoever_reads_it(
+    signed_in, user, shop, run_jobs
+):
+    """A job's result is stored once; its messages keep their templates, so the API answers
+    in each request's language (the same codes, values and keys)."""
+    from tests.test_evaluate_command import break_add_to_cart
+
+    break_add_to_cart(shop, user)
+    location = signed_in.post(f"/api/apps/{shop.pk}/evaluate")["Location"]
+    run_jobs()
+    bodies = {
+        lang: signed_in.get(location, HTTP_ACCEPT_LANGUAGE=lang).json()["result"]
+        for lang in ("en", "fr", "de")
+    }
+
+    def state(body):
+        golden = next(s for s in body["scenarios"] if s["name"] == "Buy a product")
+        return next(r for r in golden["results"] if r["kind"] == "state")
+
+    assert state(bodies["en"])["differences"] == ["cart_total: expected 39, got 42"]
+    assert state(bodies["de"])["differences"] == ["cart_total: 39 erwartet, erhalten: 42"]
+    assert state(bodies["fr"])["message"] != state(bodies["en"])["message"]
+    for body in bodies.values():
+        assert "i18n" not in json.dumps(body)
+        assert state(body)["expected"] == {"cart_total": 39}
+    assert bodies["en"]["summary"] == bodies["fr"]["summary"] == bodies["de"]["summary"]
+
+
+@pytest.mark.django_db
+def test_the_job_limit_is_refused_in_german(user, bank, settings):
+    settings.JOBS_MAX_ACTIVE_PER_USER = 1
+    client = APIClient()
+    client.force_login(user)
+    url = f"/api/apps/{bank.pk}/evaluate"
+    assert client.post(url).status_code == 202
+    refused = client.post(url, HTTP_ACCEPT_LANGUAGE="de")
+    assert refused.status_code == 429
+    assert refused.json()["detail"].startswith("Zu viele Jobs: Sie haben 1 wartende")
+    assert "JOBS_MAX_ACTIVE_PER_USER=1" in refused.json()["detail"]

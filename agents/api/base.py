@@ -221,7 +221,7 @@ def submit(request: Request, **kwargs: Any) -> Job:
     try:
         return jobs.job_submit(owner=request.user, **kwargs)
     except jobs.JobLimitError as exc:
-        raise exceptions.Throttled(detail=str(exc)) from exc
+        raise exceptions.Throttled(detail=exc.localized()) from exc
 
 
 def checked_model(app: AgentApp, name: str | None) -> str | None:

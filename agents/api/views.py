@@ -262,7 +262,7 @@ class AppImportView(ApiView):
                 owner=request.user, data=data, name=name, filename=filename
             )
         except jobs.JobLimitError as exc:
-            raise exceptions.Throttled(detail=str(exc)) from exc
+            raise exceptions.Throttled(detail=exc.localized()) from exc
         except exchange.ImportRefused as exc:
             body = {
                 "detail": _("%(file)s: not imported; nothing was created.") % {"file": filename},

@@ -39,7 +39,8 @@ from django.tasks import task
 from django.utils import timezone
 
 from agents.core import rules
-from agents.i18n import localized_data
+from agents.core.diagnostics import Message
+from agents.i18n import localize, localized_data
 from agents.models import JOB_ACTIVE, JOB_FINISHED, AgentApp, Job, JobItem, JobStatus
 from agents.services.common import Actor
 from agents.services.simulation import Caps
@@ -107,11 +108,18 @@ class JobLimitError(Exception):
     def __init__(self, active: int, limit: int) -> None:
         self.active = active
         self.limit = limit
-        super().__init__(
-            f"Too many jobs: you have {active} queued or running, and at most {limit} are "
-            f"allowed at once (JOBS_MAX_ACTIVE_PER_USER={limit}). Wait for one to finish, "
-            "or cancel one."
+        self.message = Message(
+            "Too many jobs: you have %(active)s queued or running, and at most %(limit)s are "
+            "allowed at once (JOBS_MAX_ACTIVE_PER_USER=%(limit)s). Wait for one to finish, "
+            "or cancel one.",
+            active=active,
+            limit=limit,
         )
+        super().__init__(self.message)
+
+    def localized(self) -> str:
+        """The message in the reader's language (`str(error)` is English)."""
+        return localize(self.message)
 
 
 class JobStopped(Exception):
