@@ -360,3 +360,41 @@ def test_the_job_limit_is_refused_in_german(user, bank, settings):
     assert refused.status_code == 429
     assert refused.json()["detail"].startswith("Zu viele Jobs: Sie haben 1 wartende")
     assert "JOBS_MAX_ACTIVE_PER_USER=1" in refused.json()["detail"]
+
+
+# ---------------------------------------------------------------- a default that fails its schema
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("fr", ["la propriété obligatoire 'id' est absente", "n'est pas un nombre entier"]),
+        ("de", ["die erforderliche Eigenschaft 'id' fehlt", "ist nicht eine ganze Zahl"]),
+    ],
+)
+def test_a_default_that_fails_its_schema_is_explained_in_the_language(user, shop, language, words):
+    """The JSON Schema problems (missing property, wrong type) are the core's words: they
+    read in the designer's language, the names and values in them as typed."""
+    client = APIClient()
+    client.force_login(user)
+    schema = {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "age": {"type": "integer"}},
+        "required": ["id"],
+    }
+    created = client.post(
+        f"/api/apps/{shop.pk}/schemas/",
+        {"name": "Visitor", "json_schema": schema},
+        format="json",
+    )
+    assert created.status_code == 201, created.json()
+    body = {"name": "customer", "type": "object", "schema": "Visitor", "default": {"age": "x"}}
+    url = f"/api/apps/{shop.pk}/variables/"
+    english = client.post(url, body, format="json", HTTP_ACCEPT_LANGUAGE="en").json()
+    other = client.post(url, body, format="json", HTTP_ACCEPT_LANGUAGE=language).json()
+    text = " ".join(d["message"] for d in other["diagnostics"])
+    for phrase in words:
+        assert phrase in text, text
+    assert "is missing" not in text and "is not a whole number" not in text
+    assert [d["code"] for d in other["diagnostics"]] == [d["code"] for d in english["diagnostics"]]
