@@ -71,6 +71,9 @@ def test_the_schema_in_french_keeps_its_shape(user):
     assert variable["type"] == english["components"]["schemas"]["VariableIn"]["properties"]["type"]
     assert variable["default"]["description"].startswith("JSON typé : un nombre")
     assert "valeur par défaut" in json.dumps(french, ensure_ascii=False)
+    # drf-spectacular's `?lang=` says it too (a link to the schema in one language).
+    response = client.get("/api/schema/?format=json&lang=de", HTTP_ACCEPT_LANGUAGE="en")
+    assert "Standardwert" in response.content.decode()
 
 
 # ---------------------------------------------------------------- the API's own refusals
