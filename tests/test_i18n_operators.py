@@ -401,3 +401,28 @@ def test_a_default_that_fails_its_schema_is_explained_in_the_language(user, shop
         assert phrase in text, text
     assert "is missing" not in text and "is not a whole number" not in text
     assert [d["code"] for d in other["diagnostics"]] == [d["code"] for d in english["diagnostics"]]
+
+
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("fr", "la condition se termine trop tôt : il manque une valeur"),
+        ("de", "die Bedingung endet zu früh: ein Wert fehlt"),
+    ],
+)
+def test_why_a_condition_cannot_be_read_is_in_the_language(language, words):
+    from django.utils import translation
+
+    from agents.core import AgentSpec, AppSpec, lint_app
+    from agents.i18n import localize
+
+    app = AppSpec(
+        name="Shop",
+        agents=(
+            AgentSpec(name="Root", instructions="{% if channel == %}web{% endif %}", is_root=True),
+        ),
+    )
+    (problem,) = [d for d in lint_app(app) if d.code == "SC115"]
+    assert "the condition ends too early: a value is missing" in problem.message
+    with translation.override(language):
+        assert words in localize(problem.message)

@@ -74,9 +74,11 @@ def _structure_problem(error: Any) -> str:
         fixed = re.sub(r"[^A-Za-z0-9_]", "_", given) or "_"
         if fixed[0].isdigit():
             fixed = "_" + fixed
-        return (
-            f"{quoted(given)} is not a valid name: use only letters, digits and underscores, "
-            f"not starting with a digit (for example {quoted(fixed)})"
+        return Message(
+            "%(given)s is not a valid name: use only letters, digits and underscores, "
+            "not starting with a digit (for example %(fixed)s)",
+            given=quoted(given),
+            fixed=quoted(fixed),
         )
     return describe_validation_error(error)
 
