@@ -426,3 +426,15 @@ def test_why_a_condition_cannot_be_read_is_in_the_language(language, words):
     assert "the condition ends too early: a value is missing" in problem.message
     with translation.override(language):
         assert words in localize(problem.message)
+
+
+@pytest.mark.django_db
+def test_load_demo_and_purge_expired_speak_the_operators_language(monkeypatch):
+    monkeypatch.setenv("LANGUAGE", "fr")
+    out = io.StringIO()
+    call_command("load_demo", stdout=out)
+    assert "Applications de démonstration prêtes : " in out.getvalue()
+    assert "nom d'utilisateur : " in out.getvalue()
+    out = io.StringIO()
+    call_command("purge_expired", "--language", "de", stdout=out)
+    assert out.getvalue().startswith("Abgelaufene Sitzungen und 0 beendete")
