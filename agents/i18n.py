@@ -142,18 +142,30 @@ _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
 
 
 @functools.cache
-def _templates() -> tuple[tuple[str, re.Pattern[str], int], ...]:
-    """Every message template of the catalog with placeholders, as a pattern that reads its
-    parameters back out of the English text; the most specific (most literal text) first."""
+def _msgids() -> tuple[str, ...]:
+    """The English msgids of our catalog (the same in every language's)."""
     path = Path(settings.LOCALE_PATHS[0]) / "fr" / "LC_MESSAGES" / "django.mo"
     try:
         with path.open("rb") as handle:
             keys = gettext.GNUTranslations(handle)._catalog  # type: ignore[attr-defined]
     except OSError:
         return ()
+    return tuple(k for k in keys if isinstance(k, str) and k and "\x04" not in k)
+
+
+@functools.cache
+def _plain() -> frozenset[str]:
+    """The msgids without parameters: a stored text equal to one is that message."""
+    return frozenset(k for k in _msgids() if "%" not in k)
+
+
+@functools.cache
+def _templates() -> tuple[tuple[str, re.Pattern[str], int], ...]:
+    """Every message template of the catalog with placeholders, as a pattern that reads its
+    parameters back out of the English text; the most specific (most literal text) first."""
     found = []
-    for key in keys:
-        if not isinstance(key, str) or "%(" not in key or "\x04" in key:
+    for key in _msgids():
+        if "%(" not in key:
             continue
         pattern, seen, position, literal = [], set(), 0, 0
         for match in _PLACEHOLDER.finditer(key):
@@ -181,6 +193,8 @@ def recovered_message(text: str) -> str:
     come back as the text they were (names, values), so a name is never translated."""
     if isinstance(text, Message) or not isinstance(text, str) or not text:
         return text
+    if text in _plain():
+        return Message(text)
     # A template's own words must be most of the text: a short one (`%(done)s of %(total)s`)
     # reads any sentence with an "of" in it back, wrongly.
     least = max(12, 0.4 * len(text))

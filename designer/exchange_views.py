@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from agents import selectors
 from agents.core.diagnostics import Diagnostic, Severity, strip_prefix
 from agents.core.formats import dumps_native
-from agents.i18n import localize
+from agents.i18n import localize, recovered_message
 from agents.models import AgentApp, Job, JobStatus
 from agents.ratelimit import rate_limited
 from agents.services import exchange, jobs
@@ -269,7 +269,10 @@ def app_import_job(request: HttpRequest, import_job_id: object) -> HttpResponse:
         context["rows"] = result["diagnostics"]
         context["report"] = result["report"]
     elif finished:
-        context["file_error"] = f"{filename} was not imported: {job.error or job.status}."
+        context["file_error"] = _("%(file)s was not imported: %(why)s.") % {
+            "file": filename,
+            "why": localize(recovered_message(job.error)) if job.error else job.status,
+        }
     if request.htmx:
         return render(request, f"{TEMPLATE}#import-job", context)
     return render(request, TEMPLATE, context)

@@ -438,3 +438,37 @@ def test_load_demo_and_purge_expired_speak_the_operators_language(monkeypatch):
     out = io.StringIO()
     call_command("purge_expired", "--language", "de", stdout=out)
     assert out.getvalue().startswith("Abgelaufene Sitzungen und 0 beendete")
+
+
+@pytest.mark.django_db
+def test_a_cancelled_jobs_reason_reads_in_the_language(user, bank):
+    client = APIClient()
+    client.force_login(user)
+    location = client.post(f"/api/apps/{bank.pk}/evaluate")["Location"]
+    assert client.post(location + "cancel").status_code == 200
+    assert client.get(location, HTTP_ACCEPT_LANGUAGE="en").json()["error"] == (
+        "Cancelled before it ran."
+    )
+    assert client.get(location, HTTP_ACCEPT_LANGUAGE="de").json()["error"] == (
+        "Abgebrochen, bevor er lief."
+    )
+    assert client.get(location, HTTP_ACCEPT_LANGUAGE="fr").json()["status"] == "cancelled"
+
+
+@pytest.mark.django_db
+def test_a_queued_import_reads_in_german(signed_in, shop, settings):
+    """A state the page crawl never sees (the import still queued) is translated too."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from agents.core.formats import dumps_native
+    from agents.services import exchange
+
+    settings.IMPORT_JOB_MIN_BYTES = 0  # every upload imports as a job
+    text = dumps_native(exchange.app_export_native(shop), "json").encode()
+    response = signed_in.post(
+        "/apps/import", {"file": SimpleUploadedFile("shop.json", text)}, HTTP_ACCEPT_LANGUAGE="de"
+    )
+    page = signed_in.get(response["Location"], HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert "In der Warteschlange: <code>shop.json</code> (eine große Datei)" in page
+    assert re.search(r"<progress [^>]*aria-label=\"Import\">\d+ von \d+</progress>", page)
+    assert "Queued" not in page and "Refresh" not in page
