@@ -62,6 +62,18 @@ def _empty_cache():
     cache.clear()
 
 
+@pytest.fixture(autouse=True)
+def _no_language_left_active():
+    """Each test starts and ends in LANGUAGE_CODE: a request through the test client
+    activates its language in this thread (LocaleMiddleware) and nothing deactivates it, so
+    a German request used to leave the next test's forms rendered in German."""
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()
+
+
 @pytest.fixture
 def user(django_user_model):
     return django_user_model.objects.create_user(username="ada", password="pw-ada-123456")

@@ -588,14 +588,15 @@ def _size(value: Any) -> int:
 
 
 def json_kind(value: Any) -> str:
+    """What kind of JSON value `value` is, in words (a `Message`; `null` as it is)."""
     if isinstance(value, list):
-        return "a list"
+        return Message("a list")
     if isinstance(value, str):
-        return "text"
+        return Message("text")
     if isinstance(value, bool):
-        return "true or false"
+        return Message("true or false")
     if value is None:
         return "null"
     if isinstance(value, (int, float)):
-        return "a number"
-    return "an object"
+        return Message("a number")
+    return Message("an object")
