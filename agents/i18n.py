@@ -123,6 +123,8 @@ def localized_data(data: Any) -> Any:
         return data
     out = {k: localized_data(v) for k, v in data.items() if k != "i18n"}
     kept = data.get("i18n")
+    if isinstance(kept, dict) and "template" in kept:  # the history's form: the message's
+        kept = {"message": kept}
     if isinstance(kept, dict):
         for name, stored in kept.items():
             english = data.get(name)

@@ -473,3 +473,43 @@ def test_a_queued_import_reads_in_german(signed_in, shop, settings):
     progress = re.search(r"<progress [^>]*>([^<]*)</progress>", page)
     assert progress and re.fullmatch(r"\d+ von \d+", progress[1]), progress
     assert "Queued" not in page and "Refresh" not in page
+
+
+@pytest.mark.django_db
+def test_a_large_imports_report_reads_in_the_language_through_the_api(user, settings, run_jobs):
+    """An import run as a job keeps its report in the job's result: read in French and in
+    German through the API (the same codes and fields), English stored once."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    settings.IMPORT_JOB_MIN_BYTES = 0
+    client = APIClient()
+    client.force_login(user)
+    broken = json.dumps(
+        {
+            "format": "statecraft.app",
+            "version": 1,
+            "app": {"name": "Shop", "variables": [{"name": "9 lives", "type": "text"}]},
+        }
+    ).encode()
+    response = client.post(
+        "/api/apps/import", {"file": SimpleUploadedFile("shop.json", broken)}, format="multipart"
+    )
+    assert response.status_code == 202, response.json()
+    run_jobs()
+    bodies = {
+        lang: client.get(response["Location"], HTTP_ACCEPT_LANGUAGE=lang).json()
+        for lang in ("en", "fr", "de")
+    }
+    assert {b["status"] for b in bodies.values()} == {"failed"}
+    rows = {
+        lang: [r for g in b["result"]["report"]["files"] for r in g["diagnostics"]]
+        for lang, b in bodies.items()
+    }
+    assert [(r["code"], r["field"]) for r in rows["fr"]] == [
+        (r["code"], r["field"]) for r in rows["en"]
+    ]
+    assert any("n'est pas un nom valide" in r["message"] for r in rows["fr"]), rows["fr"]
+    assert any("kein gültiger Name" in r["message"] for r in rows["de"]), rows["de"]
+    assert bodies["fr"]["result"]["detail"] == "shop.json : non importé ; rien n'a été créé."
+    assert bodies["de"]["error"] == "shop.json: nicht importiert; nichts wurde erstellt."
+    assert "i18n" not in json.dumps(bodies["fr"])
