@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from agents.core.formats import dumps_native
-from agents.i18n import action_words, word
+from agents.i18n import action_words, localize, word
 from agents.models import (
     AppLabel,
     AppModelDefault,
@@ -344,10 +344,15 @@ class AppModelDefaultForm(forms.ModelForm):
         try:
             known = endpoints()
         except ServiceError as exc:
-            raise forms.ValidationError(str(exc)) from None
+            raise forms.ValidationError(
+                "; ".join(localize(d.message) for d in exc.diagnostics)
+            ) from None
         if name not in known:
-            names = ", ".join(sorted(known)) or "none configured"
-            raise forms.ValidationError(f"No model named {name!r} (configured: {names}).")
+            names = ", ".join(sorted(known)) or _("none configured")
+            raise forms.ValidationError(
+                _("No model named %(name)s (configured: %(names)s).")
+                % {"name": repr(name), "names": names}
+            )
         return name
 
 

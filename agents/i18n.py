@@ -10,7 +10,11 @@ taken the language cookie or the request's Accept-Language.
 
 from __future__ import annotations
 
+import functools
+import gettext
+import re
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -19,7 +23,7 @@ from django.utils import formats, translation
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
-from agents.core.diagnostics import Diagnostic, render
+from agents.core.diagnostics import Diagnostic, Message, message_data, message_from_data, render
 
 LANGUAGE_CODES = tuple(code for code, _ in settings.LANGUAGES)
 
@@ -96,6 +100,124 @@ def localized_report(report: dict[str, Any]) -> dict[str, Any]:
     return {**report, "files": files}
 
 
+def with_i18n(data: dict[str, Any], *fields: str) -> dict[str, Any]:
+    """`data` (about to be stored as JSON) with the templates and parameters of its message
+    `fields` (a message, or a list of them) kept beside the English under ``i18n``, so that
+    `localized_data` shows them in the reader's language later (a job's stored result)."""
+    kept: dict[str, Any] = {}
+    for name in fields:
+        value = data.get(name)
+        if isinstance(value, Message):
+            kept[name] = message_data(value)
+        elif isinstance(value, list | tuple) and any(isinstance(v, Message) for v in value):
+            kept[name] = [message_data(v) for v in value]
+    return {**data, "i18n": kept} if kept else data
+
+
+def localized_data(data: Any) -> Any:
+    """Stored JSON data with every message `with_i18n` kept rendered in the active language
+    (and the ``i18n`` keys gone); data without them (stored before) is left in English."""
+    if isinstance(data, list):
+        return [localized_data(item) for item in data]
+    if not isinstance(data, dict):
+        return data
+    out = {k: localized_data(v) for k, v in data.items() if k != "i18n"}
+    kept = data.get("i18n")
+    if isinstance(kept, dict) and "template" in kept:  # the history's form: the message's
+        kept = {"message": kept}
+    if isinstance(kept, dict):
+        for name, stored in kept.items():
+            english = data.get(name)
+            if isinstance(stored, list) and isinstance(english, list):
+                out[name] = [
+                    localize(message_from_data(s, str(e)))
+                    for s, e in zip(stored, english, strict=False)
+                ]
+            elif name in data:
+                out[name] = localize(message_from_data(stored, str(english)))
+    return out
+
+
+# ---------------------------------------------------------------- messages stored as English
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
+
+
+@functools.cache
+def _msgids() -> tuple[str, ...]:
+    """The English msgids of our catalog (the same in every language's)."""
+    path = Path(settings.LOCALE_PATHS[0]) / "fr" / "LC_MESSAGES" / "django.mo"
+    try:
+        with path.open("rb") as handle:
+            keys = gettext.GNUTranslations(handle)._catalog  # type: ignore[attr-defined]
+    except OSError:
+        return ()
+    return tuple(k for k in keys if isinstance(k, str) and k and "\x04" not in k)
+
+
+@functools.cache
+def _plain() -> frozenset[str]:
+    """The msgids without parameters: a stored text equal to one is that message."""
+    return frozenset(k for k in _msgids() if "%" not in k)
+
+
+@functools.cache
+def _templates() -> tuple[tuple[str, re.Pattern[str], int], ...]:
+    """Every message template of the catalog with placeholders, as a pattern that reads its
+    parameters back out of the English text; the most specific (most literal text) first."""
+    found = []
+    for key in _msgids():
+        if "%(" not in key:
+            continue
+        pattern, seen, position, literal = [], set(), 0, 0
+        for match in _PLACEHOLDER.finditer(key):
+            pattern.append(re.escape(key[position : match.start()]))
+            literal += match.start() - position
+            name = match.group(1)
+            if name is None:
+                pattern.append("%")
+            elif name in seen:
+                pattern.append(f"(?P={name})")
+            else:
+                pattern.append(f"(?P<{name}>.+?)")
+                seen.add(name)
+            position = match.end()
+        pattern.append(re.escape(key[position:]))
+        literal += len(key) - position
+        found.append((key, re.compile("".join(pattern), re.S), literal))
+    return tuple(sorted(found, key=lambda t: -t[2]))
+
+
+def recovered_message(text: str) -> str:
+    """The `Message` an English `text` was made from, when one template of the catalog reads
+    it back exactly (and no other as specific does; its own words most of the text); else
+    `text` as it is. For reports stored before their templates were kept: the parameters
+    come back as the text they were (names, values), so a name is never translated."""
+    if isinstance(text, Message) or not isinstance(text, str) or not text:
+        return text
+    if text in _plain():
+        return Message(text)
+    # A template's own words must be most of the text: a short one (`%(done)s of %(total)s`)
+    # reads any sentence with an "of" in it back, wrongly.
+    least = max(12, 0.4 * len(text))
+    best: list[Message] = []
+    best_literal = 0
+    for template, pattern, literal in _templates():
+        if literal < least or (best and literal < best_literal):
+            break
+        match = pattern.fullmatch(text)
+        if match is None:
+            continue
+        try:
+            candidate = Message(template, **match.groupdict())
+        except (KeyError, ValueError, TypeError):
+            continue
+        if candidate == text:
+            best.append(candidate)
+            best_literal = literal
+    return best[0] if len(best) == 1 else text
+
+
 def _localized_row(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "message": localize(row["message"])}
 
@@ -144,7 +266,7 @@ class UserLanguageMiddleware:
         return self.get_response(request)
 
 
-# Words of Django 6 and Django REST framework that their own German catalogs do not have
+# Words of Django 6, Django REST framework and drf-spectacular that their own catalogs lack
 # yet, shown in the admin: "Run" (the actions button), "- Select an option -" (an empty
 # choice), and the token app's names on the admin index. They are in ours (LOCALE_PATHS
 # come first).
@@ -154,4 +276,7 @@ DJANGO_GAPS = (
     gettext_noop("Auth Token"),
     gettext_noop("Token"),
     gettext_noop("Tokens"),
+    # drf-spectacular's, in the API schema (it has no French or German catalog).
+    gettext_noop("No response body"),
+    gettext_noop('Token-based authentication with required prefix "%s"'),
 )

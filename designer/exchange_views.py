@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from agents import selectors
 from agents.core.diagnostics import Diagnostic, Severity, strip_prefix
 from agents.core.formats import dumps_native
-from agents.i18n import localize
+from agents.i18n import localize, localized_data, recovered_message
 from agents.models import AgentApp, Job, JobStatus
 from agents.ratelimit import rate_limited
 from agents.services import exchange, jobs
@@ -202,7 +202,7 @@ def app_import(request: HttpRequest) -> HttpResponse:
             owner=request.user, data=data, name=typed_name or None, filename=filename
         )
     except jobs.JobLimitError as exc:
-        context["file_error"] = str(exc)
+        context["file_error"] = exc.localized()
         return render(request, TEMPLATE, context, status=429)
     except exchange.ImportRefused as exc:
         context["kind"] = exc.kind
@@ -242,7 +242,7 @@ def app_import_job(request: HttpRequest, import_job_id: object) -> HttpResponse:
     if job.kind != "import_app":
         raise Http404("No such import of yours.")
     filename = job.params.get("filename") or "upload"
-    result = job.result or {}
+    result = localized_data(job.result or {})  # its messages in the reader's language
     finished = jobs.is_finished(job)
     if finished and request.htmx:  # the whole page, once: the app, or the refusal
         response = HttpResponse(status=204)
@@ -269,7 +269,10 @@ def app_import_job(request: HttpRequest, import_job_id: object) -> HttpResponse:
         context["rows"] = result["diagnostics"]
         context["report"] = result["report"]
     elif finished:
-        context["file_error"] = f"{filename} was not imported: {job.error or job.status}."
+        context["file_error"] = _("%(file)s was not imported: %(why)s.") % {
+            "file": filename,
+            "why": localize(recovered_message(job.error)) if job.error else job.status,
+        }
     if request.htmx:
         return render(request, f"{TEMPLATE}#import-job", context)
     return render(request, TEMPLATE, context)

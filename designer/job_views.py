@@ -14,9 +14,12 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import selectors
+from agents.core.diagnostics import Message
+from agents.i18n import localize
 from agents.models import JOB_ACTIVE, AgentApp, Job, JobItem, JobStatus
 from agents.ratelimit import rate_limited
 from agents.services import jobs, live_models
@@ -60,7 +63,7 @@ def app_run_all(request: HttpRequest, app_id: int) -> HttpResponse:
         try:
             live_models.resolve_model(app, model)
         except ServiceError as exc:
-            message = " ".join(d.message for d in exc.diagnostics)
+            message = " ".join(localize(d.message) for d in exc.diagnostics)
             return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
     try:
         job = jobs.job_submit(
@@ -70,7 +73,7 @@ def app_run_all(request: HttpRequest, app_id: int) -> HttpResponse:
             params={"model": model} if model else {},
         )
     except jobs.JobLimitError as exc:
-        return HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8")
+        return HttpResponse(exc.localized(), status=429, content_type="text/plain; charset=utf-8")
     if request.htmx:
         return render_run_all(request, app, access, job)
     context = designer_context(request, app, access)
@@ -138,8 +141,9 @@ def render_live_job(
         outcome = simulation.job_outcome(job)
     conversation = simulation.build_conversation(app, agent, params, request.user, outcome=outcome)
     if outcome is None:
-        why = "Cancelled." if job.status == JobStatus.CANCELLED else job.error
-        conversation.diagnostics.insert(0, error("live", f"The live run stopped: {why}", "SC482"))
+        why = Message("Cancelled.") if job.status == JobStatus.CANCELLED else job.error
+        stopped = Message("The live run stopped: %(why)s", why=why)
+        conversation.diagnostics.insert(0, error("live", stopped, "SC482"))
     context["conversation"] = conversation
     return render(request, f"{DESIGNER}#conversation-panel", context)
 
@@ -157,7 +161,7 @@ def submit_live(
         iter(scenarios), None
     )
     if scenario is None:
-        return HttpResponse("Add a scenario first.", status=400)
+        return HttpResponse(_("Add a scenario first."), status=400)
     job_params = simulation.live_job_params(agent, scenario.pk, params)
     for old in Job.objects.filter(
         owner=request.user, app=app, kind="live_run", status__in=JOB_ACTIVE
@@ -167,7 +171,7 @@ def submit_live(
     try:
         job = jobs.job_submit(kind="live_run", owner=request.user, app=app, params=job_params)
     except jobs.JobLimitError as exc:
-        return HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8")
+        return HttpResponse(exc.localized(), status=429, content_type="text/plain; charset=utf-8")
     return render_live_job(request, app, access, agent, job)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
+from django.utils.translation import gettext_lazy
 
 from agents.core import limits as import_limits
 
@@ -243,7 +244,10 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Statecraft API",
-    "DESCRIPTION": "Apps, variables, schemas, tools and agents of AI agents; compile and lint.",
+    # Translated: /api/schema/ answers in the request's language (Accept-Language, ?lang=).
+    "DESCRIPTION": gettext_lazy(
+        "Apps, variables, schemas, tools and agents of AI agents; compile and lint."
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # The docs page's JavaScript and CSS are served by the app itself (no CDN).

@@ -351,7 +351,7 @@ def _scenario_job(
             kind="version_diff", owner=request.user, app=app, params=params, reuse=True
         )
     except jobs.JobLimitError as exc:
-        return {"job": None, "scenarios": None, "active": False, "error": str(exc)}
+        return {"job": None, "scenarios": None, "active": False, "error": exc.localized()}
     return _scenario_context(job)
 
 

@@ -20,6 +20,9 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 # Playwright's sync API runs an event loop in the test thread; Django must allow ORM calls there.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+# The management commands speak the operator's language (LANGUAGE, LC_ALL, LANG…:
+# agents/management/language.py); the tests read them in English whatever the machine's.
+os.environ["LANGUAGE"] = "en"
 
 
 @pytest.hookimpl(trylast=True)
@@ -57,6 +60,18 @@ def _empty_cache():
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def _no_language_left_active():
+    """Each test starts and ends in LANGUAGE_CODE: a request through the test client
+    activates its language in this thread (LocaleMiddleware) and nothing deactivates it, so
+    a German request used to leave the next test's forms rendered in German."""
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture

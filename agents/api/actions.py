@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import exceptions, serializers
@@ -49,12 +50,14 @@ class CompileIn(serializers.Serializer):
         required=False,
         allow_blank=True,
         trim_whitespace=False,
-        help_text="Text to compile; default: the agent's saved instructions.",
+        help_text=gettext_lazy("Text to compile; default: the agent's saved instructions."),
     )
     values = serializers.DictField(
         child=serializers.JSONField(allow_null=True),
         required=False,
-        help_text="Typed values over the defaults: {name: value}; null removes a default.",
+        help_text=gettext_lazy(
+            "Typed values over the defaults: {name: value}; null removes a default."
+        ),
     )
     channel = serializers.ChoiceField(choices=Channel.choices, required=False, default="web")
     modality = serializers.ChoiceField(choices=Modality.choices, required=False, default="text")
@@ -63,31 +66,36 @@ class CompileIn(serializers.Serializer):
 class SpanOut(serializers.Serializer):
     start = serializers.IntegerField()
     end = serializers.IntegerField()
-    kind = serializers.CharField(help_text="static, missing, dynamic, tool or agent.")
+    kind = serializers.CharField(help_text=gettext_lazy("static, missing, dynamic, tool or agent."))
     name = serializers.CharField()
 
 
 class CompileOut(serializers.Serializer):
-    text = serializers.CharField(help_text="The compiled prompt.")
+    text = serializers.CharField(help_text=gettext_lazy("The compiled prompt."))
     diagnostics = DiagnosticOut(many=True)
-    spans = SpanOut(many=True, help_text="Where values and kept references are in `text`.")
+    spans = SpanOut(
+        many=True, help_text=gettext_lazy("Where values and kept references are in `text`.")
+    )
 
 
 class SimulateIn(serializers.Serializer):
     use_mocks = serializers.BooleanField(
-        required=False, help_text="Use tool mocks even when a tool has code (default: scenario's)."
+        required=False,
+        help_text=gettext_lazy("Use tool mocks even when a tool has code (default: scenario's)."),
     )
     instructions = serializers.CharField(
         required=False,
         allow_blank=True,
         trim_whitespace=False,
-        help_text="Unsaved instructions to simulate; default: the saved ones.",
+        help_text=gettext_lazy("Unsaved instructions to simulate; default: the saved ones."),
     )
     model = serializers.CharField(
         required=False,
         allow_blank=True,
         max_length=rules.MODEL_NAME_MAX_LENGTH,
-        help_text="Run live with this configured model (GET /api/models); empty: scripted.",
+        help_text=gettext_lazy(
+            "Run live with this configured model (GET /api/models); empty: scripted."
+        ),
     )
 
 
@@ -96,32 +104,42 @@ class ModelIn(serializers.Serializer):
         required=False,
         allow_blank=True,
         max_length=rules.MODEL_NAME_MAX_LENGTH,
-        help_text="Run the goldens live with this configured model; empty: scripted.",
+        help_text=gettext_lazy("Run the goldens live with this configured model; empty: scripted."),
     )
 
 
 class LiveCallOut(serializers.Serializer):
     index = serializers.IntegerField()
     turn = serializers.IntegerField()
-    fingerprint = serializers.CharField(help_text="SHA-256 of the request's canonical JSON.")
+    fingerprint = serializers.CharField(
+        help_text=gettext_lazy("SHA-256 of the request's canonical JSON.")
+    )
     tokens_in = serializers.IntegerField()
     tokens_out = serializers.IntegerField()
-    cost = serializers.FloatField(help_text="Estimated USD (README: Costs and caps).")
+    cost = serializers.FloatField(help_text=gettext_lazy("Estimated USD (README: Costs and caps)."))
     retries = serializers.IntegerField()
-    error = serializers.CharField(help_text="auth, quota, timeout, refused, cap… or empty.")
+    error = serializers.CharField(
+        help_text=gettext_lazy("auth, quota, timeout, refused, cap… or empty.")
+    )
     message = serializers.CharField()
-    parts = serializers.JSONField(help_text="The answer: text and function-call parts.")
+    parts = serializers.JSONField(
+        help_text=gettext_lazy("The answer: text and function-call parts.")
+    )
 
 
 class DriftOut(serializers.Serializer):
-    call = serializers.IntegerField(help_text="The model call (from 0) whose request differs.")
+    call = serializers.IntegerField(
+        help_text=gettext_lazy("The model call (from 0) whose request differs.")
+    )
     turn = serializers.IntegerField()
     changes = serializers.ListField(child=serializers.CharField())
 
 
 class LiveRunOut(serializers.Serializer):
-    id = serializers.IntegerField(allow_null=True, help_text="The stored run (null: not stored).")
-    mode = serializers.CharField(help_text="live or replay.")
+    id = serializers.IntegerField(
+        allow_null=True, help_text=gettext_lazy("The stored run (null: not stored).")
+    )
+    mode = serializers.CharField(help_text=gettext_lazy("live or replay."))
     model = serializers.CharField()
     replay_of = serializers.IntegerField(allow_null=True)
     status = serializers.CharField()
@@ -131,7 +149,9 @@ class LiveRunOut(serializers.Serializer):
     cost = serializers.FloatField()
     calls = LiveCallOut(many=True)
     drift = DriftOut(many=True)
-    results = serializers.JSONField(help_text="Each expectation checked against the model.")
+    results = serializers.JSONField(
+        help_text=gettext_lazy("Each expectation checked against the model.")
+    )
 
 
 class HeaderOut(serializers.Serializer):
@@ -155,10 +175,14 @@ class EventOut(serializers.Serializer):
     index = serializers.IntegerField()
     turn = serializers.IntegerField()
     kind = serializers.CharField(
-        help_text="user, agent, tool_call, tool_response, state_update, callback, transfer, "
-        "error or note (a designer-only remark, never an error)."
+        help_text=gettext_lazy(
+            "user, agent, tool_call, tool_response, state_update, callback, transfer, "
+            "error or note (a designer-only remark, never an error)."
+        )
     )
-    text = serializers.CharField(help_text="What the model sees (empty for callback, note, error).")
+    text = serializers.CharField(
+        help_text=gettext_lazy("What the model sees (empty for callback, note, error).")
+    )
     tokens = serializers.IntegerField()
     label = serializers.CharField()
     source = serializers.CharField()
@@ -169,12 +193,15 @@ class EventOut(serializers.Serializer):
     dropped_at_turn = serializers.IntegerField(allow_null=True)
     model_visible = serializers.BooleanField()
     model_call = serializers.IntegerField(
-        allow_null=True, help_text="The model call this event answers (agent, tool_call)."
+        allow_null=True,
+        help_text=gettext_lazy("The model call this event answers (agent, tool_call)."),
     )
     instructions_changed = serializers.ListField(
         child=serializers.CharField(),
-        help_text="Static variables whose value in the instructions changed since the "
-        "previous model call (on the first event of a model call's answer).",
+        help_text=gettext_lazy(
+            "Static variables whose value in the instructions changed since the "
+            "previous model call (on the first event of a model call's answer)."
+        ),
     )
 
 
@@ -183,22 +210,26 @@ class ModelCallOut(serializers.Serializer):
     turn = serializers.IntegerField()
     step = serializers.IntegerField(allow_null=True)
     instructions = serializers.CharField(
-        help_text="Compiled from the state just before this model call."
+        help_text=gettext_lazy("Compiled from the state just before this model call.")
     )
     instruction_tokens = serializers.IntegerField()
     changed = serializers.ListField(
         child=serializers.CharField(),
-        help_text="Static variables whose value changed since the previous model call.",
+        help_text=gettext_lazy(
+            "Static variables whose value changed since the previous model call."
+        ),
     )
-    scripted = serializers.SerializerMethodField(help_text="The scenario's answer, as parts.")
+    scripted = serializers.SerializerMethodField(
+        help_text=gettext_lazy("The scenario's answer, as parts.")
+    )
     answer = serializers.SerializerMethodField(
-        help_text="The answer the turn went on with, as parts."
+        help_text=gettext_lazy("The answer the turn went on with, as parts.")
     )
     replaced_by = serializers.CharField(
-        help_text="before_model_callback, after_model_callback, or empty."
+        help_text=gettext_lazy("before_model_callback, after_model_callback, or empty.")
     )
     history = serializers.ListField(
-        child=serializers.IntegerField(), help_text="Events the model received."
+        child=serializers.IntegerField(), help_text=gettext_lazy("Events the model received.")
     )
     sent_instructions = serializers.CharField(
         help_text="The system instruction as a before_model callback left it, which the "
@@ -221,18 +252,24 @@ class ModelCallOut(serializers.Serializer):
 
 class TurnOut(serializers.Serializer):
     index = serializers.IntegerField()
-    events = serializers.ListField(child=serializers.IntegerField(), help_text="Event indexes.")
-    state_after = serializers.JSONField(help_text="Variable values after the turn.")
+    events = serializers.ListField(
+        child=serializers.IntegerField(), help_text=gettext_lazy("Event indexes.")
+    )
+    state_after = serializers.JSONField(help_text=gettext_lazy("Variable values after the turn."))
     changed = serializers.ListField(child=serializers.CharField())
-    builtins = serializers.JSONField(help_text="$context values at the end of the turn.")
+    builtins = serializers.JSONField(
+        help_text=gettext_lazy("$context values at the end of the turn.")
+    )
     model_input = serializers.ListField(
-        child=serializers.IntegerField(), help_text="Events in the context window."
+        child=serializers.IntegerField(), help_text=gettext_lazy("Events in the context window.")
     )
     tokens_used = serializers.IntegerField()
     dropped = serializers.ListField(child=serializers.IntegerField())
     warnings = DiagnosticOut(many=True)
     http = HttpRequestOut(many=True)
-    instructions = serializers.CharField(help_text="Those of the turn's last model call.")
+    instructions = serializers.CharField(
+        help_text=gettext_lazy("Those of the turn's last model call.")
+    )
 
 
 @extend_schema_field(OpenApiTypes.OBJECT)
@@ -243,17 +280,23 @@ class StateField(serializers.JSONField):
 class SimulationOut(serializers.Serializer):
     use_mocks = serializers.BooleanField()
     instructions = serializers.CharField(
-        help_text="Compiled with the values at session start (each model call compiles "
-        "them again: model_calls)."
+        help_text=gettext_lazy(
+            "Compiled with the values at session start (each model call compiles "
+            "them again: model_calls)."
+        )
     )
     instruction_tokens = serializers.IntegerField()
     instruction_diagnostics = DiagnosticOut(many=True)
-    diagnostics = DiagnosticOut(many=True, help_text="Step errors and warnings, in order.")
+    diagnostics = DiagnosticOut(
+        many=True, help_text=gettext_lazy("Step errors and warnings, in order.")
+    )
     turns = TurnOut(many=True)
     events = EventOut(many=True)
     model_calls = ModelCallOut(many=True)
     final_state = StateField()
-    live = LiveRunOut(required=False, allow_null=True, help_text="A live run's calls and cost.")
+    live = LiveRunOut(
+        required=False, allow_null=True, help_text=gettext_lazy("A live run's calls and cost.")
+    )
 
 
 # ---------------------------------------------------------------- lint and compile
@@ -265,9 +308,10 @@ class AppLintView(ApiView):
     queryset = AgentApp.objects.none()
 
     @extend_schema(
+        description=gettext_lazy("The app's diagnostics, as the designer's lint panel shows them."),
         tags=["actions"],
         operation_id="apps_lint",
-        summary="Every diagnostic of the app (saved state)",
+        summary=gettext_lazy("Every diagnostic of the app (saved state)"),
         responses={200: DiagnosticsOut, **READ_ERRORS},
     )
     def get(self, request: Request, app_id: int) -> Response:
@@ -285,11 +329,13 @@ class AgentCompileView(ApiView):
     @extend_schema(
         tags=["actions"],
         operation_id="apps_agents_compile",
-        summary="Compile instructions (saved or given) with typed values",
+        summary=gettext_lazy("Compile instructions (saved or given) with typed values"),
         description=(
-            "Values start from the variables' defaults; `values` overrides them (null removes "
-            "one). Diagnostics: the agent's lint for these instructions and the compile's. "
-            "Viewers may compile."
+            gettext_lazy(
+                "Values start from the variables' defaults; `values` overrides them (null removes "
+                "one). Diagnostics: the agent's lint for these instructions and the compile's. "
+                "Viewers may compile."
+            )
         ),
         request=CompileIn,
         responses={200: CompileOut, 400: ERRORS[400], **READ_ERRORS},
@@ -325,16 +371,20 @@ class ScenarioSimulateView(ApiView):
     @extend_schema(
         tags=["actions"],
         operation_id="apps_agents_scenarios_simulate",
-        summary="Run the scenario: turns, events, state, built-ins, HTTP requests, warnings",
+        summary=gettext_lazy(
+            "Run the scenario: turns, events, state, built-ins, HTTP requests, warnings"
+        ),
         description=(
-            "Python tools and callbacks run in the sandbox unless `use_mocks` (default: the "
-            "scenario's setting). `instructions` simulates unsaved text. Viewers may simulate. "
-            "With `model` (a configured model) the run is live and a job: 202 with the job's "
-            "`id`, `url` (also `Location`) and `status`; GET the url: `progress.done` counts "
-            "the model calls so far and `current` holds the model's text so far; once "
-            "succeeded, `result` is {live_run (the recorded run's id, null for unsaved "
-            "instructions), mode, model, status, error, tokens_in, tokens_out, cost, calls, "
-            "drift}. Without a model it answers 200 at once with the simulation."
+            gettext_lazy(
+                "Python tools and callbacks run in the sandbox unless `use_mocks` (default: the "
+                "scenario's setting). `instructions` simulates unsaved text. Viewers may simulate. "
+                "With `model` (a configured model) the run is live and a job: 202 with the job's "
+                "`id`, `url` (also `Location`) and `status`; GET the url: `progress.done` counts "
+                "the model calls so far and `current` holds the model's text so far; once "
+                "succeeded, `result` is {live_run (the recorded run's id, null for unsaved "
+                "instructions), mode, model, status, error, tokens_in, tokens_out, cost, calls, "
+                "drift}. Without a model it answers 200 at once with the simulation."
+            )
         ),
         request=SimulateIn,
         responses={200: SimulationOut, 400: ERRORS[400], **JOB_ACCEPTED, **READ_ERRORS},
@@ -393,13 +443,17 @@ class ScenarioEvaluateView(ApiView):
     @extend_schema(
         tags=["actions"],
         operation_id="apps_agents_scenarios_evaluate",
-        summary="Check the scenario's expectations (a job): each passed, failed or needing a model",
+        summary=gettext_lazy(
+            "Check the scenario's expectations (a job): each passed, failed or needing a model"
+        ),
         description=(
-            "Queues a job that simulates the scenario (Python tools and callbacks in the "
-            "sandbox) and checks each expectation against what happened; the outcome is "
-            "stored as the scenario's last result. Answers 202 at once; GET the job's `url` "
-            "until its status is succeeded, failed or cancelled: `result` is then the "
-            "scenario's outcome. Viewers may evaluate."
+            gettext_lazy(
+                "Queues a job that simulates the scenario (Python tools and callbacks in the "
+                "sandbox) and checks each expectation against what happened; the outcome is "
+                "stored as the scenario's last result. Answers 202 at once; GET the job's `url` "
+                "until its status is succeeded, failed or cancelled: `result` is then the "
+                "scenario's outcome. Viewers may evaluate."
+            )
         ),
         request=ModelIn,
         responses={**JOB_ACCEPTED, **READ_ERRORS},
@@ -425,13 +479,17 @@ class AppEvaluateView(ApiView):
     @extend_schema(
         tags=["actions"],
         operation_id="apps_evaluate",
-        summary="Check every scenario's expectations (a job); `result.ok` is false when one failed",
+        summary=gettext_lazy(
+            "Check every scenario's expectations (a job); `result.ok` is false when one failed"
+        ),
         description=(
-            "Queues a job and answers 202 with its `id`, `url` and `status` (and a "
-            "`Location` header). GET the url for `status` (queued, running, succeeded, "
-            "failed, cancelled), `progress` {done, total} and `result` {ok, summary, "
-            "scenarios}: each scenario's outcome as it finishes. POST `<url>cancel` stops it. "
-            "`model` runs every scenario live with that configured model."
+            gettext_lazy(
+                "Queues a job and answers 202 with its `id`, `url` and `status` (and a "
+                "`Location` header). GET the url for `status` (queued, running, succeeded, "
+                "failed, cancelled), `progress` {done, total} and `result` {ok, summary, "
+                "scenarios}: each scenario's outcome as it finishes. POST `<url>cancel` stops it. "
+                "`model` runs every scenario live with that configured model."
+            )
         ),
         request=ModelIn,
         responses={**JOB_ACCEPTED, **READ_ERRORS},

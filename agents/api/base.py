@@ -14,6 +14,7 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, serializers, status
 from rest_framework.generics import GenericAPIView
@@ -84,27 +85,29 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
 
 
 ERRORS = {
-    400: OpenApiResponse(io.ErrorOut, description="Invalid input: the diagnostics say why."),
-    401: OpenApiResponse(io.ErrorOut, description="Not signed in."),
-    403: OpenApiResponse(io.ErrorOut, description="You may view this app but not change it."),
-    404: OpenApiResponse(io.ErrorOut, description="No such object, or not shared with you."),
+    400: OpenApiResponse(io.ErrorOut, description=_("Invalid input: the diagnostics say why.")),
+    401: OpenApiResponse(io.ErrorOut, description=_("Not signed in.")),
+    403: OpenApiResponse(io.ErrorOut, description=_("You may view this app but not change it.")),
+    404: OpenApiResponse(io.ErrorOut, description=_("No such object, or not shared with you.")),
 }
 READ_ERRORS = {401: ERRORS[401], 404: ERRORS[404]}
 WRITE_ERRORS = {
     **ERRORS,
-    409: OpenApiResponse(io.ErrorOut, description="Stale `version`: someone saved meanwhile."),
+    409: OpenApiResponse(io.ErrorOut, description=_("Stale `version`: someone saved meanwhile.")),
 }
 
 
 JOB_ACCEPTED = {
     202: OpenApiResponse(
         io.JobAcceptedOut,
-        description="Queued: follow `url` (also in `Location`) for progress and the result.",
+        description=_("Queued: follow `url` (also in `Location`) for progress and the result."),
     ),
     429: OpenApiResponse(
         io.ErrorOut,
-        description="Too many jobs queued or running for you (JOBS_MAX_ACTIVE_PER_USER), "
-        "or too many simulations (RATE_LIMITS).",
+        description=_(
+            "Too many jobs queued or running for you (JOBS_MAX_ACTIVE_PER_USER), "
+            "or too many simulations (RATE_LIMITS)."
+        ),
     ),
 }
 
@@ -218,7 +221,7 @@ def submit(request: Request, **kwargs: Any) -> Job:
     try:
         return jobs.job_submit(owner=request.user, **kwargs)
     except jobs.JobLimitError as exc:
-        raise exceptions.Throttled(detail=str(exc)) from exc
+        raise exceptions.Throttled(detail=exc.localized()) from exc
 
 
 def checked_model(app: AgentApp, name: str | None) -> str | None:

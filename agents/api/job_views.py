@@ -7,6 +7,7 @@ url. A job is visible to whoever submitted it; anyone else gets 404.
 from __future__ import annotations
 
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers
 from rest_framework.request import Request
@@ -23,10 +24,10 @@ from agents.services import jobs
 
 
 class ExpectationResultOut(serializers.Serializer):
-    step = serializers.IntegerField(help_text="Index of the expectation's step (from 0).")
+    step = serializers.IntegerField(help_text=_("Index of the expectation's step (from 0)."))
     turn = serializers.IntegerField()
-    kind = serializers.CharField(help_text="state, call, response, no calls, transfer, agent.")
-    line = serializers.CharField(help_text="The expectation as its script line.")
+    kind = serializers.CharField(help_text=_("state, call, response, no calls, transfer, agent."))
+    line = serializers.CharField(help_text=_("The expectation as its script line."))
     note = serializers.CharField()
     status = serializers.ChoiceField(choices=["passed", "failed", "needs_model"])
     message = MessageField()
@@ -45,7 +46,9 @@ class ScenarioEvaluationOut(serializers.Serializer):
     failed = serializers.IntegerField()
     needs_model = serializers.IntegerField()
     results = ExpectationResultOut(many=True)
-    diagnostics = DiagnosticOut(many=True, help_text="The simulation's step errors and warnings.")
+    diagnostics = DiagnosticOut(
+        many=True, help_text=_("The simulation's step errors and warnings.")
+    )
 
 
 class EvaluationSummaryOut(serializers.Serializer):
@@ -56,7 +59,7 @@ class EvaluationSummaryOut(serializers.Serializer):
 
 
 class AppEvaluationOut(serializers.Serializer):
-    ok = serializers.BooleanField(help_text="No expectation failed.")
+    ok = serializers.BooleanField(help_text=_("No expectation failed."))
     summary = EvaluationSummaryOut()
     scenarios = ScenarioEvaluationOut(many=True)
 
@@ -68,25 +71,27 @@ class JobProgressOut(serializers.Serializer):
 
 class JobOut(serializers.Serializer):
     id = serializers.UUIDField()
-    kind = serializers.CharField(help_text="evaluate_app, evaluate_scenario, version_diff...")
+    kind = serializers.CharField(help_text=_("evaluate_app, evaluate_scenario, version_diff..."))
     url = serializers.URLField()
     status = serializers.ChoiceField(
         choices=["queued", "running", "succeeded", "failed", "cancelled"]
     )
     progress = JobProgressOut()
-    current = serializers.CharField(help_text="What runs now (agent / scenario), or empty.")
+    current = serializers.CharField(help_text=_("What runs now (agent / scenario), or empty."))
     result = serializers.JSONField(
         allow_null=True,
-        help_text="evaluate_app: {ok, summary, scenarios}; `scenarios` (each as "
-        "ScenarioEvaluationOut) fill in while it runs. evaluate_scenario: one "
-        "ScenarioEvaluationOut. Null while nothing finished.",
+        help_text=_(
+            "evaluate_app: {ok, summary, scenarios}; `scenarios` (each as "
+            "ScenarioEvaluationOut) fill in while it runs. evaluate_scenario: one "
+            "ScenarioEvaluationOut. Null while nothing finished."
+        ),
     )
-    error = serializers.CharField(help_text="Why it failed or was cancelled; empty otherwise.")
+    error = serializers.CharField(help_text=_("Why it failed or was cancelled; empty otherwise."))
     attempts = serializers.IntegerField(
-        help_text="Runs so far (a job whose worker died is retried)."
+        help_text=_("Runs so far (a job whose worker died is retried).")
     )
     caps = serializers.JSONField(
-        help_text="max_steps, max_code_calls, max_seconds, max_model_calls, max_tokens."
+        help_text=_("max_steps, max_code_calls, max_seconds, max_model_calls, max_tokens.")
     )
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
@@ -95,7 +100,7 @@ class JobOut(serializers.Serializer):
 
 JOB_ERRORS = {
     401: ERRORS[401],
-    404: OpenApiResponse(io.ErrorOut, description="No such job of yours."),
+    404: OpenApiResponse(io.ErrorOut, description=_("No such job of yours.")),
 }
 
 
@@ -106,7 +111,7 @@ class JobView(ApiView):
         try:
             return jobs.job_for_user(self.request.user, job_id)
         except Job.DoesNotExist:
-            raise exceptions.NotFound("No such job (or not one of yours).") from None
+            raise exceptions.NotFound(_("No such job (or not one of yours).")) from None
 
     def body(self, job: Job) -> Response:
         url = self.request.build_absolute_uri(reverse("api:job-detail", args=[job.pk]))
@@ -117,9 +122,10 @@ class JobDetailView(JobView):
     """A job: its status, progress and result (poll it until it is finished)."""
 
     @extend_schema(
+        description=_("A job: its status, progress and result (poll it until it is finished)."),
         tags=["jobs"],
         operation_id="jobs_retrieve",
-        summary="A job's status, progress {done, total} and result",
+        summary=_("A job's status, progress {done, total} and result"),
         responses={200: JobOut, **JOB_ERRORS},
     )
     def get(self, request: Request, job_id: object) -> Response:
@@ -130,9 +136,10 @@ class JobCancelView(JobView):
     """Cancel a job: a queued one at once, a running one at its next code call."""
 
     @extend_schema(
+        description=_("Cancel a job: a queued one at once, a running one at its next code call."),
         tags=["jobs"],
         operation_id="jobs_cancel",
-        summary="Cancel the job (finished scenarios are kept); a finished job is unchanged",
+        summary=_("Cancel the job (finished scenarios are kept); a finished job is unchanged"),
         request=None,
         responses={200: JobOut, **JOB_ERRORS},
     )

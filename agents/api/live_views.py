@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -26,18 +27,18 @@ from agents.services import live, live_models
 
 class GoldenIn(serializers.Serializer):
     name = serializers.CharField(
-        max_length=rules.SCENARIO_NAME_MAX_LENGTH, help_text="The new scenario's name."
+        max_length=rules.SCENARIO_NAME_MAX_LENGTH, help_text=_("The new scenario's name.")
     )
 
 
 class ModelEndpointOut(serializers.Serializer):
     name = serializers.CharField()
-    kind = serializers.CharField(help_text="openai or gemini.")
+    kind = serializers.CharField(help_text=_("openai or gemini."))
     model = serializers.CharField()
     base_url = serializers.CharField()
     label = serializers.CharField()
-    source = serializers.CharField(help_text="env (STATECRAFT_MODELS) or admin.")
-    has_key = serializers.BooleanField(help_text="Whether a key is configured (never the key).")
+    source = serializers.CharField(help_text=_("env (STATECRAFT_MODELS) or admin."))
+    has_key = serializers.BooleanField(help_text=_("Whether a key is configured (never the key)."))
 
 
 def live_payload(outcome: Any) -> dict[str, Any]:
@@ -99,7 +100,11 @@ class ModelListView(ApiView):
 
     queryset = LiveRun.objects.none()
 
-    @extend_schema(tags=["models"], responses={200: ModelEndpointOut(many=True)})
+    @extend_schema(
+        description=_("The models a run may name (configured by the operator; never their keys)."),
+        tags=["models"],
+        responses={200: ModelEndpointOut(many=True)},
+    )
     def get(self, request: Request) -> Response:
         return Response(ModelEndpointOut(live_models.model_names(), many=True).data)
 
@@ -118,9 +123,13 @@ class LiveRunReplayView(LiveRunView):
     requests differ from the recording."""
 
     @extend_schema(
+        description=_(
+            "Replay a live run offline with its recorded answers; `live.drift` says"
+            " where the requests differ from the recording."
+        ),
         tags=["actions"],
         operation_id="apps_live_runs_replay",
-        summary="Replay a live run offline (no model called); report drift per call",
+        summary=_("Replay a live run offline (no model called); report drift per call"),
         request=None,
         responses={200: SimulationOut, **READ_ERRORS},
     )
@@ -133,9 +142,12 @@ class LiveRunGoldenView(LiveRunView):
     """Save a live run as a new scenario whose expectations are what the model did."""
 
     @extend_schema(
+        description=_(
+            "Save a live run as a new scenario whose expectations are what the model did."
+        ),
         tags=["actions"],
         operation_id="apps_live_runs_golden",
-        summary="Save a live run as a golden scenario (calls with arguments, state, reply)",
+        summary=_("Save a live run as a golden scenario (calls with arguments, state, reply)"),
         request=GoldenIn,
         responses={201: io.ScenarioOut, **ERRORS},
     )
@@ -159,13 +171,18 @@ class AppModelView(ApiView):
         row = AppModelDefault.objects.filter(app=app).first()
         return {"model": row.model if row is not None else ""}
 
-    @extend_schema(tags=["models"], responses={200: ModelIn, **READ_ERRORS})
+    @extend_schema(
+        description=_("The model an app's live runs use when a run names none."),
+        tags=["models"],
+        responses={200: ModelIn, **READ_ERRORS},
+    )
     def get(self, request: Request, app_id: int) -> Response:
         return Response(self.body(self.load_app()))
 
     @extend_schema(
+        description=_("The model an app's live runs use when a run names none."),
         tags=["models"],
-        summary="Set the app's default model (a configured name; empty clears it)",
+        summary=_("Set the app's default model (a configured name; empty clears it)"),
         request=ModelIn,
         responses={200: ModelIn, **ERRORS},
     )

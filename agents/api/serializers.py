@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema_field
+from django.utils.translation import gettext_lazy as _
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from agents.core import rules
@@ -29,6 +30,8 @@ from agents.models import (
 
 MAX_ID = rules.MAX_ID
 ITEM_TYPES = [c for c in VariableType.choices if c[0] != VariableType.LIST]
+# The identifiers stay; their labels (the schema's enum descriptions) read in the language.
+SEVERITIES = [("error", _("error")), ("warning", _("warning")), ("info", _("info"))]
 
 
 def _app(serializer: serializers.Serializer) -> AgentApp:
@@ -54,26 +57,29 @@ class MessageField(serializers.CharField):
 
 
 class DiagnosticOut(serializers.Serializer):
-    code = serializers.CharField(help_text="Stable code, e.g. SC003 (see the README).")
-    severity = serializers.ChoiceField(choices=["error", "warning", "info"])
+    code = serializers.CharField(help_text=_("Stable code, e.g. SC003 (see the README)."))
+    severity = serializers.ChoiceField(choices=SEVERITIES)
     message = MessageField()
-    line = serializers.IntegerField(allow_null=True, help_text="1-based, in the instructions.")
+    line = serializers.IntegerField(allow_null=True, help_text=_("1-based, in the instructions."))
     column = serializers.IntegerField(allow_null=True)
-    start = serializers.IntegerField(allow_null=True, help_text="Character offset.")
+    start = serializers.IntegerField(allow_null=True, help_text=_("Character offset."))
     end = serializers.IntegerField(allow_null=True)
     field = serializers.CharField(
-        allow_null=True, help_text="The request field concerned; `__all__` for the whole object."
+        allow_null=True, help_text=_("The request field concerned; `__all__` for the whole object.")
     )
     subject = serializers.CharField(allow_null=True)
     reference = serializers.CharField(
-        allow_null=True, help_text="The name the problem is about, e.g. an undeclared variable."
+        allow_null=True, help_text=_("The name the problem is about, e.g. an undeclared variable.")
     )
 
 
+@extend_schema_serializer(
+    description=_("Every 400 and 409 answer; 401/403/404 carry `detail` only.")
+)
 class ErrorOut(serializers.Serializer):
     """Every 400 and 409 answer; 401/403/404 carry `detail` only."""
 
-    detail = serializers.CharField(help_text="The messages in one sentence.")
+    detail = serializers.CharField(help_text=_("The messages in one sentence."))
     diagnostics = DiagnosticOut(many=True, required=False)
 
 
@@ -88,13 +94,13 @@ class AppIn(serializers.Serializer):
 class AppPatchIn(AppIn):
     name = serializers.CharField(max_length=rules.APP_NAME_MAX_LENGTH, required=False)
     version = serializers.IntegerField(
-        required=False, min_value=1, max_value=MAX_ID, help_text="The version you read."
+        required=False, min_value=1, max_value=MAX_ID, help_text=_("The version you read.")
     )
 
 
 class AppOut(serializers.ModelSerializer):
     owner = serializers.CharField(source="owner.get_username", read_only=True)
-    role = serializers.SerializerMethodField(help_text="Your access: owner, editor or viewer.")
+    role = serializers.SerializerMethodField(help_text=_("Your access: owner, editor or viewer."))
     variable_count = serializers.IntegerField(read_only=True)
     agent_count = serializers.IntegerField(read_only=True)
 
@@ -132,7 +138,7 @@ class AppOut(serializers.ModelSerializer):
 class SchemaIn(serializers.Serializer):
     name = serializers.CharField(allow_blank=True, trim_whitespace=False)
     description = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
-    json_schema = serializers.JSONField(help_text="A JSON Schema (draft 2020-12) object.")
+    json_schema = serializers.JSONField(help_text=_("A JSON Schema (draft 2020-12) object."))
 
 
 class SchemaPatchIn(SchemaIn):
@@ -161,18 +167,18 @@ class VariableIn(serializers.Serializer):
         required=False,
         allow_null=True,
         allow_blank=True,
-        help_text="For a list: the type of its items.",
+        help_text=_("For a list: the type of its items."),
     )
     schema = serializers.CharField(
         required=False,
         allow_null=True,
         allow_blank=True,
-        help_text="For a custom object or a list of them: the schema's name.",
+        help_text=_("For a custom object or a list of them: the schema's name."),
     )
     default = serializers.JSONField(
         required=False,
         allow_null=True,
-        help_text="Typed JSON: a number is a JSON number, a list a JSON array; null: none.",
+        help_text=_("Typed JSON: a number is a JSON number, a list a JSON array; null: none."),
     )
     description = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
 
@@ -184,7 +190,9 @@ class VariableIn(serializers.Serializer):
             return None
         schema = _app(self).schemas.filter(name=value).first()
         if schema is None:
-            raise serializers.ValidationError(f"This app has no schema named '{value}'.")
+            raise serializers.ValidationError(
+                _("This app has no schema named '%(name)s'.") % {"name": value}
+            )
         return schema
 
 
@@ -195,7 +203,7 @@ class VariablePatchIn(VariableIn):
     update_references = serializers.BooleanField(
         required=False,
         default=False,
-        help_text="With a new name: also rewrite every reference (instructions, tools).",
+        help_text=_("With a new name: also rewrite every reference (instructions, tools)."),
     )
 
 
@@ -231,17 +239,17 @@ class ToolIn(serializers.Serializer):
     description = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     python_code = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     openapi_spec = serializers.JSONField(
-        required=False, allow_null=True, help_text="OpenAPI 3 document with one operation."
+        required=False, allow_null=True, help_text=_("OpenAPI 3 document with one operation.")
     )
     mcp_url = serializers.URLField(
         required=False, allow_blank=True, max_length=rules.URL_MAX_LENGTH
     )
     mcp_headers = serializers.JSONField(
-        required=False, help_text='e.g. {"X-User": "$context.variables.user_id"}'
+        required=False, help_text=_('e.g. {"X-User": "$context.variables.user_id"}')
     )
     mock_enabled = serializers.BooleanField(required=False)
     mock_state = serializers.JSONField(
-        required=False, help_text="Variable values the mock sets when called."
+        required=False, help_text=_("Variable values the mock sets when called.")
     )
     mock_response = serializers.JSONField(required=False, allow_null=True)
 
@@ -252,7 +260,7 @@ class ToolPatchIn(ToolIn):
     update_references = serializers.BooleanField(
         required=False,
         default=True,
-        help_text="With a new name: also rewrite every {@TOOL: …} reference.",
+        help_text=_("With a new name: also rewrite every {@TOOL: …} reference."),
     )
 
 
@@ -290,29 +298,33 @@ class AgentIn(serializers.Serializer):
     description = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     instructions = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     is_root = serializers.BooleanField(
-        required=False, help_text="true makes this the root agent (the previous root is not)."
+        required=False, help_text=_("true makes this the root agent (the previous root is not).")
     )
     tools = serializers.ListField(
-        child=serializers.CharField(), required=False, help_text="Names of the app's tools."
+        child=serializers.CharField(), required=False, help_text=_("Names of the app's tools.")
     )
     children = serializers.ListField(
         child=serializers.CharField(),
         required=False,
-        help_text="Display names of the sub-agents (other agents of the app).",
+        help_text=_("Display names of the sub-agents (other agents of the app)."),
     )
 
     def validate_tools(self, names: list[str]) -> list[Tool]:
         found = {t.name: t for t in _app(self).tools.filter(name__in=names)}
         missing = [n for n in names if n not in found]
         if missing:
-            raise serializers.ValidationError(f"No tool named {', '.join(missing)} in this app.")
+            raise serializers.ValidationError(
+                _("No tool named %(names)s in this app.") % {"names": ", ".join(missing)}
+            )
         return [found[n] for n in dict.fromkeys(names)]
 
     def validate_children(self, names: list[str]) -> list[Agent]:
         agents = {a.display_name.lower(): a for a in _app(self).agents.all()}
         missing = [n for n in names if n.strip().lower() not in agents]
         if missing:
-            raise serializers.ValidationError(f"No agent named {', '.join(missing)} in this app.")
+            raise serializers.ValidationError(
+                _("No agent named %(names)s in this app.") % {"names": ", ".join(missing)}
+            )
         return list(
             {agents[n.strip().lower()].pk: agents[n.strip().lower()] for n in names}.values()
         )
@@ -387,12 +399,14 @@ class ScenarioIn(serializers.Serializer):
         allow_blank=True,
         trim_whitespace=False,
         help_text=(
-            "The steps, one per line: `user: text`, `agent: text`, "
-            '`tool: Name {"arg": 1}`, `callback: before_model`.'
+            _(
+                "The steps, one per line: `user: text`, `agent: text`, "
+                '`tool: Name {"arg": 1}`, `callback: before_model`.'
+            )
         ),
     )
     session_values = serializers.JSONField(
-        required=False, help_text='Initial values overriding defaults: {"name": value}.'
+        required=False, help_text=_('Initial values overriding defaults: {"name": value}.')
     )
     channel = serializers.ChoiceField(choices=Channel.choices, required=False)
     modality = serializers.ChoiceField(choices=Modality.choices, required=False)
@@ -406,8 +420,10 @@ class ScenarioIn(serializers.Serializer):
         max_length=rules.NOW_MAX_LENGTH,
         required=False,
         allow_blank=True,
-        help_text="The session clock code reads (ISO date-time, like 2026-06-01T12:00:00); "
-        "empty: the real clock.",
+        help_text=_(
+            "The session clock code reads (ISO date-time, like 2026-06-01T12:00:00); "
+            "empty: the real clock."
+        ),
     )
     token_budget = serializers.IntegerField(
         min_value=1, max_value=rules.TOKEN_BUDGET_MAX, required=False
@@ -421,15 +437,15 @@ class ScenarioPatchIn(ScenarioIn):
 
 
 class StepOut(serializers.Serializer):
-    kind = serializers.CharField(help_text="user, agent, tool, callback or expect.")
+    kind = serializers.CharField(help_text=_("user, agent, tool, callback or expect."))
     text = serializers.CharField()
     tool = serializers.CharField()
     args = serializers.JSONField()
     callback_kind = BlankAsNullCharField(allow_null=True)
-    variables = serializers.JSONField(help_text="User input: session variables it sets.")
-    event = serializers.CharField(help_text="User input: its event.")
+    variables = serializers.JSONField(help_text=_("User input: session variables it sets."))
+    event = serializers.CharField(help_text=_("User input: its event."))
     expectation = serializers.JSONField(
-        allow_null=True, help_text="Expect: {kind, tool, agent, value, note}."
+        allow_null=True, help_text=_("Expect: {kind, tool, agent, value, note}.")
     )
 
 
@@ -472,7 +488,7 @@ class ScenarioOut(serializers.ModelSerializer):
 
 class JobAcceptedOut(serializers.Serializer):
     id = serializers.UUIDField()
-    url = serializers.URLField(help_text="GET it for progress and the result.")
+    url = serializers.URLField(help_text=_("GET it for progress and the result."))
     status = serializers.ChoiceField(
         choices=["queued", "running", "succeeded", "failed", "cancelled"]
     )

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db.models import Prefetch
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
@@ -35,7 +36,9 @@ class VersionIn(serializers.Serializer):
 
 class LabelIn(serializers.Serializer):
     version = serializers.IntegerField(
-        min_value=1, max_value=io.MAX_ID, help_text="The version number the label points at."
+        min_value=1,
+        max_value=io.MAX_ID,
+        help_text=gettext_lazy("The version number the label points at."),
     )
 
 
@@ -52,7 +55,9 @@ class VersionOut(serializers.ModelSerializer):
 
 
 class VersionDetailOut(VersionOut):
-    document = serializers.JSONField(read_only=True, help_text="The app's native document.")
+    document = serializers.JSONField(
+        read_only=True, help_text=gettext_lazy("The app's native document.")
+    )
 
     class Meta(VersionOut.Meta):
         fields = [*VersionOut.Meta.fields, "document"]
@@ -71,9 +76,11 @@ class LabelOut(serializers.ModelSerializer):
 
 
 class AppAtVersionOut(serializers.Serializer):
-    app = serializers.IntegerField(help_text="The app's id.")
+    app = serializers.IntegerField(help_text=gettext_lazy("The app's id."))
     version = VersionOut()
-    document = serializers.JSONField(help_text="The app's native document at that version.")
+    document = serializers.JSONField(
+        help_text=gettext_lazy("The app's native document at that version.")
+    )
 
 
 def _labelled_versions() -> Prefetch:
@@ -141,39 +148,55 @@ class VersionViewSet(ApiViewSet):
     lookup_field = "number"
     lookup_value_converter = "int"
 
-    @extend_schema(tags=["versions"], responses={200: VersionOut(many=True), **READ_ERRORS})
+    @extend_schema(
+        description=gettext_lazy(
+            "The app's saved versions (newest first, without documents); save a new one."
+        ),
+        tags=["versions"],
+        responses={200: VersionOut(many=True), **READ_ERRORS},
+    )
     def list(self, request: Request, app_id: int) -> Response:
-        """The app's saved versions (newest first, without documents); save a new one."""
         app = self.load_app()
         return self.page(VersionOut, versions.version_list(app))
 
     @extend_schema(
+        description=gettext_lazy(
+            "The app's saved versions (newest first, without documents); save a new one."
+        ),
         tags=["versions"],
-        summary="Save the app as it is now as a new version",
+        summary=gettext_lazy("Save the app as it is now as a new version"),
         request=VersionIn,
         responses={201: VersionOut, **ERRORS},
     )
     def create(self, request: Request, app_id: int) -> Response:
-        """The app's saved versions (newest first, without documents); save a new one."""
         app = self.load_app(edit=True)
         data = self.valid(VersionIn)
         version = versions.version_create(app=app, user=request.user, **data)
         version = _version(app, version.number)
         return self.created(self.output(VersionOut, version), "version-detail", version.number)
 
-    @extend_schema(tags=["versions"], responses={200: VersionDetailOut, **READ_ERRORS})
+    @extend_schema(
+        description=gettext_lazy(
+            "One version with its native document; the owner (or staff) deletes it."
+        ),
+        tags=["versions"],
+        responses={200: VersionDetailOut, **READ_ERRORS},
+    )
     def retrieve(self, request: Request, app_id: int, number: int) -> Response:
-        """One version with its native document; the owner (or staff) deletes it."""
         app = self.load_app()
         return Response(self.output(VersionDetailOut, _version(app, number)))
 
     @extend_schema(
+        description=gettext_lazy(
+            "One version with its native document; the owner (or staff) deletes it."
+        ),
         tags=["versions"],
-        summary="Delete a version (owner or staff; refused while a label points at it)",
+        summary=gettext_lazy(
+            "Delete a version (owner or staff; refused while a label points at it)"
+        ),
         responses={204: None, **ERRORS},
     )
     def destroy(self, request: Request, app_id: int, number: int) -> Response:
-        """One version with its native document; the owner (or staff) deletes it."""
         app = self.load_app()
         if not versions.may_delete_versions(request.user, self.access):
             raise exceptions.PermissionDenied(
@@ -189,9 +212,10 @@ class VersionRestoreView(ApiView):
     queryset = AppVersion.objects.none()
 
     @extend_schema(
+        description=gettext_lazy("Replace the working copy with a version, in one change."),
         tags=["versions"],
         operation_id="apps_versions_restore",
-        summary="Restore a version into the working copy (editors)",
+        summary=gettext_lazy("Restore a version into the working copy (editors)"),
         request=None,
         responses={200: io.AppDetailOut, **ERRORS},
     )
@@ -212,9 +236,12 @@ class LabelViewSet(ApiViewSet):
     lookup_field = "name"
     lookup_value_converter = "str"
 
-    @extend_schema(tags=["versions"], responses={200: LabelOut(many=True), **READ_ERRORS})
+    @extend_schema(
+        description=gettext_lazy("The app's labels and the version each points at."),
+        tags=["versions"],
+        responses={200: LabelOut(many=True), **READ_ERRORS},
+    )
     def list(self, request: Request, app_id: int) -> Response:
-        """The app's labels and the version each points at."""
         app = self.load_app()
         return self.page(LabelOut, versions.label_list(app))
 
@@ -224,28 +251,34 @@ class LabelViewSet(ApiViewSet):
             raise exceptions.NotFound(_("No label '%(name)s' on this app.") % {"name": name})
         return found
 
-    @extend_schema(tags=["versions"], responses={200: LabelOut, **READ_ERRORS})
+    @extend_schema(
+        description=gettext_lazy('Set or move a label (`PUT {"version": N}`), read it, remove it.'),
+        tags=["versions"],
+        responses={200: LabelOut, **READ_ERRORS},
+    )
     def retrieve(self, request: Request, app_id: int, name: str) -> Response:
-        """Set or move a label (`PUT {"version": N}`), read it, remove it."""
         return Response(self.output(LabelOut, self._label(self.load_app(), name)))
 
     @extend_schema(
+        description=gettext_lazy('Set or move a label (`PUT {"version": N}`), read it, remove it.'),
         tags=["versions"],
-        summary="Point the label at a version (creates the label or moves it)",
+        summary=gettext_lazy("Point the label at a version (creates the label or moves it)"),
         request=LabelIn,
         responses={200: LabelOut, **ERRORS},
     )
     def update(self, request: Request, app_id: int, name: str) -> Response:
-        """Set or move a label (`PUT {"version": N}`), read it, remove it."""
         app = self.load_app(edit=True)
         data: dict[str, Any] = self.valid(LabelIn)
         version = _version(app, data["version"])
         versions.label_set(app=app, version=version, name=name, user=request.user)
         return Response(self.output(LabelOut, self._label(app, name)))
 
-    @extend_schema(tags=["versions"], responses={204: None, **ERRORS})
+    @extend_schema(
+        description=gettext_lazy('Set or move a label (`PUT {"version": N}`), read it, remove it.'),
+        tags=["versions"],
+        responses={204: None, **ERRORS},
+    )
     def destroy(self, request: Request, app_id: int, name: str) -> Response:
-        """Set or move a label (`PUT {"version": N}`), read it, remove it."""
         app = self.load_app(edit=True)
         self._label(app, name)
         versions.label_delete(app=app, name=name, user=request.user)

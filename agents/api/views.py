@@ -13,7 +13,8 @@ from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from django.utils.translation import gettext_lazy
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
 from rest_framework import exceptions, serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
@@ -58,13 +59,15 @@ class AppViewSet(ApiViewSet):
     lookup_value_converter = "int"
 
     @extend_schema(
+        description=gettext_lazy("Apps you can see (search with `?q=`), and new apps you own."),
         tags=["apps"],
-        summary="Apps you own or that are shared with you",
-        parameters=[OpenApiParameter("q", str, description="Search in name and description.")],
+        summary=gettext_lazy("Apps you own or that are shared with you"),
+        parameters=[
+            OpenApiParameter("q", str, description=gettext_lazy("Search in name and description."))
+        ],
         responses={200: io.AppOut(many=True), 401: ERRORS[401]},
     )
     def list(self, request: Request) -> Response:
-        """Apps you can see (search with `?q=`), and new apps you own."""
         apps = selectors.app_list(request.user, search=request.query_params.get("q", "")[:200])
         apps = apps.prefetch_related(
             Prefetch(
@@ -74,13 +77,13 @@ class AppViewSet(ApiViewSet):
         return self.page(io.AppOut, apps)
 
     @extend_schema(
+        description=gettext_lazy("Apps you can see (search with `?q=`), and new apps you own."),
         tags=["apps"],
-        summary="Create an app (with its root agent)",
+        summary=gettext_lazy("Create an app (with its root agent)"),
         request=io.AppIn,
         responses={201: io.AppDetailOut, 400: ERRORS[400], 401: ERRORS[401]},
     )
     def create(self, request: Request) -> Response:
-        """Apps you can see (search with `?q=`), and new apps you own."""
         data = self.valid(io.AppIn)
         app = services.app_create(actor=request.user, owner=request.user, **data)
         app = selectors.app_with_everything(app.pk).get()
@@ -90,12 +93,18 @@ class AppViewSet(ApiViewSet):
 
     @extend_schema(
         tags=["apps"],
-        summary="An app with its variables, schemas, tools and agents",
-        description="With `?version=N` or `?label=name`: the app's native document as saved "
-        "in that version (see the versions endpoints).",
+        summary=gettext_lazy("An app with its variables, schemas, tools and agents"),
+        description=gettext_lazy(
+            "With `?version=N` or `?label=name`: the app's native document as saved "
+            "in that version (see the versions endpoints)."
+        ),
         parameters=[
-            OpenApiParameter("version", int, description="The app as saved in this version."),
-            OpenApiParameter("label", str, description="The app at the version of this label."),
+            OpenApiParameter(
+                "version", int, description=gettext_lazy("The app as saved in this version.")
+            ),
+            OpenApiParameter(
+                "label", str, description=gettext_lazy("The app at the version of this label.")
+            ),
         ],
         responses={200: io.AppDetailOut, **READ_ERRORS},
     )
@@ -106,13 +115,15 @@ class AppViewSet(ApiViewSet):
         return Response(self.output(io.AppDetailOut, app, access=self.access))
 
     @extend_schema(
+        description=gettext_lazy(
+            "One app with everything in it; editors change it, only its owner deletes it."
+        ),
         tags=["apps"],
-        summary="Rename or describe an app",
+        summary=gettext_lazy("Rename or describe an app"),
         request=io.AppPatchIn,
         responses={200: io.AppDetailOut, **WRITE_ERRORS},
     )
     def partial_update(self, request: Request, app_id: int) -> Response:
-        """One app with everything in it; editors change it, only its owner deletes it."""
         app = self.load_app(edit=True)
         data = self.valid(io.AppPatchIn)
         services.app_update(
@@ -122,12 +133,14 @@ class AppViewSet(ApiViewSet):
         return Response(self.output(io.AppDetailOut, app, access=self.access))
 
     @extend_schema(
+        description=gettext_lazy(
+            "One app with everything in it; editors change it, only its owner deletes it."
+        ),
         tags=["apps"],
-        summary="Delete an app and everything in it (owner only)",
+        summary=gettext_lazy("Delete an app and everything in it (owner only)"),
         responses={204: None, **ERRORS},
     )
     def destroy(self, request: Request, app_id: int) -> Response:
-        """One app with everything in it; editors change it, only its owner deletes it."""
         app = self.load_app(edit=True)
         if not self.access.is_owner:
             raise exceptions.PermissionDenied(_("Only the app's owner can delete it."))
@@ -139,31 +152,39 @@ class AppViewSet(ApiViewSet):
 
 
 class ImportIn(serializers.Serializer):
-    file = serializers.FileField(help_text="A .json/.yaml Statecraft export or a CX .zip.")
-    name = serializers.CharField(required=False, help_text="The new app's name.")
+    file = serializers.FileField(
+        help_text=gettext_lazy("A .json/.yaml Statecraft export or a CX .zip.")
+    )
+    name = serializers.CharField(required=False, help_text=gettext_lazy("The new app's name."))
 
 
 class ReportRowOut(serializers.Serializer):
-    severity = serializers.ChoiceField(choices=["error", "warning", "info"])
+    severity = serializers.ChoiceField(choices=io.SEVERITIES)
     code = serializers.CharField()
-    field = serializers.CharField(help_text="The field in the file ('' for the whole file).")
+    field = serializers.CharField(
+        help_text=gettext_lazy("The field in the file ('' for the whole file).")
+    )
     message = MessageField()
 
 
 class ReportFileOut(serializers.Serializer):
-    file = serializers.CharField(help_text="A file of the CX ZIP, or the uploaded file.")
+    file = serializers.CharField(
+        help_text=gettext_lazy("A file of the CX ZIP, or the uploaded file.")
+    )
     diagnostics = ReportRowOut(many=True)
     kept_whole = serializers.BooleanField(
-        help_text="The file is kept as is and written back on export; nothing else to say."
+        help_text=gettext_lazy(
+            "The file is kept as is and written back on export; nothing else to say."
+        )
     )
 
 
 class ImportReportOut(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["native", "cx"])
-    file = serializers.CharField(help_text="The uploaded file's name.")
+    file = serializers.CharField(help_text=gettext_lazy("The uploaded file's name."))
     counts = serializers.DictField(child=serializers.IntegerField())
-    files = ReportFileOut(many=True, help_text="Every diagnostic, grouped by file.")
-    kept_files = serializers.IntegerField(help_text="How many files are kept whole.")
+    files = ReportFileOut(many=True, help_text=gettext_lazy("Every diagnostic, grouped by file."))
+    kept_files = serializers.IntegerField(help_text=gettext_lazy("How many files are kept whole."))
 
 
 class ImportedAppOut(serializers.Serializer):
@@ -172,6 +193,11 @@ class ImportedAppOut(serializers.Serializer):
     url = serializers.CharField()
 
 
+@extend_schema_serializer(
+    description=gettext_lazy(
+        "201: `app` and `report`; 400: `detail`, `diagnostics` and `report` (nothing created)."
+    )
+)
 class ImportOut(serializers.Serializer):
     """201: `app` and `report`; 400: `detail`, `diagnostics` and `report` (nothing created)."""
 
@@ -190,14 +216,18 @@ class AppImportView(ApiView):
 
     @extend_schema(
         tags=["apps"],
-        summary="Import an app (native JSON/YAML or CX Agent Studio ZIP), with its full report",
+        summary=gettext_lazy(
+            "Import an app (native JSON/YAML or CX Agent Studio ZIP), with its full report"
+        ),
         description=(
-            "Multipart form: `file` (required), `name` (optional). All of it or nothing: on a "
-            "refusal nothing is created. Either way the body has `report`: every diagnostic "
-            "(errors, warnings, notes) grouped by the file it is about. A file of at least "
-            "IMPORT_JOB_MIN_BYTES (256 KB by default) imports as a job: 202 with the job's "
-            "`url`; the succeeded job's `result` is this body (`app`, `report`), a refused "
-            "one fails with `result.diagnostics` and `result.report`."
+            gettext_lazy(
+                "Multipart form: `file` (required), `name` (optional). All of it or nothing: on a "
+                "refusal nothing is created. Either way the body has `report`: every diagnostic "
+                "(errors, warnings, notes) grouped by the file it is about. A file of at least "
+                "IMPORT_JOB_MIN_BYTES (256 KB by default) imports as a job: 202 with the job's "
+                "`url`; the succeeded job's `result` is this body (`app`, `report`), a refused "
+                "one fails with `result.diagnostics` and `result.report`."
+            )
         ),
         request={"multipart/form-data": ImportIn},
         responses={
@@ -232,7 +262,7 @@ class AppImportView(ApiView):
                 owner=request.user, data=data, name=name, filename=filename
             )
         except jobs.JobLimitError as exc:
-            raise exceptions.Throttled(detail=str(exc)) from exc
+            raise exceptions.Throttled(detail=exc.localized()) from exc
         except exchange.ImportRefused as exc:
             body = {
                 "detail": _("%(file)s: not imported; nothing was created.") % {"file": filename},
@@ -264,38 +294,46 @@ class VariableViewSet(ApiViewSet):
     lookup_field = "name"
     lookup_value_converter = "str"
 
-    @extend_schema(tags=["variables"], responses={200: io.VariableOut(many=True), **READ_ERRORS})
+    @extend_schema(
+        description=gettext_lazy("The app's variables (by name); each `default` is typed JSON."),
+        tags=["variables"],
+        responses={200: io.VariableOut(many=True), **READ_ERRORS},
+    )
     def list(self, request: Request, app_id: int) -> Response:
-        """The app's variables (by name); each `default` is typed JSON."""
         app = self.load_app()
         return self.page(io.VariableOut, app.variables.select_related("schema"))
 
     @extend_schema(
+        description=gettext_lazy("The app's variables (by name); each `default` is typed JSON."),
         tags=["variables"],
         request=io.VariableIn,
         responses={201: io.VariableOut, **ERRORS},
     )
     def create(self, request: Request, app_id: int) -> Response:
-        """The app's variables (by name); each `default` is typed JSON."""
         app = self.load_app(edit=True)
         variable = services.variable_create(
             actor=request.user, app=app, **self.valid(io.VariableIn, app=app)
         )
         return self.created(self.output(io.VariableOut, variable), "variable-detail", variable.name)
 
-    @extend_schema(tags=["variables"], responses={200: io.VariableOut, **READ_ERRORS})
+    @extend_schema(
+        description=gettext_lazy("One variable, addressed by its name."),
+        tags=["variables"],
+        responses={200: io.VariableOut, **READ_ERRORS},
+    )
     def retrieve(self, request: Request, app_id: int, name: str) -> Response:
-        """One variable, addressed by its name."""
         return Response(self.output(io.VariableOut, _variable(self.load_app(), name)))
 
     @extend_schema(
+        description=gettext_lazy("One variable, addressed by its name."),
         tags=["variables"],
-        summary="Change a variable; a new name with update_references rewrites references",
+        summary=gettext_lazy(
+            "Change a variable; a new name with update_references rewrites references"
+        ),
         request=io.VariablePatchIn,
         responses={200: io.VariableOut, **WRITE_ERRORS},
     )
     def partial_update(self, request: Request, app_id: int, name: str) -> Response:
-        """One variable, addressed by its name."""
         app = self.load_app(edit=True)
         variable = _variable(app, name)
         data = self.valid(io.VariablePatchIn, app=app)
@@ -305,9 +343,12 @@ class VariableViewSet(ApiViewSet):
         )
         return Response(self.output(io.VariableOut, _variable(app, variable.name)))
 
-    @extend_schema(tags=["variables"], responses={204: None, **ERRORS})
+    @extend_schema(
+        description=gettext_lazy("One variable, addressed by its name."),
+        tags=["variables"],
+        responses={204: None, **ERRORS},
+    )
     def destroy(self, request: Request, app_id: int, name: str) -> Response:
-        """One variable, addressed by its name."""
         app = self.load_app(edit=True)
         services.variable_delete(actor=request.user, variable=_variable(app, name))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -323,32 +364,42 @@ class SchemaViewSet(ApiViewSet):
     lookup_field = "name"
     lookup_value_converter = "str"
 
-    @extend_schema(tags=["schemas"], responses={200: io.SchemaOut(many=True), **READ_ERRORS})
+    @extend_schema(
+        description=gettext_lazy("The app's JSON Schemas for custom objects."),
+        tags=["schemas"],
+        responses={200: io.SchemaOut(many=True), **READ_ERRORS},
+    )
     def list(self, request: Request, app_id: int) -> Response:
-        """The app's JSON Schemas for custom objects."""
         return self.page(io.SchemaOut, self.load_app().schemas.all())
 
-    @extend_schema(tags=["schemas"], request=io.SchemaIn, responses={201: io.SchemaOut, **ERRORS})
+    @extend_schema(
+        description=gettext_lazy("The app's JSON Schemas for custom objects."),
+        tags=["schemas"],
+        request=io.SchemaIn,
+        responses={201: io.SchemaOut, **ERRORS},
+    )
     def create(self, request: Request, app_id: int) -> Response:
-        """The app's JSON Schemas for custom objects."""
         app = self.load_app(edit=True)
         schema = services.schema_create(actor=request.user, app=app, **self.valid(io.SchemaIn))
         return self.created(self.output(io.SchemaOut, schema), "schema-detail", schema.name)
 
-    @extend_schema(tags=["schemas"], responses={200: io.SchemaOut, **READ_ERRORS})
+    @extend_schema(
+        description=gettext_lazy("One schema, addressed by its name."),
+        tags=["schemas"],
+        responses={200: io.SchemaOut, **READ_ERRORS},
+    )
     def retrieve(self, request: Request, app_id: int, name: str) -> Response:
-        """One schema, addressed by its name."""
         schema = get_object_or_404(Schema, app=self.load_app(), name=name)
         return Response(self.output(io.SchemaOut, schema))
 
     @extend_schema(
+        description=gettext_lazy("One schema, addressed by its name."),
         tags=["schemas"],
-        summary="Change a schema (every default that uses it must still fit)",
+        summary=gettext_lazy("Change a schema (every default that uses it must still fit)"),
         request=io.SchemaPatchIn,
         responses={200: io.SchemaOut, **WRITE_ERRORS},
     )
     def partial_update(self, request: Request, app_id: int, name: str) -> Response:
-        """One schema, addressed by its name."""
         app = self.load_app(edit=True)
         schema = get_object_or_404(Schema, app=app, name=name)
         data = self.valid(io.SchemaPatchIn)
@@ -359,12 +410,12 @@ class SchemaViewSet(ApiViewSet):
         return Response(self.output(io.SchemaOut, schema))
 
     @extend_schema(
+        description=gettext_lazy("One schema, addressed by its name."),
         tags=["schemas"],
-        summary="Delete a schema no variable uses",
+        summary=gettext_lazy("Delete a schema no variable uses"),
         responses={204: None, **ERRORS},
     )
     def destroy(self, request: Request, app_id: int, name: str) -> Response:
-        """One schema, addressed by its name."""
         app = self.load_app(edit=True)
         services.schema_delete(
             actor=request.user, schema=get_object_or_404(Schema, app=app, name=name)
@@ -382,32 +433,48 @@ class ToolViewSet(ApiViewSet):
     lookup_field = "name"
     lookup_value_converter = "str"
 
-    @extend_schema(tags=["tools"], responses={200: io.ToolOut(many=True), **READ_ERRORS})
+    @extend_schema(
+        description=gettext_lazy(
+            "The app's tools: Python, OpenAPI or MCP, each with an optional mock."
+        ),
+        tags=["tools"],
+        responses={200: io.ToolOut(many=True), **READ_ERRORS},
+    )
     def list(self, request: Request, app_id: int) -> Response:
-        """The app's tools: Python, OpenAPI or MCP, each with an optional mock."""
         return self.page(io.ToolOut, self.load_app().tools.all())
 
-    @extend_schema(tags=["tools"], request=io.ToolIn, responses={201: io.ToolOut, **ERRORS})
+    @extend_schema(
+        description=gettext_lazy(
+            "The app's tools: Python, OpenAPI or MCP, each with an optional mock."
+        ),
+        tags=["tools"],
+        request=io.ToolIn,
+        responses={201: io.ToolOut, **ERRORS},
+    )
     def create(self, request: Request, app_id: int) -> Response:
-        """The app's tools: Python, OpenAPI or MCP, each with an optional mock."""
         app = self.load_app(edit=True)
         tool = services.tool_create(actor=request.user, app=app, **self.valid(io.ToolIn))
         return self.created(self.output(io.ToolOut, tool), "tool-detail", tool.name)
 
-    @extend_schema(tags=["tools"], responses={200: io.ToolOut, **READ_ERRORS})
+    @extend_schema(
+        description=gettext_lazy("One tool, addressed by its name."),
+        tags=["tools"],
+        responses={200: io.ToolOut, **READ_ERRORS},
+    )
     def retrieve(self, request: Request, app_id: int, name: str) -> Response:
-        """One tool, addressed by its name."""
         tool = get_object_or_404(Tool, app=self.load_app(), name=name)
         return Response(self.output(io.ToolOut, tool))
 
     @extend_schema(
+        description=gettext_lazy("One tool, addressed by its name."),
         tags=["tools"],
-        summary="Change a tool; a new name renames its Python function and references",
+        summary=gettext_lazy(
+            "Change a tool; a new name renames its Python function and references"
+        ),
         request=io.ToolPatchIn,
         responses={200: io.ToolOut, **WRITE_ERRORS},
     )
     def partial_update(self, request: Request, app_id: int, name: str) -> Response:
-        """One tool, addressed by its name."""
         app = self.load_app(edit=True)
         tool = get_object_or_404(Tool, app=app, name=name)
         data = self.valid(io.ToolPatchIn)
@@ -416,9 +483,12 @@ class ToolViewSet(ApiViewSet):
         )
         return Response(self.output(io.ToolOut, tool))
 
-    @extend_schema(tags=["tools"], responses={204: None, **ERRORS})
+    @extend_schema(
+        description=gettext_lazy("One tool, addressed by its name."),
+        tags=["tools"],
+        responses={204: None, **ERRORS},
+    )
     def destroy(self, request: Request, app_id: int, name: str) -> Response:
-        """One tool, addressed by its name."""
         app = self.load_app(edit=True)
         services.tool_delete(actor=request.user, tool=get_object_or_404(Tool, app=app, name=name))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -434,14 +504,21 @@ class AgentViewSet(ApiViewSet):
     lookup_url_kwarg = "agent_id"
     lookup_value_converter = "int"
 
-    @extend_schema(tags=["agents"], responses={200: io.AgentOut(many=True), **READ_ERRORS})
+    @extend_schema(
+        description=gettext_lazy("The app's agents; tools by name, sub-agents by display name."),
+        tags=["agents"],
+        responses={200: io.AgentOut(many=True), **READ_ERRORS},
+    )
     def list(self, request: Request, app_id: int) -> Response:
-        """The app's agents; tools by name, sub-agents by display name."""
         return self.page(io.AgentOut, agent_queryset().filter(app=self.load_app()))
 
-    @extend_schema(tags=["agents"], request=io.AgentIn, responses={201: io.AgentOut, **ERRORS})
+    @extend_schema(
+        description=gettext_lazy("The app's agents; tools by name, sub-agents by display name."),
+        tags=["agents"],
+        request=io.AgentIn,
+        responses={201: io.AgentOut, **ERRORS},
+    )
     def create(self, request: Request, app_id: int) -> Response:
-        """The app's agents; tools by name, sub-agents by display name."""
         app = self.load_app(edit=True)
         agent = services.agent_create(
             actor=request.user, app=app, **self.valid(io.AgentIn, app=app)
@@ -449,20 +526,23 @@ class AgentViewSet(ApiViewSet):
         agent = agent_queryset().get(pk=agent.pk)
         return self.created(self.output(io.AgentOut, agent), "agent-detail", agent.pk)
 
-    @extend_schema(tags=["agents"], responses={200: io.AgentOut, **READ_ERRORS})
+    @extend_schema(
+        description=gettext_lazy("One agent, addressed by its id."),
+        tags=["agents"],
+        responses={200: io.AgentOut, **READ_ERRORS},
+    )
     def retrieve(self, request: Request, app_id: int, agent_id: int) -> Response:
-        """One agent, addressed by its id."""
         agent = self.load_agent(self.load_app(), agent_queryset())
         return Response(self.output(io.AgentOut, agent))
 
     @extend_schema(
+        description=gettext_lazy("One agent, addressed by its id."),
         tags=["agents"],
-        summary="Change an agent; a new display name rewrites {@AGENT: …} references",
+        summary=gettext_lazy("Change an agent; a new display name rewrites {@AGENT: …} references"),
         request=io.AgentPatchIn,
         responses={200: io.AgentOut, **WRITE_ERRORS},
     )
     def partial_update(self, request: Request, app_id: int, agent_id: int) -> Response:
-        """One agent, addressed by its id."""
         app = self.load_app(edit=True)
         agent = self.load_agent(app)
         data = self.valid(io.AgentPatchIn, app=app)
@@ -472,12 +552,12 @@ class AgentViewSet(ApiViewSet):
         return Response(self.output(io.AgentOut, agent_queryset().get(pk=agent.pk)))
 
     @extend_schema(
+        description=gettext_lazy("One agent, addressed by its id."),
         tags=["agents"],
-        summary="Delete an agent (the root only when it is the last one)",
+        summary=gettext_lazy("Delete an agent (the root only when it is the last one)"),
         responses={204: None, **ERRORS},
     )
     def destroy(self, request: Request, app_id: int, agent_id: int) -> Response:
-        """One agent, addressed by its id."""
         app = self.load_app(edit=True)
         services.agent_delete(actor=request.user, agent=self.load_agent(app))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -496,20 +576,27 @@ class ScenarioViewSet(ApiViewSet):
     def load_scenario(self, agent: Agent) -> Scenario:
         return get_object_or_404(scenario_queryset(), agent=agent, pk=self.kwargs["scenario_id"])
 
-    @extend_schema(tags=["scenarios"], responses={200: io.ScenarioOut(many=True), **READ_ERRORS})
+    @extend_schema(
+        description=gettext_lazy(
+            "An agent's scenarios: session inputs, a token budget and scripted steps."
+        ),
+        tags=["scenarios"],
+        responses={200: io.ScenarioOut(many=True), **READ_ERRORS},
+    )
     def list(self, request: Request, app_id: int, agent_id: int) -> Response:
-        """An agent's scenarios: session inputs, a token budget and scripted steps."""
         agent = self.load_agent(self.load_app())
         return self.page(io.ScenarioOut, scenario_queryset().filter(agent=agent))
 
     @extend_schema(
+        description=gettext_lazy(
+            "An agent's scenarios: session inputs, a token budget and scripted steps."
+        ),
         tags=["scenarios"],
-        summary="Create a scenario; its steps are a script, one step per line",
+        summary=gettext_lazy("Create a scenario; its steps are a script, one step per line"),
         request=io.ScenarioIn,
         responses={201: io.ScenarioOut, **ERRORS},
     )
     def create(self, request: Request, app_id: int, agent_id: int) -> Response:
-        """An agent's scenarios: session inputs, a token budget and scripted steps."""
         agent = self.load_agent(self.load_app(edit=True))
         scenario = services.scenario_save(
             actor=request.user, agent=agent, **self.valid(io.ScenarioIn)
@@ -519,22 +606,25 @@ class ScenarioViewSet(ApiViewSet):
             self.output(io.ScenarioOut, scenario), "scenario-detail", agent.pk, scenario.pk
         )
 
-    @extend_schema(tags=["scenarios"], responses={200: io.ScenarioOut, **READ_ERRORS})
+    @extend_schema(
+        description=gettext_lazy("One scenario, addressed by its id."),
+        tags=["scenarios"],
+        responses={200: io.ScenarioOut, **READ_ERRORS},
+    )
     def retrieve(self, request: Request, app_id: int, agent_id: int, scenario_id: int) -> Response:
-        """One scenario, addressed by its id."""
         scenario = self.load_scenario(self.load_agent(self.load_app()))
         return Response(self.output(io.ScenarioOut, scenario))
 
     @extend_schema(
+        description=gettext_lazy("One scenario, addressed by its id."),
         tags=["scenarios"],
-        summary="Change a scenario; `steps_script` replaces every step",
+        summary=gettext_lazy("Change a scenario; `steps_script` replaces every step"),
         request=io.ScenarioPatchIn,
         responses={200: io.ScenarioOut, **WRITE_ERRORS},
     )
     def partial_update(
         self, request: Request, app_id: int, agent_id: int, scenario_id: int
     ) -> Response:
-        """One scenario, addressed by its id."""
         agent = self.load_agent(self.load_app(edit=True))
         scenario = self.load_scenario(agent)
         data = self.valid(io.ScenarioPatchIn)
@@ -544,9 +634,12 @@ class ScenarioViewSet(ApiViewSet):
         )
         return Response(self.output(io.ScenarioOut, self.load_scenario(agent)))
 
-    @extend_schema(tags=["scenarios"], responses={204: None, **ERRORS})
+    @extend_schema(
+        description=gettext_lazy("One scenario, addressed by its id."),
+        tags=["scenarios"],
+        responses={204: None, **ERRORS},
+    )
     def destroy(self, request: Request, app_id: int, agent_id: int, scenario_id: int) -> Response:
-        """One scenario, addressed by its id."""
         agent = self.load_agent(self.load_app(edit=True))
         services.scenario_delete(actor=request.user, scenario=self.load_scenario(agent))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agents.core.diagnostics import Message
+
 MAX_DEPTH = 64
 
 _TOKEN = re.compile(
@@ -227,12 +229,14 @@ class _Parser:
 
     def parse(self) -> Node:
         if not self.tokens:
-            raise _Failure("the condition is empty", 0)
+            raise _Failure(Message("the condition is empty"), 0)
         node = self.or_expr()
         if self.peek() is not None:
             token = self.peek()
             assert token is not None
-            raise self.fail(f"unexpected {self.source[token[2] :].split()[0]!r}")
+            raise self.fail(
+                Message("unexpected %(token)s", token=repr(self.source[token[2] :].split()[0]))
+            )
         return node
 
     def or_expr(self) -> Node:
@@ -267,7 +271,7 @@ class _Parser:
                     self.tokens[self.index + 1] if self.index + 1 < len(self.tokens) else None
                 )
                 if following is None or following[:2] != ("op", "in"):
-                    raise self.fail("'not' here must be followed by 'in'")
+                    raise self.fail(Message("'not' here must be followed by 'in'"))
                 self.index += 2
                 op = "not in"
             elif self.at_op(*_COMPARISONS):
@@ -283,7 +287,7 @@ class _Parser:
     def operand(self) -> Node:
         token = self.peek()
         if token is None:
-            raise self.fail("the condition ends too early: a value is missing")
+            raise self.fail(Message("the condition ends too early: a value is missing"))
         kind, value, _ = token
         if kind in ("lit", "var", "builtin"):
             self.index += 1
@@ -294,7 +298,7 @@ class _Parser:
             node = self.or_expr()
             self.depth -= 1
             if not self.at_op(")"):
-                raise self.fail("a ')' is missing")
+                raise self.fail(Message("a ')' is missing"))
             self.index += 1
             return node
         if kind == "op" and value == "[":
@@ -306,16 +310,16 @@ class _Parser:
                 if self.at_op(","):
                     self.index += 1
                 elif not self.at_op("]"):
-                    raise self.fail("a ']' or ',' is missing")
+                    raise self.fail(Message("a ']' or ',' is missing"))
             self.index += 1
             self.depth -= 1
             return ("list", tuple(items))
-        raise self.fail(f"expected a value, found {value!r}")
+        raise self.fail(Message("expected a value, found %(value)s", value=repr(value)))
 
     def enter(self) -> None:
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise self.fail("the condition is nested too deeply")
+            raise self.fail(Message("the condition is nested too deeply"))
 
 
 def _is_float(text: str) -> bool:
@@ -329,4 +333,6 @@ def parse_condition(src: str) -> Condition | ConditionError:
     except _Failure as failure:
         return ConditionError(message=failure.message, offset=failure.offset)
     except (RecursionError, ValueError, OverflowError) as error:
-        return ConditionError(message=f"the condition cannot be read ({error})", offset=0)
+        return ConditionError(
+            message=Message("the condition cannot be read (%(error)s)", error=str(error)), offset=0
+        )

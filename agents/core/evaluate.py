@@ -475,8 +475,13 @@ def evaluate(
             else:
                 outcome(
                     "failed",
-                    f"No transfer to {expected.agent}"
-                    + (f": {errors[0].label}" if errors else "."),
+                    Message(
+                        "No transfer to %(agent)s: %(why)s",
+                        agent=expected.agent,
+                        why=errors[0].label,
+                    )
+                    if errors
+                    else Message("No transfer to %(agent)s.", agent=expected.agent),
                     expected.agent,
                     None,
                     tuple(e.label for e in errors),

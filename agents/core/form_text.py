@@ -167,7 +167,7 @@ def _parse_list(text: str, item_type: VariableType | None) -> tuple[Any, list[st
 
 
 def _parse_object_list(text: str) -> tuple[Any, list[str]]:
-    hint = "a list of objects is written as a JSON array: [{...}, {...}]"
+    hint = Message("a list of objects is written as a JSON array: [{...}, {...}]")
     if not text.startswith("["):
         return None, [hint]
     value, error = _parse_json(text)
@@ -176,7 +176,11 @@ def _parse_object_list(text: str) -> tuple[Any, list[str]]:
     if not isinstance(value, list):
         return None, [hint]
     errors = [
-        f"item {index}: expected a JSON object ({{...}}), got {json_kind(item)}"
+        Message(
+            "item %(index)s: expected a JSON object ({...}), got %(json_kind)s",
+            index=index,
+            json_kind=json_kind(item),
+        )
         for index, item in enumerate(value, start=1)
         if not isinstance(item, dict)
     ]

@@ -277,9 +277,16 @@ def parse_python(code: str) -> ast.Module | Diagnostic:
         return Diagnostic("SC007", E, Message("The code cannot be read: %(exc)s.", exc=exc))
 
 
-def platform_tool_problem() -> str:
+def platform_tool_problem(*, sentence: bool = False) -> str:
+    """Why a platform tool's name is refused (`sentence`: capitalised, with a full stop)."""
     names = ", ".join(PLATFORM_TOOLS)
-    return f"a platform tool is one CX Agent Studio provides: {names}; name it so"
+    if sentence:
+        return Message(
+            "A platform tool is one CX Agent Studio provides: %(names)s; name it so.", names=names
+        )
+    return Message(
+        "a platform tool is one CX Agent Studio provides: %(names)s; name it so", names=names
+    )
 
 
 def python_problems(

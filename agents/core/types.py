@@ -220,7 +220,12 @@ def value_schema_problems(
     except Exception as error:  # an unresolvable $ref or a broken schema, found while validating
         where = root_name or "value"
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        return [(f"{where}: the schema cannot be used to validate ({reason})", None)]
+        message = Message(
+            "%(where)s: the schema cannot be used to validate (%(reason)s)",
+            where=where,
+            reason=reason,
+        )
+        return [(message, None)]
     problems: list[tuple[str, ValidationError | None]] = []
     for error in errors:
         words = describe_validation_error(error)
@@ -294,33 +299,35 @@ def path_in_words(root: str | None, path: Iterable[Any]) -> str:
     return words or "value"
 
 
-_KIND_WORDS = {
-    "string": "text",
-    "number": "a number",
-    "integer": "a whole number",
-    "boolean": "yes or no",
-    "object": "an object",
-    "array": "a list",
+# What a value of a JSON Schema type or format is called in a message (each a `Message`,
+# so the reader's language has its own word).
+_KIND_WORDS: dict[str, str] = {
+    "string": Message("text"),
+    "number": Message("a number"),
+    "integer": Message("a whole number"),
+    "boolean": Message("yes or no"),
+    "object": Message("an object"),
+    "array": Message("a list"),
     "null": "null",
 }
 
 _FORMAT_WORDS = {
-    "date": "date (YYYY-MM-DD)",
-    "date-time": "date and time (YYYY-MM-DDThh:mm:ssZ)",
-    "time": "time (hh:mm:ssZ)",
-    "email": "email address",
-    "idn-email": "email address",
-    "uri": "absolute URI (https://...)",
-    "iri": "absolute IRI",
-    "uri-reference": "URI reference",
-    "iri-reference": "IRI reference",
-    "uuid": "UUID",
-    "ipv4": "IPv4 address",
-    "ipv6": "IPv6 address",
-    "hostname": "host name",
-    "idn-hostname": "host name",
-    "duration": "ISO 8601 duration (P1D)",
-    "regex": "regular expression",
+    "date": Message("date (YYYY-MM-DD)"),
+    "date-time": Message("date and time (YYYY-MM-DDThh:mm:ssZ)"),
+    "time": Message("time (hh:mm:ssZ)"),
+    "email": Message("email address"),
+    "idn-email": Message("email address"),
+    "uri": Message("absolute URI (https://...)"),
+    "iri": Message("absolute IRI"),
+    "uri-reference": Message("URI reference"),
+    "iri-reference": Message("IRI reference"),
+    "uuid": Message("UUID"),
+    "ipv4": Message("IPv4 address"),
+    "ipv6": Message("IPv6 address"),
+    "hostname": Message("host name"),
+    "idn-hostname": Message("host name"),
+    "duration": Message("ISO 8601 duration (P1D)"),
+    "regex": Message("regular expression"),
 }
 
 
@@ -332,6 +339,39 @@ def describe_validation_error(error: ValidationError) -> str:
         return error.message
 
 
+def _either(words: list[str]) -> str:
+    """`a`, `a or b`, `a or b or c`: each word kept a `Message`."""
+    out = words[0]
+    for word in words[1:]:
+        out = Message("%(first)s or %(second)s", first=out, second=word)
+    return out
+
+
+def _items(least: bool, count: int, limit: Any) -> Message:
+    """`has N item(s), at least/most M …` (one template each: the catalog has no plurals)."""
+    if least:
+        if count == 1:
+            return Message("has %(count)s item, at least %(limit)s required", count=1, limit=limit)
+        return Message("has %(count)s items, at least %(limit)s required", count=count, limit=limit)
+    if count == 1:
+        return Message("has %(count)s item, at most %(limit)s allowed", count=1, limit=limit)
+    return Message("has %(count)s items, at most %(limit)s allowed", count=count, limit=limit)
+
+
+def _properties(least: bool, count: int, limit: Any) -> Message:
+    if least:
+        if count == 1:
+            return Message(
+                "has %(count)s property, at least %(limit)s required", count=1, limit=limit
+            )
+        return Message(
+            "has %(count)s properties, at least %(limit)s required", count=count, limit=limit
+        )
+    if count == 1:
+        return Message("has %(count)s property, at most %(limit)s allowed", count=1, limit=limit)
+    return Message("has %(count)s properties, at most %(limit)s allowed", count=count, limit=limit)
+
+
 def _describe(error: ValidationError) -> str:
     keyword = str(error.validator)
     expected = error.validator_value
@@ -339,70 +379,89 @@ def _describe(error: ValidationError) -> str:
     shown = _show(instance)
     if keyword == "type":
         kinds = expected if isinstance(expected, list) else [expected]
-        wanted = " or ".join(_KIND_WORDS.get(str(kind), str(kind)) for kind in kinds)
-        return f"{shown} is not {wanted}"
-    if keyword in {"minimum", "maximum"}:
-        comparison = "less" if keyword == "minimum" else "more"
-        return f"{shown} is {comparison} than the {keyword} of {_show(expected)}"
+        wanted = _either([_KIND_WORDS.get(str(kind), str(kind)) for kind in kinds])
+        return Message("%(shown)s is not %(wanted)s", shown=shown, wanted=wanted)
+    if keyword == "minimum":
+        return Message(
+            "%(shown)s is less than the minimum of %(limit)s", shown=shown, limit=_show(expected)
+        )
+    if keyword == "maximum":
+        return Message(
+            "%(shown)s is more than the maximum of %(limit)s", shown=shown, limit=_show(expected)
+        )
     if keyword == "exclusiveMinimum":
-        return f"{shown} must be more than {_show(expected)}"
+        return Message("%(shown)s must be more than %(limit)s", shown=shown, limit=_show(expected))
     if keyword == "exclusiveMaximum":
-        return f"{shown} must be less than {_show(expected)}"
+        return Message("%(shown)s must be less than %(limit)s", shown=shown, limit=_show(expected))
     if keyword == "multipleOf":
-        return f"{shown} is not a multiple of {_show(expected)}"
+        return Message(
+            "%(shown)s is not a multiple of %(limit)s", shown=shown, limit=_show(expected)
+        )
     if keyword == "minLength":
-        return f"{shown} is shorter than {_count(expected, 'character')}"
+        if expected == 1:
+            return Message("%(shown)s is shorter than %(count)s character", shown=shown, count=1)
+        return Message(
+            "%(shown)s is shorter than %(count)s characters", shown=shown, count=expected
+        )
     if keyword == "maxLength":
-        return f"{shown} is longer than {_count(expected, 'character')}"
+        if expected == 1:
+            return Message("%(shown)s is longer than %(count)s character", shown=shown, count=1)
+        return Message("%(shown)s is longer than %(count)s characters", shown=shown, count=expected)
     if keyword == "pattern":
-        return f"{shown} does not match the pattern {quoted(str(expected))}"
+        return Message(
+            "%(shown)s does not match the pattern %(pattern)s",
+            shown=shown,
+            pattern=quoted(str(expected)),
+        )
     if keyword == "format":
-        return f"{shown} is not a valid {_FORMAT_WORDS.get(str(expected), str(expected))}"
+        return Message(
+            "%(shown)s is not a valid %(format)s",
+            shown=shown,
+            format=_FORMAT_WORDS.get(str(expected), str(expected)),
+        )
     if keyword == "enum":
         options = ", ".join(_show(option) for option in expected[:10])
-        return f"{shown} is not one of {options}" + (", ..." if len(expected) > 10 else "")
+        options += ", ..." if len(expected) > 10 else ""
+        return Message("%(shown)s is not one of %(options)s", shown=shown, options=options)
     if keyword == "const":
-        return f"must be {_show(expected)}"
+        return Message("must be %(value)s", value=_show(expected))
     if keyword == "required":
         missing = [name for name in expected if isinstance(instance, dict) and name not in instance]
         names = ", ".join(quoted(name) for name in missing) or _show(expected)
-        return f"the required property {names} is missing"
+        return Message("the required property %(names)s is missing", names=names)
     if keyword == "dependentRequired":
         return error.message
     if keyword in {"additionalProperties", "unevaluatedProperties"}:
         extra = _unexpected_properties(error)
         if extra:
-            return f"the property {', '.join(quoted(key) for key in extra)} is not allowed"
-    if keyword == "minItems":
-        return f"has {_count(_size(instance), 'item')}, at least {expected} required"
-    if keyword == "maxItems":
-        return f"has {_count(_size(instance), 'item')}, at most {expected} allowed"
+            names = ", ".join(quoted(key) for key in extra)
+            return Message("the property %(names)s is not allowed", names=names)
+    if keyword in {"minItems", "maxItems"}:
+        return _items(keyword == "minItems", _size(instance), expected)
     if keyword == "uniqueItems":
-        return "has the same item more than once"
-    if keyword == "minProperties":
-        return (
-            f"has {_count(_size(instance), 'property', 'properties')}, at least {expected} required"
-        )
-    if keyword == "maxProperties":
-        return (
-            f"has {_count(_size(instance), 'property', 'properties')}, at most {expected} allowed"
-        )
+        return Message("has the same item more than once")
+    if keyword in {"minProperties", "maxProperties"}:
+        return _properties(keyword == "minProperties", _size(instance), expected)
     if keyword in {"anyOf", "oneOf"}:
         if keyword == "oneOf" and not error.context:
-            return f"{shown} matches more than one of the allowed alternatives"
+            return Message(
+                "%(shown)s matches more than one of the allowed alternatives", shown=shown
+            )
         closest = best_match(error.context) if error.context else None
         if closest is None:
-            return f"{shown} matches none of the allowed alternatives"
+            return Message("%(shown)s matches none of the allowed alternatives", shown=shown)
         where = path_in_words(None, closest.relative_path) if closest.relative_path else ""
         detail = f"{where}: " if where else ""
-        return (
-            f"{shown} matches none of the allowed alternatives "
-            f"(closest: {detail}{_describe(closest)})"
+        return Message(
+            "%(shown)s matches none of the allowed alternatives (closest: %(detail)s%(closest)s)",
+            shown=shown,
+            detail=detail,
+            closest=_describe(closest),
         )
     if keyword == "not":
-        return f"{shown} is a value the schema excludes"
+        return Message("%(shown)s is a value the schema excludes", shown=shown)
     if keyword == "False schema" or expected is False:
-        return "no value is allowed here"
+        return Message("no value is allowed here")
     return error.message
 
 
@@ -438,18 +497,18 @@ def _not_json_reason(value: Any) -> tuple[list[Any], str] | None:
             continue
         if isinstance(node, float):
             if not math.isfinite(node):
-                return path, f"{node} is not a number JSON can hold"
+                return path, Message("%(value)s is not a number JSON can hold", value=str(node))
             continue
         if isinstance(node, dict):
             for key, item in node.items():
                 if not isinstance(key, str):
-                    return path, f"the key {key!r} is not text"
+                    return path, Message("the key %(key)s is not text", key=repr(key))
                 stack.append((item, [*path, key]))
             continue
         if isinstance(node, list):
             stack.extend((item, [*path, index]) for index, item in enumerate(node))
             continue
-        return path, f"a {type(node).__name__} is not JSON data"
+        return path, Message("a %(type)s is not JSON data", type=type(node).__name__)
     return None
 
 
@@ -524,23 +583,20 @@ def _show(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _count(number: Any, singular: str, plural: str | None = None) -> str:
-    return f"{number} {singular if number == 1 else plural or singular + 's'}"
-
-
 def _size(value: Any) -> int:
     return len(value) if isinstance(value, (list, dict, str)) else 0
 
 
 def json_kind(value: Any) -> str:
+    """What kind of JSON value `value` is, in words (a `Message`; `null` as it is)."""
     if isinstance(value, list):
-        return "a list"
+        return Message("a list")
     if isinstance(value, str):
-        return "text"
+        return Message("text")
     if isinstance(value, bool):
-        return "true or false"
+        return Message("true or false")
     if value is None:
         return "null"
     if isinstance(value, (int, float)):
-        return "a number"
-    return "an object"
+        return Message("a number")
+    return Message("an object")

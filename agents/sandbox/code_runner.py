@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections import OrderedDict
 
+from agents.core.diagnostics import Message
 from agents.core.simulate import CodeCall, CodeResult, CodeRunner
 from agents.sandbox import host
 from agents.sandbox.clock import CLOCK_KEY  # the session child takes it out of the context values
@@ -61,6 +63,46 @@ def _one_line(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+# What a failed call says, as a `Message` the pages render in the reader's language: the
+# kind of failure and the sandbox's own words about a limit. What the code itself raised
+# (`NameError: name 'x' is not defined`, or a refusal of the sandbox the code could catch)
+# is the program's output and stays as Python wrote it.
+_KINDS = {
+    "exception": Message("exception"),
+    "timeout": Message("timeout"),
+    "memory": Message("memory"),
+    "output_too_large": Message("output_too_large"),
+    "forbidden": Message("forbidden"),
+    "syntax": Message("syntax"),
+    "serialization": Message("serialization"),
+    "entry_not_found": Message("entry_not_found"),
+    "invalid_request": Message("invalid_request"),
+    "internal": Message("internal"),
+}
+_LIMITS = {
+    "time limit exceeded": Message("time limit exceeded"),
+    "CPU time limit exceeded": Message("CPU time limit exceeded"),
+    "time limit exceeded (the code did not stop and was killed)": Message(
+        "time limit exceeded (the code did not stop and was killed)"
+    ),
+}
+_TOO_LARGE = re.compile(r"the sandbox answer is larger than (\d+) bytes")
+_KILLED = "the sandbox process was killed (memory or CPU limit)"
+
+
+def error_message(kind: str, message: str) -> str:
+    """`kind: message` as the designer reads it (the English unchanged)."""
+    words: str = _LIMITS.get(message, message)
+    if match := _TOO_LARGE.fullmatch(message):
+        words = Message("the sandbox answer is larger than %(bytes)s bytes", bytes=match[1])
+    elif message.startswith(_KILLED):
+        words = Message(
+            "the sandbox process was killed (memory or CPU limit)%(rest)s",
+            rest=message[len(_KILLED) :],
+        )
+    return Message("%(kind)s: %(message)s", kind=_KINDS.get(kind, kind), message=words)
+
+
 def to_code_result(result: host.SandboxResult) -> CodeResult:
     error = result.error
     if error is not None and error.kind == "internal":
@@ -74,7 +116,7 @@ def to_code_result(result: host.SandboxResult) -> CodeResult:
         return_value=result.return_value,
         writes=result.writes,
         removed=result.removed,
-        error=f"{error.kind}: {error.message}" if error else None,
+        error=error_message(error.kind, error.message) if error else None,
         error_line=error.line if error else None,
         stdout=result.stdout,
         # The sandbox failing is not the code raising: the simulation's turn goes on.

@@ -34,6 +34,7 @@ from agents.core.evaluate import (
 )
 from agents.core.simulate import SimulationResult
 from agents.core.spec import ScenarioSpec
+from agents.i18n import with_i18n
 from agents.models import Agent, AgentApp, Scenario, ScenarioResult
 from agents.services.common import Actor
 from agents.services.simulation import (
@@ -309,8 +310,8 @@ def run_data(run: ScenarioRun) -> dict:
         "passed": evaluation.passed,
         "failed": evaluation.failed,
         "needs_model": evaluation.needs_model,
-        "results": [asdict(r) for r in evaluation.results],
-        "diagnostics": [d.to_dict() for d in run.result.diagnostics],
+        "results": [with_i18n(asdict(r), "message", "differences") for r in evaluation.results],
+        "diagnostics": [with_i18n(d.to_dict(), "message") for d in run.result.diagnostics],
         **({"live": _live_data(run.live)} if run.live is not None else {}),
     }
 

@@ -46,6 +46,7 @@ from agents.core.formats import from_native, loads_native, to_native
 from agents.core.lint import lint_app
 from agents.core.script import format_script
 from agents.core.spec import AppSpec, ScenarioSpec
+from agents.i18n import recovered_message, with_i18n
 from agents.models import AgentApp, Job, JobStatus, Scenario
 from agents.services import ServiceError, jobs
 from agents.services.common import changed
@@ -305,11 +306,16 @@ def app_import_report(app: AgentApp) -> dict[str, Any] | None:
     report = event.after
     if not isinstance(report, dict):
         return report
+    english = 0  # rows stored before their templates were kept, and not recognised
     for group in report.get("files", []):
         for row in group.get("diagnostics", []):
             stored = row.pop("i18n", None)
             if stored is not None:
                 row["message"] = message_from_data(stored, row.get("message", ""))
+            elif isinstance(row.get("message"), str):
+                row["message"] = recovered_message(row["message"])
+                english += not isinstance(row["message"], Message)
+    report["stored_in_english"] = english
     return report
 
 
@@ -391,12 +397,14 @@ def app_import_job_run(ctx: jobs.JobContext) -> dict[str, Any]:
             read, owner=job.owner, name=params.get("name") or None, filename=filename
         )
     except ImportRefused as exc:
+        detail = Message("%(file)s: not imported; nothing was created.", file=filename)
         refused = {
             "app": None,
             "kind": exc.kind,
-            "detail": f"{filename}: not imported; nothing was created.",
-            "diagnostics": [d.to_dict() for d in exc.diagnostics],
-            "report": import_report(exc.kind, exc.diagnostics, filename),
+            "detail": detail,
+            "diagnostics": [with_i18n(d.to_dict(), "message") for d in exc.diagnostics],
+            "report": _report_with_i18n(import_report(exc.kind, exc.diagnostics, filename)),
+            "i18n": {"detail": message_data(detail)},
         }
         raise jobs.JobStopped(JobStatus.FAILED, refused["detail"], result=refused) from exc
     finally:
@@ -412,5 +420,13 @@ def app_import_job_run(ctx: jobs.JobContext) -> dict[str, Any]:
         "kind": kind,
         "warnings": sum(d.severity is Severity.WARNING for d in diagnostics),
         "diagnostics": len(diagnostics),
-        "report": import_report(kind, diagnostics, filename),
+        "report": _report_with_i18n(import_report(kind, diagnostics, filename)),
     }
+
+
+def _report_with_i18n(report: dict[str, Any]) -> dict[str, Any]:
+    """A report stored in a job's result: each row's message keeps its template
+    (`agents.i18n.with_i18n`), so the API and the page show it in the reader's language."""
+    for group in report["files"]:
+        group["diagnostics"] = [with_i18n(row, "message") for row in group["diagnostics"]]
+    return report

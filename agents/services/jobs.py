@@ -39,6 +39,8 @@ from django.tasks import task
 from django.utils import timezone
 
 from agents.core import rules
+from agents.core.diagnostics import Message
+from agents.i18n import localize, localized_data, recovered_message
 from agents.models import JOB_ACTIVE, JOB_FINISHED, AgentApp, Job, JobItem, JobStatus
 from agents.services.common import Actor
 from agents.services.simulation import Caps
@@ -106,11 +108,18 @@ class JobLimitError(Exception):
     def __init__(self, active: int, limit: int) -> None:
         self.active = active
         self.limit = limit
-        super().__init__(
-            f"Too many jobs: you have {active} queued or running, and at most {limit} are "
-            f"allowed at once (JOBS_MAX_ACTIVE_PER_USER={limit}). Wait for one to finish, "
-            "or cancel one."
+        self.message = Message(
+            "Too many jobs: you have %(active)s queued or running, and at most %(limit)s are "
+            "allowed at once (JOBS_MAX_ACTIVE_PER_USER=%(limit)s). Wait for one to finish, "
+            "or cancel one.",
+            active=active,
+            limit=limit,
         )
+        super().__init__(self.message)
+
+    def localized(self) -> str:
+        """The message in the reader's language (`str(error)` is English)."""
+        return localize(self.message)
 
 
 class JobStopped(Exception):
@@ -207,7 +216,10 @@ def job_cancel(*, job: Job) -> Job:
     now = timezone.now()
     queued = Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED)
     if not queued.update(
-        status=JobStatus.CANCELLED, finished_at=now, current="", error="Cancelled before it ran."
+        status=JobStatus.CANCELLED,
+        finished_at=now,
+        current="",
+        error=Message("Cancelled before it ran."),
     ):
         Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(cancel_requested=True)
     return Job.objects.get(pk=job.pk)
@@ -333,7 +345,7 @@ def job_run(job_id: str, *, worker: str | None = None) -> Job | None:
     try:
         result = job_kind(job.kind).run(ctx)
         if ctx.cancelled:
-            status, error = JobStatus.CANCELLED, "Cancelled."
+            status, error = JobStatus.CANCELLED, Message("Cancelled.")
     except JobStopped as stop:
         status, error, result = stop.status, stop.reason, stop.result
     except Exception as exc:  # the job fails with the reason; the worker goes on
@@ -387,18 +399,27 @@ def jobs_recover(jobs: Iterable[Job] | None = None) -> list[Job]:
         if not (_worker_gone(job.worker) or beat < stale_before):
             continue
         lost = Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING, worker=job.worker)
-        why = f"its worker ({job.worker}) stopped during attempt {job.attempts}"
+        why = f"its worker ({job.worker}) stopped during attempt {job.attempts}"  # the log's
         if job.attempts < max_attempts and not job.cancel_requested:
-            again = {"current": "", "worker": "", "error": f"Retried: {why}."}
+            retried = Message(
+                "Retried: its worker (%(worker)s) stopped during attempt %(attempt)s.",
+                worker=job.worker,
+                attempt=job.attempts,
+            )
+            again = {"current": "", "worker": "", "error": retried}
             if lost.update(status=JobStatus.QUEUED, **again):
                 logger.warning("job %s: %s; queued again", job.pk, why)
                 transaction.on_commit(lambda pk=job.pk: _enqueue(pk))
                 touched.append(job)
         else:
             status = JobStatus.CANCELLED if job.cancel_requested else JobStatus.FAILED
-            message = (
-                f"The job failed: {why} of {max_attempts} (JOBS_MAX_ATTEMPTS). The scenarios "
-                "it finished are kept; run it again for the rest."
+            message = Message(
+                "The job failed: its worker (%(worker)s) stopped during attempt %(attempt)s of "
+                "%(max_attempts)s (JOBS_MAX_ATTEMPTS). The scenarios it finished are kept; run it "
+                "again for the rest.",
+                worker=job.worker,
+                attempt=job.attempts,
+                max_attempts=max_attempts,
             )
             if lost.update(status=status, current="", finished_at=timezone.now(), error=message):
                 logger.warning("job %s: %s; marked %s", job.pk, why, status)
@@ -434,8 +455,8 @@ def job_data(job: Job, *, url: str = "") -> dict[str, Any]:
         "status": job.status,
         "progress": {"done": job.progress_done, "total": job.progress_total},
         "current": job.current,
-        "result": result,
-        "error": job.error,
+        "result": localized_data(result),  # messages in the reader's language
+        "error": localize(recovered_message(job.error)),  # stored English, shown translated
         "attempts": job.attempts,
         "caps": job.caps,
         "created_at": job.created_at,

@@ -38,7 +38,7 @@ def tool_problems(tool: Tool) -> list[Diagnostic]:
             error("kind", Message("Choose Python, OpenAPI, MCP or Platform."), "SC005")
         )
     if tool.kind == ToolKind.PLATFORM and tool.name not in rules.PLATFORM_TOOLS:
-        diagnostics.append(error("name", rules.platform_tool_problem().capitalize() + ".", "SC011"))
+        diagnostics.append(error("name", rules.platform_tool_problem(sentence=True), "SC011"))
     if tool.kind == ToolKind.PYTHON:
         diagnostics += rules.python_problems(tool.python_code, "python_code")
     if tool.openapi_spec is not None and not isinstance(tool.openapi_spec, dict):

@@ -31,6 +31,7 @@ from agents.core.cx.app import to_cx_files, zip_bytes
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.diff import AppDiff, diff_apps
 from agents.core.formats import from_native
+from agents.core.simulation.values import joined
 from agents.core.spec import AppSpec, ScenarioSpec
 from agents.models import (
     LABEL_MAX_LENGTH,
@@ -177,8 +178,11 @@ def _read_specs(version: AppVersion) -> tuple[AppSpec, tuple[ScenarioSpec, ...]]
             [
                 _error(
                     "document",
-                    f"Version {version.number} cannot be read: "
-                    + "; ".join(d.message for d in diagnostics),
+                    Message(
+                        "Version %(number)s cannot be read: %(problems)s",
+                        number=version.number,
+                        problems=joined(d.message for d in diagnostics),
+                    ),
                 )
             ]
         )

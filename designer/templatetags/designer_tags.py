@@ -13,7 +13,7 @@ from agents import i18n
 from agents.core import rules
 from agents.core.cx.carry import kept_summary
 from agents.core.render import render_value
-from agents.i18n import localize
+from agents.i18n import localize, recovered_message
 
 register = template.Library()
 
@@ -59,6 +59,13 @@ def ticks(message: str) -> str:
 def localized(message: Any) -> str:
     """A core message (`Message`) in the reader's language; other text as it is."""
     return localize(message)
+
+
+@register.filter
+def stored_message(text: Any) -> str:
+    """A message stored as its English text (a job's error) in the reader's language when a
+    template of the catalog reads it back (`agents.i18n.recovered_message`); else as stored."""
+    return localize(recovered_message(text)) if isinstance(text, str) else localize(text)
 
 
 @register.filter

@@ -82,6 +82,6 @@ def agent_delete(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespon
     try:
         services.agent_delete(actor=request.user, agent=agent)
     except services.ServiceError as exc:
-        messages.error(request, str(exc))
+        messages.error(request, exc.localized())
     # Back to the agent if it is still there (the root cannot go first), else to the root.
     return to_agent_page(request, app, app.agents.order_by("-is_root").first())

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import reswap, retarget
 
 from agents import selectors, services
+from agents.i18n import localize
 from agents.models import (
     Agent,
     AgentApp,
@@ -106,7 +107,7 @@ def live_run_golden(request: HttpRequest, app_id: int, agent_id: int, run_id: in
     try:
         scenario = live.live_run_save_golden(run=run, actor=request.user, name=base)
     except services.ServiceError as exc:
-        return HttpResponse("; ".join(d.message for d in exc.diagnostics), status=400)
+        return HttpResponse("; ".join(localize(d.message) for d in exc.diagnostics), status=400)
     app, agent, access = selectors.agent_for_user(
         request.user, app_id, agent_id, with_scenarios=True
     )

@@ -106,10 +106,10 @@ def schema_delete(request: HttpRequest, app_id: int, schema_id: int) -> HttpResp
         services.schema_delete(actor=request.user, schema=schema)
     except services.ServiceError as exc:
         if not request.htmx:  # htmx shows the refusal in the list; a flash would repeat it
-            messages.error(request, str(exc))
+            messages.error(request, exc.localized())
         app, access = loaded_app(request, app_id)
         context = _schema_context(request, app, access)
-        context["schema_error"] = str(exc)
+        context["schema_error"] = exc.localized()
         return fragment_or_redirect(request, app, "schema-list", context, changed=False)
     app, access = loaded_app(request, app_id)
     return fragment_or_redirect(request, app, "schema-list", _schema_context(request, app, access))

@@ -144,7 +144,7 @@ class _Import:
         for key, value in data.items():
             if known is not None and key not in known and not str(key).startswith("_"):
                 close = difflib.get_close_matches(str(key), sorted(known), n=1)
-                hint = f"did you mean `{close[0]}`? " if close else ""
+                hint = Message("did you mean `%(close)s`? ", close=close[0]) if close else ""
                 message = Message(
                     "`%(key)s` is not a field of a CX %(message_type)s: "
                     "%(hint)skept as it is, but CX will reject or ignore it",

@@ -75,14 +75,14 @@ class FunctionCalls(Callbacks):
             CallbackKind.BEFORE_TOOL, {"tool": name, "args": args}
         )
         if self.turn_ended is not None:
-            self.roll_back(scope, f"the call of {name}")
+            self.roll_back(scope, Message("the call of %(name)s", name=name))
             return False
         if not skipped and tool is None:
             response = None  # ADK's transfer_to_agent returns nothing: {"result": null}
         elif not skipped:
             ok, response = self.run_tool(tool, args)
             if self.turn_ended is not None:
-                self.roll_back(scope, f"the call of {name}")
+                self.roll_back(scope, Message("the call of %(name)s", name=name))
                 return False
             if not ok:
                 return False
@@ -90,7 +90,7 @@ class FunctionCalls(Callbacks):
             CallbackKind.AFTER_TOOL, {"tool": name, "args": args, "tool_response": response}
         )
         if self.turn_ended is not None:
-            self.roll_back(scope, f"the call of {name}")
+            self.roll_back(scope, Message("the call of %(name)s", name=name))
             return False
         if replaced:
             response = new_response

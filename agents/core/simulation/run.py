@@ -92,11 +92,15 @@ class Run(ModelCalls):
             if callback_kind is None or not any(
                 c.kind == callback_kind for c in self.agent.callbacks
             ):
-                what = f"no {callback_kind.value} callback" if callback_kind else "no callback kind"
                 self.step_error(
                     "SC412",
-                    f"This callback step has {what}"
-                    + (f" on {self.agent.name}." if callback_kind else "."),
+                    Message(
+                        "This callback step has no %(kind)s callback on %(agent)s.",
+                        kind=callback_kind.value,
+                        agent=self.agent.name,
+                    )
+                    if callback_kind
+                    else Message("This callback step has no callback kind."),
                     source=callback_kind.value if callback_kind else "",
                     subject=self.agent.name,
                     severity=Severity.WARNING,

@@ -144,9 +144,12 @@ class RunState:
                     Diagnostic(
                         "SC403",
                         Severity.ERROR,
-                        f"The session value of {name} does not fit its type: "
-                        + "; ".join(p.message for p in problems)
-                        + " (ignored).",
+                        Message(
+                            "The session value of %(name)s does not fit its type: "
+                            "%(problems)s (ignored).",
+                            name=name,
+                            problems=joined(p.message for p in problems),
+                        ),
                         field=f"session.values.{name}",
                         subject=name,
                     )

@@ -24,11 +24,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db import connection
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from agents import selectors
 from agents.core.evaluate import ExpectationResult, JUnitCase, ScenarioEvaluation, junit_xml
+from agents.i18n import localize, localized_data
+from agents.management.language import LocalizedCommand
 from agents.models import AgentApp, Job
 from agents.services import evaluation, jobs
 from agents.services.common import ServiceError
@@ -38,7 +42,10 @@ _LABEL = {"passed": "PASS", "failed": "FAIL", "needs_model": "MODEL", "none": "-
 
 def _evaluation(data: dict[str, Any]) -> ScenarioEvaluation:
     results = tuple(
-        ExpectationResult(**{**r, "differences": tuple(r.get("differences", ()))})
+        ExpectationResult(
+            **{k: v for k, v in r.items() if k not in {"i18n", "differences"}},
+            differences=tuple(r.get("differences", ())),
+        )
         for r in data["results"]
     )
     return ScenarioEvaluation(
@@ -57,7 +64,7 @@ def _run(job: Job) -> Job | None:
         connection.close()  # a thread's own connection
 
 
-class Command(BaseCommand):
+class Command(LocalizedCommand):
     help = "Run the expectations (goldens) of every scenario of the apps; non-zero on a failure."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -93,7 +100,10 @@ class Command(BaseCommand):
                 AgentApp.objects.filter(pk=int(key)) if key.isdigit() else AgentApp.objects.none()
             ) or list(AgentApp.objects.filter(name=key).order_by("pk"))
             if not found:
-                raise CommandError(f"No app {key!r} (give an id or an exact name).", returncode=2)
+                raise CommandError(
+                    _("No app %(key)s (give an id or an exact name).") % {"key": repr(key)},
+                    returncode=2,
+                )
             apps.extend(a for a in found if a not in apps)
         return apps
 
@@ -157,7 +167,11 @@ class Command(BaseCommand):
             done = [Job.objects.get(pk=job.pk) for job in app_jobs]
             for job in done:
                 if job.status != "succeeded":
-                    self.stderr.write(f"ERROR  {app.name}: the job {job.status}: {job.error}")
+                    self.stderr.write(
+                        f"ERROR  {app.name}: "
+                        + _("the job ended %(status)s: %(error)s")
+                        % {"status": job.status, "error": job.error}
+                    )
             scenarios = [s for job in done for s in (job.result or {}).get("scenarios", [])]
             order = {
                 pk: i for i, pk in enumerate(s.pk for _, s in evaluation.app_scenarios(app)[1])
@@ -171,13 +185,21 @@ class Command(BaseCommand):
                 continue
             for name, file in selectors.app_needs_model_evaluations(app):
                 self.stdout.write(
-                    f"MODEL  {app.name} / {name}  (CX evaluation of the scenario kind, {file}: "
-                    "a simulated user and rubrics need a model; not run)"
+                    f"MODEL  {app.name} / {name}  ("
+                    + _(
+                        "CX evaluation of the scenario kind, %(file)s: a simulated user and "
+                        "rubrics need a model; not run"
+                    )
+                    % {"file": file}
+                    + ")"
                 )
         summary = evaluation.summary_data(outcomes)["summary"]
         self.stdout.write(
-            f"{summary['passed']} passed, {summary['failed']} failed, {summary['needs_model']} "
-            f"need a model, {summary['no_expectations']} without expectations"
+            _(
+                "%(passed)s passed, %(failed)s failed, %(needs_model)s need a model, "
+                "%(no_expectations)s without expectations"
+            )
+            % summary
         )
         if options.get("junit"):
             path = Path(str(options["junit"]))
@@ -186,7 +208,13 @@ class Command(BaseCommand):
             except OSError as exc:
                 raise CommandError(f"{path}: {exc.strerror or exc}", returncode=2) from exc
         if summary["failed"]:
-            raise CommandError(f"{summary['failed']} scenario(s) failed.", returncode=1)
+            raise CommandError(
+                ngettext(
+                    "%(count)s scenario failed.", "%(count)s scenarios failed.", summary["failed"]
+                )
+                % {"count": summary["failed"]},
+                returncode=1,
+            )
 
     def replay(self, apps: list[AgentApp], options: dict) -> None:
         """`--replay`: every scenario's latest live run, replayed with its recorded answers."""
@@ -269,29 +297,36 @@ class Command(BaseCommand):
             raise CommandError(f"{counts['failed']} scenario(s) failed.", returncode=1)
 
     def report(self, app: AgentApp, data: dict[str, Any], cases: list[JUnitCase]) -> None:
-        evaluation_ = _evaluation(data)
-        counts = (
-            f"{evaluation_.passed} passed, {evaluation_.failed} failed, "
-            f"{evaluation_.needs_model} need a model"
-        )
+        evaluation_ = _evaluation(data)  # English: the JUnit XML is the same in every language
+        shown = _evaluation(localized_data(data))  # what the operator reads: their language
+        counts = _("%(passed)s passed, %(failed)s failed, %(needs_model)s need a model") % {
+            "passed": evaluation_.passed,
+            "failed": evaluation_.failed,
+            "needs_model": evaluation_.needs_model,
+        }
         live = ""
         if data.get("live"):
             run = data["live"]
             live = (
-                f" [live {run['model']}: {run['model_calls']} model calls, "
-                f"{run['tokens_in']}+{run['tokens_out']} tokens, ${run['cost']:.4f}"
-                + (f", error: {run['error']}" if run["error"] else "")
+                " ["
+                + _(
+                    "live %(model)s: %(model_calls)s model calls, %(tokens_in)s+%(tokens_out)s "
+                    "tokens, $%(cost)s"
+                )
+                % {**run, "cost": f"{run['cost']:.4f}"}
+                + (_(", error: %(error)s") % {"error": run["error"]} if run["error"] else "")
                 + "]"
             )
         self.stdout.write(
             f"{_LABEL[evaluation_.status]}  {app.name} / {data['agent_name']} / "
             f"{data['name']}  ({counts}){live}"
         )
-        for r in evaluation_.results:
+        for r in shown.results:
             # A failure, or one the calls the golden leaves out decide (said why).
             if r.status == "failed" or r.left_to_model:
                 note = f" [{r.note}]" if r.note else ""
-                self.stdout.write(f"      step {r.step + 1}{note}: {r.line}")
+                step = _("step %(number)s") % {"number": r.step + 1}
+                self.stdout.write(f"      {step}{note}: {r.line}")
                 self.stdout.write(f"        {r.message}")
                 for d in r.differences:
                     self.stdout.write(f"          {d}")
@@ -321,14 +356,23 @@ class Command(BaseCommand):
             started = time.monotonic()
             evaluation_ = done.evaluation
             self.stdout.write(
-                f"{_LABEL[evaluation_.status]}  {app.name} / {done.name}  (simulated user, "
-                f"{done.turns} turns, ended by {done.ended_by}; {evaluation_.passed} passed, "
-                f"{evaluation_.failed} failed)"
+                f"{_LABEL[evaluation_.status]}  {app.name} / {done.name}  ("
+                + _(
+                    "simulated user, %(turns)s turns, ended by %(ended_by)s; %(passed)s passed, "
+                    "%(failed)s failed"
+                )
+                % {
+                    "turns": done.turns,
+                    "ended_by": done.ended_by,
+                    "passed": evaluation_.passed,
+                    "failed": evaluation_.failed,
+                }
+                + ")"
             )
             for r in evaluation_.results:
                 mark = "ok  " if r.status == "passed" else "FAIL"
                 self.stdout.write(f"      {mark} {r.line}")
-                self.stdout.write(f"        {r.message}")
+                self.stdout.write(f"        {localize(r.message)}")
             cases.append(
                 JUnitCase(
                     suite=app.name,

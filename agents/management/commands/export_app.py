@@ -15,15 +15,20 @@ import shutil
 import sys
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from agents.core.diagnostics import Severity
 from agents.core.formats import dumps_native
+from agents.i18n import localize, word
+from agents.management.language import LocalizedCommand
 from agents.models import AgentApp
 from agents.services import exchange
 
 
-class Command(BaseCommand):
+class Command(LocalizedCommand):
     help = "Export an app as a CX Agent Studio ZIP or a Statecraft JSON/YAML file."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -34,14 +39,14 @@ class Command(BaseCommand):
     def handle(self, *args: object, **options: object) -> None:
         app = AgentApp.objects.filter(pk=options["app_id"]).first()
         if app is None:
-            raise CommandError(f"No app with id {options['app_id']}.")
+            raise CommandError(_("No app with id %(id)s.") % {"id": options["app_id"]})
         fmt = str(options["format"])
         output = str(options["output"])
         if fmt == "adk" and output != "-" and not output.endswith(".zip"):
             self.write_package(app, Path(output))
             return
         if fmt == "adk":
-            data, _, diagnostics = exchange.app_export_adk(app)
+            data, _package, diagnostics = exchange.app_export_adk(app)
             self.report(diagnostics)
         elif fmt == "cx":
             data, diagnostics = exchange.app_export_cx(app)
@@ -56,12 +61,19 @@ class Command(BaseCommand):
             Path(output).write_bytes(data)
         except OSError as exc:
             raise CommandError(f"{output}: {exc.strerror or exc}") from exc
-        self.stderr.write(self.style.SUCCESS(f"Wrote {output} ({len(data):,} bytes)."))
+        self.stderr.write(
+            self.style.SUCCESS(
+                ngettext(
+                    "Wrote %(file)s (%(size)s byte).", "Wrote %(file)s (%(size)s bytes).", len(data)
+                )
+                % {"file": output, "size": number_format(len(data), force_grouping=True)}
+            )
+        )
 
     def report(self, diagnostics) -> None:
         for d in diagnostics:
             if d.severity is not Severity.INFO:
-                self.stderr.write(f"{d.severity.value}: {d.message} [{d.code}]")
+                self.stderr.write(f"{word(d.severity.value)}: {localize(d.message)} [{d.code}]")
 
     def write_package(self, app: AgentApp, folder: Path) -> None:
         files, diagnostics = exchange.app_export_adk_files(app)
@@ -79,7 +91,15 @@ class Command(BaseCommand):
         evalsets = sum(1 for p in files if p.endswith(".evalset.json"))
         self.stderr.write(
             self.style.SUCCESS(
-                f"Wrote the ADK package {folder / package} ({len(files)} files, "
-                f"{evalsets} evalset(s)). Run it: cd {folder} && adk run {package}"
+                _(
+                    "Wrote the ADK package %(package)s (%(files)s files, %(evalsets)s "
+                    "evalset(s)). Run it: %(command)s"
+                )
+                % {
+                    "package": folder / package,
+                    "files": len(files),
+                    "evalsets": evalsets,
+                    "command": f"cd {folder} && adk run {package}",
+                }
             )
         )

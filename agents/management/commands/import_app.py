@@ -14,12 +14,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
+from agents.i18n import localize, word
+from agents.management.language import LocalizedCommand
 from agents.services import exchange
 
 
-class Command(BaseCommand):
+class Command(LocalizedCommand):
     help = "Import a Statecraft JSON/YAML file or a CX Agent Studio ZIP as a new app."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -37,7 +41,9 @@ class Command(BaseCommand):
     def handle(self, *args: object, **options: object) -> None:
         owner = get_user_model().objects.filter(username=options["owner"]).first()
         if owner is None:
-            raise CommandError(f"--owner: no user named {options['owner']!r}.")
+            raise CommandError(
+                _("--owner: no user named %(name)s.") % {"name": repr(options["owner"])}
+            )
         path = Path(str(options["file"]))
         try:
             data = path.read_bytes()
@@ -53,16 +59,24 @@ class Command(BaseCommand):
         except exchange.ImportRefused as exc:
             for d in exc.diagnostics:
                 where = d.subject if exc.kind == "cx" and d.subject else path.name
-                self.stderr.write(f"{where}: {d.message} [{d.code}]")
+                self.stderr.write(f"{where}: {localize(d.message)} [{d.code}]")
             count = len(exc.diagnostics)
             raise CommandError(
-                f"{path.name}: not imported ({count} problem(s)); nothing was created."
+                ngettext(
+                    "%(file)s: not imported (%(count)s problem); nothing was created.",
+                    "%(file)s: not imported (%(count)s problems); nothing was created.",
+                    count,
+                )
+                % {"file": path.name, "count": count}
             ) from exc
         for d in notes:
-            self.stderr.write(f"{d.severity.value}: {d.message} [{d.code}]")
+            self.stderr.write(f"{word(d.severity.value)}: {localize(d.message)} [{d.code}]")
         self.stdout.write(str(app.pk))
         self.stderr.write(
-            self.style.SUCCESS(f"Imported {kind} file as “{app.name}” (id {app.pk}).")
+            self.style.SUCCESS(
+                _("Imported %(kind)s file as “%(name)s” (id %(id)s).")
+                % {"kind": kind, "name": app.name, "id": app.pk}
+            )
         )
 
     def import_evalset(self, owner, app_id: int, path: Path, data: bytes) -> None:
@@ -71,22 +85,34 @@ class Command(BaseCommand):
 
         app = AgentApp.objects.filter(pk=app_id).first()
         if app is None:
-            raise CommandError(f"--evalset-into: no app with id {app_id}.")
+            raise CommandError(_("--evalset-into: no app with id %(id)s.") % {"id": app_id})
         access = selectors.app_access(owner, app)
         if access is None or not access.can_edit:
-            raise CommandError(f"--evalset-into: {owner.get_username()} may not edit app {app_id}.")
+            raise CommandError(
+                _("--evalset-into: %(user)s may not edit app %(id)s.")
+                % {"user": owner.get_username(), "id": app_id}
+            )
         try:
             created, notes = exchange.app_import_evalset(
                 app=app, actor=owner, data=data, filename=path.name
             )
         except exchange.ImportRefused as exc:
             for d in exc.diagnostics:
-                self.stderr.write(f"{path.name}: {d.message} [{d.code}]")
-            raise CommandError(f"{path.name}: not imported; nothing was created.") from exc
+                self.stderr.write(f"{path.name}: {localize(d.message)} [{d.code}]")
+            raise CommandError(
+                _("%(file)s: not imported; nothing was created.") % {"file": path.name}
+            ) from exc
         for d in notes:
-            self.stderr.write(f"{d.severity.value}: {d.message} [{d.code}]")
+            self.stderr.write(f"{word(d.severity.value)}: {localize(d.message)} [{d.code}]")
         for scenario in created:
             self.stdout.write(str(scenario.pk))
         self.stderr.write(
-            self.style.SUCCESS(f"Added {len(created)} scenario(s) to “{app.name}” (id {app.pk}).")
+            self.style.SUCCESS(
+                ngettext(
+                    "Added %(count)s scenario to “%(name)s” (id %(id)s).",
+                    "Added %(count)s scenarios to “%(name)s” (id %(id)s).",
+                    len(created),
+                )
+                % {"count": len(created), "name": app.name, "id": app.pk}
+            )
         )

@@ -5,15 +5,23 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.utils.translation import ngettext
 
 from agents import ratelimit
+from agents.management.language import LocalizedCommand
 
 
-class Command(BaseCommand):
+class Command(LocalizedCommand):
     help = "Delete expired sessions and the counts of ended rate-limit windows (run daily)."
 
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("clearsessions")
         deleted = ratelimit.purge_expired()
-        self.stdout.write(f"Deleted expired sessions and {deleted} ended rate-limit counts.")
+        self.stdout.write(
+            ngettext(
+                "Deleted expired sessions and %(count)s ended rate-limit count.",
+                "Deleted expired sessions and %(count)s ended rate-limit counts.",
+                deleted,
+            )
+            % {"count": deleted}
+        )

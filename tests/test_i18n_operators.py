@@ -1,0 +1,515 @@
+"""French and German for integrators and operators: the API's schema (the descriptions an
+integrator reads on /api/docs/), the API's own refusals, and the output of the management
+commands (`import_app`, `export_app`, `evaluate`) in the operator's language."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from rest_framework.test import APIClient
+
+# What the schema may say in English in every language: names of things, not sentences.
+SAME_IN_EVERY_LANGUAGE = {
+    "",
+    "Statecraft API",
+    "max_steps, max_code_calls, max_seconds, max_model_calls, max_tokens.",
+}
+# An enum whose labels are its values (`web`, `queued`): identifiers, the same everywhere.
+IDENTIFIERS = re.compile(r"\* `(\w+)` - \1(\n\* `(\w+)` - \3)*")
+
+
+def _texts(node, found):
+    """Every description, summary and title of an OpenAPI document."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in {"description", "summary", "title"} and isinstance(value, str):
+                found.add(value)
+            else:
+                _texts(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _texts(value, found)
+    return found
+
+
+def _schema(client, language):
+    response = client.get("/api/schema/?format=json", HTTP_ACCEPT_LANGUAGE=language)
+    assert response.status_code == 200
+    return json.loads(response.content)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("language", ["fr", "de"])
+def test_the_api_schema_reads_in_french_and_german(user, language):
+    client = APIClient()
+    client.force_login(user)
+    english = _texts(_schema(client, "en"), set())
+    other = _texts(_schema(client, language), set())
+    assert len(english) > 150
+    left = sorted(
+        text for text in english & other - SAME_IN_EVERY_LANGUAGE if not IDENTIFIERS.fullmatch(text)
+    )
+    assert not left, f"{len(left)} descriptions still in English, e.g. {left[:8]}"
+
+
+@pytest.mark.django_db
+def test_the_schema_in_french_keeps_its_shape(user):
+    """Only words change: paths, operation ids, fields and enums are the same."""
+    client = APIClient()
+    client.force_login(user)
+    english, french = _schema(client, "en"), _schema(client, "fr")
+    assert english["paths"].keys() == french["paths"].keys()
+    assert english["components"]["schemas"].keys() == french["components"]["schemas"].keys()
+    variable = french["components"]["schemas"]["VariableIn"]["properties"]
+    assert variable.keys() == english["components"]["schemas"]["VariableIn"]["properties"].keys()
+    assert variable["type"] == english["components"]["schemas"]["VariableIn"]["properties"]["type"]
+    assert variable["default"]["description"].startswith("JSON typé : un nombre")
+    assert "valeur par défaut" in json.dumps(french, ensure_ascii=False)
+    # drf-spectacular's `?lang=` says it too (a link to the schema in one language).
+    response = client.get("/api/schema/?format=json&lang=de", HTTP_ACCEPT_LANGUAGE="en")
+    assert "Standardwert" in response.content.decode()
+
+
+# ---------------------------------------------------------------- the API's own refusals
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("fr", "Cette application n'a pas de schéma nommé 'Nope'"),
+        ("de", "kein Schema namens 'Nope'"),
+    ],
+)
+def test_an_unknown_schema_is_refused_in_the_readers_language(user, shop, language, words):
+    client = APIClient()
+    client.force_login(user)
+    response = client.post(
+        f"/api/apps/{shop.pk}/variables/",
+        {"name": "order", "type": "object", "schema": "Nope"},
+        format="json",
+        HTTP_ACCEPT_LANGUAGE=language,
+    )
+    assert response.status_code == 400
+    assert words in response.json()["diagnostics"][0]["message"]
+    assert response.json()["diagnostics"][0]["field"] == "schema"
+
+
+# ---------------------------------------------------------------- the commands
+
+
+def test_the_environment_names_the_language_the_way_gettext_reads_it():
+    from agents.management.language import environment_language
+
+    assert environment_language({"LANG": "de_DE.UTF-8"}) == "de"
+    assert environment_language({"LANG": "fr_CA.UTF-8"}) == "fr"
+    assert environment_language({"LANGUAGE": "xx:de:fr", "LANG": "fr_FR.UTF-8"}) == "de"
+    assert environment_language({"LC_ALL": "fr_FR.UTF-8", "LANG": "de_DE.UTF-8"}) == "fr"
+    assert environment_language({"LC_ALL": "C.UTF-8", "LANG": "de_DE.UTF-8"}) is None
+    assert environment_language({"LANG": "ja_JP.UTF-8"}) is None
+    assert environment_language({}) is None
+
+
+@pytest.mark.django_db
+def test_evaluate_speaks_german_with_language_set_and_keeps_codes_and_junit(
+    tmp_path, monkeypatch, user, shop
+):
+    from tests.test_evaluate_command import break_add_to_cart
+
+    break_add_to_cart(shop, user)
+    monkeypatch.setenv("LANGUAGE", "de")
+    out, junit = io.StringIO(), tmp_path / "report.xml"
+    with pytest.raises(CommandError) as raised:
+        call_command("evaluate", str(shop.pk), "--junit", str(junit), stdout=out)
+    assert raised.value.returncode == 1
+    assert str(raised.value) == "1 Szenario ist fehlgeschlagen."
+    text = out.getvalue()
+    # The status word and the names stay (a pipeline greps them); the sentences are German.
+    assert "FAIL  Shopping assistant / Shopping Assistant / Buy a product" in text
+    assert "0 bestanden, 2 fehlgeschlagen, 0 brauchen ein Modell" in text
+    assert "Schritt 4" in text
+    assert "cart_total: 39 erwartet, erhalten: 42" in text  # the stored result, in German
+    assert " passed" not in text and " failed" not in text and "step " not in text
+    # The JUnit XML is a file for tools: the same in every language.
+    failure = ET.parse(junit).getroot().find(".//testcase[@name='Buy a product']/failure")
+    assert "2 of 2 expectations failed" in failure.get("message")
+    assert "expected 39, got 42" in failure.text
+
+
+@pytest.mark.django_db
+def test_import_app_in_french_with_the_language_option(tmp_path, user):
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"format": "statecraft.app", "version": 1, "app": {"name": 3}}')
+    err = io.StringIO()
+    with pytest.raises(CommandError) as raised:
+        call_command(
+            "import_app", str(broken), "--owner", user.username, "--language", "fr", stderr=err
+        )
+    assert str(raised.value) == "broken.json : non importé (1 problème) ; rien n'a été créé."
+    line = err.getvalue().strip().splitlines()[0]
+    assert line.startswith("broken.json: ") and line.endswith("]") and "[SC5" in line
+    english = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command(
+            "import_app", str(broken), "--owner", user.username, "--language", "en", stderr=english
+        )
+    assert line != english.getvalue().strip().splitlines()[0]  # the message itself is French
+
+
+@pytest.mark.django_db
+def test_export_app_in_french_from_lang_writes_the_same_bytes(tmp_path, monkeypatch, shop):
+    english, french = tmp_path / "en.zip", tmp_path / "fr.zip"
+    call_command("export_app", shop.pk, "--format", "cx", "-o", str(english))
+    monkeypatch.setenv("LANGUAGE", "")
+    monkeypatch.setenv("LANG", "fr_FR.UTF-8")
+    err = io.StringIO()
+    call_command("export_app", shop.pk, "--format", "cx", "-o", str(french), stderr=err)
+    assert english.read_bytes() == french.read_bytes()
+    size = english.stat().st_size
+    grouped = f"{size:,}".replace(",", "\xa0")  # French groups thousands with a space
+    assert f"{french} écrit ({grouped} octets)." in err.getvalue()
+    with pytest.raises(CommandError, match="Aucune application avec l'id 999999"):
+        call_command("export_app", 999999)
+
+
+# ---------------------------------------------------------------- Python errors in the designer
+
+
+def _failing_callback(code: str):
+    from agents.core.simulate import simulate
+    from agents.core.spec import (
+        AgentSpec,
+        AppSpec,
+        CallbackKind,
+        CallbackSpec,
+        ScenarioSpec,
+        StepSpec,
+    )
+    from agents.sandbox import open_session
+    from agents.sandbox.code_runner import sandbox_runner
+
+    spec = AppSpec(
+        name="Shop",
+        agents=(
+            AgentSpec(
+                name="Root",
+                callbacks=(CallbackSpec(CallbackKind.BEFORE_AGENT, code, 0),),
+                is_root=True,
+            ),
+        ),
+    )
+    scenario = ScenarioSpec(name="s", agent="Root", steps=(StepSpec(kind="user", text="hi"),))
+    with open_session() as session:
+        result = simulate(spec, scenario, run_code=sandbox_runner(session, memoise=False))
+    (error,) = [d for d in result.diagnostics if d.code == "SC410"]
+    return error
+
+
+@pytest.mark.parametrize(
+    ("language", "frame"),
+    [
+        ("fr", "le before_agent_callback de Root a échoué (ligne 2) : exception : "),
+        ("de", "der before_agent_callback von Root ist fehlgeschlagen (Zeile 2): Ausnahme: "),
+    ],
+)
+def test_a_failing_callback_reads_in_the_language_its_exception_verbatim(language, frame):
+    """The frame (what failed, where, the kind of failure) is translated; what Python raised
+    in the designer's code is the program's output and stays as Python wrote it."""
+    from django.utils import translation
+
+    from agents.i18n import localize
+
+    error = _failing_callback(
+        "def before_agent_callback(callback_context):\n    return undefined_name\n"
+    )
+    assert error.message.startswith(
+        "the before_agent_callback of Root failed (line 2): exception: "
+    )
+    with translation.override(language):
+        shown = localize(error.message)
+    assert shown.startswith(frame), shown
+    assert "NameError: name 'undefined_name' is not defined" in shown
+    assert error.code == "SC410"
+
+
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("fr", "délai d'attente : temps imparti dépassé"),
+        ("de", "Zeitlimit: Laufzeit überschritten"),
+    ],
+)
+def test_the_sandboxs_own_limits_read_in_the_language(language, words):
+    from django.utils import translation
+
+    from agents.i18n import localize
+    from agents.sandbox.code_runner import error_message
+
+    message = error_message("timeout", "time limit exceeded")
+    assert message == "timeout: time limit exceeded"  # the English is unchanged
+    with translation.override(language):
+        assert localize(message) == words
+    big = error_message("output_too_large", "the sandbox answer is larger than 1000 bytes")
+    with translation.override(language):
+        assert "1000" in localize(big) and "larger" not in localize(big)
+
+
+# ---------------------------------------------------------------- import reports stored before
+
+
+@pytest.mark.django_db
+def test_an_import_report_stored_before_its_templates_reads_in_french_where_it_can(signed_in, shop):
+    """Reports stored before the templates were kept hold English only: a message one
+    template of the catalog reads back exactly is shown in French (its values as stored);
+    the others stay English, and the page says why."""
+    from agents.models import AuditEvent
+
+    recognised = (
+        "the ZIP also has other/app.json; app.json is read and other/app.json kept as it is"
+    )
+    unknown = "a message no template of this version makes"
+    report = {
+        "kind": "cx",
+        "file": "old.zip",
+        "counts": {"error": 0, "warning": 2, "info": 0},
+        "files": [
+            {
+                "file": "app.json",
+                "kept_whole": False,
+                "diagnostics": [
+                    {"severity": "warning", "code": "SC604", "field": "", "message": recognised},
+                    {"severity": "warning", "code": "SC606", "field": "", "message": unknown},
+                ],
+            }
+        ],
+        "kept_files": 0,
+    }
+    AuditEvent.objects.create(
+        app=shop, app_name=shop.name, action="app.import", object_type="app", after=report
+    )
+    url = f"/apps/{shop.pk}/import-report"
+    french = signed_in.get(url, HTTP_ACCEPT_LANGUAGE="fr").content.decode()
+    assert (
+        "le ZIP contient aussi other/app.json ; app.json est lu et other/app.json conservé"
+        in french
+    )
+    assert unknown in french
+    assert 'data-stored-in-english="1"' in french and "1 message est affiché en anglais" in french
+    english = signed_in.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert recognised in english and "data-stored-in-english" not in english
+
+
+def test_a_name_in_an_old_message_is_never_translated():
+    """`recovered_message` gives the parameters back as they were written: a variable named
+    like a word of the catalog (`name`, `Text`) stays its name."""
+    from django.utils import translation
+
+    from agents.i18n import localize, recovered_message
+
+    text = "the ZIP also has Text; name is read and Text kept as it is"
+    message = recovered_message(text)
+    assert message == text and message.template.startswith("the ZIP also has")
+    with translation.override("de"):
+        assert "Text" in localize(message) and "name" in localize(message)
+    assert recovered_message("not a template at all") == "not a template at all"
+
+
+# ---------------------------------------------------------------- jobs: results and limits
+
+
+@pytest.mark.django_db
+def test_a_stored_evaluation_reads_in_the_language_of_whoever_reads_it(
+    signed_in, user, shop, run_jobs
+):
+    """A job's result is stored once; its messages keep their templates, so the API answers
+    in each request's language (the same codes, values and keys)."""
+    from tests.test_evaluate_command import break_add_to_cart
+
+    break_add_to_cart(shop, user)
+    location = signed_in.post(f"/api/apps/{shop.pk}/evaluate")["Location"]
+    run_jobs()
+    bodies = {
+        lang: signed_in.get(location, HTTP_ACCEPT_LANGUAGE=lang).json()["result"]
+        for lang in ("en", "fr", "de")
+    }
+
+    def state(body):
+        golden = next(s for s in body["scenarios"] if s["name"] == "Buy a product")
+        return next(r for r in golden["results"] if r["kind"] == "state")
+
+    assert state(bodies["en"])["differences"] == ["cart_total: expected 39, got 42"]
+    assert state(bodies["de"])["differences"] == ["cart_total: 39 erwartet, erhalten: 42"]
+    assert state(bodies["fr"])["message"] != state(bodies["en"])["message"]
+    for body in bodies.values():
+        assert "i18n" not in json.dumps(body)
+        assert state(body)["expected"] == {"cart_total": 39}
+    assert bodies["en"]["summary"] == bodies["fr"]["summary"] == bodies["de"]["summary"]
+
+
+@pytest.mark.django_db
+def test_the_job_limit_is_refused_in_german(user, bank, settings):
+    settings.JOBS_MAX_ACTIVE_PER_USER = 1
+    client = APIClient()
+    client.force_login(user)
+    url = f"/api/apps/{bank.pk}/evaluate"
+    assert client.post(url).status_code == 202
+    refused = client.post(url, HTTP_ACCEPT_LANGUAGE="de")
+    assert refused.status_code == 429
+    assert refused.json()["detail"].startswith("Zu viele Jobs: Sie haben 1 wartende")
+    assert "JOBS_MAX_ACTIVE_PER_USER=1" in refused.json()["detail"]
+
+
+# ---------------------------------------------------------------- a default that fails its schema
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("fr", ["la propriété obligatoire 'id' est absente", "n'est pas un nombre entier"]),
+        ("de", ["die erforderliche Eigenschaft 'id' fehlt", "ist nicht eine ganze Zahl"]),
+    ],
+)
+def test_a_default_that_fails_its_schema_is_explained_in_the_language(user, shop, language, words):
+    """The JSON Schema problems (missing property, wrong type) are the core's words: they
+    read in the designer's language, the names and values in them as typed."""
+    client = APIClient()
+    client.force_login(user)
+    schema = {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "age": {"type": "integer"}},
+        "required": ["id"],
+    }
+    created = client.post(
+        f"/api/apps/{shop.pk}/schemas/",
+        {"name": "Visitor", "json_schema": schema},
+        format="json",
+    )
+    assert created.status_code == 201, created.json()
+    body = {"name": "customer", "type": "object", "schema": "Visitor", "default": {"age": "x"}}
+    url = f"/api/apps/{shop.pk}/variables/"
+    english = client.post(url, body, format="json", HTTP_ACCEPT_LANGUAGE="en").json()
+    other = client.post(url, body, format="json", HTTP_ACCEPT_LANGUAGE=language).json()
+    text = " ".join(d["message"] for d in other["diagnostics"])
+    for phrase in words:
+        assert phrase in text, text
+    assert "is missing" not in text and "is not a whole number" not in text
+    assert [d["code"] for d in other["diagnostics"]] == [d["code"] for d in english["diagnostics"]]
+
+
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("fr", "la condition se termine trop tôt : il manque une valeur"),
+        ("de", "die Bedingung endet zu früh: ein Wert fehlt"),
+    ],
+)
+def test_why_a_condition_cannot_be_read_is_in_the_language(language, words):
+    from django.utils import translation
+
+    from agents.core import AgentSpec, AppSpec, lint_app
+    from agents.i18n import localize
+
+    app = AppSpec(
+        name="Shop",
+        agents=(
+            AgentSpec(name="Root", instructions="{% if channel == %}web{% endif %}", is_root=True),
+        ),
+    )
+    (problem,) = [d for d in lint_app(app) if d.code == "SC115"]
+    assert "the condition ends too early: a value is missing" in problem.message
+    with translation.override(language):
+        assert words in localize(problem.message)
+
+
+@pytest.mark.django_db
+def test_load_demo_and_purge_expired_speak_the_operators_language(monkeypatch):
+    monkeypatch.setenv("LANGUAGE", "fr")
+    out = io.StringIO()
+    call_command("load_demo", stdout=out)
+    assert "Applications de démonstration prêtes : " in out.getvalue()
+    assert "nom d'utilisateur : " in out.getvalue()
+    out = io.StringIO()
+    call_command("purge_expired", "--language", "de", stdout=out)
+    assert out.getvalue().startswith("Abgelaufene Sitzungen und 0 beendete")
+
+
+@pytest.mark.django_db
+def test_a_cancelled_jobs_reason_reads_in_the_language(user, bank):
+    client = APIClient()
+    client.force_login(user)
+    location = client.post(f"/api/apps/{bank.pk}/evaluate")["Location"]
+    assert client.post(location + "cancel").status_code == 200
+    assert client.get(location, HTTP_ACCEPT_LANGUAGE="en").json()["error"] == (
+        "Cancelled before it ran."
+    )
+    assert client.get(location, HTTP_ACCEPT_LANGUAGE="de").json()["error"] == (
+        "Abgebrochen, bevor er lief."
+    )
+    assert client.get(location, HTTP_ACCEPT_LANGUAGE="fr").json()["status"] == "cancelled"
+
+
+@pytest.mark.django_db
+def test_a_queued_import_reads_in_german(signed_in, shop, settings):
+    """A state the page crawl never sees (the import still queued) is translated too."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from agents.core.formats import dumps_native
+    from agents.services import exchange
+
+    settings.IMPORT_JOB_MIN_BYTES = 0  # every upload imports as a job
+    text = dumps_native(exchange.app_export_native(shop), "json").encode()
+    response = signed_in.post(
+        "/apps/import", {"file": SimpleUploadedFile("shop.json", text)}, HTTP_ACCEPT_LANGUAGE="de"
+    )
+    page = signed_in.get(response["Location"], HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert "In der Warteschlange: <code>shop.json</code> (eine große Datei)" in page
+    progress = re.search(r"<progress [^>]*>([^<]*)</progress>", page)
+    assert progress and re.fullmatch(r"\d+ von \d+", progress[1]), progress
+    assert "Queued" not in page and "Refresh" not in page
+
+
+@pytest.mark.django_db
+def test_a_large_imports_report_reads_in_the_language_through_the_api(user, settings, run_jobs):
+    """An import run as a job keeps its report in the job's result: read in French and in
+    German through the API (the same codes and fields), English stored once."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    settings.IMPORT_JOB_MIN_BYTES = 0
+    client = APIClient()
+    client.force_login(user)
+    broken = json.dumps(
+        {
+            "format": "statecraft.app",
+            "version": 1,
+            "app": {"name": "Shop", "variables": [{"name": "9 lives", "type": "text"}]},
+        }
+    ).encode()
+    response = client.post(
+        "/api/apps/import", {"file": SimpleUploadedFile("shop.json", broken)}, format="multipart"
+    )
+    assert response.status_code == 202, response.json()
+    run_jobs()
+    bodies = {
+        lang: client.get(response["Location"], HTTP_ACCEPT_LANGUAGE=lang).json()
+        for lang in ("en", "fr", "de")
+    }
+    assert {b["status"] for b in bodies.values()} == {"failed"}
+    rows = {
+        lang: [r for g in b["result"]["report"]["files"] for r in g["diagnostics"]]
+        for lang, b in bodies.items()
+    }
+    assert [(r["code"], r["field"]) for r in rows["fr"]] == [
+        (r["code"], r["field"]) for r in rows["en"]
+    ]
+    assert any("n'est pas un nom valide" in r["message"] for r in rows["fr"]), rows["fr"]
+    assert any("kein gültiger Name" in r["message"] for r in rows["de"]), rows["de"]
+    assert bodies["fr"]["result"]["detail"] == "shop.json : non importé ; rien n'a été créé."
+    assert bodies["de"]["error"] == "shop.json: nicht importiert; nichts wurde erstellt."
+    assert "i18n" not in json.dumps(bodies["fr"])
