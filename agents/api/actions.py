@@ -232,13 +232,17 @@ class ModelCallOut(serializers.Serializer):
         child=serializers.IntegerField(), help_text=gettext_lazy("Events the model received.")
     )
     sent_instructions = serializers.CharField(
-        help_text="The system instruction as a before_model callback left it, which the "
-        "model receives (ADK's LlmRequest); empty when no callback changed it."
+        help_text=gettext_lazy(
+            "The system instruction as a before_model callback left it, which the "
+            "model receives (ADK's LlmRequest); empty when no callback changed it."
+        )
     )
     hidden_tools = serializers.ListField(
         child=serializers.CharField(),
-        help_text="Tools a before_model callback hid (llm_request.config.hide_tool): not "
-        "declared to the model for this call.",
+        help_text=gettext_lazy(
+            "Tools a before_model callback hid (llm_request.config.hide_tool): not "
+            "declared to the model for this call."
+        ),
     )
 
     @extend_schema_field(serializers.ListField(child=serializers.DictField()))
