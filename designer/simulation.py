@@ -8,6 +8,7 @@ result for the template.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from django.utils.translation import gettext_lazy as _
 from agents import services
 from agents.core.evaluate import ExpectationResult, ScenarioEvaluation
 from agents.core.render import render_value
-from agents.core.simulate import SimulationResult
+from agents.core.simulate import ModelCall, SimulationResult
 from agents.models import Agent, AgentApp, LiveRun, Scenario
 from agents.services import live, live_models
 from agents.services.common import ServiceError, error
@@ -85,6 +86,99 @@ def _interleave(events: list[Any], expectations: list[ExpectationResult]) -> lis
         items.append(event)
     items.extend(ExpectView(r) for r in pending)
     return items
+
+
+# What a callback's change to the system instruction shows at most (the designer opens it;
+# a directive of a few KB is cut, never dumped whole into the timeline).
+CHANGE_PREVIEW_CHARS = 90
+CHANGE_DETAIL_CHARS = 4000
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+@dataclass
+class RequestChangeView:
+    """What the ``before_model`` callbacks changed in one model call's request, as ADK's
+    model receives it (`ModelCall.sent_instructions`, `ModelCall.hidden_tools`): an item of
+    the timeline just before the call's answer. `how` is ``appended``, ``prepended`` or
+    ``changed`` ("" when the system instruction is unchanged); `detail` the appended text
+    or a unified diff of the two, cut at `CHANGE_DETAIL_CHARS`; `preview` its first line."""
+
+    call: int
+    step: int | None
+    how: str = ""
+    detail: str = ""
+    preview: str = ""
+    added: int = 0
+    removed: int = 0
+    hidden_tools: tuple[str, ...] = ()
+    kind: str = "request"
+    index: int | None = None
+    tokens: int = 0
+
+    @property
+    def number(self) -> int:
+        return self.call + 1
+
+
+def request_change(call: ModelCall) -> RequestChangeView | None:
+    """The change a model call's ``before_model`` callbacks made to its request; None when
+    they made none, or answered in the model's place (the model was not called)."""
+    if call.replaced_by == "before_model_callback":
+        return None
+    if not call.sent_instructions and not call.hidden_tools:
+        return None
+    view = RequestChangeView(call=call.index, step=call.step, hidden_tools=call.hidden_tools)
+    if call.sent_instructions:
+        before, after = call.instructions, call.sent_instructions
+        if after.startswith(before):
+            view.how, text = "appended", after[len(before) :]
+        elif after.endswith(before):
+            view.how, text = "prepended", after[: len(after) - len(before)]
+        else:
+            lines = list(
+                difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=1)
+            )[2:]  # no ---/+++ header: both are the system instruction
+            view.how, text = "changed", "\n".join(lines)
+            view.added = sum(1 for line in lines if line.startswith("+"))
+            view.removed = sum(1 for line in lines if line.startswith("-"))
+        text = text.strip("\n")
+        view.detail = _cut(text, CHANGE_DETAIL_CHARS)
+        # The preview: the first line it added (of the diff: the first "+" line).
+        shown = text.splitlines()
+        if view.how == "changed":
+            shown = [line[1:] for line in shown if line.startswith("+")]
+        first = next((line.strip() for line in shown if line.strip()), "")
+        view.preview = _cut(first, CHANGE_PREVIEW_CHARS)
+    return view
+
+
+def _with_request_changes(events: list[Any], changes: list[RequestChangeView]) -> list[Any]:
+    """The turn's events with each model call's request change placed just before the call's
+    answer (before the SC422 notes about it), or at the end of its step without one."""
+    items = list(events)
+    for change in changes:
+        at = next(
+            (i for i, e in enumerate(items) if getattr(e, "model_call", None) == change.call),
+            None,
+        )
+        if at is None:  # no answer event (the turn ended): after the step's last event
+            at = len(items)
+            for i, e in enumerate(items):
+                if e.step is not None and change.step is not None and e.step > change.step:
+                    at = i
+                    break
+        while at > 0 and _is_hidden_call_note(items[at - 1]):
+            at -= 1
+        items.insert(at, change)
+    return items
+
+
+def _is_hidden_call_note(event: Any) -> bool:
+    error = getattr(event, "error", None)
+    return getattr(event, "kind", "") == "note" and getattr(error, "code", "") == "SC422"
 
 
 @dataclass
@@ -311,12 +405,19 @@ def build_conversation(
                 call = calls[e.model_call]
             live_events.append(LiveEvent(e, call))
         events = live_events
+    changes: dict[int, list[RequestChangeView]] = {}
+    for call in result.model_calls:
+        change = request_change(call)
+        if change is not None:
+            changes.setdefault(call.turn, []).append(change)
     for turn in result.turns:
         conversation.turns.append(
             TurnView(
                 index=turn.index,
                 events=_interleave(
-                    [events[i] for i in turn.events],
+                    _with_request_changes(
+                        [events[i] for i in turn.events], changes.get(turn.index, [])
+                    ),
                     [r for r in evaluation.results if r.turn == turn.index],
                 ),
                 state=[

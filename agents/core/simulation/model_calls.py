@@ -245,21 +245,21 @@ class ModelCalls(FunctionCalls):
                 call = part.get("function_call")
                 name = call.get("name") if isinstance(call, dict) else None
                 if name in hidden:
-                    self.diagnostics.append(
-                        Diagnostic(
-                            "SC422",
-                            Severity.INFO,
-                            Message(
-                                "turn %(turn)s: the scripted call of %(tool)s runs, but "
-                                "the before_model callback of %(agent)s hid %(tool)s from "
-                                "the model for this call: a live model would not be "
-                                "offered it.",
-                                turn=self.turn,
-                                tool=name,
-                                agent=self.agent.name,
-                            ),
-                            subject=self.agent.name,
-                        )
+                    # A note at its step (the timeline shows it before the call), never an
+                    # error: ADK's tool table still has the tool.
+                    self.note(
+                        "SC422",
+                        Message(
+                            "turn %(turn)s: the scripted call of %(tool)s runs, but "
+                            "the before_model callback of %(agent)s hid %(tool)s from "
+                            "the model for this call: a live model would not be "
+                            "offered it.",
+                            turn=self.turn,
+                            tool=name,
+                            agent=self.agent.name,
+                        ),
+                        source=name,
+                        subject=self.agent.name,
                     )
         self.loop_pending = False
         reached_model = replaced_by != "before_model_callback"
