@@ -58,20 +58,22 @@ def app_run_all(request: HttpRequest, app_id: int) -> HttpResponse:
     ):
         jobs.job_cancel(job=old)
     # The conversation panel's model picker: a model runs every scenario live (issue 21).
+    # Its judge picker: the model that judges the rubrics of a live run ("": the run's own);
+    # a scripted Run all judges nothing, so the picker's value goes only with a model.
     model = str(request.POST.get("model", "") or "")
+    judge = str(request.POST.get("judge", "") or "") if model else ""
+    params: dict[str, str] = {}
     if model:
         try:
             live_models.resolve_model(app, model)
+            params["model"] = model
+            if live_models.checked_judge(app, model, judge):
+                params["judge"] = judge
         except ServiceError as exc:
             message = " ".join(localize(d.message) for d in exc.diagnostics)
             return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
     try:
-        job = jobs.job_submit(
-            kind="evaluate_app",
-            owner=request.user,
-            app=app,
-            params={"model": model} if model else {},
-        )
+        job = jobs.job_submit(kind="evaluate_app", owner=request.user, app=app, params=params)
     except jobs.JobLimitError as exc:
         return HttpResponse(exc.localized(), status=429, content_type="text/plain; charset=utf-8")
     if request.htmx:

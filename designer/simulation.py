@@ -242,6 +242,7 @@ class Conversation:
     evaluation: ScenarioEvaluation | None = None
     models: list[dict[str, Any]] = field(default_factory=list)
     model: str = ""  # the picker's choice ("" = scripted)
+    judge: str = ""  # the judge picker's (a live Run all's rubrics; "" = the run's model)
     default_model: str = ""  # the app's default model (AppModelDefault), "" for none
     live: LiveView | None = None
     last_live: LiveRun | None = None
@@ -347,6 +348,7 @@ def build_conversation(
     conversation = Conversation(scenarios=scenarios, scenario=scenario)
     conversation.models = live_models.model_names()
     conversation.model = str(params.get("model", "") or "")
+    conversation.judge = str(params.get("judge", "") or "")
     if conversation.models:  # no model configured: no default to mark, no query
         conversation.default_model = live_models.app_model_default(app)
     if scenario is None:

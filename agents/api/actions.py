@@ -37,6 +37,7 @@ from agents.core import rules
 from agents.core.lint import lint_app
 from agents.core.simulate import SimulationResult
 from agents.models import Agent, AgentApp, Channel, Modality, Scenario
+from agents.services import live_models
 
 # ---------------------------------------------------------------- shapes
 
@@ -105,6 +106,18 @@ class ModelIn(serializers.Serializer):
         allow_blank=True,
         max_length=rules.MODEL_NAME_MAX_LENGTH,
         help_text=gettext_lazy("Run the goldens live with this configured model; empty: scripted."),
+    )
+
+
+class EvaluateIn(ModelIn):
+    judge = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=rules.MODEL_NAME_MAX_LENGTH,
+        help_text=gettext_lazy(
+            "With `model`: the configured model that judges the rubrics of the CX evaluations "
+            "of the scenario kind; empty: the run's model."
+        ),
     )
 
 
@@ -492,14 +505,19 @@ class AppEvaluateView(ApiView):
                 "`Location` header). GET the url for `status` (queued, running, succeeded, "
                 "failed, cancelled), `progress` {done, total} and `result` {ok, summary, "
                 "scenarios}: each scenario's outcome as it finishes. POST `<url>cancel` stops it. "
-                "`model` runs every scenario live with that configured model."
+                "`model` runs every scenario live with that configured model; `judge` (another "
+                "configured model) then judges the rubrics of the CX scenario evaluations."
             )
         ),
-        request=ModelIn,
+        request=EvaluateIn,
         responses={**JOB_ACCEPTED, **READ_ERRORS},
     )
     def post(self, request: Request, app_id: int) -> Response:
         app = self.load_app()
-        model = checked_model(app, self.valid(ModelIn).get("model"))
+        data = self.valid(EvaluateIn)
+        model = checked_model(app, data.get("model"))
+        judge = live_models.checked_judge(app, model, data.get("judge"))
         params = {"model": model} if model else {}
+        if judge:
+            params["judge"] = judge
         return accepted(request, submit(request, kind="evaluate_app", app=app, params=params))

@@ -224,12 +224,12 @@ def submit(request: Request, **kwargs: Any) -> Job:
         raise exceptions.Throttled(detail=exc.localized()) from exc
 
 
-def checked_model(app: AgentApp, name: str | None) -> str | None:
-    """`name` when it names a configured model (else the 400 that lists them), before a
-    job is queued for it."""
+def checked_model(app: AgentApp, name: str | None, *, field: str = "model") -> str | None:
+    """`name` when it names a configured model (else the 400 on `field` that lists them),
+    before a job is queued for it."""
     if not name:
         return None
     from agents.services.live_models import resolve_model
 
-    resolve_model(app, name)
+    resolve_model(app, name, field=field)
     return name

@@ -94,9 +94,14 @@ def _cx_settings(app: AgentApp, agent_cx: Mapping[str, Any] | None) -> dict[str,
 
 
 def resolve_model(
-    app: AgentApp, requested: str | None, *, agent_cx: Mapping[str, Any] | None = None
+    app: AgentApp,
+    requested: str | None,
+    *,
+    agent_cx: Mapping[str, Any] | None = None,
+    field: str = "model",
 ) -> tuple[Endpoint, float | None]:
-    """The endpoint a run uses and the temperature (see the module docstring)."""
+    """The endpoint a run uses and the temperature (see the module docstring); an unknown
+    `requested` name is refused on `field` (``judge`` for a run's judge model)."""
     found = endpoints()
     names = ", ".join(sorted(found)) or "none (set STATECRAFT_MODELS or add one in the admin)"
     cx = _cx_settings(app, agent_cx)
@@ -104,19 +109,19 @@ def resolve_model(
     temperature = float(temperature) if isinstance(temperature, int | float) else None
     if requested:
         if requested not in found:
-            raise ModelNotConfigured(
-                [
-                    error(
-                        "model",
-                        Message(
-                            "No model named %(requested)s. Configured: %(names)s.",
-                            requested=repr(requested),
-                            names=names,
-                        ),
-                        "SC481",
-                    )
-                ]
-            )
+            if field == "judge":
+                message = Message(
+                    "No judge model named %(requested)s. Configured: %(names)s.",
+                    requested=repr(requested),
+                    names=names,
+                )
+            else:
+                message = Message(
+                    "No model named %(requested)s. Configured: %(names)s.",
+                    requested=repr(requested),
+                    names=names,
+                )
+            raise ModelNotConfigured([error(field, message, "SC481")])
         return found[requested], temperature
     default = AppModelDefault.objects.filter(app=app).values_list("model", flat=True).first()
     if default and default in found:
@@ -135,6 +140,31 @@ def resolve_model(
             )
         ]
     )
+
+
+def checked_judge(app: AgentApp, model: str | None, judge: str | None) -> str | None:
+    """The judge a live run asks (the rubrics of CX scenario evaluations): `judge` when it
+    names a configured model, refused on the ``judge`` field (listing the configured names)
+    when it does not, or when there is no `model` (a scripted run judges nothing). None:
+    the run's model judges."""
+    if not judge:
+        return None
+    resolve_model(app, judge, field="judge")
+    if not model:
+        raise ModelNotConfigured(
+            [
+                error(
+                    "judge",
+                    Message(
+                        "A judge needs a live run: name the run's model too (configured: "
+                        "%(names)s).",
+                        names=", ".join(sorted(endpoints())),
+                    ),
+                    "SC481",
+                )
+            ]
+        )
+    return judge
 
 
 def with_temperature(model: ModelStrategy, temperature: float | None) -> ModelStrategy:
