@@ -90,7 +90,7 @@ def _interleave(events: list[Any], expectations: list[ExpectationResult]) -> lis
 
 # What a callback's change to the system instruction shows at most (the designer opens it;
 # a directive of a few KB is cut, never dumped whole into the timeline).
-CHANGE_PREVIEW_CHARS = 90
+CHANGE_PREVIEW_CHARS = 60
 CHANGE_DETAIL_CHARS = 4000
 
 

@@ -107,3 +107,67 @@ def test_an_open_scenario_editor_survives_a_resimulation_and_closes_on_save(
     expect(page.locator("#conversation-panel select[name=scenario]")).to_contain_text(
         "Balance, edited"
     )
+
+
+LONG_DIRECTIVE = "\n<system_directive>Ask which account. " + "Confirm before you act. " * 60
+
+
+def test_the_timeline_shows_the_request_a_before_model_callback_changed(
+    open_designer, bank_app, monkeypatch
+):
+    """Issue 18: at each model call, what the before_model callback appended to the system
+    instruction (a one-line preview, the rest opened on demand) and the tools it hid; the
+    scripted call of the hidden tool is a note at its step (SC422). At 1280 px the row stays
+    inside its pane; the judge picker sits beside the model picker (issue 21)."""
+    import json
+
+    from agents import services
+
+    monkeypatch.setenv(
+        "STATECRAFT_MODELS",
+        json.dumps(
+            {
+                "mini": {
+                    "kind": "openai",
+                    "model": "gpt-4o-mini",
+                    "base_url": "http://127.0.0.1:9/v1",
+                }
+            }
+        ),
+    )
+    agent = bank_app.agents.get()
+    services.callback_create(
+        agent=agent,
+        kind="before_model",
+        code=(
+            f"DIRECTIVE = {LONG_DIRECTIVE!r}\n\n"
+            "def before_model_callback(callback_context, llm_request):\n"
+            '    llm_request.config.hide_tool("LookupBalance")\n'
+            "    si = llm_request.config.system_instruction\n"
+            "    llm_request.config.system_instruction = si + DIRECTIVE\n"
+            "    return None\n"
+        ),
+    )
+    page: Page = open_designer(bank_app)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    first_turn = page.locator("#conversation-panel .turn").first
+    request = first_turn.locator(".event-request").first
+    expect(request).to_contain_text("callback appended to the system instruction:")
+    expect(request).to_contain_text("hidden from the model for this call: LookupBalance")
+    detail = request.locator(".request-detail")
+    expect(detail).to_be_hidden()
+    request.locator("summary").click()
+    expect(detail).to_be_visible()
+    expect(detail).to_contain_text("Confirm before you act.")
+    note = first_turn.locator(".event-note").first
+    expect(note).to_contain_text("the scripted call of LookupBalance runs")
+    # The rows stay in the pane (the detail scrolls, it never widens the timeline).
+    pane = first_turn.bounding_box()
+    for row in (request, note, detail):
+        box = row.bounding_box()
+        assert box["x"] + box["width"] <= pane["x"] + pane["width"] + 1
+    assert detail.bounding_box()["height"] < 250
+    judge = page.locator("#judge-picker")
+    expect(judge).to_have_value("")
+    expect(judge.locator("option").first).to_have_text("Judge: the run's model")
+    assert judge.bounding_box()["x"] > page.locator("#model-picker").bounding_box()["x"]
