@@ -17,6 +17,7 @@ import {
 } from "@codemirror/state";
 import {
   EditorView,
+  ViewPlugin,
   keymap,
   Decoration,
   drawSelection,
@@ -71,6 +72,8 @@ const baseTheme = EditorView.theme({
   ".cm-scroller": { fontFamily: "var(--mono)", lineHeight: "1.6" },
   ".cm-content": { caretColor: "var(--text)" },
   "&.cm-focused": { outline: "none" },
+  // The caret blinks by a timer (quietCaretBlink), not by CodeMirror's CSS animation.
+  ".cm-cursorLayer": { animation: "none !important" },
   ".cm-gutters": { backgroundColor: "var(--surface)", color: "var(--muted)", border: "none" },
   ".cm-activeLine": { backgroundColor: "transparent" },
   ".cm-tooltip": { backgroundColor: "var(--surface)", border: "1px solid var(--border)", borderRadius: "6px" },
@@ -78,6 +81,50 @@ const baseTheme = EditorView.theme({
   ".cm-completionLabel": { fontFamily: "var(--mono)", fontWeight: "600" },
   ".cm-completionDetail": { color: "var(--muted)", fontStyle: "normal", marginLeft: "1em" },
 });
+
+/** The caret, drawn by CodeMirror (drawSelection) but blinked by a timer instead of its
+ * infinite CSS animation. A running animation keeps Chromium's compositor producing frames,
+ * so each key's frame waited for the next tick (0–16.7 ms), and every key restarted the
+ * animation: most of a keystroke's cost over a bare textarea (issue #22, item 9; README,
+ * Benchmarks, Editor). The caret stays on while typing and blinks after a pause, as the
+ * browser's own caret does; with reduced motion it does not blink. */
+const BLINK_IDLE_MS = 1000; // typing pauses this long before the caret blinks
+const BLINK_HALF_MS = 600; // on, then off: CodeMirror's default cycle of 1200 ms
+const reducedMotion = () => Boolean(window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches);
+const quietCaretBlink = ViewPlugin.fromClass(
+  class {
+    constructor(view) {
+      this.view = view;
+      this.timer = null;
+      this.off = false;
+      this.restart();
+    }
+    update(update) {
+      if (update.selectionSet || update.docChanged || update.focusChanged) this.restart();
+    }
+    show(on) {
+      this.off = !on;
+      const layer = this.view.scrollDOM.querySelector(":scope > .cm-cursorLayer");
+      if (layer) layer.style.visibility = on ? "" : "hidden";
+    }
+    restart() {
+      clearTimeout(this.timer);
+      this.timer = null;
+      if (this.off) this.show(true);
+      if (!this.view.hasFocus || reducedMotion()) return;
+      const tick = () => {
+        this.show(this.off);
+        this.timer = setTimeout(tick, BLINK_HALF_MS);
+      };
+      this.timer = setTimeout(tick, BLINK_IDLE_MS);
+    }
+    destroy() {
+      clearTimeout(this.timer);
+    }
+  },
+);
+/** CodeMirror's drawn selection and caret, the caret blinked by a timer (above). */
+const drawnSelection = () => [drawSelection({ cursorBlinkRate: 0 }), quietCaretBlink];
 
 /** Edits that turn `from` into `to`, as few and small as a diff finds (keeps undo precise). */
 function changesBetween(from, to) {
@@ -229,7 +276,7 @@ class InstructionsEditor {
         doc: textarea.value,
         extensions: [
           history(),
-          drawSelection(),
+          drawnSelection(),
           highlightActiveLine(),
           EditorView.lineWrapping,
           tokenField,
@@ -810,7 +857,7 @@ function codeField(textarea) {
   attributes["aria-describedby"] = [attributes["aria-describedby"], hint.id].filter(Boolean).join(" ");
   const extensions = [
     history(),
-    drawSelection(),
+    drawnSelection(),
     bracketMatching(),
     syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
     baseTheme,

@@ -281,6 +281,37 @@ def test_autosave_then_save_button_saves_again(open_designer, trip_app):
     assert _saved_instructions(trip_app) == "First line. Second line."
 
 
+def test_typing_runs_no_animation_and_the_caret_blinks_after_a_pause(open_designer, trip_app):
+    """Issue #22, item 9: CodeMirror's caret blinked by an infinite CSS animation, restarted by
+    every key; a running animation kept the compositor producing frames, so each key's frame
+    waited for the next tick (most of a key's latency over a bare textarea). The caret blinks
+    by a timer now: on while typing, blinking after a pause, and no animation runs."""
+    page = open_designer(trip_app)
+    editor(page).click()
+    page.keyboard.type("Say hello.")
+    # Nothing animates in the page while a designer types (the old page ran cm-blink).
+    assert page.evaluate("() => document.getAnimations().map(a => a.animationName)") == []
+    # Just after a key the caret is shown; after a pause it blinks: off, then on again.
+    visibility = (
+        "() => document.querySelector('#instructions-editor').closest('.cm-editor')"
+        ".querySelector('.cm-cursorLayer').style.visibility"
+    )
+
+    def wait_until(value: str) -> None:
+        page.wait_for_function(f"() => ({visibility})() === {value!r}")
+
+    page.keyboard.type("!")
+    assert page.evaluate(visibility) == ""
+    wait_until("hidden")
+    wait_until("")
+    # A key while it is off shows it at once.
+    wait_until("hidden")
+    page.keyboard.type("?")
+    assert page.evaluate(visibility) == ""
+    assert page.evaluate("() => document.getAnimations().length") == 0
+    assert page.evaluate("() => window.statecraft.instructions.text()") == "Say hello.!?"
+
+
 # ------------ 10. README screenshot
 
 
