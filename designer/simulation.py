@@ -19,6 +19,7 @@ from agents import services
 from agents.core.evaluate import ExpectationResult, ScenarioEvaluation
 from agents.core.render import render_value
 from agents.core.simulate import SimulationResult
+from agents.i18n import localized_data
 from agents.models import Agent, AgentApp, LiveRun, Scenario
 from agents.services import live, live_models
 from agents.services.common import ServiceError, error
@@ -231,7 +232,7 @@ def job_outcome(job: Any) -> live.LiveOutcome:
         outcome,
         run=stored,
         calls=result["calls"],
-        drift=result["drift"],
+        drift=localized_data(result["drift"]),  # what changed, in the reader's language
         model=result["model"],
         error=result["error"],
     )

@@ -290,13 +290,19 @@ def _code_for(error: ValidationError | None) -> str:
 
 def path_in_words(root: str | None, path: Iterable[Any]) -> str:
     """``customer.address.zip``; list items are counted from 1: ``orders item 2.total``."""
-    words = root or ""
+    words: str = root or ""
     for part in path:
-        if isinstance(part, int):
-            words = f"{words} item {part + 1}" if words else f"item {part + 1}"
+        if isinstance(part, int):  # the word "item" is the reader's language's (a `Message`)
+            words = (
+                Message("%(path)s item %(number)s", path=words, number=part + 1)
+                if words
+                else Message("item %(number)s", number=part + 1)
+            )
+        elif isinstance(words, Message):
+            words = Message("%(path)s.%(key)s", path=words, key=part)
         else:
             words = f"{words}.{part}" if words else str(part)
-    return words or "value"
+    return words or Message("value")
 
 
 # What a value of a JSON Schema type or format is called in a message (each a `Message`,
@@ -450,12 +456,17 @@ def _describe(error: ValidationError) -> str:
         closest = best_match(error.context) if error.context else None
         if closest is None:
             return Message("%(shown)s matches none of the allowed alternatives", shown=shown)
-        where = path_in_words(None, closest.relative_path) if closest.relative_path else ""
-        detail = f"{where}: " if where else ""
+        if closest.relative_path:
+            return Message(
+                "%(shown)s matches none of the allowed alternatives (closest: %(where)s: "
+                "%(closest)s)",
+                shown=shown,
+                where=path_in_words(None, closest.relative_path),
+                closest=_describe(closest),
+            )
         return Message(
-            "%(shown)s matches none of the allowed alternatives (closest: %(detail)s%(closest)s)",
+            "%(shown)s matches none of the allowed alternatives (closest: %(closest)s)",
             shown=shown,
-            detail=detail,
             closest=_describe(closest),
         )
     if keyword == "not":
