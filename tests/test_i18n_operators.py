@@ -14,6 +14,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from rest_framework.test import APIClient
 
+from tests.test_live_runs import bank_app  # noqa: F401  (a fixture: the live bank app)
+
 # What the schema may say in English in every language: names of things, not sentences.
 SAME_IN_EVERY_LANGUAGE = {
     "",
@@ -513,3 +515,180 @@ def test_a_large_imports_report_reads_in_the_language_through_the_api(user, sett
     assert bodies["fr"]["result"]["detail"] == "shop.json : non importé ; rien n'a été créé."
     assert bodies["de"]["error"] == "shop.json: nicht importiert; nichts wurde erstellt."
     assert "i18n" not in json.dumps(bodies["fr"])
+
+
+# ---------------------------------------------------------------- live runs (a real model on loopback)
+
+
+@pytest.fixture
+def loop_model(monkeypatch):
+    """A model server on loopback, configured as the endpoint ``loop`` (STATECRAFT_MODELS)."""
+    from tests.llm_server import ModelServer
+    from tests.test_live_runs import KEY
+
+    server = ModelServer()
+    entry = {
+        "kind": "openai",
+        "model": "test-model",
+        "base_url": f"{server.url}/v1",
+        "api_key_env": "LIVE_KEY",
+    }
+    monkeypatch.setenv("LIVE_KEY", KEY)
+    monkeypatch.setenv("STATECRAFT_MODELS", json.dumps({"loop": entry}))
+    yield server
+    server.close()
+
+
+@pytest.mark.django_db
+def test_a_live_runs_auth_error_reads_in_german_and_french_through_the_api(
+    user,
+    loop_model,
+    run_jobs,
+    bank_app,  # noqa: F811
+):
+    """The model refuses the key (HTTP 401): the job's result and a replay of the recorded
+    run say so in the request's language; the error's code (`auth`), the endpoint's name,
+    the variable's name and the HTTP status are as they are, and the key is nowhere."""
+    from tests.llm_server import openai_error
+    from tests.test_live_runs import KEY
+
+    app, agent, scenario = bank_app
+    loop_model.script(openai_error(401, f"Incorrect API key provided: {KEY}"))
+    client = APIClient()
+    client.force_login(user)
+    url = f"/api/apps/{app.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/simulate"
+    response = client.post(url, {"model": "loop"}, format="json")
+    assert response.status_code == 202
+    assert run_jobs() == 1
+    bodies = {
+        lang: client.get(response["Location"], HTTP_ACCEPT_LANGUAGE=lang).json()
+        for lang in ("en", "de", "fr")
+    }
+    answers = {lang: body["result"]["calls"][0]["answer"] for lang, body in bodies.items()}
+    assert answers["en"]["message"] == (
+        "loop refused the API key from LIVE_KEY (HTTP 401): check the key"
+    )
+    assert answers["de"]["message"] == (
+        "loop hat den API-Schlüssel aus LIVE_KEY abgelehnt (HTTP 401): prüfen Sie den Schlüssel"
+    )
+    assert answers["fr"]["message"].startswith("loop a refusé la clé d'API de LIVE_KEY (HTTP 401)")
+    assert {b["result"]["error"] for b in bodies.values()} == {"auth"}
+    assert {a["error"] for a in answers.values()} == {"auth"}
+    assert all(KEY not in json.dumps(b) and "i18n" not in json.dumps(b) for b in bodies.values())
+
+    run = bodies["en"]["result"]["live_run"]
+    replay = client.post(
+        f"/api/apps/{app.pk}/live-runs/{run}/replay", HTTP_ACCEPT_LANGUAGE="de"
+    ).json()
+    (problem,) = [d for d in replay["diagnostics"] if d["code"] == "SC421"]
+    assert problem["message"] == (
+        "Modellaufruf 1 ist fehlgeschlagen (auth): loop hat den API-Schlüssel aus LIVE_KEY "
+        "abgelehnt (HTTP 401): prüfen Sie den Schlüssel"
+    )
+    assert replay["live"]["calls"][0]["message"].startswith("loop hat den API-Schlüssel")
+    assert replay["live"]["calls"][0]["error"] == "auth"
+
+
+@pytest.mark.django_db
+def test_a_live_goldens_verdicts_and_a_replays_drift_read_in_the_language(
+    user,
+    loop_model,
+    run_jobs,
+    bank_app,  # noqa: F811
+):
+    """The model answers without calling the tool the golden expects: the live golden's
+    verdict is German in the evaluate job's result; a replay after the instructions changed
+    says in French what changed in the request (the drift)."""
+    from agents import services
+    from tests.llm_server import openai_text
+
+    app, agent, scenario = bank_app
+    loop_model.script(openai_text("Hello, how can I help?"))
+    client = APIClient()
+    client.force_login(user)
+    response = client.post(f"/api/apps/{app.pk}/evaluate", {"model": "loop"}, format="json")
+    assert response.status_code == 202
+    assert run_jobs() == 1
+    bodies = {
+        lang: client.get(response.json()["url"], HTTP_ACCEPT_LANGUAGE=lang).json()["result"]
+        for lang in ("en", "de")
+    }
+
+    def call_result(body):
+        (golden,) = body["scenarios"]
+        return next(r for r in golden["results"] if r["kind"] == "call")
+
+    assert call_result(bodies["en"])["message"] == (
+        "The model did not call LookupBalance in turn 0."
+    )
+    assert call_result(bodies["de"])["message"] == (
+        "Das Modell hat LookupBalance in Runde 0 nicht aufgerufen."
+    )
+    assert call_result(bodies["de"])["differences"] == ["kein Tool wurde aufgerufen"]
+    assert call_result(bodies["de"])["status"] == "failed"
+
+    from agents.models import LiveRun
+
+    recorded = LiveRun.objects.get(scenario=scenario, mode="live")
+    services.agent_update(agent=agent, instructions=agent.instructions + "Be brief.\n")
+    replay = client.post(
+        f"/api/apps/{app.pk}/live-runs/{recorded.pk}/replay", HTTP_ACCEPT_LANGUAGE="fr"
+    ).json()["live"]
+    (drift,) = replay["drift"]
+    assert drift["call"] == 0
+    assert drift["changes"][0].startswith("instructions ligne 4 : "), drift
+    (verdict,) = [r for r in replay["results"] if r["kind"] == "call"]
+    assert verdict["message"] == "Le modèle n'a pas appelé LookupBalance au tour 0."
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("fr", 'STATECRAFT_MODELS.m.kind : écrivez "openai" ou "gemini" (reçu \'openia\').'),
+        (
+            "de",
+            'STATECRAFT_MODELS.m.kind: schreiben Sie "openai" oder "gemini" (erhalten: \'openia\').',
+        ),
+    ],
+)
+def test_a_bad_statecraft_models_is_refused_in_the_readers_language(
+    user, bank, monkeypatch, language, words
+):
+    """SC480: the operator's typo, named by its field, in the words of whoever asked."""
+    monkeypatch.setenv("STATECRAFT_MODELS", json.dumps({"m": {"kind": "openia", "model": "x"}}))
+    client = APIClient()
+    client.force_login(user)
+    response = client.post(
+        f"/api/apps/{bank.pk}/evaluate",
+        {"model": "m"},
+        format="json",
+        HTTP_ACCEPT_LANGUAGE=language,
+    )
+    assert response.status_code == 400
+    (problem,) = response.json()["diagnostics"]
+    assert problem["code"] == "SC480"
+    assert problem["message"] == words
+
+
+@pytest.mark.parametrize(
+    ("language", "path", "progress"),
+    [
+        ("fr", "orders élément 2.total", "lecture de shop.json"),
+        ("de", "orders Element 2.total", "shop.json wird gelesen"),
+    ],
+)
+def test_a_value_path_and_a_jobs_progress_read_in_the_language(language, path, progress):
+    from django.utils import translation
+
+    from agents.core.types import path_in_words
+    from agents.i18n import localize
+    from agents.services.jobs import shown_current
+
+    words = path_in_words("orders", [1, "total"])
+    assert words == "orders item 2.total"  # the English, as the core writes it
+    with translation.override(language):
+        assert localize(words) == path
+        assert localize(path_in_words(None, [])) in {"valeur", "Wert"}
+        assert shown_current("reading shop.json") == progress
+        assert shown_current("Shop / Buy a product") == "Shop / Buy a product"  # names: data
