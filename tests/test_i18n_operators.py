@@ -692,3 +692,49 @@ def test_a_value_path_and_a_jobs_progress_read_in_the_language(language, path, p
         assert localize(path_in_words(None, [])) in {"valeur", "Wert"}
         assert shown_current("reading shop.json") == progress
         assert shown_current("Shop / Buy a product") == "Shop / Buy a product"  # names: data
+
+
+@pytest.mark.django_db
+def test_the_designers_live_panel_reads_in_german(
+    signed_in,
+    loop_model,
+    run_jobs,
+    settings,
+    bank_app,  # noqa: F811
+):
+    """Run live in the designer, in German: the run stops at its cap (SC421 in German, the
+    cap's code as it is); a replay after the instructions changed shows the drift's change
+    in German. The panel is what a worker's job left (the job's result)."""
+    from django.urls import reverse
+
+    from agents import services
+    from agents.models import Job, LiveRun
+    from tests.llm_server import openai_stream_call
+    from tests.test_live_runs import INSTRUCTIONS
+
+    headers = {"HX-Request": "true", "Accept-Language": "de"}
+    app, agent, scenario = bank_app
+    settings.LIVE_MAX_MODEL_CALLS = 1
+    loop_model.script(openai_stream_call("LookupBalance", "{}"))  # the designer streams
+
+    def panel(data):
+        url = reverse("agent-simulate", args=[app.pk, agent.pk])
+        assert signed_in.post(url, data, headers=headers).status_code == 200
+        job = Job.objects.filter(kind="live_run").order_by("-created_at").first()
+        assert run_jobs() >= 1
+        page = signed_in.get(reverse("live-job", args=[app.pk, agent.pk, job.pk]), headers=headers)
+        return page.content.decode()
+
+    html = panel({"scenario": scenario.pk, "model": "loop", "live": "1"})
+    assert (
+        "Modellaufruf 2 ist fehlgeschlagen (cap): die Ausführung hat ihre Obergrenze von 1 "
+        "Modellaufrufen erreicht"
+    ) in html
+    assert "der Modellaufruf hat in Runde 0 eine Ausnahme ausgelöst" in html
+    assert "the model call" not in html and "reached its cap" not in html
+    assert "reached its cap" not in html
+    run = LiveRun.objects.get(mode="live")
+    services.agent_update(agent=agent, instructions=INSTRUCTIONS.replace("Always", "Please"))
+    html = panel({"scenario": scenario.pk, "replay": run.pk})
+    assert "Abweichung bei Aufruf 1" in html
+    assert "Anweisungen Zeile 3: " in html and "instructions line" not in html
