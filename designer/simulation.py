@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.formats import number_format
 from django.utils.translation import gettext_lazy as _
 
 from agents import services
@@ -116,7 +117,8 @@ class LiveEvent:
             if call is not None
             else ""
         )
-        self.call_cost = f"${float(answer.get('cost') or 0):.6f}" if call is not None else ""
+        cost = number_format(float(answer.get("cost") or 0), 6)  # 0,000150 in French, German
+        self.call_cost = f"${cost}" if call is not None else ""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._event, name)
