@@ -739,3 +739,24 @@ def test_the_designers_live_panel_reads_in_german(
     html = panel({"scenario": scenario.pk, "replay": run.pk})
     assert "Abweichung bei Aufruf 1" in html
     assert "Anweisungen Zeile 3: " in html and "instructions line" not in html
+
+
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("fr", "la propriété 'b' est obligatoire quand 'a' est présente"),
+        ("de", "die Eigenschaft 'b' ist erforderlich, wenn 'a' vorhanden ist"),
+    ],
+)
+def test_a_dependent_property_reads_in_the_language(language, words):
+    """A JSON Schema keyword jsonschema describes in English (`dependentRequired`) is the
+    core's own words, in the reader's language."""
+    from django.utils import translation
+    from jsonschema import Draft202012Validator
+
+    from agents.core.types import describe_validation_error
+    from agents.i18n import localize
+
+    (error,) = Draft202012Validator({"dependentRequired": {"a": ["b"]}}).iter_errors({"a": 1})
+    with translation.override(language):
+        assert localize(describe_validation_error(error)) == words

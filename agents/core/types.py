@@ -435,8 +435,27 @@ def _describe(error: ValidationError) -> str:
         missing = [name for name in expected if isinstance(instance, dict) and name not in instance]
         names = ", ".join(quoted(name) for name in missing) or _show(expected)
         return Message("the required property %(names)s is missing", names=names)
-    if keyword == "dependentRequired":
-        return error.message
+    if keyword == "dependentRequired" and isinstance(expected, dict) and isinstance(instance, dict):
+        for name, needed in expected.items():
+            missing = [n for n in needed if name in instance and n not in instance]
+            if missing:
+                return Message(
+                    "the property %(names)s is required when %(name)s is present",
+                    names=", ".join(quoted(n) for n in missing),
+                    name=quoted(name),
+                )
+    if keyword == "contains":
+        return Message("no item matches the schema of the items it must contain")
+    if keyword == "minContains":
+        return Message(
+            "too few items match the schema of the items it must contain (at least %(count)s)",
+            count=expected,
+        )
+    if keyword == "maxContains":
+        return Message(
+            "too many items match the schema of the items it may contain (at most %(count)s)",
+            count=expected,
+        )
     if keyword in {"additionalProperties", "unevaluatedProperties"}:
         extra = _unexpected_properties(error)
         if extra:
