@@ -760,3 +760,29 @@ def test_a_dependent_property_reads_in_the_language(language, words):
     (error,) = Draft202012Validator({"dependentRequired": {"a": ["b"]}}).iter_errors({"a": 1})
     with translation.override(language):
         assert localize(describe_validation_error(error)) == words
+
+
+@pytest.mark.django_db
+def test_evaluate_with_a_model_says_why_the_live_run_stopped_in_the_operators_language(
+    monkeypatch,
+    loop_model,
+    bank_app,  # noqa: F811
+):
+    """`evaluate --model` against a model that refuses the key, with LANGUAGE=de: the
+    reason (SC421) in German, the code `auth` and the status word as they are."""
+    from tests.llm_server import openai_error
+
+    app, _agent, _scenario = bank_app
+    loop_model.script(openai_error(401, "Incorrect API key provided"))
+    monkeypatch.setenv("LANGUAGE", "de")
+    out = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("evaluate", str(app.pk), "--model", "loop", stdout=out)
+    text = out.getvalue()
+    assert "FAIL  Live bank / banking_agent / Balance live" in text
+    assert ", Fehler: auth]" in text  # the code as it is
+    assert (
+        "SC421: Modellaufruf 1 ist fehlgeschlagen (auth): loop hat den API-Schlüssel aus "
+        "LIVE_KEY abgelehnt (HTTP 401): prüfen Sie den Schlüssel"
+    ) in text
+    assert "refused the API key" not in text

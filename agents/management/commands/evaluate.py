@@ -363,6 +363,10 @@ class Command(LocalizedCommand):
                 self.stdout.write(f"        {r.message}")
                 for d in r.differences:
                     self.stdout.write(f"          {d}")
+        if data.get("live") and data["live"]["error"]:  # why the live run stopped, in words
+            for d in localized_data(data["diagnostics"]):
+                if d["code"] == "SC421":
+                    self.stdout.write(f"      {d['code']}: {d['message']}")
         errors = tuple(d["message"] for d in data["diagnostics"] if d["severity"] == "error")
         cases.append(
             JUnitCase(
