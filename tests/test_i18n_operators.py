@@ -786,3 +786,28 @@ def test_evaluate_with_a_model_says_why_the_live_run_stopped_in_the_operators_la
         "LIVE_KEY abgelehnt (HTTP 401): prüfen Sie den Schlüssel"
     ) in text
     assert "refused the API key" not in text
+
+
+@pytest.mark.django_db
+def test_a_simulations_bounds_read_in_french_through_the_api(user, bank, settings):
+    """SC470 (a scenario past SIMULATION_MAX_STEPS) in French, the setting's name and the
+    numbers as they are; the same code in English."""
+    from agents.models import Scenario
+
+    settings.SIMULATION_MAX_STEPS = 1
+    scenario = Scenario.objects.filter(agent__app=bank).first()
+    client = APIClient()
+    client.force_login(user)
+    url = f"/api/apps/{bank.pk}/agents/{scenario.agent_id}/scenarios/{scenario.pk}/simulate"
+    bodies = {
+        lang: client.post(url, {}, format="json", HTTP_ACCEPT_LANGUAGE=lang).json()
+        for lang in ("en", "fr")
+    }
+    (english,) = [d for d in bodies["en"]["diagnostics"] if d["code"] == "SC470"]
+    (french,) = [d for d in bodies["fr"]["diagnostics"] if d["code"] == "SC470"]
+    steps = len(scenario.to_spec().steps)
+    assert english["message"].startswith(f"The scenario has {steps} steps; only the first 1")
+    assert french["message"] == (
+        f"Le scénario a {steps} étapes ; seules les 1 premières sont simulées "
+        "(SIMULATION_MAX_STEPS). Découpez-le en scénarios plus courts."
+    )
