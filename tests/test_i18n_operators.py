@@ -811,3 +811,54 @@ def test_a_simulations_bounds_read_in_french_through_the_api(user, bank, setting
         f"Le scénario a {steps} étapes ; seules les 1 premières sont simulées "
         "(SIMULATION_MAX_STEPS). Découpez-le en scénarios plus courts."
     )
+
+
+@pytest.mark.django_db
+def test_a_simulated_users_verdicts_read_in_german_through_the_api(
+    user,
+    loop_model,
+    run_jobs,
+    bank_app,  # noqa: F811
+):
+    """A CX evaluation of the scenario kind run live (a simulated user, then the judge):
+    the expectation's verdict and the judge's fallback are German in the job's result; the
+    judge's own reasons are its text (none here: it answered no JSON)."""
+    from agents import services
+    from agents.models import AgentApp
+    from tests.llm_server import openai_call, openai_text
+
+    app, _agent, scenario = bank_app
+    evaluation = {
+        "displayName": "Simulated balance question",
+        "scenario": {
+            "task": "Ask for the balance of your current account.",
+            "rubrics": ["The agent tells the user the balance."],
+            "scenarioExpectations": [
+                {"toolExpectation": {"expectedToolCall": {"tool": "LookupBalance"}}}
+            ],
+            "maxTurns": 2,
+        },
+    }
+    services.scenario_delete(scenario=scenario)  # only the CX evaluation runs
+    path = "evaluations/Simulated/Simulated.json"
+    AgentApp.objects.filter(pk=app.pk).update(cx={"files": {path: json.dumps(evaluation)}})
+    loop_model.script(
+        openai_text("What is my current account balance?"),  # the simulated user
+        openai_call("LookupBalance", {}),  # the agent
+        openai_text("Your balance is 1,250 EUR."),
+        openai_text("END"),  # the user is done
+        openai_text("I would rather not say."),  # the judge, without JSON
+    )
+    client = APIClient()
+    client.force_login(user)
+    response = client.post(f"/api/apps/{app.pk}/evaluate", {"model": "loop"}, format="json")
+    assert response.status_code == 202
+    assert run_jobs() == 1
+    body = client.get(response.json()["url"], HTTP_ACCEPT_LANGUAGE="de").json()["result"]
+    (simulated,) = body["scenarios"]
+    messages = {r["kind"]: r["message"] for r in simulated["results"]}
+    assert messages == {
+        "call": "Der Agent hat LookupBalance aufgerufen.",
+        "rubric": "der Richter hat es nicht beurteilt",
+    }
+    assert "i18n" not in json.dumps(body)
