@@ -293,13 +293,13 @@ class JobContext:
         """ "" to go on; else why to stop (the bounded runner refuses the call with it)."""
         now = self.clock()
         if self.cancelled:
-            return "the job was cancelled"
+            return Message("the job was cancelled")
         if now - self._polled >= CANCEL_POLL_SECONDS:
             self._polled = now
             row = Job.objects.filter(pk=self.job.pk).values("cancel_requested", "status").first()
             if row is None or row["cancel_requested"] or row["status"] != JobStatus.RUNNING:
                 self.cancelled = True
-                return "the job was cancelled"
+                return Message("the job was cancelled")
         if now - self._beat >= float(setting("JOBS_HEARTBEAT_SECONDS")):
             self._mine().update(heartbeat_at=timezone.now())
             self._beat = now
