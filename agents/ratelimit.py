@@ -270,11 +270,14 @@ class SimulationsBusyMiddleware:
 
         if not isinstance(exc, SimulationsBusy):
             return None
+        from agents.i18n import localize
+
+        message = localize(exc.message)  # in the reader's language
         if request.path.startswith("/api/"):
             from django.http import JsonResponse
 
-            response: HttpResponse = JsonResponse({"detail": str(exc)}, status=429)
+            response: HttpResponse = JsonResponse({"detail": message}, status=429)
         else:
-            response = HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8")
+            response = HttpResponse(message, status=429, content_type="text/plain; charset=utf-8")
         response["Retry-After"] = str(exc.retry_after)
         return response

@@ -14,12 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.formats import number_format
 from django.utils.translation import gettext_lazy as _
 
 from agents import services
 from agents.core.evaluate import ExpectationResult, ScenarioEvaluation
 from agents.core.render import render_value
 from agents.core.simulate import ModelCall, SimulationResult
+from agents.i18n import localized_data
 from agents.models import Agent, AgentApp, LiveRun, Scenario
 from agents.services import live, live_models
 from agents.services.common import ServiceError, error
@@ -209,7 +211,8 @@ class LiveEvent:
             if call is not None
             else ""
         )
-        self.call_cost = f"${float(answer.get('cost') or 0):.6f}" if call is not None else ""
+        cost = number_format(float(answer.get("cost") or 0), 6)  # 0,000150 in French, German
+        self.call_cost = f"${cost}" if call is not None else ""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._event, name)
@@ -326,7 +329,7 @@ def job_outcome(job: Any) -> live.LiveOutcome:
         outcome,
         run=stored,
         calls=result["calls"],
-        drift=result["drift"],
+        drift=localized_data(result["drift"]),  # what changed, in the reader's language
         model=result["model"],
         error=result["error"],
     )

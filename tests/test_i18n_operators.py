@@ -14,6 +14,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from rest_framework.test import APIClient
 
+from tests.test_live_runs import bank_app  # noqa: F401  (a fixture: the live bank app)
+
 # What the schema may say in English in every language: names of things, not sentences.
 SAME_IN_EVERY_LANGUAGE = {
     "",
@@ -513,3 +515,350 @@ def test_a_large_imports_report_reads_in_the_language_through_the_api(user, sett
     assert bodies["fr"]["result"]["detail"] == "shop.json : non importé ; rien n'a été créé."
     assert bodies["de"]["error"] == "shop.json: nicht importiert; nichts wurde erstellt."
     assert "i18n" not in json.dumps(bodies["fr"])
+
+
+# ---------------------------------------------------------------- live runs (a real model on loopback)
+
+
+@pytest.fixture
+def loop_model(monkeypatch):
+    """A model server on loopback, configured as the endpoint ``loop`` (STATECRAFT_MODELS)."""
+    from tests.llm_server import ModelServer
+    from tests.test_live_runs import KEY
+
+    server = ModelServer()
+    entry = {
+        "kind": "openai",
+        "model": "test-model",
+        "base_url": f"{server.url}/v1",
+        "api_key_env": "LIVE_KEY",
+    }
+    monkeypatch.setenv("LIVE_KEY", KEY)
+    monkeypatch.setenv("STATECRAFT_MODELS", json.dumps({"loop": entry}))
+    yield server
+    server.close()
+
+
+@pytest.mark.django_db
+def test_a_live_runs_auth_error_reads_in_german_and_french_through_the_api(
+    user,
+    loop_model,
+    run_jobs,
+    bank_app,  # noqa: F811
+):
+    """The model refuses the key (HTTP 401): the job's result and a replay of the recorded
+    run say so in the request's language; the error's code (`auth`), the endpoint's name,
+    the variable's name and the HTTP status are as they are, and the key is nowhere."""
+    from tests.llm_server import openai_error
+    from tests.test_live_runs import KEY
+
+    app, agent, scenario = bank_app
+    loop_model.script(openai_error(401, f"Incorrect API key provided: {KEY}"))
+    client = APIClient()
+    client.force_login(user)
+    url = f"/api/apps/{app.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/simulate"
+    response = client.post(url, {"model": "loop"}, format="json")
+    assert response.status_code == 202
+    assert run_jobs() == 1
+    bodies = {
+        lang: client.get(response["Location"], HTTP_ACCEPT_LANGUAGE=lang).json()
+        for lang in ("en", "de", "fr")
+    }
+    answers = {lang: body["result"]["calls"][0]["answer"] for lang, body in bodies.items()}
+    assert answers["en"]["message"] == (
+        "loop refused the API key from LIVE_KEY (HTTP 401): check the key"
+    )
+    assert answers["de"]["message"] == (
+        "loop hat den API-Schlüssel aus LIVE_KEY abgelehnt (HTTP 401): prüfen Sie den Schlüssel"
+    )
+    assert answers["fr"]["message"].startswith("loop a refusé la clé d'API de LIVE_KEY (HTTP 401)")
+    assert {b["result"]["error"] for b in bodies.values()} == {"auth"}
+    assert {a["error"] for a in answers.values()} == {"auth"}
+    assert all(KEY not in json.dumps(b) and "i18n" not in json.dumps(b) for b in bodies.values())
+
+    run = bodies["en"]["result"]["live_run"]
+    replay = client.post(
+        f"/api/apps/{app.pk}/live-runs/{run}/replay", HTTP_ACCEPT_LANGUAGE="de"
+    ).json()
+    (problem,) = [d for d in replay["diagnostics"] if d["code"] == "SC421"]
+    assert problem["message"] == (
+        "Modellaufruf 1 ist fehlgeschlagen (auth): loop hat den API-Schlüssel aus LIVE_KEY "
+        "abgelehnt (HTTP 401): prüfen Sie den Schlüssel"
+    )
+    assert replay["live"]["calls"][0]["message"].startswith("loop hat den API-Schlüssel")
+    assert replay["live"]["calls"][0]["error"] == "auth"
+
+
+@pytest.mark.django_db
+def test_a_live_goldens_verdicts_and_a_replays_drift_read_in_the_language(
+    user,
+    loop_model,
+    run_jobs,
+    bank_app,  # noqa: F811
+):
+    """The model answers without calling the tool the golden expects: the live golden's
+    verdict is German in the evaluate job's result; a replay after the instructions changed
+    says in French what changed in the request (the drift)."""
+    from agents import services
+    from tests.llm_server import openai_text
+
+    app, agent, scenario = bank_app
+    loop_model.script(openai_text("Hello, how can I help?"))
+    client = APIClient()
+    client.force_login(user)
+    response = client.post(f"/api/apps/{app.pk}/evaluate", {"model": "loop"}, format="json")
+    assert response.status_code == 202
+    assert run_jobs() == 1
+    bodies = {
+        lang: client.get(response.json()["url"], HTTP_ACCEPT_LANGUAGE=lang).json()["result"]
+        for lang in ("en", "de")
+    }
+
+    def call_result(body):
+        (golden,) = body["scenarios"]
+        return next(r for r in golden["results"] if r["kind"] == "call")
+
+    assert call_result(bodies["en"])["message"] == (
+        "The model did not call LookupBalance in turn 0."
+    )
+    assert call_result(bodies["de"])["message"] == (
+        "Das Modell hat LookupBalance in Runde 0 nicht aufgerufen."
+    )
+    assert call_result(bodies["de"])["differences"] == ["kein Tool wurde aufgerufen"]
+    assert call_result(bodies["de"])["status"] == "failed"
+
+    from agents.models import LiveRun
+
+    recorded = LiveRun.objects.get(scenario=scenario, mode="live")
+    services.agent_update(agent=agent, instructions=agent.instructions + "Be brief.\n")
+    replay = client.post(
+        f"/api/apps/{app.pk}/live-runs/{recorded.pk}/replay", HTTP_ACCEPT_LANGUAGE="fr"
+    ).json()["live"]
+    (drift,) = replay["drift"]
+    assert drift["call"] == 0
+    assert drift["changes"][0].startswith("instructions ligne 4 : "), drift
+    (verdict,) = [r for r in replay["results"] if r["kind"] == "call"]
+    assert verdict["message"] == "Le modèle n'a pas appelé LookupBalance au tour 0."
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("fr", 'STATECRAFT_MODELS.m.kind : écrivez "openai" ou "gemini" (reçu \'openia\').'),
+        (
+            "de",
+            'STATECRAFT_MODELS.m.kind: schreiben Sie "openai" oder "gemini" (erhalten: \'openia\').',
+        ),
+    ],
+)
+def test_a_bad_statecraft_models_is_refused_in_the_readers_language(
+    user, bank, monkeypatch, language, words
+):
+    """SC480: the operator's typo, named by its field, in the words of whoever asked."""
+    monkeypatch.setenv("STATECRAFT_MODELS", json.dumps({"m": {"kind": "openia", "model": "x"}}))
+    client = APIClient()
+    client.force_login(user)
+    response = client.post(
+        f"/api/apps/{bank.pk}/evaluate",
+        {"model": "m"},
+        format="json",
+        HTTP_ACCEPT_LANGUAGE=language,
+    )
+    assert response.status_code == 400
+    (problem,) = response.json()["diagnostics"]
+    assert problem["code"] == "SC480"
+    assert problem["message"] == words
+
+
+@pytest.mark.parametrize(
+    ("language", "path", "progress"),
+    [
+        ("fr", "orders élément 2.total", "lecture de shop.json"),
+        ("de", "orders Element 2.total", "shop.json wird gelesen"),
+    ],
+)
+def test_a_value_path_and_a_jobs_progress_read_in_the_language(language, path, progress):
+    from django.utils import translation
+
+    from agents.core.types import path_in_words
+    from agents.i18n import localize
+    from agents.services.jobs import shown_current
+
+    words = path_in_words("orders", [1, "total"])
+    assert words == "orders item 2.total"  # the English, as the core writes it
+    with translation.override(language):
+        assert localize(words) == path
+        assert localize(path_in_words(None, [])) in {"valeur", "Wert"}
+        assert shown_current("reading shop.json") == progress
+        assert shown_current("Shop / Buy a product") == "Shop / Buy a product"  # names: data
+
+
+@pytest.mark.django_db
+def test_the_designers_live_panel_reads_in_german(
+    signed_in,
+    loop_model,
+    run_jobs,
+    settings,
+    bank_app,  # noqa: F811
+):
+    """Run live in the designer, in German: the run stops at its cap (SC421 in German, the
+    cap's code as it is); a replay after the instructions changed shows the drift's change
+    in German. The panel is what a worker's job left (the job's result)."""
+    from django.urls import reverse
+
+    from agents import services
+    from agents.models import Job, LiveRun
+    from tests.llm_server import openai_stream_call
+    from tests.test_live_runs import INSTRUCTIONS
+
+    headers = {"HX-Request": "true", "Accept-Language": "de"}
+    app, agent, scenario = bank_app
+    settings.LIVE_MAX_MODEL_CALLS = 1
+    loop_model.script(openai_stream_call("LookupBalance", "{}"))  # the designer streams
+
+    def panel(data):
+        url = reverse("agent-simulate", args=[app.pk, agent.pk])
+        assert signed_in.post(url, data, headers=headers).status_code == 200
+        job = Job.objects.filter(kind="live_run").order_by("-created_at").first()
+        assert run_jobs() >= 1
+        page = signed_in.get(reverse("live-job", args=[app.pk, agent.pk, job.pk]), headers=headers)
+        return page.content.decode()
+
+    html = panel({"scenario": scenario.pk, "model": "loop", "live": "1"})
+    assert (
+        "Modellaufruf 2 ist fehlgeschlagen (cap): die Ausführung hat ihre Obergrenze von 1 "
+        "Modellaufrufen erreicht"
+    ) in html
+    assert "der Modellaufruf hat in Runde 0 eine Ausnahme ausgelöst" in html
+    assert "the model call" not in html and "reached its cap" not in html
+    assert "Modellaufruf 1: 15+6 tok · $0,000000" in html  # the call's cost, German digits
+    assert "reached its cap" not in html
+    run = LiveRun.objects.get(mode="live")
+    services.agent_update(agent=agent, instructions=INSTRUCTIONS.replace("Always", "Please"))
+    html = panel({"scenario": scenario.pk, "replay": run.pk})
+    assert "Abweichung bei Aufruf 1" in html
+    assert "Anweisungen Zeile 3: " in html and "instructions line" not in html
+
+
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("fr", "la propriété 'b' est obligatoire quand 'a' est présente"),
+        ("de", "die Eigenschaft 'b' ist erforderlich, wenn 'a' vorhanden ist"),
+    ],
+)
+def test_a_dependent_property_reads_in_the_language(language, words):
+    """A JSON Schema keyword jsonschema describes in English (`dependentRequired`) is the
+    core's own words, in the reader's language."""
+    from django.utils import translation
+    from jsonschema import Draft202012Validator
+
+    from agents.core.types import describe_validation_error
+    from agents.i18n import localize
+
+    (error,) = Draft202012Validator({"dependentRequired": {"a": ["b"]}}).iter_errors({"a": 1})
+    with translation.override(language):
+        assert localize(describe_validation_error(error)) == words
+
+
+@pytest.mark.django_db
+def test_evaluate_with_a_model_says_why_the_live_run_stopped_in_the_operators_language(
+    monkeypatch,
+    loop_model,
+    bank_app,  # noqa: F811
+):
+    """`evaluate --model` against a model that refuses the key, with LANGUAGE=de: the
+    reason (SC421) in German, the code `auth` and the status word as they are."""
+    from tests.llm_server import openai_error
+
+    app, _agent, _scenario = bank_app
+    loop_model.script(openai_error(401, "Incorrect API key provided"))
+    monkeypatch.setenv("LANGUAGE", "de")
+    out = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("evaluate", str(app.pk), "--model", "loop", stdout=out)
+    text = out.getvalue()
+    assert "FAIL  Live bank / banking_agent / Balance live" in text
+    assert ", Fehler: auth]" in text  # the code as it is
+    assert (
+        "SC421: Modellaufruf 1 ist fehlgeschlagen (auth): loop hat den API-Schlüssel aus "
+        "LIVE_KEY abgelehnt (HTTP 401): prüfen Sie den Schlüssel"
+    ) in text
+    assert "refused the API key" not in text
+
+
+@pytest.mark.django_db
+def test_a_simulations_bounds_read_in_french_through_the_api(user, bank, settings):
+    """SC470 (a scenario past SIMULATION_MAX_STEPS) in French, the setting's name and the
+    numbers as they are; the same code in English."""
+    from agents.models import Scenario
+
+    settings.SIMULATION_MAX_STEPS = 1
+    scenario = Scenario.objects.filter(agent__app=bank).first()
+    client = APIClient()
+    client.force_login(user)
+    url = f"/api/apps/{bank.pk}/agents/{scenario.agent_id}/scenarios/{scenario.pk}/simulate"
+    bodies = {
+        lang: client.post(url, {}, format="json", HTTP_ACCEPT_LANGUAGE=lang).json()
+        for lang in ("en", "fr")
+    }
+    (english,) = [d for d in bodies["en"]["diagnostics"] if d["code"] == "SC470"]
+    (french,) = [d for d in bodies["fr"]["diagnostics"] if d["code"] == "SC470"]
+    steps = len(scenario.to_spec().steps)
+    assert english["message"].startswith(f"The scenario has {steps} steps; only the first 1")
+    assert french["message"] == (
+        f"Le scénario a {steps} étapes ; seules les 1 premières sont simulées "
+        "(SIMULATION_MAX_STEPS). Découpez-le en scénarios plus courts."
+    )
+
+
+@pytest.mark.django_db
+def test_a_simulated_users_verdicts_read_in_german_through_the_api(
+    user,
+    loop_model,
+    run_jobs,
+    bank_app,  # noqa: F811
+):
+    """A CX evaluation of the scenario kind run live (a simulated user, then the judge):
+    the expectation's verdict and the judge's fallback are German in the job's result; the
+    judge's own reasons are its text (none here: it answered no JSON)."""
+    from agents import services
+    from agents.models import AgentApp
+    from tests.llm_server import openai_call, openai_text
+
+    app, _agent, scenario = bank_app
+    evaluation = {
+        "displayName": "Simulated balance question",
+        "scenario": {
+            "task": "Ask for the balance of your current account.",
+            "rubrics": ["The agent tells the user the balance."],
+            "scenarioExpectations": [
+                {"toolExpectation": {"expectedToolCall": {"tool": "LookupBalance"}}}
+            ],
+            "maxTurns": 2,
+        },
+    }
+    services.scenario_delete(scenario=scenario)  # only the CX evaluation runs
+    path = "evaluations/Simulated/Simulated.json"
+    AgentApp.objects.filter(pk=app.pk).update(cx={"files": {path: json.dumps(evaluation)}})
+    loop_model.script(
+        openai_text("What is my current account balance?"),  # the simulated user
+        openai_call("LookupBalance", {}),  # the agent
+        openai_text("Your balance is 1,250 EUR."),
+        openai_text("END"),  # the user is done
+        openai_text("I would rather not say."),  # the judge, without JSON
+    )
+    client = APIClient()
+    client.force_login(user)
+    response = client.post(f"/api/apps/{app.pk}/evaluate", {"model": "loop"}, format="json")
+    assert response.status_code == 202
+    assert run_jobs() == 1
+    body = client.get(response.json()["url"], HTTP_ACCEPT_LANGUAGE="de").json()["result"]
+    (simulated,) = body["scenarios"]
+    messages = {r["kind"]: r["message"] for r in simulated["results"]}
+    assert messages == {
+        "call": "Der Agent hat LookupBalance aufgerufen.",
+        "rubric": "der Richter hat es nicht beurteilt",
+    }
+    assert "i18n" not in json.dumps(body)

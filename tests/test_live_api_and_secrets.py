@@ -494,9 +494,13 @@ def test_a_live_run_all_runs_the_cx_scenario_evaluations_with_the_judges_reasons
     assert "Simulated balance question" in text and "It said 1,250 EUR." in text
     assert "simulated user, 1 turn" in text and "the user's task ended" in text
     assert "needs a model, kept as imported" not in text
-    # The API's evaluate body is the same job's result.
+    # The API's evaluate body is the same job's result (its messages' templates, kept
+    # beside the English for other languages, taken off).
+    from agents.i18n import localized_data
+
     api = signed_in.get(f"/api/jobs/{job.pk}/").json()["result"]
-    assert api["scenarios"][1]["results"] == simulated["results"]
+    assert api["scenarios"][1]["results"] == localized_data(simulated["results"])
+    assert "i18n" in simulated["results"][0] and "i18n" not in api["scenarios"][1]["results"][0]
 
 
 def test_the_designer_makes_the_picked_model_the_apps_default(

@@ -31,7 +31,7 @@ from agents.api.base import (
     submit,
 )
 from agents.api.json_boundary import json_data_response
-from agents.api.serializers import DiagnosticOut
+from agents.api.serializers import DiagnosticOut, MessageField
 from agents.api.throttles import CompileThrottle, SimulateThrottle, with_default_throttles
 from agents.core import rules
 from agents.core.lint import lint_app
@@ -197,7 +197,7 @@ class EventOut(serializers.Serializer):
         help_text=gettext_lazy("What the model sees (empty for callback, note, error).")
     )
     tokens = serializers.IntegerField()
-    label = serializers.CharField()
+    label = MessageField()  # in the request's language (a failure's words; names as typed)
     source = serializers.CharField()
     variable = serializers.CharField(allow_null=True)
     value = serializers.JSONField(allow_null=True)

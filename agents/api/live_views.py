@@ -21,6 +21,7 @@ from agents.api.base import ERRORS, READ_ERRORS, ApiView, scenario_queryset
 from agents.api.json_boundary import json_data_response
 from agents.api.throttles import SimulateThrottle, with_default_throttles
 from agents.core import rules
+from agents.i18n import localize, localized_data
 from agents.models import LiveRun
 from agents.services import live, live_models
 
@@ -46,7 +47,7 @@ def live_payload(outcome: Any) -> dict[str, Any]:
     run = outcome.run
     calls = []
     for call in outcome.calls:
-        answer = call["answer"]
+        answer = localized_data(call["answer"])  # its message in the reader's language
         calls.append(
             {
                 "index": call["index"],
@@ -73,7 +74,7 @@ def live_payload(outcome: Any) -> dict[str, Any]:
         "tokens_out": tokens_out,
         "cost": outcome.cost,
         "calls": calls,
-        "drift": outcome.drift,
+        "drift": localized_data(outcome.drift),
         "results": [
             {
                 "step": r.step,
@@ -81,8 +82,8 @@ def live_payload(outcome: Any) -> dict[str, Any]:
                 "kind": r.kind,
                 "line": r.line,
                 "status": r.status,
-                "message": r.message,
-                "differences": list(r.differences),
+                "message": localize(r.message),
+                "differences": [localize(d) for d in r.differences],
             }
             for r in outcome.evaluation.results
         ],

@@ -102,7 +102,7 @@ def differences(expected: Any, actual: Any, *, path: str = "", limit: int = 20) 
 
 def _show(value: Any) -> str:
     if value is _MISSING:
-        return "nothing (missing)"
+        return Message("nothing (missing)")
     text = render_value(value) if not isinstance(value, str) else f'"{value}"'
     return text if len(text) <= 120 else text[:117] + "…"
 
@@ -110,7 +110,7 @@ def _show(value: Any) -> str:
 def _diff(expected: Any, actual: Any, path: str, found: list[str], limit: int) -> None:
     if len(found) >= limit:
         return
-    where = path or "the value"
+    where = path or Message("the value")
     if isinstance(expected, Mapping):
         if not isinstance(actual, Mapping):
             found.append(

@@ -49,6 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from agents.core.diagnostics import Message, message_data
 from agents.core.evaluate import (
     ExpectationResult,
     ScenarioEvaluation,
@@ -108,19 +109,23 @@ class Capped:
     def refuse(self) -> str:
         caps = self.caps
         if self.calls >= caps.max_calls:
-            return f"the run reached its cap of {caps.max_calls} model calls"
+            return Message("the run reached its cap of %(count)s model calls", count=caps.max_calls)
         if self.tokens >= caps.max_tokens:
-            return f"the run reached its cap of {caps.max_tokens} tokens"
+            return Message("the run reached its cap of %(count)s tokens", count=caps.max_tokens)
         if self.clock() - self.started >= caps.max_seconds:
-            return f"the run reached its time cap of {caps.max_seconds:g} s"
+            return Message(
+                "the run reached its time cap of %(seconds)s s", seconds=f"{caps.max_seconds:g}"
+            )
         return ""
 
     def __call__(self, request: ModelRequest) -> ModelAnswer:
         reason = self.refuse()
         if not reason and self.turn_calls[request.turn] >= self.caps.max_calls_per_turn:
-            reason = (
-                f"the model called tools {self.caps.max_calls_per_turn} times in turn "
-                f"{request.turn} without answering (cap of model calls per turn)"
+            reason = Message(
+                "the model called tools %(count)s times in turn %(turn)s without answering "
+                "(cap of model calls per turn)",
+                count=self.caps.max_calls_per_turn,
+                turn=request.turn,
             )
         if reason:
             self.stopped = self.stopped or reason
@@ -181,7 +186,10 @@ class Drift:
     changes: tuple[str, ...]
 
     def as_json(self) -> dict[str, Any]:
-        return {"call": self.call, "turn": self.turn, "changes": list(self.changes)}
+        data: dict[str, Any] = {"call": self.call, "turn": self.turn, "changes": list(self.changes)}
+        if any(isinstance(c, Message) for c in self.changes):  # their templates, for a page
+            data["i18n"] = {"changes": [message_data(c) for c in self.changes]}
+        return data
 
 
 class Replayer:
@@ -197,17 +205,25 @@ class Replayer:
         self.position += 1
         if index >= len(self.recording):
             self.drift.append(
-                Drift(index, request.turn, ("the run made more model calls than recorded",))
+                Drift(
+                    index, request.turn, (Message("the run made more model calls than recorded"),)
+                )
             )
             return ModelAnswer(
                 error="replay",
-                message=f"the recording has {len(self.recording)} model calls; the replay "
-                f"asked for call {index + 1}: re-record it live",
+                message=Message(
+                    "the recording has %(count)s model calls; the replay asked for call "
+                    "%(call)s: re-record it live",
+                    count=len(self.recording),
+                    call=index + 1,
+                ),
             )
         recorded = self.recording[index]
         if recorded.get("fingerprint") != fingerprint(request):
             changes = request_changes(recorded.get("request") or {}, request.as_json())
-            self.drift.append(Drift(index, request.turn, tuple(changes or ["the request differs"])))
+            self.drift.append(
+                Drift(index, request.turn, tuple(changes or [Message("the request differs")]))
+            )
         return ModelAnswer.from_json(recorded.get("answer") or {})
 
     @property
@@ -321,7 +337,7 @@ def evaluate_live(
                     want.line,
                     want.note,
                     "failed",
-                    "This turn was not run (see the run's problems).",
+                    Message("This turn was not run (see the run's problems)."),
                 )
             )
             continue
@@ -350,11 +366,10 @@ def evaluate_live(
                         "extraToolCallBehavior: DISALLOW",
                         "",
                         "failed",
-                        f"The model made {len(extra)} call(s) the golden does not list in "
-                        f"turn {turn.index}.",
+                        _extra_calls(len(extra), turn.index),
                         [],
                         extra,
-                        tuple(f"called {label}" for label in extra),
+                        tuple(Message("called %(label)s", label=label) for label in extra),
                     )
                 )
     results.sort(key=lambda r: (r.turn, r.step if r.step >= 0 else 10**9))
@@ -371,6 +386,18 @@ def evaluate_live(
         passed=sum(r.status == "passed" for r in results),
         failed=sum(r.status == "failed" for r in results),
         needs_model=0,
+    )
+
+
+def _extra_calls(count: int, turn: int) -> Message:
+    if count == 1:
+        return Message(
+            "The model made 1 call the golden does not list in turn %(turn)s.", turn=turn
+        )
+    return Message(
+        "The model made %(count)s calls the golden does not list in turn %(turn)s.",
+        count=count,
+        turn=turn,
     )
 
 
@@ -396,10 +423,15 @@ def _check(want: _Wanted, events: list[Any], threshold: float) -> ExpectationRes
             made = [e.label for e in events if e.kind == "tool_call"]
             return out(
                 "failed",
-                f"The model did not call {want.tool} in turn {want.turn}.",
+                Message(
+                    "The model did not call %(tool)s in turn %(turn)s.",
+                    tool=want.tool,
+                    turn=want.turn,
+                ),
                 want.args,
                 made,
-                [f"called {label}" for label in made] or ["no tool was called"],
+                [Message("called %(label)s", label=label) for label in made]
+                or [Message("no tool was called")],
             )
         if want.args is not None:
             for call in calls:
@@ -409,15 +441,22 @@ def _check(want: _Wanted, events: list[Any], threshold: float) -> ExpectationRes
                 diffs = differences(want.args, calls[-1].value or {}, path="args")
                 return out(
                     "failed",
-                    f"The model called {want.tool} with other arguments.",
+                    Message("The model called %(tool)s with other arguments.", tool=want.tool),
                     want.args,
                     calls[-1].value,
                     diffs,
                 )
         if want.tool not in answered:
-            return out("failed", f"{want.tool} was called but did not answer.", want.args)
+            return out(
+                "failed",
+                Message("%(tool)s was called but did not answer.", tool=want.tool),
+                want.args,
+            )
         return out(
-            "passed", f"The model called {want.tool} and it answered.", want.args, calls[-1].value
+            "passed",
+            Message("The model called %(tool)s and it answered.", tool=want.tool),
+            want.args,
+            calls[-1].value,
         )
     if want.kind == "transfer":
         done = [
@@ -426,18 +465,40 @@ def _check(want: _Wanted, events: list[Any], threshold: float) -> ExpectationRes
             if e.kind == "transfer" and isinstance(e.value, dict) and e.value.get("to") == want.tool
         ]
         if done:
-            return out("passed", f"The model transferred to {want.tool}.", want.tool, want.tool)
-        return out("failed", f"The model did not transfer to {want.tool}.", want.tool, None)
+            return out(
+                "passed",
+                Message("The model transferred to %(agent)s.", agent=want.tool),
+                want.tool,
+                want.tool,
+            )
+        return out(
+            "failed",
+            Message("The model did not transfer to %(agent)s.", agent=want.tool),
+            want.tool,
+            None,
+        )
     replies = [e.text for e in events if e.kind == "agent"]
     reply = "\n".join(replies)
     score = similarity(want.text, reply)
     if not replies:
-        return out("failed", "The agent did not reply in this turn.", want.text, None)
+        return out("failed", Message("The agent did not reply in this turn."), want.text, None)
     status = "passed" if score >= threshold else "failed"
     return out(
         status,
-        f"The reply is {score:.0%} similar to the expected one (passes at {threshold:.0%}).",
+        Message(
+            "The reply is %(score)s similar to the expected one (passes at %(threshold)s).",
+            score=f"{score:.0%}",
+            threshold=f"{threshold:.0%}",
+        ),
         want.text,
         reply,
-        () if status == "passed" else (f"similarity {score:.2f} < {threshold:.2f}",),
+        ()
+        if status == "passed"
+        else (
+            Message(
+                "similarity %(score)s < %(threshold)s",
+                score=f"{score:.2f}",
+                threshold=f"{threshold:.2f}",
+            ),
+        ),
     )

@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.core.diagnostics import Message, message_data, message_from_data
 from agents.core.spec import AgentSpec, AppSpec, ToolKind, ToolSpec
 
 __all__ = [
@@ -132,7 +133,14 @@ class ModelAnswer:
             "retries": self.retries,
             "model": self.model,
             "finish": self.finish,
+            # The message's template and parameters (``agents.i18n.localized_data`` shows
+            # it in the reader's language; a replay answers with the same `Message`).
+            **({"i18n": {"message": message_data(self.message)}} if self._translatable else {}),
         }
+
+    @property
+    def _translatable(self) -> bool:
+        return isinstance(self.message, Message)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ModelAnswer:
@@ -142,11 +150,20 @@ class ModelAnswer:
             tokens_out=int(data.get("tokens_out") or 0),
             cost=float(data.get("cost") or 0.0),
             error=str(data.get("error") or ""),
-            message=str(data.get("message") or ""),
+            message=_message_of(data),
             retries=int(data.get("retries") or 0),
             model=str(data.get("model") or ""),
             finish=str(data.get("finish") or ""),
         )
+
+
+def _message_of(data: Mapping[str, Any]) -> str:
+    """An answer's message as `as_json` wrote it: the `Message` when its template was kept."""
+    english = str(data.get("message") or "")
+    kept = data.get("i18n")
+    if isinstance(kept, Mapping) and isinstance(kept.get("message"), dict):
+        return message_from_data(kept["message"], english)
+    return english
 
 
 ModelStrategy = Callable[[ModelRequest], ModelAnswer]
@@ -329,11 +346,20 @@ def _short(text: str, limit: int = 100) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_NONE = Message("(none)")  # no line, no content: one side of a change
+
+
 def request_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """What differs between two requests (as ``ModelRequest.as_json``), in words."""
     changes: list[str] = []
     if old.get("agent") != new.get("agent"):
-        changes.append(f"agent: {old.get('agent')!r} → {new.get('agent')!r}")
+        changes.append(
+            Message(
+                "agent: %(before)s → %(after)s",
+                before=repr(old.get("agent")),
+                after=repr(new.get("agent")),
+            )
+        )
     before = str(old.get("system_instruction") or "").splitlines()
     after = str(new.get("system_instruction") or "").splitlines()
     if before != after:
@@ -342,20 +368,23 @@ def request_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]
             b = after[number] if number < len(after) else None
             if a != b:
                 changes.append(
-                    f"instructions line {number + 1}: "
-                    f"{_short(a) if a is not None else '(none)'!r} → "
-                    f"{_short(b) if b is not None else '(none)'!r}"
+                    Message(
+                        "instructions line %(line)s: %(before)s → %(after)s",
+                        line=number + 1,
+                        before=repr(_short(a)) if a is not None else _NONE,
+                        after=repr(_short(b)) if b is not None else _NONE,
+                    )
                 )
                 break
     old_tools = {t.get("name"): t for t in old.get("tools") or [] if isinstance(t, Mapping)}
     new_tools = {t.get("name"): t for t in new.get("tools") or [] if isinstance(t, Mapping)}
     for name in new_tools.keys() - old_tools.keys():
-        changes.append(f"tool {name} added")
+        changes.append(Message("tool %(name)s added", name=name))
     for name in old_tools.keys() - new_tools.keys():
-        changes.append(f"tool {name} removed")
+        changes.append(Message("tool %(name)s removed", name=name))
     for name in sorted(old_tools.keys() & new_tools.keys(), key=str):
         if canonical(old_tools[name]) != canonical(new_tools[name]):
-            changes.append(f"tool {name}'s declaration changed")
+            changes.append(Message("tool %(name)s's declaration changed", name=name))
     a_contents: Sequence[Any] = old.get("contents") or []
     b_contents: Sequence[Any] = new.get("contents") or []
     for number in range(max(len(a_contents), len(b_contents))):
@@ -363,8 +392,12 @@ def request_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]
         b = b_contents[number] if number < len(b_contents) else None
         if canonical(a) != canonical(b):
             changes.append(
-                f"history content {number + 1}: {_short(canonical(a)) if a else '(none)'} → "
-                f"{_short(canonical(b)) if b else '(none)'}"
+                Message(
+                    "history content %(number)s: %(before)s → %(after)s",
+                    number=number + 1,
+                    before=_short(canonical(a)) if a else _NONE,
+                    after=_short(canonical(b)) if b else _NONE,
+                )
             )
             break
     return changes

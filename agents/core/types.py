@@ -290,13 +290,19 @@ def _code_for(error: ValidationError | None) -> str:
 
 def path_in_words(root: str | None, path: Iterable[Any]) -> str:
     """``customer.address.zip``; list items are counted from 1: ``orders item 2.total``."""
-    words = root or ""
+    words: str = root or ""
     for part in path:
-        if isinstance(part, int):
-            words = f"{words} item {part + 1}" if words else f"item {part + 1}"
+        if isinstance(part, int):  # the word "item" is the reader's language's (a `Message`)
+            words = (
+                Message("%(path)s item %(number)s", path=words, number=part + 1)
+                if words
+                else Message("item %(number)s", number=part + 1)
+            )
+        elif isinstance(words, Message):
+            words = Message("%(path)s.%(key)s", path=words, key=part)
         else:
             words = f"{words}.{part}" if words else str(part)
-    return words or "value"
+    return words or Message("value")
 
 
 # What a value of a JSON Schema type or format is called in a message (each a `Message`,
@@ -429,8 +435,27 @@ def _describe(error: ValidationError) -> str:
         missing = [name for name in expected if isinstance(instance, dict) and name not in instance]
         names = ", ".join(quoted(name) for name in missing) or _show(expected)
         return Message("the required property %(names)s is missing", names=names)
-    if keyword == "dependentRequired":
-        return error.message
+    if keyword == "dependentRequired" and isinstance(expected, dict) and isinstance(instance, dict):
+        for name, needed in expected.items():
+            missing = [n for n in needed if name in instance and n not in instance]
+            if missing:
+                return Message(
+                    "the property %(names)s is required when %(name)s is present",
+                    names=", ".join(quoted(n) for n in missing),
+                    name=quoted(name),
+                )
+    if keyword == "contains":
+        return Message("no item matches the schema of the items it must contain")
+    if keyword == "minContains":
+        return Message(
+            "too few items match the schema of the items it must contain (at least %(count)s)",
+            count=expected,
+        )
+    if keyword == "maxContains":
+        return Message(
+            "too many items match the schema of the items it may contain (at most %(count)s)",
+            count=expected,
+        )
     if keyword in {"additionalProperties", "unevaluatedProperties"}:
         extra = _unexpected_properties(error)
         if extra:
@@ -450,12 +475,17 @@ def _describe(error: ValidationError) -> str:
         closest = best_match(error.context) if error.context else None
         if closest is None:
             return Message("%(shown)s matches none of the allowed alternatives", shown=shown)
-        where = path_in_words(None, closest.relative_path) if closest.relative_path else ""
-        detail = f"{where}: " if where else ""
+        if closest.relative_path:
+            return Message(
+                "%(shown)s matches none of the allowed alternatives (closest: %(where)s: "
+                "%(closest)s)",
+                shown=shown,
+                where=path_in_words(None, closest.relative_path),
+                closest=_describe(closest),
+            )
         return Message(
-            "%(shown)s matches none of the allowed alternatives (closest: %(detail)s%(closest)s)",
+            "%(shown)s matches none of the allowed alternatives (closest: %(closest)s)",
             shown=shown,
-            detail=detail,
             closest=_describe(closest),
         )
     if keyword == "not":

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agents.core.diagnostics import Message
 from agents.core.evaluate import ExpectationResult, differences
 from agents.core.model import ModelRequest
 from agents.core.simulate import SimulationResult
@@ -134,11 +135,18 @@ def check_expectations(scenario: UserScenario, result: SimulationResult) -> list
             same = [c for c in calls if c.source == name]
             hit = [c for c in same if args is None or not differences(args, c.value or {}, limit=1)]
             status = "passed" if hit else "failed"
-            message = (
-                f"The agent called {name}" + (" with matching arguments." if args else ".")
-                if hit
-                else f"The agent never called {name}" + (" with these arguments." if same else ".")
-            )
+            if hit:
+                message = (
+                    Message("The agent called %(tool)s with matching arguments.", tool=name)
+                    if args
+                    else Message("The agent called %(tool)s.", tool=name)
+                )
+            else:
+                message = (
+                    Message("The agent never called %(tool)s with these arguments.", tool=name)
+                    if same
+                    else Message("The agent never called %(tool)s.", tool=name)
+                )
             actual = [c.value for c in same] or None
             out.append(
                 ExpectationResult(number, -1, "call", line, "", status, message, args, actual)
@@ -153,9 +161,9 @@ def check_expectations(scenario: UserScenario, result: SimulationResult) -> list
             line = "expect agent: " + " ".join(chunks)
             status = "failed" if missing else "passed"
             message = (
-                f"The agent never said {missing[0]!r}."
+                Message("The agent never said %(text)s.", text=repr(missing[0]))
                 if missing
-                else "The agent's replies contain the expected text."
+                else Message("The agent's replies contain the expected text.")
             )
             out.append(ExpectationResult(number, -1, "agent", line, "", status, message, chunks))
     return out
@@ -204,7 +212,9 @@ def read_verdicts(scenario: UserScenario, text: str, error: str = "") -> list[Ex
             number,
             (
                 False,
-                f"the judge could not be asked: {error}" if error else "the judge did not judge it",
+                Message("the judge could not be asked: %(error)s", error=error)
+                if error
+                else Message("the judge did not judge it"),
             ),
         )
         out.append(
@@ -215,7 +225,7 @@ def read_verdicts(scenario: UserScenario, text: str, error: str = "") -> list[Ex
                 f"rubric {number}: {rubric}",
                 "",
                 "passed" if passed else "failed",
-                reason or ("satisfied" if passed else "not satisfied"),
+                reason or (Message("satisfied") if passed else Message("not satisfied")),
             )
         )
     return out

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from agents.core.diagnostics import Message
 from agents.core.model import ModelAnswer, ModelRequest, ModelStrategy
 from agents.llm.endpoints import Endpoint, cost_of
 
@@ -40,15 +41,82 @@ TextSink = Callable[[str], None]
 
 
 class _Failure(Exception):
-    def __init__(self, kind: str, message: str, *, retry: bool = False):
+    def __init__(self, kind: str, message: Message, *, retry: bool = False):
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.retry = retry
 
 
+# The human messages of the failures are `Message`s: the codes (`auth`, `quota`…) stay,
+# the words are shown in the reader's language, with the endpoint's name, the HTTP status
+# and the server's own text (verbatim) filled in after translation.
+_FILTERED = Message("the endpoint's content filter stopped the answer")
+
+
+def _refused(refusal: Any) -> Message:
+    return Message("the model refused: %(refusal)s", refusal=str(refusal))
+
+
+def _auth(name: str, key_env: str, code: Any) -> Message:
+    if key_env:
+        return Message(
+            "%(name)s refused the API key from %(key_env)s (HTTP %(code)s): check the key",
+            name=name,
+            key_env=key_env,
+            code=code,
+        )
+    return Message(
+        "%(name)s refused the endpoint's key (HTTP %(code)s): check the key", name=name, code=code
+    )
+
+
+def _quota(name: str) -> Message:
+    return Message("%(name)s is rate limited or out of quota (HTTP 429)", name=name)
+
+
+def _timeout(name: str, seconds: float) -> Message:
+    return Message(
+        "%(name)s did not answer within %(seconds)s s", name=name, seconds=f"{seconds:g}"
+    )
+
+
+def _unreachable(name: str, exc: Any) -> Message:
+    return Message("%(name)s could not be reached: %(error)s", name=name, error=str(exc))
+
+
+def _server(name: str, code: Any, detail: str) -> Message:
+    return Message(
+        "%(name)s failed (HTTP %(code)s): %(detail)s", name=name, code=code, detail=detail
+    )
+
+
+def _rejected(name: str, code: Any, detail: str) -> Message:
+    return Message(
+        "%(name)s rejected the request (HTTP %(code)s): %(detail)s",
+        name=name,
+        code=code,
+        detail=detail,
+    )
+
+
+def _unreadable(exc: Any) -> Message:
+    return Message("the endpoint's answer could not be read: %(error)s", error=str(exc))
+
+
 def _mask(text: str, key: str) -> str:
-    return text.replace(key, "***") if key else text
+    """`text` with every occurrence of `key` masked; a `Message` stays one (its parameters
+    masked), so it is still shown in the reader's language."""
+    if not key or key not in text:
+        return text
+    if isinstance(text, Message):
+        params = {
+            name: _mask(value if isinstance(value, str) else str(value), key)
+            for name, value in text.params.items()
+        }
+        masked = Message(text.template, **params)
+        return masked if key not in masked else str(masked).replace(key, "***")
+    return text.replace(key, "***")
 
 
 def wire_contents(contents: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
@@ -146,12 +214,21 @@ def _parse_arguments(name: str, raw: str | None) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise _Failure(
             "malformed_arguments",
-            f"the model called {name} with arguments that are not JSON ({exc.msg}): {text[:120]!r}",
+            Message(
+                "the model called %(name)s with arguments that are not JSON (%(error)s): %(text)s",
+                name=name,
+                error=exc.msg,
+                text=repr(text[:120]),
+            ),
         ) from None
     if not isinstance(value, dict):
         raise _Failure(
             "malformed_arguments",
-            f"the model called {name} with arguments that are not a JSON object: {text[:120]!r}",
+            Message(
+                "the model called %(name)s with arguments that are not a JSON object: %(text)s",
+                name=name,
+                text=repr(text[:120]),
+            ),
         )
     return value
 
@@ -213,13 +290,13 @@ class OpenAIClient(_SdkClient):
             return self._streamed(kwargs)
         completion = self.client.chat.completions.create(**kwargs)
         if not completion.choices:
-            raise _Failure("bad_answer", "the endpoint answered without a choice")
+            raise _Failure("bad_answer", Message("the endpoint answered without a choice"))
         choice = completion.choices[0]
         message = choice.message
         if getattr(message, "refusal", None):
-            raise _Failure("refused", f"the model refused: {message.refusal}")
+            raise _Failure("refused", _refused(message.refusal))
         if choice.finish_reason == "content_filter":
-            raise _Failure("refused", "the endpoint's content filter stopped the answer")
+            raise _Failure("refused", _FILTERED)
         parts: list[dict[str, Any]] = []
         if message.content:
             parts.append({"text": message.content})
@@ -259,7 +336,7 @@ class OpenAIClient(_SdkClient):
                     if self.on_text is not None:
                         self.on_text(delta.content)
                 if delta is not None and getattr(delta, "refusal", None):
-                    raise _Failure("refused", f"the model refused: {delta.refusal}")
+                    raise _Failure("refused", _refused(delta.refusal))
                 for piece in (delta.tool_calls if delta is not None else None) or []:
                     entry = calls.setdefault(piece.index, {"name": "", "arguments": ""})
                     if piece.function is not None:
@@ -268,7 +345,7 @@ class OpenAIClient(_SdkClient):
                 if choice.finish_reason:
                     finish = choice.finish_reason
         if finish == "content_filter":
-            raise _Failure("refused", "the endpoint's content filter stopped the answer")
+            raise _Failure("refused", _FILTERED)
         parts: list[dict[str, Any]] = []
         if text:
             parts.append({"text": "".join(text)})
@@ -285,45 +362,31 @@ class OpenAIClient(_SdkClient):
 
     def classify(self, exc: Exception) -> _Failure:
         o = self.openai
-        key_env = self.endpoint.api_key_env or "the endpoint's key"
+        name = self.endpoint.name
         if isinstance(exc, o.AuthenticationError | o.PermissionDeniedError):
-            return _Failure(
-                "auth",
-                f"{self.endpoint.name} refused the API key from {key_env} "
-                f"(HTTP {exc.status_code}): check the key",
-            )
+            return _Failure("auth", _auth(name, self.endpoint.api_key_env, exc.status_code))
         if isinstance(exc, o.RateLimitError):
-            return _Failure(
-                "quota",
-                f"{self.endpoint.name} is rate limited or out of quota (HTTP 429)",
-                retry=True,
-            )
+            return _Failure("quota", _quota(name), retry=True)
         if isinstance(exc, o.APITimeoutError):
-            return _Failure(
-                "timeout", f"{self.endpoint.name} did not answer within {self.endpoint.timeout:g} s"
-            )
+            return _Failure("timeout", _timeout(name, self.endpoint.timeout))
         if isinstance(exc, o.APIConnectionError):
-            return _Failure(
-                "connection", f"{self.endpoint.name} could not be reached: {exc}", retry=True
-            )
+            return _Failure("connection", _unreachable(name, exc), retry=True)
         if isinstance(exc, o.APIStatusError):
             body = exc.body if isinstance(exc.body, dict) else {}
             detail = str(body.get("message") or exc.message)[:200]
             if exc.status_code >= 500:
-                return _Failure(
-                    "server",
-                    f"{self.endpoint.name} failed (HTTP {exc.status_code}): {detail}",
-                    retry=True,
-                )
+                return _Failure("server", _server(name, exc.status_code, detail), retry=True)
             if "content" in detail.lower() and ("filter" in detail.lower() or "policy" in detail):
-                return _Failure("refused", f"the endpoint refused the content: {detail}")
-            return _Failure(
-                "bad_request",
-                f"{self.endpoint.name} rejected the request (HTTP {exc.status_code}): {detail}",
-            )
+                return _Failure(
+                    "refused",
+                    Message("the endpoint refused the content: %(detail)s", detail=detail),
+                )
+            return _Failure("bad_request", _rejected(name, exc.status_code, detail))
         if isinstance(exc, o.APIResponseValidationError | ValueError):
-            return _Failure("bad_answer", f"the endpoint's answer could not be read: {exc}")
-        return _Failure("bad_answer", f"{type(exc).__name__}: {exc}")
+            return _Failure("bad_answer", _unreadable(exc))
+        return _Failure(
+            "bad_answer", Message("%(name)s: %(exc)s", name=type(exc).__name__, exc=str(exc))
+        )
 
 
 # --------------------------------------------------------------------------- Gemini
@@ -420,7 +483,7 @@ class GeminiClient(_SdkClient):
         else:
             if not endpoint.api_key:
                 # google-genai would fall back to GEMINI_API_KEY/GOOGLE_API_KEY silently.
-                raise ValueError("no API key is set for this Gemini endpoint")
+                raise ValueError(Message("no API key is set for this Gemini endpoint"))
             self.client = genai.Client(
                 vertexai=False, api_key=endpoint.api_key, http_options=options
             )
@@ -479,7 +542,13 @@ class GeminiClient(_SdkClient):
         for response in responses:
             feedback = getattr(response, "prompt_feedback", None)
             if feedback is not None and feedback.block_reason:
-                raise _Failure("refused", f"the model refused the prompt ({feedback.block_reason})")
+                raise _Failure(
+                    "refused",
+                    Message(
+                        "the model refused the prompt (%(reason)s)",
+                        reason=str(feedback.block_reason),
+                    ),
+                )
             usage = response.usage_metadata
             if usage is not None:
                 tokens_in = usage.prompt_token_count or tokens_in
@@ -494,8 +563,11 @@ class GeminiClient(_SdkClient):
                         if not isinstance(args, dict):
                             raise _Failure(
                                 "malformed_arguments",
-                                f"the model called {call.name} with arguments that are not "
-                                "an object",
+                                Message(
+                                    "the model called %(name)s with arguments that are not "
+                                    "an object",
+                                    name=call.name,
+                                ),
                             )
                         parts.append({"function_call": {"name": call.name, "args": dict(args)}})
                         self.signatures.setdefault(_call_key(call.name, dict(args)), []).append(
@@ -504,7 +576,9 @@ class GeminiClient(_SdkClient):
                     elif part.text and not part.thought:
                         text.append(part.text)
         if finish in _REFUSED:
-            raise _Failure("refused", f"the model stopped for {finish.lower()}")
+            raise _Failure(
+                "refused", Message("the model stopped for %(reason)s", reason=finish.lower())
+            )
         answer_parts = ([{"text": "".join(text)}] if text else []) + parts
         return ModelAnswer(
             parts=tuple(answer_parts),
@@ -519,52 +593,51 @@ class GeminiClient(_SdkClient):
         from google.auth import exceptions as auth_errors
 
         name = self.endpoint.name
-        key_env = self.endpoint.api_key_env or "the endpoint's credentials"
         if isinstance(exc, auth_errors.DefaultCredentialsError):
             return _Failure(
                 "config",
-                f"{name} (Vertex AI) found no Google credentials on this machine: set "
-                "GOOGLE_APPLICATION_CREDENTIALS to a service account's key file, or run "
-                "gcloud auth application-default login",
+                Message(
+                    "%(name)s (Vertex AI) found no Google credentials on this machine: set "
+                    "GOOGLE_APPLICATION_CREDENTIALS to a service account's key file, or run "
+                    "gcloud auth application-default login",
+                    name=name,
+                ),
             )
         if isinstance(exc, auth_errors.RefreshError):
             return _Failure(
                 "auth",
-                f"{name} (Vertex AI): Google refused the machine's credentials when asked "
-                "for an access token: check GOOGLE_APPLICATION_CREDENTIALS",
+                Message(
+                    "%(name)s (Vertex AI): Google refused the machine's credentials when "
+                    "asked for an access token: check GOOGLE_APPLICATION_CREDENTIALS",
+                    name=name,
+                ),
             )
         if isinstance(exc, auth_errors.TransportError):
             return _Failure(
                 "connection",
-                f"{name} (Vertex AI): Google's token endpoint could not be reached",
+                Message(
+                    "%(name)s (Vertex AI): Google's token endpoint could not be reached",
+                    name=name,
+                ),
                 retry=True,
             )
         if isinstance(exc, self.errors.APIError):
             code = exc.code or 0
             text = f"{exc.status or ''} {exc.message or ''}"
             if code in (401, 403) or "API_KEY" in text.upper().replace(" ", "_"):
-                return _Failure(
-                    "auth", f"{name} refused the API key from {key_env} (HTTP {code}): check it"
-                )
+                return _Failure("auth", _auth(name, self.endpoint.api_key_env, code))
             if code == 429:
-                return _Failure(
-                    "quota", f"{name} is rate limited or out of quota (HTTP 429)", retry=True
-                )
+                return _Failure("quota", _quota(name), retry=True)
             if code >= 500:
                 return _Failure(
-                    "server",
-                    f"{name} failed (HTTP {code}): {(exc.message or '')[:200]}",
-                    retry=True,
+                    "server", _server(name, code, (exc.message or "")[:200]), retry=True
                 )
-            return _Failure(
-                "bad_request",
-                f"{name} rejected the request (HTTP {code}): {(exc.message or '')[:200]}",
-            )
+            return _Failure("bad_request", _rejected(name, code, (exc.message or "")[:200]))
         if isinstance(exc, httpx.TimeoutException):
-            return _Failure("timeout", f"{name} did not answer within {self.endpoint.timeout:g} s")
+            return _Failure("timeout", _timeout(name, self.endpoint.timeout))
         if isinstance(exc, httpx.TransportError):
-            return _Failure("connection", f"{name} could not be reached: {exc}", retry=True)
-        return _Failure("bad_answer", f"the endpoint's answer could not be read: {exc}")
+            return _Failure("connection", _unreachable(name, exc), retry=True)
+        return _Failure("bad_answer", _unreadable(exc))
 
 
 # --------------------------------------------------------------------------- the strategy
@@ -615,8 +688,12 @@ class Client:
 
     def _failed(self, failure: _Failure, attempt: int) -> ModelAnswer:
         message = _mask(failure.message, self.endpoint.api_key)
-        if attempt:
-            message += f" (after {attempt} retr{'y' if attempt == 1 else 'ies'})"
+        if attempt == 1:
+            message = Message("%(message)s (after 1 retry)", message=message)
+        elif attempt:
+            message = Message(
+                "%(message)s (after %(count)s retries)", message=message, count=attempt
+            )
         logger.warning("model call %s failed: %s: %s", self.endpoint.name, failure.kind, message)
         return ModelAnswer(error=failure.kind, message=message, retries=attempt)
 

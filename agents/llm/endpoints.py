@@ -28,6 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.core.diagnostics import Message
+
 KINDS = ("openai", "gemini")
 VERTEX_LOCATION = "us-central1"  # a Vertex AI endpoint's location when it names none
 FIELDS = frozenset(
@@ -109,14 +111,30 @@ def shown_url(url: str) -> str:
 
 
 class ConfigError(ValueError):
-    """A bad ``STATECRAFT_MODELS``; the message names the field and the fix."""
+    """A bad ``STATECRAFT_MODELS``; the message (a `Message`, so it is shown in the reader's
+    language) names the field and the fix."""
+
+    def __init__(self, message: Message):
+        super().__init__(message)
+        self.message = message
 
 
 def _number(where: str, value: Any, *, minimum: float = 0.0) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigError(f"{where}: write a number (got {json.dumps(value)}).")
+        raise ConfigError(
+            Message(
+                "%(where)s: write a number (got %(value)s).", where=where, value=json.dumps(value)
+            )
+        )
     if value < minimum:
-        raise ConfigError(f"{where}: must be at least {minimum:g} (got {value}).")
+        raise ConfigError(
+            Message(
+                "%(where)s: must be at least %(minimum)s (got %(value)s).",
+                where=where,
+                minimum=f"{minimum:g}",
+                value=value,
+            )
+        )
     return float(value)
 
 
@@ -128,70 +146,119 @@ def parse_models(text: str, environ: Mapping[str, str]) -> dict[str, Endpoint]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(
-            f"STATECRAFT_MODELS is not valid JSON ({exc.msg} at character {exc.pos}): write "
-            'an object like {"flash": {"kind": "gemini", "model": "gemini-2.5-flash", '
-            '"api_key_env": "GEMINI_API_KEY"}}.'
+            Message(
+                "STATECRAFT_MODELS is not valid JSON (%(error)s at character %(position)s): "
+                "write an object like %(example)s.",
+                error=exc.msg,
+                position=exc.pos,
+                example='{"flash": {"kind": "gemini", "model": "gemini-2.5-flash", '
+                '"api_key_env": "GEMINI_API_KEY"}}',
+            )
         ) from None
     if not isinstance(data, dict):
-        raise ConfigError("STATECRAFT_MODELS must be a JSON object of endpoints by name.")
+        raise ConfigError(Message("STATECRAFT_MODELS must be a JSON object of endpoints by name."))
     out: dict[str, Endpoint] = {}
     for name, entry in data.items():
         where = f"STATECRAFT_MODELS.{name}"
         if not name.strip() or len(name) > 60:
-            raise ConfigError(f"{where}: a name is 1 to 60 characters.")
+            raise ConfigError(Message("%(where)s: a name is 1 to 60 characters.", where=where))
         if not isinstance(entry, dict):
-            raise ConfigError(f"{where}: must be an object with kind and model.")
+            raise ConfigError(
+                Message("%(where)s: must be an object with kind and model.", where=where)
+            )
         unknown = sorted(set(entry) - FIELDS)
         if unknown:
             raise ConfigError(
-                f"{where}.{unknown[0]}: unknown field (the fields are {', '.join(sorted(FIELDS))})."
+                Message(
+                    "%(where)s: unknown field (the fields are %(fields)s).",
+                    where=f"{where}.{unknown[0]}",
+                    fields=", ".join(sorted(FIELDS)),
+                )
             )
         kind = entry.get("kind")
         if kind not in KINDS:
-            raise ConfigError(f'{where}.kind: write "openai" or "gemini" (got {kind!r}).')
+            raise ConfigError(
+                Message(
+                    '%(where)s: write "openai" or "gemini" (got %(kind)s).',
+                    where=f"{where}.kind",
+                    kind=repr(kind),
+                )
+            )
         model = entry.get("model")
         if not isinstance(model, str) or not model.strip():
-            raise ConfigError(f'{where}.model: name the model, like "gemini-2.5-flash".')
+            raise ConfigError(
+                Message(
+                    '%(where)s: name the model, like "gemini-2.5-flash".', where=f"{where}.model"
+                )
+            )
         for key in ("base_url", "api_key_env", "project", "location", "label"):
             if key in entry and not isinstance(entry[key], str):
-                raise ConfigError(f"{where}.{key}: must be a string.")
+                raise ConfigError(Message("%(where)s: must be a string.", where=f"{where}.{key}"))
         base_url = entry.get("base_url", "")
         if base_url and not base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"{where}.base_url: must start with http:// or https://.")
+            raise ConfigError(
+                Message(
+                    "%(where)s: must start with http:// or https://.", where=f"{where}.base_url"
+                )
+            )
         vertex = entry.get("vertex", False)
         if not isinstance(vertex, bool):
-            raise ConfigError(f"{where}.vertex: write true or false.")
+            raise ConfigError(Message("%(where)s: write true or false.", where=f"{where}.vertex"))
         if vertex and kind != "gemini":
-            raise ConfigError(f"{where}.vertex: only a gemini endpoint runs on Vertex AI.")
+            raise ConfigError(
+                Message(
+                    "%(where)s: only a gemini endpoint runs on Vertex AI.", where=f"{where}.vertex"
+                )
+            )
         key_env = entry.get("api_key_env", "")
         if vertex and not entry.get("project") and not key_env:
             raise ConfigError(
-                f"{where}.project: Vertex AI needs the Google Cloud project (or api_key_env "
-                "for Vertex AI express mode)."
+                Message(
+                    "%(where)s: Vertex AI needs the Google Cloud project (or api_key_env "
+                    "for Vertex AI express mode).",
+                    where=f"{where}.project",
+                )
             )
         if vertex and key_env and (entry.get("project") or entry.get("location")):
             raise ConfigError(
-                f"{where}.api_key_env: Vertex AI takes a project and location (Google "
-                "credentials) or an API key (express mode), not both."
+                Message(
+                    "%(where)s: Vertex AI takes a project and location (Google "
+                    "credentials) or an API key (express mode), not both.",
+                    where=f"{where}.api_key_env",
+                )
             )
         if not vertex and kind == "gemini" and (entry.get("project") or entry.get("location")):
             raise ConfigError(
-                f"{where}.project: the Gemini API takes no project or location; set "
-                "vertex: true for Vertex AI."
+                Message(
+                    "%(where)s: the Gemini API takes no project or location; set "
+                    "vertex: true for Vertex AI.",
+                    where=f"{where}.project",
+                )
             )
         if not vertex and not key_env and kind == "gemini":
             raise ConfigError(
-                f"{where}.api_key_env: name the environment variable holding the Gemini API "
-                "key (or set vertex: true)."
+                Message(
+                    "%(where)s: name the environment variable holding the Gemini API "
+                    "key (or set vertex: true).",
+                    where=f"{where}.api_key_env",
+                )
             )
         if key_env and key_env not in environ:
             raise ConfigError(
-                f"{where}.api_key_env: the environment variable {key_env} is not set."
+                Message(
+                    "%(where)s: the environment variable %(variable)s is not set.",
+                    where=f"{where}.api_key_env",
+                    variable=key_env,
+                )
             )
         timeout = _number(f"{where}.timeout", entry.get("timeout", 60), minimum=0.01)
         retries = entry.get("max_retries", 3)
         if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
-            raise ConfigError(f"{where}.max_retries: write a whole number from 0 to 10.")
+            raise ConfigError(
+                Message(
+                    "%(where)s: write a whole number from 0 to 10.", where=f"{where}.max_retries"
+                )
+            )
         temperature = entry.get("temperature")
         if temperature is not None:
             temperature = _number(f"{where}.temperature", temperature)

@@ -335,8 +335,8 @@ def user_scenario_data(done: Any) -> dict:
         "needs_model": 0,
         "turns": done.turns,
         "ended_by": done.ended_by,
-        "results": [asdict(r) for r in evaluation.results],
-        "diagnostics": [d.to_dict() for d in outcome.result.diagnostics],
+        "results": [with_i18n(asdict(r), "message", "differences") for r in evaluation.results],
+        "diagnostics": [with_i18n(d.to_dict(), "message") for d in outcome.result.diagnostics],
         "live": _live_data(outcome),
     }
 

@@ -387,7 +387,7 @@ def app_import_job_run(ctx: jobs.JobContext) -> dict[str, Any]:
     job = ctx.job
     params = job.params
     filename = params.get("filename") or "upload"
-    ctx.progress(done=0, total=1, current=f"reading {filename}")
+    ctx.progress(done=0, total=1, current=jobs.PROGRESS_READING % {"file": filename})
     try:
         if "document" in params:  # a native text, parsed by the request (app_import_submit)
             read = read_native_document(json.loads(params["document"]))

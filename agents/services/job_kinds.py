@@ -20,7 +20,7 @@ from typing import Any
 from django.db import transaction
 
 from agents.models import AppVersion
-from agents.services import evaluation, versions
+from agents.services import evaluation, jobs, versions
 from agents.services.jobs import JobContext, register
 from agents.services.simulation import batch_runner
 
@@ -129,7 +129,7 @@ def _side(app: Any, number: int | None) -> versions.DiffSide:
 def version_diff(ctx: JobContext) -> dict[str, Any]:
     params = ctx.job.params
     app = ctx.job.app
-    ctx.progress(done=0, total=1, current="simulating the scenarios of both sides")
+    ctx.progress(done=0, total=1, current=jobs.PROGRESS_DIFF)
     with batch_runner(caps=ctx.caps, should_stop=ctx.should_stop, owner=_owner(ctx)) as runner:
         diff = versions.app_diff(
             app,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import time
 from collections.abc import Callable, Iterable
@@ -37,6 +38,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.tasks import task
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from agents.core import rules
 from agents.core.diagnostics import Message
@@ -46,6 +48,26 @@ from agents.services.common import Actor
 from agents.services.simulation import Caps
 
 logger = logging.getLogger("agents.jobs")
+
+# The words a job's own progress text (`current`) is made of: it is stored as English (a
+# short text column, read by the API and the page), and shown in the reader's language by
+# `shown_current`. Anything else there is data (a scenario's name, the model's text so far).
+PROGRESS_READING = gettext_noop("reading %(file)s")
+PROGRESS_DIFF = gettext_noop("simulating the scenarios of both sides")
+_PROGRESS = tuple(
+    (template, re.compile(re.escape(template).replace(re.escape("%(file)s"), "(?P<file>.+)"), re.S))
+    for template in (PROGRESS_READING, PROGRESS_DIFF)
+)
+
+
+def shown_current(text: str) -> str:
+    """A job's `current` in the reader's language when a job's own words wrote it."""
+    for template, pattern in _PROGRESS:
+        match = pattern.fullmatch(text or "")
+        if match is not None:
+            return localize(Message(template, **match.groupdict()))
+    return text
+
 
 DEFAULTS: dict[str, float] = {
     "JOBS_MAX_ACTIVE_PER_USER": 4,
@@ -271,13 +293,13 @@ class JobContext:
         """ "" to go on; else why to stop (the bounded runner refuses the call with it)."""
         now = self.clock()
         if self.cancelled:
-            return "the job was cancelled"
+            return Message("the job was cancelled")
         if now - self._polled >= CANCEL_POLL_SECONDS:
             self._polled = now
             row = Job.objects.filter(pk=self.job.pk).values("cancel_requested", "status").first()
             if row is None or row["cancel_requested"] or row["status"] != JobStatus.RUNNING:
                 self.cancelled = True
-                return "the job was cancelled"
+                return Message("the job was cancelled")
         if now - self._beat >= float(setting("JOBS_HEARTBEAT_SECONDS")):
             self._mine().update(heartbeat_at=timezone.now())
             self._beat = now
@@ -454,7 +476,7 @@ def job_data(job: Job, *, url: str = "") -> dict[str, Any]:
         "url": url,
         "status": job.status,
         "progress": {"done": job.progress_done, "total": job.progress_total},
-        "current": job.current,
+        "current": shown_current(job.current),
         "result": localized_data(result),  # messages in the reader's language
         "error": localize(recovered_message(job.error)),  # stored English, shown translated
         "attempts": job.attempts,

@@ -43,6 +43,7 @@ from agents.core.render import render_value
 from agents.core.script import format_expectation, parse_script
 from agents.core.simulate import SimulationResult
 from agents.core.spec import ExpectationSpec, ExpectKind, ScenarioSpec, StepKind, StepSpec
+from agents.i18n import with_i18n
 from agents.llm.clients import client_for
 from agents.llm.endpoints import Endpoint
 from agents.models import Agent, AgentApp, LiveRun, Scenario
@@ -115,7 +116,7 @@ def _strategy(
                 "%(name)s cannot be used: %(error)s: %(exc)s",
                 name=endpoint.name,
                 error=type(exc).__name__,
-                exc=exc,
+                exc=exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Message) else exc,
             )
         )
 
@@ -269,15 +270,13 @@ def _run(
     calls = [c.as_json() for c in recorder.calls]
     drift = [d.as_json() for d in replayer.drift] if replayer is not None else []
     if replayer is not None and replayer.unused and not drift:
+        change = Message(
+            "the run made %(made)s model calls; the recording has %(recorded)s",
+            made=replayer.position,
+            recorded=len(replayer.recording),
+        )
         drift.append(
-            {
-                "call": replayer.position,
-                "turn": -1,
-                "changes": [
-                    f"the run made {replayer.position} model calls; the recording has "
-                    f"{len(replayer.recording)}"
-                ],
-            }
+            with_i18n({"call": replayer.position, "turn": -1, "changes": [change]}, "changes")
         )
     evaluation = evaluate_live(
         scenario_spec,

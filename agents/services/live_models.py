@@ -69,7 +69,7 @@ def endpoints() -> dict[str, Endpoint]:
     try:
         env = env_endpoints()
     except ConfigError as exc:
-        raise ServiceError([error("model", str(exc), "SC480")]) from None
+        raise ServiceError([error("model", exc.message, "SC480")]) from None
     return {**admin_endpoints(), **env}
 
 
@@ -103,7 +103,9 @@ def resolve_model(
     """The endpoint a run uses and the temperature (see the module docstring); an unknown
     `requested` name is refused on `field` (``judge`` for a run's judge model)."""
     found = endpoints()
-    names = ", ".join(sorted(found)) or "none (set STATECRAFT_MODELS or add one in the admin)"
+    names = ", ".join(sorted(found)) or Message(
+        "none (set STATECRAFT_MODELS or add one in the admin)"
+    )
     cx = _cx_settings(app, agent_cx)
     temperature = cx.get("temperature")
     temperature = float(temperature) if isinstance(temperature, int | float) else None

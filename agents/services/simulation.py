@@ -36,7 +36,7 @@ from functools import cache
 from django.conf import settings
 
 from agents import selectors
-from agents.core.diagnostics import Diagnostic, Severity
+from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.model import ModelStrategy
 from agents.core.simulate import CodeCall, CodeResult, CodeRunner, SimulationResult, simulate
 from agents.core.spec import AppSpec, ScenarioSpec
@@ -115,27 +115,37 @@ def bounded_runner(
         reason = ""
         now = time.monotonic()
         if calls >= max_calls:
-            reason = f"the simulation reached its cap of {max_calls} code calls"
+            reason = Message(
+                "the simulation reached its cap of %(count)s code calls", count=max_calls
+            )
         elif now >= deadline:
-            reason = f"the simulation reached its time cap of {limit('SIMULATION_MAX_SECONDS')} s"
+            reason = Message(
+                "the simulation reached its time cap of %(seconds)s s",
+                seconds=limit("SIMULATION_MAX_SECONDS"),
+            )
         elif (
             caps is not None
             and caps.max_code_calls is not None
             and (caps.code_calls >= caps.max_code_calls)
         ):
-            reason = f"the job reached its cap of {caps.max_code_calls} code calls"
+            reason = Message(
+                "the job reached its cap of %(count)s code calls", count=caps.max_code_calls
+            )
         elif (
             caps is not None
             and caps.max_seconds is not None
             and (now - caps.started >= caps.max_seconds)
         ):
-            reason = f"the job reached its time cap of {caps.max_seconds:g} s"
+            reason = Message(
+                "the job reached its time cap of %(seconds)s s", seconds=f"{caps.max_seconds:g}"
+            )
         elif should_stop is not None:
             reason = should_stop()
         if reason:
             if not stopped:
                 stopped.append(reason)
-            return CodeResult(False, None, (), (), f"not run: {reason}", None, ran=False)
+            refused = Message("not run: %(reason)s", reason=reason)
+            return CodeResult(False, None, (), (), refused, None, ran=False)
         calls += 1
         if caps is not None:
             caps.code_calls += 1
@@ -180,9 +190,12 @@ class BoundedRunner:
                 Diagnostic(
                     "SC470",
                     Severity.ERROR,
-                    f"The scenario has {len(scenario.steps)} steps; only the first "
-                    f"{max_steps} are simulated (SIMULATION_MAX_STEPS). Split it into "
-                    "shorter scenarios.",
+                    Message(
+                        "The scenario has %(count)s steps; only the first %(max_steps)s are "
+                        "simulated (SIMULATION_MAX_STEPS). Split it into shorter scenarios.",
+                        count=len(scenario.steps),
+                        max_steps=max_steps,
+                    ),
                     field="steps",
                     subject=scenario.name,
                 )
@@ -194,9 +207,12 @@ class BoundedRunner:
                 Diagnostic(
                     "SC471",
                     Severity.ERROR,
-                    "Python code is not run: this server's sandbox lacks protections that "
-                    f"SANDBOX_REQUIRED_PROTECTIONS requires: {names}. Tick mocks, or ask the "
-                    "operator to install them (README, The sandbox).",
+                    Message(
+                        "Python code is not run: this server's sandbox lacks protections that "
+                        "SANDBOX_REQUIRED_PROTECTIONS requires: %(names)s. Tick mocks, or ask "
+                        "the operator to install them (README, The sandbox).",
+                        names=names,
+                    ),
                     subject=scenario.name,
                 )
             )
@@ -217,8 +233,11 @@ class BoundedRunner:
                     Diagnostic(
                         "SC472",
                         Severity.ERROR,
-                        f"The simulation was stopped: {stopped[0]}; later tools and callbacks "
-                        "were not run. Shorten the scenario or make the code faster.",
+                        Message(
+                            "The simulation was stopped: %(reason)s; later tools and callbacks "
+                            "were not run. Shorten the scenario or make the code faster.",
+                            reason=stopped[0],
+                        ),
                         subject=scenario.name,
                     )
                 )
@@ -329,12 +348,15 @@ class SimulationsBusy(Exception):
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        super().__init__(
-            f"Too many simulations at once on this server: at most {limit} run at a time in "
-            f"each web process (SIMULATION_MAX_CONCURRENT={limit}), so that other pages keep "
-            f"answering. Try again in {self.retry_after} seconds, or press Run all: it runs "
-            "the scenarios as a job."
+        self.message = Message(
+            "Too many simulations at once on this server: at most %(limit)s run at a time in "
+            "each web process (SIMULATION_MAX_CONCURRENT=%(limit)s), so that other pages keep "
+            "answering. Try again in %(seconds)s seconds, or press Run all: it runs the "
+            "scenarios as a job.",
+            limit=limit,
+            seconds=self.retry_after,
         )
+        super().__init__(self.message)
 
 
 class _Slots:

@@ -103,7 +103,9 @@ def live_run_golden(request: HttpRequest, app_id: int, agent_id: int, run_id: in
     run = LiveRun.objects.filter(pk=run_id, app=app, scenario__agent=agent).first()
     if run is None:
         return HttpResponse(_("No such live run."), status=404)
-    base = f"{run.scenario_name} (golden from live run {run.pk})"[:100]
+    base = (
+        _("%(name)s (golden from live run %(run)s)") % {"name": run.scenario_name, "run": run.pk}
+    )[:100]
     try:
         scenario = live.live_run_save_golden(run=run, actor=request.user, name=base)
     except services.ServiceError as exc:

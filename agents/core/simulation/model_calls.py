@@ -169,7 +169,7 @@ class ModelCalls(FunctionCalls):
                 source="model",
                 subject=self.agent.name,
             )
-            self.turn_ended = "the model call"
+            self.turn_ended = Message("the model call")
         return answer
 
     def model_call(

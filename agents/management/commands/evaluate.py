@@ -113,7 +113,7 @@ class Command(LocalizedCommand):
         """The jobs of each app: its scenarios split into `parallel` chunks."""
         planned = []
         for app in apps:
-            _, pairs = evaluation.app_scenarios(app)
+            _loaded, pairs = evaluation.app_scenarios(app)
             ids = [s.pk for _, s in pairs]
             chunks = [ids[i::parallel] for i in range(parallel)] if parallel > 1 else [ids]
             planned.append(
@@ -224,7 +224,7 @@ class Command(LocalizedCommand):
         cases: list[JUnitCase] = []
         counts = {"passed": 0, "failed": 0, "drifted": 0, "not recorded": 0}
         for app in apps:
-            _, pairs = evaluation.app_scenarios(app)
+            _loaded, pairs = evaluation.app_scenarios(app)
             for agent, scenario in pairs:
                 where = f"{app.name} / {agent.display_name} / {scenario.name}"
                 recording = (
@@ -234,7 +234,9 @@ class Command(LocalizedCommand):
                 )
                 if recording is None:
                     counts["not recorded"] += 1
-                    self.stdout.write(f"----   {where}  (no live recording: run --model once)")
+                    self.stdout.write(
+                        f"----   {where}  (" + _("no live recording: run --model once") + ")"
+                    )
                     continue
                 started = time.monotonic()
                 outcome = replay_live(run=recording)
@@ -243,23 +245,37 @@ class Command(LocalizedCommand):
                 label = "DRIFT" if outcome.drift else _LABEL[evaluation_.status]
                 counts["drifted" if outcome.drift else "failed" if failed else "passed"] += 1
                 self.stdout.write(
-                    f"{label:<5}  {where}  (replay of live run {recording.pk}, "
-                    f"{recording.model_name}: {evaluation_.passed} passed, "
-                    f"{evaluation_.failed} failed)"
+                    f"{label:<5}  {where}  ("
+                    + _(
+                        "replay of live run %(run)s, %(model)s: %(passed)s passed, "
+                        "%(failed)s failed"
+                    )
+                    % {
+                        "run": recording.pk,
+                        "model": recording.model_name,
+                        "passed": evaluation_.passed,
+                        "failed": evaluation_.failed,
+                    }
+                    + ")"
                 )
-                drift = []
+                drift = []  # English: the JUnit XML is the same in every language
                 for d in outcome.drift:
                     line = (
                         f"model call {d['call'] + 1} (turn {d['turn']}) differs from the recording"
                     )
                     drift.append(f"{line}: {'; '.join(d['changes'])}")
-                    self.stdout.write(f"      {line}:")
+                    shown = _("model call %(call)s (turn %(turn)s) differs from the recording") % {
+                        "call": d["call"] + 1,
+                        "turn": d["turn"],
+                    }
+                    self.stdout.write(f"      {shown}:")
                     for change in d["changes"]:
-                        self.stdout.write(f"        {change}")
+                        self.stdout.write(f"        {localize(change)}")
                 for r in evaluation_.results:
                     if r.status == "failed":
-                        self.stdout.write(f"      step {r.step + 1}: {r.line}")
-                        self.stdout.write(f"        {r.message}")
+                        step = _("step %(number)s") % {"number": r.step + 1}
+                        self.stdout.write(f"      {step}: {r.line}")
+                        self.stdout.write(f"        {localize(r.message)}")
                 if drift:  # a drift fails the JUnit case too, first, with what changed
                     rows = tuple(
                         ExpectationResult(-1, d["turn"], "drift", text, "", "failed", text)
@@ -280,7 +296,15 @@ class Command(LocalizedCommand):
                         seconds=time.monotonic() - started,
                     )
                 )
-        self.stdout.write(", ".join(f"{n} {what}" for what, n in counts.items()))
+        self.stdout.write(
+            _("%(passed)s passed, %(failed)s failed, %(drifted)s drifted, %(missing)s not recorded")
+            % {
+                "passed": counts["passed"],
+                "failed": counts["failed"],
+                "drifted": counts["drifted"],
+                "missing": counts["not recorded"],
+            }
+        )
         if options.get("junit"):
             path = Path(str(options["junit"]))
             try:
@@ -289,12 +313,21 @@ class Command(LocalizedCommand):
                 raise CommandError(f"{path}: {exc.strerror or exc}", returncode=2) from exc
         if counts["drifted"]:
             raise CommandError(
-                f"{counts['drifted']} scenario(s) drifted from their recording: re-record them "
-                "live (--model, or Re-record live in the designer).",
+                _(
+                    "%(count)s scenario(s) drifted from their recording: re-record them live "
+                    "(--model, or Re-record live in the designer)."
+                )
+                % {"count": counts["drifted"]},
                 returncode=1,
             )
         if counts["failed"]:
-            raise CommandError(f"{counts['failed']} scenario(s) failed.", returncode=1)
+            raise CommandError(
+                ngettext(
+                    "%(count)s scenario failed.", "%(count)s scenarios failed.", counts["failed"]
+                )
+                % {"count": counts["failed"]},
+                returncode=1,
+            )
 
     def report(self, app: AgentApp, data: dict[str, Any], cases: list[JUnitCase]) -> None:
         evaluation_ = _evaluation(data)  # English: the JUnit XML is the same in every language
@@ -330,6 +363,10 @@ class Command(LocalizedCommand):
                 self.stdout.write(f"        {r.message}")
                 for d in r.differences:
                     self.stdout.write(f"          {d}")
+        if data.get("live") and data["live"]["error"]:  # why the live run stopped, in words
+            for d in localized_data(data["diagnostics"]):
+                if d["code"] == "SC421":
+                    self.stdout.write(f"      {d['code']}: {d['message']}")
         errors = tuple(d["message"] for d in data["diagnostics"] if d["severity"] == "error")
         cases.append(
             JUnitCase(
