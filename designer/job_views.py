@@ -63,6 +63,10 @@ def app_run_all(request: HttpRequest, app_id: int) -> HttpResponse:
     model = str(request.POST.get("model", "") or "")
     judge = str(request.POST.get("judge", "") or "") if model else ""
     params: dict[str, str] = {}
+    if model and not access.can_edit:  # a live Run all spends the operator's model key
+        return HttpResponse(
+            live_models.LIVE_NEEDS_EDIT, status=403, content_type="text/plain; charset=utf-8"
+        )
     if model:
         try:
             live_models.resolve_model(app, model)
@@ -139,10 +143,12 @@ def render_live_job(
     if job.params.get("replay"):
         params["replay"] = str(job.params["replay"])
     outcome = None
-    if job.status == JobStatus.SUCCEEDED and job.result:
+    finished_run = job.status in (JobStatus.SUCCEEDED, JobStatus.CANCELLED)
+    if finished_run and isinstance(job.result, dict) and "calls" in job.result:
+        # A cancelled run keeps its result (its calls so far, recorded as cancelled).
         outcome = simulation.job_outcome(job)
     conversation = simulation.build_conversation(app, agent, params, request.user, outcome=outcome)
-    if outcome is None:
+    if outcome is None or job.status == JobStatus.CANCELLED:
         why = Message("Cancelled.") if job.status == JobStatus.CANCELLED else job.error
         stopped = Message("The live run stopped: %(why)s", why=why)
         conversation.diagnostics.insert(0, error("live", stopped, "SC482"))

@@ -318,11 +318,21 @@ def job_outcome(job: Any) -> live.LiveOutcome:
         calls=result["calls"],
         model_name=result["model"],
     )
+    stop = None
+    if result.get("error") == "cancelled":
+        # The run ended at its cancel: the replay stops where the recording does.
+        recorded, asked = len(result["calls"]), [0]
+
+        def stop() -> str:
+            asked[0] += 1
+            return "the job was cancelled" if asked[0] > recorded else ""
+
     outcome = live.replay_live(
         run=shown,
         instructions=params.get("instructions"),
         use_mocks=params.get("use_mocks"),
         record=False,
+        should_stop=stop,
     )
     stored = LiveRun.objects.filter(pk=result.get("live_run")).first()
     return dataclasses.replace(

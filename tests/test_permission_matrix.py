@@ -85,8 +85,9 @@ VIEW_ACTIONS = {  # POSTs that only read: previews, simulations, examples, copie
     "app-evaluate",  # runs the goldens (stores the last result, changes no app content)
     "scenario-evaluate",
     "app-run-all",
-    "live-run-replay",  # re-runs a recording offline (stores the replay, changes no app)
 }
+# A replay is a live run's (issue 21): like a run with a model it needs edit rights (a
+# viewer's 403), though it calls no model; it falls to "edit" below.
 
 
 # A job is its submitter's alone (whatever their role in the app): anyone else gets 404.

@@ -2,9 +2,10 @@
 simulate, evaluate (one scenario or the whole app, as jobs).
 
 Viewers may call them all: they read the app and change none of its content (an
-evaluation stores the scenario's last result). Compile, lint and simulate serve the
-app from the spec cached by revision (`selectors.app_spec`), as the designer's preview
-does, so a warm cache answers in the same few queries.
+evaluation stores the scenario's last result) — but not live (a `model` or a `judge`:
+the operator's model key is spent), which needs edit rights (`live_allowed`). Compile,
+lint and simulate serve the app from the spec cached by revision (`selectors.app_spec`),
+as the designer's preview does, so a warm cache answers in the same few queries.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from agents.api.base import (
     InvalidInput,
     accepted,
     checked_model,
+    live_allowed,
     submit,
 )
 from agents.api.json_boundary import json_data_response
@@ -394,13 +396,14 @@ class ScenarioSimulateView(ApiView):
         description=(
             gettext_lazy(
                 "Python tools and callbacks run in the sandbox unless `use_mocks` (default: the "
-                "scenario's setting). `instructions` simulates unsaved text. Viewers may simulate. "
-                "With `model` (a configured model) the run is live and a job: 202 with the job's "
+                "scenario's setting). `instructions` simulates unsaved text. Viewers may simulate "
+                "(scripted). With `model` (a configured model; editors only: 403 for a viewer) "
+                "the run is live and a job: 202 with the job's "
                 "`id`, `url` (also `Location`) and `status`; GET the url: `progress.done` counts "
                 "the model calls so far and `current` holds the model's text so far; once "
                 "succeeded, `result` is {live_run (the recorded run's id, null for unsaved "
                 "instructions), mode, model, status, error, tokens_in, tokens_out, cost, calls, "
-                "drift}. Without a model it answers 200 at once with the simulation."
+                "drift, results}. Without a model it answers 200 at once with the simulation."
             )
         ),
         request=SimulateIn,
@@ -418,6 +421,7 @@ class ScenarioSimulateView(ApiView):
         scenario.agent = agent  # its spec names the agent
         data = self.valid(SimulateIn)
         if data.get("model"):  # a live run is long work: a job (README, "Jobs")
+            live_allowed(self.access)
             params = {
                 "agent": agent.pk,
                 "scenario": scenario.pk,
@@ -480,9 +484,10 @@ class ScenarioEvaluateView(ApiView):
         if not Scenario.objects.filter(pk=scenario_id, agent_id=agent_id, agent__app=app).exists():
             raise exceptions.NotFound(_("No such scenario for this agent."))
         params: dict[str, Any] = {"scenario": scenario_id}
-        model = checked_model(app, self.valid(ModelIn).get("model"))
+        model = self.valid(ModelIn).get("model")
         if model:
-            params["model"] = model
+            live_allowed(self.access)
+            params["model"] = checked_model(app, model)
         job = submit(request, kind="evaluate_scenario", app=app, params=params)
         return accepted(request, job)
 
@@ -515,6 +520,8 @@ class AppEvaluateView(ApiView):
     def post(self, request: Request, app_id: int) -> Response:
         app = self.load_app()
         data = self.valid(EvaluateIn)
+        if data.get("model") or data.get("judge"):
+            live_allowed(self.access)
         model = checked_model(app, data.get("model"))
         judge = live_models.checked_judge(app, model, data.get("judge"))
         params = {"model": model} if model else {}

@@ -224,6 +224,14 @@ def submit(request: Request, **kwargs: Any) -> Job:
         raise exceptions.Throttled(detail=exc.localized()) from exc
 
 
+def live_allowed(access: Any) -> None:
+    """A live run, replay or judge spends the operator's model key: 403 for a viewer."""
+    from agents.services.live_models import LIVE_NEEDS_EDIT
+
+    if access is None or not access.can_edit:
+        raise exceptions.PermissionDenied(LIVE_NEEDS_EDIT)
+
+
 def checked_model(app: AgentApp, name: str | None, *, field: str = "model") -> str | None:
     """`name` when it names a configured model (else the 400 on `field` that lists them),
     before a job is queued for it."""

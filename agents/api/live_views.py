@@ -17,7 +17,7 @@ from rest_framework.response import Response
 
 from agents.api import serializers as io
 from agents.api.actions import ModelIn, SimulationOut, simulation_body
-from agents.api.base import ERRORS, READ_ERRORS, ApiView, scenario_queryset
+from agents.api.base import ERRORS, READ_ERRORS, ApiView, live_allowed, scenario_queryset
 from agents.api.json_boundary import json_data_response
 from agents.api.throttles import SimulateThrottle, with_default_throttles
 from agents.core import rules
@@ -135,7 +135,9 @@ class LiveRunReplayView(LiveRunView):
         responses={200: SimulationOut, **READ_ERRORS},
     )
     def post(self, request: Request, app_id: int, run_id: int) -> Response:
-        outcome = live.replay_live(run=self.load_run(), actor=request.user)
+        run = self.load_run()
+        live_allowed(self.access)  # as a live run: editors (README, "Live runs")
+        outcome = live.replay_live(run=run, actor=request.user)
         return json_data_response(self.output(SimulationOut, live_simulation(outcome)))
 
 

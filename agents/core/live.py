@@ -9,7 +9,9 @@ A live run stops at the first cap reached: ``max_calls`` model calls in the run,
 ``max_calls_per_turn`` in one turn (a model that never stops calling tools), ``max_tokens``
 tokens in + out over the run, ``max_seconds`` of the injected clock since the run began.
 The call that would pass a cap is not made: it answers the error ``cap`` naming the cap,
-and the simulation ends that turn (SC421).
+and the simulation ends that turn (SC421). With `should_stop` (a job's cancel hook) every
+call first asks it: a reason answers the error ``cancelled`` without calling the model, and
+the simulation ends the run there.
 
 Recording and replay
 --------------------
@@ -96,10 +98,20 @@ class Capped:
     """`model` within `caps`; `clock` returns seconds (``time.monotonic`` in production,
     a counter in tests)."""
 
-    def __init__(self, model: ModelStrategy, caps: Caps, clock: Callable[[], float]):
+    def __init__(
+        self,
+        model: ModelStrategy,
+        caps: Caps,
+        clock: Callable[[], float],
+        should_stop: Callable[[], str] | None = None,
+    ):
         self.model = model
         self.caps = caps
         self.clock = clock
+        # Asked before every model call (a job's cancel): a reason answers ``cancelled``
+        # without calling the model, and the run ends there (RUN_ENDING_ERRORS).
+        self.should_stop = should_stop
+        self.cancelled = ""
         self.started = clock()
         self.calls = 0
         self.turn_calls: Counter[int] = Counter()
@@ -119,6 +131,10 @@ class Capped:
         return ""
 
     def __call__(self, request: ModelRequest) -> ModelAnswer:
+        why = self.cancelled or (self.should_stop() if self.should_stop is not None else "")
+        if why:
+            self.cancelled = why
+            return ModelAnswer(error="cancelled", message=why)
         reason = self.refuse()
         if not reason and self.turn_calls[request.turn] >= self.caps.max_calls_per_turn:
             reason = Message(

@@ -46,6 +46,7 @@ from agents.core.spec import AgentSpec, AppSpec, ToolKind, ToolSpec
 
 __all__ = [
     "ERROR_KINDS",
+    "RUN_ENDING_ERRORS",
     "TRANSFER_TOOL",
     "ModelAnswer",
     "ModelRequest",
@@ -74,7 +75,12 @@ ERROR_KINDS: dict[str, str] = {
     "config": "the model is not configured (unknown name, missing key)",
     "cap": "the run reached a cap (model calls, tokens or time)",
     "replay": "the recording has no answer for this call",
+    "cancelled": "the run was cancelled (its job's Cancel)",
 }
+# The errors that end a whole live run, not only its turn: the next turn would ask the
+# same refused key, the same exhausted quota, the same broken configuration again, or the
+# run was cancelled (README, "Live runs").
+RUN_ENDING_ERRORS = frozenset({"auth", "quota", "config", "cancelled"})
 
 
 @dataclass(frozen=True, slots=True)

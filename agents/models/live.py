@@ -200,3 +200,11 @@ class LiveRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.scenario_name} · {self.model_name} · {self.mode}"
+
+    @property
+    def failed_expectations(self) -> int:
+        """How many of the run's expectations failed (the designer's "failed: 2
+        expectations", told apart from a model error)."""
+        return sum(
+            1 for r in self.evaluation or () if isinstance(r, dict) and r.get("status") == "failed"
+        )

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -88,6 +89,7 @@ def scenario_run(
     runner: BoundedRunner | None = None,
     model: str | None = None,
     actor: Actor = None,
+    should_stop: Callable[[], str] | None = None,
 ) -> ScenarioRun:
     """Simulate `scenario` and check its expectations (memoised; nothing is stored).
     `runner` is a batch's bounded sandbox (`simulation.batch_runner`). With `model`, the
@@ -105,6 +107,7 @@ def scenario_run(
             instructions=instructions,
             use_mocks=use_mocks,
             runner=runner,
+            should_stop=should_stop,
         )
         return ScenarioRun(
             scenario, agent, outcome.spec, outcome.result, outcome.evaluation, live=outcome

@@ -19,6 +19,7 @@ from typing import Any
 
 from django.db import transaction
 
+from agents.i18n import with_i18n
 from agents.models import AppVersion
 from agents.services import evaluation, jobs, versions
 from agents.services.jobs import JobContext, register
@@ -54,6 +55,7 @@ def _evaluate(ctx: JobContext, only: set[int] | None) -> dict[str, Any]:
                 runner=runner,
                 model=model,
                 actor=job.owner,
+                should_stop=ctx.stop_now if model else None,
             )
             data = {**evaluation.run_data(run), "seconds": round(time.monotonic() - started, 3)}
             if ctx.cancelled:  # stopped mid-scenario: that outcome is not the scenario's
@@ -200,7 +202,10 @@ def live_run(ctx: JobContext) -> dict[str, Any]:
         ctx.progress(done=calls[0], current=reply if reply else None)
 
     ctx.progress(done=0, total=0, current="")
-    with batch_runner(caps=ctx.caps, should_stop=ctx.should_stop, owner=_owner(ctx)) as runner:
+    # A Cancel is checked before every model call and every tool call (a fresh read of the
+    # row each time): the run ends at the end of the current call, recorded as cancelled.
+    stop = ctx.stop_now
+    with batch_runner(caps=ctx.caps, should_stop=stop, owner=_owner(ctx)) as runner:
         if params.get("replay"):
             recorded = LiveRun.objects.get(pk=int(params["replay"]), app=job.app)
             outcome = live.replay_live(
@@ -209,6 +214,7 @@ def live_run(ctx: JobContext) -> dict[str, Any]:
                 instructions=instructions,
                 use_mocks=use_mocks,
                 on_call=on_call,
+                should_stop=stop,
             )
         else:
             outcome = live.run_live(
@@ -223,8 +229,10 @@ def live_run(ctx: JobContext) -> dict[str, Any]:
                 on_call=on_call,
                 stream=True,
                 runner=runner,
+                should_stop=stop,
             )
-    ctx.check()
+    if outcome.error != "cancelled":
+        ctx.check()  # a cancelled run keeps its result: the job ends cancelled with it
     tokens_in, tokens_out = outcome.tokens
     return {
         "live_run": outcome.run.pk if outcome.run is not None else None,
@@ -237,6 +245,10 @@ def live_run(ctx: JobContext) -> dict[str, Any]:
         "tokens_out": tokens_out,
         "cost": outcome.cost,
         "status": outcome.evaluation.status,
+        "results": [
+            with_i18n(dataclasses.asdict(r), "message", "differences")
+            for r in outcome.evaluation.results
+        ],
     }
 
 

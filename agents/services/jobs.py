@@ -305,6 +305,13 @@ class JobContext:
             self._beat = now
         return ""
 
+    def stop_now(self) -> str:
+        """`should_stop` reading the row every time, not every ``CANCEL_POLL_SECONDS``: the
+        check before each model call and tool call of a live run (one small query beside a
+        model's seconds), so a Cancel stops it at the end of the current call."""
+        self._polled = float("-inf")
+        return self.should_stop()
+
     def check(self) -> None:
         """Between pieces: stop when cancelled or past the job's time cap."""
         self._polled = float("-inf")

@@ -6,7 +6,7 @@
     run_live(*, app, agent, scenario, model=None, actor=None, instructions=None,
              use_mocks=None, replay_of=None, on_text=None, caps=None,
              clock=time.monotonic, sleeper=time.sleep, stream=False, record=True,
-             runner=None) -> LiveOutcome
+             runner=None, should_stop=None) -> LiveOutcome
 
 - the endpoint is ``resolve_model`` 's (the run's name, the app's default, CX
   ``modelSettings``); with `replay_of` (a stored ``LiveRun``) no model is called: the
@@ -190,8 +190,11 @@ def run_live(
     stream: bool = False,
     record: bool = True,
     runner: BoundedRunner | None = None,
+    should_stop: Callable[[], str] | None = None,
 ) -> LiveOutcome:
     """Run `scenario` with a model, or replay a recording (see the module docstring).
+    `should_stop` (a job's cancel hook) is asked before every model call: a reason ends
+    the run there, recorded with the error ``cancelled``.
     Raises ServiceError only when no model can be named (``ModelNotConfigured``)."""
     spec = with_instructions(selectors.app_spec(app), agent.display_name, instructions)
     scenario_spec = scenario.to_spec(app_id=f"apps/{app.pk}")
@@ -215,6 +218,7 @@ def run_live(
         stream=stream,
         record=record and instructions is None,
         runner=runner,
+        should_stop=should_stop,
     )
 
 
@@ -238,6 +242,7 @@ def _run(
     runner: BoundedRunner | None,
     strategy: Callable[[ModelRequest], ModelAnswer] | None = None,
     on_call: Callable[[ModelAnswer], None] | None = None,
+    should_stop: Callable[[], str] | None = None,
 ) -> LiveOutcome:
     caps = caps or live_caps()
     replayer: Replayer | None = None
@@ -263,7 +268,7 @@ def _run(
             return answer
 
     recorder = Recorder(inner)
-    capped = Capped(recorder, caps, clock)
+    capped = Capped(recorder, caps, clock, should_stop=should_stop)
     result = simulate_bounded(
         spec, scenario_spec, runner=runner, model=capped, max_seconds=caps.max_seconds
     )
@@ -283,7 +288,7 @@ def _run(
         result,
         extra_tool_calls=extra_tool_calls(scenario_spec),  # type: ignore[arg-type]
     )
-    failed = _first_error(calls)
+    failed = "cancelled" if capped.cancelled else _first_error(calls)
     if not failed and capped.stopped:
         failed = "cap"
     if not failed and any(d.code in ("SC404", "SC405") for d in result.diagnostics):
@@ -357,6 +362,7 @@ def replay_live(
     record: bool = True,
     use_mocks: bool | None = None,
     on_call: Callable[[ModelAnswer], None] | None = None,
+    should_stop: Callable[[], str] | None = None,
 ) -> LiveOutcome:
     """Re-run a stored live run offline with its recorded answers; the outcome's `drift`
     says at which call the request differs from the recording and what changed."""
@@ -392,6 +398,7 @@ def replay_live(
         record=record and instructions is None,
         runner=None,
         on_call=on_call,
+        should_stop=should_stop,
     )
 
 

@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from django.db import transaction
+from django.utils.translation import gettext_lazy
 
 from agents import keyring
 from agents.core.diagnostics import Message
@@ -29,6 +30,13 @@ from agents.core.model import ModelRequest, ModelStrategy
 from agents.llm.endpoints import VERTEX_LOCATION, ConfigError, Endpoint, parse_models
 from agents.models import AgentApp, AppModelDefault, ModelEndpoint
 from agents.services.common import ServiceError, error
+
+# A live run (a model named, a replay or re-record, a judge) spends the operator's model
+# key: it needs edit rights on the app; a viewer may still run the scripted simulation.
+LIVE_NEEDS_EDIT = gettext_lazy(
+    "A live run calls a model on the operator's account: it needs edit rights on this app. "
+    "You may view this app: run the scripted simulation (no model) instead."
+)
 
 
 class ModelNotConfigured(ServiceError):

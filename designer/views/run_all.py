@@ -36,8 +36,20 @@ def run_all_context(app: AgentApp, job: Job) -> dict[str, Any]:
         for name, file in (selectors.app_needs_model_evaluations(app) if finished else [])
         if file not in ran
     ]
+    # A live Run all's figures over its rows: the summary's "live · model" badge.
+    lives = [s["live"] for s in scenarios if isinstance(s.get("live"), dict)]
+    live = None
+    if job.params.get("model"):
+        live = {
+            "model": job.params["model"],
+            "calls": sum(int(x.get("model_calls") or 0) for x in lives),
+            "tokens_in": sum(int(x.get("tokens_in") or 0) for x in lives),
+            "tokens_out": sum(int(x.get("tokens_out") or 0) for x in lives),
+            "cost": sum(float(x.get("cost") or 0) for x in lives),
+        }
     return {
         "job": job,
+        "live": live,
         "rows": rows,
         "done": job.progress_done,
         "total": job.progress_total,

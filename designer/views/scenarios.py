@@ -13,6 +13,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import reswap, retarget
 
 from agents import selectors, services
+from agents.core.diagnostics import Message
 from agents.i18n import localize
 from agents.models import (
     Agent,
@@ -21,7 +22,8 @@ from agents.models import (
     Scenario,
 )
 from agents.ratelimit import rate_limited
-from agents.services import live
+from agents.services import live, live_models
+from agents.services.common import error
 from designer import preview as preview_builder
 from designer import simulation
 from designer.forms import (
@@ -76,17 +78,45 @@ def agent_simulate(request: HttpRequest, app_id: int, agent_id: int) -> HttpResp
         # the API's, the command's and the pipeline's live runs use when they name none.
         if not access.can_edit:
             return HttpResponse(_("You may view this app but not change it."), status=403)
-        from agents.services import live_models
-
         try:
             live_models.app_model_set(app=app, model=str(params.get("model", "") or ""))
         except services.ServiceError as exc:
             return HttpResponse("; ".join(d.message for d in exc.diagnostics), status=400)
     elif request.method == "POST" and (
-        replay.isdigit() or (params.get("live") and params.get("model"))
+        replay.isdigit() or params.get("rerecord") or (params.get("live") and params.get("model"))
     ):
+        from agents.services.live_models import LIVE_NEEDS_EDIT
         from designer import job_views  # it imports designer.views
 
+        if not access.can_edit:  # a live run spends the operator's model key
+            return HttpResponse(LIVE_NEEDS_EDIT, status=403)
+        if params.get("rerecord"):
+            # Re-record live: with the recording's model, whatever the picker says.
+            params = {key: params.get(key) for key in params}
+            recorded = str(params["rerecord"])
+            if recorded not in {m["name"] for m in live_models.model_names()}:
+                context = {
+                    "app": app,
+                    "access": access,
+                    "agent": agent,
+                    "conversation": simulation.build_conversation(
+                        app, agent, {**params, "live": ""}, request.user
+                    ),
+                }
+                context["conversation"].diagnostics.insert(
+                    0,
+                    error(
+                        "model",
+                        Message(
+                            "The recording's model %(model)s is no longer configured: pick "
+                            "a model and press Run live to record the run again.",
+                            model=recorded,
+                        ),
+                        "SC482",
+                    ),
+                )
+                return render(request, f"{DESIGNER}#conversation-panel", context)
+            params["model"], params["live"] = recorded, "1"
         return job_views.submit_live(request, app, access, agent, params)
     return _conversation(request, app, access, agent, params)
 

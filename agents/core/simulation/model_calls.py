@@ -9,7 +9,13 @@ from typing import Any
 
 from agents.core.compile import compile_instructions
 from agents.core.diagnostics import Diagnostic, Message, Severity
-from agents.core.model import ModelAnswer, ModelRequest, function_declarations, transfer_note
+from agents.core.model import (
+    RUN_ENDING_ERRORS,
+    ModelAnswer,
+    ModelRequest,
+    function_declarations,
+    transfer_note,
+)
 from agents.core.simulation.calls import FunctionCalls
 from agents.core.simulation.results import TRANSFER_TOOL, ModelCall
 from agents.core.simulation.values import (
@@ -92,11 +98,28 @@ class ModelCalls(FunctionCalls):
             )
         )
 
+    def live_run_stopped(self) -> None:
+        """A live run's model error that ends the run (``RUN_ENDING_ERRORS``): said once,
+        after the turn it happened in; the later turns are not run (no model call)."""
+        self.diagnostics.append(
+            Diagnostic(
+                "SC421",
+                Severity.ERROR,
+                Message(
+                    "the live run stopped in turn %(turn)s (%(error)s): the later turns were "
+                    "not run and the model was not called again.",
+                    turn=self.turn,
+                    error=self.live_stopped,
+                ),
+                subject=self.agent.name,
+            )
+        )
+
     def live_turn(self, user_step: int | None) -> None:
         """A live run's turn (ADK's loop): call the model until it answers without a
         function call, a call fails, or the code ends the turn. Only a turn started by a
         user input calls the model. The caps are the strategy's (``agents.core.live``)."""
-        if self.model is None or user_step is None:
+        if self.model is None or user_step is None or self.live_stopped:
             return
         self.step_index = user_step
         while self.turn_ended is None and self.turn_answered is None:
@@ -170,6 +193,8 @@ class ModelCalls(FunctionCalls):
                 subject=self.agent.name,
             )
             self.turn_ended = Message("the model call")
+            if answer.error in RUN_ENDING_ERRORS:
+                self.live_stopped = answer.error
         return answer
 
     def model_call(

@@ -224,6 +224,9 @@ class Run(ModelCalls):
                 if self.turn >= 0:
                     self.live_turn(live_step)
                     self.end_turn()
+                    if self.live_stopped:
+                        self.live_run_stopped()
+                        break
                 self.step_index = index
                 live_step = index if step.kind is StepKind.USER else None
                 self.start_turn(step)
@@ -236,9 +239,10 @@ class Run(ModelCalls):
                 # Live: scripted calls and replies are expectations (agents.core.live);
                 # only mocks act, before the model's calls of the turn.
                 self.step_mocks[step.expectation.tool] = copy_tree(step.expectation.value)
-        if self.turn >= 0:
-            self.live_turn(live_step)
-            self.end_turn()
+        else:
+            if self.turn >= 0:
+                self.live_turn(live_step)
+                self.end_turn()
         events = tuple(
             replace(event, dropped_at_turn=self.dropped_at[event.index])
             if event.index in self.dropped_at

@@ -50,6 +50,9 @@ class RunState:
         self.app = app
         # A live run: the model answers each model call (None: the script does).
         self.model = model
+        # A live run ended by a model error that no later turn can outlive (auth, quota,
+        # config) or by a cancel: the error's name; the later turns are not run.
+        self.live_stopped = ""
         self.scenario = scenario
         self.session = scenario.session
         self.agent = agent
