@@ -930,3 +930,75 @@ def test_adks_transfer_note_comes_before_what_the_callback_appended(server, mode
     call = outcome.result.model_calls[0]
     assert system.startswith(call.instructions + "\n\nYou have a list of other agents")
     assert system.endswith("other than the function call." + DIRECTIVE)
+
+
+def _kinds(contents):
+    """The runtime's contents as (role, part kind) pairs: call, response or the text."""
+    out = []
+    for content in contents:
+        for part in content["parts"]:
+            kind = (
+                "call"
+                if "function_call" in part
+                else "response"
+                if "function_response" in part
+                else part.get("text")
+            )
+            out.append((content["role"], kind))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["openai", "gemini"])
+def test_a_state_update_the_tool_wrote_comes_right_after_its_function_response(
+    kind, server, models_env, bank_app
+):
+    """The tool writes a dynamically referenced variable, then the model answers and the
+    user speaks again. Both wire protocols want a function call followed at once by its
+    response (the loopback server answers the real 400 otherwise): the runtime's request
+    — what is recorded and fingerprinted, and what a replay compares — has the
+    ``<state_update>`` right after the function response, not between the call and its
+    response, and the wire has the same order."""
+    models_env(kind)
+    app, agent, _ = bank_app
+    scenario = services.scenario_save(
+        agent=agent, name="Two turns", steps_script="user: What is my balance?\nuser: Thanks!\n"
+    )
+    call, text = (openai_call, openai_text) if kind == "openai" else (gemini_call, gemini_text)
+    server.script(
+        call("LookupBalance", {"account_id": "primary"}),
+        text("It is 1,250 EUR."),
+        text("You are welcome."),
+    )
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert server.refused == []
+    assert outcome.run.model_calls == 3 and outcome.run.error == ""
+    update = "<state_update>current_account_balance: 1250</state_update>"
+    assert _kinds(outcome.run.calls[2]["request"]["contents"]) == [
+        ("user", "What is my balance?"),
+        ("model", "call"),
+        ("user", "response"),
+        ("user", update),
+        ("model", "It is 1,250 EUR."),
+        ("user", "Thanks!"),
+    ]
+    wire = server.seen[2].body
+    if kind == "openai":
+        assert [m["role"] for m in wire["messages"]] == [
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "user",
+            "assistant",
+            "user",
+        ]
+        assert wire["messages"][4]["content"] == update
+    else:
+        assert [[next(iter(p)) for p in c["parts"]] for c in wire["contents"]] == [
+            ["text"],
+            ["functionCall"],
+            ["functionResponse", "text"],
+            ["text"],
+            ["text"],
+        ]
+        assert wire["contents"][2]["parts"][1]["text"] == update

@@ -48,6 +48,42 @@ def content_of(event: Event, agent: str = "") -> dict[str, Any] | None:
     return None
 
 
+def _count(content: dict[str, Any], key: str) -> int:
+    return sum(1 for p in content.get("parts") or () if key in p)
+
+
+def function_call_order(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`contents` with what sits between a function call and its response (the
+    ``<state_update>`` text of the writes the call made) moved right after the response:
+    a function call turn is followed at once by its function responses (Gemini answers 400
+    otherwise, OpenAI too for a ``tool`` message that does not follow its call), and ADK's
+    contents put an event found between a call and its response after the response
+    (``rearrange_events_for_async_function_responses_in_history``). A call that gets no
+    response (its tool raised) lets what waits go at the next content."""
+    out: list[dict[str, Any]] = []
+    held: list[dict[str, Any]] = []
+    waiting = 0  # function calls of the last call turn still without a response
+    for content in contents:
+        calls = _count(content, "function_call") if content.get("role") == "model" else 0
+        responses = _count(content, "function_response")
+        if waiting and not calls and not responses:
+            held.append(content)
+            continue
+        if waiting and responses:
+            out.append(content)
+            waiting = max(0, waiting - responses)
+            if not waiting:
+                out.extend(held)
+                held.clear()
+            continue
+        out.extend(held)
+        held.clear()
+        out.append(content)
+        waiting = calls
+    out.extend(held)
+    return out
+
+
 def cx_events(events: list[Event], agent: str) -> list[dict[str, Any]]:
     """The history as CX session events (``callback_context.events``): the user's messages
     (author ``user``), the agent's messages, calls and responses (author: the agent, as in
@@ -67,10 +103,14 @@ class Window(RunState):
     def model_contents(self, *, state_updates: bool = True) -> list[dict[str, Any]]:
         """The history of the window so far as CX/Gemini contents (``{"role": "user" |
         "model", "parts": [...]}``). What the *model* reads has the ``<state_update>``
-        entries where the writes happened (the seeds); what the *callbacks* get as
-        ``llm_request.contents`` (``state_updates=False``) is the runtime's contents —
-        messages, function calls and responses — so the user's message is the last content
-        of a turn's first call, as real CX code reads it (``contents[-1]``)."""
+        entries where the writes happened (the seeds), except that a function call is
+        always followed by its response at once, as both wire protocols require and ADK's
+        contents do: the updates written during a call (its ``before_tool``/``after_tool``
+        callbacks, the tool) come right after its response (``function_call_order``). What
+        the *callbacks* get as ``llm_request.contents`` (``state_updates=False``) is the
+        runtime's contents — messages, function calls and responses — so the user's message
+        is the last content of a turn's first call, as real CX code reads it
+        (``contents[-1]``)."""
         contents: list[dict[str, Any]] = []
         for event in self.events[self.window_start :][-MAX_CONTENTS:]:
             if event.kind == "state_update" and not state_updates:
@@ -78,7 +118,7 @@ class Window(RunState):
             content = content_of(event, self.agent.name)
             if content is not None:
                 contents.append(content)
-        return contents
+        return function_call_order(contents)
 
     def code_context(self) -> dict[str, Any]:
         """What code's ``context`` holds: the built-ins, the agent's name and the session's
