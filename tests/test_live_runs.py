@@ -1002,3 +1002,40 @@ def test_a_state_update_the_tool_wrote_comes_right_after_its_function_response(
             ["text"],
         ]
         assert wire["contents"][2]["parts"][1]["text"] == update
+
+
+RAISING_CODE = """def LookupBalance(account_id: str = "primary") -> dict:
+    context.state["current_account_balance"] = 1
+    raise ValueError("the bank is down")
+"""
+
+
+@pytest.mark.parametrize("kind", ["openai", "gemini"])
+def test_a_call_whose_tool_raised_is_not_sent_again_without_its_response(
+    kind, server, models_env, bank_app, user
+):
+    """The tool raises: the turn ends there with the function call and no response (its
+    write undone). The next turn's request left that call in the history, and both real
+    services refuse a call without its response (OpenAI's 400 "An assistant message with
+    'tool_calls' must be followed by tool messages…", Gemini's "function response turn
+    comes immediately after a function call turn"): the runtime leaves it out, as ADK's
+    contents do (``drop_orphaned_function_calls``)."""
+    models_env(kind)
+    app, agent, _ = bank_app
+    tool = app.tools.get(name="LookupBalance")
+    services.tool_update(tool=tool, actor=user, python_code=RAISING_CODE)
+    scenario = services.scenario_save(
+        agent=agent, name="Down", steps_script="user: What is my balance?\nuser: Try again?\n"
+    )
+    call, text = (openai_call, openai_text) if kind == "openai" else (gemini_call, gemini_text)
+    server.script(call("LookupBalance", {}), text("The bank is down, sorry."))
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert server.refused == []
+    assert outcome.run.model_calls == 2 and outcome.run.error == ""
+    assert _kinds(outcome.run.calls[1]["request"]["contents"]) == [
+        ("user", "What is my balance?"),
+        ("user", "Try again?"),
+    ]
+    assert [e.kind for e in outcome.result.events if e.kind in ("tool_call", "error")][:1] == [
+        "tool_call"
+    ]

@@ -1481,3 +1481,29 @@ def test_adks_own_contents_never_put_an_event_between_a_call_and_its_response():
         "ok",
         "thx",
     ]
+
+
+def test_a_call_whose_tool_raised_is_left_out_of_the_next_request_on_adk(tmp_path):
+    """The tool raises and ends the invocation with its function call unanswered: the next
+    turn's history leaves that call out (ADK's ``drop_orphaned_function_calls``; the
+    package rebuilt the history with it, which Gemini and OpenAI refuse), as the
+    simulation does."""
+    raising = (
+        'def Lookup(account: str) -> dict:\n    """Look the balance up."""\n'
+        '    context.state["balance"] = 1\n    raise ValueError("down")\n'
+    )
+    app = AppSpec(
+        name="raising",
+        variables=WRITES_IN_A_CALL.variables,
+        tools=(ToolSpec("Lookup", ToolKind.PYTHON, python_code=raising),),
+        agents=(
+            AgentSpec("root", instructions="Use {@TOOL: Lookup}.", tools=("Lookup",), is_root=True),
+        ),
+    )
+    scenario = _one_turn(
+        "root", 'tool: Lookup {"account": "primary"}\n', "user: again?\n", "agent: Sorry.\n"
+    )
+    theirs = adk_run(app, scenario, tmp_path)
+    assert theirs.failed_turns == [0]
+    assert theirs.model_contents[-1] == [("user", ("hello",)), ("user", ("again?",))]
+    assert compare(app, scenario, tmp_path / "again") == ("agree", [])

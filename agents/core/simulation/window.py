@@ -52,21 +52,27 @@ def _count(content: dict[str, Any], key: str) -> int:
     return sum(1 for p in content.get("parts") or () if key in p)
 
 
-def function_call_order(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`contents` with what sits between a function call and its response (the
-    ``<state_update>`` text of the writes the call made) moved right after the response:
+def function_call_order(
+    contents: list[dict[str, Any]], updates: list[bool]
+) -> list[dict[str, Any]]:
+    """`contents` with the state updates (``updates[i]``: content i is a
+    ``<state_update>``) that sit between a function call and its response (the writes the
+    call made) moved right after the response:
     a function call turn is followed at once by its function responses (Gemini answers 400
     otherwise, OpenAI too for a ``tool`` message that does not follow its call), and ADK's
     contents put an event found between a call and its response after the response
-    (``rearrange_events_for_async_function_responses_in_history``). A call that gets no
-    response (its tool raised) lets what waits go at the next content."""
+    (``rearrange_events_for_async_function_responses_in_history``). A call that never got
+    a response (its tool raised and ended the turn) is left out, as ADK leaves it out
+    (``drop_orphaned_function_calls``: both protocols refuse a call without its
+    response), and what waited after it goes at the next content."""
     out: list[dict[str, Any]] = []
     held: list[dict[str, Any]] = []
     waiting = 0  # function calls of the last call turn still without a response
-    for content in contents:
+    call_at = -1  # where that call turn is in `out`
+    for content, update in zip(contents, updates, strict=True):
         calls = _count(content, "function_call") if content.get("role") == "model" else 0
         responses = _count(content, "function_response")
-        if waiting and not calls and not responses:
+        if waiting and update:
             held.append(content)
             continue
         if waiting and responses:
@@ -76,8 +82,16 @@ def function_call_order(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 out.extend(held)
                 held.clear()
             continue
+        if waiting and 0 <= call_at < len(out):
+            # The call turn got no response: its calls leave, any text of it stays.
+            kept = [p for p in out[call_at].get("parts") or () if "function_call" not in p]
+            if kept:
+                out[call_at] = {**out[call_at], "parts": kept}
+            else:
+                del out[call_at]
         out.extend(held)
         held.clear()
+        call_at = len(out) if calls else -1
         out.append(content)
         waiting = calls
     out.extend(held)
@@ -112,13 +126,15 @@ class Window(RunState):
         is the last content of a turn's first call, as real CX code reads it
         (``contents[-1]``)."""
         contents: list[dict[str, Any]] = []
+        updates: list[bool] = []
         for event in self.events[self.window_start :][-MAX_CONTENTS:]:
             if event.kind == "state_update" and not state_updates:
                 continue
             content = content_of(event, self.agent.name)
             if content is not None:
                 contents.append(content)
-        return function_call_order(contents)
+                updates.append(event.kind == "state_update")
+        return function_call_order(contents, updates)
 
     def code_context(self) -> dict[str, Any]:
         """What code's ``context`` holds: the built-ins, the agent's name and the session's

@@ -600,6 +600,15 @@ class App:
                 out.append(types.Content(role="user", parts=[types.Part(text=text)]))
 
         events = list(getattr(session, "events", None) or ())
+        # A call that never got a response (its tool raised and ended the invocation) is
+        # left out, as ADK's contents leave it out (`drop_orphaned_function_calls`): the
+        # model's protocol refuses a call without its response.
+        answered = {
+            part.function_response.id
+            for event in events
+            for part in ((event.content.parts if event.content else None) or ())
+            if part.function_response is not None
+        }
         for event in events:
             given = (event.actions.state_delta or {}).get(SESSION_KEY)
             if isinstance(given, dict):
@@ -631,7 +640,16 @@ class App:
                 continue
             copied = content.model_copy(deep=True)
             copied.role = copied.role or ("user" if event.author == "user" else "model")
-            for part in copied.parts or ():
+            copied.parts = [
+                part
+                for part in copied.parts or ()
+                if part.function_call is None
+                or not part.function_call.id
+                or part.function_call.id in answered
+            ]
+            if not copied.parts:
+                continue
+            for part in copied.parts:
                 if part.function_call is not None:
                     part.function_call.id = None
                 if part.function_response is not None:
