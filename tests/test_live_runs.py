@@ -1039,3 +1039,39 @@ def test_a_call_whose_tool_raised_is_not_sent_again_without_its_response(
     assert [e.kind for e in outcome.result.events if e.kind in ("tool_call", "error")][:1] == [
         "tool_call"
     ]
+
+
+@pytest.mark.parametrize("kind", ["openai", "gemini"])
+def test_a_response_whose_call_left_the_context_window_is_not_sent(
+    kind, server, models_env, bank_app
+):
+    """With a small token budget the window drops the turn's first events — the user's
+    message and the function call — and keeps the function response: a response without
+    its call, which both services refuse (OpenAI's 400 "messages with role 'tool' must be a
+    response to a preceeding message with 'tool_calls'", Gemini's "function response turn
+    comes immediately after a function call turn"). It is left out, as ADK leaves an
+    orphaned response out (``drop_orphaned_function_responses``)."""
+    models_env(kind)
+    app, agent, _ = bank_app
+    # The instructions take 47 tokens; 55 left hold the update, the response and the reply
+    # (50) but not the user's message and the call before them (25 more).
+    scenario = services.scenario_save(
+        agent=agent,
+        name="Window",
+        steps_script="user: What is my balance?\nuser: Thanks!\n",
+        token_budget=102,
+    )
+    call, text = (openai_call, openai_text) if kind == "openai" else (gemini_call, gemini_text)
+    server.script(
+        call("LookupBalance", {"account_id": "primary"}),
+        text("It is 1,250 EUR."),
+        text("You are welcome."),
+    )
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert server.refused == []
+    assert outcome.run.model_calls == 3 and outcome.run.error == ""
+    assert _kinds(outcome.run.calls[2]["request"]["contents"]) == [
+        ("user", "<state_update>current_account_balance: 1250</state_update>"),
+        ("model", "It is 1,250 EUR."),
+        ("user", "Thanks!"),
+    ]

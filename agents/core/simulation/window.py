@@ -64,7 +64,8 @@ def function_call_order(
     (``rearrange_events_for_async_function_responses_in_history``). A call that never got
     a response (its tool raised and ended the turn) is left out, as ADK leaves it out
     (``drop_orphaned_function_calls``: both protocols refuse a call without its
-    response), and what waited after it goes at the next content."""
+    response), and what waited after it goes at the next content; so is a response whose
+    call the context window dropped."""
     out: list[dict[str, Any]] = []
     held: list[dict[str, Any]] = []
     waiting = 0  # function calls of the last call turn still without a response
@@ -91,6 +92,13 @@ def function_call_order(
                 del out[call_at]
         out.extend(held)
         held.clear()
+        if responses:
+            # A response whose call is not before it (the context window dropped the
+            # call): left out, as ADK leaves it out (`drop_orphaned_function_responses`).
+            kept = [p for p in content.get("parts") or () if "function_response" not in p]
+            if not kept:
+                continue
+            content = {**content, "parts": kept}
         call_at = len(out) if calls else -1
         out.append(content)
         waiting = calls
