@@ -5,6 +5,15 @@ with a status, an SSE stream of JSON chunks, or a stall (the server holds the re
 until the test ends, so the client's timeout fires — no sleeping anywhere). Every request
 is kept (path, headers, JSON body) for the test to assert on. Helpers build the answers
 of OpenAI chat completions and Gemini generateContent.
+
+The server checks the history's function-call protocol as the real services do, before
+it answers (``strict``, on by default; a refused request is kept in ``seen`` and uses no
+scripted reply): OpenAI's chat completions answers 400 ``invalid_request_error`` when an
+assistant message with ``tool_calls`` is not followed, before any other message, by a
+``tool`` message for each of its ``tool_call_id`` s, or when a ``tool`` message answers no
+such call; Gemini's ``generateContent`` answers 400 ``INVALID_ARGUMENT`` when a function
+response turn does not come right after a function call turn, or when the number of its
+function response parts differs from the number of function call parts (``wire_error``).
 """
 
 from __future__ import annotations
@@ -45,6 +54,9 @@ class ModelServer:
     # the model); their requests are kept in `routed`, not in `seen`.
     routes: dict[str, Callable[[Seen], Reply]] = field(default_factory=dict)
     routed: list[Seen] = field(default_factory=list)
+    # The real services' function-call protocol checks (`wire_error`); the 400s refused.
+    strict: bool = True
+    refused: list[Reply] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.release = threading.Event()
@@ -72,7 +84,12 @@ class ModelServer:
                         reply = route(seen)
                     else:
                         server.seen.append(seen)
-                        reply = server.next_reply()
+                        refusal = wire_error(seen) if server.strict else None
+                        if refusal is not None:
+                            server.refused.append(refusal)
+                            reply = refusal
+                        else:
+                            reply = server.next_reply()
                 if reply.stall:
                     server.release.wait(30)
                     # Hang up: an HTTP/1.1 handler that returns without an answer would keep
@@ -123,6 +140,111 @@ class ModelServer:
         self.release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+# --------------------------------------------------------------------------- protocol
+
+
+def wire_error(seen: Seen) -> Reply | None:
+    """The 400 the real service answers for a request whose history breaks the
+    function-call protocol (see the module docstring); None for a valid one."""
+    body = seen.body if isinstance(seen.body, dict) else {}
+    path = seen.path.split("?")[0]
+    if path.endswith("/chat/completions"):
+        return openai_wire_error(body.get("messages") or [])
+    if path.endswith(":generateContent") or path.endswith(":streamGenerateContent"):
+        return gemini_wire_error(body.get("contents") or [])
+    return None
+
+
+def _openai_400(message: str, param: str) -> Reply:
+    return Reply(
+        400,
+        {
+            "error": {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": param,
+                "code": None,
+            }
+        },
+    )
+
+
+def openai_wire_error(messages: list[Any]) -> Reply | None:
+    """OpenAI chat completions: every ``tool_call_id`` of an assistant message answered by
+    the ``tool`` messages that come right after it; no other ``tool`` message."""
+    answered: set[int] = set()
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "tool" and i not in answered:
+            return _openai_400(
+                "Invalid parameter: messages with role 'tool' must be a response to a "
+                "preceeding message with 'tool_calls'.",
+                f"messages.[{i}].role",
+            )
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        if not calls:
+            continue
+        waiting = [str(c.get("id")) for c in calls if isinstance(c, dict)]
+        j = i + 1
+        while j < len(messages) and isinstance(messages[j], dict):
+            if messages[j].get("role") != "tool":
+                break
+            call_id = str(messages[j].get("tool_call_id"))
+            if call_id not in waiting:
+                return _openai_400(
+                    f"Invalid parameter: 'tool_call_id' of '{call_id}' not found in "
+                    "'tool_calls' of previous message.",
+                    f"messages.[{j}].tool_call_id",
+                )
+            waiting.remove(call_id)
+            answered.add(j)
+            j += 1
+        if waiting:
+            return _openai_400(
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                "responding to each 'tool_call_id'. The following tool_call_ids did not "
+                f"have response messages: {', '.join(waiting)}",
+                f"messages.[{j if j < len(messages) else i}].role",
+            )
+    return None
+
+
+def _parts(content: Any, key: str) -> int:
+    parts = content.get("parts") if isinstance(content, dict) else None
+    return sum(1 for p in parts or () if isinstance(p, dict) and key in p)
+
+
+def gemini_wire_error(contents: list[Any]) -> Reply | None:
+    """Gemini generateContent: a function response turn right after a function call turn,
+    with as many function response parts as the call turn has function call parts."""
+    for i, content in enumerate(contents):
+        responses = _parts(content, "functionResponse")
+        if not responses:
+            continue
+        calls = _parts(contents[i - 1], "functionCall") if i else 0
+        if not calls:
+            return gemini_error(
+                400,
+                "Please ensure that function response turn comes immediately after a "
+                "function call turn.",
+            )
+        if responses != calls:
+            return gemini_error(
+                400,
+                "Please ensure that the number of function response parts is equal to the "
+                "number of function call parts of the function call turn.",
+            )
+    for i, content in enumerate(contents[:-1]):
+        if _parts(content, "functionCall") and not _parts(contents[i + 1], "functionResponse"):
+            return gemini_error(
+                400,
+                "Please ensure that function response turn comes immediately after a "
+                "function call turn.",
+            )
+    return None
 
 
 # --------------------------------------------------------------------------- OpenAI

@@ -930,3 +930,148 @@ def test_adks_transfer_note_comes_before_what_the_callback_appended(server, mode
     call = outcome.result.model_calls[0]
     assert system.startswith(call.instructions + "\n\nYou have a list of other agents")
     assert system.endswith("other than the function call." + DIRECTIVE)
+
+
+def _kinds(contents):
+    """The runtime's contents as (role, part kind) pairs: call, response or the text."""
+    out = []
+    for content in contents:
+        for part in content["parts"]:
+            kind = (
+                "call"
+                if "function_call" in part
+                else "response"
+                if "function_response" in part
+                else part.get("text")
+            )
+            out.append((content["role"], kind))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["openai", "gemini"])
+def test_a_state_update_the_tool_wrote_comes_right_after_its_function_response(
+    kind, server, models_env, bank_app
+):
+    """The tool writes a dynamically referenced variable, then the model answers and the
+    user speaks again. Both wire protocols want a function call followed at once by its
+    response (the loopback server answers the real 400 otherwise): the runtime's request
+    — what is recorded and fingerprinted, and what a replay compares — has the
+    ``<state_update>`` right after the function response, not between the call and its
+    response, and the wire has the same order."""
+    models_env(kind)
+    app, agent, _ = bank_app
+    scenario = services.scenario_save(
+        agent=agent, name="Two turns", steps_script="user: What is my balance?\nuser: Thanks!\n"
+    )
+    call, text = (openai_call, openai_text) if kind == "openai" else (gemini_call, gemini_text)
+    server.script(
+        call("LookupBalance", {"account_id": "primary"}),
+        text("It is 1,250 EUR."),
+        text("You are welcome."),
+    )
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert server.refused == []
+    assert outcome.run.model_calls == 3 and outcome.run.error == ""
+    update = "<state_update>current_account_balance: 1250</state_update>"
+    assert _kinds(outcome.run.calls[2]["request"]["contents"]) == [
+        ("user", "What is my balance?"),
+        ("model", "call"),
+        ("user", "response"),
+        ("user", update),
+        ("model", "It is 1,250 EUR."),
+        ("user", "Thanks!"),
+    ]
+    wire = server.seen[2].body
+    if kind == "openai":
+        assert [m["role"] for m in wire["messages"]] == [
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "user",
+            "assistant",
+            "user",
+        ]
+        assert wire["messages"][4]["content"] == update
+    else:
+        assert [[next(iter(p)) for p in c["parts"]] for c in wire["contents"]] == [
+            ["text"],
+            ["functionCall"],
+            ["functionResponse", "text"],
+            ["text"],
+            ["text"],
+        ]
+        assert wire["contents"][2]["parts"][1]["text"] == update
+
+
+RAISING_CODE = """def LookupBalance(account_id: str = "primary") -> dict:
+    context.state["current_account_balance"] = 1
+    raise ValueError("the bank is down")
+"""
+
+
+@pytest.mark.parametrize("kind", ["openai", "gemini"])
+def test_a_call_whose_tool_raised_is_not_sent_again_without_its_response(
+    kind, server, models_env, bank_app, user
+):
+    """The tool raises: the turn ends there with the function call and no response (its
+    write undone). The next turn's request left that call in the history, and both real
+    services refuse a call without its response (OpenAI's 400 "An assistant message with
+    'tool_calls' must be followed by tool messages…", Gemini's "function response turn
+    comes immediately after a function call turn"): the runtime leaves it out, as ADK's
+    contents do (``drop_orphaned_function_calls``)."""
+    models_env(kind)
+    app, agent, _ = bank_app
+    tool = app.tools.get(name="LookupBalance")
+    services.tool_update(tool=tool, actor=user, python_code=RAISING_CODE)
+    scenario = services.scenario_save(
+        agent=agent, name="Down", steps_script="user: What is my balance?\nuser: Try again?\n"
+    )
+    call, text = (openai_call, openai_text) if kind == "openai" else (gemini_call, gemini_text)
+    server.script(call("LookupBalance", {}), text("The bank is down, sorry."))
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert server.refused == []
+    assert outcome.run.model_calls == 2 and outcome.run.error == ""
+    assert _kinds(outcome.run.calls[1]["request"]["contents"]) == [
+        ("user", "What is my balance?"),
+        ("user", "Try again?"),
+    ]
+    assert [e.kind for e in outcome.result.events if e.kind in ("tool_call", "error")][:1] == [
+        "tool_call"
+    ]
+
+
+@pytest.mark.parametrize("kind", ["openai", "gemini"])
+def test_a_response_whose_call_left_the_context_window_is_not_sent(
+    kind, server, models_env, bank_app
+):
+    """With a small token budget the window drops the turn's first events — the user's
+    message and the function call — and keeps the function response: a response without
+    its call, which both services refuse (OpenAI's 400 "messages with role 'tool' must be a
+    response to a preceeding message with 'tool_calls'", Gemini's "function response turn
+    comes immediately after a function call turn"). It is left out, as ADK leaves an
+    orphaned response out (``drop_orphaned_function_responses``)."""
+    models_env(kind)
+    app, agent, _ = bank_app
+    # The instructions take 47 tokens; 55 left hold the update, the response and the reply
+    # (50) but not the user's message and the call before them (25 more).
+    scenario = services.scenario_save(
+        agent=agent,
+        name="Window",
+        steps_script="user: What is my balance?\nuser: Thanks!\n",
+        token_budget=102,
+    )
+    call, text = (openai_call, openai_text) if kind == "openai" else (gemini_call, gemini_text)
+    server.script(
+        call("LookupBalance", {"account_id": "primary"}),
+        text("It is 1,250 EUR."),
+        text("You are welcome."),
+    )
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop")
+    assert server.refused == []
+    assert outcome.run.model_calls == 3 and outcome.run.error == ""
+    assert _kinds(outcome.run.calls[2]["request"]["contents"]) == [
+        ("user", "<state_update>current_account_balance: 1250</state_update>"),
+        ("model", "It is 1,250 EUR."),
+        ("user", "Thanks!"),
+    ]

@@ -53,9 +53,12 @@ How a session runs
   the ``tool_response`` event with the final response. A tool the app does not have
   (SC404) or the agent may not call (SC405) is reported and not run; ``transfer_to_agent``
   is every agent's (below). Every
-  ``<state_update>`` appears at the moment of its write, so the tool's updates come before
-  its response. OpenAPI and MCP calls also record the HTTP request they would send
-  (``agents.core.http``), built with the state at call time.
+  ``<state_update>`` event is added at the moment of its write (the timeline shows the
+  tool's updates before its response), but what the model reads puts the updates written
+  during a function call right after its response (``Window.model_contents``): nothing
+  comes between a function call and its response, as Gemini and OpenAI require. OpenAPI
+  and MCP calls also record the HTTP request they would send (``agents.core.http``),
+  built with the state at call time.
 - **Transfers** (ADK's, which CX's ``agentTransfer`` is): a function call
   ``transfer_to_agent {"agent_name": X}`` (a TOOL step, ``expect transfer: X``, which is
   the scripted model making that call, or a callback's answer) runs like a tool call

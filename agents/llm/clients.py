@@ -14,9 +14,11 @@ function-call parts, token usage and a cost estimate. Nothing raises: every fail
 - **Streaming** (``stream=True``): OpenAI's ``stream`` with usage, Gemini's
   ``streamGenerateContent``; ``on_text`` receives each piece of text as it arrives.
 - **The history on the wire**: Gemini gets the contents as the runtime builds them, with
-  consecutive contents of one role merged into one (Gemini alternates roles). OpenAI's
-  protocol requires a tool's result right after the assistant's tool call, so text the
-  history holds between them (a state update the tool wrote) follows the tool results.
+  consecutive contents of one role merged into one (Gemini alternates roles). Both
+  protocols require a function call to be followed at once by its responses; the runtime's
+  history already puts a tool's state updates right after its response
+  (``agents.core.simulation.window.function_call_order``), and a user content that answers
+  function calls still gets its responses first here (text after them).
 - **Secrets**: the key goes only into the SDK's client; an error message never carries
   the server's text for an authentication failure (some servers echo the key), and any
   occurrence of the key in a message is masked.

@@ -132,10 +132,45 @@ class AdkOutcome:
     instructions: list[str] = field(default_factory=list)
     calls_per_turn: list[int] = field(default_factory=list)
     model_updates: list[list[str]] = field(default_factory=list)  # per call that reached it
+    # Per call that reached the model: its contents as (role, part kinds) — "call:<name>",
+    # "response:<name>" or the text — in the order ADK's model received them.
+    model_contents: list[list[tuple[str, tuple[str, ...]]]] = field(default_factory=list)
     agent_texts: list[str] = field(default_factory=list)
     tool_responses: list[Any] = field(default_factory=list)
     failed_turns: list[int] = field(default_factory=list)
     unscripted_calls: int = 0
+
+
+def shape(content: Any) -> tuple[str, tuple[str, ...]]:
+    """A genai content as (role, its parts' kinds: "call:<name>", "response:<name>", text)."""
+    kinds = []
+    for part in content.parts or ():
+        if part.function_call is not None:
+            kinds.append(f"call:{part.function_call.name}")
+        elif part.function_response is not None:
+            kinds.append(f"response:{part.function_response.name}")
+        else:
+            kinds.append(part.text or "")
+    return (content.role or "", tuple(kinds))
+
+
+def between_call_and_response(contents: list[tuple[str, tuple[str, ...]]]) -> list[str]:
+    """Where `contents` (``shape``s) break the function-call protocol of Gemini and OpenAI:
+    a content with function calls not followed at once by one with as many responses, or
+    a response that does not follow a call. Empty: every call is followed by its
+    responses, with nothing between them."""
+    problems = []
+    for i, (role, kinds) in enumerate(contents):
+        calls = sum(k.startswith("call:") for k in kinds) if role == "model" else 0
+        after = contents[i + 1][1] if i + 1 < len(contents) else ()
+        responses = sum(k.startswith("response:") for k in after)
+        if calls and i + 1 < len(contents) and responses != calls:
+            problems.append(f"content {i + 1} {kinds} is followed by {after}")
+        before = contents[i - 1] if i else ("", ())
+        answered = sum(k.startswith("call:") for k in before[1]) if before[0] == "model" else 0
+        if any(k.startswith("response:") for k in kinds) and not answered:
+            problems.append(f"content {i + 1} {kinds} follows {before[1]}, not a call")
+    return problems
 
 
 def _agents(agent: Any) -> list[Any]:
@@ -169,6 +204,7 @@ def adk_run(app: AppSpec, scenario: ScenarioSpec, where: Path) -> AdkOutcome | N
                     if p.text and p.text.startswith("<state_update>")
                 ]
             )
+            outcome.model_contents.append([shape(c) for c in llm_request.contents])
             # The turn's next scripted answer: one per call that reaches the model (a
             # before_model callback answering in its place does not use one up).
             k = reached[current[0]]
@@ -335,6 +371,11 @@ def differences(ours: SimulationResult, theirs: AdkOutcome, normalize: Any = _sa
             if normalize(collapsed_updates(updates)) != normalize(collapsed_updates(adk_updates)):
                 out.append(f"<state_update>s of model call {call.index} differ")
                 break
+    for number, contents in enumerate(theirs.model_contents):
+        broken = between_call_and_response(contents)
+        if broken:
+            out.append(f"ADK's model call {number} breaks call/response: {broken[0]}")
+            break
     ended = sorted({e.turn for e in ours.events if e.error and e.error.code == "SC410"})
     if ended != theirs.failed_turns:
         out.append(f"turns ended by an exception: {ended} != {theirs.failed_turns}")

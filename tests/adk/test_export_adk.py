@@ -55,6 +55,7 @@ from agents.sandbox import Limits
 from agents.services import exchange
 from tests.adk.export_harness import (
     adk_run,
+    between_call_and_response,
     calls_per_turn,
     differences,
     load_package,
@@ -243,6 +244,71 @@ def test_a_before_tool_callback_filling_empty_arguments_in_place_reaches_the_too
     )
     theirs = adk_run(app, _one_turn("root", "tool: greet {}\n", "agent: ok\n"), tmp_path)
     assert theirs.final_state["heard"] == "Ada"
+
+
+WRITES_IN_A_CALL = AppSpec(
+    name="wire order",
+    variables=(
+        VariableSpec("balance", VariableType.NUMBER, default=0),
+        VariableSpec("checked", VariableType.TEXT),
+        VariableSpec("seen", VariableType.TEXT),
+    ),
+    tools=(
+        ToolSpec(
+            "Lookup",
+            ToolKind.PYTHON,
+            python_code='def Lookup(account: str) -> dict:\n    """Look the balance up."""\n'
+            '    context.state["balance"] = 1250\n    return {"balance": 1250}\n',
+        ),
+    ),
+    agents=(
+        AgentSpec(
+            "root",
+            instructions="Your balance is {balance}. Use {@TOOL: Lookup}.",
+            tools=("Lookup",),
+            is_root=True,
+            callbacks=(
+                CallbackSpec(
+                    CallbackKind.BEFORE_TOOL,
+                    "def before_tool_callback(tool, args, tool_context):\n"
+                    "    tool_context.state['checked'] = args['account']\n",
+                ),
+                CallbackSpec(
+                    CallbackKind.AFTER_TOOL,
+                    "def after_tool_callback(tool, args, tool_context, tool_response):\n"
+                    "    tool_context.state['seen'] = 'yes'\n",
+                ),
+            ),
+        ),
+    ),
+)
+
+
+def test_nothing_comes_between_a_function_call_and_its_response_on_adk(tmp_path):
+    """The exported package sent ADK's model the ``<state_update>`` of the tool's writes
+    (and its callbacks') between the function call and the function response, which
+    Gemini refuses with a 400 ("function response turn comes immediately after a function
+    call turn"). They come right after the response, as in the simulation."""
+    scenario = _one_turn(
+        "root",
+        'tool: Lookup {"account": "primary"}\n',
+        "agent: Your balance is 1,250 EUR.\n",
+        "user: thanks\n",
+        "agent: You are welcome.\n",
+    )
+    theirs = adk_run(WRITES_IN_A_CALL, scenario, tmp_path)
+    second = theirs.model_contents[1]
+    assert between_call_and_response(second) == [], second
+    assert second[1:] == [
+        ("model", ("call:Lookup",)),
+        ("user", ("response:Lookup",)),
+        ("user", ("<state_update>checked: primary</state_update>",)),
+        ("user", ("<state_update>balance: 1250</state_update>",)),
+        ("user", ("<state_update>seen: yes</state_update>",)),
+    ]
+    for contents in theirs.model_contents:
+        assert between_call_and_response(contents) == [], contents
+    assert compare(WRITES_IN_A_CALL, scenario, tmp_path / "again") == ("agree", [])
 
 
 @pytest.mark.parametrize("target", ["root", "nobody"])
@@ -1356,3 +1422,88 @@ def test_mcp_headers_are_filled_from_the_session_and_the_environment(tmp_path, m
     monkeypatch.setenv("REMOTE_AUTHORIZATION", "Bearer from-env")
     context = type("Ctx", (), {"state": {"tier": "gold"}, "session": None})()
     assert provide(context) == {"Authorization": "Bearer from-env", "X-Tier": "tier=gold"}
+
+
+def test_adks_own_contents_never_put_an_event_between_a_call_and_its_response():
+    """The evidence for where the state updates of a function call go (README, "Where a
+    state update sits"): ADK's ``_get_contents`` moves an event with text found between a
+    function call and its response to right after the response when it is history, and
+    leaves it out when that response is the newest event (the request that follows the
+    call: ``rearrange_events_for_latest_function_response``); never between them."""
+    from google.adk.events import Event, EventActions
+    from google.adk.flows.llm_flows.contents import _get_contents
+    from google.genai import types
+
+    def content(role: str, part: Any) -> types.Content:
+        return types.Content(role=role, parts=[part])
+
+    update = "<state_update>balance: 1250</state_update>"
+    call = types.FunctionCall(id="c1", name="Lookup", args={})
+    response = types.FunctionResponse(id="c1", name="Lookup", response={"ok": True})
+    events = [
+        Event(author="user", invocation_id="i", content=content("user", types.Part(text="hi"))),
+        Event(
+            author="root",
+            invocation_id="i",
+            content=content("model", types.Part(function_call=call)),
+        ),
+        Event(
+            author="user",
+            invocation_id="i",
+            content=content("user", types.Part(text=update)),
+            actions=EventActions(state_delta={"balance": 1250}),
+        ),
+        Event(
+            author="root",
+            invocation_id="i",
+            content=content("user", types.Part(function_response=response)),
+            actions=EventActions(state_delta={"balance": 1250}),
+        ),
+    ]
+    later = [
+        Event(author="root", invocation_id="i", content=content("model", types.Part(text="ok"))),
+        Event(author="user", invocation_id="j", content=content("user", types.Part(text="thx"))),
+    ]
+
+    def kinds(contents: list[types.Content]) -> list[str]:
+        return [
+            "call" if p.function_call else "response" if p.function_response else p.text
+            for c in contents
+            for p in c.parts
+        ]
+
+    assert kinds(_get_contents(None, events, "root")) == ["hi", "call", "response"]
+    assert kinds(_get_contents(None, events + later, "root")) == [
+        "hi",
+        "call",
+        "response",
+        update,
+        "ok",
+        "thx",
+    ]
+
+
+def test_a_call_whose_tool_raised_is_left_out_of_the_next_request_on_adk(tmp_path):
+    """The tool raises and ends the invocation with its function call unanswered: the next
+    turn's history leaves that call out (ADK's ``drop_orphaned_function_calls``; the
+    package rebuilt the history with it, which Gemini and OpenAI refuse), as the
+    simulation does."""
+    raising = (
+        'def Lookup(account: str) -> dict:\n    """Look the balance up."""\n'
+        '    context.state["balance"] = 1\n    raise ValueError("down")\n'
+    )
+    app = AppSpec(
+        name="raising",
+        variables=WRITES_IN_A_CALL.variables,
+        tools=(ToolSpec("Lookup", ToolKind.PYTHON, python_code=raising),),
+        agents=(
+            AgentSpec("root", instructions="Use {@TOOL: Lookup}.", tools=("Lookup",), is_root=True),
+        ),
+    )
+    scenario = _one_turn(
+        "root", 'tool: Lookup {"account": "primary"}\n', "user: again?\n", "agent: Sorry.\n"
+    )
+    theirs = adk_run(app, scenario, tmp_path)
+    assert theirs.failed_turns == [0]
+    assert theirs.model_contents[-1] == [("user", ("hello",)), ("user", ("again?",))]
+    assert compare(app, scenario, tmp_path / "again") == ("agree", [])

@@ -22,9 +22,13 @@ differently, and what the adapter does about it:
   internal name is…") to the instructions of an agent with sub-agents or a parent.
 - **`<state_update>name: value</state_update>`**: before every model call the adapter
   rebuilds the history the model receives from the session's events, with one such user
-  message per change of a declared variable, placed before the event that made it (a
-  tool's updates before its response). ADK keeps one value per variable per event, so two
-  writes of one variable in one tool call give one update (CX and Statecraft give two).
+  message per change of a declared variable, placed before the event that made it — except
+  a function call's updates (its tool callbacks', the tool's), which come right after its
+  response: a function call is followed at once by its responses, as Gemini and OpenAI
+  require and ADK's own contents have it; a call whose tool raised (no response) is left
+  out of the later requests, as ADK leaves it out. ADK keeps one value per variable per
+  event, so two writes of one variable in one tool call give one update (CX and
+  Statecraft give two).
   Model callbacks read `llm_request.contents` without these entries (messages, calls and
   responses: the user's message is the last content of a turn's first model call); the
   model's request has them. A callback's edits of the contents do not reach the model;

@@ -48,6 +48,64 @@ def content_of(event: Event, agent: str = "") -> dict[str, Any] | None:
     return None
 
 
+def _count(content: dict[str, Any], key: str) -> int:
+    return sum(1 for p in content.get("parts") or () if key in p)
+
+
+def function_call_order(
+    contents: list[dict[str, Any]], updates: list[bool]
+) -> list[dict[str, Any]]:
+    """`contents` with the state updates (``updates[i]``: content i is a
+    ``<state_update>``) that sit between a function call and its response (the writes the
+    call made) moved right after the response:
+    a function call turn is followed at once by its function responses (Gemini answers 400
+    otherwise, OpenAI too for a ``tool`` message that does not follow its call), and ADK's
+    contents put an event found between a call and its response after the response
+    (``rearrange_events_for_async_function_responses_in_history``). A call that never got
+    a response (its tool raised and ended the turn) is left out, as ADK leaves it out
+    (``drop_orphaned_function_calls``: both protocols refuse a call without its
+    response), and what waited after it goes at the next content; so is a response whose
+    call the context window dropped."""
+    out: list[dict[str, Any]] = []
+    held: list[dict[str, Any]] = []
+    waiting = 0  # function calls of the last call turn still without a response
+    call_at = -1  # where that call turn is in `out`
+    for content, update in zip(contents, updates, strict=True):
+        calls = _count(content, "function_call") if content.get("role") == "model" else 0
+        responses = _count(content, "function_response")
+        if waiting and update:
+            held.append(content)
+            continue
+        if waiting and responses:
+            out.append(content)
+            waiting = max(0, waiting - responses)
+            if not waiting:
+                out.extend(held)
+                held.clear()
+            continue
+        if waiting and 0 <= call_at < len(out):
+            # The call turn got no response: its calls leave, any text of it stays.
+            kept = [p for p in out[call_at].get("parts") or () if "function_call" not in p]
+            if kept:
+                out[call_at] = {**out[call_at], "parts": kept}
+            else:
+                del out[call_at]
+        out.extend(held)
+        held.clear()
+        if responses:
+            # A response whose call is not before it (the context window dropped the
+            # call): left out, as ADK leaves it out (`drop_orphaned_function_responses`).
+            kept = [p for p in content.get("parts") or () if "function_response" not in p]
+            if not kept:
+                continue
+            content = {**content, "parts": kept}
+        call_at = len(out) if calls else -1
+        out.append(content)
+        waiting = calls
+    out.extend(held)
+    return out
+
+
 def cx_events(events: list[Event], agent: str) -> list[dict[str, Any]]:
     """The history as CX session events (``callback_context.events``): the user's messages
     (author ``user``), the agent's messages, calls and responses (author: the agent, as in
@@ -67,18 +125,24 @@ class Window(RunState):
     def model_contents(self, *, state_updates: bool = True) -> list[dict[str, Any]]:
         """The history of the window so far as CX/Gemini contents (``{"role": "user" |
         "model", "parts": [...]}``). What the *model* reads has the ``<state_update>``
-        entries where the writes happened (the seeds); what the *callbacks* get as
-        ``llm_request.contents`` (``state_updates=False``) is the runtime's contents —
-        messages, function calls and responses — so the user's message is the last content
-        of a turn's first call, as real CX code reads it (``contents[-1]``)."""
+        entries where the writes happened (the seeds), except that a function call is
+        always followed by its response at once, as both wire protocols require and ADK's
+        contents do: the updates written during a call (its ``before_tool``/``after_tool``
+        callbacks, the tool) come right after its response (``function_call_order``). What
+        the *callbacks* get as ``llm_request.contents`` (``state_updates=False``) is the
+        runtime's contents — messages, function calls and responses — so the user's message
+        is the last content of a turn's first call, as real CX code reads it
+        (``contents[-1]``)."""
         contents: list[dict[str, Any]] = []
+        updates: list[bool] = []
         for event in self.events[self.window_start :][-MAX_CONTENTS:]:
             if event.kind == "state_update" and not state_updates:
                 continue
             content = content_of(event, self.agent.name)
             if content is not None:
                 contents.append(content)
-        return contents
+                updates.append(event.kind == "state_update")
+        return function_call_order(contents, updates)
 
     def code_context(self) -> dict[str, Any]:
         """What code's ``context`` holds: the built-ins, the agent's name and the session's

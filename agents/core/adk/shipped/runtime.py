@@ -25,7 +25,9 @@ What it does (the package's README says what differs from CX):
   session state before every model call; ``{dynamic}`` stays as written.
 - **State updates**: before every model call the history the model receives is rebuilt from
   the session's events with one ``<state_update>name: value</state_update>`` user message
-  per change of a declared variable, where the change happened; model callbacks read it
+  per change of a declared variable, where the change happened (a function call's writes
+  right after its response: nothing comes between a call and its response); model
+  callbacks read it
   without those entries (the runtime's contents: the user's message last), and another
   agent's events are user text in ``<context>``, as Statecraft's simulation has them.
 - **Defaults**: the first ``before_agent`` callback of a session writes the declared
@@ -574,7 +576,9 @@ class App:
         self, session: Any, agent: str = "", *, state_updates: bool = True
     ) -> list[types.Content]:
         """The contents the model receives: the session's events, each preceded by a
-        ``<state_update>`` per declared variable its state delta changed. Without
+        ``<state_update>`` per declared variable its state delta changed — a function
+        response event followed by them (the writes of the call: nothing may come between
+        a function call and its response). Without
         `state_updates`, the runtime's contents a model callback reads as
         ``llm_request.contents`` (messages, calls and responses: the user's message is the
         last content of a turn's first call, as CX code reads it). For the agent `agent`,
@@ -596,6 +600,15 @@ class App:
                 out.append(types.Content(role="user", parts=[types.Part(text=text)]))
 
         events = list(getattr(session, "events", None) or ())
+        # A call that never got a response (its tool raised and ended the invocation) is
+        # left out, as ADK's contents leave it out (`drop_orphaned_function_calls`): the
+        # model's protocol refuses a call without its response.
+        answered = {
+            part.function_response.id
+            for event in events
+            for part in ((event.content.parts if event.content else None) or ())
+            if part.function_response is not None
+        }
         for event in events:
             given = (event.actions.state_delta or {}).get(SESSION_KEY)
             if isinstance(given, dict):
@@ -603,12 +616,22 @@ class App:
                     update(name, value)
                 break
         for event in events:
-            for name, value in (event.actions.state_delta or {}).items():
-                update(name, value)
+            delta = event.actions.state_delta or {}
             content = event.content
             if content is None or not content.parts or event.partial:
+                for name, value in delta.items():
+                    update(name, value)
                 continue
-            if agent and event.author not in ("user", agent):
+            own = not (agent and event.author not in ("user", agent))
+            # The writes of a function call (its tool callbacks, the tool: ADK commits them
+            # with the function response event) come right after the response: a function
+            # call turn is followed at once by its responses, as Gemini and OpenAI require
+            # and ADK's contents have it; any other event's writes come before it.
+            after = own and any(p.function_response is not None for p in content.parts)
+            if not after:
+                for name, value in delta.items():
+                    update(name, value)
+            if not own:
                 for part in content.parts:
                     text = _relayed(event.author, part)
                     if text is not None:
@@ -617,12 +640,24 @@ class App:
                 continue
             copied = content.model_copy(deep=True)
             copied.role = copied.role or ("user" if event.author == "user" else "model")
-            for part in copied.parts or ():
+            copied.parts = [
+                part
+                for part in copied.parts or ()
+                if part.function_call is None
+                or not part.function_call.id
+                or part.function_call.id in answered
+            ]
+            if not copied.parts:
+                continue
+            for part in copied.parts:
                 if part.function_call is not None:
                     part.function_call.id = None
                 if part.function_response is not None:
                     part.function_response.id = None
             out.append(copied)
+            if after:
+                for name, value in delta.items():
+                    update(name, value)
         return out
 
     # ------------------------------------------------------------------ callbacks
