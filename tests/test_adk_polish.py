@@ -1,0 +1,218 @@
+"""A black-box tester's report on the ADK exchange, the CLI and the designer (adkpolish).
+
+Each test fails on the code before its fix: an expected call of a tool no agent has
+(evalset import, lint, scenario save), the export's turn numbers against the designer's,
+the CLI's help and output."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.urls import reverse
+
+from agents.core.adk.evalsets import scenarios_from_evalset
+from agents.core.adk.package import to_adk_files
+from agents.core.evaluate import step_turns
+from agents.core.lint import lint_app
+from agents.core.script import parse_script
+from agents.core.spec import AgentSpec, AppSpec, ScenarioSpec, ToolKind, ToolSpec
+from agents.models import Scenario
+
+HX = {"HX-Request": "true"}
+
+APP = AppSpec(
+    name="x",
+    tools=(ToolSpec("LookupBalance", ToolKind.PYTHON), ToolSpec("Transfer", ToolKind.PYTHON)),
+    agents=(AgentSpec("a", is_root=True, tools=("LookupBalance", "Transfer")),),
+)
+
+
+def _evalset(tool: str) -> bytes:
+    case = {
+        "eval_id": "bad",
+        "conversation": [
+            {
+                "user_content": {"parts": [{"text": "hi"}]},
+                "intermediate_data": {"tool_uses": [{"name": tool}]},
+            }
+        ],
+    }
+    return json.dumps({"eval_cases": [case]}).encode()
+
+
+# --------------------------------------------------------------- 1. a call of no agent's tool
+
+
+def test_an_evalset_expecting_a_tool_the_agent_lacks_is_imported_with_a_warning():
+    scenarios, notes = scenarios_from_evalset(_evalset("LookupBalanse"), APP, "bad2.evalset.json")
+    assert [s.name for s in scenarios] == ["bad"]  # a warning: it is still imported
+    assert [(n.code, n.severity.value, n.field) for n in notes] == [
+        ("SC012", "warning", "eval_cases[0].conversation")
+    ]
+    assert notes[0].message == (
+        "bad2.evalset.json: eval_cases[0] (bad): no agent of the app has a tool "
+        "'LookupBalanse', so no run can call it (the tools of a: LookupBalance, Transfer). "
+        "Did you mean 'LookupBalance'?"
+    )
+    # A tool the agent has, and a transfer, are no warning.
+    assert scenarios_from_evalset(_evalset("Transfer"), APP)[1] == ()
+    assert scenarios_from_evalset(_evalset("transfer_to_agent"), APP)[1] == ()
+
+
+def test_lint_lists_a_scenario_expecting_or_scripting_a_tool_no_agent_has():
+    steps = parse_script(
+        "user: hi\nexpect call: NoSuchTool {}\ntool: Transfer {}\ntool: Transferr {}\n"
+    ).steps
+    scenario = ScenarioSpec(name="s1", agent="a", steps=steps)
+    found = [d for d in lint_app(APP, (scenario,)) if d.code == "SC012"]
+    assert [(d.field, d.subject, d.severity.value) for d in found] == [
+        ("agents.a.scenarios.s1.steps", "a", "warning"),
+        ("agents.a.scenarios.s1.steps", "a", "warning"),
+    ]
+    assert "'NoSuchTool'" in found[0].message and "Did you mean" not in found[0].message
+    assert found[1].message.endswith("Did you mean 'Transfer'?")
+    assert found[1].message.startswith("scenario s1: no agent of the app has a tool 'Transferr'")
+
+
+@pytest.mark.django_db
+def test_import_app_evalset_into_warns_of_the_tool_and_the_api_lint_lists_it(
+    bank, user, tmp_path, client
+):
+    path = tmp_path / "bad2.evalset.json"
+    path.write_bytes(_evalset("NoSuchTool"))
+    out, err = io.StringIO(), io.StringIO()
+    call_command(
+        "import_app",
+        str(path),
+        "--evalset-into",
+        str(bank.pk),
+        "--owner",
+        user.username,
+        stdout=out,
+        stderr=err,
+    )
+    root = bank.agents.get(is_root=True)
+    scenario = root.scenarios.get(name="bad")
+    assert out.getvalue().split() == [str(scenario.pk)]
+    assert (
+        "warning: bad2.evalset.json: eval_cases[0] (bad): no agent of the app has a tool "
+        "'NoSuchTool', so no run can call it (the tools of banking_agent: LookupBalance)."
+        " [SC012]"
+    ) in err.getvalue()
+    # The summary says what the number on stdout is.
+    assert f"its id is on stdout: {scenario.pk}." in err.getvalue()
+    client.force_login(user)
+    diagnostics = client.get(f"/api/apps/{bank.pk}/lint").json()["diagnostics"]
+    assert [d["field"] for d in diagnostics if d["code"] == "SC012"] == [
+        "agents.banking_agent.scenarios.bad.steps"
+    ]
+
+
+@pytest.mark.django_db
+def test_a_scenario_saved_with_a_tool_no_agent_has_warns_on_the_steps_field(signed_in, bank):
+    agent = bank.agents.get(is_root=True)
+    form = {
+        "name": "Typo",
+        "steps_script": "user: hi\nexpect call: LookupBalanse {}\n",
+        "session_values": "",
+        "channel": "web",
+        "modality": "text",
+        "session_id": "s",
+        "project_id": "p",
+        "project_number": "1",
+        "location": "eu",
+        "token_budget": "500",
+    }
+    response = signed_in.post(reverse("scenario-new", args=[bank.pk, agent.pk]), form, headers=HX)
+    body = response.content.decode()
+    scenario = Scenario.objects.get(agent=agent, name="Typo")  # saved: a warning, not an error
+    assert 'id="steps-script-warning"' in body
+    assert "Did you mean &#x27;LookupBalance&#x27;?" in body
+    # The editor stays open on the saved scenario (its edit form, the script in it).
+    assert reverse("scenario-edit", args=[bank.pk, agent.pk, scenario.pk]) in body
+    # A save without the problem closes the editor as before.
+    fine = {**form, "steps_script": "user: hi\n", "version": scenario.version}
+    body = signed_in.post(
+        reverse("scenario-edit", args=[bank.pk, agent.pk, scenario.pk]), fine, headers=HX
+    ).content.decode()
+    assert 'id="steps-script-warning"' not in body
+
+
+# --------------------------------------------------------------- 2. turns as the designer counts
+
+
+def test_the_adk_exports_turn_numbers_are_the_designers():
+    steps = parse_script("user: hi\nagent: hello\nuser: and now?\nexpect no calls\n").steps
+    app = AppSpec(name="x", agents=(AgentSpec("a", is_root=True),))
+    _files, notes = to_adk_files(app, (ScenarioSpec(name="quiet", agent="a", steps=steps),))
+    no_calls = next(n for n in notes if n.code == "SC656")
+    expect_at = next(i for i, s in enumerate(steps) if s.expectation is not None)
+    designer_turn = step_turns(ScenarioSpec(name="quiet", agent="a", steps=steps))[expect_at]
+    assert designer_turn == 1
+    assert "turn 1 expects no calls" in no_calls.message
+
+
+def test_steps_before_the_first_user_step_count_as_the_designers_turn_0():
+    steps = parse_script("agent: welcome\nuser: hi\nexpect no calls\n").steps
+    app = AppSpec(name="x", agents=(AgentSpec("a", is_root=True),))
+    _files, notes = to_adk_files(app, (ScenarioSpec(name="w", agent="a", steps=steps),))
+    assert "turn 1 expects no calls" in next(n for n in notes if n.code == "SC656").message
+
+
+# --------------------------------------------------------------- 7. the CLI
+
+
+def test_export_app_help_names_every_format_and_what_app_is(capsys):
+    from agents.management.commands.export_app import Command
+
+    text = Command().create_parser("manage.py", "export_app").format_help()
+    assert "ADK" in text and "directory" in text
+    assert "the app's id, or its name" in text
+
+
+@pytest.mark.django_db
+def test_export_app_takes_the_apps_name(shop, tmp_path, other_user):
+    target = tmp_path / "shop.json"
+    call_command("export_app", shop.name, "-o", str(target), stderr=io.StringIO())
+    assert json.loads(target.read_text())["app"]["name"] == shop.name
+    from agents import services
+
+    services.app_create(owner=other_user, name=shop.name)
+    with pytest.raises(CommandError, match="Several apps are named"):
+        call_command("export_app", shop.name, "-o", str(target), stderr=io.StringIO())
+    call_command(
+        "export_app",
+        shop.name,
+        "--owner",
+        shop.owner.username,
+        "-o",
+        str(target),
+        stderr=io.StringIO(),
+    )
+    with pytest.raises(CommandError, match="No app with id or name 'nope'"):
+        call_command("export_app", "nope", stderr=io.StringIO())
+
+
+@pytest.mark.django_db
+def test_an_evalset_refused_names_its_file_once(bank, user, tmp_path):
+    path = tmp_path / "bad.evalset.json"
+    path.write_bytes(b'{"eval_set_id": "x"}')
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command(
+            "import_app",
+            str(path),
+            "--evalset-into",
+            str(bank.pk),
+            "--owner",
+            user.username,
+            stdout=io.StringIO(),
+            stderr=err,
+        )
+    assert err.getvalue().splitlines()[0] == (
+        "bad.evalset.json: eval_cases: an ADK evalset holds a list eval_cases [SC660]"
+    )
