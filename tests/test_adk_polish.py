@@ -4,6 +4,7 @@ Each test fails on the code before its fix: an expected call of a tool no agent 
 (evalset import, lint, scenario save), the export's turn numbers against the designer's,
 the CLI's help and output."""
 
+# ruff: noqa: F811 - the live runs' fixtures, imported below, are the tests' parameters
 from __future__ import annotations
 
 import io
@@ -21,6 +22,7 @@ from agents.core.lint import lint_app
 from agents.core.script import parse_script
 from agents.core.spec import AgentSpec, AppSpec, ScenarioSpec, ToolKind, ToolSpec
 from agents.models import Scenario
+from tests.test_live_runs import bank_app, models_env, server  # noqa: F401 - the fixtures
 
 HX = {"HX-Request": "true"}
 
@@ -216,3 +218,132 @@ def test_an_evalset_refused_names_its_file_once(bank, user, tmp_path):
     assert err.getvalue().splitlines()[0] == (
         "bad.evalset.json: eval_cases: an ADK evalset holds a list eval_cases [SC660]"
     )
+
+
+# --------------------------------------------------------------- 3. a capped call has no number
+
+
+@pytest.mark.django_db
+def test_the_per_turn_cap_numbers_no_call_that_was_never_made(server, models_env, bank_app):
+    from agents import services
+    from agents.core.live import Caps
+    from agents.services.live import run_live
+    from tests.llm_server import openai_call
+
+    models_env()
+    app, agent, scenario = bank_app
+    scenario = services.scenario_save(
+        agent=agent,
+        scenario=scenario,
+        steps_script="user: my balance?\nuser: and again?\n",
+    )
+    server.repeat_last = True
+    server.script(openai_call("LookupBalance", {}))
+    caps = Caps(max_calls=50, max_calls_per_turn=4, max_tokens=10**6, max_seconds=999)
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop", caps=caps)
+    assert len(server.seen) == outcome.run.model_calls == 8  # 4 a turn were made
+    capped = [d.message for d in outcome.result.diagnostics if d.code == "SC421"]
+    assert len(capped) == 2
+    # Before: "model call 5 failed (cap)" and "model call 10 failed (cap)", calls never made.
+    assert not [m for m in capped if "model call 5" in m or "model call 10" in m]
+    assert capped[0].startswith("no further model call (cap): the model called tools 4 times")
+
+
+# --------------------------------------------------------------- 4./5. the live summary
+
+
+def _live_panel(client, run_jobs, app, agent, data) -> str:
+    from tests.test_live_api_and_secrets import live_job
+
+    return live_job(client, run_jobs, app, agent, data).content.decode()
+
+
+def _summary(html: str) -> str:
+    import re
+
+    start = html.index('id="live-summary"')
+    text = html[start : html.index("</p>", start)]
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", text))
+
+
+@pytest.mark.django_db
+def test_a_replay_groups_identical_drift_and_names_the_run_it_replayed(
+    signed_in, server, models_env, bank_app, run_jobs
+):
+    from agents import services
+    from agents.models import LiveRun
+    from tests.llm_server import openai_text
+
+    models_env()
+    app, agent, scenario = bank_app
+    services.scenario_save(
+        agent=agent,
+        scenario=scenario,
+        steps_script="user: one\nuser: two\nuser: three\nuser: four\n",
+    )
+    server.script(*(openai_text(f"answer {n}") for n in range(4)))
+    data = {"scenario": scenario.pk, "model": "loop", "live": "1"}
+    _live_panel(signed_in, run_jobs, app, agent, data)
+    recorded = LiveRun.objects.get(mode="live")
+    assert recorded.model_calls == 4
+    changed = {
+        "scenario": scenario.pk,
+        "replay": str(recorded.pk),
+        "instructions": "Be brief.\n" + agent.instructions,
+    }
+    html = _live_panel(signed_in, run_jobs, app, agent, changed)
+    start = html.index('id="drift-list"')
+    drift = html[start : html.index("</ul>", start)]
+    # One line for the one change (four lines before, one a call).
+    assert drift.count("<li>") == 1
+    assert "calls 1\u20134 (turns 0\u20133): <code>instructions line 1" in drift
+    from django.utils import formats
+
+    when = formats.date_format(recorded.created_at, "SHORT_DATETIME_FORMAT")
+    assert f"of the run with loop on {when}" in _summary(html)
+
+
+@pytest.mark.django_db
+def test_an_endpoint_without_a_price_shows_no_price_not_a_zero_cost(
+    signed_in, server, models_env, bank_app, run_jobs
+):
+    from tests.llm_server import openai_text
+
+    models_env()  # "test-model": not in the price table, no price_in/price_out
+    app, agent, scenario = bank_app
+    server.script(openai_text("It is 1,250 EUR."))
+    data = {"scenario": scenario.pk, "model": "loop", "live": "1"}
+    html = _live_panel(signed_in, run_jobs, app, agent, data)
+    assert "no price" in _summary(html) and "0.000000" not in html
+    assert "Last live run: loop" in html and "1 call, no price" in html
+
+
+@pytest.mark.parametrize(
+    ("language", "cost", "shown"),
+    [
+        ("en", 0.0055, "≈ $0.0055"),
+        ("en", 0.000123, "≈ $0.00012"),
+        ("en", 1.234, "≈ $1.23"),
+        ("en", 0.0, "≈ $0.00"),
+        ("fr", 0.0055, "≈ $0,0055"),
+    ],
+)
+def test_a_cost_is_formatted_one_way_in_the_languages_number_format(language, cost, shown):
+    from django.utils import translation
+
+    from designer.templatetags.designer_tags import cost_estimate
+
+    with translation.override(language):
+        assert cost_estimate(cost, True) == shown
+        assert cost_estimate(cost, None) == shown  # an endpoint no longer configured
+    assert cost_estimate(cost, False) == "no price"
+
+
+def test_every_cost_of_the_designer_goes_through_the_one_format():
+    """The running fragment and the summary wrote the cost each its own way ("≈ 0,000000 $"
+    and "≈ $0,000000" on one French screen): both now use `cost_estimate`."""
+    from pathlib import Path
+
+    template = (Path(__file__).parent.parent / "templates/agents/app_designer.html").read_text()
+    assert "floatformat:6" not in template and "${{" not in template
+    assert template.count("|cost_estimate:") == 5
