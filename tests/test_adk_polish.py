@@ -347,3 +347,38 @@ def test_every_cost_of_the_designer_goes_through_the_one_format():
     template = (Path(__file__).parent.parent / "templates/agents/app_designer.html").read_text()
     assert "floatformat:6" not in template and "${{" not in template
     assert template.count("|cost_estimate:") == 5
+
+
+# --------------------------------------------------------------- 6. plurals
+
+
+@pytest.mark.django_db
+def test_one_passed_expectation_is_not_plural_in_french(signed_in, bank):
+    """The golden summary read "Attentes : 1 réussies" (a blocktranslate with, no count)."""
+    import re
+
+    from agents import services
+
+    agent = bank.agents.get(is_root=True)
+    scenario = services.scenario_save(
+        agent=agent, name="One", steps_script="user: hi\nexpect no calls\n"
+    )
+    signed_in.cookies["statecraft_language"] = "fr"
+    html = signed_in.get(
+        reverse("agent-simulate", args=[bank.pk, agent.pk]),
+        {"scenario": scenario.pk},
+        headers=HX,
+    ).content.decode()
+    start = html.index('id="golden-summary"')
+    summary = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html[start : html.index("</p>", start)]))
+    assert "1 réussies" not in summary and "0 échouées" not in summary
+    assert re.search(r"\b1 (passed|réussie)\b", summary)
+
+
+def test_the_evaluate_commands_counts_agree_with_their_number():
+    from agents.management.commands.evaluate import _counts
+
+    assert _counts("scenarios", 1, 0, 1, 1) == (
+        "1 passed, 0 failed, 1 needs a model, 1 without expectations"
+    )
+    assert _counts("expectations", 2, 3, 2) == "2 passed, 3 failed, 2 need a model"
