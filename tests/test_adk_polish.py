@@ -382,3 +382,23 @@ def test_the_evaluate_commands_counts_agree_with_their_number():
         "1 passed, 0 failed, 1 needs a model, 1 without expectations"
     )
     assert _counts("expectations", 2, 3, 2) == "2 passed, 3 failed, 2 need a model"
+
+
+# --------------------------------------------------------------- 8. the viewer's editor
+
+
+@pytest.mark.django_db
+def test_a_viewers_read_only_editor_does_not_say_ctrl_s_saves(client, bank, other_user):
+    from agents import services
+    from agents.models import ShareRole
+
+    services.app_share(app=bank, user=other_user, role=ShareRole.VIEWER)
+    client.force_login(other_user)
+    html = client.get(reverse("app-designer", args=[bank.pk])).content.decode()
+    start = html.index('id="editor-help"')
+    help_text = html[start : html.index("</p>", start)]
+    assert "<kbd>S</kbd> saves" not in help_text
+    assert "You may view this app but not change it." in help_text
+    client.force_login(bank.owner)
+    html = client.get(reverse("app-designer", args=[bank.pk])).content.decode()
+    assert "<kbd>S</kbd> saves" in html
