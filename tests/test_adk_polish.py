@@ -402,3 +402,16 @@ def test_a_viewers_read_only_editor_does_not_say_ctrl_s_saves(client, bank, othe
     client.force_login(bank.owner)
     html = client.get(reverse("app-designer", args=[bank.pk])).content.decode()
     assert "<kbd>S</kbd> saves" in html
+
+
+@pytest.mark.django_db
+def test_a_file_that_is_not_a_zip_is_named_once(user, tmp_path):
+    path = tmp_path / "cx.zip"
+    path.write_bytes(b"not a zip")
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command(
+            "import_app", str(path), "--owner", user.username, stdout=io.StringIO(), stderr=err
+        )
+    first = err.getvalue().splitlines()[0]
+    assert first.startswith("cx.zip is not a ZIP file") and first.count("cx.zip") == 1

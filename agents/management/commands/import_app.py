@@ -25,6 +25,14 @@ from agents.management.language import LocalizedCommand
 from agents.services import exchange
 
 
+def _at(where: str, message: str) -> str:
+    """``file: message``, the file named once: the evalset's messages (and "x.zip is not a
+    ZIP file") start with it already."""
+    message = strip_prefix(message, f"{where}: ")
+    text = localize(message)
+    return text if text.startswith(where) else f"{where}: {text}"
+
+
 class Command(LocalizedCommand):
     help = (
         "Import a Statecraft JSON/YAML file or a CX Agent Studio ZIP as a new app, or "
@@ -69,7 +77,7 @@ class Command(LocalizedCommand):
         except exchange.ImportRefused as exc:
             for d in exc.diagnostics:
                 where = d.subject if exc.kind == "cx" and d.subject else path.name
-                self.stderr.write(f"{where}: {localize(d.message)} [{d.code}]")
+                self.stderr.write(f"{_at(where, d.message)} [{d.code}]")
             count = len(exc.diagnostics)
             raise CommandError(
                 ngettext(
@@ -108,9 +116,7 @@ class Command(LocalizedCommand):
             )
         except exchange.ImportRefused as exc:
             for d in exc.diagnostics:
-                # The evalset's messages start with the file's name already.
-                message = strip_prefix(d.message, f"{path.name}: ")
-                self.stderr.write(f"{path.name}: {localize(message)} [{d.code}]")
+                self.stderr.write(f"{_at(path.name, d.message)} [{d.code}]")
             raise CommandError(
                 _("%(file)s: not imported; nothing was created.") % {"file": path.name}
             ) from exc
