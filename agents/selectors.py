@@ -175,6 +175,24 @@ def app_spec(app: AgentApp) -> AppSpec:
     return spec
 
 
+def app_scenario_specs(app: AgentApp) -> tuple[ScenarioSpec, ...]:
+    """The app's scenarios as the core sees them, cached by the app's revision as
+    `app_spec` (a scenario's save bumps it); read in two queries (scenarios, steps)."""
+    key = f"statecraft:scenariospecs:{app.pk}:{app.revision}:{app.created_at.timestamp()}"
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
+    scenarios = (
+        Scenario.objects.filter(agent__app=app)
+        .select_related("agent")
+        .prefetch_related("steps")
+        .order_by("-agent__is_root", "agent__display_name", "agent_id", "pk")
+    )
+    specs = tuple(s.to_spec(app_id=str(app.pk)) for s in scenarios)
+    cache.set(key, specs, timeout=settings.APP_SPEC_CACHE_SECONDS)
+    return specs
+
+
 def _is_prefetched(app: AgentApp) -> bool:
     cached = getattr(app, "_prefetched_objects_cache", {})
     return all(name in cached for name in ("variables", "schemas", "tools", "agents"))

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from agents import selectors
 from agents.core.diagnostics import Message
 from agents.i18n import localize
-from agents.models import JOB_ACTIVE, AgentApp, Job, JobItem, JobStatus
+from agents.models import JOB_ACTIVE, AgentApp, Job, JobItem, JobStatus, LiveRun
 from agents.ratelimit import rate_limited
 from agents.services import jobs, live_models
 from agents.services.common import ServiceError, error
@@ -116,7 +116,13 @@ def _live_job(request: HttpRequest, app: AgentApp, agent_id: int, job_id: object
 def live_job_context(job: Job) -> dict[str, Any]:
     """What the polling live fragment shows: the model's text so far, its calls with their
     tokens and cost, the totals."""
+    from designer.simulation import model_priced
+
     calls = [item.data for item in JobItem.objects.filter(job=job).order_by("position")]
+    model = str(job.params.get("model") or "")
+    if not model and job.params.get("replay"):
+        recorded = LiveRun.objects.filter(pk=job.params["replay"], app_id=job.app_id).first()
+        model = recorded.model_name if recorded is not None else ""
     return {
         "job": job,
         "text": job.current,
@@ -124,6 +130,7 @@ def live_job_context(job: Job) -> dict[str, Any]:
         "tokens_in": sum(c.get("tokens_in", 0) for c in calls),
         "tokens_out": sum(c.get("tokens_out", 0) for c in calls),
         "cost": sum(float(c.get("cost") or 0) for c in calls),
+        "priced": model_priced(model),
         "replay": bool(job.params.get("replay")),
         "poll_ms": POLL_MS,
     }

@@ -22,6 +22,7 @@ from agents.core.evaluate import ExpectationResult, ScenarioEvaluation
 from agents.core.render import render_value
 from agents.core.simulate import ModelCall, SimulationResult
 from agents.i18n import localized_data
+from agents.llm.endpoints import price_of
 from agents.models import Agent, AgentApp, LiveRun, Scenario
 from agents.services import live, live_models
 from agents.services.common import ServiceError, error
@@ -211,8 +212,8 @@ class LiveEvent:
             if call is not None
             else ""
         )
-        cost = number_format(float(answer.get("cost") or 0), 6)  # 0,000150 in French, German
-        self.call_cost = f"${cost}" if call is not None else ""
+        # A number: the template formats it (`cost_estimate`), as the run's totals.
+        self.call_cost = float(answer.get("cost") or 0) if call is not None else None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._event, name)
@@ -231,6 +232,71 @@ class LiveView:
     cost: float
     error: str
     drift: list[dict[str, Any]]
+    priced: bool | None = None  # the endpoint has a price (None: not configured any more)
+    recorded: LiveRun | None = None  # a replay's recording (the run it replayed)
+    drift_groups: list[DriftGroup] = field(default_factory=list)
+
+
+@dataclass
+class DriftGroup:
+    """One change of a replay's request and the calls it drifted at ("calls 1-20")."""
+
+    changes: tuple[str, ...]
+    calls: list[int] = field(default_factory=list)  # 1-based
+    turns: list[int] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.calls)
+
+    @property
+    def call_ranges(self) -> str:
+        return _ranges(self.calls)
+
+    @property
+    def turn_count(self) -> int:
+        return len(self.turns)
+
+    @property
+    def turn_ranges(self) -> str:
+        return _ranges(self.turns)
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``1-5, 8, 10-12`` (with an en dash) of sorted distinct `numbers`."""
+    spans: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}\u2013{b}" for a, b in spans)
+
+
+def drift_groups(drift: list[dict[str, Any]]) -> list[DriftGroup]:
+    """A replay's drift with identical changes told once: a 20-call run whose instructions
+    changed drifts at every call with the same change (20 lines before)."""
+    groups: dict[tuple[str, ...], DriftGroup] = {}
+    for d in drift:
+        changes = tuple(str(c) for c in d.get("changes") or ())
+        group = groups.setdefault(changes, DriftGroup(changes))
+        group.calls.append(int(d.get("call", 0)) + 1)
+        turn = int(d.get("turn", -1))
+        if turn >= 0 and turn not in group.turns:
+            group.turns.append(turn)
+    return list(groups.values())
+
+
+def model_priced(name: str) -> bool | None:
+    """Whether the configured endpoint `name` has a price (``price_of``); None when it is
+    not configured (any more) or the configuration cannot be read."""
+    if not name:
+        return None
+    try:
+        endpoint = live_models.endpoints().get(name)
+    except ServiceError:
+        return None
+    return None if endpoint is None else price_of(endpoint) is not None
 
 
 @dataclass
@@ -249,6 +315,21 @@ class Conversation:
     default_model: str = ""  # the app's default model (AppModelDefault), "" for none
     live: LiveView | None = None
     last_live: LiveRun | None = None
+    last_live_priced: bool | None = None
+
+
+def _recording(run: LiveRun | None, params: Mapping[str, Any]) -> LiveRun | None:
+    """The live run a replay replayed: the stored replay's ``replay_of``, else (a try-out of
+    unsaved instructions is not stored) the run the panel asked to replay."""
+    if run is not None and run.replay_of_id is not None:
+        return run.replay_of
+    replay = str(params.get("replay", "") or "")
+    if not replay.isdigit():
+        return None
+    recorded = LiveRun.objects.filter(pk=int(replay)).first()
+    if recorded is not None and recorded.mode == "replay" and recorded.replay_of_id:
+        return recorded.replay_of  # a replay of a replay replays the recording
+    return recorded
 
 
 def _mocks_choice(params: Mapping[str, Any], scenario: Scenario) -> bool | None:
@@ -388,7 +469,11 @@ def build_conversation(
             cost=outcome.cost,
             error=outcome.error,
             drift=outcome.drift,
+            priced=model_priced(outcome.model),
+            drift_groups=drift_groups(outcome.drift),
         )
+        if conversation.live.mode == "replay":
+            conversation.live.recorded = _recording(outcome.run, params)
     else:
         run = services.scenario_run(
             app=app,
@@ -403,6 +488,8 @@ def build_conversation(
         .order_by("-created_at", "-id")
         .first()
     )
+    if conversation.last_live is not None:
+        conversation.last_live_priced = model_priced(conversation.last_live.model_name)
     conversation.evaluation = evaluation
     use_mocks = scenario_spec.use_mocks
     conversation.result = result

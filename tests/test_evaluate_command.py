@@ -196,7 +196,7 @@ def test_evaluate_says_which_left_out_call_explains_a_failure(user):
         call_command("evaluate", str(app.pk), stdout=out)
     assert raised.value.returncode == 1  # "Wrong count" fails
     text = out.getvalue()
-    assert "1 passed, 1 failed, 1 need a model, 0 without expectations" in text
+    assert "1 passed, 1 failed, 1 needs a model, 0 without expectations" in text
     assert "MODEL  Front desk / Front / Unrouted" in text
     assert (
         'offline, with route {"flow": "booking"} in turn 0 (the golden “Routed” lists it)' in text

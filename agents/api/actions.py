@@ -335,7 +335,8 @@ class AppLintView(ApiView):
     )
     def get(self, request: Request, app_id: int) -> Response:
         # The spec cached by revision, as the designer's preview: one query when it is warm.
-        diagnostics = lint_app(selectors.app_spec(self.load_app()))
+        app = self.load_app()
+        diagnostics = lint_app(selectors.app_spec(app), selectors.app_scenario_specs(app))
         return Response(self.output(DiagnosticsOut, {"diagnostics": diagnostics}))
 
 

@@ -22,6 +22,7 @@ SECTIONS: dict[str, dict[str, str]] = {
         "SC009": "A scenario setting is out of range (budget, channel, modality, clock).",
         "SC010": "A scenario sets a variable the app does not declare.",
         "SC011": "A platform tool is not one CX Agent Studio provides (`end_session`, `customize_response`).",
+        "SC012": "A scenario expects, scripts or mocks a call of a tool no agent of the app has (the closest name is suggested).",
     },
     "parse": {
         "SC101": "Wrong reference syntax, e.g. `{TOOL: x}` or `${x}`; the message gives the fix.",

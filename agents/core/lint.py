@@ -29,15 +29,15 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from agents.core import codes
+from agents.core import codes, rules
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.linting.declarations import lint_names, lint_schemas, lint_unused, lint_variables
 from agents.core.linting.index import E, W, build_index
 from agents.core.linting.instructions import lint_agent_text
 from agents.core.linting.tools import lint_tool
-from agents.core.spec import AppSpec
+from agents.core.spec import AppSpec, ScenarioSpec
 
-__all__ = ["CODES", "lint_agent", "lint_app", "lint_edited_agent"]
+__all__ = ["CODES", "lint_agent", "lint_app", "lint_edited_agent", "lint_scenarios"]
 
 CODES: dict[str, str] = codes.section("lint")
 
@@ -46,8 +46,9 @@ CODES: dict[str, str] = codes.section("lint")
 # Public entry points
 
 
-def lint_app(app: AppSpec) -> tuple[Diagnostic, ...]:
-    """Every diagnostic of the app: variables, schemas, tools, then each agent in turn."""
+def lint_app(app: AppSpec, scenarios: Iterable[ScenarioSpec] = ()) -> tuple[Diagnostic, ...]:
+    """Every diagnostic of the app: variables, schemas, tools, then each agent in turn, then
+    the `scenarios` (a step naming a tool no agent has, SC012)."""
     index = build_index(app)
     found: list[Diagnostic] = []
     found.extend(lint_names(app))
@@ -88,7 +89,21 @@ def lint_app(app: AppSpec) -> tuple[Diagnostic, ...]:
         agent_found.extend(lint_agent_text(index, agent, agent.instructions))
     found.extend(lint_unused(app))
     found.extend(agent_found)
+    found.extend(lint_scenarios(app, scenarios))
     return tuple(found)
+
+
+def lint_scenarios(app: AppSpec, scenarios: Iterable[ScenarioSpec]) -> list[Diagnostic]:
+    """SC012 of each scenario, on ``agents.<agent>.scenarios.<name>.steps``."""
+    found: list[Diagnostic] = []
+    for scenario in scenarios:
+        field = f"agents.{scenario.agent}.scenarios.{scenario.name}.steps"
+        for d in rules.scenario_tool_problems(scenario.steps, app, scenario.agent):
+            message = Message(
+                "scenario %(scenario)s: %(message)s", scenario=scenario.name, message=d.message
+            )
+            found.append(replace(d, field=field, message=message, subject=scenario.agent))
+    return found
 
 
 def lint_agent(

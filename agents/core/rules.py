@@ -9,6 +9,7 @@ defined here once; the models, forms, services and formats read them from here.
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
@@ -21,8 +22,11 @@ from agents.core.script import format_script, parse_script
 from agents.core.spec import (
     AppSpec,
     CallbackKind,
+    ExpectKind,
     ScenarioSpec,
     SessionSpec,
+    StepKind,
+    StepSpec,
     ToolKind,
     VariableType,
 )
@@ -87,7 +91,9 @@ __all__ = [
     "platform_tool_problem",
     "python_problems",
     "scenario_name_problems",
+    "scenario_tool_problems",
     "session_values_problems",
+    "step_tools",
     "token_budget_problems",
 ]
 
@@ -640,6 +646,62 @@ def sub_agent_cycle[T](children: Mapping[T, Iterable[T]]) -> list[T] | None:
     return None
 
 
+_TOOL_EXPECTATIONS = {ExpectKind.CALL, ExpectKind.RESPONSE, ExpectKind.MOCK}
+
+
+def step_tools(steps: Iterable[StepSpec]) -> list[str]:
+    """The tools the steps script (``tool:``), expect a call or response of, or mock, in order."""
+    names: list[str] = []
+    for step in steps:
+        if step.kind is StepKind.TOOL and step.tool:
+            names.append(step.tool)
+        expected = step.expectation
+        if (
+            step.kind is StepKind.EXPECT
+            and expected is not None
+            and expected.kind in _TOOL_EXPECTATIONS
+            and expected.tool
+        ):
+            names.append(expected.tool)
+    return names
+
+
+def scenario_tool_problems(
+    steps: Iterable[StepSpec], app: AppSpec, agent: str | None = None
+) -> list[Diagnostic]:
+    """SC012 warnings: a step names a tool no agent of `app` has (a run could never call it).
+    The message lists the tools of `agent` (the scenario's agent), else of every agent, and
+    suggests the closest name. `subject` is the unknown tool."""
+    known = {tool for a in app.agents for tool in a.tools}
+    owner = app.agent(agent) if agent else None
+    listed = sorted(owner.tools if owner is not None and owner.tools else known)
+    found: list[Diagnostic] = []
+    for name in dict.fromkeys(step_tools(steps)):
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+        found.append(
+            Diagnostic(
+                "SC012",
+                W,
+                Message(
+                    "no agent of the app has a tool %(tool)s, so no run can call it "
+                    "(%(owner)s: %(tools)s).%(suggestion)s",
+                    tool=repr(name),
+                    owner=Message("the tools of %(agent)s", agent=owner.name)
+                    if owner is not None and owner.tools
+                    else Message("the agents' tools"),
+                    tools=", ".join(listed) if listed else Message("none"),
+                    suggestion=Message(" Did you mean %(match)s?", match=repr(close[0]))
+                    if close
+                    else "",
+                ),
+                subject=name,
+            )
+        )
+    return found
+
+
 def _check_scenarios(app: AppSpec, scenarios: list[ScenarioSpec]) -> Iterable[Diagnostic]:
     agents = {a.name for a in app.agents}
     for repeated in duplicates(f"{s.agent}\x00{s.name.strip()}" for s in scenarios):
@@ -667,6 +729,7 @@ def _check_scenarios(app: AppSpec, scenarios: list[ScenarioSpec]) -> Iterable[Di
         yield from _at(modality_problems(session.modality), f"{base}.session.modality", agent)
         for d in session_values_problems(dict(session.values), app):
             yield from _at([d], f"{base}.session.values.{d.subject}", agent)
+        yield from _at(scenario_tool_problems(scenario.steps, app, agent), f"{base}.steps", agent)
         if parse_script(format_script(scenario.steps)).steps != scenario.steps:
             message = Message(
                 "%(base)s.steps: a message cannot be kept exactly as a step "

@@ -11,6 +11,7 @@ from agents import selectors
 from agents.core import rules
 from agents.core.diagnostics import Diagnostic, Message
 from agents.core.script import format_script, parse_script
+from agents.core.spec import StepSpec
 from agents.models import Agent, Scenario, ScenarioStep, expectation_to_json
 from agents.services.common import (
     SCENARIO_FIELDS,
@@ -68,7 +69,10 @@ def scenario_save(
     **fields: Any,
 ) -> Scenario:
     """Create (`scenario` None) or change a scenario. Only the fields given change (a PATCH);
-    a new scenario takes the defaults for the others. `steps_script` replaces every step."""
+    a new scenario takes the defaults for the others. `steps_script` replaces every step.
+
+    What does not stop the save is on the returned scenario's ``warnings``, on the form
+    field (``steps_script``): a step naming a tool no agent of the app has (SC012)."""
     unknown = set(fields) - set(SCENARIO_FIELDS)
     if unknown:
         raise TypeError(f"scenario_save() got unexpected fields {sorted(unknown)}")
@@ -125,6 +129,7 @@ def scenario_save(
             app=agent.app_id,
             on_save=write_steps if "steps_script" in fields else None,
         )
+        scenario.warnings = _step_warnings(agent, parsed.steps)
         return scenario
     scenario = Scenario(agent=agent, **rules.SCENARIO_DEFAULTS)
     for key, value in data.items():
@@ -143,7 +148,15 @@ def scenario_save(
         name=f"{scenario.name} ({agent.display_name})",
         after={**snapshot(scenario), "steps_script": script},
     )
+    scenario.warnings = _step_warnings(agent, parsed.steps)
     return scenario
+
+
+def _step_warnings(agent: Agent, steps: tuple[StepSpec, ...]) -> list[Diagnostic]:
+    app_spec = selectors.app_spec(agent.app)
+    return on_field(
+        rules.scenario_tool_problems(steps, app_spec, agent.display_name), "steps_script"
+    )
 
 
 @transaction.atomic

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
 from django import template
+from django.utils.formats import number_format
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext as _
 
 from agents import i18n
 from agents.core import rules
@@ -25,6 +28,19 @@ def limit(name: str) -> int:
     if not name.endswith("_MAX_LENGTH"):
         raise template.TemplateSyntaxError(f"{name!r} is not a length limit of the rule set")
     return int(getattr(rules, name))
+
+
+@register.filter
+def cost_estimate(amount: Any, priced: Any = True) -> str:
+    """A run's or a call's estimated cost, one way everywhere: ``≈ $0.0055`` in the
+    language's number format, two significant digits below a cent (at least two decimals,
+    at most six); "no price" when the endpoint has none (`priced` False: cost_of counts
+    such a model as 0, which is not a price)."""
+    if priced is False:
+        return _("no price")
+    value = float(amount or 0)
+    decimals = 2 if value == 0 else min(6, max(2, 1 - math.floor(math.log10(abs(value)))))
+    return _("≈ $%(amount)s") % {"amount": number_format(round(value, decimals), decimals)}
 
 
 @register.filter

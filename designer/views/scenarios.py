@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -13,7 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import reswap, retarget
 
 from agents import selectors, services
-from agents.core.diagnostics import Message
+from agents.core.diagnostics import Diagnostic, Message
 from agents.i18n import localize
 from agents.models import (
     Agent,
@@ -40,6 +41,7 @@ def _conversation(
     params: Any,
     *,
     keep_editor: bool = True,
+    editor: dict[str, Any] | None = None,
 ) -> HttpResponse:
     """The conversation fragment. An open scenario editor inside it survives a
     re-simulation (`hx-preserve`: the designer's unsaved edits) unless the scenario shown
@@ -52,6 +54,7 @@ def _conversation(
         "agent": agent,
         "conversation": simulation.build_conversation(app, agent, params, request.user),
         "keep_editor": keep_editor and (not picked or picked == shown),
+        "editor": editor,
     }
     return render(request, f"{DESIGNER}#conversation-panel", context)
 
@@ -159,7 +162,7 @@ def scenario_new(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespon
     def save(data: dict[str, Any]) -> HttpResponse:
         fields = {k: v for k, v in data.items() if k != "version"}
         scenario = services.scenario_save(actor=request.user, agent=agent, **fields)
-        return _after_scenario_save(request, app, agent, scenario.pk)
+        return _after_scenario_save(request, app, agent, scenario.pk, scenario.warnings)
 
     number = agent.scenarios.count() + 1
     initial = {
@@ -191,14 +194,14 @@ def scenario_edit(
 
     def save(data: dict[str, Any]) -> HttpResponse:
         fields = {k: v for k, v in data.items() if k != "version"}
-        services.scenario_save(
+        saved = services.scenario_save(
             actor=request.user,
             agent=agent,
             scenario=scenario,
             expected_version=data["version"],
             **fields,
         )
-        return _after_scenario_save(request, app, agent, scenario.pk)
+        return _after_scenario_save(request, app, agent, scenario.pk, saved.warnings)
 
     return inline_form(
         request,
@@ -226,16 +229,39 @@ def scenario_delete(
 
 
 def _after_scenario_save(
-    request: HttpRequest, app: AgentApp, agent: Agent, scenario_id: int
+    request: HttpRequest,
+    app: AgentApp,
+    agent: Agent,
+    scenario_id: int,
+    warnings: Sequence[Diagnostic] = (),
 ) -> HttpResponse:
+    """The fresh conversation panel; with `warnings` (SC012: a step names a tool no agent
+    has) the editor stays open on the saved scenario, each warning under its field."""
     if not request.htmx:
         return redirect(
             f"{reverse('app-designer', args=[app.pk])}?agent={agent.pk}&scenario={scenario_id}"
         )
     app, access = loaded_app(request, app.pk)
     agent = agent_of(app, agent.pk)
+    editor = None
+    if warnings:
+        saved = Scenario.objects.get(pk=scenario_id, agent=agent)
+        by_field: dict[str, list[str]] = {}
+        for d in warnings:
+            by_field.setdefault(d.field or "", []).append(localize(d.message))
+        editor = {
+            "scenario": saved,
+            "form": ScenarioForm(instance=saved, app=app),
+            "field_warnings": by_field,
+        }
     response = _conversation(
-        request, app, access, agent, {"scenario": str(scenario_id)}, keep_editor=False
+        request,
+        app,
+        access,
+        agent,
+        {"scenario": str(scenario_id)},
+        keep_editor=False,
+        editor=editor,
     )
     retarget(response, "#conversation-panel")
     reswap(response, "outerHTML")

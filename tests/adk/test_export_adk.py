@@ -977,7 +977,7 @@ def test_what_an_evalset_cannot_check_is_reported():
     assert [(n.code, n.message) for n in notes] == [
         (
             "SC656",
-            "scenario quiet: turn 1 expects no calls; ADK's trajectory criterion (IN_ORDER) "
+            "scenario quiet: turn 0 expects no calls; ADK's trajectory criterion (IN_ORDER) "
             "allows other calls, so the evalset cannot check it.",
         )
     ]

@@ -113,7 +113,12 @@ def to_evalset(
     expected_state: dict[str, Any] = {}
     current: dict[str, Any] | None = None
     skipped_before = False
+    # The turn as the designer numbers it (evaluate.step_turns): from 0, the steps before
+    # the first user: step being turn 0 of their own.
+    turn = -1
     for step in scenario.steps:
+        if turn < 0 or step.kind is StepKind.USER:
+            turn += 1
         if step.kind is StepKind.USER:
             text = step.text or (f"<event>{step.event}</event>" if step.event else "")
             if step.variables:
@@ -129,7 +134,7 @@ def to_evalset(
                                 "turn %(turns_count)s sets input variables; an ADK invocation "
                                 "has no place for them (only the first turn's go to the "
                                 "session).",
-                                turns_count=len(turns) + 1,
+                                turns_count=turn,
                             ),
                         )
                     )
@@ -207,7 +212,7 @@ def to_evalset(
                             "turn %(turns_count)s expects no calls; ADK's trajectory "
                             "criterion (IN_ORDER) allows other calls, so the evalset "
                             "cannot check it.",
-                            turns_count=len(turns),
+                            turns_count=turn,
                         ),
                     )
                 )
@@ -479,6 +484,21 @@ def _case_scenario(
         if final is not None:
             reply = ExpectationSpec(ExpectKind.AGENT, value=_texts(final))
             steps.append(StepSpec(StepKind.EXPECT, expectation=reply))
+    # A call of a tool the agents do not have would only fail when the scenario runs.
+    for d in rules.scenario_tool_problems(steps, app, root.name):
+        problems.append(
+            replace(
+                d,
+                field=f"{where}.conversation",
+                message=Message(
+                    "%(filename)s: %(where)s (%(name)s): %(message)s",
+                    filename=filename,
+                    where=where,
+                    name=name,
+                    message=d.message,
+                ),
+            )
+        )
     final_state = _get(case, "final_session_state")
     if isinstance(final_state, Mapping) and final_state and steps:
         wanted = {k: v for k, v in final_state.items() if k in declared}

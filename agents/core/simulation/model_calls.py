@@ -181,14 +181,20 @@ class ModelCalls(FunctionCalls):
                 message=Message("%(name)s: %(exc)s", name=type(exc).__name__, exc=exc),
             )
         if answer.error:
-            self.step_error(
-                "SC421",
-                Message(
+            # A cap refuses the call before it is made: it gets no number of its own.
+            message = (
+                Message("no further model call (cap): %(message)s", message=answer.message)
+                if answer.error == "cap"
+                else Message(
                     "model call %(index)s failed (%(error)s): %(message)s",
                     index=index + 1,
                     error=answer.error,
                     message=answer.message,
-                ),
+                )
+            )
+            self.step_error(
+                "SC421",
+                message,
                 source="model",
                 subject=self.agent.name,
             )

@@ -27,7 +27,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 from django.db import connection
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import ngettext, npgettext
 
 from agents import selectors
 from agents.core.evaluate import ExpectationResult, JUnitCase, ScenarioEvaluation, junit_xml
@@ -62,6 +62,36 @@ def _run(job: Job) -> Job | None:
         return jobs.job_run(str(job.pk))
     finally:
         connection.close()  # a thread's own connection
+
+
+def _counts(
+    of: str,
+    passed: int,
+    failed: int,
+    needs_model: int | None = None,
+    no_expectations: int | None = None,
+) -> str:
+    """``2 passed, 1 failed, 1 needs a model…``, each count with its own plural (French
+    agrees with what is counted: `of` "scenarios" or "expectations")."""
+    parts = [
+        npgettext(of, "%(count)s passed", "%(count)s passed", passed) % {"count": passed},
+        npgettext(of, "%(count)s failed", "%(count)s failed", failed) % {"count": failed},
+    ]
+    if needs_model is not None:
+        parts.append(
+            ngettext("%(count)s needs a model", "%(count)s need a model", needs_model)
+            % {"count": needs_model}
+        )
+    if no_expectations is not None:
+        parts.append(
+            ngettext(
+                "%(count)s without expectations",
+                "%(count)s without expectations",
+                no_expectations,
+            )
+            % {"count": no_expectations}
+        )
+    return ", ".join(parts)
 
 
 class Command(LocalizedCommand):
@@ -195,11 +225,13 @@ class Command(LocalizedCommand):
                 )
         summary = evaluation.summary_data(outcomes)["summary"]
         self.stdout.write(
-            _(
-                "%(passed)s passed, %(failed)s failed, %(needs_model)s need a model, "
-                "%(no_expectations)s without expectations"
+            _counts(
+                "scenarios",
+                summary["passed"],
+                summary["failed"],
+                summary["needs_model"],
+                summary["no_expectations"],
             )
-            % summary
         )
         if options.get("junit"):
             path = Path(str(options["junit"]))
@@ -332,11 +364,9 @@ class Command(LocalizedCommand):
     def report(self, app: AgentApp, data: dict[str, Any], cases: list[JUnitCase]) -> None:
         evaluation_ = _evaluation(data)  # English: the JUnit XML is the same in every language
         shown = _evaluation(localized_data(data))  # what the operator reads: their language
-        counts = _("%(passed)s passed, %(failed)s failed, %(needs_model)s need a model") % {
-            "passed": evaluation_.passed,
-            "failed": evaluation_.failed,
-            "needs_model": evaluation_.needs_model,
-        }
+        counts = _counts(
+            "expectations", evaluation_.passed, evaluation_.failed, evaluation_.needs_model
+        )
         live = ""
         if data.get("live"):
             run = data["live"]
@@ -394,16 +424,14 @@ class Command(LocalizedCommand):
             evaluation_ = done.evaluation
             self.stdout.write(
                 f"{_LABEL[evaluation_.status]}  {app.name} / {done.name}  ("
-                + _(
-                    "simulated user, %(turns)s turns, ended by %(ended_by)s; %(passed)s passed, "
-                    "%(failed)s failed"
+                + ngettext(
+                    "simulated user, %(turns)s turn, ended by %(ended_by)s",
+                    "simulated user, %(turns)s turns, ended by %(ended_by)s",
+                    done.turns,
                 )
-                % {
-                    "turns": done.turns,
-                    "ended_by": done.ended_by,
-                    "passed": evaluation_.passed,
-                    "failed": evaluation_.failed,
-                }
+                % {"turns": done.turns, "ended_by": done.ended_by}
+                + "; "
+                + _counts("expectations", evaluation_.passed, evaluation_.failed)
                 + ")"
             )
             for r in evaluation_.results:

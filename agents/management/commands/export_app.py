@@ -1,4 +1,6 @@
-"""manage.py export_app APP_ID --format cx|json|yaml|adk [-o FILE]: export for pipelines.
+"""manage.py export_app APP --format cx|json|yaml|adk [-o FILE]: export for pipelines.
+
+APP is the app's id or its name (``--owner USERNAME`` picks among apps of one name).
 
 The same exports as the designer's Export page. Exit status 0; 1 when the app does
 not exist or the file cannot be written. What the CX or ADK export cannot carry is listed
@@ -29,17 +31,57 @@ from agents.services import exchange
 
 
 class Command(LocalizedCommand):
-    help = "Export an app as a CX Agent Studio ZIP or a Statecraft JSON/YAML file."
+    help = (
+        "Export an app as a Statecraft JSON/YAML file, a CX Agent Studio ZIP, or an ADK "
+        "package (a directory, or a ZIP)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("app_id", type=int, help="the app's id")
-        parser.add_argument("--format", choices=("cx", "json", "yaml", "adk"), default="json")
-        parser.add_argument("-o", "--output", default="-", help="file to write (- for stdout)")
+        parser.add_argument(
+            "app",
+            metavar="APP",
+            help="the app's id, or its name (with --owner when several apps have that name)",
+        )
+        parser.add_argument(
+            "--owner", default=None, help="username of the app's owner (to pick an app by name)"
+        )
+        parser.add_argument(
+            "--format",
+            choices=("cx", "json", "yaml", "adk"),
+            default="json",
+            help="json or yaml: a Statecraft file; cx: a CX Agent Studio ZIP; adk: an ADK "
+            "package (default: json)",
+        )
+        parser.add_argument(
+            "-o",
+            "--output",
+            default="-",
+            help="file to write (- for stdout); with --format adk a directory, or NAME.zip",
+        )
+
+    def find_app(self, given: str, owner: str | None) -> AgentApp:
+        """The app `given` names: an id, else a name (unique among `owner`'s apps, or all)."""
+        apps = AgentApp.objects.all()
+        if owner is not None:
+            apps = apps.filter(owner__username=owner)
+        if given.isdigit():
+            app = apps.filter(pk=int(given)).first()
+            if app is not None:
+                return app
+        named = list(apps.filter(name=given).order_by("pk")[:10])
+        if len(named) == 1:
+            return named[0]
+        if named:
+            raise CommandError(
+                _("Several apps are named %(name)s (ids %(ids)s): give the id, or --owner.")
+                % {"name": repr(given), "ids": ", ".join(str(a.pk) for a in named)}
+            )
+        if given.isdigit():
+            raise CommandError(_("No app with id %(id)s.") % {"id": given})
+        raise CommandError(_("No app with id or name %(name)s.") % {"name": repr(given)})
 
     def handle(self, *args: object, **options: object) -> None:
-        app = AgentApp.objects.filter(pk=options["app_id"]).first()
-        if app is None:
-            raise CommandError(_("No app with id %(id)s.") % {"id": options["app_id"]})
+        app = self.find_app(str(options["app"]), options["owner"])
         fmt = str(options["format"])
         output = str(options["output"])
         if fmt == "adk" and output != "-" and not output.endswith(".zip"):

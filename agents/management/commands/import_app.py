@@ -2,7 +2,8 @@
 
 ``manage.py import_app X.evalset.json --owner USERNAME --evalset-into APP_ID`` adds an ADK
 evalset's eval cases to an existing app as scenarios of its root agent instead
-(`exchange.app_import_evalset`); it prints the new scenarios' ids.
+(`exchange.app_import_evalset`); it prints the new scenarios' ids on stdout, one a line
+(for scripts), and on stderr what they are.
 
 The same use case as the import page (`exchange.app_import_file`): everything is checked
 first and nothing is created unless all of it is valid. Exit status 0 and the new app's
@@ -18,16 +19,32 @@ from django.core.management.base import CommandError, CommandParser
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from agents.core.diagnostics import strip_prefix
 from agents.i18n import localize, word
 from agents.management.language import LocalizedCommand
 from agents.services import exchange
 
 
+def _at(where: str, message: str) -> str:
+    """``file: message``, the file named once: the evalset's messages (and "x.zip is not a
+    ZIP file") start with it already."""
+    message = strip_prefix(message, f"{where}: ")
+    text = localize(message)
+    return text if text.startswith(where) else f"{where}: {text}"
+
+
 class Command(LocalizedCommand):
-    help = "Import a Statecraft JSON/YAML file or a CX Agent Studio ZIP as a new app."
+    help = (
+        "Import a Statecraft JSON/YAML file or a CX Agent Studio ZIP as a new app, or "
+        "(--evalset-into) an ADK evalset's cases as scenarios of an app."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("file", help="a .json/.yaml export or a CX Agent Studio .zip")
+        parser.add_argument(
+            "file",
+            help="a .json/.yaml export or a CX Agent Studio .zip (with --evalset-into: an ADK "
+            ".evalset.json)",
+        )
         parser.add_argument("--owner", required=True, help="username of the app's owner")
         parser.add_argument("--name", default=None, help="the new app's name (default: the file's)")
         parser.add_argument(
@@ -35,7 +52,8 @@ class Command(LocalizedCommand):
             type=int,
             default=None,
             metavar="APP_ID",
-            help="read FILE as an ADK evalset and add its eval cases to this app as scenarios",
+            help="read FILE as an ADK evalset and add its eval cases to this app as scenarios "
+            "(stdout: the new scenarios' ids, one a line)",
         )
 
     def handle(self, *args: object, **options: object) -> None:
@@ -59,7 +77,7 @@ class Command(LocalizedCommand):
         except exchange.ImportRefused as exc:
             for d in exc.diagnostics:
                 where = d.subject if exc.kind == "cx" and d.subject else path.name
-                self.stderr.write(f"{where}: {localize(d.message)} [{d.code}]")
+                self.stderr.write(f"{_at(where, d.message)} [{d.code}]")
             count = len(exc.diagnostics)
             raise CommandError(
                 ngettext(
@@ -98,7 +116,7 @@ class Command(LocalizedCommand):
             )
         except exchange.ImportRefused as exc:
             for d in exc.diagnostics:
-                self.stderr.write(f"{path.name}: {localize(d.message)} [{d.code}]")
+                self.stderr.write(f"{_at(path.name, d.message)} [{d.code}]")
             raise CommandError(
                 _("%(file)s: not imported; nothing was created.") % {"file": path.name}
             ) from exc
@@ -109,10 +127,17 @@ class Command(LocalizedCommand):
         self.stderr.write(
             self.style.SUCCESS(
                 ngettext(
-                    "Added %(count)s scenario to “%(name)s” (id %(id)s).",
-                    "Added %(count)s scenarios to “%(name)s” (id %(id)s).",
+                    "Added %(count)s scenario to “%(name)s” (app id %(id)s); its id is on "
+                    "stdout: %(ids)s.",
+                    "Added %(count)s scenarios to “%(name)s” (app id %(id)s); their ids are "
+                    "on stdout: %(ids)s.",
                     len(created),
                 )
-                % {"count": len(created), "name": app.name, "id": app.pk}
+                % {
+                    "count": len(created),
+                    "name": app.name,
+                    "id": app.pk,
+                    "ids": ", ".join(str(s.pk) for s in created) or "-",
+                }
             )
         )
