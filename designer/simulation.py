@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.utils.formats import number_format
 from django.utils.translation import gettext_lazy as _
 
 from agents import services
