@@ -325,7 +325,7 @@ def test_an_endpoint_without_a_price_shows_no_price_not_a_zero_cost(
         ("en", 0.000123, "≈ $0.00012"),
         ("en", 1.234, "≈ $1.23"),
         ("en", 0.0, "≈ $0.00"),
-        ("fr", 0.0055, "≈ $0,0055"),
+        ("fr", 0.0055, "≈ 0,0055 $"),  # French writes the sign after the amount
     ],
 )
 def test_a_cost_is_formatted_one_way_in_the_languages_number_format(language, cost, shown):

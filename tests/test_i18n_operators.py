@@ -727,12 +727,12 @@ def test_the_designers_live_panel_reads_in_german(
 
     html = panel({"scenario": scenario.pk, "model": "loop", "live": "1"})
     assert (
-        "Modellaufruf 2 ist fehlgeschlagen (cap): die Ausführung hat ihre Obergrenze von 1 "
+        "kein weiterer Modellaufruf (Obergrenze): die Ausführung hat ihre Obergrenze von 1 "
         "Modellaufrufen erreicht"
     ) in html
     assert "der Modellaufruf hat in Runde 0 eine Ausnahme ausgelöst" in html
     assert "the model call" not in html and "reached its cap" not in html
-    assert "Modellaufruf 1: 15+6 tok · $0,000000" in html  # the call's cost, German digits
+    assert "Modellaufruf 1: 15+6 tok · kein Preis" in html  # the endpoint has no price: said so
     assert "reached its cap" not in html
     run = LiveRun.objects.get(mode="live")
     services.agent_update(agent=agent, instructions=INSTRUCTIONS.replace("Always", "Please"))

@@ -73,10 +73,18 @@ def _counts(
 ) -> str:
     """``2 passed, 1 failed, 1 needs a model…``, each count with its own plural (French
     agrees with what is counted: `of` "scenarios" or "expectations")."""
-    parts = [
-        npgettext(of, "%(count)s passed", "%(count)s passed", passed) % {"count": passed},
-        npgettext(of, "%(count)s failed", "%(count)s failed", failed) % {"count": failed},
-    ]
+    # Literal contexts, so makemessages extracts each (a variable context is not extracted).
+    if of == "scenarios":
+        parts = [
+            npgettext("scenarios", "%(count)s passed", "%(count)s passed", passed),
+            npgettext("scenarios", "%(count)s failed", "%(count)s failed", failed),
+        ]
+    else:
+        parts = [
+            npgettext("expectations", "%(count)s passed", "%(count)s passed", passed),
+            npgettext("expectations", "%(count)s failed", "%(count)s failed", failed),
+        ]
+    parts = [parts[0] % {"count": passed}, parts[1] % {"count": failed}]
     if needs_model is not None:
         parts.append(
             ngettext("%(count)s needs a model", "%(count)s need a model", needs_model)
