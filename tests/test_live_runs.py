@@ -455,7 +455,7 @@ def test_a_cx_scenario_evaluation_runs_a_simulated_user_then_the_judge(
         call_command("evaluate", str(app.pk), "--model", "loop", stdout=out)
     assert raised.value.returncode == 1  # the second rubric failed
     text = out.getvalue()
-    assert "FAIL  Live bank / Simulated balance question  (simulated user, 1 turns" in text
+    assert "FAIL  Live bank / Simulated balance question  (simulated user, 1 turn," in text
     assert "ended by user" in text
     assert "It said 1,250 EUR." in text and "It was polite." in text
     user_request = server.seen[0].body["messages"]
