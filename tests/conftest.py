@@ -180,3 +180,13 @@ def workers():
     yield start
     for worker in started:
         worker.stop()
+
+
+@pytest.fixture
+def server():
+    """A model's wire protocol on loopback (tests/llm_server.py), closed after the test."""
+    from tests.llm_server import ModelServer
+
+    s = ModelServer()
+    yield s
+    s.close()

@@ -28,6 +28,28 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
+KEY = "sk-live-test-4f9a1c2e7b"  # the API key every live test's endpoints are given
+KEY_ENV = "LIVE_KEY"
+
+
+def configure_models(
+    monkeypatch: Any, endpoints: dict[str, dict[str, Any]], key: str = KEY
+) -> None:
+    """Name each endpoint in ``STATECRAFT_MODELS`` (as a pipeline would), its key in
+    ``LIVE_KEY``. An endpoint is ``{"server": ModelServer, ...}`` plus what the entry
+    holds besides the defaults (kind openai, model test-model, base_url the server's)."""
+    models = {}
+    for name, given in endpoints.items():
+        given = dict(given)
+        server = given.pop("server")
+        kind = given.get("kind", "openai")
+        base = f"{server.url}/v1" if kind == "openai" else server.url
+        entry = {"kind": kind, "model": "test-model", "base_url": base, "api_key_env": KEY_ENV}
+        entry.update(given)
+        models[name] = entry
+    monkeypatch.setenv(KEY_ENV, key)
+    monkeypatch.setenv("STATECRAFT_MODELS", json.dumps(models))
+
 
 @dataclass
 class Reply:

@@ -523,18 +523,10 @@ def test_a_large_imports_report_reads_in_the_language_through_the_api(user, sett
 @pytest.fixture
 def loop_model(monkeypatch):
     """A model server on loopback, configured as the endpoint ``loop`` (STATECRAFT_MODELS)."""
-    from tests.llm_server import ModelServer
-    from tests.test_live_runs import KEY
+    from tests.llm_server import ModelServer, configure_models
 
     server = ModelServer()
-    entry = {
-        "kind": "openai",
-        "model": "test-model",
-        "base_url": f"{server.url}/v1",
-        "api_key_env": "LIVE_KEY",
-    }
-    monkeypatch.setenv("LIVE_KEY", KEY)
-    monkeypatch.setenv("STATECRAFT_MODELS", json.dumps({"loop": entry}))
+    configure_models(monkeypatch, {"loop": {"server": server}})
     yield server
     server.close()
 
@@ -549,8 +541,7 @@ def test_a_live_runs_auth_error_reads_in_german_and_french_through_the_api(
     """The model refuses the key (HTTP 401): the job's result and a replay of the recorded
     run say so in the request's language; the error's code (`auth`), the endpoint's name,
     the variable's name and the HTTP status are as they are, and the key is nowhere."""
-    from tests.llm_server import openai_error
-    from tests.test_live_runs import KEY
+    from tests.llm_server import KEY, openai_error
 
     app, agent, scenario = bank_app
     loop_model.script(openai_error(401, f"Incorrect API key provided: {KEY}"))

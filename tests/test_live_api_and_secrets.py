@@ -17,13 +17,14 @@ from agents.models import AuditEvent, Job, LiveRun, ModelEndpoint
 from agents.services import versions
 from agents.services.live_models import endpoint_save
 from tests.llm_server import (
-    ModelServer,
+    KEY,
+    configure_models,
     openai_call,
     openai_stream_call,
     openai_stream_text,
     openai_text,
 )
-from tests.test_live_runs import GOLDEN, INSTRUCTIONS, KEY, bank_app  # noqa: F401
+from tests.test_live_runs import GOLDEN, INSTRUCTIONS, bank_app  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 HX = {"HX-Request": "true"}
@@ -31,22 +32,8 @@ ADMIN_KEY = "sk-admin-stored-9d8c7b6a5f"
 
 
 @pytest.fixture
-def server():
-    s = ModelServer()
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def configured(monkeypatch, server):
-    entry = {
-        "kind": "openai",
-        "model": "gpt-4o-mini",
-        "base_url": f"{server.url}/v1",
-        "api_key_env": "LIVE_KEY",
-    }
-    monkeypatch.setenv("LIVE_KEY", KEY)
-    monkeypatch.setenv("STATECRAFT_MODELS", json.dumps({"loop": entry}))
+    configure_models(monkeypatch, {"loop": {"server": server, "model": "gpt-4o-mini"}})
     return server
 
 

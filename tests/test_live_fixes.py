@@ -21,13 +21,14 @@ from agents.services.jobs import job_run
 from agents.services.live import run_live
 from tests.llm_server import (
     ModelServer,
+    configure_models,
     openai_call,
     openai_error,
     openai_stream_call,
     openai_stream_text,
     openai_text,
 )
-from tests.test_live_runs import GOLDEN, KEY, bank_app  # noqa: F401
+from tests.test_live_runs import GOLDEN, bank_app  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 HX = {"HX-Request": "true"}
@@ -59,21 +60,7 @@ class HeldServer(ModelServer):
 
 
 def _configure(monkeypatch, server, name="loop"):
-    entry = {
-        "kind": "openai",
-        "model": "gpt-4o-mini",
-        "base_url": f"{server.url}/v1",
-        "api_key_env": "LIVE_KEY",
-    }
-    monkeypatch.setenv("LIVE_KEY", KEY)
-    monkeypatch.setenv("STATECRAFT_MODELS", json.dumps({name: entry}))
-
-
-@pytest.fixture
-def server():
-    s = ModelServer()
-    yield s
-    s.close()
+    configure_models(monkeypatch, {name: {"server": server, "model": "gpt-4o-mini"}})
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ import pytest
 from django.urls import reverse
 
 from agents.models import AgentApp, Job
-from tests.llm_server import ModelServer, openai_call, openai_text
+from tests.llm_server import ModelServer, configure_models, openai_call, openai_text
 from tests.test_live_api_and_secrets import SIMULATED
-from tests.test_live_runs import KEY, bank_app  # noqa: F401
+from tests.test_live_runs import bank_app  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 HX = {"HX-Request": "true"}
@@ -25,18 +25,13 @@ VERDICT = {"rubrics": [{"index": 1, "passed": True, "reason": "It said 1,250 EUR
 def servers(monkeypatch):
     """Two configured models: `loop` (the run's) and `referee` (a judge), each its server."""
     run, judge = ModelServer(), ModelServer()
-
-    def entry(server: ModelServer, model: str) -> dict:
-        return {
-            "kind": "openai",
-            "model": model,
-            "base_url": f"{server.url}/v1",
-            "api_key_env": "LIVE_KEY",
-        }
-
-    monkeypatch.setenv("LIVE_KEY", KEY)
-    models = {"loop": entry(run, "gpt-4o-mini"), "referee": entry(judge, "judge-model")}
-    monkeypatch.setenv("STATECRAFT_MODELS", json.dumps(models))
+    configure_models(
+        monkeypatch,
+        {
+            "loop": {"server": run, "model": "gpt-4o-mini"},
+            "referee": {"server": judge, "model": "judge-model"},
+        },
+    )
     yield run, judge
     run.close()
     judge.close()

@@ -20,8 +20,9 @@ from agents.demo import LOOKUP_BALANCE_CODE
 from agents.models import LiveRun, Scenario
 from agents.services.live import live_run_save_golden, replay_live, run_live
 from tests.llm_server import (
-    ModelServer,
+    KEY,
     Reply,
+    configure_models,
     gemini_call,
     gemini_error,
     gemini_stream,
@@ -35,7 +36,6 @@ from tests.llm_server import (
 
 pytestmark = pytest.mark.django_db
 
-KEY = "sk-live-test-4f9a1c2e7b"
 GOLDEN = """user: Hi! What is the balance of my current account?
 expect call: LookupBalance
 expect state: {"current_account_balance": 1250}
@@ -47,20 +47,9 @@ Always share the {current_account_balance} with the user.
 
 
 @pytest.fixture
-def server():
-    s = ModelServer()
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def models_env(monkeypatch, server):
     def configure(kind: str = "openai", **extra):
-        base = f"{server.url}/v1" if kind == "openai" else server.url
-        entry = {"kind": kind, "model": "test-model", "base_url": base, "api_key_env": "LIVE_KEY"}
-        entry.update(extra)
-        monkeypatch.setenv("LIVE_KEY", KEY)
-        monkeypatch.setenv("STATECRAFT_MODELS", json.dumps({"loop": entry}))
+        configure_models(monkeypatch, {"loop": {"server": server, "kind": kind, **extra}})
 
     return configure
 

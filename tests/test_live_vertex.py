@@ -19,14 +19,13 @@ import pytest
 from agents.services.live import run_live
 from tests import test_live_runs
 from tests.llm_server import (
+    KEY,
     GoogleTokenEndpoint,
-    ModelServer,
     gemini_call,
     gemini_error,
     gemini_stream,
     gemini_text,
 )
-from tests.test_live_runs import KEY
 
 pytestmark = pytest.mark.django_db
 
@@ -34,13 +33,6 @@ bank_app = test_live_runs.bank_app  # the banking app with its real LookupBalanc
 
 PROJECT_PATH = "/v1beta1/projects/proj-x/locations/europe-west4/publishers/google/models/"
 EXPRESS_PATH = "/v1beta1/publishers/google/models/"
-
-
-@pytest.fixture
-def server():
-    s = ModelServer()
-    yield s
-    s.close()
 
 
 @pytest.fixture

@@ -229,6 +229,20 @@ def step_turns(scenario: ScenarioSpec) -> list[int]:
     return turns
 
 
+def _evaluation(
+    results: list[ExpectationResult], notes: tuple[str, ...] = ()
+) -> ScenarioEvaluation:
+    """The scenario's evaluation of these results: its status and its counts."""
+    return ScenarioEvaluation(
+        results=tuple(results),
+        status=_status(results),
+        passed=sum(r.status == "passed" for r in results),
+        failed=sum(r.status == "failed" for r in results),
+        needs_model=sum(r.status == "needs_model" for r in results),
+        notes=notes,
+    )
+
+
 def _status(results: list[ExpectationResult]) -> ScenarioStatus:
     if not results:
         return "none"
@@ -490,13 +504,7 @@ def evaluate(
         extra_calls_allowed = app is not None and allows_extra_calls(app, scenario)
     if app is not None and extra_calls_allowed:
         results = _left_to_the_model(app, scenario, results)
-    return ScenarioEvaluation(
-        results=tuple(results),
-        status=_status(results),
-        passed=sum(r.status == "passed" for r in results),
-        failed=sum(r.status == "failed" for r in results),
-        needs_model=sum(r.status == "needs_model" for r in results),
-    )
+    return _evaluation(results)
 
 
 def allows_extra_calls(app: AppSpec, scenario: ScenarioSpec) -> bool:
@@ -771,14 +779,7 @@ def explain_failures(
                 ),
             )
         )
-    return ScenarioEvaluation(
-        results=tuple(results),
-        status=_status(results),
-        passed=sum(r.status == "passed" for r in results),
-        failed=sum(r.status == "failed" for r in results),
-        needs_model=sum(r.status == "needs_model" for r in results),
-        notes=evaluation.notes,
-    )
+    return _evaluation(results, evaluation.notes)
 
 
 # --------------------------------------------------------------------------- JUnit XML

@@ -7,14 +7,18 @@ The model is a real HTTP server on loopback speaking OpenAI's chat completions
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.llm_server import ModelServer, Reply, openai_stream_call, openai_stream_text
+from tests.llm_server import (
+    Reply,
+    configure_models,
+    openai_stream_call,
+    openai_stream_text,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 DOCS = Path(__file__).resolve().parent.parent.parent / "docs"
@@ -22,26 +26,12 @@ ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 
 
 @pytest.fixture
-def server():
-    s = ModelServer()
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def live_bank(user, monkeypatch, server):
     from agents import services
     from agents.demo import load_demo
 
-    entry = {
-        "kind": "openai",
-        "model": "gpt-4o-mini",
-        "base_url": f"{server.url}/v1",
-        "api_key_env": "LIVE_KEY",
-        "label": "GPT-4o mini (loopback)",
-    }
-    monkeypatch.setenv("LIVE_KEY", "sk-browser-test")
-    monkeypatch.setenv("STATECRAFT_MODELS", json.dumps({"mini": entry}))
+    endpoint = {"server": server, "model": "gpt-4o-mini", "label": "GPT-4o mini (loopback)"}
+    configure_models(monkeypatch, {"mini": endpoint}, key="sk-browser-test")
     app = next(a for a in load_demo(user) if a.name == "Bank demo")
     agent = app.agents.get()
     services.scenario_save(

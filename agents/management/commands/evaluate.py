@@ -64,6 +64,16 @@ def _run(job: Job) -> Job | None:
         connection.close()  # a thread's own connection
 
 
+def _write_junit(options: dict[str, Any], cases: list[JUnitCase]) -> None:
+    """The JUnit XML `--junit` names, if any; a file that cannot be written exits 2."""
+    if options.get("junit"):
+        path = Path(str(options["junit"]))
+        try:
+            path.write_text(junit_xml(cases), encoding="utf-8")
+        except OSError as exc:
+            raise CommandError(f"{path}: {exc.strerror or exc}", returncode=2) from exc
+
+
 def _counts(
     of: str,
     passed: int,
@@ -241,12 +251,7 @@ class Command(LocalizedCommand):
                 summary["no_expectations"],
             )
         )
-        if options.get("junit"):
-            path = Path(str(options["junit"]))
-            try:
-                path.write_text(junit_xml(cases), encoding="utf-8")
-            except OSError as exc:
-                raise CommandError(f"{path}: {exc.strerror or exc}", returncode=2) from exc
+        _write_junit(options, cases)
         if summary["failed"]:
             raise CommandError(
                 ngettext(
@@ -345,12 +350,7 @@ class Command(LocalizedCommand):
                 "missing": counts["not recorded"],
             }
         )
-        if options.get("junit"):
-            path = Path(str(options["junit"]))
-            try:
-                path.write_text(junit_xml(cases), encoding="utf-8")
-            except OSError as exc:
-                raise CommandError(f"{path}: {exc.strerror or exc}", returncode=2) from exc
+        _write_junit(options, cases)
         if counts["drifted"]:
             raise CommandError(
                 _(
