@@ -22,7 +22,7 @@ from agents.core.lint import lint_app
 from agents.core.script import parse_script
 from agents.core.spec import AgentSpec, AppSpec, ScenarioSpec, ToolKind, ToolSpec
 from agents.models import Scenario
-from tests.test_live_runs import bank_app, models_env, server  # noqa: F401 - the fixtures
+from tests.test_live_runs import bank_app, models_env  # noqa: F401 - the fixtures
 
 HX = {"HX-Request": "true"}
 
