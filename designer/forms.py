@@ -11,6 +11,7 @@ from django.forms.utils import flatatt
 from django.urls import reverse
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
+from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 
 from agents import i18n
@@ -174,8 +175,8 @@ def _json_field_value(raw: str, field: str, *, allow_empty: bool = True) -> Any:
         return json.loads(raw)
     except json.JSONDecodeError as exc:
         raise forms.ValidationError(
-            _("Line %(line)s, column %(column)s: %(error)s. Check the JSON syntax.")
-            % {"line": exc.lineno, "column": exc.colno, "error": exc.msg},
+            _("%(error)s. Check the JSON syntax.")
+            % {"error": capfirst(localize(form_text.json_error_message(exc)))},
             code="json",
         ) from exc
 

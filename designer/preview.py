@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.urls import reverse
+from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 
 from agents import i18n, selectors, services
@@ -167,11 +168,7 @@ def _typed_values(
         try:
             pasted = json.loads(values_json)
         except json.JSONDecodeError as exc:
-            json_error = _("Line %(line)s, column %(column)s: %(error)s.") % {
-                "line": exc.lineno,
-                "column": exc.colno,
-                "error": exc.msg,
-            }
+            json_error = capfirst(localize(form_text.json_error_message(exc)))
         else:
             if isinstance(pasted, dict):
                 values.update(pasted)

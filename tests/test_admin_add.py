@@ -313,4 +313,4 @@ def test_json_the_admin_cannot_read_is_refused_with_where_and_how(operator, shop
     )
 
     errors = " ".join(response.context["adminform"].form.errors.get("default", []))
-    assert errors.startswith("Not valid JSON: line 1, column 1: expected a value."), errors
+    assert errors.startswith("Not valid JSON: line 1, column 1: expected a value"), errors

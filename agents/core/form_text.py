@@ -36,7 +36,14 @@ from agents.core.diagnostics import Message
 from agents.core.spec import VariableType
 from agents.core.types import is_number, json_kind, quoted, value_schema_problems
 
-__all__ = ["ParsedValue", "format_form_value", "parse_form_value"]
+__all__ = [
+    "ParsedValue",
+    "explain_json_error",
+    "format_form_value",
+    "json_error_message",
+    "parse_form_value",
+    "parse_json",
+]
 
 # ---------------------------------------------------------------------------
 # Form text -> typed value
@@ -239,16 +246,24 @@ def _split_csv(text: str) -> tuple[list[tuple[str, bool]], str | None]:
 
 
 # JSON decoding, with errors a designer can read --------------------------------
+#
+# json.JSONDecodeError.msg is English and a small fixed set (CPython's Lib/json/decoder.py
+# and Modules/_json.c); each is read here as a `Message` that says what to do.
 
 _JSON_MESSAGES = (
     (
         "Expecting property name enclosed in double quotes",
-        Message("expected a property name in double quotes"),
+        Message('put property names in double quotes, like {"name": 1}'),
     ),
-    ("Expecting ':' delimiter", Message("expected ':' after the property name")),
-    ("Expecting value", Message("expected a value")),
-    ("Illegal trailing comma", Message("a comma before a closing bracket is not allowed in JSON")),
-    ("Extra data", Message("unexpected text after the end of the JSON value")),
+    (
+        "Expecting ':' delimiter",
+        Message("expected ':' after the property name: write \"name\": value"),
+    ),
+    (
+        "Expecting value",
+        Message('expected a value: a number, "text", true, false, null, [...] or {...}'),
+    ),
+    ("Extra data", Message("unexpected text after the end of the JSON value: remove it")),
     ("Unterminated string", Message("this string is never closed (missing '\"')")),
     (
         "Invalid control character",
@@ -257,6 +272,9 @@ _JSON_MESSAGES = (
     ("Invalid \\uXXXX escape", Message("invalid \\u escape (it takes four hex digits)")),
     ("Invalid \\escape", Message("invalid escape after '\\' (use \\\\ for a backslash)")),
 )
+_DECIMAL_COMMA_BEFORE = re.compile(r"(?<![\w.])(-?\d+),$")
+_DIGITS_AFTER = re.compile(r"\d+")
+_NOT_A_JSON_NUMBER = re.compile(r"(\S+) is not a JSON number$")
 
 
 class _JsonValueError(ValueError):
@@ -267,6 +285,18 @@ def parse_json(text: str) -> tuple[Any, str | None]:
     """JSON text read strictly (no NaN, no key twice): the value, or the problem in words
     (`line 1, column 5: expected a value`)."""
     return _parse_json(text)
+
+
+def json_error_message(error: json.JSONDecodeError) -> Message:
+    """Where JSON typed by a person breaks and how to fix it, in words the catalog
+    translates (`line 1, column 15: a decimal is written with a point in JSON: 100.0`):
+    what every parser of such text reports instead of Python's English."""
+    return Message(
+        "line %(lineno)s, column %(colno)s: %(explain_json_error)s",
+        lineno=error.lineno,
+        colno=error.colno,
+        explain_json_error=explain_json_error(error),
+    )
 
 
 def _parse_json(text: str) -> tuple[Any, str | None]:
@@ -288,39 +318,50 @@ def _parse_json(text: str) -> tuple[Any, str | None]:
             text, parse_constant=refuse_constant, object_pairs_hook=no_duplicates
         ), None
     except json.JSONDecodeError as error:
-        return None, Message(
-            "line %(lineno)s, column %(colno)s: %(explain_json_error)s",
-            lineno=error.lineno,
-            colno=error.colno,
-            explain_json_error=_explain_json_error(error),
-        )
+        return None, json_error_message(error)
     except _JsonValueError as error:
         return None, error.args[0]
     except RecursionError:
         return None, Message("the JSON is nested too deeply")
 
 
-def _explain_json_error(error: json.JSONDecodeError) -> str:
-    text, position = error.doc, error.pos
+def explain_json_error(error: json.JSONDecodeError) -> Message:
+    """`error` (Python's English `msg`) as a `Message` with a short fix."""
+    text, position, msg = error.doc or "", error.pos, error.msg
     at_end = position >= len(text.rstrip())
     before = text[:position].rstrip()
     current = text[position : position + 1]
-    if error.msg.startswith("Expecting ',' delimiter"):
+    constant = _NOT_A_JSON_NUMBER.match(msg)
+    if constant:
+        return Message(
+            "%(name)s is not a JSON number: write a number or null", name=constant.group(1)
+        )
+    if msg.startswith("Illegal trailing comma"):
+        closer = "}" if msg.endswith("object") else "]"
+        return Message("remove the comma before %(closer)s", closer=closer)
+    if msg.startswith("Expecting ',' delimiter"):
         closer = "}" if _innermost_container(text, position) == "{" else "]"
         if at_end:
             return Message("expected ',' or '%(closer)s' (the text ends too early)", closer=closer)
         return Message("expected ',' or '%(closer)s'", closer=closer)
-    if at_end and error.msg.startswith(("Expecting value", "Expecting property name")):
+    if at_end and msg.startswith(("Expecting value", "Expecting property name")):
         return Message("the text ends too early")
-    if error.msg.startswith(("Expecting value", "Expecting property name")):
+    if msg.startswith(("Expecting value", "Expecting property name")):
         if current == "'":
             return Message("strings and property names take double quotes, not single quotes")
-        if before.endswith(",") and current in "]}":
-            return Message("a comma before a closing bracket is not allowed in JSON")
+        if before.endswith(",") and current in ("]", "}"):
+            return Message("remove the comma before %(closer)s", closer=current)
+        whole = _DECIMAL_COMMA_BEFORE.search(before)
+        fraction = _DIGITS_AFTER.match(text, position)
+        if whole and fraction and msg.startswith("Expecting property name"):
+            return Message(
+                "a decimal is written with a point in JSON: %(number)s",
+                number=f"{whole.group(1)}.{fraction.group(0)}",
+            )
     for prefix, words in _JSON_MESSAGES:
-        if error.msg.startswith(prefix):
+        if msg.startswith(prefix):
             return words
-    return error.msg
+    return Message("this is not valid JSON here")
 
 
 def _innermost_container(text: str, position: int) -> str | None:

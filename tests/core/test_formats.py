@@ -541,7 +541,7 @@ def test_cx_import_errors_name_the_file_and_the_field():
     assert ("app.json", "variableDeclarations[1].schema.default") in errors
     assert ("app.json", "variableDeclarations[2].name") in errors
     assert ("agents/root_agent/root_agent.json", "childAgents[0]") in errors
-    assert ("tools/get_links/get_links.json", None) in errors
+    assert ("tools/get_links/get_links.json", "tools/get_links/get_links.json:1:2") in errors
     default = next(d for d in diagnostics if d.field == "variableDeclarations[1].schema.default")
     assert default.message.startswith("app.json: ") and "profile.age" in default.message
 

@@ -257,17 +257,30 @@ def test_object_from_json():
     [
         ('{"a": 1\n    "b": 2}', "line 2, column 5: expected ',' or '}'"),
         ('{"a": [1 2]}', "line 1, column 10: expected ',' or ']'"),
-        ('{"a": 1,}', "line 1, column 8: a comma before a closing bracket is not allowed in JSON"),
+        ('{"a": 1,}', "line 1, column 8: remove the comma before }"),
         (
             "{'a': 1}",
             "line 1, column 2: strings and property names take double quotes, not single quotes",
         ),
         ('{"a": 1', "line 1, column 8: expected ',' or '}' (the text ends too early)"),
         ('{"a":', "line 1, column 6: the text ends too early"),
-        ('{"a" 1}', "line 1, column 6: expected ':' after the property name"),
-        ('{"a": 1} x', "line 1, column 10: unexpected text after the end of the JSON value"),
+        (
+            '{"a" 1}',
+            "line 1, column 6: expected ':' after the property name: write \"name\": value",
+        ),
+        (
+            '{"a": 1} x',
+            "line 1, column 10: unexpected text after the end of the JSON value: remove it",
+        ),
         ('{"a": "b', "line 1, column 7: this string is never closed (missing '\"')"),
-        ('{"a": x}', "line 1, column 7: expected a value"),
+        (
+            '{"a": x}',
+            'line 1, column 7: expected a value: a number, "text", true, false, null, [...] or {...}',
+        ),
+        (
+            '{"tarif_nuit": 100,0}',
+            "line 1, column 20: a decimal is written with a point in JSON: 100.0",
+        ),
         ('{"a": NaN}', "NaN is not allowed in JSON"),
         ('{"a": 1, "a": 2}', "the property 'a' appears twice"),
         ("[1, 2]", "expected a JSON object ({...}), got a list"),
