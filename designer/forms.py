@@ -383,12 +383,25 @@ class VariableForm(InstanceForm):
                 }
             )
         elif kind == "list":
-            field.help_text = _("Comma-separated; quote an item to keep a comma inside it.")
+            item_type = self["item_type"].value()
+            if item_type == VariableType.NUMBER:
+                # The comma separates the items in every language: a decimal takes a point.
+                field.help_text = _(
+                    "Comma-separated; in a list a decimal is written with a point (1.5), "
+                    "since the comma separates the items."
+                )
+                placeholder = "1.5, 2, 3"
+            elif item_type == VariableType.BOOLEAN:
+                field.help_text = _("Comma-separated: yes or no for each item.")
+                placeholder = "yes, no, yes"
+            else:
+                field.help_text = _("Comma-separated; quote an item to keep a comma inside it.")
+                placeholder = _('a, b, "c, with comma"')
             field.widget = forms.TextInput(
                 attrs={
                     **attrs,
                     "class": "mono",
-                    "placeholder": 'a, b, "c, with comma"',
+                    "placeholder": placeholder,
                     "aria-describedby": f"default-hint-{uid}",
                 }
             )
@@ -409,6 +422,7 @@ class VariableForm(InstanceForm):
             item_type=CoreType(item_type) if item_type else None,
             schema=schema.json_schema if schema else None,
             decimal_comma=i18n.decimal_comma(),
+            grouping=i18n.number_grouping(),
         )
         for message in parsed.errors:
             self.add_error("default", localize(message))

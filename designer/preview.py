@@ -193,6 +193,7 @@ def _typed_values(
                 item_type=variable.item_type,
                 schema=schemas.get(variable.schema or ""),
                 decimal_comma=i18n.decimal_comma(),
+                grouping=i18n.number_grouping(),
             )
             if parsed.errors:
                 row.error = "; ".join(localize(e) for e in parsed.errors)

@@ -8,6 +8,7 @@ import json
 
 import pytest
 from django.urls import reverse
+from django.utils import translation
 
 from agents.core.cx.app import from_cx_files
 from agents.core.diagnostics import Severity, render
@@ -103,3 +104,81 @@ def test_the_schema_example_and_the_session_values_explain_json_errors(signed_in
     assert "values must be a JSON object: line 1, column 8: remove the comma before }" in (
         html.unescape(diff.content.decode())
     )
+
+
+# Numbers a French or German designer types ---------------------------------------------
+
+
+@pytest.mark.parametrize("language", ["fr", "de"])
+def test_a_french_or_german_list_of_numbers_refuses_1_5_naming_both_fixes(shop, language):
+    from designer.forms import VariableForm
+
+    data = {"name": "sizes", "type": "list", "item_type": "number", "default": "1,5, 2"}
+    with translation.override(language):
+        form = VariableForm(data, app=shop)
+        assert not form.is_valid()
+        [error] = form.errors["default"]
+        assert "'1,5'" in error and "1.5" in error and "1, 5" in error, error
+        for fixed, value in (("1.5, 2", [1.5, 2]), ("1, 5, 2", [1, 5, 2])):
+            form = VariableForm({**data, "default": fixed}, app=shop)
+            assert form.is_valid(), form.errors
+            assert form.cleaned_data["default_value"] == value
+    with translation.override("en"):  # English reads the comma as the separator, as before
+        form = VariableForm(data, app=shop)
+        assert form.is_valid() and form.cleaned_data["default_value"] == [1, 5, 2]
+
+
+def test_the_list_placeholder_and_item_errors_follow_the_item_type(shop):
+    from designer.forms import VariableForm
+
+    def form(item_type, default=""):
+        data = {"name": "xs", "type": "list", "item_type": item_type, "default": default}
+        return VariableForm(data, app=shop)
+
+    with translation.override("fr"):
+        assert form("number")["default"].field.widget.attrs["placeholder"] == "1.5, 2, 3"
+        assert form("text")["default"].field.widget.attrs["placeholder"] != "1.5, 2, 3"
+        numbers = form("number", "1.5, 2x")
+        assert not numbers.is_valid()
+        assert "item 2" in numbers.errors["default"][0] or "2x" in numbers.errors["default"][0]
+        assert "1234.5" in numbers.errors["default"][0], numbers.errors
+
+
+@pytest.mark.parametrize(
+    ("language", "typed", "value"),
+    [
+        ("fr", "1 234,5", 1234.5),
+        ("fr", "1\u00a0234,5", 1234.5),
+        ("fr", "1\u202f234,5", 1234.5),
+        ("fr", "12 345 678", 12345678),
+        ("de", "1.234,5", 1234.5),
+        ("de", "1.234.567", 1234567),
+        ("de", "1.5", 1.5),
+        ("de", "1 234,5", 1234.5),
+    ],
+)
+def test_a_number_reads_the_languages_thousands_separators(shop, language, typed, value):
+    from designer.forms import VariableForm
+
+    with translation.override(language):
+        form = VariableForm({"name": "ratio", "type": "number", "default": typed}, app=shop)
+        assert form.is_valid(), form.errors
+        assert form.cleaned_data["default_value"] == value
+
+
+@pytest.mark.parametrize(
+    ("language", "typed", "example"),
+    [
+        ("fr", "1,5x", "1 234,5"),
+        ("de", "1,5x", "1.234,5"),
+        ("en", "1,5", "1234.5"),
+        ("fr", "12 34", "1 234,5"),
+    ],
+)
+def test_not_a_number_gives_an_example_in_the_readers_form(shop, language, typed, example):
+    from designer.forms import VariableForm
+
+    with translation.override(language):
+        form = VariableForm({"name": "ratio", "type": "number", "default": typed}, app=shop)
+        assert not form.is_valid()
+        assert example in form.errors["default"][0], form.errors

@@ -133,7 +133,9 @@ def test_numbers(raw, expected):
     "raw", ["abc", "1,000", "1_000", "0x10", "NaN", "nan", "inf", "-Infinity", "1e", "--1", "1 2"]
 )
 def test_not_numbers(raw):
-    assert only_errors(parse_form_value(raw, T.NUMBER)) == (f"'{raw}' is not a number",)
+    assert only_errors(parse_form_value(raw, T.NUMBER)) == (
+        f"'{raw}' is not a number: write it like 1234.5 or -2.5",
+    )
 
 
 def test_number_too_large_for_a_float():
@@ -191,8 +193,8 @@ def test_list_items_are_parsed_as_their_type():
 def test_list_item_errors_name_the_item():
     result = parse_form_value("1, 2, abc, maybe", T.LIST, item_type=T.NUMBER)
     assert only_errors(result) == (
-        "item 3: 'abc' is not a number",
-        "item 4: 'maybe' is not a number",
+        "item 3: 'abc' is not a number: write it like 1234.5 or -2.5",
+        "item 4: 'maybe' is not a number: write it like 1234.5 or -2.5",
     )
 
 
