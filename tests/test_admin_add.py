@@ -290,7 +290,11 @@ def test_the_root_agent_deleted_in_the_apps_inline_is_refused_on_the_page(operat
 @pytest.mark.parametrize(
     ("fields", "field", "words"),
     [
-        ({"name": "1bad name", "type": "text"}, "name", "is not a valid name: use letters"),
+        (
+            {"name": "1bad name", "type": "text"},
+            "name",
+            "is not a valid name: use unaccented letters",
+        ),
         ({"name": "traveller", "type": "object"}, "schema", "A custom object needs a schema"),
     ],
 )

@@ -182,3 +182,28 @@ def test_not_a_number_gives_an_example_in_the_readers_form(shop, language, typed
         form = VariableForm({"name": "ratio", "type": "number", "default": typed}, app=shop)
         assert not form.is_valid()
         assert example in form.errors["default"][0], form.errors
+
+
+# Names ----------------------------------------------------------------------------------
+
+
+def test_an_accented_name_is_refused_as_unaccented_letters_with_the_name_without_accents():
+    from agents.core import rules
+
+    [problem] = rules.name_problems("prix_nuitée")
+    assert "unaccented letters a-z" in problem.message
+    assert "for example prix_nuitee" in problem.message
+    assert rules.suggested_name("Réservation simple") == "Reservation_simple"
+    assert rules.suggested_name("1er tarif") == "_1er_tarif"
+    assert not rules.name_problems(rules.suggested_name("prix_nuitée"))
+
+
+def test_the_variable_form_suggests_the_name_without_accents(signed_in, shop):
+    response = signed_in.post(
+        reverse("variable-new", args=[shop.pk]),
+        {"name": "prix_nuitée", "type": "text", "description": "d"},
+        headers={"HX-Request": "true"},
+    )
+    body = html.unescape(response.content.decode())
+    assert "prix_nuitee" in body and "a-z" in body, body
+    assert not shop.variables.filter(name="prix_nuitée").exists()

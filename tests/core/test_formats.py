@@ -649,9 +649,9 @@ def test_every_bad_name_in_a_native_document_is_named_with_its_fix_not_a_regex()
     }
     _, _, diagnostics = formats.from_native(doc)
     assert [d.message for d in diagnostics] == [
-        "variables.bad name.name: 'bad name' is not a valid name: use only letters, digits and "
+        "variables.bad name.name: 'bad name' is not a valid name: use only unaccented letters a-z, digits and "
         "underscores, not starting with a digit (for example 'bad_name')",
-        "variables.1st.name: '1st' is not a valid name: use only letters, digits and "
+        "variables.1st.name: '1st' is not a valid name: use only unaccented letters a-z, digits and "
         "underscores, not starting with a digit (for example '_1st')",
     ]
 
@@ -693,7 +693,7 @@ def test_a_misshapen_document_also_lists_the_problems_of_the_rest():
         (
             "SC505",
             "variables.bad name.name",
-            "'bad name' is not a valid name: use only letters, digits and underscores, "
+            "'bad name' is not a valid name: use only unaccented letters a-z, digits and underscores, "
             "not starting with a digit (for example 'bad_name')",
         ),
         ("SC201", "variables.count.default", "count: 'ten' is not a number"),
