@@ -207,3 +207,30 @@ def test_the_variable_form_suggests_the_name_without_accents(signed_in, shop):
     body = html.unescape(response.content.decode())
     assert "prix_nuitee" in body and "a-z" in body, body
     assert not shop.variables.filter(name="prix_nuitée").exists()
+
+
+# Accented names in a CX export ------------------------------------------------------------
+
+
+def test_an_accented_scenario_and_agent_export_to_ascii_folders_and_round_trip():
+    from agents.core.cx.app import read_cx_files, to_cx_files
+    from agents.core.spec import AgentSpec, AppSpec, ScenarioSpec
+
+    app = AppSpec(
+        name="Hôtel",
+        agents=(
+            AgentSpec("Accueil", children=("Réception",), is_root=True),
+            AgentSpec("Réception"),
+        ),
+    )
+    steps = parse_script("user: une chambre\nexpect transfer: Réception\nagent:").steps
+    scenario = ScenarioSpec(name="Réservation simple", agent="Accueil", steps=steps)
+    files, _notes = to_cx_files(app, [scenario])
+    path = "evaluations/Reservation_simple/Reservation_simple.json"
+    assert path in files, sorted(files)
+    assert not any("R_servation" in name or "R_ception" in name for name in files)
+    golden = json.loads(files[path])
+    assert "R_ception" not in json.dumps(golden)
+    back, scenarios, _ = read_cx_files(files)
+    assert back is not None and [s.name for s in scenarios] == ["Réservation simple"]
+    assert scenarios[0].steps == steps
