@@ -18,7 +18,6 @@ from agents.core import form_text, lint, rules
 from agents.core import types as core_types
 from agents.core.diagnostics import Diagnostic
 from agents.core.parse import TokenKind, parse
-from agents.core.render import render_value
 from agents.core.spec import AppSpec
 from agents.core.usage import UseKind, variable_uses
 from agents.i18n import localize
@@ -210,7 +209,7 @@ def completion_data(spec: AppSpec, agent_name: str | None) -> dict[str, Any]:
             {
                 "name": v.name,
                 "type": localize(core_types.type_label(v.type, v.item_type, v.schema)),
-                "default": "" if v.default is None else render_value(v.default)[:60],
+                "default": i18n.shown_value(v.default)[:60],
             }
             for v in spec.variables
         ],

@@ -234,3 +234,46 @@ def test_an_accented_scenario_and_agent_export_to_ascii_folders_and_round_trip()
     back, scenarios, _ = read_cx_files(files)
     assert back is not None and [s.name for s in scenarios] == ["Réservation simple"]
     assert scenarios[0].steps == steps
+
+
+def test_the_schema_example_uses_the_property_names_not_english(signed_in, shop):
+    schema = {
+        "type": "object",
+        "properties": {
+            "ville": {"type": "string"},
+            "étapes": {"type": "array", "items": {"type": "string"}},
+            "code": {"type": "string", "pattern": "^[A-Z]+$"},
+        },
+        "required": ["ville", "autre"],
+    }
+    example = signed_in.post(
+        reverse("schema-example", args=[shop.pk]), {"json_schema": json.dumps(schema)}
+    ).json()["example"]
+    assert example == {"ville": "ville", "étapes": ["étapes"], "code": "ABC", "autre": "autre"}
+    assert "example" not in json.dumps(example)
+
+
+# Numbers where a person reads them ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("language", "shown"), [("fr", "1,5"), ("de", "1,5"), ("en", "1.5")])
+def test_the_sidebar_and_the_autocomplete_show_a_number_in_the_readers_form(
+    signed_in, shop, language, shown
+):
+    import re
+
+    shop.variables.create(name="ratio", type="number", default=1.5)
+    shop.variables.create(name="sizes", type="list", item_type="number", default=[1.5, 2])
+    page = signed_in.get(
+        reverse("app-designer", args=[shop.pk]), HTTP_ACCEPT_LANGUAGE=language
+    ).content.decode()
+    rows = re.findall(r'<code class="default"[^>]*>([^<]*)</code>', page)
+    assert shown in rows, rows
+    assert "[1.5, 2]" in [html.unescape(row) for row in rows], rows  # a list keeps the point
+    data = json.loads(
+        re.search(
+            r'<script id="completion-data" type="application/json">(.*?)</script>', page, re.S
+        ).group(1)
+    )
+    ratio = next(v for v in data["variables"] if v["name"] == "ratio")
+    assert ratio["default"] == shown

@@ -667,11 +667,11 @@ def test_example_value_prefers_default_examples_const_enum():
 
 def test_example_value_builds_objects_with_all_properties():
     assert example_value(CUSTOMER) == {
-        "name": "example",
+        "name": "name",
         "age": 0,
         "email": "ada@example.com",
         "address": {"zip": "12345"},
-        "tags": ["example"],
+        "tags": ["tags"],
     }
 
 
