@@ -308,7 +308,7 @@ def test_schema_errors_are_added_when_a_schema_is_given():
         "name: '' is shorter than 1 character",
     )
     numbers = parse_form_value("1, x", T.LIST, item_type=T.NUMBER, schema={"type": "array"})
-    assert numbers.errors == ("item 2: 'x' is not a number",)
+    assert numbers.errors == ("item 2: 'x' is not a number: write it like 1234.5 or -2.5",)
     capped = parse_form_value(
         "5, 50", T.LIST, item_type=T.NUMBER, schema={"type": "array", "items": {"maximum": 10}}
     )
