@@ -227,6 +227,31 @@ def decimal_comma() -> bool:
     return formats.get_format("DECIMAL_SEPARATOR") == ","
 
 
+def shown_value(value: Any) -> str:
+    """A value where a person reads it (the sidebar, the editor's autocomplete): a Number in
+    the reader's form (`1,5` in French and German), anything else as the compiled prompt
+    writes it (`render_value`; a list's numbers keep the point, as a list is typed)."""
+    from agents.core.render import render_value
+    from agents.core.types import is_number
+
+    if value is None:
+        return ""
+    if is_number(value) and decimal_comma():
+        text = repr(value) if isinstance(value, float) else str(value)
+        return text.replace(".", ",")
+    return render_value(value)
+
+
+def number_grouping() -> str:
+    """The thousands separators the reader types in a Number (`1 234,5`, `1.234,5`): their
+    language's own (Django's THOUSAND_SEPARATOR) and the spaces (U+0020, U+00A0, U+202F);
+    none for a reader who writes `1.5` (English keeps refusing `1,000`)."""
+    if not decimal_comma():
+        return ""
+    own = str(formats.get_format("THOUSAND_SEPARATOR"))
+    return "".join(dict.fromkeys(own + " \u00a0\u202f"))
+
+
 def user_language(user: Any) -> str:
     """The language `user` chose in the header ("" when they never chose one)."""
     if not getattr(user, "is_authenticated", False):

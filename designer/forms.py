@@ -11,6 +11,7 @@ from django.forms.utils import flatatt
 from django.urls import reverse
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
+from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 
 from agents import i18n
@@ -174,8 +175,8 @@ def _json_field_value(raw: str, field: str, *, allow_empty: bool = True) -> Any:
         return json.loads(raw)
     except json.JSONDecodeError as exc:
         raise forms.ValidationError(
-            _("Line %(line)s, column %(column)s: %(error)s. Check the JSON syntax.")
-            % {"line": exc.lineno, "column": exc.colno, "error": exc.msg},
+            _("%(error)s. Check the JSON syntax.")
+            % {"error": capfirst(localize(form_text.json_error_message(exc)))},
             code="json",
         ) from exc
 
@@ -382,12 +383,25 @@ class VariableForm(InstanceForm):
                 }
             )
         elif kind == "list":
-            field.help_text = _("Comma-separated; quote an item to keep a comma inside it.")
+            item_type = self["item_type"].value()
+            if item_type == VariableType.NUMBER:
+                # The comma separates the items in every language: a decimal takes a point.
+                field.help_text = _(
+                    "Comma-separated; in a list a decimal is written with a point (1.5), "
+                    "since the comma separates the items."
+                )
+                placeholder = "1.5, 2, 3"
+            elif item_type == VariableType.BOOLEAN:
+                field.help_text = _("Comma-separated: yes or no for each item.")
+                placeholder = "yes, no, yes"
+            else:
+                field.help_text = _("Comma-separated; quote an item to keep a comma inside it.")
+                placeholder = _('a, b, "c, with comma"')
             field.widget = forms.TextInput(
                 attrs={
                     **attrs,
                     "class": "mono",
-                    "placeholder": 'a, b, "c, with comma"',
+                    "placeholder": placeholder,
                     "aria-describedby": f"default-hint-{uid}",
                 }
             )
@@ -408,6 +422,7 @@ class VariableForm(InstanceForm):
             item_type=CoreType(item_type) if item_type else None,
             schema=schema.json_schema if schema else None,
             decimal_comma=i18n.decimal_comma(),
+            grouping=i18n.number_grouping(),
         )
         for message in parsed.errors:
             self.add_error("default", localize(message))

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.urls import reverse
+from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 
 from agents import i18n, selectors, services
@@ -17,7 +18,6 @@ from agents.core import form_text, lint, rules
 from agents.core import types as core_types
 from agents.core.diagnostics import Diagnostic
 from agents.core.parse import TokenKind, parse
-from agents.core.render import render_value
 from agents.core.spec import AppSpec
 from agents.core.usage import UseKind, variable_uses
 from agents.i18n import localize
@@ -167,11 +167,7 @@ def _typed_values(
         try:
             pasted = json.loads(values_json)
         except json.JSONDecodeError as exc:
-            json_error = _("Line %(line)s, column %(column)s: %(error)s.") % {
-                "line": exc.lineno,
-                "column": exc.colno,
-                "error": exc.msg,
-            }
+            json_error = capfirst(localize(form_text.json_error_message(exc)))
         else:
             if isinstance(pasted, dict):
                 values.update(pasted)
@@ -196,6 +192,7 @@ def _typed_values(
                 item_type=variable.item_type,
                 schema=schemas.get(variable.schema or ""),
                 decimal_comma=i18n.decimal_comma(),
+                grouping=i18n.number_grouping(),
             )
             if parsed.errors:
                 row.error = "; ".join(localize(e) for e in parsed.errors)
@@ -212,7 +209,7 @@ def completion_data(spec: AppSpec, agent_name: str | None) -> dict[str, Any]:
             {
                 "name": v.name,
                 "type": localize(core_types.type_label(v.type, v.item_type, v.schema)),
-                "default": "" if v.default is None else render_value(v.default)[:60],
+                "default": i18n.shown_value(v.default)[:60],
             }
             for v in spec.variables
         ],

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from agents import selectors
 from agents.core import rules
+from agents.core.form_text import json_error_message
 from agents.core.formats import dumps_native
 from agents.i18n import localize
 from agents.models import JOB_FINISHED, AgentApp, AppVersion, Job
@@ -278,10 +279,9 @@ def version_diff(request: HttpRequest, app_id: int) -> HttpResponse:
     if values_text:
         try:
             parsed = json.loads(values_text)
-        except ValueError as exc:
-            errors["values"] = _("values must be a JSON object: %(error)s (line %(line)s).") % {
-                "error": exc.msg,
-                "line": exc.lineno,
+        except json.JSONDecodeError as exc:
+            errors["values"] = _("values must be a JSON object: %(error)s.") % {
+                "error": localize(json_error_message(exc))
             }
         else:
             if isinstance(parsed, dict):

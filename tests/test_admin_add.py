@@ -290,7 +290,11 @@ def test_the_root_agent_deleted_in_the_apps_inline_is_refused_on_the_page(operat
 @pytest.mark.parametrize(
     ("fields", "field", "words"),
     [
-        ({"name": "1bad name", "type": "text"}, "name", "is not a valid name: use letters"),
+        (
+            {"name": "1bad name", "type": "text"},
+            "name",
+            "is not a valid name: use unaccented letters",
+        ),
         ({"name": "traveller", "type": "object"}, "schema", "A custom object needs a schema"),
     ],
 )
@@ -313,4 +317,4 @@ def test_json_the_admin_cannot_read_is_refused_with_where_and_how(operator, shop
     )
 
     errors = " ".join(response.context["adminform"].form.errors.get("default", []))
-    assert errors.startswith("Not valid JSON: line 1, column 1: expected a value."), errors
+    assert errors.startswith("Not valid JSON: line 1, column 1: expected a value"), errors

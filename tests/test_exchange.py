@@ -316,7 +316,11 @@ def test_a_cx_file_that_does_not_parse_is_named_once_and_the_other_files_still_c
     assert response.status_code == 400
     rows = [(r["code"], r["file"], r["field"]) for r in response.context["rows"]]
     assert rows == [
-        ("SC605", "tools/LookupBalance/LookupBalance.json", ""),
+        (
+            "SC605",
+            "tools/LookupBalance/LookupBalance.json",
+            "tools/LookupBalance/LookupBalance.json:1:2",
+        ),
         ("SC608", agent_file, "childAgents[0]"),
     ]
 

@@ -259,10 +259,15 @@ def test_english_refuses_a_decimal_comma_and_lists_keep_the_comma_separator(shop
         assert not form.is_valid() and "is not a number" in form.errors["default"][0]
     with translation.override("fr"):
         form = VariableForm(
-            {"name": "sizes", "type": "list", "item_type": "number", "default": "1,5"}, app=shop
+            {"name": "sizes", "type": "list", "item_type": "number", "default": "1, 5"}, app=shop
         )
         assert form.is_valid(), form.errors
         assert form.cleaned_data["default_value"] == [1, 5]
+        # `1,5` (no space) is one decimal or two items: refused, both fixes named.
+        form = VariableForm(
+            {"name": "sizes", "type": "list", "item_type": "number", "default": "1,5"}, app=shop
+        )
+        assert not form.is_valid() and "1.5" in form.errors["default"][0]
 
 
 # ---------------------------------------------------------------- exports stay locale-free

@@ -333,7 +333,10 @@ def test_diff_page_between_two_versions_and_values(signed_in, bank, user):
         ({"channel": "fax"}, "channel must be one of web, api, telephony."),
         ({"modality": "smell"}, "modality must be one of text, voice."),
         ({"values": "[1]"}, "values must be a JSON object"),
-        ({"values": "{"}, "values must be a JSON object: Expecting"),
+        (
+            {"values": "{"},
+            "values must be a JSON object: line 1, column 2: the text ends too early",
+        ),
     ],
 )
 def test_diff_page_names_the_wrong_parameter(signed_in, bank, params, message):

@@ -32,16 +32,15 @@ _FORMAT_EXAMPLES: dict[str, str] = {
     "iri-reference": "https://example.com/",
     "uri-template": "https://example.com/{id}",
     "uuid": "123e4567-e89b-12d3-a456-426614174000",
-    "json-pointer": "/example",
-    "relative-json-pointer": "0/example",
-    "regex": "^example$",
+    "json-pointer": "/abc",
+    "relative-json-pointer": "0/abc",
+    "regex": "^abc$",
 }
 
+# No English word: a text's example is its property's name, else `abc`.
 _PATTERN_CANDIDATES = (
-    "example",
-    "Example",
-    "EXAMPLE",
     "abc",
+    "Abc",
     "ABC",
     "A1",
     "a1",
@@ -91,7 +90,7 @@ def example_value(schema: Any) -> Any:
         return None
 
 
-def _example(schema: Any, root: Any, depth: int) -> Any:
+def _example(schema: Any, root: Any, depth: int, name: str = "") -> Any:
     if not isinstance(schema, dict) or depth > _MAX_EXAMPLE_DEPTH:
         return None
     _example_nodes.left = getattr(_example_nodes, "left", MAX_EXAMPLE_NODES) - 1
@@ -110,17 +109,17 @@ def _example(schema: Any, root: Any, depth: int) -> Any:
     if isinstance(ref, str):
         target = resolve_local_ref(root, ref)
         if target is not MISSING:
-            return _example(target, root, depth + 1)
+            return _example(target, root, depth + 1, name)
     for keyword in ("anyOf", "oneOf"):
         options = schema.get(keyword)
         if isinstance(options, list) and options:
-            return _example(options[0], root, depth + 1)
+            return _example(options[0], root, depth + 1, name)
     all_of = schema.get("allOf")
     if isinstance(all_of, list) and all_of:
-        parts = [_example(part, root, depth + 1) for part in all_of]
+        parts = [_example(part, root, depth + 1, name) for part in all_of]
         if _guess_type(schema):
             parts.append(
-                _example({k: v for k, v in schema.items() if k != "allOf"}, root, depth + 1)
+                _example({k: v for k, v in schema.items() if k != "allOf"}, root, depth + 1, name)
             )
         if all(isinstance(part, dict) for part in parts):
             return {key: value for part in parts for key, value in part.items()}
@@ -129,16 +128,16 @@ def _example(schema: Any, root: Any, depth: int) -> Any:
     if kind == "object":
         return _example_object(schema, root, depth)
     if kind == "array":
-        return _example_array(schema, root, depth)
+        return _example_array(schema, root, depth, name)
     if kind == "string":
-        return _example_string(schema)
+        return _example_string(schema, name)
     if kind in {"number", "integer"}:
         return _example_number(schema, integer=kind == "integer")
     if kind == "boolean":
         return True
     if kind == "null":
         return None
-    return "example"
+    return name or "abc"
 
 
 def _guess_type(schema: dict[str, Any]) -> str | None:
@@ -175,21 +174,21 @@ def _example_object(schema: dict[str, Any], root: Any, depth: int) -> dict[str, 
     for name, subschema in properties.items():
         if deep and name not in required:
             continue
-        result[name] = _example(subschema, root, depth + 1)
+        result[name] = _example(subschema, root, depth + 1, name)
     extra = schema.get("additionalProperties")
     for name in required:
         if name not in result:
             result[name] = (
-                _example(extra, root, depth + 1) if isinstance(extra, dict) else "example"
+                _example(extra, root, depth + 1, name) if isinstance(extra, dict) else name
             )
     return result
 
 
-def _example_array(schema: dict[str, Any], root: Any, depth: int) -> list[Any]:
+def _example_array(schema: dict[str, Any], root: Any, depth: int, name: str = "") -> list[Any]:
     items: list[Any] = []
     prefix = schema.get("prefixItems")
     if isinstance(prefix, list):
-        items.extend(_example(part, root, depth + 1) for part in prefix)
+        items.extend(_example(part, root, depth + 1, name) for part in prefix)
     item_schema = schema.get("items", {})
     minimum = schema.get("minItems", 0) if isinstance(schema.get("minItems"), int) else 0
     maximum = schema.get("maxItems") if isinstance(schema.get("maxItems"), int) else None
@@ -197,7 +196,7 @@ def _example_array(schema: dict[str, Any], root: Any, depth: int) -> list[Any]:
     if maximum is not None:
         wanted = min(wanted, maximum)
     while len(items) < wanted and item_schema is not False:
-        item = _example(item_schema, root, depth + 1)
+        item = _example(item_schema, root, depth + 1, name)
         if schema.get("uniqueItems") and item in items:
             item = _distinct(item, len(items))
         items.append(item)
@@ -214,9 +213,11 @@ def _distinct(item: Any, index: int) -> Any:
     return item
 
 
-def _example_string(schema: dict[str, Any]) -> str:
+def _example_string(schema: dict[str, Any], name: str = "") -> str:
+    """The property's own name (`city`), no English word; `abc` for a text with no name."""
+    plain = name or "abc"
     fmt = schema.get("format")
-    text = _FORMAT_EXAMPLES.get(fmt, "example") if isinstance(fmt, str) else "example"
+    text = _FORMAT_EXAMPLES.get(fmt, plain) if isinstance(fmt, str) else plain
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
         text = next((c for c in (text, *_PATTERN_CANDIDATES) if search(pattern, c)), text)

@@ -12,8 +12,14 @@ Conventions (``parse_form_value`` / ``format_form_value``):
   exponent stay ``int``. NaN, infinity, ``1_000`` and ``1,000`` are refused.
   With ``decimal_comma`` (a reader whose language writes ``1,5``: French, German)
   a Number also reads ``1,5`` as 1.5 and is shown as ``1,5``; the point is still
-  read. Lists keep the comma as their separator in every language (CX Agent
-  Studio's "comma-separated list"), so their numbers are written with a point.
+  read. ``grouping`` holds the thousands separators that reader types (French
+  ``1 234,5`` with a space, U+00A0 or U+202F; German ``1.234,5``): groups of three
+  digits only, and a lone point group (``1.234``) still reads as a decimal point.
+  A number that does not read is refused with an example in the reader's form.
+  Lists keep the comma as their separator in every language (CX Agent
+  Studio's "comma-separated list"), so their numbers are written with a point;
+  for a decimal-comma reader a comma between two digits in a list of numbers
+  (``1,5``) is refused as ambiguous, naming both fixes (``1.5`` or ``1, 5``).
 - Yes/No: yes/no, true/false, y/n, 1/0 in any case; written back as yes/no.
 - Lists: comma-separated values (CSV quoting: ``"a, b"`` is one item, ``""``
   inside quotes is a quote); whitespace around an item is trimmed unless the
@@ -36,7 +42,14 @@ from agents.core.diagnostics import Message
 from agents.core.spec import VariableType
 from agents.core.types import is_number, json_kind, quoted, value_schema_problems
 
-__all__ = ["ParsedValue", "format_form_value", "parse_form_value"]
+__all__ = [
+    "ParsedValue",
+    "explain_json_error",
+    "format_form_value",
+    "json_error_message",
+    "parse_form_value",
+    "parse_json",
+]
 
 # ---------------------------------------------------------------------------
 # Form text -> typed value
@@ -58,6 +71,7 @@ class ParsedValue:
 _NUMBER_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _INTEGER_RE = re.compile(r"[+-]?\d+")
 _DECIMAL_COMMA_RE = re.compile(r"[+-]?\d*,\d+(?:[eE][+-]?\d+)?")
+_AMBIGUOUS_COMMA_RE = re.compile(r"(?<![\d.])\d+,\d+(?![\d.])")
 _YES = frozenset({"yes", "true", "y", "1"})
 _NO = frozenset({"no", "false", "n", "0"})
 
@@ -69,6 +83,7 @@ def parse_form_value(
     item_type: VariableType | None = None,
     schema: dict[str, Any] | None = None,
     decimal_comma: bool = False,
+    grouping: str = "",
 ) -> ParsedValue:
     """Read the text of a form field as a value of `type` (see the module docstring).
 
@@ -82,9 +97,9 @@ def parse_form_value(
     if raw == "" or (type is not VariableType.TEXT and not raw.strip()):
         return ParsedValue(None)
     if type is VariableType.LIST:
-        value, errors = _parse_list(raw.strip(), item_type)
+        value, errors = _parse_list(raw.strip(), item_type, decimal_comma=decimal_comma)
     else:
-        value, error = _parse_scalar(raw, type, decimal_comma=decimal_comma)
+        value, error = _parse_scalar(raw, type, decimal_comma=decimal_comma, grouping=grouping)
         errors = [error] if error else []
     if errors:
         return ParsedValue(None, tuple(errors))
@@ -97,15 +112,21 @@ def parse_form_value(
 
 
 def _parse_scalar(
-    raw: str, type: VariableType, *, decimal_comma: bool = False
+    raw: str, type: VariableType, *, decimal_comma: bool = False, grouping: str = ""
 ) -> tuple[Any, str | None]:
     if type is VariableType.TEXT:
         return raw, None
     text = raw.strip()
     if type is VariableType.NUMBER:
-        if decimal_comma and _DECIMAL_COMMA_RE.fullmatch(text):
-            text = text.replace(",", ".")
-        return _parse_number(text)
+        typed = text
+        if decimal_comma:
+            text = _ungrouped(text, grouping)
+            if _DECIMAL_COMMA_RE.fullmatch(text):
+                text = text.replace(",", ".")
+        number, error = _parse_number(text)
+        if error is not None and not _NUMBER_RE.fullmatch(text):
+            return None, _not_a_number(typed, decimal_comma=decimal_comma, grouping=grouping)
+        return number, error
     if type is VariableType.BOOLEAN:
         lowered = text.lower()
         if lowered in _YES:
@@ -125,6 +146,40 @@ def _parse_scalar(
     return None, Message("unknown type %(type)s", type=repr(type))
 
 
+def _ungrouped(text: str, grouping: str) -> str:
+    """`text` without the thousands separators of `grouping` (``1 234,5`` → ``1234,5``) when
+    they group three digits each; a lone point group (``1.234``) is left to read as a decimal."""
+    if not grouping:
+        return text
+    match = re.fullmatch(
+        rf"([+-]?\d{{1,3}})((?:[{re.escape(grouping)}]\d{{3}})+)(,\d+)?(?:[eE][+-]?\d+)?", text
+    )
+    if match is None:
+        return text
+    groups = match.group(2)
+    separators = {char for char in groups if not char.isdigit()}
+    if len(separators) > 1 or (
+        separators == {"."} and groups.count(".") == 1 and not match.group(3)
+    ):
+        return text
+    return match.group(1) + re.sub(r"\D", "", groups) + text[match.end(2) :]
+
+
+def _not_a_number(text: str, *, decimal_comma: bool, grouping: str) -> Message:
+    """The refusal of `text` with two numbers written as this reader writes them."""
+    if decimal_comma:
+        separator = "." if "." in grouping else " "
+        example, other = (f"1{separator}234,5", "-2,5") if grouping else ("1234,5", "-2,5")
+    else:
+        example, other = "1234.5", "-2.5"
+    return Message(
+        "%(quoted)s is not a number: write it like %(example)s or %(other)s",
+        quoted=quoted(text),
+        example=example,
+        other=other,
+    )
+
+
 def _parse_number(text: str) -> tuple[int | float | None, str | None]:
     if not _NUMBER_RE.fullmatch(text):
         return None, Message("%(quoted)s is not a number", quoted=quoted(text))
@@ -139,13 +194,29 @@ def _parse_number(text: str) -> tuple[int | float | None, str | None]:
     return number, None
 
 
-def _parse_list(text: str, item_type: VariableType | None) -> tuple[Any, list[str]]:
+def _parse_list(
+    text: str, item_type: VariableType | None, *, decimal_comma: bool = False
+) -> tuple[Any, list[str]]:
     if item_type is VariableType.LIST:
         return None, ["a list of lists is not supported"]
     if item_type is VariableType.OBJECT:
         return _parse_object_list(text)
     if text == "[]":
         return [], []
+    if decimal_comma and item_type is VariableType.NUMBER:
+        # `1,5` from a reader who writes decimals with a comma: one number or two items?
+        ambiguous = [
+            Message(
+                "%(quoted)s in a list of numbers: write %(decimal)s for one decimal number, "
+                "or %(items)s for two items",
+                quoted=quoted(match.group(0)),
+                decimal=match.group(0).replace(",", "."),
+                items=match.group(0).replace(",", ", "),
+            )
+            for match in _AMBIGUOUS_COMMA_RE.finditer(text)
+        ]
+        if ambiguous:
+            return None, ambiguous
     items, error = _split_csv(text)
     if error:
         return None, [error]
@@ -158,6 +229,8 @@ def _parse_list(text: str, item_type: VariableType | None) -> tuple[Any, list[st
             )
             continue
         value, problem = _parse_scalar(item, item_type or VariableType.TEXT)
+        if problem and item_type is VariableType.NUMBER and not _NUMBER_RE.fullmatch(item):
+            problem = _not_a_number(item, decimal_comma=False, grouping="")
         if problem:
             errors.append(Message("item %(index)s: %(problem)s", index=index, problem=problem))
         values.append(value)
@@ -239,16 +312,24 @@ def _split_csv(text: str) -> tuple[list[tuple[str, bool]], str | None]:
 
 
 # JSON decoding, with errors a designer can read --------------------------------
+#
+# json.JSONDecodeError.msg is English and a small fixed set (CPython's Lib/json/decoder.py
+# and Modules/_json.c); each is read here as a `Message` that says what to do.
 
 _JSON_MESSAGES = (
     (
         "Expecting property name enclosed in double quotes",
-        Message("expected a property name in double quotes"),
+        Message('put property names in double quotes, like {"name": 1}'),
     ),
-    ("Expecting ':' delimiter", Message("expected ':' after the property name")),
-    ("Expecting value", Message("expected a value")),
-    ("Illegal trailing comma", Message("a comma before a closing bracket is not allowed in JSON")),
-    ("Extra data", Message("unexpected text after the end of the JSON value")),
+    (
+        "Expecting ':' delimiter",
+        Message("expected ':' after the property name: write \"name\": value"),
+    ),
+    (
+        "Expecting value",
+        Message('expected a value: a number, "text", true, false, null, [...] or {...}'),
+    ),
+    ("Extra data", Message("unexpected text after the end of the JSON value: remove it")),
     ("Unterminated string", Message("this string is never closed (missing '\"')")),
     (
         "Invalid control character",
@@ -257,6 +338,9 @@ _JSON_MESSAGES = (
     ("Invalid \\uXXXX escape", Message("invalid \\u escape (it takes four hex digits)")),
     ("Invalid \\escape", Message("invalid escape after '\\' (use \\\\ for a backslash)")),
 )
+_DECIMAL_COMMA_BEFORE = re.compile(r"(?<![\w.])(-?\d+),$")
+_DIGITS_AFTER = re.compile(r"\d+")
+_NOT_A_JSON_NUMBER = re.compile(r"(\S+) is not a JSON number$")
 
 
 class _JsonValueError(ValueError):
@@ -267,6 +351,18 @@ def parse_json(text: str) -> tuple[Any, str | None]:
     """JSON text read strictly (no NaN, no key twice): the value, or the problem in words
     (`line 1, column 5: expected a value`)."""
     return _parse_json(text)
+
+
+def json_error_message(error: json.JSONDecodeError) -> Message:
+    """Where JSON typed by a person breaks and how to fix it, in words the catalog
+    translates (`line 1, column 15: a decimal is written with a point in JSON: 100.0`):
+    what every parser of such text reports instead of Python's English."""
+    return Message(
+        "line %(lineno)s, column %(colno)s: %(explain_json_error)s",
+        lineno=error.lineno,
+        colno=error.colno,
+        explain_json_error=explain_json_error(error),
+    )
 
 
 def _parse_json(text: str) -> tuple[Any, str | None]:
@@ -288,39 +384,50 @@ def _parse_json(text: str) -> tuple[Any, str | None]:
             text, parse_constant=refuse_constant, object_pairs_hook=no_duplicates
         ), None
     except json.JSONDecodeError as error:
-        return None, Message(
-            "line %(lineno)s, column %(colno)s: %(explain_json_error)s",
-            lineno=error.lineno,
-            colno=error.colno,
-            explain_json_error=_explain_json_error(error),
-        )
+        return None, json_error_message(error)
     except _JsonValueError as error:
         return None, error.args[0]
     except RecursionError:
         return None, Message("the JSON is nested too deeply")
 
 
-def _explain_json_error(error: json.JSONDecodeError) -> str:
-    text, position = error.doc, error.pos
+def explain_json_error(error: json.JSONDecodeError) -> Message:
+    """`error` (Python's English `msg`) as a `Message` with a short fix."""
+    text, position, msg = error.doc or "", error.pos, error.msg
     at_end = position >= len(text.rstrip())
     before = text[:position].rstrip()
     current = text[position : position + 1]
-    if error.msg.startswith("Expecting ',' delimiter"):
+    constant = _NOT_A_JSON_NUMBER.match(msg)
+    if constant:
+        return Message(
+            "%(name)s is not a JSON number: write a number or null", name=constant.group(1)
+        )
+    if msg.startswith("Illegal trailing comma"):
+        closer = "}" if msg.endswith("object") else "]"
+        return Message("remove the comma before %(closer)s", closer=closer)
+    if msg.startswith("Expecting ',' delimiter"):
         closer = "}" if _innermost_container(text, position) == "{" else "]"
         if at_end:
             return Message("expected ',' or '%(closer)s' (the text ends too early)", closer=closer)
         return Message("expected ',' or '%(closer)s'", closer=closer)
-    if at_end and error.msg.startswith(("Expecting value", "Expecting property name")):
+    if at_end and msg.startswith(("Expecting value", "Expecting property name")):
         return Message("the text ends too early")
-    if error.msg.startswith(("Expecting value", "Expecting property name")):
+    if msg.startswith(("Expecting value", "Expecting property name")):
         if current == "'":
             return Message("strings and property names take double quotes, not single quotes")
-        if before.endswith(",") and current in "]}":
-            return Message("a comma before a closing bracket is not allowed in JSON")
+        if before.endswith(",") and current in ("]", "}"):
+            return Message("remove the comma before %(closer)s", closer=current)
+        whole = _DECIMAL_COMMA_BEFORE.search(before)
+        fraction = _DIGITS_AFTER.match(text, position)
+        if whole and fraction and msg.startswith("Expecting property name"):
+            return Message(
+                "a decimal is written with a point in JSON: %(number)s",
+                number=f"{whole.group(1)}.{fraction.group(0)}",
+            )
     for prefix, words in _JSON_MESSAGES:
-        if error.msg.startswith(prefix):
+        if msg.startswith(prefix):
             return words
-    return error.msg
+    return Message("this is not valid JSON here")
 
 
 def _innermost_container(text: str, position: int) -> str | None:

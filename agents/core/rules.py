@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import difflib
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
@@ -209,13 +210,23 @@ def name_problems(name: str, field: str = "name", subject: str | None = None) ->
         return [_error("SC003", field, message, subject)]
     if not _NAME_RE.fullmatch(name):
         message = Message(
-            "'%(name)s' is not a valid name: use letters, digits and "
-            "underscores, not starting with a digit (for example "
-            "customer_name).",
+            "'%(name)s' is not a valid name: use unaccented letters a-z, digits and "
+            "underscores, not starting with a digit (for example %(suggestion)s).",
             name=name,
+            suggestion=suggested_name(name),
         )
         return [_error("SC003", field, message, subject)]
     return []
+
+
+def suggested_name(given: str) -> str:
+    """A valid name close to `given`: accents dropped (``prix_nuitée`` → ``prix_nuitee``),
+    every other character a name cannot hold an ``_`` (runs as one), ``_`` before a digit."""
+    plain = unicodedata.normalize("NFKD", given).encode("ascii", "ignore").decode()
+    fixed = re.sub(r"[^A-Za-z0-9_]+", "_", plain).strip("_") or "_"
+    if fixed[0].isdigit():
+        fixed = "_" + fixed
+    return fixed[:NAME_MAX_LENGTH]
 
 
 def _nul(text: str, field: str) -> list[Diagnostic]:

@@ -38,6 +38,7 @@ from typing import Any
 
 from agents.core import codes
 from agents.core.diagnostics import Diagnostic, Message, Severity
+from agents.core.form_text import explain_json_error
 from agents.core.spec import CallbackKind, ExpectationSpec, ExpectKind, StepKind, StepSpec
 
 CODES: dict[str, str] = codes.section("script")
@@ -107,7 +108,7 @@ class _Reader:
                         "Line %(number)s: %(what)s is not valid JSON (%(msg)s).",
                         number=number,
                         what=what,
-                        msg=exc.msg,
+                        msg=explain_json_error(exc),
                     ),
                     number,
                 )
@@ -235,7 +236,7 @@ class _Reader:
                 bad(
                     Message(
                         'write the variables as a JSON object, like {"total": 3} (%(msg)s).',
-                        msg=exc.msg,
+                        msg=explain_json_error(exc),
                     )
                 )
                 return None
@@ -258,7 +259,9 @@ class _Reader:
         except json.JSONDecodeError as exc:
             bad(
                 Message(
-                    "what follows %(name)s is not valid JSON (%(msg)s).", name=name, msg=exc.msg
+                    "what follows %(name)s is not valid JSON (%(msg)s).",
+                    name=name,
+                    msg=explain_json_error(exc),
                 )
             )
             return None

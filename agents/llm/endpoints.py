@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.core.diagnostics import Message
+from agents.core.form_text import explain_json_error
 
 KINDS = ("openai", "gemini")
 VERTEX_LOCATION = "us-central1"  # a Vertex AI endpoint's location when it names none
@@ -149,7 +150,7 @@ def parse_models(text: str, environ: Mapping[str, str]) -> dict[str, Endpoint]:
             Message(
                 "STATECRAFT_MODELS is not valid JSON (%(error)s at character %(position)s): "
                 "write an object like %(example)s.",
-                error=exc.msg,
+                error=explain_json_error(exc),
                 position=exc.pos,
                 example='{"flash": {"kind": "gemini", "model": "gemini-2.5-flash", '
                 '"api_key_env": "GEMINI_API_KEY"}}',

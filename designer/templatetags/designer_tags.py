@@ -50,6 +50,12 @@ def rendered(value: Any) -> str:
 
 
 @register.filter
+def shown(value: Any) -> str:
+    """A value as the reader reads it (`1,5` in French): `i18n.shown_value`."""
+    return i18n.shown_value(value)
+
+
+@register.filter
 def get_item(mapping: Any, key: str) -> Any:
     return mapping.get(key) if mapping else None
 

@@ -9,11 +9,14 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
+from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from agents import selectors, services
 from agents.core.examples import example_value
+from agents.core.form_text import json_error_message
+from agents.i18n import localize
 from agents.models import (
     AgentApp,
     Schema,
@@ -124,10 +127,6 @@ def schema_example(request: HttpRequest, app_id: int) -> HttpResponse:
     try:
         schema = json.loads(request.POST.get("json_schema", ""))
     except json.JSONDecodeError as exc:
-        error = _("Line %(line)s, column %(column)s: %(error)s.") % {
-            "line": exc.lineno,
-            "column": exc.colno,
-            "error": exc.msg,
-        }
+        error = capfirst(localize(json_error_message(exc)))
         return JsonResponse({"error": error})
     return JsonResponse({"example": example_value(schema)})

@@ -541,7 +541,7 @@ def test_cx_import_errors_name_the_file_and_the_field():
     assert ("app.json", "variableDeclarations[1].schema.default") in errors
     assert ("app.json", "variableDeclarations[2].name") in errors
     assert ("agents/root_agent/root_agent.json", "childAgents[0]") in errors
-    assert ("tools/get_links/get_links.json", None) in errors
+    assert ("tools/get_links/get_links.json", "tools/get_links/get_links.json:1:2") in errors
     default = next(d for d in diagnostics if d.field == "variableDeclarations[1].schema.default")
     assert default.message.startswith("app.json: ") and "profile.age" in default.message
 
@@ -649,9 +649,9 @@ def test_every_bad_name_in_a_native_document_is_named_with_its_fix_not_a_regex()
     }
     _, _, diagnostics = formats.from_native(doc)
     assert [d.message for d in diagnostics] == [
-        "variables.bad name.name: 'bad name' is not a valid name: use only letters, digits and "
+        "variables.bad name.name: 'bad name' is not a valid name: use only unaccented letters a-z, digits and "
         "underscores, not starting with a digit (for example 'bad_name')",
-        "variables.1st.name: '1st' is not a valid name: use only letters, digits and "
+        "variables.1st.name: '1st' is not a valid name: use only unaccented letters a-z, digits and "
         "underscores, not starting with a digit (for example '_1st')",
     ]
 
@@ -693,7 +693,7 @@ def test_a_misshapen_document_also_lists_the_problems_of_the_rest():
         (
             "SC505",
             "variables.bad name.name",
-            "'bad name' is not a valid name: use only letters, digits and underscores, "
+            "'bad name' is not a valid name: use only unaccented letters a-z, digits and underscores, "
             "not starting with a digit (for example 'bad_name')",
         ),
         ("SC201", "variables.count.default", "count: 'ten' is not a number"),

@@ -133,7 +133,9 @@ def test_numbers(raw, expected):
     "raw", ["abc", "1,000", "1_000", "0x10", "NaN", "nan", "inf", "-Infinity", "1e", "--1", "1 2"]
 )
 def test_not_numbers(raw):
-    assert only_errors(parse_form_value(raw, T.NUMBER)) == (f"'{raw}' is not a number",)
+    assert only_errors(parse_form_value(raw, T.NUMBER)) == (
+        f"'{raw}' is not a number: write it like 1234.5 or -2.5",
+    )
 
 
 def test_number_too_large_for_a_float():
@@ -191,8 +193,8 @@ def test_list_items_are_parsed_as_their_type():
 def test_list_item_errors_name_the_item():
     result = parse_form_value("1, 2, abc, maybe", T.LIST, item_type=T.NUMBER)
     assert only_errors(result) == (
-        "item 3: 'abc' is not a number",
-        "item 4: 'maybe' is not a number",
+        "item 3: 'abc' is not a number: write it like 1234.5 or -2.5",
+        "item 4: 'maybe' is not a number: write it like 1234.5 or -2.5",
     )
 
 
@@ -257,17 +259,30 @@ def test_object_from_json():
     [
         ('{"a": 1\n    "b": 2}', "line 2, column 5: expected ',' or '}'"),
         ('{"a": [1 2]}', "line 1, column 10: expected ',' or ']'"),
-        ('{"a": 1,}', "line 1, column 8: a comma before a closing bracket is not allowed in JSON"),
+        ('{"a": 1,}', "line 1, column 8: remove the comma before }"),
         (
             "{'a': 1}",
             "line 1, column 2: strings and property names take double quotes, not single quotes",
         ),
         ('{"a": 1', "line 1, column 8: expected ',' or '}' (the text ends too early)"),
         ('{"a":', "line 1, column 6: the text ends too early"),
-        ('{"a" 1}', "line 1, column 6: expected ':' after the property name"),
-        ('{"a": 1} x', "line 1, column 10: unexpected text after the end of the JSON value"),
+        (
+            '{"a" 1}',
+            "line 1, column 6: expected ':' after the property name: write \"name\": value",
+        ),
+        (
+            '{"a": 1} x',
+            "line 1, column 10: unexpected text after the end of the JSON value: remove it",
+        ),
         ('{"a": "b', "line 1, column 7: this string is never closed (missing '\"')"),
-        ('{"a": x}', "line 1, column 7: expected a value"),
+        (
+            '{"a": x}',
+            'line 1, column 7: expected a value: a number, "text", true, false, null, [...] or {...}',
+        ),
+        (
+            '{"tarif_nuit": 100,0}',
+            "line 1, column 20: a decimal is written with a point in JSON: 100.0",
+        ),
         ('{"a": NaN}', "NaN is not allowed in JSON"),
         ('{"a": 1, "a": 2}', "the property 'a' appears twice"),
         ("[1, 2]", "expected a JSON object ({...}), got a list"),
@@ -293,7 +308,7 @@ def test_schema_errors_are_added_when_a_schema_is_given():
         "name: '' is shorter than 1 character",
     )
     numbers = parse_form_value("1, x", T.LIST, item_type=T.NUMBER, schema={"type": "array"})
-    assert numbers.errors == ("item 2: 'x' is not a number",)
+    assert numbers.errors == ("item 2: 'x' is not a number: write it like 1234.5 or -2.5",)
     capped = parse_form_value(
         "5, 50", T.LIST, item_type=T.NUMBER, schema={"type": "array", "items": {"maximum": 10}}
     )
@@ -652,11 +667,11 @@ def test_example_value_prefers_default_examples_const_enum():
 
 def test_example_value_builds_objects_with_all_properties():
     assert example_value(CUSTOMER) == {
-        "name": "example",
+        "name": "name",
         "age": 0,
         "email": "ada@example.com",
         "address": {"zip": "12345"},
-        "tags": ["example"],
+        "tags": ["tags"],
     }
 
 

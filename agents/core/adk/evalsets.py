@@ -36,6 +36,7 @@ from typing import Any, NoReturn
 from agents.core import codes, rules
 from agents.core.adk.names import agent_names, identifier
 from agents.core.diagnostics import Diagnostic, Message, Severity
+from agents.core.form_text import json_error_message
 from agents.core.spec import (
     AppSpec,
     ExpectationSpec,
@@ -332,6 +333,12 @@ def scenarios_from_evalset(
 
     try:
         doc = json.loads(data)
+    except json.JSONDecodeError as exc:
+        message = Message(
+            "not valid JSON (%(problem)s); export the evalset again",
+            problem=json_error_message(exc),
+        )
+        return error("(file)", message)
     except (ValueError, UnicodeDecodeError) as exc:
         return error("(file)", Message("not JSON (%(exc)s); export the evalset again", exc=exc))
     if not isinstance(doc, Mapping) or not isinstance(_get(doc, "eval_cases"), list):

@@ -44,6 +44,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -86,7 +87,15 @@ def folder_of(scenario: ScenarioSpec) -> str:
     folder = scenario.cx.get("folder") if isinstance(scenario.cx, Mapping) else None
     if isinstance(folder, str) and folder:
         return folder
-    return _FOLDER_RE.sub("_", scenario.name).strip() or "evaluation"
+    return _folder(scenario.name) or "evaluation"
+
+
+def _folder(name: str) -> str:
+    """`name` as a CX folder: accents dropped (``Réservation simple`` →
+    ``Reservation_simple``, as the agents' folders, `layout.folder_name`), then what a folder
+    cannot hold becomes ``_``; a name with no Latin letter keeps its ``_``s."""
+    plain = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    return _FOLDER_RE.sub("_", plain).strip() if plain.strip() else _FOLDER_RE.sub("_", name)
 
 
 # ---------------------------------------------------------------- export
@@ -99,7 +108,7 @@ def _struct(value: Any) -> dict[str, Any]:
 
 def _agent_ref(name: str) -> str:
     """How a CX export names an agent: its folder (the display name, sanitised)."""
-    return _FOLDER_RE.sub("_", name)
+    return _folder(name)
 
 
 def _expectation_json(app: AppSpec, expectation: ExpectationSpec) -> dict[str, Any]:
@@ -231,9 +240,11 @@ def _agent_name(app: AppSpec, ref: str) -> str:
     last = ref.rstrip("/").rsplit("/", 1)[-1]
     for agent in app.agents:
         cx_name = agent.cx.get("name") if isinstance(agent.cx, Mapping) else None
-        if ref in (agent.name, _FOLDER_RE.sub("_", agent.name)) or last in (
+        # _FOLDER_RE alone: how exports before accents were dropped named the agent.
+        folders = (_folder(agent.name), _FOLDER_RE.sub("_", agent.name))
+        if ref in (agent.name, *folders) or last in (
             agent.name,
-            _FOLDER_RE.sub("_", agent.name),
+            *folders,
             cx_name,
             (cx_name or "").rsplit("/", 1)[-1],
         ):

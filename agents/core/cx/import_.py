@@ -4,6 +4,7 @@ the import in `import_state`, tools and toolsets in `import_tools`."""
 
 from __future__ import annotations
 
+import difflib
 import posixpath
 from collections.abc import Mapping
 from dataclasses import replace
@@ -15,6 +16,7 @@ from agents.core.cx.fields import FIELDS
 from agents.core.cx.import_state import _Import
 from agents.core.cx.import_tools import _read_tools, _read_toolsets, _ToolRefs
 from agents.core.cx.layout import _CALLBACK_FIELDS, INFO, E, W, _dotted, _last_segment, _note
+from agents.core.cx.schema_to_cx import CX_TYPES
 from agents.core.cx.variables import variable_from_cx_schema
 from agents.core.diagnostics import Diagnostic, Message
 from agents.core.formats import check_app_spec
@@ -362,6 +364,16 @@ def _read_variables(
                 "SC606", E, state.app_path, f"{where}.schema", Message("a variable needs a schema")
             )
             continue
+        items = cx_schema.get("items")
+        unknown = [
+            (at, problem)
+            for at, part in ((".schema.type", cx_schema), (".schema.items.type", items))
+            if isinstance(part, dict) and (problem := _unknown_cx_type(part)) is not None
+        ]
+        for at, problem in unknown:
+            state.note("SC606", E, state.app_path, f"{where}{at}", problem)
+        if unknown:
+            continue
         try:
             read, problems = variable_from_cx_schema(cx_schema)
         except (TypeError, ValueError, RecursionError) as exc:
@@ -393,6 +405,47 @@ def _read_variables(
             )
         )
     return variables, schemas
+
+
+def _unknown_cx_type(cx_schema: dict[str, Any]) -> Message | None:
+    """The refusal of a variable's ``schema.type`` that names no CX type (``DECIMAL``),
+    with the closest CX type; None when the type is one (or is not text)."""
+    kind = cx_schema.get("type", cx_schema.get("type_"))
+    if not isinstance(kind, str) or kind in _CX_TYPE_NAMES or kind == "TYPE_UNSPECIFIED":
+        return None
+    names = ", ".join(_CX_TYPE_NAMES)
+    upper = kind.upper()
+    if upper in _CX_TYPE_NAMES:
+        close = [upper]
+    elif upper in _CX_TYPE_SYNONYMS:
+        close = [_CX_TYPE_SYNONYMS[upper]]
+    else:
+        close = difflib.get_close_matches(upper, _CX_TYPE_NAMES, n=1, cutoff=0.6)
+    if close:
+        return Message(
+            "unknown type %(type)s: use one of %(names)s (did you mean %(suggestion)s?)",
+            type=repr(kind),
+            names=names,
+            suggestion=close[0],
+        )
+    return Message("unknown type %(type)s: use one of %(names)s", type=repr(kind), names=names)
+
+
+_CX_TYPE_NAMES = tuple(CX_TYPES.values())
+# Names another schema language gives CX's types (DECIMAL is no CX type; NUMBER is).
+_CX_TYPE_SYNONYMS = {
+    "DECIMAL": "NUMBER",
+    "FLOAT": "NUMBER",
+    "DOUBLE": "NUMBER",
+    "INT": "INTEGER",
+    "LONG": "INTEGER",
+    "BOOL": "BOOLEAN",
+    "TEXT": "STRING",
+    "STR": "STRING",
+    "LIST": "ARRAY",
+    "DICT": "OBJECT",
+    "MAP": "OBJECT",
+}
 
 
 def _schema_for(

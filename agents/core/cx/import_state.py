@@ -17,6 +17,7 @@ from agents.core.cx.carry import camel_keys
 from agents.core.cx.fields import FIELDS
 from agents.core.cx.layout import INFO, E, W, _last_segment, _note
 from agents.core.diagnostics import Diagnostic, Message, Severity
+from agents.core.form_text import json_error_message
 from agents.core.formats import load_yaml, not_json_data
 
 _OUTPUT_ONLY = frozenset(
@@ -68,14 +69,18 @@ class _Import:
             else:
                 value = json.loads(text)
         except json.JSONDecodeError as exc:
-            self.note(
-                "SC605",
-                E,
-                path,
-                "",
-                Message(
-                    "not valid JSON (line %(lineno)s: %(msg)s)", lineno=exc.lineno, msg=exc.msg
-                ),
+            # The field names the file and the place (app.json:5:12), as a compiler would.
+            message = Message("not valid JSON: %(problem)s", problem=json_error_message(exc))
+            self.found.append(
+                Diagnostic(
+                    "SC605",
+                    E,
+                    Message("%(file)s: %(message)s", file=path, message=message),
+                    line=exc.lineno,
+                    column=exc.colno,
+                    field=f"{path}:{exc.lineno}:{exc.colno}",
+                    subject=path,
+                )
             )
             return None
         except ValueError as exc:

@@ -15,6 +15,7 @@ from agents.core import rules
 from agents.core.cx.import_state import _Import
 from agents.core.cx.layout import _TOOL_KIND_FIELDS, INFO, E, W, _last_segment, _read_mock
 from agents.core.diagnostics import Message
+from agents.core.form_text import json_error_message
 from agents.core.formats import load_yaml, not_json_data
 from agents.core.spec import ToolKind, ToolMock, ToolSpec
 
@@ -346,6 +347,15 @@ def _read_tool(state: _Import, path: str, folder: str, data: Mapping[str, Any]) 
 def _openapi_document(state: _Import, path: str, where: str, text: str) -> dict[str, Any] | None:
     try:
         document = json.loads(text) if text.lstrip().startswith("{") else load_yaml(text)
+    except json.JSONDecodeError as exc:
+        state.note(
+            "SC605",
+            E,
+            path,
+            where,
+            Message("the OpenAPI document cannot be read (%(exc)s)", exc=json_error_message(exc)),
+        )
+        return None
     except (ValueError, RecursionError) as exc:
         state.note(
             "SC605",

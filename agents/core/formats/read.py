@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -75,12 +74,10 @@ def _structure_problem(error: Any) -> str:
     fails); a misspelt property or choice names the one it is closest to."""
     if error.validator == "pattern" and error.validator_value == NAME_PATTERN:
         given = error.instance if isinstance(error.instance, str) else str(error.instance)
-        fixed = re.sub(r"[^A-Za-z0-9_]", "_", given) or "_"
-        if fixed[0].isdigit():
-            fixed = "_" + fixed
+        fixed = rules.suggested_name(given)
         return Message(
-            "%(given)s is not a valid name: use only letters, digits and underscores, "
-            "not starting with a digit (for example %(fixed)s)",
+            "%(given)s is not a valid name: use only unaccented letters a-z, digits and "
+            "underscores, not starting with a digit (for example %(fixed)s)",
             given=quoted(given),
             fixed=quoted(fixed),
         )

@@ -10,6 +10,7 @@ from typing import Any
 
 from agents.core import limits
 from agents.core.diagnostics import Diagnostic, Message, Severity
+from agents.core.form_text import json_error_message
 
 MAX_NATIVE_BYTES = 5 * 1024 * 1024
 MAX_NATIVE_DEPTH = 100
@@ -151,8 +152,7 @@ def loads_native(
             try:
                 doc = json.loads(text, parse_constant=_reject_constant)
             except json.JSONDecodeError as exc:
-                where = f"line {exc.lineno}, column {exc.colno}"
-                message = Message("not valid JSON (%(where)s: %(msg)s)", where=where, msg=exc.msg)
+                message = Message("not valid JSON: %(problem)s", problem=json_error_message(exc))
                 return None, (Diagnostic("SC501", E, message, line=exc.lineno, field="(file)"),)
         else:
             too_large = limits.yaml_too_large(len(text.encode("utf-8")), max_yaml_bytes)
