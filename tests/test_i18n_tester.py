@@ -140,7 +140,9 @@ def test_a_reimported_app_gets_the_suffix_in_the_importers_language(user):
         second = exchange.app_import(owner=user, spec=spec)
     assert (first.name, second.name) == ("Shop (importé)", "Shop (importé 2)")
     with translation.override("de"):
-        assert exchange.app_import(owner=user, spec=spec).name == "Shop (importiert)"  # free in German
+        assert (
+            exchange.app_import(owner=user, spec=spec).name == "Shop (importiert)"
+        )  # free in German
 
 
 @pytest.mark.parametrize("language, words", [("fr", "à l'instant"), ("de", "gerade eben")])

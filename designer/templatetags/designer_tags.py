@@ -192,3 +192,11 @@ def ago(moment: Any) -> str:
     if (timezone.now() - moment).total_seconds() < 60:
         return pgettext("time", "just now")
     return pgettext("time", "%(since)s ago") % {"since": timesince(moment)}
+
+
+@register.filter
+def history_object(name: Any) -> str:
+    """A history row's object name as shown (an old English callback name in today's form)."""
+    from agents.models.audit import object_name_shown
+
+    return object_name_shown(str(name or ""))
