@@ -123,6 +123,17 @@ class ActionFilter(_WordsFilter):
     words = staticmethod(action_words)
 
 
+class JobKindFilter(_WordsFilter):
+    title = _("kind")
+    parameter_name = "kind"
+
+    @staticmethod
+    def words(kind: str) -> str:
+        from agents.services.jobs import job_kind_label
+
+        return job_kind_label(kind)
+
+
 @admin.register(AuditEvent)
 class AuditEventAdmin(ReadOnlyAdmin):
     """The history of every app: read-only, searchable by app, user, action and object."""
@@ -384,7 +395,7 @@ class JobAdmin(ReadOnlyAdmin):
 
     list_display = (
         "id",
-        "kind",
+        "kind_shown",
         "app",
         "owner",
         "status",
@@ -396,7 +407,14 @@ class JobAdmin(ReadOnlyAdmin):
         "finished_at",
     )
     list_select_related = ("app", "owner")
-    list_filter = ("status", "kind", "created_at")
+    list_filter = ("status", JobKindFilter, "created_at")
+
+    @admin.display(description=_("kind"), ordering="kind")
+    def kind_shown(self, job: Job) -> str:
+        from agents.services.jobs import job_kind_label
+
+        return job_kind_label(job.kind)
+
     search_fields = ("id", "app__name", "owner__username", "error")
     readonly_fields = fields = (
         "id",

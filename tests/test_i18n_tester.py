@@ -37,7 +37,7 @@ def _visible(page: str) -> str:
 
 def _jobs(owner, app) -> list[Job]:
     return [
-        Job.objects.create(kind="run_all", owner=owner, app=app, status=status)
+        Job.objects.create(kind="evaluate_app", owner=owner, app=app, status=status)
         for status in ("queued", "running", "succeeded")
     ]
 
@@ -62,6 +62,7 @@ def test_the_jobs_admin_has_no_english_label_left(operator, staff, language):
         "created at",
     ):
         assert english not in listing, english
+    assert "evaluate_app" not in listing  # the kind's label, not its identifier
     for english in ("Params", "Caps", "Who submitted it", "Steps, code calls, seconds"):
         assert english not in change, english
 
