@@ -159,3 +159,18 @@ def test_each_language_button_names_its_language_in_that_language(signed_in, lan
     page = _page(signed_in, "/", language)
     titles = re.findall(r'name="language" value="(\w+)" lang="\w+" title="([^"]+)"', page)
     assert dict(titles) == {"en": "English", "fr": "Français", "de": "Deutsch"}
+
+
+@pytest.mark.parametrize(
+    "language, words",
+    [("fr", "le code ne définit pas de fonction nommée"), ("de", "der Code definiert keine")],
+)
+def test_a_callback_without_its_function_is_explained_in_the_language(language, words):
+    from agents.sandbox.code_runner import error_message
+
+    message = error_message(
+        "entry_not_found", "the code does not define a function named 'before_model_callback'"
+    )
+    with translation.override(language):
+        shown = render(message, translation.gettext)
+    assert words in shown and "'before_model_callback'" in shown and "does not" not in shown
