@@ -149,12 +149,15 @@ def world(user, staff):
     imported, _kind, _diagnostics = exchange.app_import_file(
         owner=user, data=zip_bytes(files), name="Bank from CX", filename="bank.zip"
     )
+    # A callback in the history (once "before_model #0 of root_agent"), before the version.
+    services.callback_create(
+        agent=shop.agents.get(is_root=True),
+        kind="before_model",
+        code="def before_model_callback(callback_context, llm_request):\n    return None\n",
+        actor=user,
+    )
     version = versions.version_create(app=shop, user=user, name="First")
     versions.label_set(app=shop, version=version, name="production", user=user)
-    # A callback's history row (its name was "before_model #0 of root_agent") and a job.
-    services.callback_create(
-        agent=shop.agents.get(is_root=True), kind="before_model", code="x = 1", actor=user
-    )
     Job.objects.create(kind="evaluate_app", owner=user, app=shop, status="succeeded")
     services.variable_update(
         variable=shop.variables.get(name="business_rules"),
