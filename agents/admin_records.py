@@ -23,6 +23,7 @@ from agents.models import (
     ModelEndpoint,
     ScenarioResult,
 )
+from agents.models.audit import object_name_shown
 from agents.services import versions
 
 # ---------------------------------------------------------------- versions and labels
@@ -122,15 +123,30 @@ class ActionFilter(_WordsFilter):
     words = staticmethod(action_words)
 
 
+class JobKindFilter(_WordsFilter):
+    title = _("kind")
+    parameter_name = "kind"
+
+    @staticmethod
+    def words(kind: str) -> str:
+        from agents.services.jobs import job_kind_label
+
+        return job_kind_label(kind)
+
+
 @admin.register(AuditEvent)
 class AuditEventAdmin(ReadOnlyAdmin):
     """The history of every app: read-only, searchable by app, user, action and object."""
 
-    list_display = ("created_at", "app_name", "actor_name", "action_shown", "object_name")
+    list_display = ("created_at", "app_name", "actor_name", "action_shown", "object_shown")
 
     @admin.display(description=_("action"), ordering="action")
     def action_shown(self, event: AuditEvent) -> str:
         return action_words(event.action)
+
+    @admin.display(description=_("object name"), ordering="object_name")
+    def object_shown(self, event: AuditEvent) -> str:
+        return object_name_shown(event.object_name)
 
     list_filter = (ObjectTypeFilter, ActionFilter, "created_at")
     search_fields = ("app_name", "actor_name", "action", "object_name")
@@ -379,7 +395,7 @@ class JobAdmin(ReadOnlyAdmin):
 
     list_display = (
         "id",
-        "kind",
+        "kind_shown",
         "app",
         "owner",
         "status",
@@ -391,7 +407,14 @@ class JobAdmin(ReadOnlyAdmin):
         "finished_at",
     )
     list_select_related = ("app", "owner")
-    list_filter = ("status", "kind", "created_at")
+    list_filter = ("status", JobKindFilter, "created_at")
+
+    @admin.display(description=_("kind"), ordering="kind")
+    def kind_shown(self, job: Job) -> str:
+        from agents.services.jobs import job_kind_label
+
+        return job_kind_label(job.kind)
+
     search_fields = ("id", "app__name", "owner__username", "error")
     readonly_fields = fields = (
         "id",
@@ -422,11 +445,17 @@ class JobAdmin(ReadOnlyAdmin):
 # The database queue's own rows (django-tasks-db) are the workers' bookkeeping: operators
 # read jobs as `Job` rows above (status, progress, error), in their language; the queue's
 # admin (English-only, a second view of the same work) is left out.
+# django-rq's dashboard (English, its own templates) shows only when RQ is the queue
+# (TASKS_BACKEND=rq): with the database queue it would be an empty, untranslated section.
 def _hide_task_queue_admin() -> None:
+    from django.conf import settings
+    from django_rq.models import Dashboard
     from django_tasks_db.models import DBTaskResult
 
     if admin.site.is_registered(DBTaskResult):
         admin.site.unregister(DBTaskResult)
+    if settings.TASKS_BACKEND != "rq" and admin.site.is_registered(Dashboard):
+        admin.site.unregister(Dashboard)
 
 
 _hide_task_queue_admin()

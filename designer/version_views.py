@@ -25,7 +25,7 @@ from agents.core import rules
 from agents.core.form_text import json_error_message
 from agents.core.formats import dumps_native
 from agents.i18n import localize
-from agents.models import JOB_FINISHED, AgentApp, AppVersion, Job
+from agents.models import JOB_FINISHED, AgentApp, AppVersion, Channel, Job, Modality
 from agents.selectors import Access
 from agents.services import ServiceError, jobs, versions
 
@@ -300,8 +300,8 @@ def version_diff(request: HttpRequest, app_id: int) -> HttpResponse:
             "modality": modality,
             "values": values_text,
         },
-        "channels": CHANNELS,
-        "modalities": MODALITIES,
+        "channels": Channel.choices,
+        "modalities": Modality.choices,
         "full_prompt_limit": FULL_PROMPT_LIMIT,
     }
     if errors:

@@ -58,6 +58,17 @@ TYPE_LABELS: dict[VariableType, str] = {
 }
 
 
+# "List of X" as one whole phrase per item type (a translation inflects the item: "Liste
+# de nombres", "Zahlenliste"); a custom object's list names its schema (user data).
+LIST_LABELS: dict[VariableType, str] = {
+    VariableType.TEXT: Message("List of Text"),
+    VariableType.NUMBER: Message("List of Number"),
+    VariableType.BOOLEAN: Message("List of Yes/No"),
+    VariableType.OBJECT: Message("List of Custom object"),
+    VariableType.LIST: Message("List of List"),
+}
+
+
 def type_label(
     type: VariableType, item_type: VariableType | None = None, schema: str | None = None
 ) -> str:
@@ -65,7 +76,7 @@ def type_label(
     if type is VariableType.LIST:
         if item_type is VariableType.OBJECT and schema:
             return Message("List of %(item)s", item=schema)
-        return Message("List of %(item)s", item=TYPE_LABELS[item_type] if item_type else "?")
+        return LIST_LABELS[item_type] if item_type else Message("List of %(item)s", item="?")
     if type is VariableType.OBJECT and schema:
         return schema
     return TYPE_LABELS[type]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext, pgettext_lazy
@@ -23,6 +25,7 @@ ACTION_LABELS = {
     "app.create": pgettext_lazy("history action", "app.create"),
     "app.update": pgettext_lazy("history action", "app.update"),
     "app.delete": pgettext_lazy("history action", "app.delete"),
+    "app.import": pgettext_lazy("history action", "app.import"),
     "variable.create": pgettext_lazy("history action", "variable.create"),
     "variable.update": pgettext_lazy("history action", "variable.update"),
     "variable.rename": pgettext_lazy("history action", "variable.rename"),
@@ -56,9 +59,40 @@ ACTION_LABELS = {
 }
 
 
+# A callback's name in the history before it had no English in it: "before_model #0 of root".
+_OLD_CALLBACK_NAME = re.compile(r"^(?P<kind>[a-z_]+) #(?P<order>\d+) of (?P<agent>.+)$")
+
+
+def object_name_shown(name: str) -> str:
+    """A history object's name as shown: an old English callback name in today's form."""
+    found = _OLD_CALLBACK_NAME.match(name)
+    if found is None:
+        return name
+    return f"{found['agent']} / {found['kind']} #{found['order']}"
+
+
+# An operator's write in the admin (`agents.admin_writes.record`): `<model>.admin_<verb>`.
+ADMIN_ACTION_LABELS = {
+    "add": pgettext_lazy("history action", "%(object)s added in the admin"),
+    "change": pgettext_lazy("history action", "%(object)s changed in the admin"),
+    "delete": pgettext_lazy("history action", "%(object)s deleted in the admin"),
+}
+
+
 def action_label(action: str) -> str:
     """A history action (`variable.update`) in the reader's language (English: as stored)."""
-    return str(ACTION_LABELS.get(action, action))
+    if action in ACTION_LABELS:
+        return str(ACTION_LABELS[action])
+    model_name, _dot, verb = action.partition(".admin_")
+    if verb in ADMIN_ACTION_LABELS:
+        from django.apps import apps
+
+        try:
+            model = apps.get_model("agents", model_name)
+        except LookupError:
+            return action
+        return str(ADMIN_ACTION_LABELS[verb]) % {"object": model._meta.verbose_name}
+    return action
 
 
 class AuditEvent(models.Model):
@@ -114,4 +148,4 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         who = self.actor_name or gettext("system")
-        return f"{who}: {action_label(self.action)} {self.object_name}".strip()
+        return f"{who}: {action_label(self.action)} {object_name_shown(self.object_name)}".strip()

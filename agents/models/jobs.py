@@ -6,6 +6,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from agents.core.rules import (
     JOB_CURRENT_MAX_LENGTH,
@@ -19,11 +20,11 @@ from agents.models.app import AgentApp
 
 
 class JobStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    SUCCEEDED = "succeeded", "Succeeded"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
+    QUEUED = "queued", _("Queued")
+    RUNNING = "running", _("Running")
+    SUCCEEDED = "succeeded", _("Succeeded")
+    FAILED = "failed", _("Failed")
+    CANCELLED = "cancelled", _("Cancelled")
 
 
 JOB_ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING)
@@ -36,42 +37,66 @@ class Job(models.Model):
     the job's id; this row is the truth the page and the API read."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    kind = models.CharField(max_length=JOB_KIND_MAX_LENGTH)
+    kind = models.CharField(max_length=JOB_KIND_MAX_LENGTH, verbose_name=_("kind"))
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,
         null=True,
         blank=True,
         related_name="jobs",
-        help_text="Who submitted it (none: manage.py evaluate).",
+        help_text=_("Who submitted it (none: manage.py evaluate)."),
+        verbose_name=_("owner"),
     )
     app = models.ForeignKey(
-        AgentApp, on_delete=models.CASCADE, null=True, blank=True, related_name="jobs"
+        AgentApp,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="jobs",
+        verbose_name=_("app"),
     )
     status = models.CharField(
-        max_length=JOB_STATUS_MAX_LENGTH, choices=JobStatus.choices, default=JobStatus.QUEUED
+        max_length=JOB_STATUS_MAX_LENGTH,
+        choices=JobStatus.choices,
+        default=JobStatus.QUEUED,
+        verbose_name=_("status"),
     )
-    params = models.JSONField(default=dict, blank=True)
-    caps = models.JSONField(default=dict, blank=True, help_text="Steps, code calls, seconds...")
-    progress_done = models.PositiveIntegerField(default=0)
-    progress_total = models.PositiveIntegerField(default=0)
-    current = models.CharField(max_length=JOB_CURRENT_MAX_LENGTH, blank=True)
-    result = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    cancel_requested = models.BooleanField(default=False)
+    params = models.JSONField(default=dict, blank=True, verbose_name=_("params"))
+    caps = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=_("Steps, code calls, seconds..."),
+        verbose_name=_("caps"),
+    )
+    progress_done = models.PositiveIntegerField(default=0, verbose_name=_("progress done"))
+    progress_total = models.PositiveIntegerField(default=0, verbose_name=_("progress total"))
+    current = models.CharField(
+        max_length=JOB_CURRENT_MAX_LENGTH, blank=True, verbose_name=_("current")
+    )
+    result = models.JSONField(null=True, blank=True, verbose_name=_("result"))
+    error = models.TextField(blank=True, verbose_name=_("error"))
+    attempts = models.PositiveSmallIntegerField(default=0, verbose_name=_("attempts"))
+    cancel_requested = models.BooleanField(default=False, verbose_name=_("cancel requested"))
     worker = models.CharField(
-        max_length=WORKER_MAX_LENGTH, blank=True, help_text="host:pid running it"
+        max_length=WORKER_MAX_LENGTH,
+        blank=True,
+        help_text=_("host:pid running it"),
+        verbose_name=_("worker"),
     )
     task_id = models.CharField(
-        max_length=TASK_ID_MAX_LENGTH, blank=True, help_text="The task queue's id"
+        max_length=TASK_ID_MAX_LENGTH,
+        blank=True,
+        help_text=_("The task queue's id"),
+        verbose_name=_("task id"),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
+    finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
+    heartbeat_at = models.DateTimeField(null=True, blank=True, verbose_name=_("heartbeat at"))
 
     class Meta:
+        verbose_name = _("job")
+        verbose_name_plural = _("jobs")
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["owner", "status"], name="job_owner_status")]
         constraints = [
@@ -88,13 +113,17 @@ class JobItem(models.Model):
     """One finished piece of a job (a scenario's outcome): written once per (job, key), so
     a job retried after its worker died never counts or stores a piece twice."""
 
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="items")
-    key = models.CharField(max_length=JOB_ITEM_KEY_MAX_LENGTH)
-    position = models.PositiveIntegerField(default=0)
-    data = models.JSONField(default=dict)
-    created_at = models.DateTimeField(auto_now_add=True)
+    job = models.ForeignKey(
+        Job, on_delete=models.CASCADE, related_name="items", verbose_name=_("job")
+    )
+    key = models.CharField(max_length=JOB_ITEM_KEY_MAX_LENGTH, verbose_name=_("key"))
+    position = models.PositiveIntegerField(default=0, verbose_name=_("position"))
+    data = models.JSONField(default=dict, verbose_name=_("data"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("job item")
+        verbose_name_plural = _("job items")
         ordering = ["position", "pk"]
         constraints = [models.UniqueConstraint(fields=["job", "key"], name="job_item_once")]
 

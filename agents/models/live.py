@@ -26,8 +26,8 @@ from agents.models.scenarios import ResultStatus, Scenario
 
 
 class EndpointKind(models.TextChoices):
-    OPENAI = "openai", "OpenAI-compatible (chat completions)"
-    GEMINI = "gemini", "Gemini (API key or Vertex AI)"
+    OPENAI = "openai", _("OpenAI-compatible (chat completions)")
+    GEMINI = "gemini", _("Gemini (API key or Vertex AI)")
 
 
 class ModelEndpoint(TimestampedModel):
@@ -112,8 +112,8 @@ class AppModelDefault(models.Model):
 
 
 class LiveRunMode(models.TextChoices):
-    LIVE = "live", "Live"
-    REPLAY = "replay", "Replay"
+    LIVE = "live", _("Live")
+    REPLAY = "replay", _("Replay")
 
 
 class LiveRun(models.Model):

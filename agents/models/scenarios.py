@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from agents.core import rules, spec
 from agents.core.rules import (
@@ -39,8 +40,21 @@ class StepKind(models.TextChoices):
     EXPECT = spec.StepKind.EXPECT, _("Expectation")
 
 
-Channel = models.TextChoices("Channel", [(c.upper(), (c, c)) for c in rules.CHANNELS])
-Modality = models.TextChoices("Modality", [(m.upper(), (m, m)) for m in rules.MODALITIES])
+# A scenario's channel and modality are setting values (stored and exported as typed);
+# the pages show each one's word in the reader's language.
+SETTING_VALUE_LABELS = {
+    "web": pgettext_lazy("channel", "web"),
+    "api": pgettext_lazy("channel", "api"),
+    "telephony": pgettext_lazy("channel", "telephony"),
+    "text": pgettext_lazy("modality", "text"),
+    "voice": pgettext_lazy("modality", "voice"),
+}
+Channel = models.TextChoices(
+    "Channel", [(c.upper(), (c, SETTING_VALUE_LABELS[c])) for c in rules.CHANNELS]
+)
+Modality = models.TextChoices(
+    "Modality", [(m.upper(), (m, SETTING_VALUE_LABELS[m])) for m in rules.MODALITIES]
+)
 
 
 class Scenario(TimestampedModel):

@@ -88,6 +88,7 @@ _LIMITS = {
 }
 _TOO_LARGE = re.compile(r"the sandbox answer is larger than (\d+) bytes")
 _KILLED = "the sandbox process was killed (memory or CPU limit)"
+_NO_ENTRY = re.compile(r"the code does not define a function named (.+)")
 
 
 def error_message(kind: str, message: str) -> str:
@@ -95,6 +96,8 @@ def error_message(kind: str, message: str) -> str:
     words: str = _LIMITS.get(message, message)
     if match := _TOO_LARGE.fullmatch(message):
         words = Message("the sandbox answer is larger than %(bytes)s bytes", bytes=match[1])
+    elif match := _NO_ENTRY.fullmatch(message):
+        words = Message("the code does not define a function named %(name)s", name=match[1])
     elif message.startswith(_KILLED):
         words = Message(
             "the sandbox process was killed (memory or CPU limit)%(rest)s",

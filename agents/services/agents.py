@@ -287,7 +287,8 @@ def callback_problems(callback: Callback) -> list[Diagnostic]:
 
 
 def _callback_name(callback: Callback) -> str:
-    return f"{callback.kind} #{callback.order} of {callback.agent.display_name}"
+    # No English word in it: the history shows the stored name in every language.
+    return f"{callback.agent.display_name} / {callback.kind} #{callback.order}"
 
 
 @transaction.atomic

@@ -27,6 +27,7 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.urls import reverse
+from django.utils.translation import pgettext
 
 from agents import selectors, services
 from agents.core import limits
@@ -119,7 +120,7 @@ def app_import_evalset(
             for scenario in scenarios:
                 name, n = scenario.name, 1
                 while name in taken:
-                    name = f"{scenario.name} (imported{'' if n == 1 else f' {n}'})"
+                    name = f"{scenario.name}{imported_suffix(n)}"
                     n += 1
                 taken.add(name)
                 session = scenario.session
@@ -192,6 +193,14 @@ def read_native_document(
 # ---------------------------------------------------------------- import
 
 
+def imported_suffix(n: int) -> str:
+    """What a name already in use gets on import: " (imported)", then " (imported 2)"…, in
+    the importer's language when it is created (then it is the user's data, kept as is)."""
+    if n == 1:
+        return pgettext("imported name suffix", " (imported)")
+    return pgettext("imported name suffix", " (imported %(n)s)") % {"n": n}
+
+
 def app_import(
     *,
     owner: AbstractBaseUser,
@@ -204,7 +213,7 @@ def app_import(
     free = services.free_name(
         owner.pk,
         wanted,
-        lambda n: "" if n == 0 else " (imported)" if n == 1 else f" (imported {n})",
+        lambda n: "" if n == 0 else imported_suffix(n),
     )
     app = services.app_create_from_spec(owner=owner, spec=spec, scenarios=scenarios, name=free)
     logger.info("app %s imported by %s as %r", app.pk, owner.get_username(), app.name)

@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from django.db import transaction
+from django.utils.translation import gettext_lazy as _
 
 from agents.i18n import with_i18n
 from agents.models import AppVersion
@@ -153,10 +154,10 @@ def import_app(ctx: JobContext) -> dict[str, Any]:
     return exchange.app_import_job_run(ctx)
 
 
-register("evaluate_app", run=evaluate_app, label="Run all")
-register("evaluate_scenario", run=evaluate_scenario, label="Evaluate a scenario")
-register("version_diff", run=version_diff, label="Version diff: scenario results")
-register("import_app", run=import_app, label="Import an app")
+register("evaluate_app", run=evaluate_app, label=_("Run all"))
+register("evaluate_scenario", run=evaluate_scenario, label=_("Evaluate a scenario"))
+register("version_diff", run=version_diff, label=_("Version diff: scenario results"))
+register("import_app", run=import_app, label=_("Import an app"))
 
 
 # ---------------------------------------------------------------- live_run (issue 21)
@@ -252,4 +253,4 @@ def live_run(ctx: JobContext) -> dict[str, Any]:
     }
 
 
-register("live_run", run=live_run, label="Live run")
+register("live_run", run=live_run, label=_("Live run"))

@@ -100,7 +100,7 @@ class JobKind:
 
     name: str
     run: Callable[[JobContext], Any]
-    label: str = ""
+    label: str = ""  # may be lazy (gettext_lazy): shown in the reader's language
 
 
 KINDS: dict[str, JobKind] = {}
@@ -112,6 +112,12 @@ def register(name: str, *, run: Callable[[JobContext], Any], label: str = "") ->
     kind = JobKind(name, run, label or name.replace("_", " "))
     KINDS[name] = kind
     return kind
+
+
+def job_kind_label(name: str) -> str:
+    """A kind's label in the reader's language (the admin's Jobs); an unknown kind: its name."""
+    kind = KINDS.get(name)
+    return str(kind.label) if kind is not None else name
 
 
 def job_kind(name: str) -> JobKind:

@@ -11,6 +11,7 @@ from django.utils.formats import number_format
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 from agents import i18n
 from agents.core import rules
@@ -183,3 +184,25 @@ def history_changes(event: Any) -> dict[str, Any]:
         if before.get(key, ...) != after.get(key, ...)
     ]
     return {"rows": rows[:_HISTORY_ROWS], "more": max(0, len(rows) - _HISTORY_ROWS)}
+
+
+@register.filter
+def ago(moment: Any) -> str:
+    """How long ago `moment` was, in the reader's language: "just now" under a minute (not
+    "0 minutes ago"), else "3 minutes ago" (Django's timesince)."""
+    if not moment:
+        return ""
+    from django.utils import timezone
+    from django.utils.timesince import timesince
+
+    if (timezone.now() - moment).total_seconds() < 60:
+        return pgettext("time", "just now")
+    return pgettext("time", "%(since)s ago") % {"since": timesince(moment)}
+
+
+@register.filter
+def history_object(name: Any) -> str:
+    """A history row's object name as shown (an old English callback name in today's form)."""
+    from agents.models.audit import object_name_shown
+
+    return object_name_shown(str(name or ""))

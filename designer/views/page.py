@@ -17,10 +17,11 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
 from agents import selectors
-from agents.core import rules
 from agents.models import (
     Agent,
     AgentApp,
+    Channel,
+    Modality,
 )
 from agents.ratelimit import rate_limited
 from designer import preview as preview_builder
@@ -41,8 +42,8 @@ def designer_context(
         "agents": agents,
         "agent": agent,
         "variables": variables,
-        "channels": rules.CHANNELS,
-        "modalities": rules.MODALITIES,
+        "channels": Channel.choices,
+        "modalities": Modality.choices,
         "schemas": list(app.schemas.all()),
         "tools": list(app.tools.all()),
         "usage": preview_builder.usage_by_variable(app),
@@ -112,8 +113,8 @@ def _light_context(
         "app": app,
         "access": access,
         "agent": agent,
-        "channels": rules.CHANNELS,
-        "modalities": rules.MODALITIES,
+        "channels": Channel.choices,
+        "modalities": Modality.choices,
         "preview": (
             preview_builder.build_preview(app, agent, request.GET) if agent and preview else None
         ),

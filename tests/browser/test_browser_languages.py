@@ -140,6 +140,7 @@ def world(user, staff):
     from agents import services
     from agents.core.cx.app import to_cx_files, zip_bytes
     from agents.demo import load_demo
+    from agents.models import Job
     from agents.services import exchange, versions
 
     shop, bank = load_demo(user)
@@ -148,8 +149,16 @@ def world(user, staff):
     imported, _kind, _diagnostics = exchange.app_import_file(
         owner=user, data=zip_bytes(files), name="Bank from CX", filename="bank.zip"
     )
+    # A callback in the history (once "before_model #0 of root_agent"), before the version.
+    services.callback_create(
+        agent=shop.agents.get(is_root=True),
+        kind="before_model",
+        code="def before_model_callback(callback_context, llm_request):\n    return None\n",
+        actor=user,
+    )
     version = versions.version_create(app=shop, user=user, name="First")
     versions.label_set(app=shop, version=version, name="production", user=user)
+    Job.objects.create(kind="evaluate_app", owner=user, app=shop, status="succeeded")
     services.variable_update(
         variable=shop.variables.get(name="business_rules"),
         actor=user,
@@ -227,8 +236,16 @@ def test_the_designer_admin_and_their_pages_read_entirely_in_the_language(
         "admin variable": f"{base}/admin/agents/variable/{variable.pk}/change/",
         "admin history": f"{base}/admin/agents/auditevent/",
         "admin versions": f"{base}/admin/agents/appversion/",
+        "admin jobs": f"{base}/admin/agents/job/",
+        "admin endpoint": f"{base}/admin/agents/modelendpoint/add/",
     }.items():
         page.goto(url)
         if found := _english_left(page, words, user_data):
             left[name] = found
+        if name == "admin history":
+            # At 1280 px the object's name wraps in its column, never clipped.
+            clipped = page.locator("td.field-object_shown").evaluate_all(
+                "cells => cells.filter(c => c.scrollWidth > c.clientWidth).length"
+            )
+            assert clipped == 0
     assert not left, "\n".join(f"{k}: {v}" for k, vs in left.items() for v in vs)

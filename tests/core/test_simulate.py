@@ -385,7 +385,7 @@ raise ValueError("backend down")
     assert "line 3" in error.message and "the turn ends here" in error.message
     # The rest of the turn (the agent's answer, after_agent) does not run, as in ADK, where
     # the exception ends the invocation; it is said once, with what was skipped.
-    assert ended.code == "SC415" and "1 later step(s)" in ended.message
+    assert ended.code == "SC415" and "1 later step and the after_agent" in ended.message
     turn0 = [result.events[i].kind for i in result.turns[0].events]
     assert turn0 == ["user", "tool_call", "error"]
     # A failed call changes nothing and has no response; the next turn runs normally.

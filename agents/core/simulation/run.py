@@ -134,14 +134,24 @@ class Run(ModelCalls):
                     Diagnostic(
                         "SC416",
                         Severity.INFO,
-                        Message(
-                            "The %(turn_answered)s answered in turn %(turn)s: its "
-                            "%(skipped_steps)s later step(s) and the after_agent "
-                            "callbacks did not run (the runtime ends the turn with that "
-                            "answer).",
-                            turn_answered=self.turn_answered,
-                            turn=self.turn,
-                            skipped_steps=self.skipped_steps,
+                        (
+                            Message(
+                                "The %(turn_answered)s answered in turn %(turn)s: its "
+                                "later step and the after_agent callbacks did not run "
+                                "(the runtime ends the turn with that answer).",
+                                turn_answered=self.turn_answered,
+                                turn=self.turn,
+                            )
+                            if self.skipped_steps == 1
+                            else Message(
+                                "The %(turn_answered)s answered in turn %(turn)s: its "
+                                "%(skipped_steps)s later steps and the after_agent "
+                                "callbacks did not run (the runtime ends the turn with "
+                                "that answer).",
+                                turn_answered=self.turn_answered,
+                                turn=self.turn,
+                                skipped_steps=self.skipped_steps,
+                            )
                         ),
                         subject=self.agent.name,
                     )
@@ -154,21 +164,34 @@ class Run(ModelCalls):
             if parts is not None and self.turn_ended is None:
                 self.agent_says(parts, "after_agent_callback")  # ADK adds it as an event
         else:
-            skipped = f" {self.skipped_steps} later step(s) and" if self.skipped_steps else ""
-            self.diagnostics.append(
-                Diagnostic(
-                    "SC415",
-                    Severity.INFO,
-                    Message(
-                        "%(turn_ended)s raised in turn %(turn)s:%(skipped)s the "
-                        "after_agent callbacks of that turn did not run (the runtime "
-                        "ends the turn).",
-                        turn_ended=self.turn_ended,
-                        turn=self.turn,
-                        skipped=skipped,
-                    ),
-                    subject=self.agent.name,
+            # One whole sentence per case (the catalog has no plurals, and a fragment
+            # spliced into a sentence cannot be translated).
+            if not self.skipped_steps:
+                message = Message(
+                    "%(turn_ended)s raised in turn %(turn)s: the after_agent callbacks of "
+                    "that turn did not run (the runtime ends the turn).",
+                    turn_ended=self.turn_ended,
+                    turn=self.turn,
                 )
+            elif self.skipped_steps == 1:
+                message = Message(
+                    "%(turn_ended)s raised in turn %(turn)s: 1 later step and the "
+                    "after_agent callbacks of that turn did not run (the runtime ends the "
+                    "turn).",
+                    turn_ended=self.turn_ended,
+                    turn=self.turn,
+                )
+            else:
+                message = Message(
+                    "%(turn_ended)s raised in turn %(turn)s: %(skipped_steps)s later steps "
+                    "and the after_agent callbacks of that turn did not run (the runtime "
+                    "ends the turn).",
+                    turn_ended=self.turn_ended,
+                    turn=self.turn,
+                    skipped_steps=self.skipped_steps,
+                )
+            self.diagnostics.append(
+                Diagnostic("SC415", Severity.INFO, message, subject=self.agent.name)
             )
         turn = self.turn
         dropped, warnings = self.slide_window(turn)
