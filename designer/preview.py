@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from agents import i18n, selectors, services
-from agents.core import form_text, lint, rules
+from agents.core import form_text, limits, lint, rules
 from agents.core import types as core_types
 from agents.core.diagnostics import Diagnostic
 from agents.core.parse import TokenKind, parse
@@ -165,7 +165,7 @@ def _typed_values(
     json_error = ""
     if values_json.strip():
         try:
-            pasted = json.loads(values_json)
+            pasted = limits.loads_json(values_json)
         except json.JSONDecodeError as exc:
             json_error = _("Line %(line)s, column %(column)s: %(error)s.") % {
                 "line": exc.lineno,

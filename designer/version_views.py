@@ -7,7 +7,6 @@ editors save versions, move labels and restore; the owner (or staff) deletes.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import messages
@@ -21,7 +20,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents import selectors
-from agents.core import rules
+from agents.core import limits, rules
 from agents.core.formats import dumps_native
 from agents.i18n import localize
 from agents.models import JOB_FINISHED, AgentApp, AppVersion, Job
@@ -277,7 +276,7 @@ def version_diff(request: HttpRequest, app_id: int) -> HttpResponse:
     values: dict[str, Any] = {}
     if values_text:
         try:
-            parsed = json.loads(values_text)
+            parsed = limits.loads_json(values_text)
         except ValueError as exc:
             errors["values"] = _("values must be a JSON object: %(error)s (line %(line)s).") % {
                 "error": exc.msg,
