@@ -8,11 +8,14 @@ docstring; importing the exported package ran the tools' top-level code."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from agents.core.adk.package import to_adk_files
+from agents.core.spec import AgentSpec, AppSpec, ToolKind, ToolSpec
 from agents.models import Agent, Scenario, ScenarioStep
 
 
@@ -174,3 +177,77 @@ def test_json_too_deep_for_the_parser_is_a_named_refusal_in_the_designer(signed_
     )
     assert response.status_code == 200
     assert "nested more than 100 levels deep" in response.json()["error"]
+
+
+# --------------------------------------------------------------- 2./3. the ADK package
+
+HOSTILE = (
+    'X"""; __import__("os").system("touch MARKER"); """ \'\'\' \\ \\"\\"\\" end\n'
+    "line two\u2028three\x00four"
+)
+
+
+def _hostile_app(marker: Path) -> AppSpec:
+    tool_code = (
+        "import pathlib\n"
+        f"pathlib.Path({str(marker)!r}).write_text('ran')\n\n\n"
+        "def LookupBalance(account_id: str, limit: int = 3, *, tags: list[str] | None = None,"
+        " context=None) -> dict:\n"
+        '    """The balance of an account."""\n'
+        "    return {'balance': 1}\n"
+    )
+    return AppSpec(
+        name=HOSTILE,
+        tools=(ToolSpec("LookupBalance", ToolKind.PYTHON, python_code=tool_code),),
+        agents=(AgentSpec("Root", is_root=True, tools=("LookupBalance",)),),
+    )
+
+
+def test_the_exported_package_compiles_and_importing_it_runs_no_user_code(tmp_path):
+    import subprocess
+    import sys
+
+    marker = tmp_path / "marker.txt"
+    app = _hostile_app(marker)
+    files, _ = to_adk_files(app)
+    out = tmp_path / "out"
+    for path, data in files.items():
+        (out / path).parent.mkdir(parents=True, exist_ok=True)
+        (out / path).write_bytes(data)
+    agent_py = next(p for p in files if p.endswith("/agent.py"))
+    for path, data in files.items():
+        if path.endswith(".py"):
+            compile(data, path, "exec")  # every generated file compiles
+    first = files[agent_py].decode().splitlines()[0]
+    assert first.startswith('"""The ADK agent of the Statecraft app ') and "\n" not in first
+    package = agent_py.split("/")[0]
+    check = (
+        f"import {package}.agent as a, json; t = a.root_agent.tools[0];"
+        "d = t._get_declaration();"
+        "print(json.dumps([a.__doc__.splitlines()[0], t.name, d.description,"
+        ' d.model_dump(mode="json", exclude_none=True)]))'
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", check],
+        cwd=out,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not marker.exists()  # neither the app's name nor the tool's top level ran
+    assert not (out / "MARKER").exists()
+    doc, name, description, declared = json.loads(done.stdout.splitlines()[-1])
+    assert doc == (
+        f"The ADK agent of the Statecraft app {HOSTILE!r} (written by Statecraft's export)."
+    )
+    assert (name, description) == ("LookupBalance", "The balance of an account.")
+    schema = declared["parameters_json_schema"]
+    assert schema["properties"]["account_id"]["type"] == "string"
+    assert schema["properties"]["limit"] == {"default": 3, "title": "Limit", "type": "integer"}
+    assert schema["properties"]["tags"]["anyOf"][0] == {
+        "items": {"type": "string"},
+        "type": "array",
+    }
+    assert schema["required"] == ["account_id"]
