@@ -251,3 +251,14 @@ def test_the_exported_package_compiles_and_importing_it_runs_no_user_code(tmp_pa
         "type": "array",
     }
     assert schema["required"] == ["account_id"]
+
+
+def test_an_api_body_too_deep_to_parse_is_a_400(api, bank):
+    agent = _root(bank)
+    body = '{"name": "x", "session_values": {"a": ' + _deep(100_000) + "}}"
+    response = api.post(
+        f"/api/apps/{bank.pk}/agents/{agent.pk}/scenarios/", body, content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert "nested too deeply" in json.dumps(response.json())
+    assert not Scenario.objects.filter(name="x").exists()
