@@ -106,6 +106,12 @@ def app_export_native(request: HttpRequest, app_id: int) -> HttpResponse:
     fmt = request.GET.get("format", "json")
     if fmt not in _NATIVE_TYPES:
         return HttpResponseBadRequest(_("format must be json or yaml"))
+    problems = exchange.app_export_problems(app)
+    if problems:  # never a download that silently lacks a scenario
+        return HttpResponseBadRequest(
+            "\n".join(f"{localize(d.message)} [{d.code}]" for d in problems),
+            content_type="text/plain; charset=utf-8",
+        )
     text = dumps_native(exchange.app_export_native(app), fmt)
     response = HttpResponse(text, content_type=f"{_NATIVE_TYPES[fmt]}; charset=utf-8")
     return _attachment(response, f"{_file_stem(app)}.statecraft.{fmt}")

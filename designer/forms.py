@@ -15,7 +15,7 @@ from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
 
 from agents import i18n
-from agents.core import form_text, rules
+from agents.core import form_text, limits, rules
 from agents.core.script import format_script
 from agents.core.spec import VariableType as CoreType
 from agents.i18n import localize
@@ -172,7 +172,7 @@ def _json_field_value(raw: str, field: str, *, allow_empty: bool = True) -> Any:
             return None
         raise forms.ValidationError(_("Enter JSON here."), code="required")
     try:
-        return json.loads(raw)
+        return limits.loads_json(raw)
     except json.JSONDecodeError as exc:
         raise forms.ValidationError(
             _("%(error)s. Check the JSON syntax.")

@@ -14,7 +14,7 @@ from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 
 from agents import i18n, selectors, services
-from agents.core import form_text, lint, rules
+from agents.core import form_text, limits, lint, rules
 from agents.core import types as core_types
 from agents.core.diagnostics import Diagnostic
 from agents.core.parse import TokenKind, parse
@@ -165,7 +165,7 @@ def _typed_values(
     json_error = ""
     if values_json.strip():
         try:
-            pasted = json.loads(values_json)
+            pasted = limits.loads_json(values_json)
         except json.JSONDecodeError as exc:
             json_error = capfirst(localize(form_text.json_error_message(exc)))
         else:

@@ -232,6 +232,12 @@ REST_FRAMEWORK = {
     ],
     # JSON only: the browsable API is replaced by the docs page at /api/docs/.
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # DRF's parsers, the JSON one refusing JSON too deep to parse with a 400 (not a 500).
+    "DEFAULT_PARSER_CLASSES": [
+        "agents.api.parsers.DepthSafeJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_THROTTLE_CLASSES": [
         "agents.api.throttles.APIUserThrottle",
         "agents.api.throttles.APIAnonThrottle",

@@ -21,7 +21,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents import selectors
-from agents.core import rules
+from agents.core import limits, rules
 from agents.core.form_text import json_error_message
 from agents.core.formats import dumps_native
 from agents.i18n import localize
@@ -278,7 +278,7 @@ def version_diff(request: HttpRequest, app_id: int) -> HttpResponse:
     values: dict[str, Any] = {}
     if values_text:
         try:
-            parsed = json.loads(values_text)
+            parsed = limits.loads_json(values_text)
         except json.JSONDecodeError as exc:
             errors["values"] = _("values must be a JSON object: %(error)s.") % {
                 "error": localize(json_error_message(exc))

@@ -394,6 +394,8 @@ def _parse_json(text: str) -> tuple[Any, str | None]:
 def explain_json_error(error: json.JSONDecodeError) -> Message:
     """`error` (Python's English `msg`) as a `Message` with a short fix."""
     text, position, msg = error.doc or "", error.pos, error.msg
+    if isinstance(msg, Message):  # already ours: the depth limit (limits.loads_json)
+        return msg
     at_end = position >= len(text.rstrip())
     before = text[:position].rstrip()
     current = text[position : position + 1]

@@ -7,6 +7,7 @@ An import over a limit gets one SC502 error that names the limit and the setting
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -117,3 +118,75 @@ def yaml_too_large(size: int, limit: int = DEFAULT_MAX_YAML_BYTES) -> Diagnostic
         ),
         field="(file)",
     )
+
+
+MAX_JSON_DEPTH = 100  # the native import's limit (SC502), on every JSON value a scenario holds
+
+
+def json_too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether `value` (JSON data) nests lists and objects more than `limit` levels deep.
+    Iterative: a value too deep for recursion is measured too."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            node = list(node.values())
+        elif not isinstance(node, list | tuple):
+            continue
+        if depth + 1 > limit:
+            return True
+        stack.extend((child, depth + 1) for child in node)
+    return False
+
+
+def too_deep_message(limit: int = MAX_JSON_DEPTH) -> Message:
+    return Message("the JSON is nested more than %(limit)s levels deep", limit=limit)
+
+
+def scenario_too_deep(scenario: ScenarioSpec, limit: int = MAX_JSON_DEPTH) -> str | None:
+    """The first value of `scenario` nested more than `limit` levels deep, by its path
+    (``session.values``, ``steps[2].args``…), or None."""
+    if json_too_deep(scenario.session.values, limit):
+        return "session.values"
+    for number, step in enumerate(scenario.steps):
+        for name, value in (
+            ("args", step.args),
+            ("variables", step.variables),
+            ("expectation.value", step.expectation.value if step.expectation else None),
+        ):
+            if json_too_deep(value, limit):
+                return f"steps[{number}].{name}"
+    return None
+
+
+def scenario_too_deep_error(scenario: ScenarioSpec, path: str) -> Diagnostic:
+    """SC502 for a scenario saved before the limit, naming the value too deep."""
+    return Diagnostic(
+        "SC502",
+        Severity.ERROR,
+        Message(
+            "The scenario %(name)s cannot be run or exported: its %(path)s is nested "
+            "more than %(limit)s levels deep. Edit its steps to flatten the JSON.",
+            name=scenario.name,
+            path=path,
+            limit=MAX_JSON_DEPTH,
+        ),
+        field="steps_script" if path.startswith("steps") else "session_values",
+        subject=scenario.name,
+    )
+
+
+def loads_json(text: str | bytes, **kwargs: Any) -> Any:
+    """``json.loads``, with JSON nested too deeply for the parser (a RecursionError) or more
+    than `MAX_JSON_DEPTH` levels refused as a ``json.JSONDecodeError`` (its message names the
+    limit), so every caller's handling of bad JSON names it too."""
+    try:
+        value = json.loads(text, **kwargs)
+    except RecursionError:
+        value, deep = None, True
+    else:
+        deep = json_too_deep(value)
+    if deep:
+        doc = text if isinstance(text, str) else text.decode("utf-8", "replace")
+        raise json.JSONDecodeError(too_deep_message(), doc, 0)
+    return value

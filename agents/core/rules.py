@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
-from agents.core import codes
+from agents.core import codes, limits
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.schemas import check_schema
 from agents.core.script import format_script, parse_script
@@ -410,6 +410,8 @@ def session_values_problems(
     if not isinstance(values, dict):
         message = Message('Session values are one JSON object: {"name": value}.')
         return [_error("SC008", field, message)]
+    if limits.json_too_deep(values):
+        return [_error("SC008", field, limits.too_deep_message())]
     schemas = {s.name: s.schema for s in app.schemas}
     problems: list[Diagnostic] = []
     for name, value in values.items():

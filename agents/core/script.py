@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agents.core import codes
+from agents.core import codes, limits
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.form_text import explain_json_error
 from agents.core.spec import CallbackKind, ExpectationSpec, ExpectKind, StepKind, StepSpec
@@ -74,7 +74,19 @@ def _error(code: str, message: str, line: int) -> Diagnostic:
 
 
 def _json(text: str) -> Any:
-    return json.loads(text, parse_constant=_not_a_json_number)
+    """The JSON in `text`; nested more than the native import allows (SC502's limit) is
+    refused like malformed JSON, so no step holds a value that simulate and export cannot
+    handle."""
+    try:
+        value = json.loads(text, parse_constant=_not_a_json_number)
+    except RecursionError:
+        value = None
+        too_deep = True
+    else:
+        too_deep = limits.json_too_deep(value)
+    if too_deep:
+        raise json.JSONDecodeError(limits.too_deep_message(), text, 0)
+    return value
 
 
 class _Reader:

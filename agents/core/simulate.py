@@ -175,6 +175,7 @@ session). ``results`` holds what a run produces, ``values`` the small pure helpe
 
 from __future__ import annotations
 
+from agents.core import limits
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.http import HttpRequest
 from agents.core.model import ModelStrategy
@@ -253,4 +254,9 @@ def simulate(
             subject=scenario.agent,
         )
         return SimulationResult("", 0, (), (), {}, (diagnostic,))
+    deep = limits.scenario_too_deep(scenario)
+    if deep is not None:  # saved before the limit: the run would exhaust the recursion
+        return SimulationResult(
+            "", 0, (), (), {}, (limits.scenario_too_deep_error(scenario, deep),)
+        )
     return Run(app, scenario, agent, run_code, model).run()

@@ -58,7 +58,22 @@ logger = logging.getLogger("agents.exchange")
 # ---------------------------------------------------------------- export
 
 
-app_export_specs = selectors.app_specs
+def app_export_specs(app: AgentApp) -> tuple[AppSpec, tuple[ScenarioSpec, ...]]:
+    """The app and its scenarios as exported: a scenario saved before the nesting limit
+    (a value nested too deeply to copy) is left out, and `app_export_problems` names it."""
+    spec, scenarios = selectors.app_specs(app)
+    return spec, tuple(s for s in scenarios if limits.scenario_too_deep(s) is None)
+
+
+def app_export_problems(app: AgentApp) -> tuple[Diagnostic, ...]:
+    """SC502 for each scenario the export leaves out (nested too deeply, saved before the
+    limit)."""
+    _, scenarios = selectors.app_specs(app)
+    return tuple(
+        limits.scenario_too_deep_error(s, deep)
+        for s in scenarios
+        if (deep := limits.scenario_too_deep(s)) is not None
+    )
 
 
 def app_export_native(app: AgentApp) -> dict[str, Any]:
@@ -71,7 +86,7 @@ def app_export_cx(app: AgentApp) -> tuple[bytes, tuple[Diagnostic, ...]]:
     """The CX Agent Studio ZIP of the app and what CX has no place for."""
     spec, scenarios = app_export_specs(app)
     files, diagnostics = to_cx_files(spec, scenarios)
-    return zip_bytes(files), diagnostics
+    return zip_bytes(files), app_export_problems(app) + tuple(diagnostics)
 
 
 def app_instruction_errors(app: AgentApp) -> tuple[Diagnostic, ...]:
@@ -89,7 +104,8 @@ def app_export_adk_files(app: AgentApp) -> tuple[dict[str, bytes], tuple[Diagnos
     """The ADK package of the app (``<package>/agent.py``…, path → bytes) and what ADK has
     no place for (`agents.core.adk.package`)."""
     spec, scenarios = app_export_specs(app)
-    return to_adk_files(spec, scenarios)
+    files, diagnostics = to_adk_files(spec, scenarios)
+    return files, app_export_problems(app) + tuple(diagnostics)
 
 
 def app_export_adk(app: AgentApp) -> tuple[bytes, str, tuple[Diagnostic, ...]]:

@@ -558,7 +558,7 @@ def run_user_scenarios(
     for _name, path in listed:
         try:
             data = json.loads(files[path])
-        except (ValueError, TypeError, KeyError):
+        except (ValueError, TypeError, KeyError, RecursionError):
             continue
         scenario = read_scenario(data, path)
         if scenario is None:

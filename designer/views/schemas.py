@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from agents import selectors, services
+from agents.core import limits
 from agents.core.examples import example_value
 from agents.core.form_text import json_error_message
 from agents.i18n import localize
@@ -125,7 +126,7 @@ def schema_example(request: HttpRequest, app_id: int) -> HttpResponse:
     """An example value generated from the schema being edited (JSON in, JSON out)."""
     selectors.app_for_user(request.user, app_id)
     try:
-        schema = json.loads(request.POST.get("json_schema", ""))
+        schema = limits.loads_json(request.POST.get("json_schema", ""))
     except json.JSONDecodeError as exc:
         error = capfirst(localize(json_error_message(exc)))
         return JsonResponse({"error": error})

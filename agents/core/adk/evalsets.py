@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, NoReturn
 
-from agents.core import codes, rules
+from agents.core import codes, limits, rules
 from agents.core.adk.names import agent_names, identifier
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.form_text import json_error_message
@@ -341,6 +341,8 @@ def scenarios_from_evalset(
         return error("(file)", message)
     except (ValueError, UnicodeDecodeError) as exc:
         return error("(file)", Message("not JSON (%(exc)s); export the evalset again", exc=exc))
+    except RecursionError:
+        return error("(file)", limits.too_deep_message())
     if not isinstance(doc, Mapping) or not isinstance(_get(doc, "eval_cases"), list):
         return error("eval_cases", Message("an ADK evalset holds a list eval_cases"))
     root = next((a for a in app.agents if a.is_root), app.agents[0] if app.agents else None)
@@ -357,7 +359,9 @@ def scenarios_from_evalset(
             scenario = _case_scenario(case, where, number, doc, problems, error, **context)
         except _BadCase:
             continue  # its problem is listed; the next cases are read for theirs
-        if scenario is not None:
+        if scenario is not None and (deep := limits.scenario_too_deep(scenario)):
+            error(f"{where} ({deep})", limits.too_deep_message())
+        elif scenario is not None:
             out.append(scenario)
     return ([] if any(p.severity is Severity.ERROR for p in problems) else out), tuple(problems)
 

@@ -176,7 +176,8 @@ def _agent_py(
     found: list[Diagnostic],
 ) -> str:
     lines = [
-        f'"""The ADK agent of the Statecraft app {app.name!r} (written by Statecraft\'s export).',
+        f'"""The ADK agent of the Statecraft app {_in_docstring(app.name)} (written by '
+        "Statecraft's export).",
         "",
         "`root_agent` is the app's agent tree. Tool and callback code runs as written for CX",
         "Agent Studio through the runtime adapter in statecraft_runtime/ (see README.md).",
@@ -277,6 +278,13 @@ def _agent_py(
         lines.append(")")
     lines += ["", f"root_agent = agent_{names[root.name]}", ""]
     return "\n".join(lines)
+
+
+def _in_docstring(text: str) -> str:
+    """`text` quoted for a line of a triple-quoted docstring: its repr (one line, control
+    and line-separator characters escaped) with backslashes and double quotes escaped, so
+    no user text closes the docstring or continues it on another line."""
+    return repr(text).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _file(tool: ToolSpec) -> str:

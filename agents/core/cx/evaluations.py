@@ -459,7 +459,7 @@ def needs_model_evaluations(app: AppSpec) -> list[tuple[str, str]]:
             continue
         try:
             data = json.loads(files[path])
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):
             continue
         if isinstance(data, dict) and isinstance(data.get("scenario"), dict):
             out.append((str(data.get("displayName") or parts[1]), path))

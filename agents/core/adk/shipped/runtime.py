@@ -36,6 +36,8 @@ What it does (the package's README says what differs from CX):
 
 from __future__ import annotations
 
+import ast
+import builtins
 import contextvars
 import copy
 import functools
@@ -46,6 +48,7 @@ import os
 import re
 import sys
 import types as types_module
+import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -320,6 +323,126 @@ class _Code:
         return loaded[self.path]
 
 
+# The names an annotation may use when the tool is declared without running its file.
+_ANNOTATION_NAMES: dict[str, Any] = {
+    **{n: getattr(builtins, n) for n in dir(builtins) if isinstance(getattr(builtins, n), type)},
+    **{n: getattr(typing, n) for n in typing.__all__},
+    "typing": typing,
+    "None": None,
+}
+_ANNOTATION_NODES = (
+    ast.Expression,
+    ast.Name,
+    ast.Load,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Tuple,
+    ast.List,
+    ast.Constant,
+    ast.BinOp,
+    ast.BitOr,
+)
+
+
+def _annotation(node: ast.expr | None) -> Any:
+    """An annotation's value from its source, without running the file: builtin types and
+    ``typing``'s names combined by ``[]``, ``|`` and constants; anything else (a class the
+    file defines, a call) is left out (``inspect.Parameter.empty``)."""
+    if node is None:
+        return inspect.Parameter.empty
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):  # "int" (postponed)
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return inspect.Parameter.empty
+    tree = ast.Expression(body=node)
+    for part in ast.walk(tree):
+        if not isinstance(part, _ANNOTATION_NODES):
+            return inspect.Parameter.empty
+        if isinstance(part, ast.Attribute) and part.attr.startswith("_"):
+            return inspect.Parameter.empty
+        if isinstance(part, ast.Name) and part.id not in _ANNOTATION_NAMES:
+            return inspect.Parameter.empty
+        if isinstance(part, ast.BinOp) and not isinstance(part.op, ast.BitOr):
+            return inspect.Parameter.empty
+    try:
+        return eval(compile(tree, "<annotation>", "eval"), {"__builtins__": {}}, _ANNOTATION_NAMES)
+    except Exception:  # an annotation that does not evaluate is left out
+        return inspect.Parameter.empty
+
+
+def _default(node: ast.expr) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None  # not a literal: the declaration says only that the parameter is optional
+
+
+def _declared(code: _Code) -> Callable[..., Any]:
+    """A stand-in of the file's function `code.entry` for ADK's declaration, read from the
+    file's AST without running it: the same name, docstring, parameters, literal defaults
+    and plain annotations (the file itself runs at each call, as the README says)."""
+    tree = ast.parse(code.file.read_text(encoding="utf-8"), str(code.file))
+    found = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == code.entry
+    ]
+    if not found:
+        raise NameError(f"{code.path} defines no function {code.entry!r}")
+    node = found[-1]  # the last definition wins, as when the file runs
+    doc = ast.get_docstring(node, clean=False)
+    # The def alone (no decorators, defaults or annotations: nothing of the file runs) gives
+    # the function's own name, parameter kinds and docstring (as the compiler cleans it).
+    args = node.args
+    bare = ast.arguments(
+        posonlyargs=[ast.arg(a.arg) for a in args.posonlyargs],
+        args=[ast.arg(a.arg) for a in args.args],
+        vararg=ast.arg(args.vararg.arg) if args.vararg else None,
+        kwonlyargs=[ast.arg(a.arg) for a in args.kwonlyargs],
+        kw_defaults=[None for _ in args.kwonlyargs],
+        kwarg=ast.arg(args.kwarg.arg) if args.kwarg else None,
+        defaults=[],
+    )
+    body: list[ast.stmt] = [ast.Expr(ast.Constant(doc))] if doc is not None else []
+    stub = ast.Module(
+        body=[ast.FunctionDef(node.name, bare, [*body, ast.Pass()], [], None, None, [])],
+        type_ignores=[],
+    )
+    namespace: dict[str, Any] = {"__name__": "statecraft_code." + code.path.removesuffix(".py")}
+    exec(compile(ast.fix_missing_locations(stub), str(code.file), "exec"), namespace)
+    func = namespace[node.name]
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(zip([a.arg for a in positional[::-1]], args.defaults[::-1], strict=False))
+    params = []
+    kinds = (
+        [(a, inspect.Parameter.POSITIONAL_ONLY) for a in args.posonlyargs]
+        + [(a, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in args.args]
+        + ([(args.vararg, inspect.Parameter.VAR_POSITIONAL)] if args.vararg else [])
+        + [(a, inspect.Parameter.KEYWORD_ONLY) for a in args.kwonlyargs]
+        + ([(args.kwarg, inspect.Parameter.VAR_KEYWORD)] if args.kwarg else [])
+    )
+    kw_defaults = {a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)}
+    annotations: dict[str, Any] = {}
+    for arg, kind in kinds:
+        default_node = (
+            defaults.get(arg.arg)
+            if kind is not inspect.Parameter.KEYWORD_ONLY
+            else (kw_defaults.get(arg.arg))
+        )
+        default = inspect.Parameter.empty if default_node is None else _default(default_node)
+        annotation = _annotation(arg.annotation)
+        if annotation is not inspect.Parameter.empty:
+            annotations[arg.arg] = annotation
+        params.append(inspect.Parameter(arg.arg, kind, default=default, annotation=annotation))
+    returns = _annotation(node.returns)
+    if returns is not inspect.Parameter.empty:
+        annotations["return"] = returns
+    func.__signature__ = inspect.Signature(params, return_annotation=returns)
+    func.__annotations__ = annotations
+    return func
+
+
 def _detach(state: Any) -> None:
     """Give the code its own copies of the session's dicts and lists: ADK's session state
     holds the very objects of the events' state deltas, so a change in place would also
@@ -468,9 +591,11 @@ class App:
     # ------------------------------------------------------------------ tools
 
     def python_tool(self, name: str, path: str) -> FunctionTool:
+        """The tool's ``FunctionTool``, declared from the file's source (its AST): the file
+        runs at the first call, never at import (``_declared``)."""
         code = self.code(path, name)
         self.codes[name] = code
-        func = code.fresh()
+        func = _declared(code)
         signature = inspect.signature(func)
         params = [p for p in signature.parameters.values() if p.name not in CONTEXT_PARAMS]
         extra = inspect.Parameter(
