@@ -41,6 +41,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.request import getproxies, proxy_bypass
 
 import httpx
 
@@ -226,8 +227,8 @@ class _Watched(httpx.BaseTransport):
     """An httpx transport whose answers are read through `check` (bytes read so far),
     which raises a `_Failure` to end the call (the SDK closes the response)."""
 
-    def __init__(self, check: Callable[[int], None]):
-        self.inner = httpx.HTTPTransport()
+    def __init__(self, check: Callable[[int], None], proxy: str | None = None):
+        self.inner = httpx.HTTPTransport(proxy=proxy)
         self.check = check
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -237,6 +238,15 @@ class _Watched(httpx.BaseTransport):
 
     def close(self) -> None:
         self.inner.close()
+
+
+def _proxy_for(base_url: str) -> str | None:
+    """The environment's proxy for the endpoint (HTTPS_PROXY/HTTP_PROXY, NO_PROXY), as the
+    SDKs' own clients would use: a transport given to httpx turns its lookup off."""
+    url = httpx.URL(base_url or "https://generativelanguage.googleapis.com")
+    if proxy_bypass(url.host):
+        return None
+    return getproxies().get(url.scheme) or None
 
 
 def _failure_in(exc: BaseException) -> _Failure | None:
@@ -393,7 +403,7 @@ class _SdkClient:
 
     def http_client(self) -> httpx.Client:
         return httpx.Client(
-            transport=_Watched(self.check),
+            transport=_Watched(self.check, _proxy_for(self.endpoint.base_url)),
             timeout=httpx.Timeout(self.endpoint.timeout),
             follow_redirects=True,
         )
