@@ -353,6 +353,7 @@ LIVE_MAX_MODEL_CALLS = int(os.environ.get("LIVE_MAX_MODEL_CALLS", "40"))
 LIVE_MAX_CALLS_PER_TURN = int(os.environ.get("LIVE_MAX_CALLS_PER_TURN", "10"))
 LIVE_MAX_TOKENS = int(os.environ.get("LIVE_MAX_TOKENS", "200000"))
 LIVE_MAX_SECONDS = float(os.environ.get("LIVE_MAX_SECONDS", "120"))
+LIVE_MAX_ANSWER_BYTES = int(os.environ.get("LIVE_MAX_ANSWER_BYTES", "262144"))
 # Jobs (README, "Jobs"): long work runs in worker processes through Django's Tasks framework.
 # TASKS_BACKEND=database (default): a queue in the app's own database (django-tasks-db), no
 # broker, `make run` on SQLite just works. TASKS_BACKEND=rq: Redis-backed RQ workers

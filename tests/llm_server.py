@@ -58,6 +58,13 @@ class Reply:
     stream: list[Any] | None = None  # SSE data chunks (JSON values)
     stall: bool = False
     done_marker: bool = True  # OpenAI's "data: [DONE]"
+    # An endless slow stream: `drip(i)` is the i-th SSE chunk, one every `drip_every`
+    # seconds, until the client hangs up (or the server closes). After `drip_max` chunks
+    # the server hangs up itself, so a client that never stops reading fails its test
+    # (at 50 ms, after 30 s) instead of hanging it.
+    drip: Callable[[int], Any] | None = None
+    drip_every: float = 0.05
+    drip_max: int = 600
 
 
 @dataclass
@@ -83,6 +90,11 @@ class ModelServer:
     def __post_init__(self) -> None:
         self.release = threading.Event()
         self.lock = threading.Lock()
+        # A drip's progress: chunks sent, set after the fifth (`dripping`), and set when
+        # the client closed the stream (`hung_up`, the write failed).
+        self.dripped = 0
+        self.dripping = threading.Event()
+        self.hung_up = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -117,6 +129,26 @@ class ModelServer:
                     # Hang up: an HTTP/1.1 handler that returns without an answer would keep
                     # the connection open, and the client would wait for its read timeout.
                     self.close_connection = True
+                    return
+                if reply.drip is not None:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    self.close_connection = True
+                    index = 0
+                    while not server.release.is_set() and index < reply.drip_max:
+                        try:
+                            self.wfile.write(f"data: {json.dumps(reply.drip(index))}\n\n".encode())
+                            self.wfile.flush()
+                        except OSError:
+                            server.hung_up.set()
+                            return
+                        index += 1
+                        server.dripped = index
+                        if index >= 5:
+                            server.dripping.set()
+                        server.release.wait(reply.drip_every)
                     return
                 if reply.stream is not None:
                     self.send_response(reply.status)
@@ -356,6 +388,11 @@ def openai_stream_text(*pieces: str) -> Reply:
     return Reply(stream=chunks)
 
 
+def openai_drip(piece: str = "more ", every: float = 0.05) -> Reply:
+    """An OpenAI stream of `piece` as ``delta.content`` every `every` seconds, never ending."""
+    return Reply(drip=lambda i: _chunk({"content": piece}), drip_every=every, done_marker=False)
+
+
 def openai_stream_call(name: str, arguments: str, split: int = 5) -> Reply:
     head = {
         "index": 0,
@@ -407,6 +444,13 @@ def gemini_stream(*pieces: str) -> Reply:
     for chunk in chunks[:-1]:
         chunk["candidates"][0].pop("finishReason")
     return Reply(stream=chunks, done_marker=False)
+
+
+def gemini_drip(piece: str = "more ", every: float = 0.05) -> Reply:
+    """A Gemini stream of `piece` every `every` seconds, never ending."""
+    chunk = _gemini([{"text": piece}])
+    chunk["candidates"][0].pop("finishReason", None)
+    return Reply(drip=lambda i: chunk, drip_every=every, done_marker=False)
 
 
 def gemini_error(status: int, message: str = "error", reason: str = "") -> Reply:

@@ -46,6 +46,7 @@ CX's golden evaluation against a real model, per turn:
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -64,6 +65,8 @@ from agents.core.model import (
     ModelAnswer,
     ModelRequest,
     ModelStrategy,
+    answer_size,
+    call_watch,
     fingerprint,
     request_changes,
 )
@@ -94,6 +97,10 @@ class Caps:
     max_seconds: float = 120.0
 
 
+# How often a Cancel is asked while an answer streams in (a read of the job's row).
+WATCH_CANCEL_SECONDS = 0.25
+
+
 class Capped:
     """`model` within `caps`; `clock` returns seconds (``time.monotonic`` in production,
     a counter in tests)."""
@@ -104,10 +111,13 @@ class Capped:
         caps: Caps,
         clock: Callable[[], float],
         should_stop: Callable[[], str] | None = None,
+        wall: Callable[[], float] = time.monotonic,
     ):
         self.model = model
         self.caps = caps
         self.clock = clock
+        # The clock the watch of an answer being read counts down on (`watch`).
+        self.wall = wall
         # Asked before every model call (a job's cancel): a reason answers ``cancelled``
         # without calling the model, and the run ends there (RUN_ENDING_ERRORS).
         self.should_stop = should_stop
@@ -117,6 +127,9 @@ class Capped:
         self.turn_calls: Counter[int] = Counter()
         self.tokens = 0
         self.stopped = ""
+        self._watched = float("-inf")
+        self.elapsed = 0.0
+        self.deadline = float("inf")
 
     def refuse(self) -> str:
         caps = self.caps
@@ -124,7 +137,8 @@ class Capped:
             return Message("the run reached its cap of %(count)s model calls", count=caps.max_calls)
         if self.tokens >= caps.max_tokens:
             return Message("the run reached its cap of %(count)s tokens", count=caps.max_tokens)
-        if self.clock() - self.started >= caps.max_seconds:
+        self.elapsed = self.clock() - self.started
+        if self.elapsed >= caps.max_seconds:
             return Message(
                 "the run reached its time cap of %(seconds)s s", seconds=f"{caps.max_seconds:g}"
             )
@@ -148,9 +162,38 @@ class Capped:
             return ModelAnswer(error="cap", message=reason)
         self.calls += 1
         self.turn_calls[request.turn] += 1
-        answer = self.model(request)
-        self.tokens += answer.tokens_in + answer.tokens_out
+        # While the answer is read: the time left of the run (on the injected clock, as
+        # read by `refuse`), counted down on the machine's monotonic clock.
+        self.deadline = self.wall() + self.caps.max_seconds - self.elapsed
+        token = call_watch.set(self.watch)
+        try:
+            answer = self.model(request)
+        finally:
+            call_watch.reset(token)
+        if answer.error == "cancelled":
+            self.cancelled = self.cancelled or answer.message
+        # The endpoint's reported usage, or a quarter of the answer's bytes when that is
+        # more (a server that reports no or too few tokens still counts).
+        self.tokens += answer.tokens_in + max(answer.tokens_out, answer_size(answer.parts) // 4)
         return answer
+
+    def watch(self) -> tuple[str, str] | None:
+        """Asked between the chunks of the answer being read (``call_watch``): the run's
+        time cap as a ``timeout``, a Cancel (asked at most every ``WATCH_CANCEL_SECONDS``)
+        as ``cancelled``; None to read on."""
+        now = self.wall()
+        if now >= self.deadline:
+            return "timeout", Message(
+                "the run reached its time cap of %(seconds)s s",
+                seconds=f"{self.caps.max_seconds:g}",
+            )
+        if self.should_stop is not None and now - self._watched >= WATCH_CANCEL_SECONDS:
+            self._watched = now
+            why = self.should_stop()
+            if why:
+                self.cancelled = why
+                return "cancelled", why
+        return None
 
 
 # --------------------------------------------------------------------------- record/replay

@@ -38,6 +38,7 @@ import ast
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,9 +49,12 @@ __all__ = [
     "ERROR_KINDS",
     "RUN_ENDING_ERRORS",
     "TRANSFER_TOOL",
+    "CallWatch",
     "ModelAnswer",
     "ModelRequest",
     "ModelStrategy",
+    "answer_size",
+    "call_watch",
     "fingerprint",
     "function_declarations",
     "request_changes",
@@ -76,7 +80,30 @@ ERROR_KINDS: dict[str, str] = {
     "cap": "the run reached a cap (model calls, tokens or time)",
     "replay": "the recording has no answer for this call",
     "cancelled": "the run was cancelled (its job's Cancel)",
+    "too_large": "the model's answer passed the size cap (LIVE_MAX_ANSWER_BYTES)",
 }
+# The run's watch over the model call in progress (``agents.core.live.Capped`` sets it for
+# the call): the client asks it between the chunks of an answer as they are read, and
+# ends the call with its error when it gives one (the run's time cap, a Cancel).
+CallWatch = Callable[[], "tuple[str, str] | None"]
+call_watch: ContextVar[CallWatch | None] = ContextVar("call_watch", default=None)
+
+
+def answer_size(parts: Any) -> int:
+    """The bytes of an answer's text and function-call arguments (UTF-8, the arguments as
+    JSON): what ``LIVE_MAX_ANSWER_BYTES`` caps and the token estimate (a quarter) counts."""
+    size = 0
+    for part in parts or ():
+        if isinstance(part.get("text"), str):
+            size += len(part["text"].encode("utf-8", "replace"))
+        call = part.get("function_call")
+        if isinstance(call, dict):
+            size += len(
+                json.dumps(call.get("args") or {}, ensure_ascii=False, default=str).encode()
+            )
+    return size
+
+
 # The errors that end a whole live run, not only its turn: the next turn would ask the
 # same refused key, the same exhausted quota, the same broken configuration again, or the
 # run was cancelled (README, "Live runs").

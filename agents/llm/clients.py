@@ -19,21 +19,34 @@ function-call parts, token usage and a cost estimate. Nothing raises: every fail
   history already puts a tool's state updates right after its response
   (``agents.core.simulation.window.function_call_order``), and a user content that answers
   function calls still gets its responses first here (text after them).
+- **Bounds of one answer**: every byte of an answer is read through a watched transport
+  (``_Watched``): between chunks it checks the call's own ``timeout`` as a total (the
+  SDKs' timeout is per read: an endless slow stream would never time out), the run's
+  watch (``agents.core.model.call_watch``: the run's time cap, a Cancel) and a bound of
+  the bytes read; the text and arguments of an answer are capped at `max_answer_bytes`
+  (``LIVE_MAX_ANSWER_BYTES``). Past any of them the stream is closed and the call ends
+  with ``timeout``, ``cancelled`` or ``too_large``.
 - **Secrets**: the key goes only into the SDK's client; an error message never carries
   the server's text for an authentication failure (some servers echo the key), and any
-  occurrence of the key in a message is masked.
+  occurrence of the key in a message is masked. So is every text and argument value of
+  an answer, and the text streamed to `on_text`: the key itself, and whatever follows
+  ``Bearer`` or ``x-goog-api-key`` (``mask_secrets``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.request import getproxies, proxy_bypass
+
+import httpx
 
 from agents.core.diagnostics import Message
-from agents.core.model import ModelAnswer, ModelRequest, ModelStrategy
+from agents.core.model import ModelAnswer, ModelRequest, ModelStrategy, answer_size, call_watch
 from agents.llm.endpoints import Endpoint, cost_of
 
 logger = logging.getLogger("agents.llm")
@@ -119,6 +132,132 @@ def _mask(text: str, key: str) -> str:
         masked = Message(text.template, **params)
         return masked if key not in masked else str(masked).replace(key, "***")
     return text.replace(key, "***")
+
+
+_ECHOED = re.compile(r"(?i)(\bBearer\s+|x-goog-api-key[\"']?\s*[:=]\s*[\"']?)[^\s\"',;]+")
+# Streamed text is shown up to its last word, which waits for the next piece: a key (or a
+# Bearer token) split across pieces is masked whole before any of it is shown. A word
+# longer than the key and this many characters is shown but for that tail.
+_HOLD_BACK = 256
+_LAST_WORD = re.compile(r"\S*\Z")
+DEFAULT_MAX_ANSWER_BYTES = 256 * 1024
+
+
+def mask_secrets(value: Any, key: str) -> Any:
+    """`value` (a text, or arguments: dicts, lists, strings) with the key and any
+    ``Bearer …`` / ``x-goog-api-key: …`` echo masked as ``***``."""
+    if isinstance(value, str):
+        if key and key in value:
+            value = value.replace(key, "***")
+        return _ECHOED.sub(lambda m: m.group(1) + "***", value) if value else value
+    if isinstance(value, dict):
+        return {k: mask_secrets(v, key) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_secrets(v, key) for v in value]
+    return value
+
+
+def _masked_parts(parts: tuple[dict[str, Any], ...], key: str) -> tuple[dict[str, Any], ...]:
+    out = []
+    for part in parts:
+        part = dict(part)
+        if isinstance(part.get("text"), str):
+            part["text"] = mask_secrets(part["text"], key)
+        call = part.get("function_call")
+        if isinstance(call, dict):
+            part["function_call"] = {**call, "args": mask_secrets(call.get("args") or {}, key)}
+        out.append(part)
+    return tuple(out)
+
+
+class _MaskedSink:
+    """`on_text` fed masked text: the pieces so far masked whole, the last word (a key or
+    a token may be only partly there) kept until more text comes or the answer ends
+    (`flush`); a word longer than the key and `_HOLD_BACK` is shown but for that tail."""
+
+    def __init__(self, sink: TextSink, key: str):
+        self.sink = sink
+        self.key = key
+        self.text = ""
+        self.shown = 0
+
+    def __call__(self, piece: str) -> None:
+        self.text += piece
+        self._show(final=False)
+
+    def flush(self) -> None:
+        self._show(final=True)
+
+    def _show(self, *, final: bool) -> None:
+        masked = mask_secrets(self.text, self.key)
+        upto = len(masked)
+        if not final:
+            tail = len(_LAST_WORD.search(masked).group())  # the trailing run of non-spaces
+            upto -= min(tail, len(self.key) + _HOLD_BACK)
+        if upto > self.shown:
+            self.sink(masked[self.shown : upto])
+            self.shown = upto
+
+
+def _too_large(limit: int) -> _Failure:
+    return _Failure(
+        "too_large",
+        Message(
+            "the model's answer passed the cap of %(bytes)s bytes (LIVE_MAX_ANSWER_BYTES)",
+            bytes=limit,
+        ),
+    )
+
+
+class _WatchedStream(httpx.SyncByteStream):
+    def __init__(self, stream: Any, check: Callable[[int], None]):
+        self.stream = stream
+        self.check = check
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self.stream:
+            self.check(len(chunk))
+            yield chunk
+
+    def close(self) -> None:
+        self.stream.close()
+
+
+class _Watched(httpx.BaseTransport):
+    """An httpx transport whose answers are read through `check` (bytes read so far),
+    which raises a `_Failure` to end the call (the SDK closes the response)."""
+
+    def __init__(self, check: Callable[[int], None], proxy: str | None = None):
+        self.inner = httpx.HTTPTransport(proxy=proxy)
+        self.check = check
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        response.stream = _WatchedStream(response.stream, self.check)
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _proxy_for(base_url: str) -> str | None:
+    """The environment's proxy for the endpoint (HTTPS_PROXY/HTTP_PROXY, NO_PROXY), as the
+    SDKs' own clients would use: a transport given to httpx turns its lookup off."""
+    url = httpx.URL(base_url or "https://generativelanguage.googleapis.com")
+    if proxy_bypass(url.host):
+        return None
+    return getproxies().get(url.scheme) or None
+
+
+def _failure_in(exc: BaseException) -> _Failure | None:
+    """The `_Failure` the watched transport raised, however the SDK wrapped it."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, _Failure):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
 
 
 def wire_contents(contents: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
@@ -237,7 +376,8 @@ def _parse_arguments(name: str, raw: str | None) -> dict[str, Any]:
 
 class _SdkClient:
     """What both SDK clients keep: the endpoint, streaming and its text sink, and how the
-    strategy (`Client`) waits between retries (`sleeper`, `backoff` doubling per retry).
+    strategy (`Client`) waits between retries (`sleeper`, `backoff` doubling per retry),
+    and the bounds of one answer (`begin`, `check`: see the module docstring).
     A subclass builds its SDK's client and gives `send` and `classify`."""
 
     def __init__(
@@ -248,12 +388,57 @@ class _SdkClient:
         on_text: TextSink | None = None,
         sleeper: Sleeper = time.sleep,
         backoff: float = 0.5,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self.endpoint = endpoint
         self.stream = stream
         self.on_text = on_text
         self.sleeper = sleeper
         self.backoff = backoff
+        self.max_answer_bytes = max_answer_bytes
+        self.clock = clock
+        self.sink: _MaskedSink | None = None
+        self.begin()
+
+    def http_client(self) -> httpx.Client:
+        return httpx.Client(
+            transport=_Watched(self.check, _proxy_for(self.endpoint.base_url)),
+            timeout=httpx.Timeout(self.endpoint.timeout),
+            follow_redirects=True,
+        )
+
+    def begin(self) -> None:
+        """A new attempt: its clock, its bytes, its masked text sink."""
+        self.started = self.clock()
+        self.read = 0  # bytes on the wire
+        self.answered = 0  # bytes of text and arguments
+        self.sink = _MaskedSink(self.on_text, self.endpoint.api_key) if self.on_text else None
+
+    def check(self, read: int = 0, answered: int = 0) -> None:
+        """Between chunks: raises the `_Failure` that ends the call past a bound."""
+        self.read += read
+        self.answered += answered
+        if self.answered > self.max_answer_bytes:
+            raise _too_large(self.max_answer_bytes)
+        # The wire's bytes: the answer's JSON or SSE framing around its text, generously.
+        if self.read > 16 * self.max_answer_bytes + 65536:
+            raise _too_large(self.max_answer_bytes)
+        if self.clock() - self.started >= self.endpoint.timeout:
+            raise _Failure("timeout", _timeout(self.endpoint.name, self.endpoint.timeout))
+        watch = call_watch.get()
+        stop = watch() if watch is not None else None
+        if stop:
+            raise _Failure(stop[0], stop[1])
+
+    def show(self, text: str) -> None:
+        self.check(answered=len(text.encode("utf-8", "replace")))
+        if self.sink is not None:
+            self.sink(text)
+
+    def shown(self) -> None:
+        if self.sink is not None:
+            self.sink.flush()
 
     def send(self, request: ModelRequest) -> ModelAnswer:
         raise NotImplementedError
@@ -271,8 +456,9 @@ class OpenAIClient(_SdkClient):
         self.client = openai.OpenAI(
             api_key=endpoint.api_key or "not-needed",
             base_url=endpoint.base_url or None,
-            timeout=endpoint.timeout,
+            timeout=httpx.Timeout(endpoint.timeout),
             max_retries=0,
+            http_client=self.http_client(),
         )
 
     def send(self, request: ModelRequest) -> ModelAnswer:
@@ -326,26 +512,30 @@ class OpenAIClient(_SdkClient):
         finish = ""
         tokens_in = tokens_out = 0
         model = self.endpoint.model
-        for chunk in stream:
-            model = chunk.model or model
-            if chunk.usage:
-                tokens_in = chunk.usage.prompt_tokens
-                tokens_out = chunk.usage.completion_tokens
-            for choice in chunk.choices or []:
-                delta = choice.delta
-                if delta is not None and delta.content:
-                    text.append(delta.content)
-                    if self.on_text is not None:
-                        self.on_text(delta.content)
-                if delta is not None and getattr(delta, "refusal", None):
-                    raise _Failure("refused", _refused(delta.refusal))
-                for piece in (delta.tool_calls if delta is not None else None) or []:
-                    entry = calls.setdefault(piece.index, {"name": "", "arguments": ""})
-                    if piece.function is not None:
-                        entry["name"] += piece.function.name or ""
-                        entry["arguments"] += piece.function.arguments or ""
-                if choice.finish_reason:
-                    finish = choice.finish_reason
+        try:
+            for chunk in stream:
+                model = chunk.model or model
+                if chunk.usage:
+                    tokens_in = chunk.usage.prompt_tokens
+                    tokens_out = chunk.usage.completion_tokens
+                for choice in chunk.choices or []:
+                    delta = choice.delta
+                    if delta is not None and delta.content:
+                        text.append(delta.content)
+                        self.show(delta.content)
+                    if delta is not None and getattr(delta, "refusal", None):
+                        raise _Failure("refused", _refused(delta.refusal))
+                    for piece in (delta.tool_calls if delta is not None else None) or []:
+                        entry = calls.setdefault(piece.index, {"name": "", "arguments": ""})
+                        if piece.function is not None:
+                            entry["name"] += piece.function.name or ""
+                            entry["arguments"] += piece.function.arguments or ""
+                            self.check(answered=len((piece.function.arguments or "").encode()))
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
+        finally:
+            stream.close()
+            self.shown()
         if finish == "content_filter":
             raise _Failure("refused", _FILTERED)
         parts: list[dict[str, Any]] = []
@@ -462,6 +652,7 @@ class GeminiClient(_SdkClient):
             timeout=int(endpoint.timeout * 1000),
             retry_options=types.HttpRetryOptions(attempts=1),
             base_url=endpoint.base_url or None,
+            httpx_client=self.http_client(),
         )
         # `vertexai` is always given: left out, google-genai reads GOOGLE_GENAI_USE_VERTEXAI
         # (and GOOGLE_CLOUD_PROJECT, GOOGLE_API_KEY…) from the environment and could send a
@@ -525,15 +716,21 @@ class GeminiClient(_SdkClient):
                 [self.client.models.generate_content(model=model, contents=contents, config=config)]
             )
         chunks = []
-        for chunk in self.client.models.generate_content_stream(
+        stream = self.client.models.generate_content_stream(
             model=model, contents=contents, config=config
-        ):
-            chunks.append(chunk)
-            if self.on_text is not None:
-                for candidate in chunk.candidates or []:
+        )
+        try:
+            for chunk in stream:
+                chunks.append(chunk)
+                for candidate in (chunk.candidates or [])[:1]:
                     for part in (candidate.content.parts if candidate.content else None) or []:
                         if part.text and not part.thought:
-                            self.on_text(part.text)
+                            self.show(part.text)
+                        elif part.function_call is not None:
+                            self.check(answered=len(json.dumps(part.function_call.args or {})))
+        finally:
+            stream.close()
+            self.shown()
         return self._answer(chunks)
 
     def _answer(self, responses: list[Any]) -> ModelAnswer:
@@ -657,12 +854,15 @@ class Client:
         endpoint = self.endpoint
         attempt = 0
         while True:
+            self.impl.begin()
             try:
                 answer = self.impl.send(request)
+                if answer_size(answer.parts) > self.impl.max_answer_bytes:
+                    raise _too_large(self.impl.max_answer_bytes)
             except _Failure as failure:
                 return self._failed(failure, attempt)
             except Exception as exc:  # the SDK's: classify, maybe retry
-                failure = self.impl.classify(exc)
+                failure = _failure_in(exc) or self.impl.classify(exc)
                 if failure.retry and attempt < endpoint.max_retries:
                     self.impl.sleeper(self.impl.backoff * 2**attempt)
                     attempt += 1
@@ -679,7 +879,7 @@ class Client:
                 attempt,
             )
             return ModelAnswer(
-                parts=answer.parts,
+                parts=_masked_parts(answer.parts, endpoint.api_key),
                 tokens_in=answer.tokens_in,
                 tokens_out=answer.tokens_out,
                 cost=cost,
@@ -697,7 +897,14 @@ class Client:
                 "%(message)s (after %(count)s retries)", message=message, count=attempt
             )
         logger.warning("model call %s failed: %s: %s", self.endpoint.name, failure.kind, message)
-        return ModelAnswer(error=failure.kind, message=message, retries=attempt)
+        # What the endpoint streamed before the call ended is spent: a quarter of its bytes
+        # as tokens out (the run's token cap counts them).
+        return ModelAnswer(
+            error=failure.kind,
+            message=message,
+            retries=attempt,
+            tokens_out=self.impl.answered // 4,
+        )
 
 
 def client_for(
@@ -707,9 +914,17 @@ def client_for(
     on_text: TextSink | None = None,
     sleeper: Sleeper = time.sleep,
     backoff: float = 0.5,
+    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
 ) -> ModelStrategy:
     """The strategy that asks `endpoint` (see the module docstring)."""
     impl_class = OpenAIClient if endpoint.kind == "openai" else GeminiClient
     return Client(
-        impl_class(endpoint, stream=stream, on_text=on_text, sleeper=sleeper, backoff=backoff)
+        impl_class(
+            endpoint,
+            stream=stream,
+            on_text=on_text,
+            sleeper=sleeper,
+            backoff=backoff,
+            max_answer_bytes=max_answer_bytes,
+        )
     )

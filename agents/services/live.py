@@ -15,6 +15,8 @@
   simulation's door (``simulate_bounded``, with the live time cap);
 - the caps (``LIVE_MAX_MODEL_CALLS``, ``LIVE_MAX_CALLS_PER_TURN``, ``LIVE_MAX_TOKENS``,
   ``LIVE_MAX_SECONDS``) are counted by ``agents.core.live.Capped`` with the injected clock;
+  the time cap and a Cancel are also watched while an answer streams in, and each answer's
+  size is capped (``LIVE_MAX_ANSWER_BYTES``, ``agents.llm.clients``);
 - the scripted ``tool:``/``agent:`` steps and the expectations are checked against what
   the model did (``evaluate_live``; CX's ``extraToolCallBehavior`` from the scenario's
   CX evaluation, ALLOW by default);
@@ -109,7 +111,13 @@ def _strategy(
             Message("the variable %(api_key_env)s holds no key", api_key_env=endpoint.api_key_env)
         )
     try:
-        return client_for(endpoint, stream=stream, on_text=on_text, sleeper=sleeper)
+        return client_for(
+            endpoint,
+            stream=stream,
+            on_text=on_text,
+            sleeper=sleeper,
+            max_answer_bytes=int(getattr(settings, "LIVE_MAX_ANSWER_BYTES", 256 * 1024)),
+        )
     except Exception as exc:  # e.g. Vertex AI without Google credentials on this machine
         return _config_failure(
             Message(
