@@ -13,7 +13,7 @@ from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.form_text import json_error_message
 
 MAX_NATIVE_BYTES = 5 * 1024 * 1024
-MAX_NATIVE_DEPTH = 100
+MAX_NATIVE_DEPTH = limits.MAX_JSON_DEPTH  # one limit for every JSON value a person sends
 
 E = Severity.ERROR
 

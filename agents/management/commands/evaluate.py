@@ -64,6 +64,16 @@ def _run(job: Job) -> Job | None:
         connection.close()  # a thread's own connection
 
 
+def _exit_if_failed(failed: int) -> None:
+    """Exit 1 naming how many scenarios failed, if any did."""
+    if failed:
+        raise CommandError(
+            ngettext("%(count)s scenario failed.", "%(count)s scenarios failed.", failed)
+            % {"count": failed},
+            returncode=1,
+        )
+
+
 def _write_junit(options: dict[str, Any], cases: list[JUnitCase]) -> None:
     """The JUnit XML `--junit` names, if any; a file that cannot be written exits 2."""
     if options.get("junit"):
@@ -252,14 +262,7 @@ class Command(LocalizedCommand):
             )
         )
         _write_junit(options, cases)
-        if summary["failed"]:
-            raise CommandError(
-                ngettext(
-                    "%(count)s scenario failed.", "%(count)s scenarios failed.", summary["failed"]
-                )
-                % {"count": summary["failed"]},
-                returncode=1,
-            )
+        _exit_if_failed(summary["failed"])
 
     def replay(self, apps: list[AgentApp], options: dict) -> None:
         """`--replay`: every scenario's latest live run, replayed with its recorded answers."""
@@ -360,14 +363,7 @@ class Command(LocalizedCommand):
                 % {"count": counts["drifted"]},
                 returncode=1,
             )
-        if counts["failed"]:
-            raise CommandError(
-                ngettext(
-                    "%(count)s scenario failed.", "%(count)s scenarios failed.", counts["failed"]
-                )
-                % {"count": counts["failed"]},
-                returncode=1,
-            )
+        _exit_if_failed(counts["failed"])
 
     def report(self, app: AgentApp, data: dict[str, Any], cases: list[JUnitCase]) -> None:
         evaluation_ = _evaluation(data)  # English: the JUnit XML is the same in every language
