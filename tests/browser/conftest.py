@@ -58,7 +58,14 @@ def _artifact_name(nodeid: str) -> str:
 
 @pytest.fixture
 def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
-    """A fresh context and page; `page.js_errors` collects the page's uncaught JS errors."""
+    """A fresh context and page; `page.js_errors` collects the page's uncaught JS errors.
+
+    A test's live server (and its database) is set up before the page, so the page is
+    closed, offline, before the database is flushed: a request the page still sends (an
+    autosave, a poll, the editor's keepalive save on leaving) never meets the flush's
+    TRUNCATE (a deadlock on PostgreSQL)."""
+    if "live_server" in request.fixturenames:
+        request.getfixturevalue("live_server")
     context = browser.new_context(viewport=VIEWPORT, locale="en-US")
     context.set_default_timeout(10_000)
     page = context.new_page()
@@ -74,6 +81,8 @@ def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
             page.screenshot(
                 path=str(ARTIFACTS / f"{_artifact_name(request.node.nodeid)}.png"), full_page=True
             )
+    with contextlib.suppress(Exception):
+        context.set_offline(True)
     context.close()
 
 
