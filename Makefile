@@ -6,19 +6,37 @@ HOST ?= 127.0.0.1
 VENV := .venv
 PY := $(VENV)/bin/python
 # Development settings for `make run`; production reads the same variables (see README).
-RUN_ENV := DEBUG=$${DEBUG:-true}
+# Django's "development server" banner is hidden: the line `make run` prints says what serves.
+RUN_ENV := DEBUG=$${DEBUG:-true} DJANGO_RUNSERVER_HIDE_WARNING=true
 PYTEST_ARGS ?=
 
-.PHONY: run worker test test-only install install-test chromium sandbox-deps lint bench clean assets assets-check bytecode
+.PHONY: run worker test test-only install install-test lock lock-check chromium sandbox-deps lint bench clean assets assets-check bytecode
 
-# What `make run` installs is the project's runtime dependencies only; `make test` (and CI)
-# installs the `test` extra on top (pytest, Playwright, ruff, and the libraries only tests use:
-# google-cloud-ces, google-adk). One stamp each, both rebuilt when pyproject.toml changes; the
-# test install satisfies `make run` too, so `make run` after `make test` installs nothing more.
+# What gets installed comes from uv.lock (uv's lock file: every package of the runtime set and
+# of each extra, pinned, with hashes), never from a fresh resolution: `make run` installs the
+# runtime set (and the docs extra, to build the site it serves at /docs/), `make test` and CI
+# add the `test` extra. `make lock` updates uv.lock after a change to pyproject.toml; CI fails
+# when the two disagree (`uv lock --check`). uv itself is pinned by version and hash below and
+# installed into the venv by pip; it never downloads a Python (UV_PYTHON_DOWNLOADS=never).
+# One stamp each, rebuilt when pyproject.toml or uv.lock changes; the installs' output goes
+# to $(INSTALL_LOG), the screen gets one line (or the log's tail on a failure).
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
+INSTALL_LOG := $(VENV)/install.log
+UV := $(VENV)/bin/uv
+UV_ENV := UV_PROJECT_ENVIRONMENT=$(VENV) UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1 UV_PYTHON=$(PY)
+UV_VERSION := 0.13.9
+# sha256 of uv $(UV_VERSION)'s wheels for Linux and macOS (PyPI), checked by pip --require-hashes.
+UV_HASHES := d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19 \
+  ecb6028d79dc96fbeafffe5c8af62a7099487ebc05a701e76714eebcffd06375 \
+  5435c5ce14a56431208ca0996416d310f1598e8c2c8ba707688985a16bb82dbe \
+  2c45530751517d6c3bbc69a19473f6effe47cce047bede01ffd8af7ea7b36b25 \
+  c16ed11e013557536b3e60065f1b912f6407bd6518e041b961e23ef9e6b4fbf5 \
+  66c512266d633bef48384a1f53003f41f2a8e7b36fe6e7fbfd3e0fd52d96fa63 \
+  dd6f4f93ddf8a668c73f0945f3638444b2140a4e15a3912067493fc6335543e4
 
-# A Python >= 3.12 (Django 6): $PYTHON if set, else the first suitable one on this machine.
+# A Python >= 3.12 (Django 6): $PYTHON if set, else the first suitable one on this machine;
+# then uv, pinned, in the venv.
 define ENSURE_VENV
 if [ ! -x "$(PY)" ] || ! "$(PY)" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then \
   interpreter=""; \
@@ -37,27 +55,48 @@ if [ ! -x "$(PY)" ] || ! "$(PY)" -c 'import sys; sys.exit(sys.version_info < (3,
   echo "Creating $(VENV) with $$interpreter ($$("$$interpreter" -V))"; \
   rm -rf "$(VENV)"; "$$interpreter" -m venv "$(VENV)"; \
 fi; \
-"$(PY)" -m pip install --quiet --upgrade pip
+if ! "$(UV)" --version 2>/dev/null | grep -q " $(UV_VERSION)"; then \
+  { echo "uv==$(UV_VERSION) \\"; for h in $(UV_HASHES); do echo "  --hash=sha256:$$h \\"; done; echo; } > "$(VENV)/uv-requirements.txt"; \
+  if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$(PY)" -m pip install --quiet --require-hashes --no-deps -r "$(VENV)/uv-requirements.txt" >>"$(INSTALL_LOG)" 2>&1; then \
+    echo "error: installing uv $(UV_VERSION) failed; see $(INSTALL_LOG)" >&2; tail -n 20 "$(INSTALL_LOG)" >&2; exit 1; \
+  fi; \
+fi
 endef
 
-$(RUN_STAMP): pyproject.toml
+# $(call UV_SYNC,label,extra flags): install what uv.lock pins; one line on the screen.
+define UV_SYNC
+echo "Installing $(1) from uv.lock (log: $(INSTALL_LOG))"; \
+if ! $(UV_ENV) "$(UV)" sync --frozen --inexact $(2) >>"$(INSTALL_LOG)" 2>&1; then \
+  echo "error: the install failed; the end of $(INSTALL_LOG):" >&2; tail -n 30 "$(INSTALL_LOG)" >&2; exit 1; \
+fi
+endef
+
+$(RUN_STAMP): pyproject.toml uv.lock
 	@set -e; \
 	$(ENSURE_VENV); \
-	"$(PY)" -m pip install --quiet --editable .; \
+	$(call UV_SYNC,the runtime dependencies,--extra docs); \
 	touch "$@"
 
-$(TEST_STAMP): pyproject.toml
+$(TEST_STAMP): pyproject.toml uv.lock
 	@set -e; \
 	$(ENSURE_VENV); \
-	"$(PY)" -m pip install --quiet --editable '.[test]'; \
+	$(call UV_SYNC,the runtime and test dependencies,--extra docs --extra test); \
 	touch "$@" "$(RUN_STAMP)"
+
+# Resolve pyproject.toml again and write uv.lock (commit it); `lock-check` is CI's check.
+lock:
+	@set -e; $(ENSURE_VENV); $(UV_ENV) "$(UV)" lock
+
+lock-check:
+	@set -e; $(ENSURE_VENV); $(UV_ENV) "$(UV)" lock --check
 
 install: $(RUN_STAMP)
 
 install-test: $(TEST_STAMP)
 
 run: $(RUN_STAMP) sandbox-deps bytecode
-	@$(RUN_ENV) $(PY) manage.py migrate --no-input
+	@echo "Preparing the database (migrations, demo apps)"
+	@$(RUN_ENV) $(PY) manage.py migrate --no-input --verbosity 0
 	@$(RUN_ENV) $(PY) manage.py load_demo
 	@echo "Serving Statecraft on http://$(HOST):$(PORT)/  (admin: http://$(HOST):$(PORT)/admin/), with one worker for jobs"
 	@# The web server and one worker together; Ctrl-C (or the server ending) stops both.
@@ -67,7 +106,7 @@ run: $(RUN_STAMP) sandbox-deps bytecode
 
 # A worker for jobs (Run all, evaluate, version diffs) in the foreground (README, "Jobs").
 worker: $(RUN_STAMP) sandbox-deps bytecode
-	@$(RUN_ENV) $(PY) manage.py migrate --no-input
+	@$(RUN_ENV) $(PY) manage.py migrate --no-input --verbosity 0
 	@$(RUN_ENV) $(PY) manage.py worker
 
 # The sandbox's OS layer (README, "The sandbox"): bubblewrap for the namespaces and the
@@ -115,7 +154,7 @@ lint: $(TEST_STAMP)
 	$(PY) -m ruff format --check .
 
 bench: $(TEST_STAMP)
-	$(PY) -m pip install --quiet --editable '.[test,bench]'
+	@$(call UV_SYNC,the benchmarks' extra,--extra docs --extra test --extra bench)
 	$(PY) bench/compile_bench.py
 
 # The designer's editors (CodeMirror 6): frontend/ holds the npm sources and lockfile; the

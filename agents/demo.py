@@ -76,13 +76,15 @@ CUSTOMER_SCHEMA = {
 def ensure_demo_user() -> AbstractBaseUser:
     """The demo sign-in, a designer who may also use the admin site."""
     User = get_user_model()
-    user, _ = User.objects.get_or_create(
-        username=DEMO_USERNAME, defaults={"email": "demo@example.com"}
+    user, created = User.objects.get_or_create(
+        username=DEMO_USERNAME,
+        defaults={"email": "demo@example.com", "is_staff": True, "is_superuser": True},
     )
-    user.is_staff = True
-    user.is_superuser = True
-    user.set_password(DEMO_PASSWORD)
-    user.save()
+    if created:
+        # The password is set once, when the user is made: setting it again at every
+        # `make run` would change its hash and sign every open session out.
+        user.set_password(DEMO_PASSWORD)
+        user.save(update_fields=["password"])
     return user
 
 

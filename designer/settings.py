@@ -323,6 +323,13 @@ LOGGING = {
     "loggers": {
         # Refused saves, imports, sandbox start and code-runner failures: what an operator needs.
         "agents": {"level": os.environ.get("LOG_LEVEL", "INFO"), "propagate": True},
+        # Django's own default config gives "django" a console handler of its own: without
+        # this, every line it logs (the reloader's banner, request errors) printed twice.
+        "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # The HTTP clients' request lines ("HTTP Request: POST https://…") at DEBUG only: a
+        # line per model call buries a CI log, and a base_url may carry credentials.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
     },
 }
 
