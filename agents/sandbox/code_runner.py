@@ -106,6 +106,16 @@ def error_message(kind: str, message: str) -> str:
     return Message("%(kind)s: %(message)s", kind=_KINDS.get(kind, kind), message=words)
 
 
+def wall_clock_stop(error: host.SandboxError | None) -> str:
+    """Why a call's failure is a time stop rather than the code's doing: the sandbox killed
+    it at its wall-clock limit (or the host stopped waiting), which a loaded machine can
+    reach with code that would finish. The CPU limit ("CPU time limit exceeded") is the
+    code's own: an error, the same on any machine. "" otherwise."""
+    if error is None or error.kind != "timeout" or error.message == "CPU time limit exceeded":
+        return ""
+    return Message("a sandbox call reached its wall-clock limit")
+
+
 def to_code_result(result: host.SandboxResult) -> CodeResult:
     error = result.error
     if error is not None and error.kind == "internal":
@@ -127,6 +137,7 @@ def to_code_result(result: host.SandboxResult) -> CodeResult:
         tool_calls=result.tool_calls,
         args=result.args,
         request=result.request,
+        stopped=wall_clock_stop(error),
     )
 
 
@@ -174,7 +185,7 @@ def sandbox_runner(
                 tools=call.tools,
             )
         )
-        if memoise:
+        if memoise and not outcome.stopped:  # a stop is the machine's, not the code's
             _remember(key, outcome)
         return outcome
 

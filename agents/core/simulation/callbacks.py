@@ -74,6 +74,8 @@ class Callbacks(Window):
             result = CodeResult(
                 False, None, (), (), f"the code runner failed: {exc}", None, ran=False
             )
+        if result.stopped and self.stopped is None:
+            self.stopped = (max(self.turn, 0), result.stopped)
         if not result.ok:
             where = Message(" (line %(line)s)", line=result.error_line) if result.error_line else ""
             ends = Message("; the turn ends here, as in the runtime") if result.ran else ""
