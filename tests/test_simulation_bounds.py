@@ -51,9 +51,7 @@ def test_many_slow_steps_end_within_the_time_cap(signed_in, bank, settings):
     )
     body = response.content.decode()
     assert response.status_code == 200
-    assert (
-        "The simulation was stopped: the simulation reached its time limit of 2 s of CPU" in body
-    )
+    assert "The simulation was stopped: the simulation reached its time limit of 2 s of CPU" in body
     # Counted, not timed: each call uses at least 0.5 s of CPU, so at most 5 of the 20 start
     # before the 2 s cap (20 unbounded steps would take 10 s, 200 would take 100 s).
     assert body.count("not run: the simulation reached its time limit") >= 15

@@ -851,7 +851,7 @@ def junit_xml(cases: list[JUnitCase]) -> str:
 
     root = ET.Element("testsuites", name="statecraft evaluate")
     suites: dict[str, ET.Element] = {}
-    totals = {"tests": 0, "failures": 0, "skipped": 0}
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for case in cases:
         suite = suites.get(case.suite)
         if suite is None:
@@ -886,6 +886,13 @@ def junit_xml(cases: list[JUnitCase]) -> str:
             failure.text = _case_text(case)
             suite.set("failures", str(int(suite.get("failures", "0")) + 1))
             totals["failures"] += 1
+        elif evaluation.status == "stopped":
+            # Not a failed expectation: the run was stopped (a time limit), so no verdict.
+            first = next(r for r in evaluation.results if r.status == "stopped")
+            error = ET.SubElement(element, "error", message=first.message, type="Stopped")
+            error.text = _case_text(case)
+            suite.set("errors", str(int(suite.get("errors", "0")) + 1))
+            totals["errors"] += 1
         elif evaluation.status in ("needs_model", "none"):
             message = (
                 Message("every expectation needs a model (run it in CX Agent Studio)")
@@ -900,6 +907,5 @@ def junit_xml(cases: list[JUnitCase]) -> str:
             out.text = _case_text(case)
     for key, value in totals.items():
         root.set(key, str(value))
-    root.set("errors", "0")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -106,12 +106,19 @@ def error_message(kind: str, message: str) -> str:
     return Message("%(kind)s: %(message)s", kind=_KINDS.get(kind, kind), message=words)
 
 
+# The sandbox's words when it killed a call at its wall-clock limit, or the host stopped
+# waiting for the session child: a loaded machine can reach them with code that would finish.
+_WALL_CLOCK = frozenset(
+    {"time limit exceeded", "time limit exceeded (the code did not stop and was killed)"}
+)
+
+
 def wall_clock_stop(error: host.SandboxError | None) -> str:
-    """Why a call's failure is a time stop rather than the code's doing: the sandbox killed
-    it at its wall-clock limit (or the host stopped waiting), which a loaded machine can
-    reach with code that would finish. The CPU limit ("CPU time limit exceeded") is the
-    code's own: an error, the same on any machine. "" otherwise."""
-    if error is None or error.kind != "timeout" or error.message == "CPU time limit exceeded":
+    """Why a call's failure is a time stop rather than the code's doing (the wall-clock
+    kill, `_WALL_CLOCK`); "" otherwise. The CPU limit the code reaches (``SandboxTimeout:
+    CPU time limit exceeded``, raised at its line) is the code's own: an error, the same on
+    any machine."""
+    if error is None or error.kind != "timeout" or error.message not in _WALL_CLOCK:
         return ""
     return Message("a sandbox call reached its wall-clock limit")
 
