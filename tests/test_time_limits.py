@@ -101,10 +101,10 @@ def test_a_call_killed_at_its_wall_clock_limit_is_a_stop_not_a_failure(bank, use
         name="Sleeps",
         steps_script='user: hi\nexpect call: LookupBalance {"account_id": "1"}',
     )
-    with host.SandboxSession(limits=Limits(wall_time_s=0.05, cpu_time_s=2)) as session:
-        with bounds.batch_runner(session=session) as runner:
-            spec = scenario.to_spec(app_id=f"apps/{bank.pk}")
-            result = runner.simulate(bank.to_spec(), spec)
+    session = host.SandboxSession(limits=Limits(wall_time_s=0.05, cpu_time_s=2))
+    with session, bounds.batch_runner(session=session) as runner:
+        spec = scenario.to_spec(app_id=f"apps/{bank.pk}")
+        result = runner.simulate(bank.to_spec(), spec)
     assert result.stopped == "a sandbox call reached its wall-clock limit"
     checked = evaluate(spec, result, bank.to_spec())
     assert checked.status == "stopped" and checked.failed == 0
@@ -123,10 +123,10 @@ def test_code_that_loops_is_still_the_codes_failure(bank):
         name="Loops",
         steps_script='user: hi\nexpect call: LookupBalance {"account_id": "1"}',
     )
-    with host.SandboxSession(limits=Limits(wall_time_s=60, cpu_time_s=1)) as session:
-        with bounds.batch_runner(session=session) as runner:
-            spec = scenario.to_spec(app_id=f"apps/{bank.pk}")
-            result = runner.simulate(bank.to_spec(), spec)
+    session = host.SandboxSession(limits=Limits(wall_time_s=60, cpu_time_s=1))
+    with session, bounds.batch_runner(session=session) as runner:
+        spec = scenario.to_spec(app_id=f"apps/{bank.pk}")
+        result = runner.simulate(bank.to_spec(), spec)
     checked = evaluate(spec, result, bank.to_spec())
     assert checked.status == "failed" and result.stopped == ""
     assert "CPU time limit exceeded" in checked.results[0].message

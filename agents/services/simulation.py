@@ -173,6 +173,7 @@ def bounded_runner(
             stopped.append(result.stopped)
         return result
 
+    bounded.reads_only = True  # type: ignore[attr-defined]  # as the sandbox runner
     return bounded, stopped
 
 
