@@ -153,6 +153,10 @@ def _counts(
 
 class Command(LocalizedCommand):
     help = "Run the expectations (goldens) of every scenario of the apps; non-zero on a failure."
+    # The checks of what evaluate uses (the models and their configuration, the sandbox's
+    # protections, the translations, the cache): not the URL configuration's, whose import
+    # of every view was a third of the command's start (docs/benchmarks/evaluate.md).
+    requires_system_checks = ["models", "sandbox", "translation", "caches"]
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("apps", nargs="*", help="app ids or exact names (default: all)")
