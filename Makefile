@@ -64,9 +64,12 @@ fi
 endef
 
 # $(call UV_SYNC,label,extra flags): install what uv.lock pins; one line on the screen.
+# --compile-bytecode: pip wrote the packages' .pyc at install, uv does not by default, and
+# where PYTHONDONTWRITEBYTECODE is set every process then compiled Django, DRF, jsonschema…
+# again: ~2.5 s of CPU in each `manage.py` start (docs/benchmarks/evaluate.md).
 define UV_SYNC
 echo "Installing $(1) from uv.lock (log: $(INSTALL_LOG))"; \
-if ! $(UV_ENV) "$(UV)" sync --frozen --inexact $(2) >>"$(INSTALL_LOG)" 2>&1; then \
+if ! $(UV_ENV) "$(UV)" sync --frozen --inexact --compile-bytecode $(2) >>"$(INSTALL_LOG)" 2>&1; then \
   echo "error: the install failed; the end of $(INSTALL_LOG):" >&2; tail -n 30 "$(INSTALL_LOG)" >&2; exit 1; \
 fi
 endef

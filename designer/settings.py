@@ -346,7 +346,8 @@ SANDBOX_REQUIRED_PROTECTIONS = env_list(
 )
 SIMULATION_MAX_STEPS = int(os.environ.get("SIMULATION_MAX_STEPS", "300"))
 SIMULATION_MAX_CODE_CALLS = int(os.environ.get("SIMULATION_MAX_CODE_CALLS", "300"))
-SIMULATION_MAX_SECONDS = float(os.environ.get("SIMULATION_MAX_SECONDS", "10"))
+SIMULATION_MAX_SECONDS = float(os.environ.get("SIMULATION_MAX_SECONDS", "10"))  # of CPU
+SIMULATION_MAX_WALL_SECONDS = float(os.environ.get("SIMULATION_MAX_WALL_SECONDS", "20"))
 # Simulations at once per web process (the designer's, the API's simulate): keep it below
 # gunicorn's --threads (4) so /healthz and the pages always find a thread; 0: no cap.
 SIMULATION_MAX_CONCURRENT = int(os.environ.get("SIMULATION_MAX_CONCURRENT", "2"))

@@ -34,7 +34,12 @@ class StateRow:
     changed: bool
 
 
-_BADGE = {"passed": _("✓ passed"), "failed": _("✗ failed"), "needs_model": _("? needs a model")}
+_BADGE = {
+    "passed": _("✓ passed"),
+    "failed": _("✗ failed"),
+    "needs_model": _("? needs a model"),
+    "stopped": _("⏱ stopped: time limit"),
+}
 
 
 def _pretty(value: Any) -> str:

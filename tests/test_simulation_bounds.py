@@ -15,12 +15,12 @@ from agents.services import simulation as simulation_bounds
 
 pytestmark = pytest.mark.django_db
 HX = {"HX-Request": "true"}
-# About half a second of work per call, whatever the machine: it watches the clock.
+# Half a second of CPU per call, whatever the machine and its load: it watches its CPU time.
 SLOW_TOOL = (
-    "import datetime\n"
+    "import time\n"
     "def LookupBalance(account_id=''):\n"
-    "    start = datetime.datetime.now()\n"
-    "    while (datetime.datetime.now() - start).total_seconds() < 0.5:\n"
+    "    start = time.process_time()\n"
+    "    while time.process_time() - start < 0.5:\n"
     "        pass\n"
     "    return {'balance': 1}\n"
 )
@@ -51,10 +51,10 @@ def test_many_slow_steps_end_within_the_time_cap(signed_in, bank, settings):
     )
     body = response.content.decode()
     assert response.status_code == 200
-    assert "The simulation was stopped: the simulation reached its time cap of 2 s" in body
-    # Counted, not timed: each call takes at least 0.5 s, so at most 5 of the 20 start
+    assert "The simulation was stopped: the simulation reached its time limit of 2 s of CPU" in body
+    # Counted, not timed: each call uses at least 0.5 s of CPU, so at most 5 of the 20 start
     # before the 2 s cap (20 unbounded steps would take 10 s, 200 would take 100 s).
-    assert body.count("not run: the simulation reached its time cap") >= 15
+    assert body.count("not run: the simulation reached its time limit") >= 15
 
 
 def test_code_calls_are_capped(bank, settings):

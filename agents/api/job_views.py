@@ -29,7 +29,7 @@ class ExpectationResultOut(serializers.Serializer):
     kind = serializers.CharField(help_text=_("state, call, response, no calls, transfer, agent."))
     line = serializers.CharField(help_text=_("The expectation as its script line."))
     note = serializers.CharField()
-    status = serializers.ChoiceField(choices=["passed", "failed", "needs_model"])
+    status = serializers.ChoiceField(choices=["passed", "failed", "needs_model", "stopped"])
     message = MessageField()
     expected = serializers.JSONField(allow_null=True)
     actual = serializers.JSONField(allow_null=True)
@@ -41,10 +41,17 @@ class ScenarioEvaluationOut(serializers.Serializer):
     name = serializers.CharField()
     agent = serializers.IntegerField()
     agent_name = serializers.CharField()
-    status = serializers.ChoiceField(choices=["passed", "failed", "needs_model", "none"])
+    status = serializers.ChoiceField(
+        choices=["passed", "failed", "needs_model", "stopped", "none"],
+        help_text=_(
+            "stopped: a time limit (or another bound) stopped the run; the checks from that "
+            "turn on were not judged."
+        ),
+    )
     passed = serializers.IntegerField()
     failed = serializers.IntegerField()
     needs_model = serializers.IntegerField()
+    stopped = serializers.IntegerField(required=False)
     results = ExpectationResultOut(many=True)
     diagnostics = DiagnosticOut(
         many=True, help_text=_("The simulation's step errors and warnings.")
@@ -55,6 +62,7 @@ class EvaluationSummaryOut(serializers.Serializer):
     passed = serializers.IntegerField()
     failed = serializers.IntegerField()
     needs_model = serializers.IntegerField()
+    stopped = serializers.IntegerField(required=False)
     no_expectations = serializers.IntegerField()
 
 

@@ -78,8 +78,10 @@ __all__ = [
     "step_turns",
 ]
 
-Status = Literal["passed", "failed", "needs_model"]
-ScenarioStatus = Literal["passed", "failed", "needs_model", "none"]
+# ``stopped``: a bound (a time limit, a cap, a cancel) stopped the run at or before the
+# check's turn (``SimulationResult.stopped``): not judged, never ``failed``.
+Status = Literal["passed", "failed", "needs_model", "stopped"]
+ScenarioStatus = Literal["passed", "failed", "needs_model", "stopped", "none"]
 
 _MISSING = object()
 
@@ -212,6 +214,7 @@ class ScenarioEvaluation:
     failed: int = 0
     needs_model: int = 0
     notes: tuple[str, ...] = field(default=())
+    stopped: int = 0
 
     def at_step(self, step: int) -> ExpectationResult | None:
         return next((r for r in self.results if r.step == step), None)
@@ -240,6 +243,7 @@ def _evaluation(
         failed=sum(r.status == "failed" for r in results),
         needs_model=sum(r.status == "needs_model" for r in results),
         notes=notes,
+        stopped=sum(r.status == "stopped" for r in results),
     )
 
 
@@ -247,7 +251,9 @@ def _status(results: list[ExpectationResult]) -> ScenarioStatus:
     if not results:
         return "none"
     if any(r.status == "failed" for r in results):
-        return "failed"
+        return "failed"  # before any stop: what the scenario does, on any machine
+    if any(r.status == "stopped" for r in results):
+        return "stopped"
     if any(r.left_to_model for r in results):
         return "needs_model"
     if any(r.status == "passed" for r in results):
@@ -294,6 +300,17 @@ def evaluate(
                 ExpectationResult(index, turn, kind, line, note, status, message, want, got, diffs)
             )
 
+        if result.stopped_turn is not None and turn >= result.stopped_turn:
+            outcome(
+                "stopped",
+                Message(
+                    "Stopped: %(reason)s in turn %(turn)s; this check was not judged.",
+                    reason=result.stopped,
+                    turn=result.stopped_turn,
+                ),
+                expected.value,
+            )
+            continue
         if turn >= len(result.turns):
             outcome(
                 "failed", Message("This turn was not simulated (see the simulation's problems).")
@@ -638,6 +655,13 @@ def _insert_call(scenario: ScenarioSpec, turn: int, call: ListedCall) -> tuple[S
     return replace(scenario, steps=steps), at
 
 
+def _through_turn(scenario: ScenarioSpec, turn: int) -> ScenarioSpec:
+    """`scenario` up to the end of `turn` (itself when that is its last turn)."""
+    turns = step_turns(scenario)
+    end = sum(1 for t in turns if t <= turn)
+    return scenario if end == len(turns) else replace(scenario, steps=scenario.steps[:end])
+
+
 def explain_failures(
     app: AppSpec,
     scenario: ScenarioSpec,
@@ -682,6 +706,7 @@ def explain_failures(
     added: list[tuple[int, ListedCall]] = []
     explained: dict[int, tuple[tuple[int, ListedCall], ...]] = {}
     gave_up: set[int] = set()
+    undecided: dict[int, str] = {}  # a trial a bound stopped: its check cannot be decided
     runs = 0
 
     def raw(s: ScenarioSpec, r: SimulationResult) -> dict[int, ExpectationResult]:
@@ -724,10 +749,19 @@ def explain_failures(
                     break
                 trial, at = _insert_call(probed, turn, call)
                 runs += 1
-                trial_result = resimulate(trial)
                 trial_index = {o: (i + 1 if i >= at else i) for o, i in index.items()}
-                outcomes = raw(trial, trial_result)
+                # The target's turn decides the trial: a run is causal, so the trial is
+                # simulated through that turn only, and in full only when it explains it.
+                partial = _through_turn(trial, step_turns(trial)[trial_index[target.step]])
+                trial_result = resimulate(partial)
+                outcomes = raw(partial, trial_result)
                 now = outcomes.get(trial_index[target.step])
+                if now is not None and now.status == "stopped":
+                    undecided.setdefault(target.step, now.message)
+                if now is not None and now.status == "passed" and partial is not trial:
+                    trial_result = resimulate(trial)
+                    outcomes = raw(trial, trial_result)
+                    now = outcomes.get(trial_index[target.step])
                 if now is not None and now.status == "passed":
                     probed, probed_result, index, current = (
                         trial,
@@ -746,11 +780,14 @@ def explain_failures(
         now = current.get(index[r.step])
         if r.step not in explained and added and now is not None and now.status == "passed":
             explained[r.step] = tuple(added)
-    if not explained:
+    if not explained and not undecided:
         return evaluation
     results = []
     for r in evaluation.results:
         calls = explained.get(r.step)
+        if calls is None and r.step in undecided:
+            results.append(replace(r, status="stopped", message=undecided[r.step]))
+            continue
         if calls is None:
             results.append(r)
             continue
@@ -814,7 +851,7 @@ def junit_xml(cases: list[JUnitCase]) -> str:
 
     root = ET.Element("testsuites", name="statecraft evaluate")
     suites: dict[str, ET.Element] = {}
-    totals = {"tests": 0, "failures": 0, "skipped": 0}
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for case in cases:
         suite = suites.get(case.suite)
         if suite is None:
@@ -849,6 +886,13 @@ def junit_xml(cases: list[JUnitCase]) -> str:
             failure.text = _case_text(case)
             suite.set("failures", str(int(suite.get("failures", "0")) + 1))
             totals["failures"] += 1
+        elif evaluation.status == "stopped":
+            # Not a failed expectation: the run was stopped (a time limit), so no verdict.
+            first = next(r for r in evaluation.results if r.status == "stopped")
+            error = ET.SubElement(element, "error", message=first.message, type="Stopped")
+            error.text = _case_text(case)
+            suite.set("errors", str(int(suite.get("errors", "0")) + 1))
+            totals["errors"] += 1
         elif evaluation.status in ("needs_model", "none"):
             message = (
                 Message("every expectation needs a model (run it in CX Agent Studio)")
@@ -863,6 +907,5 @@ def junit_xml(cases: list[JUnitCase]) -> str:
             out.text = _case_text(case)
     for key, value in totals.items():
         root.set(key, str(value))
-    root.set("errors", "0")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -54,13 +54,29 @@ def _normalize(value: Any) -> Any:
     return value
 
 
+_LEAVES = frozenset({str, int, bool, type(None)})
+
+
 def _has_float(value: Any) -> bool:
-    if isinstance(value, float):
-        return True
-    if isinstance(value, dict):
-        return any(_has_float(item) for item in value.values())
-    if isinstance(value, list | tuple):
-        return any(_has_float(item) for item in value)
+    """Whether a float is anywhere in `value` (dicts' values, lists, tuples): one loop over
+    an explicit stack, exact types first (a subclass is checked as before)."""
+    stack = [value]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind in _LEAVES:
+            continue
+        if kind is dict:
+            push(node.values())
+        elif kind is list or kind is tuple:
+            push(node)
+        elif kind is float or isinstance(node, float):
+            return True
+        elif isinstance(node, dict):
+            push(node.values())
+        elif isinstance(node, list | tuple):
+            push(node)
     return False
 
 

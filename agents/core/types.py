@@ -529,8 +529,36 @@ def search(pattern: str, text: str) -> bool:
         return False
 
 
+def _plain_json(value: Any) -> bool:
+    """Whether `value` is JSON data made of the exact JSON types (what the sandbox's answers
+    and the designer's forms hold): dicts with text keys, lists, text, numbers (finite
+    floats), booleans, None. No path is built, so it costs a fraction of the full walk;
+    anything else (a subclass, a tuple, NaN…) goes to the walk that says where and why."""
+    stack = [value]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind is str or kind is int or kind is bool or node is None:
+            continue
+        if kind is dict:
+            if node and {*map(type, node)} != _TEXT_KEYS:
+                return False
+            push(node.values())
+        elif kind is list:
+            push(node)
+        elif kind is not float or not math.isfinite(node):
+            return False
+    return True
+
+
+_TEXT_KEYS = {str}
+
+
 def _not_json_reason(value: Any) -> tuple[list[Any], str] | None:
     """Where and why `value` is not JSON data, or None when it is."""
+    if _plain_json(value):
+        return None
     stack: list[tuple[Any, list[Any]]] = [(value, [])]
     while stack:
         node, path = stack.pop()

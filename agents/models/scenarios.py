@@ -268,6 +268,7 @@ class ResultStatus(models.TextChoices):
     PASSED = "passed", _("Passed")
     FAILED = "failed", _("Failed")
     NEEDS_MODEL = "needs_model", _("Needs a model")
+    STOPPED = "stopped", _("Stopped by a limit")
     NONE = "none", _("No expectations")
 
 

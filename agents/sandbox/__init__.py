@@ -79,11 +79,13 @@ Security model: the OS is the boundary, the language filter is defence in depth
    Home-made OS fallback (no bubblewrap): ``netns`` and ``chroot`` for the session, then
    ``uid_nobody`` and the rlimits in each call process.
 
-Limits (:class:`Limits`), all per call: wall clock 2 s (a timer in the call process
-raises at the user's line; the session child kills the call process at the limit + 0.5 s
-if the code swallows it, and the host kills the whole session child at the limit + 1.5 s
-if no answer comes, then starts a new one at the next call), CPU 2 s (``RLIMIT_CPU``,
-counted from zero in each call process, rounded up, + 1 s), address space 256 MB, answer
+Limits (:class:`Limits`), all per call: CPU 2 s (a CPU timer, ``ITIMER_PROF``, in the
+call process raises at the user's line; ``RLIMIT_CPU``, counted from zero in each call
+process, rounded up, + 1 s, if the code swallows it), wall clock 5 s as a backstop for
+code that waits (the session child kills the call process at the limit + 0.5 s, and the
+host kills the whole session child at the limit + 1.5 s if no answer comes, then starts a
+new one at the next call; the simulation reports such a kill as a time stop, never as the
+code's failure, since a loaded machine can reach it), address space 256 MB, answer
 1 MB (``output_too_large``), printed text 64 K characters (then ``stdout_truncated``).
 
 Cost: starting a session child takes ~40 ms (Python + RestrictedPython); each call in a

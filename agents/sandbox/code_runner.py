@@ -9,6 +9,7 @@ key).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -106,6 +107,23 @@ def error_message(kind: str, message: str) -> str:
     return Message("%(kind)s: %(message)s", kind=_KINDS.get(kind, kind), message=words)
 
 
+# The sandbox's words when it killed a call at its wall-clock limit, or the host stopped
+# waiting for the session child: a loaded machine can reach them with code that would finish.
+_WALL_CLOCK = frozenset(
+    {"time limit exceeded", "time limit exceeded (the code did not stop and was killed)"}
+)
+
+
+def wall_clock_stop(error: host.SandboxError | None) -> str:
+    """Why a call's failure is a time stop rather than the code's doing (the wall-clock
+    kill, `_WALL_CLOCK`); "" otherwise. The CPU limit the code reaches (``SandboxTimeout:
+    CPU time limit exceeded``, raised at its line) is the code's own: an error, the same on
+    any machine."""
+    if error is None or error.kind != "timeout" or error.message not in _WALL_CLOCK:
+        return ""
+    return Message("a sandbox call reached its wall-clock limit")
+
+
 def to_code_result(result: host.SandboxResult) -> CodeResult:
     error = result.error
     if error is not None and error.kind == "internal":
@@ -127,6 +145,7 @@ def to_code_result(result: host.SandboxResult) -> CodeResult:
         tool_calls=result.tool_calls,
         args=result.args,
         request=result.request,
+        stopped=wall_clock_stop(error),
     )
 
 
@@ -139,7 +158,10 @@ def sandbox_runner(
     def run(call: CodeCall) -> CodeResult:
         key = ""
         if memoise:
-            key = json.dumps(
+            # The input's JSON in the engine's own order (the run is deterministic: the
+            # same input comes in the same order; sorting every key of a 50 KB state at
+            # every call cost more than the calls it saved), kept as its digest.
+            text = json.dumps(
                 [
                     call.code,
                     call.entry,
@@ -151,9 +173,10 @@ def sandbox_runner(
                     # The app's tools, by digest: the key stays small.
                     host.tools_digest(call.tools) if call.tools else "",
                 ],
-                sort_keys=True,
                 default=str,
             )
+            key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+            del text
             cached = _RESULTS.get(key)
             if cached is not None:
                 _RESULTS.move_to_end(key)
@@ -174,8 +197,9 @@ def sandbox_runner(
                 tools=call.tools,
             )
         )
-        if memoise:
+        if memoise and not outcome.stopped:  # a stop is the machine's, not the code's
             _remember(key, outcome)
         return outcome
 
+    run.reads_only = True  # type: ignore[attr-defined]  # the call is sent as JSON, never changed
     return run

@@ -185,6 +185,12 @@ class SandboxSession:
         self._closed = False
         # Digests of the tools the running session child holds (runner.TOOLS).
         self._tools_held: list[str] = []
+        # CPU seconds the session's processes used for its calls, as the kernel counted
+        # them (each call process's, reaped by the session child, and the session child's
+        # own): what a simulation's time cap counts, where the wall clock would count the
+        # machine's load.
+        self.cpu_seconds = 0.0
+        self._child_cpu = 0.0  # the running session child's own CPU, as last reported
 
     def __enter__(self) -> SandboxSession:
         return self
@@ -277,6 +283,7 @@ class SandboxSession:
                     del self._tools_held[0]
                 self._tools_held.append(digest)
             assert header is not None
+            self._count_cpu(header)
             stderr = bytes(self._stderr)
 
         if header.get("timed_out"):
@@ -342,6 +349,7 @@ class SandboxSession:
         # Kills the child if the session is garbage-collected (or at exit) without close().
         self._finalizer = weakref.finalize(self, shutdown, proc, workdir)
         self.starts += 1
+        self._child_cpu = 0.0
         call_filter = jail.call_filter()
         hello: dict[str, Any] = {
             "rp_path": rp_path,
@@ -369,6 +377,14 @@ class SandboxSession:
             self._finalizer()  # kills the process group, reaps, removes the work dir
         self._finalizer = None
         self._proc = None
+
+    def _count_cpu(self, header: dict[str, Any]) -> None:
+        call, child = header.get("cpu_s"), header.get("session_cpu_s")
+        if isinstance(call, float | int) and 0 <= call < 1e6:
+            self.cpu_seconds += call
+        if isinstance(child, float | int) and 0 <= child < 1e6:
+            self.cpu_seconds += max(0.0, child - self._child_cpu)
+            self._child_cpu = child
 
     def _roundtrip(
         self, request: bytes, deadline: float

@@ -32,7 +32,11 @@ ErrorKind = Literal[
 
 @dataclass(frozen=True)
 class Limits:
-    wall_time_s: float = 2.0
+    # The call's own stop counts CPU (a timer of min(wall_time_s, cpu_time_s) CPU seconds,
+    # raised at the user's line, and RLIMIT_CPU); the wall clock is a backstop for code that
+    # waits: the session child kills a call still running at wall_time_s + a grace, which
+    # the simulation reports as a time stop, not as the code's failure.
+    wall_time_s: float = 5.0
     cpu_time_s: int = 2
     memory_bytes: int = 256 * 1024 * 1024
     max_output_bytes: int = 1024 * 1024

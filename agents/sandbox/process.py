@@ -153,6 +153,7 @@ def call_process(work, limits, jail, result_fd, setup=None, on_timeout=None, rec
             os.close(0)  # the next requests are none of this call's business
         if on_timeout is not None:
             signal.signal(signal.SIGALRM, on_timeout)
+            signal.signal(signal.SIGPROF, on_timeout)
             signal.signal(signal.SIGXCPU, on_timeout)
         setup = setup or {}
         protections = [
@@ -289,11 +290,14 @@ def _answer(pid, read_fd, deadline, limits):
     # status is already decided); otherwise it overran.  Either way it must be gone before
     # the next call, so kill and reap it.
     os.kill(pid, signal.SIGKILL)  # not reaped yet, so the pid cannot have been reused
-    _, status = os.waitpid(pid, 0)
+    _, status, usage = os.wait4(pid, 0)
     body = b"" if (timed_out or too_large) else b"".join(chunks)
     header = {
         "status": os.waitstatus_to_exitcode(status),
         "timed_out": timed_out,
         "too_large": too_large,
+        # The call process's CPU time as the kernel counted it (not what the process says):
+        # what a simulation's time cap counts (README, "Time limits").
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 6),
     }
     return header, body

@@ -57,6 +57,7 @@ import ast
 import functools
 import json
 import os
+import resource
 import signal
 import sys
 import time
@@ -93,7 +94,9 @@ MAX_REQUEST_BYTES = 64 * 1024 * 1024
 
 def _on_timeout(signum, frame):
     raise SandboxTimeout(
-        "CPU time limit exceeded" if signum == signal.SIGXCPU else "time limit exceeded"
+        "CPU time limit exceeded"
+        if signum in (signal.SIGXCPU, signal.SIGPROF)
+        else "time limit exceeded"
     )
 
 
@@ -251,7 +254,11 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
         "tool_calls": [],
     }
     started = time.perf_counter()
-    signal.setitimer(signal.ITIMER_REAL, limits["wall_time_s"])
+    # The call's own limit counts its CPU (user + system), not the wall clock: what a loaded
+    # machine stretches is not the code's doing. The session child kills a call that is
+    # still running at the wall-clock limit + CALL_KILL_GRACE_S (the host calls that a time
+    # stop, not the code's failure).
+    signal.setitimer(signal.ITIMER_PROF, min(limits["wall_time_s"], limits["cpu_time_s"]))
     try:
         code_object = COMPILED.get((filename, code_text))
         try:
@@ -335,7 +342,7 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
         request = request if isinstance(request, sandbox.cx.LlmRequest) else None
         given_instruction = request_instruction(request)
         value = func(**kwargs)
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.setitimer(signal.ITIMER_PROF, 0)
         try:
             result["return_value"] = to_json_value(value, "the return value")
             if before_args is not None and _canonical(given_args) != before_args:
@@ -357,7 +364,7 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
     except _Done:
         pass
     except BaseException as exc:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.setitimer(signal.ITIMER_PROF, 0)
         line, trace = user_traceback(exc.__traceback__, filename, code_text.splitlines())
         message = describe(exc)
         inner = innermost_tool_frame(exc.__traceback__, filename)
@@ -371,7 +378,7 @@ def run_call(sandbox, call, state_data, declared, context_values, limits):
             "traceback": trace,
         }
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.setitimer(signal.ITIMER_PROF, 0)
     result["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
     result["stdout"] = sink.text()
     result["stdout_truncated"] = sink.truncated
@@ -625,6 +632,8 @@ def serve_one(session, spare):
     del learned
     following = next_call_process(*session)
     answer_header, answer = collect(spare, deadline, limits)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    answer_header["session_cpu_s"] = round(usage.ru_utime + usage.ru_stime, 6)
     write_frame(1, answer, **answer_header)
     return following
 

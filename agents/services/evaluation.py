@@ -282,6 +282,7 @@ class Summary:
     failed: int
     needs_model: int
     no_expectations: int
+    stopped: int = 0  # a time limit stopped the run: not judged (neither passed nor failed)
 
     @property
     def ok(self) -> bool:
@@ -298,6 +299,7 @@ def _summary(statuses: list[str]) -> Summary:
         failed=statuses.count("failed"),
         needs_model=statuses.count("needs_model"),
         no_expectations=statuses.count("none"),
+        stopped=statuses.count("stopped"),
     )
 
 
@@ -313,6 +315,7 @@ def run_data(run: ScenarioRun) -> dict:
         "passed": evaluation.passed,
         "failed": evaluation.failed,
         "needs_model": evaluation.needs_model,
+        "stopped": evaluation.stopped,
         "results": [with_i18n(asdict(r), "message", "differences") for r in evaluation.results],
         "diagnostics": [with_i18n(d.to_dict(), "message") for d in run.result.diagnostics],
         **({"live": _live_data(run.live)} if run.live is not None else {}),

@@ -9,10 +9,14 @@ every simulation it runs is bounded the same way:
 * ``SANDBOX_REQUIRED_PROTECTIONS``: no code runs when the host lacks one (SC471, the
   simulation goes on with mocks only);
 * ``SIMULATION_MAX_STEPS`` steps per scenario (SC470);
-* ``SIMULATION_MAX_CODE_CALLS`` code calls and ``SIMULATION_MAX_SECONDS`` of wall time
-  per simulation, and a job's own totals (`Caps`): every refused tool or callback becomes
-  a step error and the simulation notes why (SC472), so a simulation always ends well
-  before gunicorn's worker timeout, and a job before its own cap;
+* ``SIMULATION_MAX_CODE_CALLS`` code calls and ``SIMULATION_MAX_SECONDS`` of **CPU time**
+  per simulation (this thread's and the sandbox processes' for its calls, as the kernel
+  counts them: a loaded machine stretches the wall clock, not the work), a wall-clock
+  backstop of ``SIMULATION_MAX_WALL_SECONDS`` (so a simulation always ends well before
+  gunicorn's worker timeout), and a job's own totals (`Caps`): every refused tool or
+  callback becomes a step error, the simulation notes why (SC472) and says where it was
+  stopped (``SimulationResult.stopped``): the checks from that turn on are *stopped*, never
+  *failed* (``agents.core.evaluate``), so no verdict depends on the machine's load;
 * ``SIMULATION_MAX_CONCURRENT`` simulations at once per process outside a batch (the
   designer's and the API's, in a web request): one more is refused at once
   (`SimulationsBusy`, a 429), so they never hold every gunicorn thread.
@@ -50,6 +54,7 @@ DEFAULTS = {
     "SIMULATION_MAX_STEPS": 300,
     "SIMULATION_MAX_CODE_CALLS": 300,
     "SIMULATION_MAX_SECONDS": 10.0,
+    "SIMULATION_MAX_WALL_SECONDS": 20.0,
     "SIMULATION_MAX_CONCURRENT": 2,
 }
 
@@ -99,16 +104,22 @@ def bounded_runner(
     session: host.SandboxSession,
     *,
     max_calls: int,
-    deadline: float,
+    max_wall: float,
+    max_cpu: float | None = None,
     caps: Caps | None = None,
     should_stop: Callable[[], str] | None = None,
 ) -> tuple[CodeRunner, list[str]]:
-    """The sandbox runner, refusing every call after *max_calls* or past *deadline*
-    (``time.monotonic()``), past the batch's `caps`, or once `should_stop` gives a reason
-    (a cancelled job). The list receives the reason the first refused call gave."""
+    """The sandbox runner, refusing every call after *max_calls*, once the simulation has
+    used *max_cpu* seconds of CPU (this thread's and the session's processes'), past the
+    *max_wall* seconds of wall clock, past the batch's `caps`, or once
+    `should_stop` gives a reason (a cancelled job). A refused call is a stop
+    (``CodeResult.stopped``), as is a call the sandbox killed at its wall-clock limit. The
+    list receives the reason of the first stop."""
     run = sandbox_runner(session)
     calls = 0
     stopped: list[str] = []
+    host_cpu, box_cpu = time.thread_time(), session.cpu_seconds
+    deadline = time.monotonic() + max_wall
 
     def bounded(call: CodeCall) -> CodeResult:
         nonlocal calls
@@ -118,10 +129,18 @@ def bounded_runner(
             reason = Message(
                 "the simulation reached its cap of %(count)s code calls", count=max_calls
             )
+        elif max_cpu is not None and (
+            time.thread_time() - host_cpu + session.cpu_seconds - box_cpu >= max_cpu
+        ):
+            reason = Message(
+                "the simulation reached its time limit of %(seconds)s s of CPU "
+                "(SIMULATION_MAX_SECONDS)",
+                seconds=f"{max_cpu:g}",
+            )
         elif now >= deadline:
             reason = Message(
-                "the simulation reached its time cap of %(seconds)s s",
-                seconds=limit("SIMULATION_MAX_SECONDS"),
+                "the simulation reached its wall-clock limit of %(seconds)s s",
+                seconds=f"{max_wall:g}",
             )
         elif (
             caps is not None
@@ -145,12 +164,16 @@ def bounded_runner(
             if not stopped:
                 stopped.append(reason)
             refused = Message("not run: %(reason)s", reason=reason)
-            return CodeResult(False, None, (), (), refused, None, ran=False)
+            return CodeResult(False, None, (), (), refused, None, ran=False, stopped=reason)
         calls += 1
         if caps is not None:
             caps.code_calls += 1
-        return run(call)
+        result = run(call)
+        if result.stopped and not stopped:
+            stopped.append(result.stopped)
+        return result
 
+    bounded.reads_only = True  # type: ignore[attr-defined]  # as the sandbox runner
     return bounded, stopped
 
 
@@ -179,9 +202,9 @@ class BoundedRunner:
         model: ModelStrategy | None = None,
         max_seconds: float | None = None,
     ) -> SimulationResult:
-        """`model` makes it a live run (``agents.services.live``), whose time cap
-        `max_seconds` replaces ``SIMULATION_MAX_SECONDS``: a model's answers take far
-        longer than code does."""
+        """`model` makes it a live run (``agents.services.live``), whose wall-clock cap
+        `max_seconds` replaces ``SIMULATION_MAX_SECONDS`` (CPU) and
+        ``SIMULATION_MAX_WALL_SECONDS``: a model's answers take far longer than code does."""
         refused = refused_protections()
         notes: list[Diagnostic] = []
         max_steps = int(limit("SIMULATION_MAX_STEPS"))
@@ -218,12 +241,14 @@ class BoundedRunner:
             )
             result = simulate(app, scenario, run_code=None, model=model)
         else:
-            seconds = max_seconds if max_seconds is not None else limit("SIMULATION_MAX_SECONDS")
-            deadline = time.monotonic() + float(seconds)
+            # Offline: the CPU the simulation uses, with a wall-clock backstop. Live: the
+            # run's own wall-clock cap (a model's answers take far longer than code does).
+            live = max_seconds is not None
             runner, stopped = bounded_runner(
                 self.session,
                 max_calls=int(limit("SIMULATION_MAX_CODE_CALLS")),
-                deadline=deadline,
+                max_wall=float(max_seconds if live else limit("SIMULATION_MAX_WALL_SECONDS")),
+                max_cpu=None if live else float(limit("SIMULATION_MAX_SECONDS")),
                 caps=self.caps,
                 should_stop=self.should_stop,
             )

@@ -21,7 +21,7 @@ def run_all_context(app: AgentApp, job: Job) -> dict[str, Any]:
     rows = [
         {
             **s,
-            "failed_steps": [r for r in s["results"] if r["status"] == "failed"],
+            "failed_steps": [r for r in s["results"] if r["status"] in ("failed", "stopped")],
         }
         for s in scenarios
     ]

@@ -49,6 +49,15 @@ class Callbacks(Window):
             )
         return tools
 
+    def code_input(self, value: Any) -> Any:
+        """What a code call receives of the run's `value`: a private copy, since a runner may
+        change what it is given, unless the runner says it only reads (``reads_only``: the
+        sandbox's sends it as JSON), where the copy of a 50 KB state at every call was the
+        engine's largest cost (docs/benchmarks/evaluate.md)."""
+        if getattr(self.run_code, "reads_only", False):
+            return value
+        return copy_tree(value)
+
     def used_code_mocks(self, result: CodeResult) -> None:
         """A golden ``mock`` answers the next call of its tool, a call from code too."""
         for name, returned in result.tool_calls:
@@ -74,6 +83,8 @@ class Callbacks(Window):
             result = CodeResult(
                 False, None, (), (), f"the code runner failed: {exc}", None, ran=False
             )
+        if result.stopped and self.stopped is None:
+            self.stopped = (max(self.turn, 0), result.stopped)
         if not result.ok:
             where = Message(" (line %(line)s)", line=result.error_line) if result.error_line else ""
             ends = Message("; the turn ends here, as in the runtime") if result.ran else ""
@@ -125,8 +136,8 @@ class Callbacks(Window):
                 code=callback.code,
                 entry=entry,
                 kind="callback",
-                args=copy_tree(dict(args)),
-                state=copy_tree(self.state),
+                args=self.code_input(dict(args)),
+                state=self.code_input(self.state),
                 filename=f"<callback:{entry}>",
                 context_values=self.code_context(),
                 tools=self.code_tools(),

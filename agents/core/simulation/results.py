@@ -81,6 +81,10 @@ class CodeResult:
     # A model callback's changes to its ``llm_request``: ``system_instruction`` (the text the
     # model then receives) and ``hidden_tools`` (``config.hide_tool``); None when none.
     request: dict[str, Any] | None = None
+    # Why a bound stopped the run at this call (a time limit, a cap, a cancel), when one
+    # did: the call was not run or was cut, not by anything the code did, so what follows
+    # is not the scenario's outcome (``SimulationResult.stopped``).
+    stopped: str = ""
 
 
 CodeRunner = Callable[[CodeCall], CodeResult]
@@ -194,6 +198,11 @@ class SimulationResult:
     diagnostics: tuple[Diagnostic, ...]
     instruction_diagnostics: tuple[Diagnostic, ...] = ()
     model_calls: tuple[ModelCall, ...] = ()
+    # A bound (a time limit, a cap, a cancel) stopped the run in turn `stopped_turn`, for
+    # the reason `stopped`: that turn and the later ones are not the scenario's outcome, so
+    # their checks are not judged (``agents.core.evaluate``: status ``stopped``).
+    stopped: str = ""
+    stopped_turn: int | None = None
 
     def model_input_text(self, turn: int) -> str:
         """The turn's last instructions and its visible history, one event per line."""

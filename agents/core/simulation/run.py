@@ -281,4 +281,6 @@ class Run(ModelCalls):
             diagnostics=tuple(self.diagnostics),
             instruction_diagnostics=tuple(compiled.diagnostics),
             model_calls=tuple(self.model_calls),
+            stopped=self.stopped[1] if self.stopped is not None else "",
+            stopped_turn=self.stopped[0] if self.stopped is not None else None,
         )

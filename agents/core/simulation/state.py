@@ -96,6 +96,8 @@ class RunState:
         self.latest_instructions = ""
         # Set when tool or callback code raised: the rest of the turn does not run.
         self.turn_ended: str | None = None
+        # (turn, reason) of the first call a bound stopped (``CodeResult.stopped``).
+        self.stopped: tuple[int, str] | None = None
         # Set when a before_agent callback answered: the rest of the turn does not run.
         self.turn_answered: str | None = None
         self.undeclared_warned: set[tuple[str, str]] = set()

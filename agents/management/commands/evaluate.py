@@ -8,7 +8,8 @@ The command runs the work as jobs itself (kind ``evaluate_app``, no worker neede
 ``--model NAME`` runs them live against a configured model (README: Goldens live), and
 the CX evaluations of the scenario kind with a simulated user (``--judge`` for rubrics).
 Exit status: 0 when no expectation failed (those that need a model do not fail a run),
-1 when one failed, 2 when an APP names no app (or --model no configured model).
+1 when one failed, 2 when an APP names no app (or --model no configured model), 3 when
+none failed but a time limit stopped a scenario (``STOP``: not judged; docs/benchmarks).
 ``--replay`` replays each scenario's latest live recording offline instead (no model,
 milliseconds: the CI way, README: Replay and drift); a request that drifted from its
 recording fails the run like a failed expectation (exit 1), a scenario never recorded is
@@ -37,7 +38,13 @@ from agents.models import AgentApp, Job
 from agents.services import evaluation, jobs
 from agents.services.common import ServiceError
 
-_LABEL = {"passed": "PASS", "failed": "FAIL", "needs_model": "MODEL", "none": "----"}
+_LABEL = {
+    "passed": "PASS",
+    "failed": "FAIL",
+    "needs_model": "MODEL",
+    "stopped": "STOP",
+    "none": "----",
+}
 
 
 def _evaluation(data: dict[str, Any]) -> ScenarioEvaluation:
@@ -54,6 +61,7 @@ def _evaluation(data: dict[str, Any]) -> ScenarioEvaluation:
         passed=data["passed"],
         failed=data["failed"],
         needs_model=data["needs_model"],
+        stopped=data.get("stopped", 0),
     )
 
 
@@ -64,13 +72,26 @@ def _run(job: Job) -> Job | None:
         connection.close()  # a thread's own connection
 
 
-def _exit_if_failed(failed: int) -> None:
-    """Exit 1 naming how many scenarios failed, if any did."""
+def _exit_if_failed(failed: int, stopped: int = 0) -> None:
+    """Exit 1 naming how many scenarios failed, if any did; else 3 naming how many a time
+    limit stopped (no verdict: not a failure, not a pass)."""
     if failed:
         raise CommandError(
             ngettext("%(count)s scenario failed.", "%(count)s scenarios failed.", failed)
             % {"count": failed},
             returncode=1,
+        )
+    if stopped:
+        raise CommandError(
+            ngettext(
+                "%(count)s scenario was stopped by a time limit: not judged. Run it again on "
+                "a less loaded machine, or raise the limit (SIMULATION_MAX_SECONDS).",
+                "%(count)s scenarios were stopped by a time limit: not judged. Run them again "
+                "on a less loaded machine, or raise the limit (SIMULATION_MAX_SECONDS).",
+                stopped,
+            )
+            % {"count": stopped},
+            returncode=3,
         )
 
 
@@ -90,6 +111,7 @@ def _counts(
     failed: int,
     needs_model: int | None = None,
     no_expectations: int | None = None,
+    stopped: int = 0,
 ) -> str:
     """``2 passed, 1 failed, 1 needs a model…``, each count with its own plural (French
     agrees with what is counted: `of` "scenarios" or "expectations")."""
@@ -110,6 +132,13 @@ def _counts(
             ngettext("%(count)s needs a model", "%(count)s need a model", needs_model)
             % {"count": needs_model}
         )
+    if stopped:
+        parts.append(
+            ngettext(
+                "%(count)s stopped by a time limit", "%(count)s stopped by a time limit", stopped
+            )
+            % {"count": stopped}
+        )
     if no_expectations is not None:
         parts.append(
             ngettext(
@@ -124,6 +153,10 @@ def _counts(
 
 class Command(LocalizedCommand):
     help = "Run the expectations (goldens) of every scenario of the apps; non-zero on a failure."
+    # The checks of what evaluate uses (the models and their configuration, the sandbox's
+    # protections, the translations, the cache): not the URL configuration's, whose import
+    # of every view was a third of the command's start (docs/benchmarks/evaluate.md).
+    requires_system_checks = ["models", "sandbox", "translation", "caches"]
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("apps", nargs="*", help="app ids or exact names (default: all)")
@@ -259,10 +292,11 @@ class Command(LocalizedCommand):
                 summary["failed"],
                 summary["needs_model"],
                 summary["no_expectations"],
+                summary.get("stopped", 0),
             )
         )
         _write_junit(options, cases)
-        _exit_if_failed(summary["failed"])
+        _exit_if_failed(summary["failed"], summary.get("stopped", 0))
 
     def replay(self, apps: list[AgentApp], options: dict) -> None:
         """`--replay`: every scenario's latest live run, replayed with its recorded answers."""
@@ -369,7 +403,11 @@ class Command(LocalizedCommand):
         evaluation_ = _evaluation(data)  # English: the JUnit XML is the same in every language
         shown = _evaluation(localized_data(data))  # what the operator reads: their language
         counts = _counts(
-            "expectations", evaluation_.passed, evaluation_.failed, evaluation_.needs_model
+            "expectations",
+            evaluation_.passed,
+            evaluation_.failed,
+            evaluation_.needs_model,
+            stopped=evaluation_.stopped,
         )
         live = ""
         if data.get("live"):
@@ -390,7 +428,7 @@ class Command(LocalizedCommand):
         )
         for r in shown.results:
             # A failure, or one the calls the golden leaves out decide (said why).
-            if r.status == "failed" or r.left_to_model:
+            if r.status in ("failed", "stopped") or r.left_to_model:
                 note = f" [{r.note}]" if r.note else ""
                 step = _("step %(number)s") % {"number": r.step + 1}
                 self.stdout.write(f"      {step}{note}: {r.line}")
