@@ -62,21 +62,23 @@ def _has_float(value: Any) -> bool:
     an explicit stack, exact types first (a subclass is checked as before)."""
     stack = [value]
     pop, push = stack.pop, stack.extend
+    # A container seen once is not walked again: a value that contains itself (a list
+    # appended to itself) ends the walk instead of looping for ever.
+    seen: set[int] = set()
     while stack:
         node = pop()
         kind = type(node)
         if kind in _LEAVES:
             continue
-        if kind is dict:
-            push(node.values())
-        elif kind is list or kind is tuple:
-            push(node)
-        elif kind is float or isinstance(node, float):
+        if kind is float or isinstance(node, float):
             return True
-        elif isinstance(node, dict):
-            push(node.values())
-        elif isinstance(node, list | tuple):
-            push(node)
+        if not isinstance(node, dict | list | tuple):
+            continue
+        key = id(node)
+        if key in seen:
+            continue
+        seen.add(key)
+        push(node.values() if isinstance(node, dict) else node)
     return False
 
 
