@@ -216,7 +216,7 @@ class ModelEndpointForm(forms.ModelForm):
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
         label=_("API key"),
         help_text=_(
-            "Stored encrypted (README: Configuring models). Leave empty to keep the "
+            "Stored encrypted (docs: /docs/designer/live-models/). Leave empty to keep the "
             "stored key; tick 'Remove the key' to delete it."
         ),
     )
@@ -391,7 +391,7 @@ class AppModelDefaultAdmin(admin.ModelAdmin):
 
 @admin.register(Job)
 class JobAdmin(ReadOnlyAdmin):
-    """Every job (README, "Jobs"): who submitted it, its status, progress and error."""
+    """Every job (docs/operations/jobs.md): who submitted it, its status, progress and error."""
 
     list_display = (
         "id",

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning, register
 
 from agents.sandbox import jail
-from agents.services.simulation import missing_protections
+from agents.services.sandbox_door import missing_protections
 
 
 @register("sandbox")
@@ -34,7 +34,7 @@ def sandbox_protections(app_configs: Any = None, **kwargs: Any) -> list[CheckMes
         messages.append(
             Warning(
                 f"The sandbox cannot give the protection {name!r}: {why}.{refused}",
-                hint="See the README, section 'The sandbox', for what the host must provide.",
+                hint="See the docs, /docs/designer/sandbox/, for what the host must provide.",
                 id="statecraft.W001",
             )
         )
@@ -54,7 +54,7 @@ def model_endpoints(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage
         return [
             Error(
                 str(exc),
-                hint="See the README, section 'Configuring models'.",
+                hint="See the docs, /docs/designer/live-models/.",
                 id="statecraft.E010",
             )
         ]

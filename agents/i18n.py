@@ -218,10 +218,6 @@ def recovered_message(text: str) -> str:
     return best[0] if len(best) == 1 else text
 
 
-def _localized_row(row: dict[str, Any]) -> dict[str, Any]:
-    return {**row, "message": localize(row["message"])}
-
-
 def decimal_comma() -> bool:
     """Whether the reader's language writes decimals with a comma (`1,5`: French, German)."""
     return formats.get_format("DECIMAL_SEPARATOR") == ","

@@ -255,7 +255,7 @@ def rate_limited(
 
 class SimulationsBusyMiddleware:
     """A simulation refused because this process already runs ``SIMULATION_MAX_CONCURRENT``
-    of them (`simulation.SimulationsBusy`) answers 429 with the message naming the limit
+    of them (`sandbox_door.SimulationsBusy`) answers 429 with the message naming the limit
     and a ``Retry-After``: plain text for the pages (the designer shows it in the panel),
     ``{"detail": ...}`` under /api/. Refused at once, so no thread waits for a slot."""
 
@@ -266,7 +266,7 @@ class SimulationsBusyMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
-        from agents.services.simulation import SimulationsBusy
+        from agents.services.sandbox_door import SimulationsBusy
 
         if not isinstance(exc, SimulationsBusy):
             return None

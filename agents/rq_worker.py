@@ -1,7 +1,7 @@
-"""The RQ worker class `manage.py worker` runs with ``TASKS_BACKEND=rq`` (README, "Jobs").
+"""The RQ worker class `manage.py worker` runs with ``TASKS_BACKEND=rq`` (docs/operations/jobs.md).
 
 RQ's default worker forks a *work horse* per job, so whatever a job leaves in the process
-(the warm sandbox sessions of `simulation.SessionPool`) dies with the horse. `WarmWorker`
+(the warm sandbox sessions of `sandbox_door.SessionPool`) dies with the horse. `WarmWorker`
 is RQ's `SimpleWorker` (each job in the worker's own process, no fork), so the pool the
 worker set up at start serves job after job, as on the database queue.
 

@@ -6,7 +6,8 @@ from django.urls import include, path
 from django.views.i18n import JavaScriptCatalog
 
 from agents.signin import SignInForm
-from designer import account_views, exchange_views, job_views, version_views, views
+from designer import views
+from designer.views import accounts, exchange, jobs, versions
 
 app_patterns = [
     path("", views.app_designer, name="app-designer"),
@@ -14,35 +15,35 @@ app_patterns = [
     path("delete", views.app_delete, name="app-delete"),
     path("share", views.app_share, name="app-share"),
     path("history", views.app_history, name="app-history"),
-    path("run-all", job_views.app_run_all, name="app-run-all"),
-    path("run-all/<uuid:job_id>", job_views.run_all_status, name="app-run-all-job"),
-    path("run-all/<uuid:job_id>/cancel", job_views.run_all_cancel, name="app-run-all-cancel"),
-    path("export", exchange_views.app_export, name="app-export"),
-    path("import-report", exchange_views.app_import_report, name="app-import-report"),
-    path("export/native", exchange_views.app_export_native, name="app-export-native"),
-    path("export/cx", exchange_views.app_export_cx, name="app-export-cx"),
-    path("export/adk", exchange_views.app_export_adk, name="app-export-adk"),
-    path("import-evalset", exchange_views.app_import_evalset, name="app-import-evalset"),
-    path("versions/", version_views.app_versions, name="app-versions"),
-    path("versions/new", version_views.version_create, name="version-create"),
-    path("versions/diff", version_views.version_diff, name="version-diff"),
+    path("run-all", jobs.app_run_all, name="app-run-all"),
+    path("run-all/<uuid:job_id>", jobs.run_all_status, name="app-run-all-job"),
+    path("run-all/<uuid:job_id>/cancel", jobs.run_all_cancel, name="app-run-all-cancel"),
+    path("export", exchange.app_export, name="app-export"),
+    path("import-report", exchange.app_import_report, name="app-import-report"),
+    path("export/native", exchange.app_export_native, name="app-export-native"),
+    path("export/cx", exchange.app_export_cx, name="app-export-cx"),
+    path("export/adk", exchange.app_export_adk, name="app-export-adk"),
+    path("import-evalset", exchange.app_import_evalset, name="app-import-evalset"),
+    path("versions/", versions.app_versions, name="app-versions"),
+    path("versions/new", versions.version_create, name="version-create"),
+    path("versions/diff", versions.version_diff, name="version-diff"),
     path(
         "versions/diff/scenarios/<uuid:job_id>",
-        version_views.version_diff_scenarios,
+        versions.version_diff_scenarios,
         name="version-diff-scenarios",
     ),
-    path("versions/labels", version_views.label_set, name="label-set"),
-    path("versions/labels/<str:name>/delete", version_views.label_delete, name="label-delete"),
-    path("versions/<int:number>/restore", version_views.version_restore, name="version-restore"),
-    path("versions/<int:number>/delete", version_views.version_delete, name="version-delete"),
+    path("versions/labels", versions.label_set, name="label-set"),
+    path("versions/labels/<str:name>/delete", versions.label_delete, name="label-delete"),
+    path("versions/<int:number>/restore", versions.version_restore, name="version-restore"),
+    path("versions/<int:number>/delete", versions.version_delete, name="version-delete"),
     path(
         "versions/<int:number>/export/native",
-        version_views.version_export_native,
+        versions.version_export_native,
         name="version-export-native",
     ),
     path(
         "versions/<int:number>/export/cx",
-        version_views.version_export_cx,
+        versions.version_export_cx,
         name="version-export-cx",
     ),
     path("variables/new", views.variable_new, name="variable-new"),
@@ -66,12 +67,12 @@ app_patterns = [
     path("agents/<int:agent_id>/simulate", views.agent_simulate, name="agent-simulate"),
     path(
         "agents/<int:agent_id>/live-jobs/<uuid:live_job_id>",
-        job_views.live_job_status,
+        jobs.live_job_status,
         name="live-job",
     ),
     path(
         "agents/<int:agent_id>/live-jobs/<uuid:live_job_id>/cancel",
-        job_views.live_job_cancel,
+        jobs.live_job_cancel,
         name="live-job-cancel",
     ),
     path(
@@ -113,17 +114,17 @@ urlpatterns = [
         auth_views.LoginView.as_view(authentication_form=SignInForm),
         name="login",
     ),
-    path("accounts/api-token", account_views.api_token, name="api-token"),
+    path("accounts/api-token", accounts.api_token, name="api-token"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("accounts/language", account_views.set_language, name="set-language"),
+    path("accounts/language", accounts.set_language, name="set-language"),
     # The front end's translated strings (designer.js, the editor bundle): a script URL, so
     # the CSP (no inline script) holds; pages add ?l=<language> so a browser caches each apart.
     path("jsi18n/", JavaScriptCatalog.as_view(domain="djangojs"), name="javascript-catalog"),
     path("apps/new", views.app_create, name="app-create"),
-    path("apps/import", exchange_views.app_import, name="app-import"),
+    path("apps/import", exchange.app_import, name="app-import"),
     path(
         "apps/import/jobs/<uuid:import_job_id>",
-        exchange_views.app_import_job,
+        exchange.app_import_job,
         name="app-import-job",
     ),
     path("apps/<int:app_id>/", include(app_patterns)),

@@ -65,6 +65,12 @@ class Reply:
     drip: Callable[[int], Any] | None = None
     drip_every: float = 0.05
     drip_max: int = 600
+    # Extra response headers (``Retry-After`` with a 429).
+    headers: dict[str, str] = field(default_factory=dict)
+    # A body that is not the protocol's JSON (an HTML error page, a cut answer): sent as
+    # these bytes with this content type instead of `body`.
+    raw: bytes | None = None
+    content_type: str = "application/json"
 
 
 @dataclass
@@ -153,6 +159,8 @@ class ModelServer:
                 if reply.stream is not None:
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "text/event-stream")
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
                     self.send_header("Connection", "close")
                     self.end_headers()
                     for chunk in reply.stream:
@@ -162,10 +170,12 @@ class ModelServer:
                         self.wfile.write(b"data: [DONE]\n\n")
                     self.close_connection = True
                     return
-                data = json.dumps(reply.body).encode()
+                data = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
                 self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", reply.content_type)
                 self.send_header("Content-Length", str(len(data)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -361,8 +371,11 @@ def openai_call(name: str, arguments: Any, tokens: tuple[int, int] = (20, 7)) ->
     )
 
 
-def openai_error(status: int, message: str = "error") -> Reply:
-    return Reply(status, {"error": {"message": message, "type": "error", "code": None}})
+def openai_error(
+    status: int, message: str = "error", headers: dict[str, str] | None = None
+) -> Reply:
+    body = {"error": {"message": message, "type": "error", "code": None}}
+    return Reply(status, body, headers=dict(headers or {}))
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> dict[str, Any]:
@@ -453,7 +466,9 @@ def gemini_drip(piece: str = "more ", every: float = 0.05) -> Reply:
     return Reply(drip=lambda i: chunk, drip_every=every, done_marker=False)
 
 
-def gemini_error(status: int, message: str = "error", reason: str = "") -> Reply:
+def gemini_error(
+    status: int, message: str = "error", reason: str = "", headers: dict[str, str] | None = None
+) -> Reply:
     names = {
         400: "INVALID_ARGUMENT",
         401: "UNAUTHENTICATED",
@@ -465,7 +480,7 @@ def gemini_error(status: int, message: str = "error", reason: str = "") -> Reply
     error: dict[str, Any] = {"code": status, "message": message, "status": names.get(status, "")}
     if reason:
         error["details"] = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason}]
-    return Reply(status, {"error": error})
+    return Reply(status, {"error": error}, headers=dict(headers or {}))
 
 
 # --------------------------------------------------------------------------- Google OAuth

@@ -227,7 +227,7 @@ def test_an_evalset_refused_names_its_file_once(bank, user, tmp_path):
 def test_the_per_turn_cap_numbers_no_call_that_was_never_made(server, models_env, bank_app):
     from agents import services
     from agents.core.live import Caps
-    from agents.services.live import run_live
+    from agents.services.live_runs import run_live
     from tests.llm_server import openai_call
 
     models_env()

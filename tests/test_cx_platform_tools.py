@@ -39,7 +39,7 @@ def test_only_the_tools_cx_provides_can_be_platform_tools(bank, user):
 
 
 def test_the_simulation_calls_a_platform_tool(bank, user):
-    from agents.services.simulation import simulate_scenario
+    from agents.services.sandbox_door import simulate_scenario
 
     root = bank.agents.get(is_root=True)
     services.tool_create(app=bank, name="end_session", kind="platform", attach_to=root, actor=user)

@@ -151,7 +151,7 @@ def test_bella_notte_imports_with_its_goldens_and_evaluate_runs_them(
     settings,
 ):
     """Google's example app: 28 goldens become scenarios, the 5 evaluations of the scenario
-    kind are listed as needing a model. The counts are the README's (Goldens, bella_notte)."""
+    kind are listed as needing a model. The counts are the docs' (designer/goldens.md, bella_notte)."""
     from agents.core.cx.app import zip_bytes
     from agents.services import exchange
     from tests.cx_tree import folder_files
@@ -159,7 +159,7 @@ def test_bella_notte_imports_with_its_goldens_and_evaluate_runs_them(
     files = folder_files(cx_corpus / "examples" / "bella_notte")
     app, kind, _ = exchange.app_import_file(owner=user, data=zip_bytes(files))
     assert kind == "cx"
-    # Its evaluations have no createTime: the clock is the designer's to set (README). The
+    # Its evaluations have no createTime: the clock is the designer's to set (docs/designer/goldens.md). The
     # goldens' dates are in June and July 2026.
     assert set(Scenario.objects.filter(agent__app=app).values_list("now", flat=True)) == {""}
     Scenario.objects.filter(agent__app=app).update(now="2026-06-01T12:00:00")
@@ -172,7 +172,7 @@ def test_bella_notte_imports_with_its_goldens_and_evaluate_runs_them(
     assert raised.value.returncode == 1
     text = out.getvalue()
     # As imported, every golden starts at the root agent (as CX starts it) and the goldens
-    # leave the routing to the root's model (README, Goldens, bella_notte): three that list
+    # leave the routing to the root's model (docs/designer/goldens.md, bella_notte): three that list
     # the routing pass; the failures the unlisted calls decide need a model, and say so —
     # with the call that explains them when one does (the routing another golden lists).
     assert "3 passed, 1 failed, 24 need a model, 0 without expectations" in text

@@ -15,7 +15,7 @@ from agents import services
 from agents.core.formats import dumps_native, from_native
 from agents.models import Agent, AgentApp, Callback, Job, Scenario, Schema, Tool, Variable
 from agents.services import ServiceError, exchange
-from designer.exchange_views import WARNINGS_HEADER
+from designer.views.exchange import WARNINGS_HEADER
 from tests.cx_tree import without_cx
 
 pytestmark = pytest.mark.django_db

@@ -359,7 +359,9 @@ def test_the_job_limit_is_refused_in_german(user, bank, settings):
     settings.JOBS_MAX_ACTIVE_PER_USER = 1
     client = APIClient()
     client.force_login(user)
-    url = f"/api/apps/{bank.pk}/evaluate"
+    scenario = bank.agents.get().scenarios.first()
+    # A scenario's evaluation (a second Run all would supersede the first).
+    url = f"/api/apps/{bank.pk}/agents/{scenario.agent_id}/scenarios/{scenario.pk}/evaluate"
     assert client.post(url).status_code == 202
     refused = client.post(url, HTTP_ACCEPT_LANGUAGE="de")
     assert refused.status_code == 429
@@ -568,16 +570,16 @@ def test_a_live_runs_auth_error_reads_in_german_and_french_through_the_api(
     assert all(KEY not in json.dumps(b) and "i18n" not in json.dumps(b) for b in bodies.values())
 
     run = bodies["en"]["result"]["live_run"]
-    replay = client.post(
-        f"/api/apps/{app.pk}/live-runs/{run}/replay", HTTP_ACCEPT_LANGUAGE="de"
-    ).json()
+    queued = client.post(f"/api/apps/{app.pk}/live-runs/{run}/replay")
+    assert queued.status_code == 202 and run_jobs() == 1
+    replay = client.get(queued["Location"], HTTP_ACCEPT_LANGUAGE="de").json()["result"]
     (problem,) = [d for d in replay["diagnostics"] if d["code"] == "SC421"]
     assert problem["message"] == (
         "Modellaufruf 1 ist fehlgeschlagen (auth): loop hat den API-Schlüssel aus LIVE_KEY "
         "abgelehnt (HTTP 401): prüfen Sie den Schlüssel"
     )
-    assert replay["live"]["calls"][0]["message"].startswith("loop hat den API-Schlüssel")
-    assert replay["live"]["calls"][0]["error"] == "auth"
+    assert replay["calls"][0]["answer"]["message"].startswith("loop hat den API-Schlüssel")
+    assert replay["calls"][0]["answer"]["error"] == "auth"
 
 
 @pytest.mark.django_db
@@ -622,9 +624,9 @@ def test_a_live_goldens_verdicts_and_a_replays_drift_read_in_the_language(
 
     recorded = LiveRun.objects.get(scenario=scenario, mode="live")
     services.agent_update(agent=agent, instructions=agent.instructions + "Be brief.\n")
-    replay = client.post(
-        f"/api/apps/{app.pk}/live-runs/{recorded.pk}/replay", HTTP_ACCEPT_LANGUAGE="fr"
-    ).json()["live"]
+    queued = client.post(f"/api/apps/{app.pk}/live-runs/{recorded.pk}/replay")
+    assert queued.status_code == 202 and run_jobs() == 1
+    replay = client.get(queued["Location"], HTTP_ACCEPT_LANGUAGE="fr").json()["result"]
     (drift,) = replay["drift"]
     assert drift["call"] == 0
     assert drift["changes"][0].startswith("instructions ligne 4 : "), drift

@@ -1,4 +1,4 @@
-"""Jobs (README, "Jobs"): the API answers 202, a worker runs the job from the database
+"""Jobs (docs/operations/jobs.md): the API answers 202, a worker runs the job from the database
 queue, the job's url shows progress and the result, cancel, caps and the per-user limit.
 
 Here the database backend's own task runner runs the queue in the test process;
@@ -12,7 +12,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from agents import services
-from agents.models import Job, JobItem, ScenarioResult
+from agents.models import Job, JobItem, Scenario, ScenarioResult
 from agents.services import jobs
 
 pytestmark = pytest.mark.django_db
@@ -110,9 +110,14 @@ def bob_api(other_user):
     return client
 
 
+def _scenario_evaluate_url(app) -> str:
+    scenario = Scenario.objects.filter(agent__app=app).select_related("agent").first()
+    return reverse("api:scenario-evaluate", args=[app.pk, scenario.agent.pk, scenario.pk])
+
+
 def test_a_users_active_jobs_are_limited_with_a_429_naming_the_limit(api, bank, settings):
     settings.JOBS_MAX_ACTIVE_PER_USER = 2
-    url = reverse("api:app-evaluate", args=[bank.pk])
+    url = _scenario_evaluate_url(bank)  # a scenario's evaluation supersedes none
     assert [api.post(url).status_code for _ in range(2)] == [202, 202]
     refused = api.post(url)
     assert refused.status_code == 429
@@ -121,7 +126,7 @@ def test_a_users_active_jobs_are_limited_with_a_429_naming_the_limit(api, bank, 
 
 def test_a_cancelled_job_frees_a_place_under_the_limit(api, bank, settings):
     settings.JOBS_MAX_ACTIVE_PER_USER = 1
-    url = reverse("api:app-evaluate", args=[bank.pk])
+    url = _scenario_evaluate_url(bank)
     first = api.post(url)
     assert api.post(url).status_code == 429
     cancelled = api.post(first["Location"] + "cancel").json()

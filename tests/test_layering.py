@@ -1,4 +1,4 @@
-"""The shape of the house (README, Architecture): which package may import which.
+"""The shape of the house (docs/architecture.md): which package may import which.
 
 Dependencies point inward: adapters → services/selectors → models → core. The
 check reads every module's imports with `ast` (also those inside functions), so a
@@ -136,9 +136,9 @@ def test_views_and_api_write_only_through_services():
     assert not offenders, offenders
 
 
-# The one door (README, Architecture): only the simulation service opens the sandbox, and
+# The one door (docs/architecture.md): only the simulation service opens the sandbox, and
 # the system check reads the host's protections. Batch callers borrow its bounded runner.
-SANDBOX_DOORS = {"agents/services/simulation.py", "agents/checks.py"}
+SANDBOX_DOORS = {"agents/services/sandbox_door.py", "agents/checks.py"}
 
 
 def test_only_the_simulation_service_imports_the_sandbox():
@@ -150,7 +150,7 @@ def test_only_the_simulation_service_imports_the_sandbox():
         and str(path.relative_to(ROOT)) not in SANDBOX_DOORS
         and any(n == "agents.sandbox" or n.startswith("agents.sandbox.") for n in _imports(path))
     )
-    assert not offenders, f"{offenders} import agents.sandbox: go through services.simulation"
+    assert not offenders, f"{offenders} import agents.sandbox: go through services.sandbox_door"
 
 
 def _module_name(path: Path) -> str:

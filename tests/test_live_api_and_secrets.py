@@ -73,8 +73,12 @@ def test_api_simulate_with_a_model_is_a_job_that_reports_tokens_and_cost(
     assert [c["answer"]["tokens_in"] for c in live["calls"]] == [15, 9]
     # gpt-4o-mini's list price: 0.15 / 0.60 USD per million tokens.
     assert live["cost"] == pytest.approx((24 * 0.15 + 10 * 0.60) / 1e6)
-    replay = signed_in.post(f"/api/apps/{app.pk}/live-runs/{live['live_run']}/replay").json()
-    assert replay["live"]["mode"] == "replay" and replay["live"]["drift"] == []
+    # A replay is a job too (it runs the tools again): 202, then the worker's result.
+    queued = signed_in.post(f"/api/apps/{app.pk}/live-runs/{live['live_run']}/replay")
+    assert queued.status_code == 202 and run_jobs() == 1
+    replay = signed_in.get(queued["Location"]).json()["result"]
+    assert replay["mode"] == "replay" and replay["drift"] == [] and replay["status"] == "passed"
+    assert len(configured.seen) == 2  # the replay called no model
 
 
 def test_api_simulate_without_a_model_stays_synchronous(signed_in, bank_app):  # noqa: F811
@@ -287,20 +291,23 @@ def test_a_model_key_never_appears_anywhere(
         openai_stream_text("1,250 EUR."),
     )
     url = f"/api/apps/{app.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/simulate"
-    answers = [
-        signed_in.post(url, {"model": "loop"}, content_type="application/json").content,
+    answers = [signed_in.post(url, {"model": "loop"}, content_type="application/json").content]
+    assert run_jobs() == 1  # (a newer live run of the agent would supersede it)
+    answers += [
         signed_in.post(url, {"model": "stored"}, content_type="application/json").content,
         signed_in.get("/api/models").content,
         signed_in.post(f"/api/apps/{app.pk}/evaluate").content,
     ]
-    assert run_jobs() == 3
+    assert run_jobs() == 2
     answers += [signed_in.get(f"/api/jobs/{job.pk}/").content for job in Job.objects.all()]
     assert configured.seen[2].headers["authorization"] == f"Bearer {ADMIN_KEY}"
     designer = reverse("agent-simulate", args=[app.pk, agent.pk])
     configured.script(openai_stream_call("LookupBalance", "{}"), openai_stream_text("1,250 EUR."))
     pages = [
         signed_in.post(designer, {"model": "loop", "live": "1"}, headers=HX).content,
-        live_job(signed_in, run_jobs, app, agent, {"model": "loop", "live": "1"}).content,
+        live_job(
+            signed_in, run_jobs, app, agent, {"scenario": scenario.pk, "model": "loop", "live": "1"}
+        ).content,
         signed_in.get(reverse("app-designer", args=[app.pk])).content,
         signed_in.get(reverse("app-export-native", args=[app.pk])).content,
         signed_in.get(reverse("app-history", args=[app.pk])).content,
@@ -354,8 +361,8 @@ def test_the_admin_pages_of_live_models_open_with_constant_queries(
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from agents.services.live import run_live
     from agents.services.live_models import app_model_set
+    from agents.services.live_runs import run_live
 
     app, agent, scenario = bank_app
     admin_client = Client()
@@ -391,7 +398,7 @@ def test_the_app_default_model_through_the_api(signed_in, configured, bank_app):
         "model": "loop"
     }
     configured.script(openai_text("Hello."))
-    from agents.services.live import run_live
+    from agents.services.live_runs import run_live
 
     outcome = run_live(app=app, agent=agent, scenario=scenario)  # no model named
     assert outcome.model == "loop" and len(configured.seen) == 1
@@ -499,7 +506,7 @@ def test_the_designer_makes_the_picked_model_the_apps_default(
     """Designers pick the app's default model in the conversation panel (the one live
     runs that name no model use); Scripted clears it; the picker marks it."""
     from agents.models import AppModelDefault
-    from agents.services.live import run_live
+    from agents.services.live_runs import run_live
 
     app, agent, scenario = bank_app
     url = reverse("agent-simulate", args=[app.pk, agent.pk])

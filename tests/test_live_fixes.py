@@ -18,7 +18,7 @@ from django.test import Client
 from agents import services
 from agents.models import Job, LiveRun, ShareRole
 from agents.services.jobs import job_run
-from agents.services.live import run_live
+from agents.services.live_runs import run_live
 from tests.llm_server import (
     ModelServer,
     configure_models,

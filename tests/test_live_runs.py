@@ -18,7 +18,9 @@ from agents import services
 from agents.core.live import Caps
 from agents.demo import LOOKUP_BALANCE_CODE
 from agents.models import LiveRun, Scenario
-from agents.services.live import live_run_save_golden, replay_live, run_live
+from agents.services.live_goldens import live_run_save_golden
+from agents.services.live_replays import replay_live
+from agents.services.live_runs import run_live
 from tests.llm_server import (
     KEY,
     Reply,
@@ -233,9 +235,39 @@ def test_a_429_is_retried_with_backoff_through_the_injected_sleeper(server, mode
     )
     slept, sleeper = counting_sleeper()
     outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop", sleeper=sleeper)
-    assert slept == [0.5, 1.0]
+    # The OpenAI SDK's backoff, 0.5 s doubling, each wait times a jitter in (0.75, 1].
+    assert len(slept) == 2 and 0.375 < slept[0] <= 0.5 and 0.75 < slept[1] <= 1.0
     assert outcome.calls[0]["answer"]["retries"] == 2
     assert outcome.run.retries == 2 and outcome.evaluation.status == "passed"
+
+
+@pytest.mark.parametrize("kind", ["openai", "gemini"])
+def test_a_429_waits_what_its_retry_after_asks(server, models_env, bank_app, kind):
+    models_env(kind)
+    app, agent, scenario = bank_app
+    error = openai_error if kind == "openai" else gemini_error
+    call = openai_call if kind == "openai" else gemini_call
+    text = openai_text if kind == "openai" else gemini_text
+    server.script(
+        error(429, "slow down", headers={"Retry-After": "3"}),
+        call("LookupBalance", {}),
+        text("1,250 EUR."),
+    )
+    slept, sleeper = counting_sleeper()
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop", sleeper=sleeper)
+    # 3 s, waited in slices of a second (a Cancel or the run's time cap ends the wait).
+    assert slept == [1.0, 1.0, 1.0] and len(server.seen) == 3
+    assert outcome.calls[0]["answer"]["retries"] == 1 and outcome.evaluation.status == "passed"
+
+
+def test_a_retry_after_longer_than_two_minutes_is_not_waited_for(server, models_env, bank_app):
+    models_env()
+    app, agent, scenario = bank_app
+    server.script(openai_error(429, "come back tomorrow", headers={"Retry-After": "86400"}))
+    slept, sleeper = counting_sleeper()
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop", sleeper=sleeper)
+    assert slept == [] and len(server.seen) == 1
+    assert outcome.error == "quota" and outcome.calls[0]["answer"]["retries"] == 0
 
 
 def test_429_beyond_the_retries_is_a_quota_error(server, models_env, bank_app):
@@ -659,7 +691,8 @@ def test_gemini_429_and_503_are_retried_by_us_alone_with_backoff(server, models_
     )
     slept, sleeper = counting_sleeper()
     outcome = run_live(app=app, agent=agent, scenario=scenario, model="loop", sleeper=sleeper)
-    assert slept == [0.5, 1.0] and len(server.seen) == 4  # google-genai's own retries off
+    assert len(slept) == 2 and 0.375 < slept[0] <= 0.5 and 0.75 < slept[1] <= 1.0
+    assert len(server.seen) == 4  # google-genai's own retries off
     assert outcome.calls[0]["answer"]["retries"] == 2 and outcome.evaluation.status == "passed"
 
 

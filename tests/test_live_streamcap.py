@@ -35,7 +35,7 @@ def _configure(monkeypatch, server, **entry):
 
 
 def _run(bank_app, **options):  # noqa: F811
-    from agents.services.live import run_live
+    from agents.services.live_runs import run_live
 
     app, agent, scenario = bank_app
     return run_live(app=app, agent=agent, scenario=scenario, model="loop", **options)
@@ -213,7 +213,7 @@ def test_a_key_echoed_in_an_answer_is_masked_everywhere(
     assert "Bearer ***" in stored
     call = next(e for e in outcome.result.events if e.kind == "tool_call")
     assert call.value == {"account_id": "*** Bearer ***"}
-    from agents.services.live import live_run_save_golden
+    from agents.services.live_goldens import live_run_save_golden
 
     golden = live_run_save_golden(run=outcome.run, actor=outcome.run.ran_by, name="echo")
     assert KEY not in json.dumps(golden.to_spec(app_id="a").steps, default=str)

@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from agents.services.live import run_live
+from agents.services.live_runs import run_live
 from tests import test_live_runs
 from tests.llm_server import (
     KEY,
@@ -343,7 +343,7 @@ def test_a_stored_key_the_secret_no_longer_decrypts_is_a_named_config_error(
 
 
 def test_the_vertex_access_token_and_the_service_account_key_are_stored_nowhere(
-    server, vertex, bank_app, signed_in, caplog
+    server, vertex, bank_app, signed_in, caplog, run_jobs
 ):
     import logging
 
@@ -356,8 +356,10 @@ def test_the_vertex_access_token_and_the_service_account_key_are_stored_nowhere(
     server.script(gemini_call("LookupBalance", {}), gemini_text("1,250 EUR."))
     live = run_live(app=app, agent=agent, scenario=scenario, model="vx")
     assert server.seen[0].headers["authorization"] == "Bearer ya29.secret-token-5e6f7a"
-    replayed = signed_in.post(f"/api/apps/{app.pk}/live-runs/{live.run.pk}/replay")
-    assert replayed.status_code == 200
+    queued = signed_in.post(f"/api/apps/{app.pk}/live-runs/{live.run.pk}/replay")
+    assert queued.status_code == 202 and run_jobs() == 1
+    replayed = signed_in.get(queued["Location"])
+    assert replayed.json()["status"] == "succeeded"
     everything = "\n".join(
         [
             replayed.content.decode(),

@@ -185,7 +185,7 @@ REDIS_SERVER = "/usr/bin/redis-server"
 
 @pytest.fixture(scope="module", params=["database", "redis"])
 def server(request, tmp_path_factory, _migrated_sqlite):
-    """No CACHE_URL (the README's recipe: the database holds sessions and counts), and Redis."""
+    """No CACHE_URL (the deployment recipe, docs/operations/deployment.md: the database holds sessions and counts), and Redis."""
     tmp = tmp_path_factory.mktemp(f"two-workers-{request.param}")
     env = {"RATE_LIMITS": "api-anon=4/h,signin-account=5/15m"}
     redis = None

@@ -1,4 +1,4 @@
-"""The one door to the sandbox (README, Architecture): every batch entry point (evaluate-all,
+"""The one door to the sandbox (docs/architecture.md): every batch entry point (evaluate-all,
 the version diff, the jobs of both) runs its simulations on the runner the simulation
 service lends, so the caps and the required protections apply to each of them.
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from agents import services
-from agents.services import evaluation, jobs, simulation, versions
+from agents.services import evaluation, jobs, sandbox_door, versions
 
 pytestmark = pytest.mark.django_db
 TOOL = "def LookupBalance(account_id=''):\n    return {'balance': 1}\n"
@@ -64,7 +64,7 @@ def test_every_batch_entry_point_applies_the_code_call_cap(entry, many_calls, us
 def test_every_batch_entry_point_refuses_code_without_a_required_protection(
     entry, many_calls, user, settings, monkeypatch
 ):
-    monkeypatch.setattr(simulation, "missing_protections", lambda: {"seccomp": "not here"})
+    monkeypatch.setattr(sandbox_door, "missing_protections", lambda: {"seccomp": "not here"})
     settings.SANDBOX_REQUIRED_PROTECTIONS = ["seccomp"]
     out = repr(ENTRY_POINTS[entry](many_calls, user))  # SC471's message
     assert "Python code is not run: " in out

@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 
 from agents import services
-from designer.simulation import CHANGE_DETAIL_CHARS
+from designer.views.conversation import CHANGE_DETAIL_CHARS
 from tests.llm_server import openai_stream_text
 from tests.test_live_api_and_secrets import configured, live_job  # noqa: F401
 from tests.test_live_runs import bank_app  # noqa: F401

@@ -1,4 +1,4 @@
-"""The worker's warm sandbox pool (README, Jobs): a session is reused warm by the same
+"""The worker's warm sandbox pool (docs/operations/jobs.md): a session is reused warm by the same
 user's next job, never by another user's, and nothing planted by one user's code is seen
 by the next run of another user's app."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from agents import services
-from agents.services import jobs, simulation
+from agents.services import jobs, sandbox_door
 from tests.workers import redis_queue
 
 pytestmark = pytest.mark.django_db
@@ -35,9 +35,9 @@ LOOK = (
 
 @pytest.fixture
 def pool():
-    made = simulation.use_session_pool(2)
+    made = sandbox_door.use_session_pool(2)
     yield made
-    simulation.use_session_pool(0)
+    sandbox_door.use_session_pool(0)
 
 
 def _app(owner, code: str, expect: str = ""):

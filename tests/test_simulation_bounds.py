@@ -11,7 +11,7 @@ from agents import checks, ratelimit, services
 from agents.core.simulate import CodeCall
 from agents.sandbox import Limits, host
 from agents.sandbox import code_runner as memo
-from agents.services import simulation as simulation_bounds
+from agents.services import sandbox_door as simulation_bounds
 
 pytestmark = pytest.mark.django_db
 HX = {"HX-Request": "true"}

@@ -1,10 +1,10 @@
-"""In-request simulations are capped per process (``SIMULATION_MAX_CONCURRENT``, README
+"""In-request simulations are capped per process (``SIMULATION_MAX_CONCURRENT``, docs/designer/sandbox.md,
 "Bounded simulations"): one over the cap is refused at once with a 429 naming the limit and
 the setting, so simulations never hold every web thread; /healthz still answers.
 
 Over real HTTP (the live server: a threaded server in this process, so it shares the
 process's slots). A simulation already running in this process is a thread holding one
-slot (`simulation.SLOTS.hold()`, what every in-request simulation does) until the test
+slot (`sandbox_door.SLOTS.hold()`, what every in-request simulation does) until the test
 lets it go."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
-from agents.services import simulation
+from agents.services import sandbox_door
 
 pytestmark = pytest.mark.django_db(transaction=True)
 MESSAGE = (
@@ -35,7 +35,7 @@ def running():
     holding, release = threading.Event(), threading.Event()
 
     def hold() -> None:
-        with simulation.SLOTS.hold():
+        with sandbox_door.SLOTS.hold():
             holding.set()
             release.wait(60)
 
@@ -99,7 +99,7 @@ def test_a_simulation_over_the_process_cap_answers_429_and_healthz_still_answers
     assert status == 200 and "Too many simulations" not in body
     status, _, body = _post(api, {"use_mocks": True}, Authorization=token)
     assert status == 200 and "turns" in json.loads(body)
-    assert simulation.SLOTS.running == 0  # every request gave its slot back
+    assert sandbox_door.SLOTS.running == 0  # every request gave its slot back
 
 
 def test_no_cap_when_the_setting_is_0(live_server, settings, running, user, bank):

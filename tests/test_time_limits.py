@@ -21,7 +21,7 @@ from agents.models import Scenario, Tool
 from agents.sandbox import Limits, host
 from agents.sandbox import code_runner as memo
 from agents.services import evaluation
-from agents.services import simulation as bounds
+from agents.services import sandbox_door as bounds
 from tests.cx_corpus import cx_corpus  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db

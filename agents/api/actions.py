@@ -3,7 +3,9 @@ simulate, evaluate (one scenario or the whole app, as jobs).
 
 Viewers may call them all: they read the app and change none of its content (an
 evaluation stores the scenario's last result) — but not live (a `model` or a `judge`:
-the operator's model key is spent), which needs edit rights (`live_allowed`). Compile,
+the operator's model key is spent), which needs edit rights (the services refuse it:
+``LiveNotAllowed``, a 403). Live runs and evaluations are jobs, submitted by the services'
+use cases (``live_jobs.live_run_submit``, ``evaluation.run_all_submit``). Compile,
 lint and simulate serve the app from the spec cached by revision (`selectors.app_spec`),
 as the designer's preview does, so a warm cache answers in the same few queries.
 """
@@ -28,9 +30,7 @@ from agents.api.base import (
     ApiView,
     InvalidInput,
     accepted,
-    checked_model,
-    live_allowed,
-    submit,
+    submitted,
 )
 from agents.api.json_boundary import json_data_response
 from agents.api.serializers import DiagnosticOut, MessageField
@@ -39,7 +39,7 @@ from agents.core import rules
 from agents.core.lint import lint_app
 from agents.core.simulate import SimulationResult
 from agents.models import Agent, AgentApp, Channel, Modality, Scenario
-from agents.services import live_models
+from agents.services import evaluation, live_jobs
 
 # ---------------------------------------------------------------- shapes
 
@@ -120,52 +120,6 @@ class EvaluateIn(ModelIn):
             "With `model`: the configured model that judges the rubrics of the CX evaluations "
             "of the scenario kind; empty: the run's model."
         ),
-    )
-
-
-class LiveCallOut(serializers.Serializer):
-    index = serializers.IntegerField()
-    turn = serializers.IntegerField()
-    fingerprint = serializers.CharField(
-        help_text=gettext_lazy("SHA-256 of the request's canonical JSON.")
-    )
-    tokens_in = serializers.IntegerField()
-    tokens_out = serializers.IntegerField()
-    cost = serializers.FloatField(help_text=gettext_lazy("Estimated USD (README: Costs and caps)."))
-    retries = serializers.IntegerField()
-    error = serializers.CharField(
-        help_text=gettext_lazy("auth, quota, timeout, refused, cap… or empty.")
-    )
-    message = serializers.CharField()
-    parts = serializers.JSONField(
-        help_text=gettext_lazy("The answer: text and function-call parts.")
-    )
-
-
-class DriftOut(serializers.Serializer):
-    call = serializers.IntegerField(
-        help_text=gettext_lazy("The model call (from 0) whose request differs.")
-    )
-    turn = serializers.IntegerField()
-    changes = serializers.ListField(child=serializers.CharField())
-
-
-class LiveRunOut(serializers.Serializer):
-    id = serializers.IntegerField(
-        allow_null=True, help_text=gettext_lazy("The stored run (null: not stored).")
-    )
-    mode = serializers.CharField(help_text=gettext_lazy("live or replay."))
-    model = serializers.CharField()
-    replay_of = serializers.IntegerField(allow_null=True)
-    status = serializers.CharField()
-    error = serializers.CharField()
-    tokens_in = serializers.IntegerField()
-    tokens_out = serializers.IntegerField()
-    cost = serializers.FloatField()
-    calls = LiveCallOut(many=True)
-    drift = DriftOut(many=True)
-    results = serializers.JSONField(
-        help_text=gettext_lazy("Each expectation checked against the model.")
     )
 
 
@@ -313,9 +267,6 @@ class SimulationOut(serializers.Serializer):
     events = EventOut(many=True)
     model_calls = ModelCallOut(many=True)
     final_state = StateField()
-    live = LiveRunOut(
-        required=False, allow_null=True, help_text=gettext_lazy("A live run's calls and cost.")
-    )
 
 
 # ---------------------------------------------------------------- lint and compile
@@ -404,7 +355,8 @@ class ScenarioSimulateView(ApiView):
                 "the model calls so far and `current` holds the model's text so far; once "
                 "succeeded, `result` is {live_run (the recorded run's id, null for unsaved "
                 "instructions), mode, model, status, error, tokens_in, tokens_out, cost, calls, "
-                "drift, results}. Without a model it answers 200 at once with the simulation."
+                "drift, results, diagnostics}. Without a model it answers 200 at once with the "
+                "simulation."
             )
         ),
         request=SimulateIn,
@@ -421,16 +373,18 @@ class ScenarioSimulateView(ApiView):
             raise exceptions.NotFound(_("No such scenario for this agent."))
         scenario.agent = agent  # its spec names the agent
         data = self.valid(SimulateIn)
-        if data.get("model"):  # a live run is long work: a job (README, "Jobs")
-            live_allowed(self.access)
-            params = {
-                "agent": agent.pk,
-                "scenario": scenario.pk,
-                "model": checked_model(app, data["model"]),
-                "instructions": data.get("instructions"),
-                "use_mocks": data.get("use_mocks"),
-            }
-            return accepted(request, submit(request, kind="live_run", app=app, params=params))
+        if data.get("model"):  # a live run is long work: a job (docs/operations/jobs.md)
+            job = submitted(
+                live_jobs.live_run_submit,
+                app=app,
+                agent=agent,
+                actor=request.user,
+                scenario_id=scenario.pk,
+                model=data["model"],
+                instructions=data.get("instructions"),
+                use_mocks=data.get("use_mocks"),
+            )
+            return accepted(request, job)
         scenario_spec, result = services.simulate_scenario(
             app=app,
             agent=agent,
@@ -482,14 +436,19 @@ class ScenarioEvaluateView(ApiView):
     )
     def post(self, request: Request, app_id: int, agent_id: int, scenario_id: int) -> Response:
         app = self.load_app()
-        if not Scenario.objects.filter(pk=scenario_id, agent_id=agent_id, agent__app=app).exists():
+        scenario = Scenario.objects.filter(
+            pk=scenario_id, agent_id=agent_id, agent__app=app
+        ).first()
+        if scenario is None:
             raise exceptions.NotFound(_("No such scenario for this agent."))
-        params: dict[str, Any] = {"scenario": scenario_id}
-        model = self.valid(ModelIn).get("model")
-        if model:
-            live_allowed(self.access)
-            params["model"] = checked_model(app, model)
-        job = submit(request, kind="evaluate_scenario", app=app, params=params)
+        model = self.valid(ModelIn).get("model") or None
+        job = submitted(
+            evaluation.scenario_evaluate_submit,
+            app=app,
+            scenario=scenario,
+            actor=request.user,
+            model=model,
+        )
         return accepted(request, job)
 
 
@@ -521,11 +480,11 @@ class AppEvaluateView(ApiView):
     def post(self, request: Request, app_id: int) -> Response:
         app = self.load_app()
         data = self.valid(EvaluateIn)
-        if data.get("model") or data.get("judge"):
-            live_allowed(self.access)
-        model = checked_model(app, data.get("model"))
-        judge = live_models.checked_judge(app, model, data.get("judge"))
-        params = {"model": model} if model else {}
-        if judge:
-            params["judge"] = judge
-        return accepted(request, submit(request, kind="evaluate_app", app=app, params=params))
+        job = submitted(
+            evaluation.run_all_submit,
+            app=app,
+            actor=request.user,
+            model=data.get("model") or None,
+            judge=data.get("judge") or None,
+        )
+        return accepted(request, job)

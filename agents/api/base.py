@@ -8,7 +8,7 @@ invalid input (DRF validation and `ServiceError` alike) and 409 for a stale `ver
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
@@ -29,6 +29,7 @@ from agents.core.diagnostics import Diagnostic, Severity
 from agents.i18n import diagnostic_dicts, localize
 from agents.models import Agent, AgentApp, Job, Scenario, Tool
 from agents.services import jobs
+from agents.services.live_models import LiveNotAllowed
 
 # ---------------------------------------------------------------- errors
 
@@ -73,6 +74,8 @@ def _error_response(diagnostics: Iterable[Diagnostic], status_code: int) -> Resp
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, LiveNotAllowed):  # a viewer asked for a live run: 403, detail only
+        return Response({"detail": exc.localized()}, status=status.HTTP_403_FORBIDDEN)
     if isinstance(exc, services.StaleObjectError):
         return _error_response(exc.diagnostics, status.HTTP_409_CONFLICT)
     if isinstance(exc, services.ServiceError | InvalidInput):
@@ -216,28 +219,10 @@ def accepted(request: Request, job: Job) -> Response:
     return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
 
 
-def submit(request: Request, **kwargs: Any) -> Job:
-    """`jobs.job_submit` for the request's user; over the per-user limit, a 429 naming it."""
+def submitted(use_case: Callable[..., Job], **kwargs: Any) -> Job:
+    """The job a service's use case submits (``run_all_submit``, ``live_run_submit``…);
+    over the per-user limit of jobs, a 429 naming it."""
     try:
-        return jobs.job_submit(owner=request.user, **kwargs)
+        return use_case(**kwargs)
     except jobs.JobLimitError as exc:
         raise exceptions.Throttled(detail=exc.localized()) from exc
-
-
-def live_allowed(access: Any) -> None:
-    """A live run, replay or judge spends the operator's model key: 403 for a viewer."""
-    from agents.services.live_models import LIVE_NEEDS_EDIT
-
-    if access is None or not access.can_edit:
-        raise exceptions.PermissionDenied(LIVE_NEEDS_EDIT)
-
-
-def checked_model(app: AgentApp, name: str | None, *, field: str = "model") -> str | None:
-    """`name` when it names a configured model (else the 400 on `field` that lists them),
-    before a job is queued for it."""
-    if not name:
-        return None
-    from agents.services.live_models import resolve_model
-
-    resolve_model(app, name, field=field)
-    return name

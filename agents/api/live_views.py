@@ -1,4 +1,4 @@
-"""The API of live models: the configured models, replays and goldens of live runs.
+"""The API of live models: the configured models, replays (jobs) and goldens of live runs.
 
 ``POST .../scenarios/{id}/simulate`` and ``POST /api/apps/{id}/evaluate`` take
 ``{"model": "<name>"}`` (agents/api/actions.py); these views add the rest.
@@ -16,14 +16,23 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.api import serializers as io
-from agents.api.actions import ModelIn, SimulationOut, simulation_body
-from agents.api.base import ERRORS, READ_ERRORS, ApiView, live_allowed, scenario_queryset
-from agents.api.json_boundary import json_data_response
+from agents.api.actions import ModelIn
+from agents.api.base import (
+    ERRORS,
+    JOB_ACCEPTED,
+    READ_ERRORS,
+    ApiView,
+    accepted,
+    scenario_queryset,
+    submitted,
+)
 from agents.api.throttles import SimulateThrottle, with_default_throttles
 from agents.core import rules
-from agents.i18n import localize, localized_data
+from agents.core.diagnostics import Message
 from agents.models import LiveRun
-from agents.services import live, live_models
+from agents.services import live_goldens, live_jobs, live_models
+from agents.services.common import ServiceError, error
+from agents.services.live_replays import recording_of
 
 
 class GoldenIn(serializers.Serializer):
@@ -40,60 +49,6 @@ class ModelEndpointOut(serializers.Serializer):
     label = serializers.CharField()
     source = serializers.CharField(help_text=_("env (STATECRAFT_MODELS) or admin."))
     has_key = serializers.BooleanField(help_text=_("Whether a key is configured (never the key)."))
-
-
-def live_payload(outcome: Any) -> dict[str, Any]:
-    """A live run for the API and the designer (never a key: none is in a run)."""
-    run = outcome.run
-    calls = []
-    for call in outcome.calls:
-        answer = localized_data(call["answer"])  # its message in the reader's language
-        calls.append(
-            {
-                "index": call["index"],
-                "turn": call["turn"],
-                "fingerprint": call["fingerprint"],
-                "tokens_in": answer.get("tokens_in", 0),
-                "tokens_out": answer.get("tokens_out", 0),
-                "cost": answer.get("cost", 0.0),
-                "retries": answer.get("retries", 0),
-                "error": answer.get("error", ""),
-                "message": answer.get("message", ""),
-                "parts": answer.get("parts", []),
-            }
-        )
-    tokens_in, tokens_out = outcome.tokens
-    return {
-        "id": run.pk if run is not None else None,
-        "mode": run.mode if run is not None else ("replay" if outcome.drift else "live"),
-        "model": outcome.model,
-        "replay_of": run.replay_of_id if run is not None else None,
-        "status": outcome.evaluation.status,
-        "error": outcome.error,
-        "tokens_in": tokens_in,
-        "tokens_out": tokens_out,
-        "cost": outcome.cost,
-        "calls": calls,
-        "drift": localized_data(outcome.drift),
-        "results": [
-            {
-                "step": r.step,
-                "turn": r.turn,
-                "kind": r.kind,
-                "line": r.line,
-                "status": r.status,
-                "message": localize(r.message),
-                "differences": [localize(d) for d in r.differences],
-            }
-            for r in outcome.evaluation.results
-        ],
-    }
-
-
-def live_simulation(outcome: Any) -> dict[str, Any]:
-    body = simulation_body(outcome.result, outcome.spec.use_mocks)
-    body["live"] = live_payload(outcome)
-    return body
 
 
 class ModelListView(ApiView):
@@ -120,25 +75,45 @@ class LiveRunView(ApiView):
 
 
 class LiveRunReplayView(LiveRunView):
-    """Replay a live run offline with its recorded answers; `live.drift` says where the
-    requests differ from the recording."""
+    """Replay a live run offline with its recorded answers, as a job."""
 
     @extend_schema(
         description=_(
-            "Replay a live run offline with its recorded answers; `live.drift` says"
-            " where the requests differ from the recording."
+            "Queues a job that replays a live run offline with its recorded answers (no "
+            "model is called; the tools and callbacks run again in the sandbox) and answers "
+            "202 with the job's `id`, `url` (also `Location`) and `status`. Once succeeded, "
+            "the job's `result` is the run as Run live's: {live_run (the recorded replay), "
+            "mode, model, status, error, tokens_in, tokens_out, cost, calls, drift (at which "
+            "call the request differs from the recording, and what changed), results, "
+            "diagnostics}. Editors only (403 for a viewer)."
         ),
         tags=["actions"],
         operation_id="apps_live_runs_replay",
-        summary=_("Replay a live run offline (no model called); report drift per call"),
+        summary=_("Replay a live run offline (no model called), as a job; report drift per call"),
         request=None,
-        responses={200: SimulationOut, **READ_ERRORS},
+        responses={**JOB_ACCEPTED, 400: ERRORS[400], 403: ERRORS[403], **READ_ERRORS},
     )
     def post(self, request: Request, app_id: int, run_id: int) -> Response:
         run = self.load_run()
-        live_allowed(self.access)  # as a live run: editors (README, "Live runs")
-        outcome = live.replay_live(run=run, actor=request.user)
-        return json_data_response(self.output(SimulationOut, live_simulation(outcome)))
+        recording = recording_of(run)
+        if recording.scenario is None:
+            raise ServiceError(
+                [
+                    error(
+                        "run",
+                        Message("The run's scenario was deleted: its agent is unknown."),
+                        "SC482",
+                    )
+                ]
+            )
+        job = submitted(
+            live_jobs.live_run_submit,
+            app=run.app,
+            agent=recording.scenario.agent,
+            actor=request.user,
+            replay=run,
+        )
+        return accepted(request, job)
 
 
 class LiveRunGoldenView(LiveRunView):
@@ -158,7 +133,7 @@ class LiveRunGoldenView(LiveRunView):
         self.load_app(edit=True)
         run = self.load_run()
         data = self.valid(GoldenIn)
-        scenario = live.live_run_save_golden(run=run, actor=request.user, name=data["name"])
+        scenario = live_goldens.live_run_save_golden(run=run, actor=request.user, name=data["name"])
         scenario = scenario_queryset().get(pk=scenario.pk)
         return Response(self.output(io.ScenarioOut, scenario), status=status.HTTP_201_CREATED)
 

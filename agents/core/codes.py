@@ -1,7 +1,7 @@
 """The one registry of diagnostic codes: every code the product can emit, with its meaning.
 
 `Diagnostic` refuses a code that is not here (so no code is emitted undocumented); the
-README's "Diagnostics" table is checked against this table, row for row
+docs/reference/diagnostics.md's table is checked against this table, row for row
 (tests/test_docs.py; ``python -m agents.core.codes`` prints the table). The sections
 name the module that emits the codes; each module's ``CODES`` is its section.
 """
@@ -241,7 +241,7 @@ def is_registered(code: str) -> bool:
 
 
 def readme_table() -> str:
-    """The README's table of codes, generated from the registry."""
+    """The docs' table of codes, generated from the registry."""
     rows = [f"| `{code}` | {meaning} |" for code, meaning in sorted(REGISTRY.items())]
     return "\n".join(["| code | meaning |", "|---|---|", *rows])
 

@@ -143,7 +143,7 @@ class UnregisteredCode(ValueError):
 class Diagnostic:
     """A problem a designer can act on.
 
-    `code` is stable (documented in the README); `line`/`column` are 1-based
+    `code` is stable (documented in docs/reference/diagnostics.md); `line`/`column` are 1-based
     positions in the instructions when the problem is in text, `start`/`end`
     the character offsets of the offending span; `field` names the field a
     problem concerns when it is not in the instructions
@@ -173,7 +173,7 @@ class Diagnostic:
         if self.code not in REGISTRY:
             raise UnregisteredCode(
                 f"{self.code!r} is not a registered diagnostic code: add it, with its meaning, "
-                "to agents/core/codes.py (and the README's Diagnostics table)"
+                "to agents/core/codes.py (and docs/reference/diagnostics.md)"
             )
 
     @property

@@ -216,9 +216,6 @@ class ScenarioEvaluation:
     notes: tuple[str, ...] = field(default=())
     stopped: int = 0
 
-    def at_step(self, step: int) -> ExpectationResult | None:
-        return next((r for r in self.results if r.step == step), None)
-
 
 def step_turns(scenario: ScenarioSpec) -> list[int]:
     """The turn of each step, by the simulation's rule (a USER step starts a turn; steps

@@ -49,7 +49,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from agents.core.diagnostics import Message, message_data
@@ -366,12 +366,6 @@ def _wanted(scenario: ScenarioSpec) -> list[_Wanted]:
                 text = str(e.value or "")
                 out.append(_Wanted(index, turn, "agent", line, e.note, text=text))
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class LiveEvaluation:
-    evaluation: ScenarioEvaluation
-    scores: dict[int, float] = field(default_factory=dict)  # step -> similarity
 
 
 def evaluate_live(

@@ -106,7 +106,7 @@ def answer_size(parts: Any) -> int:
 
 # The errors that end a whole live run, not only its turn: the next turn would ask the
 # same refused key, the same exhausted quota, the same broken configuration again, or the
-# run was cancelled (README, "Live runs").
+# run was cancelled (docs/designer/live-runs.md).
 RUN_ENDING_ERRORS = frozenset({"auth", "quota", "config", "cancelled"})
 
 

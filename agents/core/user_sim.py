@@ -5,7 +5,7 @@ it gets the evaluation's ``task`` and ``userFacts`` and writes the user's messag
 its task is done or ``maxTurns``; then ``scenarioExpectations`` are checked and the
 ``rubrics`` judged by a judge model, with its reasons. This module is the pure part: the
 requests for the user model and the judge, reading their answers, and checking the
-expectations. The loop that runs the agent is the services' (``agents.services.live``).
+expectations. The loop that runs the agent is the services' (``agents.services.live_runs``).
 
 - The simulated user's request: a system instruction with the task and the facts, the
   conversation so far from the user's side (the agent's messages as ``user`` contents,

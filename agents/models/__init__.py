@@ -1,4 +1,4 @@
-"""The domain's tables, one module per part of the app (see README, Architecture).
+"""The domain's tables, one module per part of the app (see docs/architecture.md).
 
 Every model and helper is importable from here: `from agents.models import Variable`.
 """

@@ -19,7 +19,7 @@ class AppVersion(models.Model):
     """An immutable, named snapshot of a whole app, stored as its native document.
 
     `number` counts per app from 1; nothing edits a version after it is saved
-    (agents/versions.py creates and deletes them, the admin shows them read-only).
+    (agents/services/versions.py creates and deletes them, the admin shows them read-only).
     """
 
     app = models.ForeignKey(

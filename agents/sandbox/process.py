@@ -297,7 +297,7 @@ def _answer(pid, read_fd, deadline, limits):
         "timed_out": timed_out,
         "too_large": too_large,
         # The call process's CPU time as the kernel counted it (not what the process says):
-        # what a simulation's time cap counts (README, "Time limits").
+        # what a simulation's time cap counts (docs/designer/sandbox.md).
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 6),
     }
     return header, body

@@ -3,8 +3,11 @@ admin and the management commands alike (keyword-only, atomic, validated with th
 rule set, taking the acting user and leaving an audit record).
 
 Modules by entity: `apps`, `schemas`, `variables`, `tools`, `agents` (and callbacks),
-`scenarios`; the computed actions `preview` (preview an agent) and `simulation`
-(simulate a scenario); `common` holds refusals, locking and the audit record.
+`scenarios`; the computed actions `preview` (preview an agent), `sandbox_door` (simulate a
+scenario: the one door to the sandbox) and `evaluation` (check goldens, Run all); the live
+runs by use case (`live_jobs`, `live_runs`, `live_replays`, `live_recording`,
+`live_goldens`, `live_user_scenarios`, `live_models`); `jobs` and `job_kinds` (long work);
+`common` holds refusals, locking and the audit record (docs/architecture.md).
 """
 
 from agents.services.accounts import api_token_create, api_token_revoke, user_language_set
@@ -41,9 +44,9 @@ from agents.services.evaluation import (
     summarise,
 )
 from agents.services.preview import AgentPreview, preview_agent
+from agents.services.sandbox_door import simulate_scenario, with_instructions
 from agents.services.scenarios import scenario_delete, scenario_save, scenario_script
 from agents.services.schemas import schema_create, schema_delete, schema_problems, schema_update
-from agents.services.simulation import simulate_scenario, with_instructions
 from agents.services.tools import tool_create, tool_delete, tool_problems, tool_rename, tool_update
 from agents.services.variables import (
     variable_create,

@@ -36,9 +36,11 @@ from agents.core.evaluate import (
 from agents.core.simulate import SimulationResult
 from agents.core.spec import ScenarioSpec
 from agents.i18n import with_i18n
-from agents.models import Agent, AgentApp, Scenario, ScenarioResult
+from agents.models import JOB_ACTIVE, Agent, AgentApp, Job, Scenario, ScenarioResult
+from agents.services import jobs
 from agents.services.common import Actor
-from agents.services.simulation import (
+from agents.services.live_models import checked_judge, live_rights_check, resolve_model
+from agents.services.sandbox_door import (
     SLOTS,
     BoundedRunner,
     batch_runner,
@@ -60,7 +62,7 @@ class ScenarioRun:
     result: SimulationResult
     evaluation: ScenarioEvaluation
     memoised: bool = False
-    live: Any = None  # the LiveOutcome of a live run (agents.services.live)
+    live: Any = None  # the LiveOutcome of a live run (agents.services.live_runs)
 
 
 def _memo_key(
@@ -92,11 +94,11 @@ def scenario_run(
     should_stop: Callable[[], str] | None = None,
 ) -> ScenarioRun:
     """Simulate `scenario` and check its expectations (memoised; nothing is stored).
-    `runner` is a batch's bounded sandbox (`simulation.batch_runner`). With `model`, the
-    scenario runs live against it for `actor` (``agents.services.live.run_live``:
+    `runner` is a batch's bounded sandbox (`sandbox_door.batch_runner`). With `model`, the
+    scenario runs live against it for `actor` (``agents.services.live_runs.run_live``:
     recorded as a live run, never memoised)."""
     if model:
-        from agents.services.live import run_live
+        from agents.services.live_runs import run_live
 
         outcome = run_live(
             app=app,
@@ -246,8 +248,6 @@ def app_evaluate(
     The designer and the API run this as a job (`agents.services.jobs`, kind
     ``evaluate_app``), which reports progress scenario by scenario."""
     if model:
-        from agents.services.live_models import resolve_model
-
         resolve_model(app, model)  # an unknown model fails before anything runs
     loaded, pairs = app_scenarios(app)
     runs: list[ScenarioRun] = []
@@ -348,7 +348,7 @@ def user_scenario_data(done: Any) -> dict:
 
 
 def _live_data(live: Any) -> dict:
-    """A live run's figures (``agents.services.live.LiveOutcome``): model, calls, tokens, cost."""
+    """A live run's figures (``live_runs.LiveOutcome``): model, calls, tokens, cost."""
     tokens_in, tokens_out = live.tokens
     return {
         "run": live.run.pk if live.run is not None else None,
@@ -365,3 +365,65 @@ def summary_data(scenarios: list[dict]) -> dict:
     """`ok` and the counts over scenario outcomes (`run_data` dicts)."""
     summary = _summary([s["status"] for s in scenarios])
     return {"ok": summary.ok, "summary": asdict(summary), "scenarios": scenarios}
+
+
+def run_all_submit(
+    *,
+    app: AgentApp,
+    actor: Actor,
+    model: str | None = None,
+    judge: str | None = None,
+    scenarios: list[int] | None = None,
+    user_scenarios: bool = True,
+    enqueue: bool = True,
+) -> Job:
+    """Run all: every scenario of the app as an ``evaluate_app`` job, offline, or live with
+    `model` (and `judge`, the model that judges the rubrics of the CX evaluations of the
+    scenario kind; None: the run's model). The one use case of the designer's Run all, the
+    API's evaluate and ``manage.py evaluate``.
+
+    Refusals come first and change nothing: a live run needs edit rights
+    (``LiveNotAllowed``), a configured model and judge (``ModelNotConfigured``; a judge
+    without a model too). Then, in one transaction, the actor's unfinished Run all of the
+    app is cancelled (superseded) and the job submitted (``JobLimitError`` over
+    ``JOBS_MAX_ACTIVE_PER_USER``: nothing is cancelled).
+
+    ``manage.py evaluate`` splits the app into jobs it runs itself: `scenarios` (their ids)
+    each, `user_scenarios` (the live CX evaluations of the scenario kind) in one of them,
+    `enqueue` False."""
+    if model or judge:
+        live_rights_check(actor=actor, app=app)
+    if model:
+        resolve_model(app, model)
+    judge = checked_judge(app, model, judge)
+    params: dict[str, Any] = {"model": model} if model else {}
+    if judge:
+        params["judge"] = judge
+    if scenarios is not None:
+        params["scenarios"] = list(scenarios)
+        params["user_scenarios"] = user_scenarios
+    user = actor if actor is not None and actor.pk else None
+    with transaction.atomic():
+        if user is not None:
+            unfinished = Job.objects.filter(
+                owner=user, app=app, kind="evaluate_app", status__in=JOB_ACTIVE
+            )
+            for old in unfinished:
+                jobs.job_cancel(job=old)
+        return jobs.job_submit(
+            kind="evaluate_app", owner=actor, app=app, params=params, enqueue=enqueue
+        )
+
+
+def scenario_evaluate_submit(
+    *, app: AgentApp, scenario: Scenario, actor: Actor, model: str | None = None
+) -> Job:
+    """One scenario's expectations as an ``evaluate_scenario`` job (its outcome stored as
+    its last result), offline or live with `model`: the refusals of `run_all_submit`
+    first (edit rights and a configured model for a live run)."""
+    params: dict[str, Any] = {"scenario": scenario.pk}
+    if model:
+        live_rights_check(actor=actor, app=app)
+        resolve_model(app, model)
+        params["model"] = model
+    return jobs.job_submit(kind="evaluate_scenario", owner=actor, app=app, params=params)

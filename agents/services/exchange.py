@@ -8,7 +8,7 @@ A problem the services still find rolls everything back and comes out as a
 `ServiceError` whose fields name the object: ``variables.customer.default``,
 ``tools.LookupBalance.python_code``, ``agents.Root.scenarios.Happy path.name``.
 
-Choices (README): an imported app whose name the owner already uses is
+Choices (docs/reference/choices.md): an imported app whose name the owner already uses is
 imported as "Name (imported)" (then "Name (imported 2)", ...), never merged
 and never refused; lint problems (an undeclared reference in instructions, a
 missing description) do not block an import — the designer shows them, as it

@@ -7,29 +7,40 @@
 * ``version_diff``: the version diff's scenario results (the page shows the rest at once).
 * ``import_app``: a large upload's import (`agents.services.exchange.app_import_submit`).
 
-Each runs its simulations on a runner borrowed from the one door
-(`services.simulation.batch_runner`), with the job's caps and its cancel hook.
+* ``live_run``: one scenario live, or a replay of a recorded run (``live_jobs``).
+
+Each runs its simulations on the runner its job lends (``ctx.runner``: the one door's, with
+the job's caps and its cancel hook, ``JobContext.lending``); a kind cannot open one of its
+own (``sandbox_door.OwnRunnerRefused``). A new kind: a function of the context returning
+JSON, registered here with `_register` (docs/architecture.md, "A new job kind").
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 
+from agents.core.run_data import evaluation_data, result_data
 from agents.i18n import with_i18n
 from agents.models import AppVersion
 from agents.services import evaluation, jobs, versions
 from agents.services.jobs import JobContext, register
-from agents.services.simulation import batch_runner
+from agents.services.live_jobs import RUN_ITEM
 
 
-def _owner(ctx: JobContext) -> str:
-    """Whose run it is, for the warm session pool (a session never serves two users)."""
-    return f"user:{ctx.job.owner_id}" if ctx.job.owner_id else "command"
+def _register(name: str, run: Callable[[JobContext], Any], label: Any) -> None:
+    """Register a kind whose `run` gets its job's runner lent (`ctx.runner`)."""
+
+    def lent(ctx: JobContext) -> Any:
+        with ctx.lending():
+            return run(ctx)
+
+    register(name, run=lent, label=label)
 
 
 def _evaluate(ctx: JobContext, only: set[int] | None) -> dict[str, Any]:
@@ -41,38 +52,38 @@ def _evaluate(ctx: JobContext, only: set[int] | None) -> dict[str, Any]:
     model = job.params.get("model") or None  # a live run against that model (issue 21)
     done = ctx.done_keys()
     ctx.progress(done=len(done), total=len(pairs))
-    with batch_runner(caps=ctx.caps, should_stop=ctx.should_stop, owner=_owner(ctx)) as runner:
-        for position, (agent, scenario) in enumerate(pairs):
-            key = f"scenario:{scenario.pk}"
-            if key in done:
-                continue
-            ctx.check()
-            ctx.progress(current=f"{agent.display_name} / {scenario.name}")
-            started = time.monotonic()
-            run = evaluation.scenario_run(
-                app=loaded,
-                agent=agent,
-                scenario=scenario,
-                runner=runner,
-                model=model,
-                actor=job.owner,
-                should_stop=ctx.stop_now if model else None,
-            )
-            data = {**evaluation.run_data(run), "seconds": round(time.monotonic() - started, 3)}
-            if ctx.cancelled:  # stopped mid-scenario: that outcome is not the scenario's
-                break
-            with transaction.atomic():
-                if ctx.item(key, data, position=position) and record:
-                    evaluation.scenario_result_record(
-                        scenario=scenario,
-                        evaluation=run.evaluation,
-                        app_revision=loaded.revision,
-                        actor=job.owner,
-                    )
-            done.add(key)
-            ctx.progress(done=len(done))
-        if model and only is None:
-            _simulated_users(ctx, model, runner, done, first=len(pairs))
+    runner = ctx.runner
+    for position, (agent, scenario) in enumerate(pairs):
+        key = f"scenario:{scenario.pk}"
+        if key in done:
+            continue
+        ctx.check()
+        ctx.progress(current=f"{agent.display_name} / {scenario.name}")
+        started = time.monotonic()
+        run = evaluation.scenario_run(
+            app=loaded,
+            agent=agent,
+            scenario=scenario,
+            runner=runner,
+            model=model,
+            actor=job.owner,
+            should_stop=ctx.stop_now if model else None,
+        )
+        data = {**evaluation.run_data(run), "seconds": round(time.monotonic() - started, 3)}
+        if ctx.cancelled:  # stopped mid-scenario: that outcome is not the scenario's
+            break
+        with transaction.atomic():
+            if ctx.item(key, data, position=position) and record:
+                evaluation.scenario_result_record(
+                    scenario=scenario,
+                    evaluation=run.evaluation,
+                    app_revision=loaded.revision,
+                    actor=job.owner,
+                )
+        done.add(key)
+        ctx.progress(done=len(done))
+    if model and (only is None or job.params.get("user_scenarios")):
+        _simulated_users(ctx, model, runner, done, first=len(pairs))
     ctx.check()
     return evaluation.summary_data(ctx.items())
 
@@ -84,7 +95,7 @@ def _simulated_users(
     then the rubrics judged by `judge` (default: the model); one item each, after the
     goldens, with the judge's reasons in its results."""
     from agents import selectors
-    from agents.services.live import run_user_scenarios
+    from agents.services.live_user_scenarios import run_user_scenarios
 
     job = ctx.job
     listed = selectors.app_needs_model_evaluations(job.app)
@@ -133,16 +144,15 @@ def version_diff(ctx: JobContext) -> dict[str, Any]:
     params = ctx.job.params
     app = ctx.job.app
     ctx.progress(done=0, total=1, current=jobs.PROGRESS_DIFF)
-    with batch_runner(caps=ctx.caps, should_stop=ctx.should_stop, owner=_owner(ctx)) as runner:
-        diff = versions.app_diff(
-            app,
-            _side(app, params.get("before")),
-            _side(app, params.get("after")),
-            values=params.get("values") or {},
-            channel=params.get("channel", "web"),
-            modality=params.get("modality", "text"),
-            runner=runner,
-        )
+    diff = versions.app_diff(
+        app,
+        _side(app, params.get("before")),
+        _side(app, params.get("after")),
+        values=params.get("values") or {},
+        channel=params.get("channel", "web"),
+        modality=params.get("modality", "text"),
+        runner=ctx.runner,
+    )
     ctx.check()
     ctx.progress(done=1)
     return {"scenarios": [dataclasses.asdict(s) for s in diff.scenarios]}
@@ -154,10 +164,10 @@ def import_app(ctx: JobContext) -> dict[str, Any]:
     return exchange.app_import_job_run(ctx)
 
 
-register("evaluate_app", run=evaluate_app, label=_("Run all"))
-register("evaluate_scenario", run=evaluate_scenario, label=_("Evaluate a scenario"))
-register("version_diff", run=version_diff, label=_("Version diff: scenario results"))
-register("import_app", run=import_app, label=_("Import an app"))
+_register("evaluate_app", evaluate_app, _("Run all"))
+_register("evaluate_scenario", evaluate_scenario, _("Evaluate a scenario"))
+_register("version_diff", version_diff, _("Version diff: scenario results"))
+_register("import_app", import_app, _("Import an app"))
 
 
 # ---------------------------------------------------------------- live_run (issue 21)
@@ -166,13 +176,17 @@ TEXT_EVERY_SECONDS = 0.2  # the streamed text is written to the job's row at mos
 
 
 def live_run(ctx: JobContext) -> dict[str, Any]:
-    """The designer's Run live, Replay and Re-record: one scenario through ``run_live`` (or
-    ``replay_live`` with `replay` = a LiveRun id). While it runs, the model's text so far is
-    the job's `current` (throttled), and each model call is an item (``call:N``: tokens and
-    cost) with `progress.done` the calls so far; the result is what the panel needs to show
-    the run: the stored LiveRun's id, the calls (their recording), the drift, the error."""
+    """Run live, Replay and Re-record (``live_jobs.live_run_submit``): one scenario through
+    ``run_live`` (or ``replay_live`` with `replay` = a LiveRun id), on the job's runner.
+    While it runs, the model's text so far is the job's `current` (throttled), and each
+    model call is an item (``call:N``: tokens and cost) with `progress.done` the calls so
+    far. The result is what the API shows of the run: the stored LiveRun's id, the calls
+    (their recording), the drift, the error, the expectations' results; the item ``run``
+    holds the rest the page draws (the evaluation, the whole timeline:
+    ``agents.core.run_data``), so nothing runs it again to show it."""
     from agents.models import Agent, LiveRun, Scenario
-    from agents.services import live
+    from agents.services.live_replays import replay_live
+    from agents.services.live_runs import run_live
 
     job, params = ctx.job, ctx.job.params
     agent = Agent.objects.get(pk=int(params["agent"]), app=job.app)
@@ -205,37 +219,48 @@ def live_run(ctx: JobContext) -> dict[str, Any]:
     ctx.progress(done=0, total=0, current="")
     # A Cancel is checked before every model call and every tool call (a fresh read of the
     # row each time): the run ends at the end of the current call, recorded as cancelled.
-    stop = ctx.stop_now
-    with batch_runner(caps=ctx.caps, should_stop=stop, owner=_owner(ctx)) as runner:
-        if params.get("replay"):
-            recorded = LiveRun.objects.get(pk=int(params["replay"]), app=job.app)
-            outcome = live.replay_live(
-                run=recorded,
-                actor=job.owner,
-                instructions=instructions,
-                use_mocks=use_mocks,
-                on_call=on_call,
-                should_stop=stop,
-            )
-        else:
-            outcome = live.run_live(
-                app=job.app,
-                agent=agent,
-                scenario=scenario,
-                model=params.get("model") or None,
-                actor=job.owner,
-                instructions=instructions,
-                use_mocks=use_mocks,
-                on_text=on_text,
-                on_call=on_call,
-                stream=True,
-                runner=runner,
-                should_stop=stop,
-            )
-    if outcome.error != "cancelled":
-        ctx.check()  # a cancelled run keeps its result: the job ends cancelled with it
+    ctx.every_call = True
+    if params.get("replay"):
+        recorded = LiveRun.objects.get(pk=int(params["replay"]), app=job.app)
+        outcome = replay_live(
+            run=recorded,
+            actor=job.owner,
+            instructions=instructions,
+            use_mocks=use_mocks,
+            on_call=on_call,
+            should_stop=ctx.stop_now,
+            runner=ctx.runner,
+        )
+    else:
+        outcome = run_live(
+            app=job.app,
+            agent=agent,
+            scenario=scenario,
+            model=params.get("model") or None,
+            actor=job.owner,
+            instructions=instructions,
+            use_mocks=use_mocks,
+            on_text=on_text,
+            on_call=on_call,
+            stream=True,
+            runner=ctx.runner,
+            should_stop=ctx.stop_now,
+        )
+    # What the page draws of the run, read by `live_jobs.live_job_outcome` (never run again).
+    ctx.item(
+        RUN_ITEM,
+        {
+            "scenario_name": outcome.spec.name,
+            "agent_name": outcome.spec.agent,
+            "use_mocks": outcome.spec.use_mocks,
+            "token_budget": outcome.spec.token_budget,
+            "evaluation": evaluation_data(outcome.evaluation),
+            "simulation": result_data(outcome.result),
+        },
+        position=calls[0],
+    )
     tokens_in, tokens_out = outcome.tokens
-    return {
+    result = {
         "live_run": outcome.run.pk if outcome.run is not None else None,
         "mode": "replay" if params.get("replay") else "live",
         "model": outcome.model,
@@ -250,7 +275,15 @@ def live_run(ctx: JobContext) -> dict[str, Any]:
             with_i18n(dataclasses.asdict(r), "message", "differences")
             for r in outcome.evaluation.results
         ],
+        # The run's step errors and warnings (why it stopped: SC421), as evaluate's.
+        "diagnostics": [with_i18n(d.to_dict(), "message") for d in outcome.result.diagnostics],
     }
+    if outcome.error != "cancelled":  # a cancelled run keeps its result: ends cancelled
+        try:
+            ctx.check()
+        except jobs.JobStopped as stop:  # past one of the job's caps: the run is kept
+            raise jobs.JobStopped(stop.status, stop.reason, result) from None
+    return result
 
 
-register("live_run", run=live_run, label=_("Live run"))
+_register("live_run", live_run, _("Live run"))

@@ -1,5 +1,5 @@
 """Jobs: long work (Run all, evaluate, the version diff's scenarios, large imports) run by a
-worker, not in the web request (README, "Jobs").
+worker, not in the web request (docs/operations/jobs.md).
 
 A request calls `job_submit`: a `Job` row is written and its id is enqueued on Django's
 Tasks framework (``run_job`` below; the backend is ``TASKS_BACKEND``: the database
@@ -22,12 +22,13 @@ with the reason. Never lost silently, never run twice to a double write.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -45,7 +46,7 @@ from agents.core.diagnostics import Message
 from agents.i18n import localize, localized_data, recovered_message
 from agents.models import JOB_ACTIVE, JOB_FINISHED, AgentApp, Job, JobItem, JobStatus
 from agents.services.common import Actor
-from agents.services.simulation import Caps
+from agents.services.sandbox_door import BoundedRunner, JobCaps, job_runner
 
 logger = logging.getLogger("agents.jobs")
 
@@ -257,14 +258,17 @@ def job_cancel(*, job: Job) -> Job:
 
 
 class JobContext:
-    """What a kind's `run` gets: its job, caps, progress, items and the stop hook."""
+    """What a kind's `run` gets: its job, caps, progress, items, the stop hook, and the
+    bounded runner its simulations run on (`runner`, lent by `lending` for the whole run:
+    the job's caps and cancel hook on every code call and model call; a kind cannot open
+    a runner of its own, ``sandbox_door.OwnRunnerRefused``)."""
 
     def __init__(self, job: Job, worker: str, clock: Callable[[], float] = time.monotonic):
         self.job = job
         self.worker = worker
         self.clock = clock
         caps = job.caps or {}
-        self.caps = Caps(
+        self.caps = JobCaps(
             max_code_calls=caps.get("max_code_calls"),
             max_seconds=caps.get("max_seconds"),
             max_model_calls=caps.get("max_model_calls"),
@@ -272,8 +276,42 @@ class JobContext:
             started=clock(),
         )
         self.cancelled = False
+        # A live run asks for a Cancel before every model and tool call (`stop_now`), not
+        # every ``CANCEL_POLL_SECONDS`` (a model's answer takes seconds: one small query).
+        self.every_call = False
+        self._runner: BoundedRunner | None = None
         self._polled = float("-inf")
         self._beat = clock()
+
+    # The runner ---------------------------------------------------------------
+
+    @property
+    def owner(self) -> str:
+        """Whose run it is, for the warm session pool (a session never serves two users)."""
+        return f"user:{self.job.owner_id}" if self.job.owner_id else "command"
+
+    @contextlib.contextmanager
+    def lending(self) -> Iterator[JobContext]:
+        """While the kind runs: its bounded runner (`runner`), with the job's caps and
+        cancel hook (`cancel_hook`)."""
+        with job_runner(caps=self.caps, should_stop=self.cancel_hook, owner=self.owner) as lent:
+            self._runner = lent
+            try:
+                yield self
+            finally:
+                self._runner = None
+
+    @property
+    def runner(self) -> BoundedRunner:
+        """The bounded runner the job lends its kind (see `lending`)."""
+        if self._runner is None:
+            raise RuntimeError("a job's runner is lent while its kind runs (JobContext.lending)")
+        return self._runner
+
+    def cancel_hook(self) -> str:
+        """What the runner asks before each code call and model call: `stop_now` for a live
+        run (`every_call`), else `should_stop`."""
+        return self.stop_now() if self.every_call else self.should_stop()
 
     # Progress and heartbeat -------------------------------------------------
 
@@ -319,24 +357,43 @@ class JobContext:
         return self.should_stop()
 
     def check(self) -> None:
-        """Between pieces: stop when cancelled or past the job's time cap."""
+        """Between pieces: stop when cancelled or past one of the job's caps (its time, its
+        code calls, its model calls and tokens)."""
         self._polled = float("-inf")
         if self.should_stop():
             raise JobStopped(JobStatus.CANCELLED, "Cancelled.")
         caps = self.caps
+        reason = ""
         if caps.max_seconds is not None and self.clock() - caps.started >= caps.max_seconds:
-            raise JobStopped(
-                JobStatus.FAILED,
-                f"The job reached its time cap of {caps.max_seconds:g} s (JOBS_MAX_SECONDS) "
-                f"after {self.job.progress_done} of {self.job.progress_total}.",
+            reason = Message(
+                "The job reached its time cap of %(seconds)s s (JOBS_MAX_SECONDS)",
+                seconds=f"{caps.max_seconds:g}",
             )
-        if caps.max_code_calls is not None and caps.code_calls >= caps.max_code_calls:
-            raise JobStopped(
-                JobStatus.FAILED,
-                f"The job reached its cap of {caps.max_code_calls} code calls "
-                f"(JOBS_MAX_CODE_CALLS) after {self.job.progress_done} of "
-                f"{self.job.progress_total}.",
+        elif caps.max_code_calls is not None and caps.code_calls >= caps.max_code_calls:
+            reason = Message(
+                "The job reached its cap of %(count)s code calls (JOBS_MAX_CODE_CALLS)",
+                count=caps.max_code_calls,
             )
+        elif caps.max_model_calls is not None and caps.model_calls >= caps.max_model_calls:
+            reason = Message(
+                "The job reached its cap of %(count)s model calls (JOBS_MAX_MODEL_CALLS)",
+                count=caps.max_model_calls,
+            )
+        elif caps.max_tokens is not None and caps.tokens >= caps.max_tokens:
+            reason = Message(
+                "The job reached its cap of %(count)s tokens (JOBS_MAX_TOKENS)",
+                count=caps.max_tokens,
+            )
+        if not reason:
+            return
+        done, total = self.job.progress_done, self.job.progress_total
+        if total:  # a job of pieces (scenarios): how far it got
+            reason = Message(
+                "%(reason)s after %(done)s of %(total)s.", reason=reason, done=done, total=total
+            )
+        else:
+            reason = Message("%(reason)s.", reason=reason)
+        raise JobStopped(JobStatus.FAILED, reason)
 
     # Items ------------------------------------------------------------------
 

@@ -22,9 +22,8 @@ from dataclasses import replace
 from typing import Any
 
 from django.db import transaction
-from django.utils.translation import gettext_lazy
 
-from agents import keyring
+from agents import keyring, selectors
 from agents.core.diagnostics import Message
 from agents.core.model import ModelRequest, ModelStrategy
 from agents.llm.endpoints import VERTEX_LOCATION, ConfigError, Endpoint, parse_models
@@ -33,7 +32,7 @@ from agents.services.common import ServiceError, error
 
 # A live run (a model named, a replay or re-record, a judge) spends the operator's model
 # key: it needs edit rights on the app; a viewer may still run the scripted simulation.
-LIVE_NEEDS_EDIT = gettext_lazy(
+LIVE_NEEDS_EDIT = Message(
     "A live run calls a model on the operator's account: it needs edit rights on this app. "
     "You may view this app: run the scripted simulation (no model) instead."
 )
@@ -41,6 +40,20 @@ LIVE_NEEDS_EDIT = gettext_lazy(
 
 class ModelNotConfigured(ServiceError):
     """The run names no configured model; the message lists those there are."""
+
+
+class LiveNotAllowed(ServiceError):
+    """The actor may view the app but not run it live (the adapters answer 403)."""
+
+
+def live_rights_check(*, actor: Any, app: AgentApp) -> None:
+    """A live run, a replay or a judge needs edit rights on `app` (`LiveNotAllowed`);
+    None acts as the system (a management command)."""
+    if actor is None:
+        return
+    access = selectors.app_access(actor, app) if actor.pk else None
+    if access is None or not access.can_edit:
+        raise LiveNotAllowed([error("model", LIVE_NEEDS_EDIT)])
 
 
 def env_endpoints(environ: Mapping[str, str] | None = None) -> dict[str, Endpoint]:

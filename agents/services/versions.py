@@ -53,7 +53,7 @@ from agents.models import (
 from agents.selectors import Access
 from agents.services import ServiceError, exchange
 from agents.services.common import changed
-from agents.services.simulation import BoundedRunner, batch_runner
+from agents.services.sandbox_door import BoundedRunner, batch_runner
 
 VERSION_NAME_MAX_LENGTH = 200
 _LABEL_RE = re.compile(LABEL_PATTERN)

@@ -63,7 +63,7 @@ def get_item(mapping: Any, key: str) -> Any:
 
 @register.filter
 def undeclared_name(diagnostic: Any) -> str:
-    from designer.preview import undeclared_name as name_of
+    from designer.views.preview import undeclared_name as name_of
 
     return name_of(diagnostic)
 
@@ -104,14 +104,6 @@ severity_word = register.filter("severity_word", word)
 def action_words(action: str) -> str:
     """A history action (`variable.update`) in the reader's language (English: as stored)."""
     return i18n.action_words(action)
-
-
-@register.filter
-def pretty_json(value: Any) -> str:
-    """A history value as indented JSON (escaped by the template like any text)."""
-    import json
-
-    return "—" if value is None else json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
 @register.simple_tag
@@ -206,3 +198,19 @@ def history_object(name: Any) -> str:
     from agents.models.audit import object_name_shown
 
     return object_name_shown(str(name or ""))
+
+
+@register.simple_tag
+def docs_url(page: str = "") -> str:
+    """The documentation site's page in the reader's language (``/docs/fr/designer/…/``)."""
+    from designer.docs_site import docs_url as url
+
+    return url(page)
+
+
+@register.inclusion_tag("_help_link.html")
+def help_link(page: str, topic: str) -> dict[str, str]:
+    """A small "?" beside a heading that opens the guide's page about it, in a new tab."""
+    from designer.docs_site import docs_url as url
+
+    return {"href": url(page), "topic": topic}

@@ -1,5 +1,7 @@
 """The designer's pages and their HTMX fragments, one module per pane (function views; one
-URL, page or fragment). `designer/urls.py` routes to the names exported here; the shared
+URL, page or fragment). `designer/urls.py` routes to the names exported here and to the
+modules `jobs` (Run all, Run live and Replay), `exchange`, `versions` and `accounts`; the
+view-models the templates draw are `preview`, `conversation` and `run_all`; the shared
 plumbing (loading the app, the inline form's life, fragment answers) is in `common`."""
 
 from designer.views.agents import agent_delete, agent_edit, agent_new

@@ -24,7 +24,7 @@ from agents.models import (
     Modality,
 )
 from agents.ratelimit import rate_limited
-from designer import preview as preview_builder
+from designer.views import preview as preview_builder
 from designer.views.common import DESIGNER, int_or_none, loaded_app, stale_edit
 from designer.views.run_all import run_all_context
 
@@ -170,7 +170,7 @@ def agent_preview(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespo
     app, agent, access = selectors.agent_for_user(request.user, app_id, agent_id)
     params = request.POST if request.method == "POST" else request.GET
     try:
-        params = preview_builder.with_instructions(agent, params)
+        params = preview_builder.with_edit_applied(agent, params)
     except preview_builder.StaleEdit:
         return stale_edit()
     preview = preview_builder.build_preview(app, agent, params)

@@ -16,20 +16,14 @@ from django_htmx.http import reswap, retarget
 from agents import selectors, services
 from agents.core.diagnostics import Diagnostic, Message
 from agents.i18n import localize
-from agents.models import (
-    Agent,
-    AgentApp,
-    LiveRun,
-    Scenario,
-)
+from agents.models import Agent, AgentApp, LiveRun, Scenario
 from agents.ratelimit import rate_limited
-from agents.services import live, live_models
+from agents.services import jobs, live_goldens, live_jobs, live_models
 from agents.services.common import error
-from designer import preview as preview_builder
-from designer import simulation
-from designer.forms import (
-    ScenarioForm,
-)
+from designer.forms import ScenarioForm
+from designer.views import conversation
+from designer.views import jobs as job_views
+from designer.views import preview as preview_builder
 from designer.views.common import DESIGNER, agent_of, inline_form, loaded_app, stale_edit
 
 
@@ -42,17 +36,21 @@ def _conversation(
     *,
     keep_editor: bool = True,
     editor: dict[str, Any] | None = None,
+    refusal: list[Diagnostic] | None = None,
 ) -> HttpResponse:
     """The conversation fragment. An open scenario editor inside it survives a
     re-simulation (`hx-preserve`: the designer's unsaved edits) unless the scenario shown
-    changed or the editor's own save asked for the fresh panel (`keep_editor=False`)."""
+    changed or the editor's own save asked for the fresh panel (`keep_editor=False`).
+    `refusal`: why a live run was not started, shown first."""
     shown = str(params.get("mocks_for", "") or "")
     picked = str(params.get("scenario", "") or "")
+    panel = conversation.build_conversation(app, agent, params)
+    panel.diagnostics[:0] = refusal or []
     context = {
         "app": app,
         "access": access,
         "agent": agent,
-        "conversation": simulation.build_conversation(app, agent, params, request.user),
+        "conversation": panel,
         "keep_editor": keep_editor and (not picked or picked == shown),
         "editor": editor,
     }
@@ -72,7 +70,7 @@ def agent_simulate(request: HttpRequest, app_id: int, agent_id: int) -> HttpResp
     )
     params = request.POST if request.method == "POST" else request.GET
     try:
-        params = preview_builder.with_instructions(agent, params)
+        params = preview_builder.with_edit_applied(agent, params)
     except preview_builder.StaleEdit:
         return stale_edit()
     replay = str(params.get("replay", "") or "")
@@ -84,43 +82,44 @@ def agent_simulate(request: HttpRequest, app_id: int, agent_id: int) -> HttpResp
         try:
             live_models.app_model_set(app=app, model=str(params.get("model", "") or ""))
         except services.ServiceError as exc:
-            return HttpResponse("; ".join(d.message for d in exc.diagnostics), status=400)
+            return HttpResponse(exc.localized(), status=400)
     elif request.method == "POST" and (
-        replay.isdigit() or params.get("rerecord") or (params.get("live") and params.get("model"))
+        replay or params.get("rerecord") or (params.get("live") and params.get("model"))
     ):
-        from agents.services.live_models import LIVE_NEEDS_EDIT
-        from designer import job_views  # it imports designer.views
-
-        if not access.can_edit:  # a live run spends the operator's model key
-            return HttpResponse(LIVE_NEEDS_EDIT, status=403)
-        if params.get("rerecord"):
-            # Re-record live: with the recording's model, whatever the picker says.
-            params = {key: params.get(key) for key in params}
-            recorded = str(params["rerecord"])
-            if recorded not in {m["name"] for m in live_models.model_names()}:
-                context = {
-                    "app": app,
-                    "access": access,
-                    "agent": agent,
-                    "conversation": simulation.build_conversation(
-                        app, agent, {**params, "live": ""}, request.user
-                    ),
-                }
-                context["conversation"].diagnostics.insert(
-                    0,
+        # Run live, Replay, Re-record live (with the recording's model, whatever the picker
+        # says): a job; the answer is its polling fragment. A GET never starts one.
+        rerecord = str(params.get("rerecord", "") or "")
+        try:
+            job = live_jobs.live_run_submit(
+                app=app,
+                agent=agent,
+                actor=request.user,
+                scenario_id=params.get("scenario"),
+                model=rerecord or str(params.get("model", "") or ""),
+                replay=replay or None,
+                instructions=params.get("instructions"),
+                use_mocks=conversation.mocks_choice(params),
+            )
+        except live_models.LiveNotAllowed as exc:
+            return HttpResponse(exc.localized(), status=403)
+        except jobs.JobLimitError as exc:
+            return HttpResponse(exc.localized(), status=429)
+        except services.ServiceError as exc:
+            refusal = list(exc.diagnostics)
+            if rerecord and isinstance(exc, live_models.ModelNotConfigured):
+                refusal = [
                     error(
                         "model",
                         Message(
                             "The recording's model %(model)s is no longer configured: pick "
                             "a model and press Run live to record the run again.",
-                            model=recorded,
+                            model=rerecord,
                         ),
                         "SC482",
-                    ),
-                )
-                return render(request, f"{DESIGNER}#conversation-panel", context)
-            params["model"], params["live"] = recorded, "1"
-        return job_views.submit_live(request, app, access, agent, params)
+                    )
+                ]
+            return _conversation(request, app, access, agent, params, refusal=refusal)
+        return job_views.render_live_job(request, app, access, agent, job)
     return _conversation(request, app, access, agent, params)
 
 
@@ -140,7 +139,7 @@ def live_run_golden(request: HttpRequest, app_id: int, agent_id: int, run_id: in
         _("%(name)s (golden from live run %(run)s)") % {"name": run.scenario_name, "run": run.pk}
     )[:100]
     try:
-        scenario = live.live_run_save_golden(run=run, actor=request.user, name=base)
+        scenario = live_goldens.live_run_save_golden(run=run, actor=request.user, name=base)
     except services.ServiceError as exc:
         return HttpResponse("; ".join(localize(d.message) for d in exc.diagnostics), status=400)
     app, agent, access = selectors.agent_for_user(

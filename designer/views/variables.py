@@ -15,10 +15,10 @@ from agents.models import (
     AgentApp,
     Variable,
 )
-from designer import preview as preview_builder
 from designer.forms import (
     VariableForm,
 )
+from designer.views import preview as preview_builder
 from designer.views.common import (
     DESIGNER,
     agent_param,

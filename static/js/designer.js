@@ -17,16 +17,8 @@
   const interpolate = window.interpolate || ((format, values) => format.replace(/%\((\w+)\)s/g, (m, key) => values[key]));
   const tr = (format, values) => interpolate(format, values, true);
 
-  const REF = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\s*\}\}|\{@(TOOL|AGENT):\s*([^{}\n]+?)\s*\}|\{%\s*(?:if|elif|else|endif)\b[^%\n]*%\}|\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}/g;
-
   function escapeHtml(text) {
     return text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));
-  }
-
-  function readJson(id, fallback) {
-    const node = document.getElementById(id);
-    if (!node) return fallback;
-    try { return JSON.parse(node.textContent); } catch (e) { return fallback; }
   }
 
   // ------------------------------------------------------------ diagnostics: jump, announce

@@ -167,7 +167,7 @@ def copy_tree(value: Any) -> Any:
     """A private copy of a JSON-like value (dicts, lists, tuples of scalars), as
     ``copy.deepcopy`` makes it but without its memo: the requests handed to each callback
     carry the whole history, and ``deepcopy``'s bookkeeping made `simulate` quadratic in
-    cost per node (README, "Benchmarks"). Anything else falls back to ``deepcopy``."""
+    cost per node (docs/benchmarks/). Anything else falls back to ``deepcopy``."""
     kind = type(value)
     if kind in _SCALARS:
         return value

@@ -5,13 +5,13 @@ the real sandbox and its expectations checked (the use case behind the designer'
 all" and the API's evaluate); its outcome is stored as the scenario's last result.
 The command runs the work as jobs itself (kind ``evaluate_app``, no worker needed):
 ``--jobs N`` splits the scenarios into N jobs run at once, each with its own sandbox.
-``--model NAME`` runs them live against a configured model (README: Goldens live), and
+``--model NAME`` runs them live against a configured model (docs/designer/goldens-live.md), and
 the CX evaluations of the scenario kind with a simulated user (``--judge`` for rubrics).
 Exit status: 0 when no expectation failed (those that need a model do not fail a run),
 1 when one failed, 2 when an APP names no app (or --model no configured model), 3 when
 none failed but a time limit stopped a scenario (``STOP``: not judged; docs/benchmarks).
 ``--replay`` replays each scenario's latest live recording offline instead (no model,
-milliseconds: the CI way, README: Replay and drift); a request that drifted from its
+milliseconds: the CI way, docs/designer/replay.md); a request that drifted from its
 recording fails the run like a failed expectation (exit 1), a scenario never recorded is
 listed and does not.
 ``--junit FILE`` writes JUnit XML.
@@ -199,9 +199,15 @@ class Command(LocalizedCommand):
         return apps
 
     def submit(
-        self, apps: list[AgentApp], parallel: int, model: str | None = None
+        self,
+        apps: list[AgentApp],
+        parallel: int,
+        model: str | None = None,
+        judge: str | None = None,
     ) -> list[tuple[AgentApp, list[Job]]]:
-        """The jobs of each app: its scenarios split into `parallel` chunks."""
+        """The jobs of each app (Run all's use case, ``evaluation.run_all_submit``): its
+        scenarios split into `parallel` chunks; the first also runs the CX evaluations of
+        the scenario kind when the run is live."""
         planned = []
         for app in apps:
             _loaded, pairs = evaluation.app_scenarios(app)
@@ -211,14 +217,16 @@ class Command(LocalizedCommand):
                 (
                     app,
                     [
-                        jobs.job_submit(
-                            kind="evaluate_app",
-                            owner=None,
+                        evaluation.run_all_submit(
                             app=app,
-                            params={"scenarios": chunk, **({"model": model} if model else {})},
+                            actor=None,
+                            model=model,
+                            judge=judge,
+                            scenarios=chunk,
+                            user_scenarios=number == 0,
                             enqueue=False,
                         )
-                        for chunk in chunks
+                        for number, chunk in enumerate(chunks)
                         if chunk or len(chunks) == 1
                     ],
                 )
@@ -236,15 +244,18 @@ class Command(LocalizedCommand):
                 )
             self.replay(apps, options)
             return
-        if model:
-            from agents.services.live_models import resolve_model
+        judge = str(options.get("judge") or "") or None
+        if model or judge:
+            from agents.services.live_models import checked_judge, resolve_model
 
-            for app in apps:  # an unknown model fails before anything runs
+            for app in apps:  # an unknown model or judge fails before anything runs
                 try:
-                    resolve_model(app, model)
+                    if model:
+                        resolve_model(app, model)
+                    checked_judge(app, model, judge)
                 except ServiceError as exc:
                     raise CommandError(str(exc), returncode=2) from exc
-        planned = self.submit(apps, parallel, model)
+        planned = self.submit(apps, parallel, model, judge)
         every = [job for _, app_jobs in planned for job in app_jobs]
         if parallel > 1:
             with ThreadPoolExecutor(max_workers=parallel) as pool:
@@ -270,9 +281,11 @@ class Command(LocalizedCommand):
             scenarios.sort(key=lambda s: order.get(s["scenario"], len(order)))
             for data in scenarios:
                 outcomes.append(data)
-                self.report(app, data, cases)
+                if data.get("kind") == "simulated_user":
+                    self.report_user_scenario(app, data, cases)
+                else:
+                    self.report(app, data, cases)
             if model:
-                outcomes.extend(self.user_scenarios(app, model, options, cases))
                 continue
             for name, file in selectors.app_needs_model_evaluations(app):
                 self.stdout.write(
@@ -299,9 +312,10 @@ class Command(LocalizedCommand):
         _exit_if_failed(summary["failed"], summary.get("stopped", 0))
 
     def replay(self, apps: list[AgentApp], options: dict) -> None:
-        """`--replay`: every scenario's latest live run, replayed with its recorded answers."""
+        """`--replay`: every scenario's latest live run, replayed with its recorded answers
+        (each a ``live_run`` job, ``live_jobs.live_run_submit``, run here)."""
         from agents.models import LiveRun
-        from agents.services.live import replay_live
+        from agents.services import live_jobs
 
         cases: list[JUnitCase] = []
         counts = {"passed": 0, "failed": 0, "drifted": 0, "not recorded": 0}
@@ -321,7 +335,19 @@ class Command(LocalizedCommand):
                     )
                     continue
                 started = time.monotonic()
-                outcome = replay_live(run=recording)
+                job = live_jobs.live_run_submit(
+                    app=app, agent=agent, actor=None, replay=recording, enqueue=False
+                )
+                job = jobs.job_run(str(job.pk)) or Job.objects.get(pk=job.pk)
+                outcome = live_jobs.live_job_outcome(job)
+                if outcome is None:  # the job failed before the replay ended
+                    counts["failed"] += 1
+                    self.stderr.write(
+                        f"ERROR  {where}: "
+                        + _("the job ended %(status)s: %(error)s")
+                        % {"status": job.status, "error": job.error}
+                    )
+                    continue
                 evaluation_ = outcome.evaluation
                 failed = evaluation_.failed > 0
                 label = "DRIFT" if outcome.drift else _LABEL[evaluation_.status]
@@ -341,7 +367,7 @@ class Command(LocalizedCommand):
                     + ")"
                 )
                 drift = []  # English: the JUnit XML is the same in every language
-                for d in outcome.drift:
+                for d in job.result["drift"]:
                     line = (
                         f"model call {d['call'] + 1} (turn {d['turn']}) differs from the recording"
                     )
@@ -351,8 +377,8 @@ class Command(LocalizedCommand):
                         "turn": d["turn"],
                     }
                     self.stdout.write(f"      {shown}:")
-                    for change in d["changes"]:
-                        self.stdout.write(f"        {localize(change)}")
+                    for change in localized_data(d)["changes"]:
+                        self.stdout.write(f"        {change}")
                 for r in evaluation_.results:
                     if r.status == "failed":
                         step = _("step %(number)s") % {"number": r.step + 1}
@@ -451,43 +477,35 @@ class Command(LocalizedCommand):
             )
         )
 
-    def user_scenarios(
-        self, app: AgentApp, model: str, options: dict, cases: list[JUnitCase]
-    ) -> list[dict[str, Any]]:
-        """The CX evaluations of the scenario kind, live: a simulated user, then rubrics."""
-        from agents.services.live import run_user_scenarios
-
-        judge = str(options.get("judge") or "") or None
-        out = []
-        started = time.monotonic()
-        for done in run_user_scenarios(app=app, model=model, judge=judge):
-            seconds = time.monotonic() - started
-            started = time.monotonic()
-            evaluation_ = done.evaluation
-            self.stdout.write(
-                f"{_LABEL[evaluation_.status]}  {app.name} / {done.name}  ("
-                + ngettext(
-                    "simulated user, %(turns)s turn, ended by %(ended_by)s",
-                    "simulated user, %(turns)s turns, ended by %(ended_by)s",
-                    done.turns,
-                )
-                % {"turns": done.turns, "ended_by": done.ended_by}
-                + "; "
-                + _counts("expectations", evaluation_.passed, evaluation_.failed)
-                + ")"
+    def report_user_scenario(
+        self, app: AgentApp, data: dict[str, Any], cases: list[JUnitCase]
+    ) -> None:
+        """A CX evaluation of the scenario kind the live job ran: a simulated user, then
+        the rubrics judged."""
+        evaluation_ = _evaluation(data)  # English: the JUnit XML is the same in every language
+        shown = _evaluation(localized_data(data))
+        self.stdout.write(
+            f"{_LABEL[evaluation_.status]}  {app.name} / {data['name']}  ("
+            + ngettext(
+                "simulated user, %(turns)s turn, ended by %(ended_by)s",
+                "simulated user, %(turns)s turns, ended by %(ended_by)s",
+                data["turns"],
             )
-            for r in evaluation_.results:
-                mark = "ok  " if r.status == "passed" else "FAIL"
-                self.stdout.write(f"      {mark} {r.line}")
-                self.stdout.write(f"        {localize(r.message)}")
-            cases.append(
-                JUnitCase(
-                    suite=app.name,
-                    classname=f"{app.name}.simulated_user",
-                    name=done.name,
-                    evaluation=evaluation_,
-                    seconds=seconds,
-                )
+            % {"turns": data["turns"], "ended_by": data["ended_by"]}
+            + "; "
+            + _counts("expectations", evaluation_.passed, evaluation_.failed)
+            + ")"
+        )
+        for r in shown.results:
+            mark = "ok  " if r.status == "passed" else "FAIL"
+            self.stdout.write(f"      {mark} {r.line}")
+            self.stdout.write(f"        {r.message}")
+        cases.append(
+            JUnitCase(
+                suite=app.name,
+                classname=f"{app.name}.simulated_user",
+                name=data["name"],
+                evaluation=evaluation_,
+                seconds=float(data.get("seconds", 0.0)),
             )
-            out.append({"status": evaluation_.status})
-        return out
+        )

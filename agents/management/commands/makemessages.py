@@ -4,7 +4,7 @@ The core (pure Python, no Django) marks a diagnostic's message template by build
 ``Message("... %(name)s ...", name=...)``; xgettext is told that `Message` is a keyword, so
 those templates land in the catalog beside the templates', forms' and admin's strings.
 Run: ``python manage.py makemessages -l fr -l de`` and ``-d djangojs`` for the front end
-(README, "Languages").
+(docs/operations/languages.md).
 """
 
 from __future__ import annotations

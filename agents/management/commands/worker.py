@@ -1,4 +1,4 @@
-"""manage.py worker: run jobs in the foreground (README, "Jobs"); `make worker` calls it.
+"""manage.py worker: run jobs in the foreground (docs/operations/jobs.md); `make worker` calls it.
 
 The worker of the configured backend (``TASKS_BACKEND``): the database queue's
 ``db_worker`` loop, or an RQ worker on Redis (``REDIS_URL``) that runs each job in its own
@@ -19,7 +19,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections, connection, connections
 
-from agents.services import jobs, simulation
+from agents.services import jobs, sandbox_door
 
 
 class Command(BaseCommand):
@@ -40,8 +40,8 @@ class Command(BaseCommand):
             self.stdout.write(f"recovered job {job.pk} ({job.kind}) left by {job.worker}")
 
     def handle(self, *args: object, **options: object) -> None:
-        # Warm sandbox sessions kept between jobs, one user's at a time each (README, Jobs).
-        simulation.use_session_pool(int(getattr(settings, "SANDBOX_POOL_SIZE", 2)))
+        # Warm sandbox sessions kept between jobs, one user's at a time each (docs/operations/jobs.md).
+        sandbox_door.use_session_pool(int(getattr(settings, "SANDBOX_POOL_SIZE", 2)))
         self._recover()
         stop = threading.Event()
         every = max(float(jobs.setting("JOBS_STALE_SECONDS")) / 2, 1.0)

@@ -1,7 +1,7 @@
 """The Versions page of an app (save, label, restore, export, delete) and the diff page.
 
 Adapters only: each view checks access through the selectors, calls one
-function of agents/versions.py and renders. Viewers see, diff and export;
+function of agents/services/versions.py and renders. Viewers see, diff and export;
 editors save versions, move labels and restore; the owner (or staff) deletes.
 """
 

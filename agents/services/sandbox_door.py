@@ -1,4 +1,4 @@
-"""Simulate a scenario: the one door to the sandbox (README, Architecture, "One door").
+"""Simulate a scenario: the one door to the sandbox (docs/architecture.md).
 
 Only this module (and the system check of the host's protections) imports
 ``agents.sandbox``. A single simulation (the designer's conversation, the API's simulate)
@@ -13,7 +13,7 @@ every simulation it runs is bounded the same way:
   per simulation (this thread's and the sandbox processes' for its calls, as the kernel
   counts them: a loaded machine stretches the wall clock, not the work), a wall-clock
   backstop of ``SIMULATION_MAX_WALL_SECONDS`` (so a simulation always ends well before
-  gunicorn's worker timeout), and a job's own totals (`Caps`): every refused tool or
+  gunicorn's worker timeout), and a job's own totals (`JobCaps`): every refused tool or
   callback becomes a step error, the simulation notes why (SC472) and says where it was
   stopped (``SimulationResult.stopped``): the checks from that turn on are *stopped*, never
   *failed* (``agents.core.evaluate``), so no verdict depends on the machine's load;
@@ -34,6 +34,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import cache
 
@@ -41,7 +42,7 @@ from django.conf import settings
 
 from agents import selectors
 from agents.core.diagnostics import Diagnostic, Message, Severity
-from agents.core.model import ModelStrategy
+from agents.core.model import ModelAnswer, ModelRequest, ModelStrategy, answer_size
 from agents.core.simulate import CodeCall, CodeResult, CodeRunner, SimulationResult, simulate
 from agents.core.spec import AppSpec, ScenarioSpec
 from agents.models import Agent, AgentApp, Scenario
@@ -77,11 +78,13 @@ def refused_protections() -> dict[str, str]:
 
 
 @dataclass
-class Caps:
+class JobCaps:
     """What one batch (a job) may spend in total, beside each simulation's own caps.
 
-    None: no cap beyond the per-simulation settings. `max_model_calls` and `max_tokens`
-    are kept for the live-model runs (the simulation here calls no model)."""
+    None: no cap beyond the per-simulation settings. The runner counts the code calls of
+    every simulation it runs, and the model calls and tokens of its live runs (`metered`):
+    past ``JOBS_MAX_MODEL_CALLS`` or ``JOBS_MAX_TOKENS`` a model call is refused with the
+    error ``cap``, and the job stops at its next piece (``JobContext.check``)."""
 
     max_code_calls: int | None = None
     max_seconds: float | None = None
@@ -89,7 +92,23 @@ class Caps:
     max_tokens: int | None = None
     # Spent so far (filled in by the runner).
     code_calls: int = 0
+    model_calls: int = 0
+    tokens: int = 0
     started: float = field(default_factory=time.monotonic)
+
+    def model_refusal(self) -> str:
+        """Why the next model call is refused ("" when it may be made)."""
+        if self.max_model_calls is not None and self.model_calls >= self.max_model_calls:
+            return Message(
+                "the job reached its cap of %(count)s model calls (JOBS_MAX_MODEL_CALLS)",
+                count=self.max_model_calls,
+            )
+        if self.max_tokens is not None and self.tokens >= self.max_tokens:
+            return Message(
+                "the job reached its cap of %(count)s tokens (JOBS_MAX_TOKENS)",
+                count=self.max_tokens,
+            )
+        return ""
 
     def as_json(self) -> dict[str, float | int | None]:
         return {
@@ -106,7 +125,7 @@ def bounded_runner(
     max_calls: int,
     max_wall: float,
     max_cpu: float | None = None,
-    caps: Caps | None = None,
+    caps: JobCaps | None = None,
     should_stop: Callable[[], str] | None = None,
 ) -> tuple[CodeRunner, list[str]]:
     """The sandbox runner, refusing every call after *max_calls*, once the simulation has
@@ -187,12 +206,31 @@ class BoundedRunner:
         self,
         session: host.SandboxSession,
         *,
-        caps: Caps | None = None,
+        caps: JobCaps | None = None,
         should_stop: Callable[[], str] | None = None,
     ) -> None:
         self.session = session
         self.caps = caps
         self.should_stop = should_stop
+
+    def metered(self, model: ModelStrategy) -> ModelStrategy:
+        """`model` counted against the batch's model calls and tokens (`JobCaps`): a call
+        past either cap is refused with the error ``cap`` without asking the model."""
+        caps = self.caps
+        if caps is None or (caps.max_model_calls is None and caps.max_tokens is None):
+            return model
+
+        def ask(request: ModelRequest) -> ModelAnswer:
+            refusal = caps.model_refusal()
+            if refusal:
+                return ModelAnswer(error="cap", message=refusal)
+            caps.model_calls += 1
+            answer = model(request)
+            # As a run's own token cap counts them (agents.core.live.Capped).
+            caps.tokens += answer.tokens_in + max(answer.tokens_out, answer_size(answer.parts) // 4)
+            return answer
+
+        return ask
 
     def simulate(
         self,
@@ -202,7 +240,7 @@ class BoundedRunner:
         model: ModelStrategy | None = None,
         max_seconds: float | None = None,
     ) -> SimulationResult:
-        """`model` makes it a live run (``agents.services.live``), whose wall-clock cap
+        """`model` makes it a live run (``agents.services.live_runs``), whose wall-clock cap
         `max_seconds` replaces ``SIMULATION_MAX_SECONDS`` (CPU) and
         ``SIMULATION_MAX_WALL_SECONDS``: a model's answers take far longer than code does."""
         refused = refused_protections()
@@ -233,7 +271,7 @@ class BoundedRunner:
                     Message(
                         "Python code is not run: this server's sandbox lacks protections that "
                         "SANDBOX_REQUIRED_PROTECTIONS requires: %(names)s. Tick mocks, or ask "
-                        "the operator to install them (README, The sandbox).",
+                        "the operator to install them (docs: /docs/designer/sandbox/).",
                         names=names,
                     ),
                     subject=scenario.name,
@@ -333,18 +371,32 @@ def use_session_pool(size: int) -> SessionPool | None:
     return _POOL
 
 
+# The runner a job lends its kind (`job_runner`), while it is lent in this thread: nothing
+# there opens another (a kind cannot escape its job's caps and cancel hook).
+_JOB_RUNNER: ContextVar[BoundedRunner | None] = ContextVar("job_runner", default=None)
+
+
+class OwnRunnerRefused(RuntimeError):
+    """Code running inside a job asked for a sandbox runner of its own: it must use the one
+    its job lends (``JobContext.runner``), which carries the job's caps and cancel hook."""
+
+
+def _refuse_inside_a_job() -> None:
+    if _JOB_RUNNER.get() is not None:
+        raise OwnRunnerRefused(
+            "a job's kind runs its simulations on the runner its job lends (ctx.runner), "
+            "never on one of its own"
+        )
+
+
 @contextlib.contextmanager
-def batch_runner(
+def _borrowed(
     *,
-    caps: Caps | None = None,
-    should_stop: Callable[[], str] | None = None,
-    session: host.SandboxSession | None = None,
-    owner: str | None = None,
+    caps: JobCaps | None,
+    should_stop: Callable[[], str] | None,
+    session: host.SandboxSession | None,
+    owner: str | None,
 ) -> Iterator[BoundedRunner]:
-    """Borrow a bounded runner for a batch of simulations (one warm sandbox session,
-    started at the first code call if any). With a pool (`use_session_pool`) and the
-    batch's `owner` (the user it runs for), the session comes from the pool and goes
-    back to it; otherwise it is killed when the block ends."""
     if session is not None:
         yield BoundedRunner(session, caps=caps, should_stop=should_stop)
         return
@@ -360,6 +412,41 @@ def batch_runner(
         warm.close()  # a batch that failed does not hand its session on
         raise
     pool.give_back(owner, warm)
+
+
+@contextlib.contextmanager
+def batch_runner(
+    *,
+    caps: JobCaps | None = None,
+    should_stop: Callable[[], str] | None = None,
+    session: host.SandboxSession | None = None,
+    owner: str | None = None,
+) -> Iterator[BoundedRunner]:
+    """Borrow a bounded runner for a batch of simulations (one warm sandbox session,
+    started at the first code call if any). With a pool (`use_session_pool`) and the
+    batch's `owner` (the user it runs for), the session comes from the pool and goes
+    back to it; otherwise it is killed when the block ends. Inside a job: refused
+    (`OwnRunnerRefused`), the job lends its own (`job_runner`)."""
+    _refuse_inside_a_job()
+    with _borrowed(caps=caps, should_stop=should_stop, session=session, owner=owner) as runner:
+        yield runner
+
+
+@contextlib.contextmanager
+def job_runner(
+    *, caps: JobCaps, should_stop: Callable[[], str], owner: str
+) -> Iterator[BoundedRunner]:
+    """The runner a job lends its kind for the whole run (``JobContext.lending``): the
+    job's caps (code calls, time, model calls, tokens) and its cancel hook on every call;
+    while it is lent, `batch_runner` and a `simulate_bounded` without a runner are refused
+    in this thread."""
+    _refuse_inside_a_job()
+    with _borrowed(caps=caps, should_stop=should_stop, session=None, owner=owner) as runner:
+        token = _JOB_RUNNER.set(runner)
+        try:
+            yield runner
+        finally:
+            _JOB_RUNNER.reset(token)
 
 
 class SimulationsBusy(Exception):
@@ -436,6 +523,7 @@ def simulate_bounded(
     if runner is not None:
         return runner.simulate(app, scenario, model=model, max_seconds=max_seconds)
     # Not a batch's: a request's own simulation, one of the process's capped slots.
+    _refuse_inside_a_job()
     with SLOTS.hold(), batch_runner(session=session) as own:
         return own.simulate(app, scenario, model=model, max_seconds=max_seconds)
 

@@ -381,7 +381,7 @@ def instructions_param(agent: Agent, params: Mapping[str, Any]) -> str | None:
     return head + params.get("instructions_insert", "") + tail
 
 
-def with_instructions(agent: Agent, params: Any) -> Any:
+def with_edit_applied(agent: Agent, params: Any) -> Any:
     """`params` with the whole instructions in `instructions` (see instructions_param)."""
     if "instructions_insert" not in params:
         return params

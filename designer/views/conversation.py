@@ -1,13 +1,13 @@
-"""The simulated conversation beside the preview: scenario in, timeline view-model out.
+"""The conversation panel's view-model: a scenario's scripted simulation, or a finished live
+run or replay as its job stored it, shaped for the template (the timeline's turns, events,
+expectations and request changes; the live run's figures and drift).
 
-The core simulates (pure, deterministic); this module chooses the scenario,
-hands the core a code runner that goes through the sandbox, and shapes the
-result for the template.
+The scripted simulation is the services' (``services.scenario_run``: the one door to the
+sandbox, bounded); a live run is never started here (``live_jobs.live_run_submit``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import json
 from collections.abc import Mapping
@@ -20,11 +20,10 @@ from agents import services
 from agents.core.evaluate import ExpectationResult, ScenarioEvaluation
 from agents.core.render import render_value
 from agents.core.simulate import ModelCall, SimulationResult
-from agents.i18n import localized_data
 from agents.llm.endpoints import price_of
 from agents.models import Agent, AgentApp, LiveRun, Scenario
-from agents.services import live, live_models
-from agents.services.common import ServiceError, error
+from agents.services import live_models, live_runs
+from agents.services.common import ServiceError
 
 
 @dataclass
@@ -336,108 +335,29 @@ def _recording(run: LiveRun | None, params: Mapping[str, Any]) -> LiveRun | None
     return recorded
 
 
-def _mocks_choice(params: Mapping[str, Any], scenario: Scenario) -> bool | None:
-    """The mocks checkbox, when it was shown for this scenario (a hidden "off" precedes it,
-    so unticking it is a choice too); None keeps the scenario's own setting."""
-    if str(params.get("mocks_for", "")) != str(scenario.pk):
+def mocks_choice(params: Mapping[str, Any], scenario_id: Any = None) -> bool | None:
+    """The mocks checkbox, when it was shown for the scenario (`scenario_id`, else the one
+    asked for; a hidden "off" precedes it, so unticking it is a choice too); None keeps the
+    scenario's own setting."""
+    shown = str(params.get("mocks_for", "") or "")
+    wanted = scenario_id if scenario_id is not None else params.get("scenario", "")
+    if not shown or shown != str(wanted or ""):
         return None
     # The hidden "off" and the ticked box both arrive, in an order the browser chooses.
     given = params.getlist("use_mocks") if hasattr(params, "getlist") else [params.get("use_mocks")]
     return any(value in ("on", "true", "1") for value in given)
 
 
-def _live_outcome(
-    app: AgentApp, agent: Agent, scenario: Scenario, params: Mapping[str, Any], actor: Any
-) -> Any:
-    """A live run (``live`` with a model picked) or a replay (``replay`` = a run's id) when
-    the panel asked for one; None for the scripted simulation."""
-    instructions = params.get("instructions")
-    if instructions is not None and instructions.replace("\r\n", "\n") == agent.instructions:
-        instructions = None  # the saved text: the run is recorded (a try-out is not)
-    replay = str(params.get("replay", "") or "")
-    if replay.isdigit():
-        recorded = LiveRun.objects.filter(pk=int(replay), app=app, scenario=scenario).first()
-        if recorded is None:
-            raise ServiceError([error("replay", _("That live run no longer exists."), "SC482")])
-        return live.replay_live(run=recorded, actor=actor, instructions=params.get("instructions"))
-    if params.get("live") and params.get("model"):
-        return live.run_live(
-            app=app,
-            agent=agent,
-            scenario=scenario,
-            model=str(params["model"]),
-            actor=actor,
-            instructions=instructions,
-            use_mocks=_mocks_choice(params, scenario),
-        )
-    return None
-
-
-def live_job_params(agent: Agent, scenario_id: int, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``live_run`` job's parameters from the panel's form: the saved instructions are
-    sent as None (the run is then recorded), the mocks choice only when it was made."""
-    instructions = params.get("instructions")
-    if instructions is not None and instructions.replace("\r\n", "\n") == agent.instructions:
-        instructions = None
-    replay = str(params.get("replay", "") or "")
-    scenario = next((s for s in agent.scenarios.all() if s.pk == scenario_id), None)
-    return {
-        "agent": agent.pk,
-        "scenario": scenario_id,
-        "model": "" if replay.isdigit() else str(params.get("model", "") or ""),
-        "replay": int(replay) if replay.isdigit() else None,
-        "instructions": instructions,
-        "use_mocks": _mocks_choice(params, scenario) if scenario is not None else None,
-    }
-
-
-def job_outcome(job: Any) -> live.LiveOutcome:
-    """The finished ``live_run`` job as the panel shows it: its recorded calls answer again
-    offline (no model is called) for the timeline; the figures, drift and stored LiveRun
-    are the job's."""
-    result, params = job.result, job.params
-    shown = LiveRun(
-        app_id=job.app_id,
-        scenario_id=int(params["scenario"]),
-        mode="live",
-        calls=result["calls"],
-        model_name=result["model"],
-    )
-    stop = None
-    if result.get("error") == "cancelled":
-        # The run ended at its cancel: the replay stops where the recording does.
-        recorded, asked = len(result["calls"]), [0]
-
-        def stop() -> str:
-            asked[0] += 1
-            return "the job was cancelled" if asked[0] > recorded else ""
-
-    outcome = live.replay_live(
-        run=shown,
-        instructions=params.get("instructions"),
-        use_mocks=params.get("use_mocks"),
-        record=False,
-        should_stop=stop,
-    )
-    stored = LiveRun.objects.filter(pk=result.get("live_run")).first()
-    return dataclasses.replace(
-        outcome,
-        run=stored,
-        calls=result["calls"],
-        drift=localized_data(result["drift"]),  # what changed, in the reader's language
-        model=result["model"],
-        error=result["error"],
-    )
-
-
 def build_conversation(
     app: AgentApp,
     agent: Agent,
     params: Mapping[str, Any],
-    actor: Any = None,
-    outcome: Any = None,
+    outcome: live_runs.LiveOutcome | None = None,
 ) -> Conversation:
-    """The panel; `outcome` (a finished live job's, `job_outcome`) is shown as the run."""
+    """The panel: the scripted simulation of the scenario asked for (or the agent's first),
+    or `outcome`, a finished live job's run as the job stored it
+    (``live_jobs.live_job_outcome``). It never calls a model: a live run or a replay is a
+    job (``live_jobs.live_run_submit``)."""
     scenarios = list(agent.scenarios.all())
     wanted = str(params.get("scenario", "") or "")
     scenario = next((s for s in scenarios if str(s.pk) == wanted), None) or next(
@@ -451,11 +371,6 @@ def build_conversation(
         conversation.default_model = live_models.app_model_default(app)
     if scenario is None:
         return conversation
-    try:
-        if outcome is None:
-            outcome = _live_outcome(app, agent, scenario, params, actor)
-    except ServiceError as exc:
-        conversation.diagnostics = list(exc.diagnostics)
     calls: list[dict[str, Any]] = []
     if outcome is not None:
         scenario_spec, result, evaluation = outcome.spec, outcome.result, outcome.evaluation
@@ -484,7 +399,7 @@ def build_conversation(
             agent=agent,
             scenario=scenario,
             instructions=params.get("instructions"),
-            use_mocks=_mocks_choice(params, scenario),
+            use_mocks=mocks_choice(params, scenario.pk),
         )
         scenario_spec, result, evaluation = run.spec, run.result, run.evaluation
     conversation.last_live = (

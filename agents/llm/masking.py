@@ -1,0 +1,94 @@
+"""Secrets out of what a model call shows: the endpoint's key, and whatever follows
+``Bearer`` or ``x-goog-api-key``, masked as ``***`` in text, arguments and messages.
+
+The streamed text is masked as it arrives (`MaskedSink`): a key split across pieces is
+masked whole before any of it is shown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from agents.core.diagnostics import Message
+
+TextSink = Callable[[str], None]
+
+_ECHOED = re.compile(r"(?i)(\bBearer\s+|x-goog-api-key[\"']?\s*[:=]\s*[\"']?)[^\s\"',;]+")
+# Streamed text is shown up to its last word, which waits for the next piece: a key (or a
+# Bearer token) split across pieces is masked whole before any of it is shown. A word
+# longer than the key and this many characters is shown but for that tail.
+HOLD_BACK = 256
+_LAST_WORD = re.compile(r"\S*\Z")
+
+
+def mask_message(text: str, key: str) -> str:
+    """`text` with every occurrence of `key` masked; a `Message` stays one (its parameters
+    masked), so it is still shown in the reader's language."""
+    if not key or key not in text:
+        return text
+    if isinstance(text, Message):
+        params = {
+            name: mask_message(value if isinstance(value, str) else str(value), key)
+            for name, value in text.params.items()
+        }
+        masked = Message(text.template, **params)
+        return masked if key not in masked else str(masked).replace(key, "***")
+    return text.replace(key, "***")
+
+
+def mask_secrets(value: Any, key: str) -> Any:
+    """`value` (a text, or arguments: dicts, lists, strings) with the key and any
+    ``Bearer …`` / ``x-goog-api-key: …`` echo masked as ``***``."""
+    if isinstance(value, str):
+        if key and key in value:
+            value = value.replace(key, "***")
+        return _ECHOED.sub(lambda m: m.group(1) + "***", value) if value else value
+    if isinstance(value, dict):
+        return {k: mask_secrets(v, key) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_secrets(v, key) for v in value]
+    return value
+
+
+def masked_parts(parts: tuple[dict[str, Any], ...], key: str) -> tuple[dict[str, Any], ...]:
+    out = []
+    for part in parts:
+        part = dict(part)
+        if isinstance(part.get("text"), str):
+            part["text"] = mask_secrets(part["text"], key)
+        call = part.get("function_call")
+        if isinstance(call, dict):
+            part["function_call"] = {**call, "args": mask_secrets(call.get("args") or {}, key)}
+        out.append(part)
+    return tuple(out)
+
+
+class MaskedSink:
+    """`on_text` fed masked text: the pieces so far masked whole, the last word (a key or
+    a token may be only partly there) kept until more text comes or the answer ends
+    (`flush`); a word longer than the key and `HOLD_BACK` is shown but for that tail."""
+
+    def __init__(self, sink: TextSink, key: str):
+        self.sink = sink
+        self.key = key
+        self.text = ""
+        self.shown = 0
+
+    def __call__(self, piece: str) -> None:
+        self.text += piece
+        self._show(final=False)
+
+    def flush(self) -> None:
+        self._show(final=True)
+
+    def _show(self, *, final: bool) -> None:
+        masked = mask_secrets(self.text, self.key)
+        upto = len(masked)
+        if not final:
+            tail = len(_LAST_WORD.search(masked).group())  # the trailing run of non-spaces
+            upto -= min(tail, len(self.key) + HOLD_BACK)
+        if upto > self.shown:
+            self.sink(masked[self.shown : upto])
+            self.shown = upto

@@ -1,0 +1,153 @@
+"""The one door to the model providers: ``client_for(endpoint)`` and the protocols it knows.
+
+``client_for(endpoint)`` returns a ``ModelStrategy`` (``agents.core.model``): a `Client`
+that sends each ``ModelRequest`` through the endpoint's wire protocol and normalises the
+answer to text and function-call parts, token usage and a cost estimate. Nothing raises:
+every failure is a ``ModelAnswer`` with a named ``error`` (``agents.core.model.ERROR_KINDS``).
+
+The protocols are registered by the endpoint's ``kind`` (as ADK's ``LLMRegistry`` maps
+model names to classes): ``PROTOCOLS`` names each one's client class by its dotted path,
+imported at the first call (no SDK is loaded at import time). A new provider is a module
+with a ``ProtocolClient`` subclass (``agents.llm.protocol``), a line here (or
+``register_protocol``), and its kind in ``agents.llm.endpoints.KINDS``
+(docs/architecture.md, "A new provider").
+
+Around the protocol, the `Client` keeps what every provider shares:
+
+- **retries** (``agents.llm.retries``): the OpenAI SDK's policy, ``Retry-After`` honoured,
+  jitter, attempts counted exactly in ``ModelAnswer.retries``;
+- **bounds of one answer** (``agents.llm.transport``): the call's timeout as a total, the
+  run's watch, ``LIVE_MAX_ANSWER_BYTES``;
+- **secrets** (``agents.llm.masking``): the key goes only into the SDK's client; an
+  error message never carries the server's text for an authentication failure, and any
+  occurrence of the key in a message is masked, as is every text and argument value of an
+  answer and the text streamed to `on_text`;
+- **error classification** (``agents.llm.errors``): each SDK's exceptions as named kinds.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from django.utils.module_loading import import_string
+
+from agents.core.diagnostics import Message
+from agents.core.model import ModelAnswer, ModelRequest, ModelStrategy, answer_size, call_watch
+from agents.llm.endpoints import Endpoint, cost_of
+from agents.llm.errors import Failure, failure_in, too_large
+from agents.llm.masking import TextSink, mask_message, masked_parts
+from agents.llm.protocol import ProtocolClient
+from agents.llm.retries import INITIAL_DELAY, RetryPolicy, Sleeper, wait
+from agents.llm.transport import DEFAULT_MAX_ANSWER_BYTES
+
+logger = logging.getLogger("agents.llm")
+
+# kind -> the dotted path of its ProtocolClient subclass
+PROTOCOLS: dict[str, str] = {
+    "openai": "agents.llm.openai_protocol.OpenAIClient",
+    "gemini": "agents.llm.gemini_protocol.GeminiClient",
+}
+
+
+def register_protocol(kind: str, path: str) -> None:
+    """Add (or replace) the client class of endpoints of `kind` (a dotted path)."""
+    PROTOCOLS[kind] = path
+
+
+def protocol_class(kind: str) -> type[ProtocolClient]:
+    if kind not in PROTOCOLS:
+        raise ValueError(Message("no model protocol is registered for %(kind)s", kind=kind))
+    return import_string(PROTOCOLS[kind])
+
+
+class Client:
+    """A ``ModelStrategy`` over one endpoint's protocol client, with retries and named
+    errors (see the module docstring)."""
+
+    def __init__(self, impl: ProtocolClient, *, policy: RetryPolicy, sleeper: Sleeper):
+        self.impl = impl
+        self.endpoint = impl.endpoint
+        self.policy = policy
+        self.sleeper = sleeper
+        self.retries = 0  # over all calls
+
+    def __call__(self, request: ModelRequest) -> ModelAnswer:
+        endpoint = self.endpoint
+        attempt = 0
+        while True:
+            self.impl.begin()
+            try:
+                answer = self.impl.send(request)
+                if answer_size(answer.parts) > self.impl.max_answer_bytes:
+                    raise too_large(self.impl.max_answer_bytes)
+            except Failure as failure:
+                return self._failed(failure, attempt)
+            except Exception as exc:  # the SDK's: classify, maybe retry
+                failure = failure_in(exc) or self.impl.classify(exc)
+                if failure.retry and self.policy.may_retry(attempt, failure.retry_after):
+                    stop = wait(
+                        self.policy.delay(attempt, failure.retry_after),
+                        self.sleeper,
+                        call_watch.get(),
+                    )
+                    if stop:
+                        return self._failed(Failure(stop[0], stop[1]), attempt)
+                    attempt += 1
+                    self.retries += 1
+                    continue
+                return self._failed(failure, attempt)
+            cost = cost_of(endpoint, answer.tokens_in, answer.tokens_out)
+            logger.info(
+                "model call %s/%s: %s tokens in, %s out, %d retries",
+                endpoint.name,
+                endpoint.model,
+                answer.tokens_in,
+                answer.tokens_out,
+                attempt,
+            )
+            return ModelAnswer(
+                parts=masked_parts(answer.parts, endpoint.api_key),
+                tokens_in=answer.tokens_in,
+                tokens_out=answer.tokens_out,
+                cost=cost,
+                retries=attempt,
+                model=answer.model,
+                finish=answer.finish,
+            )
+
+    def _failed(self, failure: Failure, attempt: int) -> ModelAnswer:
+        message = mask_message(failure.message, self.endpoint.api_key)
+        if attempt == 1:
+            message = Message("%(message)s (after 1 retry)", message=message)
+        elif attempt:
+            message = Message(
+                "%(message)s (after %(count)s retries)", message=message, count=attempt
+            )
+        logger.warning("model call %s failed: %s: %s", self.endpoint.name, failure.kind, message)
+        # What the endpoint streamed before the call ended is spent: a quarter of its bytes
+        # as tokens out (the run's token cap counts them).
+        return ModelAnswer(
+            error=failure.kind,
+            message=message,
+            retries=attempt,
+            tokens_out=self.impl.answered // 4,
+        )
+
+
+def client_for(
+    endpoint: Endpoint,
+    *,
+    stream: bool = False,
+    on_text: TextSink | None = None,
+    sleeper: Sleeper = time.sleep,
+    backoff: float = INITIAL_DELAY,
+    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
+    **options: Any,
+) -> ModelStrategy:
+    """The strategy that asks `endpoint` (see the module docstring)."""
+    impl = protocol_class(endpoint.kind)(
+        endpoint, stream=stream, on_text=on_text, max_answer_bytes=max_answer_bytes, **options
+    )
+    return Client(impl, policy=RetryPolicy(endpoint.max_retries, backoff=backoff), sleeper=sleeper)

@@ -1,0 +1,115 @@
+"""The watched transport: every byte of a model's answer is read through it, for both SDKs.
+
+Between the chunks of an answer, `AnswerBounds.check` asks the call's own ``timeout`` as a
+total (the SDKs' timeout is per read: an endless slow stream would never time out), the
+run's watch (``agents.core.model.call_watch``: the run's time cap, a Cancel) and a bound
+of the bytes read; the text and arguments of an answer are capped at `max_answer_bytes`
+(``LIVE_MAX_ANSWER_BYTES``). Past any of them it raises the `Failure` that ends the call
+(``timeout``, ``cancelled`` or ``too_large``); the SDK closes the stream.
+
+The transport keeps the environment's proxy (``HTTPS_PROXY``/``NO_PROXY``) the SDKs' own
+clients would use: a transport given to httpx turns httpx's own lookup off.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.request import getproxies, proxy_bypass
+
+import httpx
+
+from agents.core.model import call_watch
+from agents.llm.errors import Failure, timeout, too_large
+
+DEFAULT_MAX_ANSWER_BYTES = 256 * 1024
+
+
+class AnswerBounds:
+    """The bounds of one attempt of a model call (see the module docstring): `begin` starts
+    an attempt, `check` counts bytes read (`read`) and answered (`answered`)."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        seconds: float,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.name = name
+        self.seconds = seconds
+        self.max_answer_bytes = max_answer_bytes
+        self.clock = clock
+        self.begin()
+
+    def begin(self) -> None:
+        self.started = self.clock()
+        self.read = 0  # bytes on the wire
+        self.answered = 0  # bytes of text and arguments
+
+    def check(self, read: int = 0, answered: int = 0) -> None:
+        """Between chunks: raises the `Failure` that ends the call past a bound."""
+        self.read += read
+        self.answered += answered
+        if self.answered > self.max_answer_bytes:
+            raise too_large(self.max_answer_bytes)
+        # The wire's bytes: the answer's JSON or SSE framing around its text, generously.
+        if self.read > 16 * self.max_answer_bytes + 65536:
+            raise too_large(self.max_answer_bytes)
+        if self.clock() - self.started >= self.seconds:
+            raise Failure("timeout", timeout(self.name, self.seconds))
+        watch = call_watch.get()
+        stop = watch() if watch is not None else None
+        if stop:
+            raise Failure(stop[0], stop[1])
+
+
+class _WatchedStream(httpx.SyncByteStream):
+    def __init__(self, stream: Any, check: Callable[[int], None]):
+        self.stream = stream
+        self.check = check
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self.stream:
+            self.check(len(chunk))
+            yield chunk
+
+    def close(self) -> None:
+        self.stream.close()
+
+
+class WatchedTransport(httpx.BaseTransport):
+    """An httpx transport whose answers are read through `check` (bytes read so far),
+    which raises a `Failure` to end the call (the SDK closes the response)."""
+
+    def __init__(self, check: Callable[[int], None], proxy: str | None = None):
+        self.inner = httpx.HTTPTransport(proxy=proxy)
+        self.check = check
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        response.stream = _WatchedStream(response.stream, self.check)
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def proxy_for(base_url: str) -> str | None:
+    """The environment's proxy for the endpoint (HTTPS_PROXY/HTTP_PROXY, NO_PROXY), as the
+    SDKs' own clients would use."""
+    url = httpx.URL(base_url or "https://generativelanguage.googleapis.com")
+    if proxy_bypass(url.host):
+        return None
+    return getproxies().get(url.scheme) or None
+
+
+def watched_client(bounds: AnswerBounds, base_url: str, seconds: float) -> httpx.Client:
+    """The httpx client an SDK is given: every answer read within `bounds`."""
+    return httpx.Client(
+        transport=WatchedTransport(bounds.check, proxy_for(base_url)),
+        timeout=httpx.Timeout(seconds),
+        follow_redirects=True,
+    )
