@@ -5,12 +5,13 @@ PORT ?= 8000
 HOST ?= 127.0.0.1
 VENV := .venv
 PY := $(VENV)/bin/python
-# Development settings for `make run`; production reads the same variables (see README).
+# Development settings for `make run`; production reads the same variables
+# (docs/operations/configuration.md).
 # Django's "development server" banner is hidden: the line `make run` prints says what serves.
 RUN_ENV := DEBUG=$${DEBUG:-true} DJANGO_RUNSERVER_HIDE_WARNING=true
 PYTEST_ARGS ?=
 
-.PHONY: run worker test test-only install install-test lock lock-check chromium sandbox-deps lint bench clean assets assets-check bytecode
+.PHONY: docs docs-serve messages run worker test test-only install install-test lock lock-check chromium sandbox-deps lint bench clean assets assets-check bytecode
 
 # What gets installed comes from uv.lock (uv's lock file: every package of the runtime set and
 # of each extra, pinned, with hashes), never from a fresh resolution: `make run` installs the
@@ -97,7 +98,7 @@ install: $(RUN_STAMP)
 
 install-test: $(TEST_STAMP)
 
-run: $(RUN_STAMP) sandbox-deps bytecode
+run: $(RUN_STAMP) sandbox-deps bytecode $(DOCS_STAMP)
 	@echo "Preparing the database (migrations, demo apps)"
 	@$(RUN_ENV) $(PY) manage.py migrate --no-input --verbosity 0
 	@$(RUN_ENV) $(PY) manage.py load_demo
@@ -107,12 +108,32 @@ run: $(RUN_STAMP) sandbox-deps bytecode
 	  trap "kill $$worker 2>/dev/null; wait $$worker 2>/dev/null" EXIT; \
 	  $(PY) manage.py runserver "$(HOST):$(PORT)"'
 
-# A worker for jobs (Run all, evaluate, version diffs) in the foreground (README, "Jobs").
+# The documentation site (MkDocs, Material theme; docs/ and mkdocs.yml) built into site/,
+# which the app serves at /docs/. `make docs` builds it with --strict (a broken link or
+# anchor fails: CI runs it); `make run` builds it when docs/ changed, and goes on without it
+# (saying where the log is) if the build fails. `make docs-serve` reads it with live reload.
+DOCS_STAMP := site/.built
+DOCS_LOG := $(VENV)/docs.log
+DOCS_ENV := NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true
+DOCS_SOURCES := mkdocs.yml $(shell find docs -type f 2>/dev/null)
+$(DOCS_STAMP): $(RUN_STAMP) $(DOCS_SOURCES)
+	@echo "Building the documentation site for /docs/ (log: $(DOCS_LOG))"
+	@if $(DOCS_ENV) $(PY) -m mkdocs build --strict >"$(DOCS_LOG)" 2>&1; then touch "$@"; \
+	else echo "warning: the documentation site did not build (/docs/ will say so); see $(DOCS_LOG)" >&2; fi
+
+docs: $(RUN_STAMP)
+	$(DOCS_ENV) $(PY) -m mkdocs build --strict
+	@touch $(DOCS_STAMP)
+
+docs-serve: $(RUN_STAMP)
+	$(DOCS_ENV) $(PY) -m mkdocs serve --dev-addr 127.0.0.1:8001
+
+# A worker for jobs (Run all, evaluate, version diffs) in the foreground (docs/operations/jobs.md).
 worker: $(RUN_STAMP) sandbox-deps bytecode
 	@$(RUN_ENV) $(PY) manage.py migrate --no-input --verbosity 0
 	@$(RUN_ENV) $(PY) manage.py worker
 
-# The sandbox's OS layer (README, "The sandbox"): bubblewrap for the namespaces and the
+# The sandbox's OS layer (docs/designer/sandbox.md): bubblewrap for the namespaces and the
 # read-only root, libseccomp for the seccomp filters. Debian packages; skipped when present.
 sandbox-deps:
 	@if [ "$$(uname -s)" = Linux ] && { ! command -v bwrap >/dev/null 2>&1 || ! ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2'; }; then \
@@ -139,7 +160,7 @@ test: $(TEST_STAMP) chromium sandbox-deps $(AXE) test-only
 
 # Three workers on this 2-core machine: the suite waits (browser debounces, real worker,
 # gunicorn and cxas processes) more than it computes, so a third worker fills the gaps
-# (measured: -n 2 8 min 59 s, -n 3 5 min 46 s, -n 4 6 min 06 s, same commits, README "Tests").
+# (measured: -n 2 8 min 59 s, -n 3 5 min 46 s, -n 4 6 min 06 s, same commits, docs/development/tests.md).
 TEST_WORKERS ?= 3
 
 # The project's bytecode, written once: where PYTHONDONTWRITEBYTECODE is set (this
@@ -172,6 +193,14 @@ assets-check:
 	@if cmp -s .assets-check.js static/js/editor.bundle.js; then rm -f .assets-check.js; echo "static/js/editor.bundle.js matches frontend/ and its lockfile"; \
 	else rm -f .assets-check.js; echo "error: static/js/editor.bundle.js differs from a build of frontend/ (run make assets and commit)" >&2; exit 1; fi
 
+# The translation catalogs (docs/operations/languages.md): extract, keep the committed
+# form (no wrapping, obsolete entries kept), compile. Translate the new entries, run it again.
+MESSAGES_IGNORE := --ignore='.venv/*' --ignore='tests/*' --ignore='site/*' --ignore='docs/*'
+messages: $(TEST_STAMP)
+	@DEBUG=true $(PY) manage.py makemessages --no-wrap -l fr -l de $(MESSAGES_IGNORE) --ignore='frontend/*'
+	@DEBUG=true $(PY) manage.py makemessages --no-wrap -d djangojs -l fr -l de $(MESSAGES_IGNORE) --ignore='frontend/node_modules/*' --ignore='static/js/editor.bundle.js'
+	@cd locale && DEBUG=true ../$(PY) ../manage.py compilemessages -l fr -l de
+
 clean:
-	rm -rf $(VENV) staticfiles
+	rm -rf $(VENV) staticfiles site
 	find agents designer tests bench -name __pycache__ -prune -exec rm -rf {} +

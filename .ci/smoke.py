@@ -109,6 +109,14 @@ def main() -> None:
         if answer.status != 200 or 'id="variable-list"' not in designer:
             fail(f"the designer page {match.group(1)} did not show the demo app", log)
         print(f"smoke: signed in as demo and opened the designer at {match.group(1)}")
+        # The help links' target: the documentation site `make run` built, served at /docs/
+        # (French under /docs/fr/).
+        for path, needle in (("/docs/", "Statecraft"), ("/docs/fr/designer/", 'lang="fr"')):
+            with opener.open(base + path) as answer:
+                page = answer.read().decode()
+            if answer.status != 200 or needle not in page:
+                fail(f"{path} did not serve the documentation site", log)
+        print("smoke: /docs/ serves the documentation site, in French at /docs/fr/ too")
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(server.pid, signal.SIGTERM)

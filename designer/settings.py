@@ -1,4 +1,4 @@
-"""Settings, read from the environment (12-factor); see the README's table."""
+"""Settings, read from the environment (12-factor); see docs/operations/configuration.md."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from django.utils.translation import gettext_lazy
 from agents.core import limits as import_limits
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# The built documentation site (`make docs`), served at /docs/.
+DOCS_SITE_DIR = Path(os.environ.get("DOCS_SITE_DIR") or BASE_DIR / "site")
 
 
 def env_bool(name: str, default: bool = False) -> bool:
@@ -63,6 +65,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # The documentation site at /docs/ (static pages, before the app's CSP: designer/docs_site.py).
+    "designer.docs_site.DocsSiteMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -161,7 +165,7 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "app-list"
 LOGOUT_REDIRECT_URL = "login"
 
-# The designer speaks English, French and German (README, "Languages"); URLs are the same in
+# The designer speaks English, French and German (docs/operations/languages.md); URLs are the same in
 # every language. The catalogs are locale/<lang>/LC_MESSAGES/django.{po,mo} (both committed).
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("fr", "Français"), ("de", "Deutsch")]
@@ -333,7 +337,7 @@ LOGGING = {
     },
 }
 
-# The sandbox and bounded simulations (README: "The sandbox", "Bounded simulations").
+# The sandbox and bounded simulations (docs/designer/sandbox.md).
 # Protections production refuses to run tool/callback code without (the system check
 # `statecraft.W001` lists every missing one); empty under DEBUG so a laptop without
 # bubblewrap still simulates.
@@ -352,7 +356,7 @@ SIMULATION_MAX_WALL_SECONDS = float(os.environ.get("SIMULATION_MAX_WALL_SECONDS"
 # gunicorn's --threads (4) so /healthz and the pages always find a thread; 0: no cap.
 SIMULATION_MAX_CONCURRENT = int(os.environ.get("SIMULATION_MAX_CONCURRENT", "2"))
 
-# Live models (README: "Configuring models"). STATECRAFT_MODELS is read from the environment
+# Live models (docs/designer/live-models.md). STATECRAFT_MODELS is read from the environment
 # when a run starts (agents/services/live_models.py) and checked at start (statecraft.E010);
 # MODEL_KEYS_SECRET, when set, derives the key that encrypts the admin's stored API keys
 # (else SECRET_KEY does). Caps of one live run:
@@ -362,7 +366,7 @@ LIVE_MAX_CALLS_PER_TURN = int(os.environ.get("LIVE_MAX_CALLS_PER_TURN", "10"))
 LIVE_MAX_TOKENS = int(os.environ.get("LIVE_MAX_TOKENS", "200000"))
 LIVE_MAX_SECONDS = float(os.environ.get("LIVE_MAX_SECONDS", "120"))
 LIVE_MAX_ANSWER_BYTES = int(os.environ.get("LIVE_MAX_ANSWER_BYTES", "262144"))
-# Jobs (README, "Jobs"): long work runs in worker processes through Django's Tasks framework.
+# Jobs (docs/operations/jobs.md): long work runs in worker processes through Django's Tasks framework.
 # TASKS_BACKEND=database (default): a queue in the app's own database (django-tasks-db), no
 # broker, `make run` on SQLite just works. TASKS_BACKEND=rq: Redis-backed RQ workers
 # (django-tasks-rq) on any number of machines, REDIS_URL naming the Redis.

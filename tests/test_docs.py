@@ -1,4 +1,4 @@
-"""The README documents every diagnostic code the product can emit, from the one registry."""
+"""The docs (reference/diagnostics.md) document every diagnostic code the product can emit, from the one registry."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from agents import services
 from agents.core import Diagnostic, Severity, all_codes, codes
 from agents.core.diagnostics import UnregisteredCode
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parent.parent / "docs" / "reference" / "diagnostics.md"
 ROW = re.compile(r"^\| `(SC\d{3})` \| (.*) \|$", re.MULTILINE)
 
 
@@ -24,7 +24,7 @@ def test_every_code_is_in_the_readme_table():
     documented = readme_rows(text)
     registered = {**services.CODES, **all_codes()}
     missing = sorted(set(registered) - set(documented))
-    assert not missing, f"README lacks {missing} (python -m agents.core.codes prints the table)"
+    assert not missing, f"docs/reference/diagnostics.md lacks {missing} (python -m agents.core.codes prints the table)"
 
 
 def test_the_readme_table_is_the_registry_row_for_row():
