@@ -50,7 +50,8 @@ def main() -> None:
         "DATABASE_URL": f"sqlite:///{workdir}/db.sqlite3",
         "RATE_LIMITS": "simulate=100000/m",
         # The three may land on one gunicorn worker; the per-process cap (2 by default,
-        # README "SIMULATION_MAX_CONCURRENT") would refuse the third with a 429. This bench
+        # docs/designer/sandbox.md, SIMULATION_MAX_CONCURRENT) would refuse the third with
+        # a 429. This bench
         # is about the time cap and /healthz, so it lets three run in one process.
         "SIMULATION_MAX_CONCURRENT": os.environ.get("SIMULATION_MAX_CONCURRENT", "3"),
     }
@@ -71,7 +72,10 @@ def main() -> None:
         def simulate() -> None:
             started = time.monotonic()
             body = opener.open(url, timeout=60).read().decode()
-            results.append((time.monotonic() - started, "time cap" in body))
+            # The simulation's limits: its CPU time (SIMULATION_MAX_SECONDS) or its
+            # wall-clock backstop (SIMULATION_MAX_WALL_SECONDS), each with its message.
+            capped = "time limit of" in body or "wall-clock limit of" in body
+            results.append((time.monotonic() - started, capped))
 
         runs = [threading.Thread(target=simulate) for _ in range(3)]
         for run in runs:

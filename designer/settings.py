@@ -165,8 +165,8 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "app-list"
 LOGOUT_REDIRECT_URL = "login"
 
-# The designer speaks English, French and German (docs/operations/languages.md); URLs are the same in
-# every language. The catalogs are locale/<lang>/LC_MESSAGES/django.{po,mo} (both committed).
+# The designer speaks English, French and German (docs/operations/languages.md); URLs are
+# the same in every language. The catalogs are locale/<lang>/LC_MESSAGES/django.{po,mo} (both committed).
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("fr", "Français"), ("de", "Deutsch")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
@@ -366,7 +366,8 @@ LIVE_MAX_CALLS_PER_TURN = int(os.environ.get("LIVE_MAX_CALLS_PER_TURN", "10"))
 LIVE_MAX_TOKENS = int(os.environ.get("LIVE_MAX_TOKENS", "200000"))
 LIVE_MAX_SECONDS = float(os.environ.get("LIVE_MAX_SECONDS", "120"))
 LIVE_MAX_ANSWER_BYTES = int(os.environ.get("LIVE_MAX_ANSWER_BYTES", "262144"))
-# Jobs (docs/operations/jobs.md): long work runs in worker processes through Django's Tasks framework.
+# Jobs (docs/operations/jobs.md): long work runs in worker processes through Django's Tasks
+# framework.
 # TASKS_BACKEND=database (default): a queue in the app's own database (django-tasks-db), no
 # broker, `make run` on SQLite just works. TASKS_BACKEND=rq: Redis-backed RQ workers
 # (django-tasks-rq) on any number of machines, REDIS_URL naming the Redis.

@@ -24,7 +24,9 @@ def test_every_code_is_in_the_readme_table():
     documented = readme_rows(text)
     registered = {**services.CODES, **all_codes()}
     missing = sorted(set(registered) - set(documented))
-    assert not missing, f"docs/reference/diagnostics.md lacks {missing} (python -m agents.core.codes prints the table)"
+    assert not missing, (
+        f"docs/reference/diagnostics.md lacks {missing} (python -m agents.core.codes prints the table)"
+    )
 
 
 def test_the_readme_table_is_the_registry_row_for_row():

@@ -76,7 +76,9 @@ def test_before_make_docs_the_site_says_how_to_build_it(tmp_path):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("language", "prefix"), [("en", "/docs/"), ("fr", "/docs/fr/"), ("de", "/docs/de/")])
+@pytest.mark.parametrize(
+    ("language", "prefix"), [("en", "/docs/"), ("fr", "/docs/fr/"), ("de", "/docs/de/")]
+)
 def test_the_designers_help_links_open_the_guide_in_the_readers_language(
     client, user, shop, language, prefix
 ):

@@ -78,6 +78,19 @@ junk = st.one_of(
 form_data = st.dictionaries(st.sampled_from(FIELDS), junk, max_size=12)
 
 
+# What each endpoint may answer to junk. Forms: saved (302; for htmx 200 with the fragment,
+# or 204 with HX-Redirect when the page changes) or refused with their errors (400). Reads that compute from the input (the preview, the
+# simulation, a schema's example) answer 200 with their problems shown; sharing redirects
+# back with a message; the instructions also answer 409 when the junk's revision is stale.
+ANSWERS = {"preview": {200}, "simulate": {200}, "example": {200}, "share": {302}}
+ANSWERS["instructions"] = {200, 302, 409}
+FORM = {200, 204, 302, 400}
+
+
+def answers(path: str) -> set[int]:
+    return ANSWERS.get(path.rstrip("/").rsplit("/", 1)[-1], FORM)
+
+
 def _endpoints(app):
     # Earlier examples may add agents (even a new root): take the one with the scenarios.
     agent = app.agents.filter(scenarios__isnull=False).order_by("pk").first()
@@ -112,7 +125,7 @@ def test_posting_garbage_never_crashes(signed_in, shop, data, htmx):
     headers = {"HX-Request": "true"} if htmx else {}
     for path in _endpoints(shop):
         response = signed_in.post(path, data, headers=headers)
-        assert response.status_code < 500, (path, data)
+        assert response.status_code in answers(path), (path, data, response.status_code)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
@@ -124,4 +137,4 @@ def test_get_with_garbage_parameters_never_crashes(signed_in, shop, data):
     ]
     for path in paths + _endpoints(shop)[:2]:
         response = signed_in.get(path, data, headers={"HX-Request": "true"})
-        assert response.status_code < 500, (path, data)
+        assert response.status_code in {200, 400}, (path, data, response.status_code)

@@ -57,7 +57,9 @@ class MessageField(serializers.CharField):
 
 
 class DiagnosticOut(serializers.Serializer):
-    code = serializers.CharField(help_text=_("Stable code, e.g. SC003 (see /docs/reference/diagnostics/)."))
+    code = serializers.CharField(
+        help_text=_("Stable code, e.g. SC003 (see /docs/reference/diagnostics/).")
+    )
     severity = serializers.ChoiceField(choices=SEVERITIES)
     message = MessageField()
     line = serializers.IntegerField(allow_null=True, help_text=_("1-based, in the instructions."))

@@ -63,7 +63,8 @@ __all__ = [
 
 
 def all_codes() -> dict[str, str]:
-    """Every diagnostic code of the product, with its one-line meaning (the table of docs/reference/diagnostics.md)."""
+    """Every diagnostic code of the product, with its one-line meaning (the table of
+    docs/reference/diagnostics.md)."""
     from agents.core.codes import REGISTRY
 
     return dict(sorted(REGISTRY.items()))

@@ -17,8 +17,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 CLI = re.compile(r"<!-- cli: ([a-z_]+) -->")
 # The options every Django command has; the page lists the command's own.
-COMMON = ("--version", "-v {0,1,2,3}", "--settings", "--pythonpath", "--traceback",
-          "--no-color", "--force-color", "--skip-checks")
+COMMON = (
+    "--version",
+    "-v {0,1,2,3}",
+    "--settings",
+    "--pythonpath",
+    "--traceback",
+    "--no-color",
+    "--force-color",
+    "--skip-checks",
+)
 
 
 @cache
@@ -26,7 +34,11 @@ def command_help(name: str) -> str:
     env = {**os.environ, "DEBUG": "true", "DJANGO_SETTINGS_MODULE": "designer.settings"}
     out = subprocess.run(
         [sys.executable, "manage.py", "help", name],
-        cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     kept, skipping = [], False
     for line in out.splitlines():

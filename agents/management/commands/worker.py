@@ -40,7 +40,8 @@ class Command(BaseCommand):
             self.stdout.write(f"recovered job {job.pk} ({job.kind}) left by {job.worker}")
 
     def handle(self, *args: object, **options: object) -> None:
-        # Warm sandbox sessions kept between jobs, one user's at a time each (docs/operations/jobs.md).
+        # Warm sandbox sessions kept between jobs, one user's at a time each
+        # (docs/operations/jobs.md).
         sandbox_door.use_session_pool(int(getattr(settings, "SANDBOX_POOL_SIZE", 2)))
         self._recover()
         stop = threading.Event()

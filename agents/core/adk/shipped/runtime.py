@@ -74,8 +74,24 @@ _CURRENT: contextvars.ContextVar[CxContext | None] = contextvars.ContextVar(
 )
 
 
+# The types whose == is the same-value rule (the simulation's values._EXACT).
+_EXACT = frozenset({str, int, bool, type(None)})
+
+
 def same_value(a: Any, b: Any) -> bool:
     """Whether writing `b` over `a` changes nothing (Statecraft's rule)."""
+    if a is b:  # a value is the same as itself (NaN too: two NaNs are the same value)
+        return True
+    kind = type(a)
+    if kind is dict and type(b) is dict:  # the JSON types first: no ABC check per node
+        if a.keys() != b.keys():
+            return False
+        for key in a:  # noqa: SIM110 - a loop: no generator frame per node
+            if not same_value(a[key], b[key]):
+                return False
+        return True
+    if kind is type(b) and kind in _EXACT:
+        return a == b
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, int | float) and isinstance(b, int | float):
