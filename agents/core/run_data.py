@@ -171,6 +171,7 @@ def evaluation_data(evaluation: ScenarioEvaluation) -> dict[str, Any]:
         "passed": evaluation.passed,
         "failed": evaluation.failed,
         "needs_model": evaluation.needs_model,
+        "stopped": evaluation.stopped,
         "notes": [message_data(n) for n in evaluation.notes],
     }
 
@@ -194,5 +195,6 @@ def evaluation_from_data(data: dict[str, Any]) -> ScenarioEvaluation:
         passed=data["passed"],
         failed=data["failed"],
         needs_model=data["needs_model"],
+        stopped=data.get("stopped", 0),
         notes=tuple(_message(n) for n in data.get("notes", ())),
     )
