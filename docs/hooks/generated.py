@@ -54,3 +54,17 @@ def command_help(name: str) -> str:
 
 def on_page_markdown(markdown, page, config, files):
     return CLI.sub(lambda m: command_help(m.group(1)), markdown)
+
+
+def on_post_build(config):
+    """Material's language selector fetches the sitemap of the language it is in
+    (``/docs/fr/sitemap.xml``) to find the same page in the other language; the i18n
+    plugin writes only the site's own. Give each language tree the site's sitemap (every
+    language's build ends here; whichever comes last finds them all)."""
+    import shutil
+
+    root = Path(config["site_dir"])
+    for language in ("fr", "de"):
+        for name in ("sitemap.xml", "sitemap.xml.gz"):
+            if (root / language).is_dir() and (root / name).exists():
+                shutil.copyfile(root / name, root / language / name)
