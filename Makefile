@@ -24,6 +24,11 @@ PYTEST_ARGS ?=
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 INSTALL_LOG := $(VENV)/install.log
+# The documentation site (see `docs` below): defined here, before the rules that name them.
+DOCS_STAMP := site/.built
+DOCS_LOG := $(VENV)/docs.log
+DOCS_ENV := NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true
+DOCS_SOURCES := mkdocs.yml $(shell find docs -type f 2>/dev/null)
 UV := $(VENV)/bin/uv
 UV_ENV := UV_PROJECT_ENVIRONMENT=$(VENV) UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1 UV_PYTHON=$(PY)
 UV_VERSION := 0.13.9
@@ -112,10 +117,6 @@ run: $(RUN_STAMP) sandbox-deps bytecode $(DOCS_STAMP)
 # which the app serves at /docs/. `make docs` builds it with --strict (a broken link or
 # anchor fails: CI runs it); `make run` builds it when docs/ changed, and goes on without it
 # (saying where the log is) if the build fails. `make docs-serve` reads it with live reload.
-DOCS_STAMP := site/.built
-DOCS_LOG := $(VENV)/docs.log
-DOCS_ENV := NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true
-DOCS_SOURCES := mkdocs.yml $(shell find docs -type f 2>/dev/null)
 $(DOCS_STAMP): $(RUN_STAMP) $(DOCS_SOURCES)
 	@echo "Building the documentation site for /docs/ (log: $(DOCS_LOG))"
 	@if $(DOCS_ENV) $(PY) -m mkdocs build --strict >"$(DOCS_LOG)" 2>&1; then touch "$@"; \

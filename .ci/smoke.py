@@ -112,9 +112,12 @@ def main() -> None:
         # The help links' target: the documentation site `make run` built, served at /docs/
         # (French under /docs/fr/).
         for path, needle in (("/docs/", "Statecraft"), ("/docs/fr/designer/", 'lang="fr"')):
-            with opener.open(base + path) as answer:
-                page = answer.read().decode()
-            if answer.status != 200 or needle not in page:
+            try:
+                with opener.open(base + path) as answer:
+                    page = answer.read().decode()
+            except urllib.error.HTTPError as error:
+                fail(f"{path} answered {error.code}: the documentation site was not built", log)
+            if needle not in page:
                 fail(f"{path} did not serve the documentation site", log)
         print("smoke: /docs/ serves the documentation site, in French at /docs/fr/ too")
     finally:
