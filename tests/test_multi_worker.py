@@ -102,15 +102,15 @@ class Server:
             pass_fds=[self.listener.fileno()],
         )
         # One request on each: both workers have booted (the requests wait in the backlog).
-        self.on_both_workers("GET", "/accounts/login/")
+        # A set-up that fails (a timeout, a worker that never boots) stops what it started.
+        try:
+            self.on_both_workers("GET", "/accounts/login/")
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop(self.process)
         self.listener.close()
 
     # -------------------------------------------------------------- HTTP
@@ -185,7 +185,8 @@ REDIS_SERVER = "/usr/bin/redis-server"
 
 @pytest.fixture(scope="module", params=["database", "redis"])
 def server(request, tmp_path_factory, _migrated_sqlite):
-    """No CACHE_URL (the deployment recipe, docs/operations/deployment.md: the database holds sessions and counts), and Redis."""
+    """No CACHE_URL (the deployment recipe, docs/operations/deployment.md: the database holds
+    sessions and counts), and Redis."""
     tmp = tmp_path_factory.mktemp(f"two-workers-{request.param}")
     env = {"RATE_LIMITS": "api-anon=4/h,signin-account=5/15m"}
     redis = None
@@ -199,12 +200,39 @@ def server(request, tmp_path_factory, _migrated_sqlite):
             stdout=subprocess.DEVNULL,
         )
         env["CACHE_URL"] = f"redis://127.0.0.1:{port}/0"
-    running = Server(tmp, _migrated_sqlite, env)
-    yield running
-    running.close()
-    if redis is not None:
-        redis.terminate()
-        redis.wait(timeout=30)
+    try:
+        running = Server(tmp, _migrated_sqlite, env)
+        try:
+            yield running
+        finally:
+            running.close()
+    finally:  # whatever happened above, the redis-server this fixture started is stopped
+        if redis is not None:
+            stop(redis)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL after 30 s: a process a test started never outlives it."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def test_a_server_whose_set_up_fails_stops_its_gunicorn(tmp_path, _migrated_sqlite, monkeypatch):
+    started: list[subprocess.Popen] = []
+
+    def fail(self, *args, **kwargs):
+        started.append(self.process)
+        raise TimeoutError("the workers did not answer")
+
+    monkeypatch.setattr(Server, "on_both_workers", fail)
+    with pytest.raises(TimeoutError):
+        Server(tmp_path, _migrated_sqlite, {})
+    assert started and started[0].poll() is not None
 
 
 def _csrf(server: Server) -> tuple[dict[str, str], str]:
