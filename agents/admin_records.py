@@ -22,6 +22,7 @@ from agents.models import (
     LiveRun,
     ModelEndpoint,
     ScenarioResult,
+    WorkerHeartbeat,
 )
 from agents.models.audit import object_name_shown
 from agents.services import versions
@@ -217,7 +218,8 @@ class ModelEndpointForm(forms.ModelForm):
         label=_("API key"),
         help_text=_(
             "Stored encrypted (docs: /docs/designer/live-models/). Leave empty to keep the "
-            "stored key; tick 'Remove the key' to delete it."
+            "stored key; tick 'Remove the key' to delete it. Changing the kind, base URL, "
+            "Vertex AI, project or location clears the stored key: type it again."
         ),
     )
     remove_key = forms.BooleanField(required=False, label=_("Remove the key"))
@@ -252,7 +254,12 @@ class ModelEndpointForm(forms.ModelForm):
         data = super().clean()
         kind, vertex = data.get("kind"), data.get("vertex")
         project, location = data.get("project"), data.get("location")
-        stored = bool(self.instance.pk and self.instance.has_key)
+        # A stored key is bound to where it is sent: kind, URL, Vertex, project, location
+        # changed without the key typed again, the key is cleared on save.
+        from agents.services.live_models import KEY_BINDING
+
+        rebound = bool(set(self.changed_data) & set(KEY_BINDING))
+        stored = bool(self.instance.pk and self.instance.has_key and not rebound)
         key = bool(data.get("api_key")) or (stored and not data.get("remove_key"))
         if vertex and kind != "gemini":
             self.add_error("vertex", _("Only a Gemini endpoint runs on Vertex AI."))
@@ -284,11 +291,19 @@ class ModelEndpointAdmin(admin.ModelAdmin):
     """Models designers can run live (besides STATECRAFT_MODELS). Keys: write-only."""
 
     form = ModelEndpointForm
-    list_display = ("name", "kind", "model", "base_url", "key_set", "enabled", "updated_at")
+    list_display = ("name", "kind", "model", "url_shown", "key_set", "enabled", "updated_at")
     list_filter = ("kind", "enabled")
-    search_fields = ("name", "model", "base_url")
+    # Not the base URL: a search would tell what a password in it starts with.
+    search_fields = ("name", "model")
     fields = (*ModelEndpointForm.Meta.fields, "api_key", "remove_key", "key_set")
     readonly_fields = ("key_set",)
+
+    @admin.display(description=_("base url"), ordering="base_url")
+    def url_shown(self, obj: ModelEndpoint) -> str:
+        """The base URL without a user or password in it (never in a list)."""
+        from agents.llm.masking import redact_url
+
+        return redact_url(obj.base_url)
 
     @admin.display(description=_("key"), boolean=True)
     def key_set(self, obj: ModelEndpoint) -> bool:
@@ -440,6 +455,31 @@ class JobAdmin(ReadOnlyAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
+
+
+@admin.register(WorkerHeartbeat)
+class WorkerHeartbeatAdmin(ReadOnlyAdmin):
+    """The job workers and their last heartbeat (docs/operations/production.md): one seen in
+    the last minute takes work; none seen, queued jobs wait (start `make worker`)."""
+
+    list_display = ("worker", "queue", "seen", "seen_at", "started_at", "stopped")
+    list_filter = ("queue", "stopped")
+    search_fields = ("worker",)
+    readonly_fields = fields = ("worker", "queue", "started_at", "seen_at", "stopped")
+
+    @admin.display(description=_("seen in the last minute"), boolean=True)
+    def seen(self, row: WorkerHeartbeat) -> bool:
+        from datetime import timedelta
+
+        from django.utils import timezone
+
+        from agents.services.jobs import WORKER_SEEN_SECONDS
+
+        recent = row.seen_at >= timezone.now() - timedelta(seconds=WORKER_SEEN_SECONDS)
+        return recent and not row.stopped
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return request.user.is_superuser  # a long-gone worker's row may be cleared
 
 
 # The database queue's own rows (django-tasks-db) are the workers' bookkeeping: operators

@@ -9,6 +9,11 @@ Where the counts live is `RATE_LIMIT_STORE`: "database" (the default without Red
 row per window, incremented with an atomic UPDATE, so several gunicorn workers count
 together) or "cache" (Redis, whose INCR is atomic across workers; a per-process cache
 would let each worker count on its own).
+
+Redis away (the "cache" store unreachable): every scope counts in the database meanwhile
+(the same rows as the "database" store), so no limit fails open (sign-in guessing stays
+limited) and none fails closed (no one is locked out for an outage that is not theirs).
+Counts start again in the other store when it switches, at most one window's worth.
 """
 
 from __future__ import annotations
@@ -179,13 +184,26 @@ def hit(scope: str, who: str, rate: Rate | None = None) -> Verdict:
     if _in_database():
         return Verdict((count := _db_hit(key, rate)) <= rate.limit, count, rate, retry_after)
     cache = _cache()
-    cache.add(key, 0, timeout=rate.period + 1)
     try:
-        count = cache.incr(key)
-    except ValueError:  # expired between add and incr
-        cache.set(key, 1, timeout=rate.period + 1)
-        count = 1
+        cache.add(key, 0, timeout=rate.period + 1)
+        try:
+            count = cache.incr(key)
+        except ValueError:  # expired between add and incr (or the add was dropped)
+            cache.set(key, 1, timeout=rate.period + 1)
+            count = 1
+    except Exception as exc:
+        if not _cache_outage(exc):
+            raise
+        count = _db_hit(key, rate)  # Redis away: the database counts meanwhile
     return Verdict(count <= rate.limit, count, rate, retry_after)
+
+
+def _cache_outage(exc: Exception) -> bool:
+    """The cache's Redis unreachable (designer.cache.CacheUnavailable, or redis' own
+    connection and timeout errors from a plain RedisCache)."""
+    from designer.cache import CacheUnavailable, _is_outage
+
+    return isinstance(exc, CacheUnavailable) or _is_outage(exc)
 
 
 def peek(scope: str, who: str, rate: Rate | None = None) -> Verdict:
@@ -193,7 +211,17 @@ def peek(scope: str, who: str, rate: Rate | None = None) -> Verdict:
     rate = rate or rate_for(scope)
     window, retry_after = _window(rate)
     key = _key(scope, who, window)
-    count = _db_count(key) if _in_database() else _cache().get(key, 0)
+    if _in_database():
+        count = _db_count(key)
+    else:
+        try:
+            count = _cache().get(key, 0)
+        except Exception as exc:
+            if not _cache_outage(exc):
+                raise
+            count = 0
+        if getattr(_cache(), "available", True) is False:
+            count = _db_count(key)  # Redis away: the database counts meanwhile
     return Verdict(count < rate.limit, count, rate, retry_after)
 
 

@@ -82,6 +82,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # A simulation over SIMULATION_MAX_CONCURRENT in this process: a 429 naming the limit.
     "agents.ratelimit.SimulationsBusyMiddleware",
+    # The database restarting, a deadlock, a lock timeout: a 503 with Retry-After, not a 500.
+    "designer.errors.TransientErrorMiddleware",
 ]
 
 ROOT_URLCONF = "designer.urls"
@@ -128,11 +130,28 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # a per-process cache: without Redis, sessions are rows of the database (signing out ends a
 # session on every worker) and rate-limit counts are rows too (agents/ratelimit.py: one
 # atomic UPDATE per request); with Redis, sessions are read from Redis (written through to
-# the database) and counts are Redis INCRs.
+# the database) and counts are Redis INCRs. Redis away is not an outage
+# (docs/operations/production.md): the cache answers as an empty one (designer/cache.py),
+# sessions are read from their rows, rate limits count in the database meanwhile.
 CACHE_URL = os.environ.get("CACHE_URL", "")
+# After a failed call the cache leaves Redis alone this long (one failed connection per
+# process and interval during an outage, not one per cache call).
+CACHE_RETRY_SECONDS = float(os.environ.get("CACHE_RETRY_SECONDS", "5"))
 if CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        "default": {
+            "BACKEND": "designer.cache.ForgivingRedisCache",
+            "LOCATION": CACHE_URL,
+            # Seconds, not redis-py's default retries with backoff (up to ~7 s a call).
+            "OPTIONS": {
+                "socket_connect_timeout": 1.0,
+                "socket_timeout": 2.0,
+                "retry": Retry(NoBackoff(), 1),
+            },
+        }
     }
     SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
     RATE_LIMIT_STORE = "cache"
@@ -322,7 +341,9 @@ IMPORT_JOB_MIN_BYTES = int(os.environ.get("IMPORT_JOB_MIN_BYTES") or 256 * 1024)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # Every line with URL credentials and bearer tokens masked (agents/llm/masking.py).
+    "filters": {"redact": {"()": "agents.llm.masking.RedactCredentials"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
         # Refused saves, imports, sandbox start and code-runner failures: what an operator needs.
@@ -397,5 +418,15 @@ JOBS_MAX_TOKENS = int(os.environ.get("JOBS_MAX_TOKENS", "2000000"))
 JOBS_HEARTBEAT_SECONDS = float(os.environ.get("JOBS_HEARTBEAT_SECONDS", "5"))
 JOBS_STALE_SECONDS = float(os.environ.get("JOBS_STALE_SECONDS", "60"))
 JOBS_MAX_ATTEMPTS = int(os.environ.get("JOBS_MAX_ATTEMPTS", "2"))
+# A queued job whose queue entry is gone (Redis restarted without its data, a task the
+# queue failed) is enqueued again by a worker's reaper after this long.
+JOBS_REQUEUE_SECONDS = float(os.environ.get("JOBS_REQUEUE_SECONDS", "60"))
+# A transient error (database or Redis away, disk full, lock timeout) queues the job again
+# after this long, doubling with each attempt (up to JOBS_MAX_ATTEMPTS runs in all).
+JOBS_RETRY_BACKOFF_SECONDS = float(os.environ.get("JOBS_RETRY_BACKOFF_SECONDS", "5"))
+# How long a worker retries a claim or a job's final write while the database is away.
+JOBS_DB_RETRY_SECONDS = float(os.environ.get("JOBS_DB_RETRY_SECONDS", "30"))
+# Queued longer than this, a job's page says why it waits (no worker seen, or all busy).
+JOBS_PICKUP_SECONDS = float(os.environ.get("JOBS_PICKUP_SECONDS", "10"))
 # Warm sandbox sessions a worker keeps between jobs (each serves one user; 0: none).
 SANDBOX_POOL_SIZE = int(os.environ.get("SANDBOX_POOL_SIZE", "2"))

@@ -131,3 +131,7 @@ urlpatterns = [
     path("api/", include("agents.api.urls")),
     path("admin/", admin.site.urls),
 ]
+
+# JSON under /api/, the HTML pages elsewhere (designer/errors.py).
+handler404 = "designer.errors.page_not_found"
+handler500 = "designer.errors.server_error"

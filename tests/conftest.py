@@ -190,3 +190,13 @@ def server():
     s = ModelServer()
     yield s
     s.close()
+
+
+@pytest.fixture
+def redis_server():
+    """A redis-server of this test's own on a free port (tests/redis_server.py), stopped at
+    the end whatever happens; `stop()`/`start()` make an outage."""
+    from tests.redis_server import running_redis
+
+    with running_redis() as server:
+        yield server

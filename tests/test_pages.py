@@ -14,7 +14,11 @@ pytestmark = pytest.mark.django_db
 def test_healthz_checks_the_database(client):
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "ok"}
+    body = response.json()
+    assert body["database"] == "ok" and body["cache"] == "local" and body["queue"] == "ok"
+    # No worker has written a heartbeat: the app serves, degraded (Run all would wait).
+    assert body["workers"] == {"seen": 0, "last_heartbeat": None}
+    assert body["status"] == "degraded"
 
 
 def test_pages_need_sign_in(client):

@@ -7,6 +7,7 @@ masked whole before any of it is shown.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from typing import Any
@@ -92,3 +93,30 @@ class MaskedSink:
         if upto > self.shown:
             self.sink(masked[self.shown : upto])
             self.shown = upto
+
+
+_URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@")
+_BEARER = re.compile(r"(?i)(bearer\s+|\bapi[_-]?key[=:]\s*|[?&]key=|x-goog-api-key:\s*)[^\s&\"',]+")
+
+
+def redact_url(text: str) -> str:
+    """`text` with the user and password of every URL in it replaced by ``***``
+    (``https://***@host/``), and ``Bearer …`` / ``key=…`` values masked."""
+    text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}***@", text or "")
+    return _BEARER.sub(lambda m: f"{m[1]}***", text)
+
+
+class RedactCredentials(logging.Filter):
+    """A logging filter (designer/settings.py's LOGGING): every record's text with URL
+    credentials and bearer tokens masked, whatever logger wrote it (httpx's request line
+    names the URL, a base URL may carry a password)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed record: leave it to the handler
+            return True
+        redacted = redact_url(message)
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        return True

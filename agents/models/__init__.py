@@ -8,7 +8,7 @@ from agents.models.agents import Agent, Callback, CallbackKind
 from agents.models.app import AgentApp, AppShare, ShareRole
 from agents.models.audit import AuditEvent
 from agents.models.base import TimestampedModel, instructions_hash
-from agents.models.jobs import JOB_ACTIVE, JOB_FINISHED, Job, JobItem, JobStatus
+from agents.models.jobs import JOB_ACTIVE, JOB_FINISHED, Job, JobItem, JobStatus, WorkerHeartbeat
 from agents.models.live import AppModelDefault, EndpointKind, LiveRun, LiveRunMode, ModelEndpoint
 from agents.models.ratelimit import RateLimitCount
 from agents.models.scenarios import (
@@ -66,6 +66,7 @@ __all__ = [
     "UserSettings",
     "Variable",
     "VariableType",
+    "WorkerHeartbeat",
     "expectation_from_json",
     "expectation_to_json",
     "instructions_hash",

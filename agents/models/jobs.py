@@ -93,6 +93,9 @@ class Job(models.Model):
     started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
     finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
     heartbeat_at = models.DateTimeField(null=True, blank=True, verbose_name=_("heartbeat at"))
+    # When it was (last) put on the queue: the reaper enqueues again a job queued longer
+    # than JOBS_REQUEUE_SECONDS whose queue entry is gone.
+    queued_at = models.DateTimeField(null=True, blank=True, verbose_name=_("queued at"))
 
     class Meta:
         verbose_name = _("job")
@@ -129,3 +132,28 @@ class JobItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id} {self.key}"
+
+
+class WorkerHeartbeat(models.Model):
+    """A job worker's sign of life (`manage.py worker` writes its row at start and then every
+    ``JOBS_HEARTBEAT_SECONDS``): `/healthz` counts the workers seen in the last minute, the
+    admin lists them, and the designer says when queued work waits with no worker seen."""
+
+    worker = models.CharField(
+        max_length=WORKER_MAX_LENGTH,
+        primary_key=True,
+        help_text=_("host:pid"),
+        verbose_name=_("worker"),
+    )
+    queue = models.CharField(max_length=JOB_STATUS_MAX_LENGTH, blank=True, verbose_name=_("queue"))
+    started_at = models.DateTimeField(verbose_name=_("started at"))
+    seen_at = models.DateTimeField(db_index=True, verbose_name=_("last heartbeat"))
+    stopped = models.BooleanField(default=False, verbose_name=_("stopped"))
+
+    class Meta:
+        verbose_name = _("worker")
+        verbose_name_plural = _("workers")
+        ordering = ["-seen_at"]
+
+    def __str__(self) -> str:
+        return self.worker

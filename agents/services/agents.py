@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from django.db import transaction
-
 from agents.core import rules
 from agents.core.diagnostics import Diagnostic, Message
 from agents.core.rename import RenameKind
@@ -15,6 +13,7 @@ from agents.services.common import (
     Actor,
     ServiceError,
     StaleObjectError,
+    app_write,
     changed,
     check_version,
     error,
@@ -95,7 +94,7 @@ def _has_cycle(start: Agent) -> bool:
     return rules.sub_agent_cycle(edges) is not None
 
 
-@transaction.atomic
+@app_write
 def agent_create(
     *,
     app: AgentApp,
@@ -133,7 +132,7 @@ def agent_create(
     return agent
 
 
-@transaction.atomic
+@app_write
 def agent_update(
     *,
     agent: Agent,
@@ -181,7 +180,7 @@ def agent_update(
     return agent
 
 
-@transaction.atomic
+@app_write
 def agent_save_instructions(
     *, agent: Agent, instructions: str, base_hash: str | None = None, actor: Actor = None
 ) -> Agent:
@@ -222,7 +221,7 @@ def agent_save_instructions(
     return agent
 
 
-@transaction.atomic
+@app_write
 def agent_delete(*, agent: Agent, actor: Actor = None) -> None:
     if agent.is_root and agent.app.agents.exclude(pk=agent.pk).exists():
         raise ServiceError(
@@ -243,7 +242,7 @@ def agent_delete(*, agent: Agent, actor: Actor = None) -> None:
     agent.delete()
 
 
-@transaction.atomic
+@app_write
 def agent_rename(
     *, agent: Agent, new_name: str, expected_version: int | None = None, actor: Actor = None
 ) -> Agent:
@@ -291,7 +290,7 @@ def _callback_name(callback: Callback) -> str:
     return f"{callback.agent.display_name} / {callback.kind} #{callback.order}"
 
 
-@transaction.atomic
+@app_write
 def callback_create(
     *,
     agent: Agent,
@@ -317,7 +316,7 @@ def callback_create(
     return callback
 
 
-@transaction.atomic
+@app_write
 def callback_update(
     *,
     callback: Callback,
@@ -342,7 +341,7 @@ def callback_update(
     return callback
 
 
-@transaction.atomic
+@app_write
 def callback_delete(*, callback: Callback, actor: Actor = None) -> None:
     changed(
         app=callback.agent.app_id,

@@ -21,6 +21,7 @@ from agents.services.agents import agent_create, agent_delete, agent_update, cal
 from agents.services.common import (
     Actor,
     ServiceError,
+    app_write,
     changed,
     error,
     logger,
@@ -69,7 +70,7 @@ def app_create(
     return app
 
 
-@transaction.atomic
+@app_write
 def app_update(
     *,
     app: AgentApp,
@@ -97,7 +98,7 @@ def app_update(
     return app
 
 
-@transaction.atomic
+@app_write
 def app_delete(*, app: AgentApp, actor: Actor = None) -> None:
     changed(app=app, actor=actor, action="app.delete", name=app.name, before=snapshot(app))
     # Variables protect their schema and labels their version; remove them first so the
@@ -117,7 +118,7 @@ def _role_problems(role: str) -> list[Diagnostic]:
     ]
 
 
-@transaction.atomic
+@app_write
 def app_share(*, app: AgentApp, user: Actor, role: str, actor: Actor = None) -> AppShare:
     raise_if(_role_problems(role))
     if user.pk == app.owner_id:
@@ -147,7 +148,7 @@ def app_share_by_username(
     return app_share(app=app, user=user, role=role, actor=actor)
 
 
-@transaction.atomic
+@app_write
 def app_unshare(*, app: AgentApp, user: Actor, actor: Actor = None) -> None:
     deleted, _ = AppShare.objects.filter(app=app, user=user).delete()
     if deleted:

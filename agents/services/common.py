@@ -8,6 +8,7 @@ cached spec).
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -15,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import F, ForeignKey, Model, UniqueConstraint
 
 from agents.core import rules
@@ -241,7 +242,108 @@ def unique(model: type[Model], obj: Any, *, what: str) -> list[Diagnostic]:
 
 
 def locked(model: type[Model], pk: int) -> Any:
-    return model.objects.select_for_update().get(pk=pk)
+    """The row, locked (its app's row first, the one lock order: `lock_app`). Gone
+    meanwhile (deleted, or replaced by a version restore): a `StaleObjectError` (409)."""
+    app_id = _app_id_of(model, pk)
+    if app_id is not None:
+        lock_app(app_id)
+    try:
+        return model.objects.select_for_update().get(pk=pk)
+    except model.DoesNotExist:
+        label = model._meta.verbose_name
+        raise StaleObjectError(
+            [
+                error(
+                    "__all__",
+                    Message(
+                        "This %(label)s was deleted or replaced by someone else (a version "
+                        "restored?) while you were editing it. Reload, then apply your "
+                        "change again.",
+                        label=label,
+                    ),
+                    code="SC002",
+                )
+            ]
+        ) from None
+
+
+# ---------------------------------------------------------------- one lock order
+
+# Every write that touches an app and its objects locks the app's row first, then the
+# objects (`app_write`, `locked`): two writes of one app queue on its row instead of each
+# holding what the other waits for (a version restore deletes the objects an edit locked).
+WRITE_ATTEMPTS = 3
+_APP_PATHS = {
+    "Scenario": "agent__app_id",
+    "Callback": "agent__app_id",
+    "ScenarioStep": "scenario__agent__app_id",
+}
+
+
+def _app_id_of(model: type[Model], pk: Any) -> int | None:
+    if model is AgentApp:
+        return pk
+    path = _APP_PATHS.get(model.__name__)
+    if path is None:
+        if not any(f.name == "app" for f in model._meta.get_fields()):
+            return None
+        path = "app_id"
+    return model.objects.filter(pk=pk).values_list(path, flat=True).first()
+
+
+def lock_app(app_id: int) -> None:
+    """Lock the app's row (SELECT … FOR UPDATE) in the current transaction."""
+    AgentApp.objects.select_for_update().filter(pk=app_id).values_list("pk").first()
+
+
+def _app_of_call(kwargs: Mapping[str, Any]) -> int | None:
+    """The app a service call writes to, from its keyword arguments."""
+    for name in ("app", "version"):
+        value = kwargs.get(name)
+        if isinstance(value, AgentApp):
+            return value.pk
+        if isinstance(value, int) and name == "app":
+            return value
+        if value is not None and getattr(value, "app_id", None):
+            return value.app_id
+    for name in ("variable", "schema", "tool", "agent", "attach_to", "scenario", "callback"):
+        value = kwargs.get(name)
+        if isinstance(value, Model) and value.pk is not None:
+            return _app_id_of(type(value), value.pk)
+    return None
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """A deadlock or a serialization failure (PostgreSQL 40P01 / 40001): retrying the
+    whole transaction is the cure."""
+    cause = exc.__cause__
+    code = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
+    return code in ("40P01", "40001") or "deadlock detected" in str(exc)
+
+
+def app_write[**P, R](func: Callable[P, R]) -> Callable[P, R]:
+    """A write service of an app's objects: one transaction that locks the app's row first
+    (the one lock order), retried up to ``WRITE_ATTEMPTS`` times on a deadlock or a
+    serialization failure when it is the outermost transaction (inside another, the error
+    rises to the caller's: a 503 with Retry-After, designer/errors.py)."""
+
+    @functools.wraps(func)
+    def write(*args: P.args, **kwargs: P.kwargs) -> R:
+        attempts = 1 if connection.in_atomic_block else WRITE_ATTEMPTS
+        for attempt in range(1, attempts + 1):
+            try:
+                with transaction.atomic():
+                    app_id = _app_of_call(kwargs)
+                    if app_id is not None:
+                        lock_app(app_id)
+                    return func(*args, **kwargs)
+            except OperationalError as exc:
+                if attempt >= attempts or not is_conflict(exc):
+                    raise
+                logger.warning("%s: %s; retried (%s)", func.__name__, exc, attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    return write
 
 
 def changed(

@@ -18,6 +18,15 @@ A worker killed mid-job (SIGKILL, a lost machine) leaves the job "running" with 
 heartbeat; `jobs_recover` (run by every worker at start and then periodically, and by a
 read of the job) queues it again, up to ``JOBS_MAX_ATTEMPTS`` runs, then marks it failed
 with the reason. Never lost silently, never run twice to a double write.
+
+A queued job whose queue entry is gone (Redis restarted without its data, a task the
+queue failed before it could claim the row) is enqueued again by `jobs_reap`, in the same
+loop, once it has waited ``JOBS_REQUEUE_SECONDS``. A transient error (the database or
+Redis unreachable, a full disk, a lock timeout) is not the job's fault: the attempt ends,
+and the job is queued again after a backoff (``JOBS_RETRY_BACKOFF_SECONDS``, doubling), up
+to ``JOBS_MAX_ATTEMPTS``; what the user reads names the kind of problem in their language,
+never the raw error (host names, internal paths). The claim and the final write of a job
+are retried on a database error (`db_retry`).
 """
 
 from __future__ import annotations
@@ -35,7 +44,14 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, transaction
+from django.db import (
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    models,
+    transaction,
+)
 from django.db.models import F
 from django.tasks import task
 from django.utils import timezone
@@ -44,7 +60,15 @@ from django.utils.translation import gettext_noop
 from agents.core import rules
 from agents.core.diagnostics import Message
 from agents.i18n import localize, localized_data, recovered_message
-from agents.models import JOB_ACTIVE, JOB_FINISHED, AgentApp, Job, JobItem, JobStatus
+from agents.models import (
+    JOB_ACTIVE,
+    JOB_FINISHED,
+    AgentApp,
+    Job,
+    JobItem,
+    JobStatus,
+    WorkerHeartbeat,
+)
 from agents.services.common import Actor
 from agents.services.sandbox_door import BoundedRunner, JobCaps, job_runner
 
@@ -79,7 +103,13 @@ DEFAULTS: dict[str, float] = {
     "JOBS_HEARTBEAT_SECONDS": 5.0,
     "JOBS_STALE_SECONDS": 60.0,
     "JOBS_MAX_ATTEMPTS": 2,
+    "JOBS_REQUEUE_SECONDS": 60.0,
+    "JOBS_RETRY_BACKOFF_SECONDS": 5.0,
+    "JOBS_DB_RETRY_SECONDS": 30.0,
+    "JOBS_PICKUP_SECONDS": 10.0,
 }
+# A worker whose heartbeat is older than this is not counted as seen (/healthz, the designer).
+WORKER_SEEN_SECONDS = 60.0
 # How often a running job reads its row for a cancel request (and writes its heartbeat).
 CANCEL_POLL_SECONDS = 0.25
 
@@ -219,6 +249,7 @@ def job_submit(
             app=app,
             params=params,
             caps={**default_caps(), **(caps or {})},
+            queued_at=timezone.now(),
         )
         if enqueue:
             transaction.on_commit(lambda: _enqueue(job.pk))
@@ -232,10 +263,21 @@ def run_job(job_id: str) -> None:
     job_run(job_id)
 
 
-def _enqueue(job_id: Any) -> None:
-    result = run_job.enqueue(str(job_id))
+def _enqueue(job_id: Any, *, delay: float = 0.0) -> bool:
+    """Put the job's id on the queue (after `delay` seconds where the backend can defer)
+    and record the queue's id. A queue that refuses (Redis down) leaves the job queued
+    without a task id: `jobs_reap` enqueues it again once the queue is back."""
+    task = run_job
+    if delay > 0 and task.get_backend().supports_defer:
+        task = task.using(run_after=timezone.now() + timedelta(seconds=delay))
+    try:
+        result = task.enqueue(str(job_id))
+    except Exception:  # the queue is unreachable: the reaper tries again
+        logger.exception("job %s: the queue refused it; the reaper enqueues it again", job_id)
+        return False
     task_id = str(result.id)[: rules.TASK_ID_MAX_LENGTH]
-    Job.objects.filter(pk=job_id, task_id="").update(task_id=task_id)
+    Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(task_id=task_id)
+    return True
 
 
 @transaction.atomic
@@ -419,18 +461,21 @@ def job_run(job_id: str, *, worker: str | None = None) -> Job | None:
     """Claim the job and run it (the task's body). None when it is not queued any more
     (cancelled, or claimed by another worker): nothing runs twice."""
     worker = worker or this_worker()
-    now = timezone.now()
-    claimed = Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(
-        status=JobStatus.RUNNING,
-        worker=worker,
-        attempts=F("attempts") + 1,
-        started_at=now,
-        heartbeat_at=now,
-        error="",
-    )
-    if not claimed:
+
+    def claim() -> int:
+        now = timezone.now()
+        return Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(
+            status=JobStatus.RUNNING,
+            worker=worker,
+            attempts=F("attempts") + 1,
+            started_at=now,
+            heartbeat_at=now,
+            error="",
+        )
+
+    if not db_retry(claim, what=f"job {job_id}: claim"):
         return None
-    job = Job.objects.select_related("app", "owner").get(pk=job_id)
+    job = db_retry(lambda: Job.objects.select_related("app", "owner").get(pk=job_id))
     ctx = JobContext(job, worker)
     logger.info("job %s (%s) started by %s, attempt %s", job.pk, job.kind, worker, job.attempts)
     status, result, error = JobStatus.SUCCEEDED, None, ""
@@ -441,15 +486,162 @@ def job_run(job_id: str, *, worker: str | None = None) -> Job | None:
     except JobStopped as stop:
         status, error, result = stop.status, stop.reason, stop.result
     except Exception as exc:  # the job fails with the reason; the worker goes on
+        problem = transient_problem(exc)
+        if problem is not None:
+            logger.warning("job %s (%s): a transient error: %r", job.pk, job.kind, exc)
+            return _after_transient(job, ctx, problem)
         logger.exception("job %s (%s) failed", job.pk, job.kind)
         status, error = JobStatus.FAILED, f"{type(exc).__name__}: {exc}"
     if result is None and status != JobStatus.SUCCEEDED:
-        result = partial_result(job, ctx)
+        result = db_retry(lambda: partial_result(job, ctx))
     finished = timezone.now()
-    ctx._mine().update(status=status, result=result, error=error, finished_at=finished, current="")
+    db_retry(
+        lambda: ctx._mine().update(
+            status=status, result=result, error=error, finished_at=finished, current=""
+        ),
+        what=f"job {job.pk}: its outcome",
+    )
     logger.info("job %s (%s) %s", job.pk, job.kind, status)
-    job.refresh_from_db()
+    db_retry(job.refresh_from_db)
     return job
+
+
+# ---------------------------------------------------------------- transient errors
+
+# What the user reads of a transient problem (the raw error, with its host names and paths,
+# stays in the worker's log): one sentence per kind of problem, retried or failed.
+PROBLEM_DATABASE, PROBLEM_QUEUE, PROBLEM_DISK, PROBLEM_LOCK = "database", "redis", "disk", "lock"
+PROBLEM_CONNECTION = "connection"
+_RETRIED = {
+    PROBLEM_DATABASE: gettext_noop(
+        "Attempt %(attempt)s stopped: the database was unavailable. Retried in %(seconds)s s."
+    ),
+    PROBLEM_QUEUE: gettext_noop(
+        "Attempt %(attempt)s stopped: Redis was unavailable. Retried in %(seconds)s s."
+    ),
+    PROBLEM_DISK: gettext_noop(
+        "Attempt %(attempt)s stopped: the server's disk was full. Retried in %(seconds)s s."
+    ),
+    PROBLEM_LOCK: gettext_noop(
+        "Attempt %(attempt)s stopped: a database lock wait timed out. Retried in %(seconds)s s."
+    ),
+    PROBLEM_CONNECTION: gettext_noop(
+        "Attempt %(attempt)s stopped: a service it needs was unreachable. Retried in %(seconds)s s."
+    ),
+}
+_FAILED = {
+    PROBLEM_DATABASE: gettext_noop(
+        "The job failed: the database was unavailable on attempt %(attempt)s of "
+        "%(max_attempts)s (JOBS_MAX_ATTEMPTS). The scenarios it finished are kept; run it "
+        "again for the rest."
+    ),
+    PROBLEM_QUEUE: gettext_noop(
+        "The job failed: Redis was unavailable on attempt %(attempt)s of %(max_attempts)s "
+        "(JOBS_MAX_ATTEMPTS). The scenarios it finished are kept; run it again for the rest."
+    ),
+    PROBLEM_DISK: gettext_noop(
+        "The job failed: the server's disk was full on attempt %(attempt)s of "
+        "%(max_attempts)s (JOBS_MAX_ATTEMPTS). The scenarios it finished are kept; run it "
+        "again for the rest."
+    ),
+    PROBLEM_LOCK: gettext_noop(
+        "The job failed: a database lock wait timed out on attempt %(attempt)s of "
+        "%(max_attempts)s (JOBS_MAX_ATTEMPTS). The scenarios it finished are kept; run it "
+        "again for the rest."
+    ),
+    PROBLEM_CONNECTION: gettext_noop(
+        "The job failed: a service it needs was unreachable on attempt %(attempt)s of "
+        "%(max_attempts)s (JOBS_MAX_ATTEMPTS). The scenarios it finished are kept; run it "
+        "again for the rest."
+    ),
+}
+_DISK_FULL = ("no space left on device", "disk full", "could not extend file")
+_LOCK_TIMEOUT = ("lock timeout", "lock_timeout", "canceling statement due to lock timeout")
+
+
+def transient_problem(exc: BaseException) -> str | None:
+    """What kind of transient problem `exc` is (one of the PROBLEM_* keys), or None when it
+    is the job's own failure. Transient: the database or Redis unreachable or restarting, a
+    full disk, a lock timeout, a deadlock, a refused connection (causes included)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        text = str(exc).lower()
+        if (isinstance(exc, OSError) and exc.errno == 28) or any(w in text for w in _DISK_FULL):
+            return PROBLEM_DISK
+        if any(w in text for w in _LOCK_TIMEOUT) or "deadlock" in text:
+            return PROBLEM_LOCK
+        if isinstance(exc, OperationalError | InterfaceError):
+            return PROBLEM_DATABASE
+        module = type(exc).__module__
+        if module.startswith("redis"):
+            return PROBLEM_QUEUE
+        if module.startswith("psycopg") and type(exc).__name__ in (
+            "OperationalError",
+            "InterfaceError",
+        ):
+            return PROBLEM_DATABASE
+        if isinstance(exc, ConnectionError):
+            return PROBLEM_CONNECTION
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _after_transient(job: Job, ctx: JobContext, problem: str) -> Job:
+    """The attempt ended on a transient problem: queue the job again after a backoff, or
+    after ``JOBS_MAX_ATTEMPTS`` runs fail it, naming the problem (never the raw error)."""
+    max_attempts = int(setting("JOBS_MAX_ATTEMPTS"))
+    if job.attempts < max_attempts and not ctx.cancelled:
+        delay = float(setting("JOBS_RETRY_BACKOFF_SECONDS")) * 2 ** (job.attempts - 1)
+        message = Message(_RETRIED[problem], attempt=job.attempts, seconds=f"{delay:g}")
+        fields = {"status": JobStatus.QUEUED, "worker": "", "current": "", "task_id": ""}
+        moved = db_retry(
+            lambda: ctx._mine().update(**fields, error=message, queued_at=timezone.now()),
+            what=f"job {job.pk}: queue again",
+        )
+        if moved:
+            logger.warning("job %s: queued again in %g s", job.pk, delay)
+            _enqueue(job.pk, delay=delay)
+    else:
+        message = Message(_FAILED[problem], attempt=job.attempts, max_attempts=max_attempts)
+        status = JobStatus.CANCELLED if ctx.cancelled else JobStatus.FAILED
+        result = db_retry(lambda: partial_result(job, ctx))
+        db_retry(
+            lambda: ctx._mine().update(
+                status=status,
+                result=result,
+                error=message,
+                finished_at=timezone.now(),
+                current="",
+            ),
+            what=f"job {job.pk}: its outcome",
+        )
+        logger.info("job %s (%s) %s", job.pk, job.kind, status)
+    db_retry(job.refresh_from_db)
+    return job
+
+
+def db_retry[T](
+    action: Callable[[], T], *, what: str = "", sleep: Callable[[float], None] = time.sleep
+) -> T:
+    """Run `action`; on a database error (connection lost, the database restarting) close
+    the connection and try again with a backoff (0.2 s, doubling, at most 5 s apart) for
+    up to ``JOBS_DB_RETRY_SECONDS``, then raise. Never inside a transaction (the whole
+    transaction is lost with the connection): there it raises at once."""
+    budget = float(setting("JOBS_DB_RETRY_SECONDS"))
+    waited, delay = 0.0, 0.2
+    while True:
+        try:
+            return action()
+        except (OperationalError, InterfaceError) as exc:
+            if connection.in_atomic_block or waited >= budget:
+                raise
+            logger.warning("%s: a database error (%s); retried in %.1f s", what or "db", exc, delay)
+            with contextlib.suppress(Exception):
+                connection.close()
+            sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 5.0)
 
 
 def partial_result(job: Job, ctx: JobContext) -> Any:
@@ -498,7 +690,13 @@ def jobs_recover(jobs: Iterable[Job] | None = None) -> list[Job]:
                 worker=job.worker,
                 attempt=job.attempts,
             )
-            again = {"current": "", "worker": "", "error": retried}
+            again = {
+                "current": "",
+                "worker": "",
+                "error": retried,
+                "task_id": "",
+                "queued_at": timezone.now(),
+            }
             if lost.update(status=JobStatus.QUEUED, **again):
                 logger.warning("job %s: %s; queued again", job.pk, why)
                 transaction.on_commit(lambda pk=job.pk: _enqueue(pk))
@@ -517,6 +715,90 @@ def jobs_recover(jobs: Iterable[Job] | None = None) -> list[Job]:
                 logger.warning("job %s: %s; marked %s", job.pk, why, status)
                 touched.append(job)
     return touched
+
+
+def _queue_has(task_id: str) -> bool:
+    """True when the queue still holds the task (waiting, deferred or running); False when
+    it is gone (Redis lost it) or finished without the job running (failed in the queue)."""
+    try:
+        found = run_job.get_backend().get_result(task_id)
+    except Exception as exc:
+        if type(exc).__name__ == "TaskResultDoesNotExist":  # django.tasks' or django_tasks'
+            return False
+        raise
+    status = getattr(found.status, "value", found.status)
+    return str(status).upper() in ("READY", "RUNNING")
+
+
+def jobs_reap() -> list[Job]:
+    """Queued jobs whose queue entry is gone, queued for ``JOBS_REQUEUE_SECONDS`` or more:
+    enqueue each again (the database queue and RQ alike). Run in every worker's loop.
+    While the queue itself is unreachable, nothing is enqueued (logged; the next round
+    tries again)."""
+    since = timezone.now() - timedelta(seconds=float(setting("JOBS_REQUEUE_SECONDS")))
+    waiting = Job.objects.filter(status=JobStatus.QUEUED).filter(
+        models.Q(queued_at__lte=since) | models.Q(queued_at__isnull=True, created_at__lte=since)
+    )
+    touched: list[Job] = []
+    for job in waiting.only("pk", "task_id", "kind"):
+        if job.task_id and _queue_has(job.task_id):
+            continue
+        again = Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED, task_id=job.task_id)
+        if again.update(task_id="", queued_at=timezone.now()) and _enqueue(job.pk):
+            logger.warning(
+                "job %s: its queue entry %s is gone; enqueued again", job.pk, job.task_id or "-"
+            )
+            touched.append(job)
+    return touched
+
+
+# ---------------------------------------------------------------- workers seen
+
+
+def worker_beat(worker: str, *, queue: str = "", stopped: bool = False) -> None:
+    """Write the worker's heartbeat row (`manage.py worker`, at start, every
+    ``JOBS_HEARTBEAT_SECONDS`` and at exit with `stopped`)."""
+    now = timezone.now()
+    updated = WorkerHeartbeat.objects.filter(worker=worker).update(seen_at=now, stopped=stopped)
+    if not updated:
+        WorkerHeartbeat.objects.update_or_create(
+            worker=worker,
+            defaults={"queue": queue, "started_at": now, "seen_at": now, "stopped": stopped},
+        )
+
+
+def workers_seen(seconds: float = WORKER_SEEN_SECONDS) -> list[WorkerHeartbeat]:
+    """The workers whose heartbeat is at most `seconds` old and that did not say they stopped."""
+    since = timezone.now() - timedelta(seconds=seconds)
+    return list(WorkerHeartbeat.objects.filter(seen_at__gte=since, stopped=False))
+
+
+def forget_old_workers(days: float = 7) -> int:
+    """Delete heartbeat rows older than `days` (workers long gone)."""
+    since = timezone.now() - timedelta(days=days)
+    return WorkerHeartbeat.objects.filter(seen_at__lt=since).delete()[0]
+
+
+def queue_wait(job: Job) -> Message | None:
+    """What the designer says of a job that has waited in the queue longer than a worker
+    takes to pick it up (``JOBS_PICKUP_SECONDS``): no worker seen (with the fix), or every
+    worker busy. None while it is not late (or not queued)."""
+    if job.status != JobStatus.QUEUED:
+        return None
+    since = job.queued_at or job.created_at
+    waited = (timezone.now() - since).total_seconds()
+    if waited < float(setting("JOBS_PICKUP_SECONDS")):
+        return None
+    if not workers_seen():
+        return Message(
+            "Waiting for %(seconds)s s: no job worker is running. Start one (make worker, or "
+            "manage.py worker under a supervisor) and this job runs.",
+            seconds=int(waited),
+        )
+    return Message(
+        "Waiting for %(seconds)s s: every job worker is busy; this job runs when one is free.",
+        seconds=int(waited),
+    )
 
 
 # ---------------------------------------------------------------- reads

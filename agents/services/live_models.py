@@ -200,11 +200,31 @@ def with_temperature(model: ModelStrategy, temperature: float | None) -> ModelSt
     return ask
 
 
+# What a stored key is bound to: where it is sent. A change to any of them without the key
+# typed again clears the key, so it never leaves for a server it was not given for.
+KEY_BINDING = ("kind", "base_url", "vertex", "project", "location")
+
+
+def key_binding_changed(endpoint: ModelEndpoint) -> bool:
+    """True when the stored row's kind, base URL, Vertex choice, project or location
+    differ from `endpoint`'s (a new endpoint: False)."""
+    if not endpoint.pk:
+        return False
+    stored = ModelEndpoint.objects.filter(pk=endpoint.pk).values(*KEY_BINDING).first()
+    return stored is not None and any(
+        stored[field] != getattr(endpoint, field) for field in KEY_BINDING
+    )
+
+
 @transaction.atomic
 def endpoint_save(*, endpoint: ModelEndpoint, api_key: str | None = None) -> ModelEndpoint:
-    """Save an admin endpoint; `api_key` None keeps the stored key, "" removes it."""
+    """Save an admin endpoint; `api_key` None keeps the stored key, "" removes it. A key is
+    bound to where it is sent: a changed kind, base URL, Vertex choice, project or location
+    clears the stored key unless the same save gives it again (`api_key`)."""
     if api_key is not None:
         endpoint.api_key_encrypted = keyring.encrypt(api_key.strip())
+    elif key_binding_changed(endpoint):
+        endpoint.api_key_encrypted = ""
     endpoint.full_clean()
     endpoint.save()
     return endpoint

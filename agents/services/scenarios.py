@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import transaction
-
 from agents import selectors
 from agents.core import rules
 from agents.core.diagnostics import Diagnostic, Message
@@ -17,6 +15,7 @@ from agents.services.common import (
     SCENARIO_FIELDS,
     UNSET,
     Actor,
+    app_write,
     changed,
     check_version,
     error,
@@ -58,7 +57,7 @@ def scenario_script(scenario: Scenario) -> str:
     return format_script(tuple(step.to_spec() for step in scenario.steps.all()))
 
 
-@transaction.atomic
+@app_write
 def scenario_save(
     *,
     agent: Agent,
@@ -159,7 +158,7 @@ def _step_warnings(agent: Agent, steps: tuple[StepSpec, ...]) -> list[Diagnostic
     )
 
 
-@transaction.atomic
+@app_write
 def scenario_delete(*, scenario: Scenario, actor: Actor = None) -> None:
     changed(
         app=scenario.agent.app_id,

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
-
 from agents.core import rules
 from agents.core import schemas as core_schemas
 from agents.core import types as core_types
@@ -15,6 +13,7 @@ from agents.services.common import (
     UNSET,
     Actor,
     ServiceError,
+    app_write,
     changed,
     error,
     errors_only,
@@ -58,7 +57,7 @@ def schema_problems(schema: Schema) -> list[Diagnostic]:
     return diagnostics
 
 
-@transaction.atomic
+@app_write
 def schema_create(
     *, app: AgentApp, name: str, json_schema: Any, description: str = "", actor: Actor = None
 ) -> Schema:
@@ -69,7 +68,7 @@ def schema_create(
     return schema
 
 
-@transaction.atomic
+@app_write
 def schema_update(
     *,
     schema: Schema,
@@ -99,7 +98,7 @@ def schema_update(
     return schema
 
 
-@transaction.atomic
+@app_write
 def schema_delete(*, schema: Schema, actor: Actor = None) -> None:
     users = list(schema.variables.values_list("name", flat=True))
     if users:

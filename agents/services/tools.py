@@ -6,8 +6,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import transaction
-
 from agents.core import rules
 from agents.core.diagnostics import Diagnostic, Message
 from agents.core.formats import not_json_data
@@ -17,6 +15,7 @@ from agents.services.common import (
     TOOL_FIELDS,
     Actor,
     ServiceError,
+    app_write,
     changed,
     check_version,
     error,
@@ -74,7 +73,7 @@ def tool_problems(tool: Tool) -> list[Diagnostic]:
     return diagnostics
 
 
-@transaction.atomic
+@app_write
 def tool_create(
     *,
     app: AgentApp,
@@ -109,7 +108,7 @@ def tool_create(
     return tool
 
 
-@transaction.atomic
+@app_write
 def tool_update(
     *,
     tool: Tool,
@@ -141,7 +140,7 @@ def tool_update(
     return tool
 
 
-@transaction.atomic
+@app_write
 def tool_delete(*, tool: Tool, actor: Actor = None) -> None:
     changed(
         app=tool.app_id, actor=actor, action="tool.delete", name=tool.name, before=snapshot(tool)
@@ -149,7 +148,7 @@ def tool_delete(*, tool: Tool, actor: Actor = None) -> None:
     tool.delete()
 
 
-@transaction.atomic
+@app_write
 def tool_rename(
     *,
     tool: Tool,

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import transaction
-
 from agents.core import rules
 from agents.core import types as core_types
 from agents.core.diagnostics import Diagnostic, Message
@@ -24,6 +22,7 @@ from agents.models import (
 from agents.services.common import (
     UNSET,
     Actor,
+    app_write,
     changed,
     check_version,
     error,
@@ -104,7 +103,7 @@ def variable_problems(variable: Variable) -> list[Diagnostic]:
     return diagnostics
 
 
-@transaction.atomic
+@app_write
 def variable_create(
     *,
     app: AgentApp,
@@ -133,7 +132,7 @@ def variable_create(
     return variable
 
 
-@transaction.atomic
+@app_write
 def variable_update(
     *,
     variable: Variable,
@@ -178,7 +177,7 @@ def variable_update(
     return variable
 
 
-@transaction.atomic
+@app_write
 def variable_delete(*, variable: Variable, actor: Actor = None) -> None:
     changed(
         app=variable.app_id,
@@ -190,7 +189,7 @@ def variable_delete(*, variable: Variable, actor: Actor = None) -> None:
     variable.delete()
 
 
-@transaction.atomic
+@app_write
 def variable_rename(
     *,
     variable: Variable,

@@ -52,7 +52,7 @@ from agents.models import (
 )
 from agents.selectors import Access
 from agents.services import ServiceError, exchange
-from agents.services.common import changed
+from agents.services.common import app_write, changed
 from agents.services.sandbox_door import BoundedRunner, batch_runner
 
 VERSION_NAME_MAX_LENGTH = 200
@@ -382,7 +382,7 @@ def _take_old_ids(
         LiveRun.objects.filter(pk__in=live_runs.get(old, [])).update(scenario_id=old)
 
 
-@transaction.atomic
+@app_write
 def version_restore(*, version: AppVersion, user: AbstractBaseUser) -> AgentApp:
     """Replace the working copy with the version: one atomic change (id, owner, shares kept).
 

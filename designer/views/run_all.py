@@ -8,6 +8,7 @@ from typing import Any
 from django.utils import timezone
 
 from agents import selectors
+from agents.i18n import localize
 from agents.models import JOB_ACTIVE, AgentApp, Job
 from agents.services import jobs
 
@@ -60,4 +61,6 @@ def run_all_context(app: AgentApp, job: Job) -> dict[str, Any]:
         # Every "?" row: scenarios whose expectations need a model, and CX evaluations.
         "needs_model_count": (summary or {}).get("needs_model", 0) + len(needs_model),
         "poll_ms": POLL_MS,
+        # Queued longer than a worker takes to pick it up: why (no worker seen: the fix).
+        "waiting": localize(wait) if (wait := jobs.queue_wait(job)) else "",
     }

@@ -3,16 +3,21 @@
 The worker of the configured backend (``TASKS_BACKEND``): the database queue's
 ``db_worker`` loop, or an RQ worker on Redis (``REDIS_URL``) that runs each job in its own
 process (`agents.rq_worker.WarmWorker`); either keeps warm sandbox sessions between jobs.
-Before taking work, and then every half ``JOBS_STALE_SECONDS``, it recovers jobs whose
-worker died (`jobs_recover`: queued again, or failed with the reason). Run as many as you
-like, on as many machines as share the database (and the Redis): a job is claimed by
-exactly one.
+Before taking work, and then in a loop of its own, it writes its heartbeat
+(`WorkerHeartbeat`, every ``JOBS_HEARTBEAT_SECONDS``: `/healthz` and the admin show the
+workers seen), recovers jobs whose worker died (`jobs_recover`: queued again, or failed
+with the reason) and enqueues again queued jobs whose queue entry is gone (`jobs_reap`,
+after ``JOBS_REQUEUE_SECONDS``). The loop survives a database or Redis outage: each round's
+error is logged and the next round tries again. Run as many as you like, on as many
+machines as share the database (and the Redis): a job is claimed by exactly one.
 """
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
+import time
 
 from django.conf import settings
 from django.core.management import call_command
@@ -20,6 +25,8 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections, connection, connections
 
 from agents.services import jobs, sandbox_door
+
+logger = logging.getLogger("agents.jobs")
 
 
 class Command(BaseCommand):
@@ -39,23 +46,48 @@ class Command(BaseCommand):
         for job in touched:
             self.stdout.write(f"recovered job {job.pk} ({job.kind}) left by {job.worker}")
 
+    def _reap(self) -> None:
+        for job in jobs.jobs_reap():
+            self.stdout.write(f"requeued job {job.pk} ({job.kind}): its queue entry was gone")
+
+    def _round(self, name: str, queue: str, clock: dict[str, float]) -> None:
+        """One round of the keeper loop: the heartbeat always; recovery and the reaper when
+        their interval has passed. An error (the database or Redis away) is logged; the
+        next round tries again, so the loop never dies of an outage."""
+        now = time.monotonic()
+        beat = float(jobs.setting("JOBS_HEARTBEAT_SECONDS"))
+        steps = [("heartbeat", lambda: jobs.worker_beat(name, queue=queue), beat)]
+        every = max(float(jobs.setting("JOBS_STALE_SECONDS")) / 2, 1.0)
+        steps.append(("recover", self._recover, every))
+        requeue = max(min(float(jobs.setting("JOBS_REQUEUE_SECONDS")) / 2, every), 0.5)
+        steps.append(("reap", self._reap, requeue))
+        for step, action, interval in steps:
+            if now - clock.get(step, float("-inf")) < interval:
+                continue
+            try:
+                action()
+                clock[step] = now
+            except Exception as exc:
+                logger.warning("worker %s: %s failed (%s); tried again next round", name, step, exc)
+            finally:
+                close_old_connections()
+                connection.close()
+
     def handle(self, *args: object, **options: object) -> None:
         # Warm sandbox sessions kept between jobs, one user's at a time each
         # (docs/operations/jobs.md).
         sandbox_door.use_session_pool(int(getattr(settings, "SANDBOX_POOL_SIZE", 2)))
-        self._recover()
+        name, queue = jobs.this_worker(), settings.TASKS_BACKEND
+        clock: dict[str, float] = {}
+        self._round(name, queue, clock)
         stop = threading.Event()
-        every = max(float(jobs.setting("JOBS_STALE_SECONDS")) / 2, 1.0)
+        tick = min(max(float(jobs.setting("JOBS_HEARTBEAT_SECONDS")), 0.2), 1.0)
 
-        def keep_recovering() -> None:
-            while not stop.wait(every):
-                try:
-                    self._recover()
-                finally:
-                    close_old_connections()
-                    connection.close()
+        def keep_going() -> None:
+            while not stop.wait(tick):
+                self._round(name, queue, clock)
 
-        threading.Thread(target=keep_recovering, name="jobs-recover", daemon=True).start()
+        threading.Thread(target=keep_going, name="jobs-keeper", daemon=True).start()
         backend = settings.TASKS_BACKEND
         self.stdout.write(f"worker {jobs.this_worker()} on the {backend} queue", ending="\n")
         self.stdout.flush()
@@ -65,6 +97,9 @@ class Command(BaseCommand):
                 # Jobs in this process, not a forked horse each: the pool stays warm.
                 rq_args = ["default", "--job-class", "django_tasks_rq.backend.Job"]
                 rq_args += ["--worker-class", "agents.rq_worker.WarmWorker"]
+                # A retry after a transient error is deferred: the scheduler moves it back
+                # to the queue when its time comes.
+                rq_args.append("--with-scheduler")
                 if options["batch"]:
                     rq_args.append("--burst")
                 call_command("rqworker", *rq_args)
@@ -82,3 +117,7 @@ class Command(BaseCommand):
                 call_command("db_worker", *db_args, verbosity=int(options["verbosity"]))
         finally:
             stop.set()
+            try:
+                jobs.worker_beat(name, queue=queue, stopped=True)
+            except Exception as exc:  # the database is away: the row ages out instead
+                logger.warning("worker %s: could not record its stop (%s)", name, exc)
