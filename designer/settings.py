@@ -185,7 +185,8 @@ LOGIN_REDIRECT_URL = "app-list"
 LOGOUT_REDIRECT_URL = "login"
 
 # The designer speaks English, French and German (docs/operations/languages.md); URLs are
-# the same in every language. The catalogs are locale/<lang>/LC_MESSAGES/django.{po,mo} (both committed).
+# the same in every language. The catalogs are locale/<lang>/LC_MESSAGES/django.{po,mo}
+# (both committed).
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("fr", "Français"), ("de", "Deutsch")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
