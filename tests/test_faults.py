@@ -281,3 +281,48 @@ def test_run_all_says_when_queued_work_waits_with_no_worker(settings, signed_in,
     jobs.worker_beat("host:9", queue="database")
     text = signed_in.get(reverse("app-run-all-job", args=[bank.pk, job.pk])).content.decode()
     assert "every job worker is busy" in text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_transient_error_retries_the_job_with_backoff_then_fails_naming_the_problem(
+    settings, user, bank
+):
+    """A kind whose run meets a full disk (PostgreSQL's own words, with an internal path):
+    the attempt ends, the job is queued again (the user reads what happened, in their
+    language, without the path); past JOBS_MAX_ATTEMPTS it fails saying so."""
+    from django.db import OperationalError
+    from django.utils import translation
+
+    from agents.i18n import localize, recovered_message
+
+    settings.JOBS_RETRY_BACKOFF_SECONDS = 0
+    settings.JOBS_MAX_ATTEMPTS = 2
+    runs: list[int] = []
+
+    def flaky(ctx):
+        runs.append(ctx.job.attempts)
+        if len(runs) < 3:
+            raise OperationalError(
+                'could not extend file "pg_tblspc/16384/PG_16/1/2": No space left on device'
+            )
+        return {"ok": True}
+
+    jobs.register("flaky_test", run=flaky)
+    try:
+        job = jobs.job_submit(kind="flaky_test", owner=user, app=bank, enqueue=False)
+        first = jobs.job_run(str(job.pk), worker="test:1")
+        assert first.status == JobStatus.QUEUED and first.attempts == 1
+        assert "disk was full" in first.error and "pg_tblspc" not in first.error
+        with translation.override("de"):
+            assert "Festplatte" in localize(recovered_message(first.error))
+        second = jobs.job_run(str(job.pk), worker="test:1")
+        assert second.status == JobStatus.FAILED and second.attempts == 2
+        assert "JOBS_MAX_ATTEMPTS" in second.error and "pg_tblspc" not in second.error
+        with translation.override("fr"):
+            shown = jobs.job_data(second)["error"]
+        assert "disque du serveur était plein" in shown
+        # A new job retried once succeeds on its second attempt.
+        again = jobs.job_submit(kind="flaky_test", owner=user, app=bank, enqueue=False)
+        assert jobs.job_run(str(again.pk), worker="test:1").status == JobStatus.SUCCEEDED
+    finally:
+        jobs.KINDS.pop("flaky_test", None)
