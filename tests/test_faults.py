@@ -326,3 +326,36 @@ def test_a_transient_error_retries_the_job_with_backoff_then_fails_naming_the_pr
         assert jobs.job_run(str(again.pk), worker="test:1").status == JobStatus.SUCCEEDED
     finally:
         jobs.KINDS.pop("flaky_test", None)
+
+
+def test_a_query_fault_is_not_taken_for_an_outage():
+    from django.db import OperationalError
+
+    assert jobs.transient_problem(OperationalError("no such table: django_rq_dashboard")) is None
+    assert jobs.transient_problem(OperationalError("database is locked")) == "database"
+
+
+def test_options_huge_paging_numbers_and_the_admins_view_on_site_answer_no_500(
+    settings, staff, bank
+):
+    settings.DEBUG = False
+    client = Client(raise_request_exception=False)
+    client.force_login(staff)
+    for path in (
+        f"/api/apps/{bank.pk}/evaluate",
+        f"/api/apps/{bank.pk}/lint",
+        "/api/apps/import",
+        f"/api/apps/{bank.pk}/versions/1/restore",
+    ):
+        response = client.options(path)
+        assert response.status_code == 200, (path, response.content)
+    for query in ("limit=99999999999999999999", "offset=99999999999999999999", "limit=5000"):
+        response = client.get(f"/api/apps/?{query}")
+        assert response.status_code == 200, (query, response.content)
+    # Content type 1 is django-rq's dashboard model, which has no table.
+    from django.contrib.contenttypes.models import ContentType
+
+    dashboard = ContentType.objects.get(app_label="django_rq", model="dashboard")
+    assert client.get(f"/admin/r/{dashboard.pk}/1/").status_code == 404
+    anonymous = Client(raise_request_exception=False)
+    assert anonymous.get(f"/admin/r/{dashboard.pk}/1/").status_code == 302  # sign-in first
