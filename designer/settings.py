@@ -291,6 +291,10 @@ SPECTACULAR_SETTINGS = {
         "ToolKindEnum": "agents.models.ToolKind",
         "UploadKindEnum": [("native", "native"), ("cx", "cx")],
     },
+    # The API's ids (agents/api/urls.py IdConverter): integers of at most 18 digits.
+    "PATH_CONVERTER_OVERRIDES": {
+        "id": {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}
+    },
 }
 
 # Production hardening; `manage.py check --deploy` is clean when DEBUG is off.

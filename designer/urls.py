@@ -129,11 +129,19 @@ urlpatterns = [
     ),
     path("apps/<int:app_id>/", include(app_patterns)),
     path("api/", include("agents.api.urls")),
-    # Ahead of the admin's own: a table-less content type is a 404, not a 500.
+    # Ahead of the admin's own (and part of the admin's URLs): a table-less content type
+    # is a 404, not a 500.
     path(
-        "admin/r/<int:content_type_id>/<path:object_id>/",
-        admin.site.admin_view(admin_shortcut.shortcut),
-        name="admin-view-on-site",
+        "admin/",
+        include(
+            [
+                path(
+                    "r/<int:content_type_id>/<path:object_id>/",
+                    admin.site.admin_view(admin_shortcut.shortcut),
+                    name="admin-view-on-site",
+                )
+            ]
+        ),
     ),
     path("admin/", admin.site.urls),
 ]
