@@ -269,7 +269,10 @@ REST_FRAMEWORK = {
     "NUM_PROXIES": NUM_PROXIES or None,
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # `?limit=` capped at 1000 and `?offset=` bounded (past 2**63 it answered 500);
+    # OPTIONS describes every view (agents/api/paging.py).
+    "DEFAULT_PAGINATION_CLASS": "agents.api.paging.BoundedLimitOffsetPagination",
+    "DEFAULT_METADATA_CLASS": "agents.api.paging.SafeMetadata",
     "PAGE_SIZE": 100,
 }
 SPECTACULAR_SETTINGS = {
@@ -288,6 +291,10 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ToolKindEnum": "agents.models.ToolKind",
         "UploadKindEnum": [("native", "native"), ("cx", "cx")],
+    },
+    # The API's ids (agents/api/urls.py IdConverter): integers of at most 18 digits.
+    "PATH_CONVERTER_OVERRIDES": {
+        "id": {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}
     },
 }
 

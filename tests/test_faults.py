@@ -281,3 +281,81 @@ def test_run_all_says_when_queued_work_waits_with_no_worker(settings, signed_in,
     jobs.worker_beat("host:9", queue="database")
     text = signed_in.get(reverse("app-run-all-job", args=[bank.pk, job.pk])).content.decode()
     assert "every job worker is busy" in text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_transient_error_retries_the_job_with_backoff_then_fails_naming_the_problem(
+    settings, user, bank
+):
+    """A kind whose run meets a full disk (PostgreSQL's own words, with an internal path):
+    the attempt ends, the job is queued again (the user reads what happened, in their
+    language, without the path); past JOBS_MAX_ATTEMPTS it fails saying so."""
+    from django.db import OperationalError
+    from django.utils import translation
+
+    from agents.i18n import localize, recovered_message
+
+    settings.JOBS_RETRY_BACKOFF_SECONDS = 0
+    settings.JOBS_MAX_ATTEMPTS = 2
+    runs: list[int] = []
+
+    def flaky(ctx):
+        runs.append(ctx.job.attempts)
+        if len(runs) < 3:
+            raise OperationalError(
+                'could not extend file "pg_tblspc/16384/PG_16/1/2": No space left on device'
+            )
+        return {"ok": True}
+
+    jobs.register("flaky_test", run=flaky)
+    try:
+        job = jobs.job_submit(kind="flaky_test", owner=user, app=bank, enqueue=False)
+        first = jobs.job_run(str(job.pk), worker="test:1")
+        assert first.status == JobStatus.QUEUED and first.attempts == 1
+        assert "disk was full" in first.error and "pg_tblspc" not in first.error
+        with translation.override("de"):
+            assert "Festplatte" in localize(recovered_message(first.error))
+        second = jobs.job_run(str(job.pk), worker="test:1")
+        assert second.status == JobStatus.FAILED and second.attempts == 2
+        assert "JOBS_MAX_ATTEMPTS" in second.error and "pg_tblspc" not in second.error
+        with translation.override("fr"):
+            shown = jobs.job_data(second)["error"]
+        assert "disque du serveur était plein" in shown
+        # A new job retried once succeeds on its second attempt.
+        again = jobs.job_submit(kind="flaky_test", owner=user, app=bank, enqueue=False)
+        assert jobs.job_run(str(again.pk), worker="test:1").status == JobStatus.SUCCEEDED
+    finally:
+        jobs.KINDS.pop("flaky_test", None)
+
+
+def test_a_query_fault_is_not_taken_for_an_outage():
+    from django.db import OperationalError
+
+    assert jobs.transient_problem(OperationalError("no such table: django_rq_dashboard")) is None
+    assert jobs.transient_problem(OperationalError("database is locked")) == "database"
+
+
+def test_options_huge_paging_numbers_and_the_admins_view_on_site_answer_no_500(
+    settings, staff, bank
+):
+    settings.DEBUG = False
+    client = Client(raise_request_exception=False)
+    client.force_login(staff)
+    for path in (
+        f"/api/apps/{bank.pk}/evaluate",
+        f"/api/apps/{bank.pk}/lint",
+        "/api/apps/import",
+        f"/api/apps/{bank.pk}/versions/1/restore",
+    ):
+        response = client.options(path)
+        assert response.status_code == 200, (path, response.content)
+    for query in ("limit=99999999999999999999", "offset=99999999999999999999", "limit=5000"):
+        response = client.get(f"/api/apps/?{query}")
+        assert response.status_code == 200, (query, response.content)
+    # Content type 1 is django-rq's dashboard model, which has no table.
+    from django.contrib.contenttypes.models import ContentType
+
+    dashboard = ContentType.objects.get(app_label="django_rq", model="dashboard")
+    assert client.get(f"/admin/r/{dashboard.pk}/1/").status_code == 404
+    anonymous = Client(raise_request_exception=False)
+    assert anonymous.get(f"/admin/r/{dashboard.pk}/1/").status_code == 302  # sign-in first

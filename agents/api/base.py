@@ -189,7 +189,7 @@ class ApiViewSet(ViewSetMixin, ApiView):
     """A resource's endpoints (list, create, retrieve, partial_update, destroy) for a router.
 
     Each sets `lookup_url_kwarg` and `lookup_value_converter` so the router's URLs are
-    the API's: `apps/<int:app_id>/variables/<str:name>/`."""
+    the API's: `apps/<id:app_id>/variables/<str:name>/`."""
 
 
 def expected_version(data: dict) -> int | None:

@@ -55,6 +55,7 @@ class ModelListView(ApiView):
     """The models a run may name (configured by the operator; never their keys)."""
 
     queryset = LiveRun.objects.none()
+    pagination_class = None  # a short list, whole: the schema says a list, not a page
 
     @extend_schema(
         description=_("The models a run may name (configured by the operator; never their keys)."),

@@ -8,7 +8,7 @@ import, restore, jobs, live runs) are views of their own, without a trailing sla
 
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
@@ -16,11 +16,27 @@ from agents.api import actions, job_views, live_views, version_views, views
 
 app_name = "api"
 
-app = "apps/<int:app_id>/"
-agent = app + "agents/<int:agent_id>/"
-scenario = agent + "scenarios/<int:scenario_id>/"
 
-# Path converters (`<int:app_id>`), not regexes: the URLs are those of `path()`.
+class IdConverter:
+    """An id of the API's URLs: at most 18 digits, so it always fits the database's 64-bit
+    integers (a longer one is a 404, never an overflow answered 500)."""
+
+    regex = "[0-9]{1,18}"
+
+    def to_python(self, value: str) -> int:
+        return int(value)
+
+    def to_url(self, value: int) -> str:
+        return str(value)
+
+
+register_converter(IdConverter, "id")
+
+app = "apps/<id:app_id>/"
+agent = app + "agents/<id:agent_id>/"
+scenario = agent + "scenarios/<id:scenario_id>/"
+
+# Path converters (`<id:app_id>`, IdConverter above), not regexes: the URLs are those of `path()`.
 router = SimpleRouter(use_regex_path=False)
 router.register("apps", views.AppViewSet, basename="app")
 router.register(app + "versions", version_views.VersionViewSet, basename="version")
@@ -36,7 +52,7 @@ urlpatterns = [
     path(app + "lint", actions.AppLintView.as_view(), name="app-lint"),
     path(app + "evaluate", actions.AppEvaluateView.as_view(), name="app-evaluate"),
     path(
-        app + "versions/<int:number>/restore",
+        app + "versions/<id:number>/restore",
         version_views.VersionRestoreView.as_view(),
         name="version-restore",
     ),
@@ -47,12 +63,12 @@ urlpatterns = [
     path("models", live_views.ModelListView.as_view(), name="model-list"),
     path(app + "model", live_views.AppModelView.as_view(), name="app-model"),
     path(
-        app + "live-runs/<int:run_id>/replay",
+        app + "live-runs/<id:run_id>/replay",
         live_views.LiveRunReplayView.as_view(),
         name="live-run-replay",
     ),
     path(
-        app + "live-runs/<int:run_id>/golden",
+        app + "live-runs/<id:run_id>/golden",
         live_views.LiveRunGoldenView.as_view(),
         name="live-run-golden",
     ),

@@ -146,7 +146,7 @@ class VersionViewSet(ApiViewSet):
 
     queryset = AppVersion.objects.none()
     lookup_field = "number"
-    lookup_value_converter = "int"
+    lookup_value_converter = "id"
 
     @extend_schema(
         description=gettext_lazy(

@@ -29,7 +29,6 @@ from agents.api.base import (
     WRITE_ERRORS,
     ApiView,
     ApiViewSet,
-    InvalidInput,
     accepted,
     agent_queryset,
     expected_version,
@@ -39,7 +38,7 @@ from agents.api.base import (
 from agents.api.serializers import DiagnosticOut, MessageField
 from agents.api.throttles import ImportThrottle, with_default_throttles
 from agents.api.version_views import app_at_version
-from agents.core.diagnostics import Message
+from agents.core.diagnostics import Diagnostic, Message
 from agents.i18n import diagnostic_dicts, localized_report
 from agents.models import Agent, AgentApp, AppShare, Scenario, Schema, Tool, Variable
 from agents.selectors import Access
@@ -56,7 +55,7 @@ class AppViewSet(ApiViewSet):
 
     queryset = AgentApp.objects.none()
     lookup_url_kwarg = "app_id"
-    lookup_value_converter = "int"
+    lookup_value_converter = "id"
 
     @extend_schema(
         description=gettext_lazy("Apps you can see (search with `?q=`), and new apps you own."),
@@ -240,15 +239,15 @@ class AppImportView(ApiView):
     def post(self, request: Request) -> Response:
         upload = request.FILES.get("file")
         if upload is None:
-            raise InvalidInput(
-                [input_error("file", Message("Send the app file in the `file` field."))]
+            return _import_refused(
+                "upload", input_error("file", Message("Send the app file in the `file` field."))
             )
         if upload.size > MAX_IMPORT_BYTES:
             message = Message(
                 "The file is over %(max_import_bytes)s MB.",
                 max_import_bytes=MAX_IMPORT_BYTES // (1024 * 1024),
             )
-            raise InvalidInput([input_error("file", message)])
+            return _import_refused(upload.name or "upload", input_error("file", message))
         filename = upload.name or "upload"
         name = str(request.data.get("name") or "").strip() or None
         data = upload.read()
@@ -278,6 +277,16 @@ class AppImportView(ApiView):
             "report": localized_report(exchange.import_report(kind, diagnostics, filename)),
         }
         return Response(body, status=status.HTTP_201_CREATED, headers={"Location": location})
+
+
+def _import_refused(filename: str, diagnostic: Diagnostic) -> Response:
+    """A 400 of the import with the body its schema documents (`report` included)."""
+    body = {
+        "detail": _("%(file)s: not imported; nothing was created.") % {"file": filename},
+        "diagnostics": diagnostic_dicts([diagnostic]),
+        "report": localized_report(exchange.import_report("native", [diagnostic], filename)),
+    }
+    return Response(body, status=status.HTTP_400_BAD_REQUEST)
 
 
 # ---------------------------------------------------------------- variables
@@ -502,7 +511,7 @@ class AgentViewSet(ApiViewSet):
 
     queryset = Agent.objects.none()
     lookup_url_kwarg = "agent_id"
-    lookup_value_converter = "int"
+    lookup_value_converter = "id"
 
     @extend_schema(
         description=gettext_lazy("The app's agents; tools by name, sub-agents by display name."),
@@ -571,7 +580,7 @@ class ScenarioViewSet(ApiViewSet):
 
     queryset = Scenario.objects.none()
     lookup_url_kwarg = "scenario_id"
-    lookup_value_converter = "int"
+    lookup_value_converter = "id"
 
     def load_scenario(self, agent: Agent) -> Scenario:
         return get_object_or_404(scenario_queryset(), agent=agent, pk=self.kwargs["scenario_id"])

@@ -51,15 +51,29 @@ def loads_untrusted(data: bytes) -> Any:
         raise UntrustedAnswer("the sandbox answer is nested too deeply") from exc
 
 
+STATE_KEY_MAX_LENGTH = 256  # the sandbox's own rule (call_context.state_key)
+
+
+def is_state_key(name: Any) -> bool:
+    """The rule every key the sandbox writes obeys (call_context.state_key), checked again
+    here: the host trusts no write the child's own checks might have been bypassed for."""
+    return (
+        isinstance(name, str)
+        and 0 < len(name) <= STATE_KEY_MAX_LENGTH
+        and not name.startswith("__")
+        and not any(ch < " " or ch == "\x7f" for ch in name)
+    )
+
+
 def check_answer_shape(raw: dict[str, Any]) -> str | None:
     """What is wrong with the shape of a call's answer, or None."""
     writes = raw.get("writes") or []
     if not isinstance(writes, list) or not all(
-        isinstance(w, list) and len(w) == 2 and isinstance(w[0], str) for w in writes
+        isinstance(w, list) and len(w) == 2 and is_state_key(w[0]) for w in writes
     ):
         return "writes"
     removed = raw.get("removed") or []
-    if not isinstance(removed, list) or not all(isinstance(n, str) for n in removed):
+    if not isinstance(removed, list) or not all(is_state_key(n) for n in removed):
         return "removed"
     if not isinstance(raw.get("stdout") or "", str):
         return "stdout"

@@ -47,6 +47,50 @@ def exact_name(name, what="variable names"):
     return str.__str__(name)
 
 
+STATE_KEY_MAX_LENGTH = 256
+
+
+def state_key(name):
+    """*name* as a key of the session state: an exact ``str`` of 1 to 256 characters, no
+    control character, not a ``__dunder`` (``__proto__``). The host checks the same rule
+    on every write it is answered (agents/sandbox/answers.py)."""
+    name = exact_name(name)
+    if (
+        not name
+        or len(name) > STATE_KEY_MAX_LENGTH
+        or name.startswith("__")
+        or any(ch < " " or ch == "\x7f" for ch in name)
+    ):
+        raise ValueError(
+            f"{name[:60]!r} is not a state key: 1 to {STATE_KEY_MAX_LENGTH} characters, "
+            "no control characters, not starting with '__'"
+        )
+    return name
+
+
+class _NoCopy:
+    """What the context's objects share: they hold the recorder, so none is copied or
+    pickled as itself (`copy.deepcopy(state, memo)` kept every original it walked in
+    ``memo[id(memo)]``, the recorder among them). State copies as a plain dict instead."""
+
+    __slots__ = ()
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(f"{type(self).__name__} objects cannot be copied or pickled")
+
+    def __reduce__(self):
+        raise TypeError(f"{type(self).__name__} objects cannot be copied or pickled")
+
+    def __copy__(self):
+        raise TypeError(f"{type(self).__name__} objects cannot be copied")
+
+    def __deepcopy__(self, memo):
+        raise TypeError(f"{type(self).__name__} objects cannot be copied")
+
+    def __replace__(self, **changes):
+        raise TypeError(f"{type(self).__name__} objects cannot be replaced")
+
+
 class NotSerializable(TypeError):
     """A value written to state (or returned) is not JSON-serializable."""
 
@@ -143,8 +187,11 @@ def _checked_copy(value, path, depth):
 # ------------------------------------------------------------------------ the context
 
 
-class State:
-    """``context.state`` / ``context.variables``: a dict-like view that records writes."""
+class State(_NoCopy):
+    """``context.state`` / ``context.variables``: a dict-like view that records writes.
+
+    `copy.copy` / `copy.deepcopy` give a plain dict of the values (never a State, never
+    the recorder behind it); pickling is refused."""
 
     _guarded_writes = True  # RestrictedPython's write guard lets item assignment through
     __slots__ = ("_data", "_recorder")  # and no attribute can be added or replaced
@@ -152,6 +199,15 @@ class State:
     def __init__(self, data, recorder):
         self._data = data
         self._recorder = recorder
+
+    def __copy__(self):
+        return dict(self._data)
+
+    def __deepcopy__(self, memo):
+        import copy
+
+        # A new memo: the caller's never holds (nor keeps alive) anything of this object.
+        return copy.deepcopy(dict(self._data), {})
 
     def __getitem__(self, name):
         return self._data[name]
@@ -210,8 +266,10 @@ class State:
         return value
 
 
-class Recorder:
+class Recorder(_NoCopy):
     """Applies writes to the live state and records them in order."""
+
+    __slots__ = ("data", "removed", "writes")
 
     def __init__(self, data):
         self.data = data
@@ -219,13 +277,13 @@ class Recorder:
         self.removed = []  # names whose write was a removal (in order)
 
     def set(self, name, value):
-        name = exact_name(name)
+        name = state_key(name)
         snapshot = to_json_value(value, f"the value written to {name!r}")
         self.data[name] = value
         self.writes.append([name, snapshot])
 
     def remove(self, name):
-        name = exact_name(name)
+        name = state_key(name)
         self.data.pop(name, None)
         self.writes.append([name, None])
         self.removed.append(name)
@@ -242,8 +300,10 @@ CX_CONTEXT_DEFAULTS = {
 }
 
 
-class Context:
-    """The global ``context`` (also passed as ``callback_context`` / ``tool_context``)."""
+class Context(_NoCopy):
+    """The global ``context`` (also passed as ``callback_context`` / ``tool_context``).
+    Not copied or pickled (it holds the state); `copy.deepcopy(context.state)` gives the
+    values."""
 
     def __init__(self, state, values):
         self.state = state

@@ -571,20 +571,37 @@ def transient_problem(exc: BaseException) -> str | None:
             return PROBLEM_DISK
         if any(w in text for w in _LOCK_TIMEOUT) or "deadlock" in text:
             return PROBLEM_LOCK
-        if isinstance(exc, OperationalError | InterfaceError):
+        if isinstance(exc, InterfaceError) or (
+            isinstance(exc, OperationalError) and _database_away(exc)
+        ):
             return PROBLEM_DATABASE
         module = type(exc).__module__
         if module.startswith("redis"):
             return PROBLEM_QUEUE
-        if module.startswith("psycopg") and type(exc).__name__ in (
-            "OperationalError",
-            "InterfaceError",
-        ):
+        psycopg_error = module.startswith("psycopg") and type(exc).__name__ == "OperationalError"
+        if psycopg_error and _database_away(exc):
             return PROBLEM_DATABASE
         if isinstance(exc, ConnectionError):
             return PROBLEM_CONNECTION
         exc = exc.__cause__ or exc.__context__
     return None
+
+
+# SQLSTATE classes of a database that is away or busy, not of a wrong query: connection
+# exceptions (08), insufficient resources (53: disk full, too many connections), operator
+# intervention (57: shutting down, starting up, statement cancelled), transaction rollback
+# (40: deadlock, serialization), lock not available (55P03).
+_AWAY_CLASSES = ("08", "53", "57", "40")
+# SQLite says what is wrong with the query in an OperationalError too: not transient.
+_QUERY_FAULTS = ("no such table", "no such column", "has no column", "syntax error")
+
+
+def _database_away(exc: BaseException) -> bool:
+    cause = exc.__cause__ if exc.__cause__ is not None else exc
+    code = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
+    if code:
+        return code[:2] in _AWAY_CLASSES or code == "55P03"
+    return not any(fault in str(exc).lower() for fault in _QUERY_FAULTS)
 
 
 def _after_transient(job: Job, ctx: JobContext, problem: str) -> Job:
@@ -634,7 +651,8 @@ def db_retry[T](
         try:
             return action()
         except (OperationalError, InterfaceError) as exc:
-            if connection.in_atomic_block or waited >= budget:
+            query_fault = isinstance(exc, OperationalError) and not _database_away(exc)
+            if connection.in_atomic_block or waited >= budget or query_fault:
                 raise
             logger.warning("%s: a database error (%s); retried in %.1f s", what or "db", exc, delay)
             with contextlib.suppress(Exception):

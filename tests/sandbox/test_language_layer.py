@@ -346,3 +346,85 @@ def test_an_enum_class_statement_works():
     result = tool(code)
     assert result.ok, result.error
     assert result.return_value == ["RED", "GREEN", [1, 2], 2]
+
+
+# ---------------------------------------------------------------- the state's recorder
+
+# Each way the standard library keeps references to what it walked: deepcopy's memo keeps
+# every original alive in ``memo[id(memo)]`` (the state's recorder was among them, and
+# appending to its writes skipped every check); copy.copy / copy.replace / a reduce hand
+# back the object's parts. None may reach anything that records writes.
+REACH_RECORDER = {
+    "deepcopy memo of the state": "memo = {}\n    copy.deepcopy(context.state, memo)\n"
+    "    kept = list(memo.get(id(memo), []))",
+    "deepcopy memo of a list holding the state": "memo = {}\n"
+    "    copy.deepcopy([context.state, context.variables], memo)\n"
+    "    kept = list(memo.get(id(memo), [])) + list(memo.values())",
+    "deepcopy memo of the context": "memo = {}\n    kept = []\n    try:\n"
+    "        copy.deepcopy(context, memo)\n    except TypeError:\n        pass\n"
+    "    kept = list(memo.get(id(memo), [])) + list(memo.values())",
+    "copy of the state": "kept = [copy.copy(context.state)]",
+    "copy of the context": "kept = []\n    try:\n        kept = [copy.copy(context)]\n"
+    "    except TypeError:\n        pass",
+    "replace of the state": "kept = []\n    try:\n        kept = [copy.replace(context.state)]\n"
+    "    except TypeError:\n        pass",
+    "reduce_ex through copyreg-like helpers": "kept = []\n    try:\n"
+    "        kept = list(functools.reduce(lambda a, b: a + [b], [context.state], []))\n"
+    "    except TypeError:\n        pass",
+}
+
+
+@pytest.mark.parametrize("reach", list(REACH_RECORDER.values()), ids=list(REACH_RECORDER))
+def test_no_stdlib_helper_hands_out_the_states_recorder(reach):
+    code = f"""
+import copy
+import functools
+
+def t():
+    {reach}
+    found = []
+    for item in kept:
+        for value in ([item] + (list(item) if isinstance(item, (list, tuple)) else [])):
+            if hasattr(value, "writes") or hasattr(value, "removed"):
+                value.writes.append(["bad name\\n<script>", 1])
+                value.writes.append(["__proto__", 2])
+                found.append(type(value).__name__)
+    return found
+"""
+    result = run_code(code, entry="t", kind="tool", state={"a": 1}, variables_declared=["a"])
+    assert result.ok, result.error
+    assert result.return_value == []
+    assert result.writes == ()
+
+
+def test_a_deep_copy_of_the_state_is_its_values_as_a_plain_dict():
+    result = tool(
+        """
+        import copy
+        def t():
+            snapshot = copy.deepcopy(context.state)
+            snapshot["a"].append(2)
+            shallow = copy.copy(context.variables)
+            return [type(snapshot).__name__, snapshot, context.state["a"], shallow]
+        """,
+        state={"a": [1]},
+    )
+    assert result.ok, result.error
+    assert result.return_value == ["dict", {"a": [1, 2]}, [1], {"a": [1]}]
+
+
+@pytest.mark.parametrize("key", ["bad name\n<script>", "__proto__", "", "x" * 257, "a\x00b"])
+def test_a_state_key_outside_the_rule_is_refused_at_the_write(key):
+    result = tool(f"def t():\n    context.state[{key!r}] = 1\n", state={})
+    assert not result.ok and "is not a state key" in result.error.message
+    assert result.writes == ()
+
+
+def test_the_host_refuses_an_answer_whose_writes_break_the_key_rule():
+    from agents.sandbox.answers import check_answer_shape
+
+    assert check_answer_shape({"writes": [["ok_name", 1]]}) is None
+    assert check_answer_shape({"writes": [["_own_key", 1]]}) is None  # CX code's own keys
+    assert check_answer_shape({"writes": [["__proto__", 1]]}) == "writes"
+    assert check_answer_shape({"writes": [["bad\n<script>", 1]]}) == "writes"
+    assert check_answer_shape({"removed": ["__proto__"]}) == "removed"
