@@ -1,0 +1,114 @@
+"""Browser tests of issue 33 ("What a designer meets in the first hour"): each measures, in
+Chromium and in English, French and German, what a new designer saw go wrong: bounding
+boxes where the defect is visual (a badge over text, a name broken mid-word), the text
+where it is a word. Each fails on the code before its fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.xdist_group("browser-first-hour"),
+    pytest.mark.django_db(transaction=True),
+]
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+LANGUAGES = ["en", "fr", "de"]
+
+# Every badge kind a scenario run shows offline: passed, failed, needs a model.
+BADGES_SCRIPT = """user: I'd like the blue running shoes, two pairs please.
+tool: AddToCart {"product_id": "shoe-blue-42", "quantity": 2}
+expect response: AddToCart {"quantity": 2, "cart_total": 39}
+expect state [Check_Wrong_Total]: {"cart_total": 40}
+expect agent: Done — two pairs are in your cart.
+user: And one more pair.
+expect call: AddToCart
+agent: Three pairs now.
+"""
+
+
+@pytest.fixture
+def shop_app(user):
+    from agents.demo import load_demo
+
+    return next(a for a in load_demo(user) if a.name == "Shopping assistant")
+
+
+def _in_language(page: Page, live_server, language: str, width: int, height: int = 2000) -> Page:
+    """The page reads `language` (the header switcher's cookie) at `width` px."""
+    from django.conf import settings
+
+    page.context.add_cookies(
+        [{"name": settings.LANGUAGE_COOKIE_NAME, "value": language, "url": live_server.url}]
+    )
+    page.set_viewport_size({"width": width, "height": height})
+    return page
+
+
+def _shot(page: Page, name: str, selector: str | None = None) -> None:
+    """A screenshot to look at (tests/artifacts/first-hour-*.png): the page, or one part."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = str(ARTIFACTS / f"first-hour-{name}.png")
+    if selector:
+        page.locator(selector).screenshot(path=path)
+    else:
+        page.screenshot(path=path, full_page=True)
+
+
+def _overlap(a: dict, b: dict) -> float:
+    """The area two bounding boxes share (0 when they do not meet)."""
+    w = min(a["x"] + a["width"], b["x"] + b["width"]) - max(a["x"], b["x"])
+    h = min(a["y"] + a["height"], b["y"] + b["height"]) - max(a["y"], b["y"])
+    return max(w, 0) * max(h, 0)
+
+
+# ------------ 1. result badges never overlap the expectation text
+
+
+@pytest.mark.parametrize("width", [1280, 1920])
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_expectation_badges_never_overlap_their_text(
+    session_page, live_server, shop_app, language, width
+):
+    from agents import services
+
+    root = shop_app.agents.get(is_root=True)
+    services.scenario_save(
+        agent=root,
+        scenario=root.scenarios.get(),
+        name="Buy a product",
+        steps_script=BADGES_SCRIPT,
+    )
+    page = _in_language(session_page, live_server, language, width)
+    page.goto(f"{live_server.url}/apps/{shop_app.pk}/")
+    panel = page.locator("#conversation-panel")
+    expect(panel.locator(".event-expect")).to_have_count(4)
+    expect(panel.locator(".event-expect .badge-needs_model")).to_have_count(2)
+    _shot(page, f"badges-{language}-{width}", "#conversation-panel")
+    rows = page.evaluate(
+        """() => [...document.querySelectorAll('#conversation-panel .event-expect')].map((li) => {
+            const box = (el) => { const r = el.getBoundingClientRect();
+                return {x: r.x, y: r.y, width: r.width, height: r.height}; };
+            return {badge: box(li.querySelector('.badge')), who: box(li.querySelector('.who')),
+                    line: box(li.querySelector('.msg code')),
+                    message: box(li.querySelector('.expect-message')),
+                    text: li.querySelector('.badge').textContent};
+        })"""
+    )
+    for row in rows:
+        assert _overlap(row["badge"], row["line"]) == 0, row
+        assert _overlap(row["badge"], row["message"]) == 0, row
+        # The badge stays inside its own column.
+        assert row["badge"]["x"] + row["badge"]["width"] <= row["line"]["x"], row
+    # The summary's badges: each on one line (none broken inside), all on the summary's lines.
+    badges = page.evaluate(
+        """() => [...document.querySelectorAll('#golden-summary .badge')].map((b) => {
+            const r = b.getBoundingClientRect(); return {height: r.height, text: b.textContent,
+                lines: b.getClientRects().length}; })"""
+    )
+    for badge in badges:
+        assert badge["lines"] == 1, badge
