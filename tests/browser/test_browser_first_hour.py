@@ -112,3 +112,58 @@ def test_expectation_badges_never_overlap_their_text(
     )
     for badge in badges:
         assert badge["lines"] == 1, badge
+
+
+# ------------ 4. values in the reader's form in the sidebar and the state table
+
+READER_FORM = {
+    "en": {"vip": "Yes", "late": "No", "rate": "1.5"},
+    "fr": {"vip": "Oui", "late": "Non", "rate": "1,5"},
+    "de": {"vip": "Ja", "late": "Nein", "rate": "1,5"},
+}
+
+
+@pytest.fixture
+def values_app(user):
+    """An app with a Yes/No of each value, a decimal Number and JSON values around them."""
+    from agents import services
+
+    app = services.app_create(owner=user, name="Values")
+    services.variable_create(app=app, name="vip", type="boolean", default=True)
+    services.variable_create(app=app, name="late", type="boolean", default=False)
+    services.variable_create(app=app, name="rate", type="number", default=1.5)
+    services.variable_create(
+        app=app, name="rates", type="list", item_type="number", default=[1.5, 2]
+    )
+    root = app.agents.get(is_root=True)
+    services.agent_update(agent=root, instructions="VIP: {{vip}}, rate {{rate}}.")
+    services.scenario_save(agent=root, name="Hello", steps_script="user: Hi\nagent: Hello.\n")
+    return app
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_yes_no_and_decimals_read_in_the_readers_form(
+    session_page, live_server, values_app, language
+):
+    page = _in_language(session_page, live_server, language, 1280)
+    page.goto(f"{live_server.url}/apps/{values_app.pk}/")
+    words = READER_FORM[language]
+    sidebar = page.locator("#variable-list")
+    for name, shown in words.items():
+        item = sidebar.locator(".item", has=page.locator(".item-name", has_text=name)).first
+        expect(item.locator("code.default")).to_have_text(shown)
+    # A list is JSON: its numbers keep the point, in every language.
+    rates = sidebar.locator(".item", has=page.locator(".item-name", has_text="rates"))
+    expect(rates.locator("code.default")).to_have_text("[1.5, 2]")
+    table = page.locator("#conversation-panel details.state[open] table.state-table").first
+    expect(table).to_be_visible()
+    _shot(page, f"values-{language}", "#conversation-panel")
+    cells = page.evaluate(
+        """() => Object.fromEntries([...document.querySelectorAll(
+            '#conversation-panel details.state[open] table.state-table:not(.builtins) tr')]
+            .map((tr) => [tr.querySelector('th').textContent,
+                          tr.querySelector('td').textContent.trim()]))"""
+    )
+    for name, shown in words.items():
+        assert cells[name] == shown, (name, cells)
+    assert cells["rates"] == "[1.5, 2]"
