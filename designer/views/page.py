@@ -152,7 +152,6 @@ def app_designer(request: HttpRequest, app_id: int) -> HttpResponse:
         token = get_token(request)
         for pane, key in keys.items():
             context[pane.replace("-", "_")] = mark_safe(panes[key].replace(CSRF_SLOT, token))
-    context["imported"] = selectors.app_was_imported(app)
     running = selectors.active_run_all(request.user, app)
     if running is not None:  # back on the page while Run all runs: its progress again
         context["run_all"] = run_all_context(app, running)

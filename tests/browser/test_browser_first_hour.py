@@ -167,3 +167,86 @@ def test_yes_no_and_decimals_read_in_the_readers_form(
     for name, shown in words.items():
         assert cells[name] == shown, (name, cells)
     assert cells["rates"] == "[1.5, 2]"
+
+
+# ------------ 7. History a person can read, with the designer's header
+
+
+def _topbar(page: Page) -> dict:
+    return page.evaluate(
+        """() => { const bar = document.querySelector('header.topbar, .topbar');
+            const r = bar.getBoundingClientRect();
+            const right = Math.max(...[...bar.querySelectorAll('a, button, span')]
+                .map((e) => e.getBoundingClientRect().right));
+            return {height: r.height, right: right, width: document.documentElement.clientWidth,
+                    links: [...bar.querySelectorAll('a')].map((a) => a.getAttribute('href'))}; }"""
+    )
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_history_shows_a_line_diff_no_empty_table_and_the_designers_header(
+    session_page, live_server, shop_app, user, language
+):
+    from agents import services
+
+    root = shop_app.agents.get(is_root=True)
+    old = root.instructions
+    new = old.replace("Please follow these business rules:", "Follow these rules, always:")
+    assert new != old
+    services.agent_update(agent=root, instructions=new, actor=user)
+    services.app_update(app=shop_app, name=shop_app.name, actor=user)  # saves, changes nothing
+    page = _in_language(session_page, live_server, language, 1280)
+    page.goto(f"{live_server.url}/apps/{shop_app.pk}/")
+    designer_bar = _topbar(page)
+    page.goto(f"{live_server.url}/apps/{shop_app.pk}/history")
+    bar = _topbar(page)
+    # The designer's header: the same height, inside the page, the app's pages linked.
+    assert bar["height"] == designer_bar["height"], (bar, designer_bar)
+    assert bar["right"] <= bar["width"], bar
+    for path in ("/", "/versions/", "/export", "/history", "/share"):
+        assert f"/apps/{shop_app.pk}{path}" in bar["links"], (path, bar["links"])
+    events = page.locator(".history-event")
+    edit = events.nth(1)  # newest first: the app.update, then the instruction edit
+    expect(edit.locator(".history-head code")).to_have_text("Shopping Assistant")
+    edit.locator("summary").click()
+    diff = edit.locator(".line-diff")
+    expect(diff).to_be_visible()
+    expect(diff.locator(".dl-removed")).to_contain_text("Please follow these business rules:")
+    expect(diff.locator(".dl-added")).to_contain_text("Follow these rules, always:")
+    # Not both whole texts side by side: the unchanged lines are not each shown twice.
+    assert edit.locator("del, ins").count() == 0
+    box = diff.bounding_box()
+    card = page.locator("section.card").first.bounding_box()
+    table = edit.locator("table").bounding_box()
+    assert box and card and table
+    assert box["x"] + box["width"] <= card["x"] + card["width"] + 0.5
+    assert box["width"] >= table["width"] * 0.6, (box, table)  # the before and after columns
+    # The app.update entry that changed nothing opens no empty table.
+    update = events.nth(0)
+    expect(update.locator("details")).to_have_count(0)
+    expect(update.locator(".history-same")).to_be_visible()
+    _shot(page, f"history-{language}")
+    # The crumb leads back to the app.
+    page.locator("#crumb-app").click()
+    expect(page.locator("#compiled")).to_be_visible()
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_every_page_of_an_app_has_the_designers_header(
+    session_page, live_server, shop_app, user, language
+):
+
+    from agents.services.versions import version_create
+
+    version_create(app=shop_app, name="First", user=user)
+    page = _in_language(session_page, live_server, language, 1280, 900)
+    page.goto(f"{live_server.url}/apps/{shop_app.pk}/")
+    designer_bar = _topbar(page)
+    for path in ("versions/", "versions/diff", "export", "history", "share"):
+        page.goto(f"{live_server.url}/apps/{shop_app.pk}/{path}")
+        bar = _topbar(page)
+        assert bar["height"] == designer_bar["height"], (path, bar, designer_bar)
+        assert bar["right"] <= bar["width"], (path, bar)
+        assert f"/apps/{shop_app.pk}/" in bar["links"], (path, bar["links"])
+        assert f"/apps/{shop_app.pk}/history" in bar["links"], (path, bar["links"])
+        _shot(page, f"header-{path.strip('/').replace('/', '-')}-{language}")
