@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 from agents.core.spec import AppSpec, ScenarioSpec
 from agents.models import (
     JOB_ACTIVE,
+    JOB_FINISHED,
     Agent,
     AgentApp,
     AppShare,
@@ -228,6 +229,18 @@ def app_needs_model_evaluations(app: AgentApp) -> list[tuple[str, str]]:
 
     carry = AgentApp.objects.filter(pk=app.pk).values_list("cx", flat=True).first() or {}
     return needs_model_evaluations(AppSpec(name=app.name, cx=carry))
+
+
+def latest_run_all(app: AgentApp) -> Job | None:
+    """The app's latest finished Run all (whoever ran it; an ``evaluate_app`` job of the
+    whole app, not one of the parts ``manage.py evaluate`` splits it into), or None."""
+    return (
+        Job.objects.filter(app=app, kind="evaluate_app", status__in=JOB_FINISHED)
+        .exclude(params__has_key="scenarios")
+        .select_related("owner")
+        .order_by("-finished_at", "-created_at")
+        .first()
+    )
 
 
 def active_run_all(user: AbstractBaseUser, app: AgentApp) -> Job | None:
