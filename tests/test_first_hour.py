@@ -4,6 +4,7 @@ tests/browser/test_browser_first_hour.py."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -49,3 +50,56 @@ def test_after_a_reload_the_designer_shows_the_latest_run_all(signed_in, user, s
     # Shown as it ended: editing the app does not run it again by itself.
     assert "app-changed from:body" not in section
     assert "hx-get" not in section  # finished: nothing polls
+
+
+# ------------ 12. the Judge picker and Make default show only where they act
+
+
+@pytest.fixture
+def models(monkeypatch, server):
+    from tests.llm_server import configure_models
+
+    configure_models(monkeypatch, {"loop": {"server": server}, "other": {"server": server}})
+
+
+def _panel(client, app, **params) -> str:
+    agent = app.agents.get(is_root=True)
+    url = reverse("agent-simulate", args=[app.pk, agent.pk])
+    return client.get(url, params, HTTP_HX_REQUEST="true").content.decode()
+
+
+def _make_default(html: str) -> str:
+    match = re.search(r'<button[^>]*id="make-default-model"[^>]*>', html)
+    assert match, "no Make default button"
+    return match.group(0)
+
+
+def test_the_judge_picker_shows_only_where_a_rubric_is_judged(signed_in, shop, models):
+    assert 'id="model-picker"' in _panel(signed_in, shop)
+    assert 'id="judge-picker"' not in _panel(signed_in, shop)  # no rubric in this app
+    from agents.models import AgentApp
+    from tests.test_live_api_and_secrets import SIMULATED
+
+    path = "evaluations/Simulated/Simulated.json"
+    AgentApp.objects.filter(pk=shop.pk).update(cx={"files": {path: json.dumps(SIMULATED)}})
+    html = _panel(signed_in, shop)
+    assert html.index('id="model-picker"') < html.index('id="judge-picker"')
+    # An evaluation of the scenario kind with no rubric: nothing to judge either.
+    bare = {**SIMULATED, "scenario": {**SIMULATED["scenario"], "rubrics": []}}
+    AgentApp.objects.filter(pk=shop.pk).update(cx={"files": {path: json.dumps(bare)}})
+    assert 'id="judge-picker"' not in _panel(signed_in, shop)
+
+
+def test_make_default_shows_only_while_the_picked_model_is_not_the_default(signed_in, shop, models):
+    # Scripted picked, no default: nothing to make default.
+    assert " hidden" in _make_default(_panel(signed_in, shop))
+    assert 'data-default-model=""' in _make_default(_panel(signed_in, shop))
+    assert " hidden" not in _make_default(_panel(signed_in, shop, model="loop"))
+    agent = shop.agents.get(is_root=True)
+    url = reverse("agent-simulate", args=[shop.pk, agent.pk])
+    signed_in.post(url, {"model": "loop", "make_default": "1"}, HTTP_HX_REQUEST="true")
+    assert " hidden" in _make_default(_panel(signed_in, shop, model="loop"))
+    assert 'data-default-model="loop"' in _make_default(_panel(signed_in, shop, model="loop"))
+    assert " hidden" not in _make_default(_panel(signed_in, shop, model="other"))
+    # Scripted while the app has a default: it acts (the app then has no default).
+    assert " hidden" not in _make_default(_panel(signed_in, shop))

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.utils.translation import gettext_lazy as _
 
-from agents import i18n, services
+from agents import i18n, selectors, services
 from agents.core.evaluate import ExpectationResult, ScenarioEvaluation
 from agents.core.render import render_value
 from agents.core.simulate import ModelCall, SimulationResult
@@ -322,6 +322,7 @@ class Conversation:
     model: str = ""  # the picker's choice ("" = scripted)
     judge: str = ""  # the judge picker's (a live Run all's rubrics; "" = the run's model)
     default_model: str = ""  # the app's default model (AppModelDefault), "" for none
+    judged: bool = False  # whether a live Run all judges rubrics here (the judge picker shows)
     live: LiveView | None = None
     last_live: LiveRun | None = None
     last_live_priced: bool | None = None
@@ -375,6 +376,7 @@ def build_conversation(
     conversation.judge = str(params.get("judge", "") or "")
     if conversation.models:  # no model configured: no default to mark, no query
         conversation.default_model = live_models.app_model_default(app)
+        conversation.judged = selectors.app_has_rubrics(app)
     if scenario is None:
         return conversation
     calls: list[dict[str, Any]] = []

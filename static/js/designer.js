@@ -479,5 +479,15 @@
     render();
   }
 
+  // ------------------------------------------------------------ Make default: where it acts
+
+  // *Make default* shows only while the picked model is not already the app's default
+  // (issue 33, item 12): the picker changes on the page, the panel is not swapped.
+  document.addEventListener("change", (e) => {
+    if (e.target.id !== "model-picker") return;
+    const button = document.getElementById("make-default-model");
+    if (button) button.hidden = e.target.value === (button.dataset.defaultModel || "");
+  });
+
   initForms(document);
 })();

@@ -250,3 +250,34 @@ def test_every_page_of_an_app_has_the_designers_header(
         assert f"/apps/{shop_app.pk}/" in bar["links"], (path, bar["links"])
         assert f"/apps/{shop_app.pk}/history" in bar["links"], (path, bar["links"])
         _shot(page, f"header-{path.strip('/').replace('/', '-')}-{language}")
+
+
+# ------------ 12. Make default shows while the picked model is not the default
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_make_default_follows_the_model_picker(
+    session_page, live_server, shop_app, monkeypatch, language
+):
+    import json
+
+    monkeypatch.setenv(
+        "STATECRAFT_MODELS",
+        json.dumps({"mini": {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}}),
+    )
+    page = _in_language(session_page, live_server, language, 1280)
+    page.goto(f"{live_server.url}/apps/{shop_app.pk}/")
+    picker = page.locator("#model-picker")
+    button = page.locator("#make-default-model")
+    expect(picker).to_be_visible()
+    expect(button).to_be_hidden()  # Scripted, and the app has no default
+    expect(page.locator("#judge-picker")).to_have_count(0)  # no rubric in this app
+    picker.select_option("mini")
+    expect(button).to_be_visible()
+    _shot(page, f"pickers-{language}", "#conversation-controls")
+    # The controls stay inside the pane at 1280 px.
+    pane = page.locator("#conversation-panel").bounding_box()
+    box = button.bounding_box()
+    assert pane and box and box["x"] + box["width"] <= pane["x"] + pane["width"] + 1
+    picker.select_option("")
+    expect(button).to_be_hidden()
