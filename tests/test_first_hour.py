@@ -103,3 +103,49 @@ def test_make_default_shows_only_while_the_picked_model_is_not_the_default(signe
     assert " hidden" not in _make_default(_panel(signed_in, shop, model="other"))
     # Scripted while the app has a default: it acts (the app then has no default).
     assert " hidden" not in _make_default(_panel(signed_in, shop))
+
+
+# ------------ 13. `manage.py evaluate --model` prints the verdicts, not httpx's request lines
+
+
+@pytest.mark.parametrize("level", ["", "DEBUG"])
+def test_evaluate_with_a_model_prints_no_http_request_lines(
+    migrated_sqlite_url, server, monkeypatch, level
+):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.llm_server import configure_models, openai_text
+
+    configure_models(monkeypatch, {"loop": {"server": server}})
+    server.repeat_last = True
+    server.script(openai_text("Your balance is 1,250 EUR."))
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "DATABASE_URL": migrated_sqlite_url}
+    env.pop("LOG_LEVEL", None)
+    if level:
+        env["LOG_LEVEL"] = level
+    manage = [sys.executable, "manage.py"]
+    settings = "--settings=tests.settings"
+    subprocess.run(
+        [*manage, "load_demo", settings], cwd=root, env=env, check=True, capture_output=True
+    )
+    done = subprocess.run(
+        [*manage, "evaluate", "Bank demo", "--model", "loop", settings],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    output = done.stdout + done.stderr
+    assert server.seen, output  # the model was asked
+    assert "Balance question" in done.stdout, output
+    if level == "DEBUG":  # the operator asked for every line: the requests are there
+        # httpx's own line ("… "HTTP/1.1 200 OK""), not only the SDK's debug lines.
+        assert '/v1/chat/completions "HTTP/1.1 200 OK"' in output, output
+    else:
+        assert "HTTP Request" not in output, output
