@@ -149,3 +149,54 @@ def test_evaluate_with_a_model_prints_no_http_request_lines(
         assert '/v1/chat/completions "HTTP/1.1 200 OK"' in output, output
     else:
         assert "HTTP Request" not in output, output
+
+
+# ------------ 3. the French and German UI use CX Agent Studio's words, codes set apart
+
+ENGLISH_TERMS = re.compile(r"\b(mocks?|goldens?|eval ?cases?|Richter)\b", re.I)
+# What stays as typed: code, the script's words, field names and the CX/ADK file fields.
+CODE = re.compile(
+    r"<code>.*?</code>|`[^`]*`|%\(\w+\)s|\bmock:|\buse_mocks\b|\bmockToolResponse\b", re.S
+)
+
+
+@pytest.mark.parametrize("language", ["fr", "de"])
+def test_the_catalog_keeps_no_english_term_outside_code(language):
+    from pathlib import Path
+
+    from tests.po import parse
+
+    po = Path(__file__).resolve().parent.parent / "locale" / language / "LC_MESSAGES"
+    left = []
+    for name in ("django.po", "djangojs.po"):
+        for entry in parse((po / name).read_text(encoding="utf-8")):
+            for text in entry["msgstr"].values():
+                if ENGLISH_TERMS.search(CODE.sub("", text)):
+                    left.append((entry["msgid"][:60], text[:80]))
+    assert not left, left
+
+
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("fr", ["Évaluations de référence", "réponses fictives"]),
+        ("de", ["Referenzbewertungen", "Testantworten"]),
+    ],
+)
+def test_the_designer_reads_cx_words_in_french_and_german(client, user, shop, language, words):
+    from django.conf import settings
+
+    client.force_login(user)
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = language
+    agent = shop.agents.get(is_root=True)
+    page = client.get(reverse("app-designer", args=[shop.pk])).content.decode()
+    panel = client.get(
+        reverse("agent-simulate", args=[shop.pk, agent.pk]), HTTP_HX_REQUEST="true"
+    ).content.decode()
+    text = page + panel
+    for word in words:
+        assert word in text, word
+    visible = re.sub(
+        r"<[^>]+>", " ", CODE.sub("", re.sub(r"<script.*?</script>", "", text, flags=re.S))
+    )
+    assert not ENGLISH_TERMS.search(visible), ENGLISH_TERMS.search(visible)
