@@ -237,8 +237,8 @@ def shown_value(value: Any) -> str:
     if isinstance(value, bool):
         return str(_("Yes") if value else _("No"))
     if is_number(value) and decimal_comma():
-        text = repr(value) if isinstance(value, float) else str(value)
-        return text.replace(".", ",")
+        # As the prompt writes it (`39`, not `39.0`: `render_value`), with the reader's comma.
+        return render_value(value).replace(".", ",")
     return render_value(value)
 
 

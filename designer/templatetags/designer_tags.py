@@ -56,6 +56,18 @@ def shown(value: Any) -> str:
     return i18n.shown_value(value)
 
 
+_NAME_BREAK = re.compile(r"(?=\.)|(?<=_)")
+
+
+@register.filter
+def name_breaks(name: Any) -> str:
+    """A dotted or snake_case name (`$context.project_id`) with a line-break opportunity
+    before each dot and after each underscore (escaped, `<wbr>`): a narrow column breaks it
+    there, never mid-word (`$context.projec` / `t_id`)."""
+    parts = _NAME_BREAK.split(str(name))
+    return mark_safe("<wbr>".join(escape(p) for p in parts if p))
+
+
 @register.filter
 def get_item(mapping: Any, key: str) -> Any:
     return mapping.get(key) if mapping else None

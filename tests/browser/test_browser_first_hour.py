@@ -281,3 +281,43 @@ def test_make_default_follows_the_model_picker(
     assert pane and box and box["x"] + box["width"] <= pane["x"] + pane["width"] + 1
     picker.select_option("")
     expect(button).to_be_hidden()
+
+
+# ------------ 11. the state table breaks names at their dots and underscores, not mid-word
+
+# Where each line of a state table's name begins: a character whose top differs from the
+# one before starts a new line.
+LINE_BREAKS_JS = """() => [...document.querySelectorAll(
+        '#conversation-panel details.state[open] .state-table th')].map((th) => {
+    const text = th.textContent;
+    const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+    const tops = [];
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        for (let i = 0; i < node.length; i++) {
+            const range = document.createRange();
+            range.setStart(node, i); range.setEnd(node, i + 1);
+            const rect = range.getClientRects()[0];
+            tops.push(rect ? Math.round(rect.top) : null);
+        }
+    }
+    const breaks = [];
+    for (let i = 1; i < tops.length; i++) if (tops[i] !== null && tops[i] > tops[i - 1]) breaks.push(i);
+    return {text, breaks};
+})"""
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_state_table_breaks_names_only_at_dots_and_underscores(
+    session_page, live_server, shop_app, language
+):
+    page = _in_language(session_page, live_server, language, 1280)
+    page.goto(f"{live_server.url}/apps/{shop_app.pk}/")
+    table = page.locator("#conversation-panel details.state[open] .state-table").first
+    expect(table).to_be_visible()
+    _shot(page, f"state-table-{language}", "#conversation-panel details.state[open]")
+    names = page.evaluate(LINE_BREAKS_JS)
+    assert any(n["breaks"] for n in names), names  # at 1280 the long names do wrap
+    for name in names:
+        text = name["text"]
+        for at in name["breaks"]:
+            assert text[at] == "." or text[at - 1] == "_", (text, text[:at], text[at:])
