@@ -200,3 +200,20 @@ def test_the_designer_reads_cx_words_in_french_and_german(client, user, shop, la
         r"<[^>]+>", " ", CODE.sub("", re.sub(r"<script.*?</script>", "", text, flags=re.S))
     )
     assert not ENGLISH_TERMS.search(visible), ENGLISH_TERMS.search(visible)
+
+
+# ------------ 11. the right pane's folds are the user's
+
+
+def test_the_folded_sections_are_remembered_for_the_user_and_checked(signed_in, user, shop):
+    from agents.models import UserSettings
+
+    url = reverse("set-collapsed")
+    assert signed_in.post(url, {"sections": "goldens,preview"}).status_code == 204
+    assert UserSettings.objects.get(user=user).collapsed == ["preview", "goldens"]
+    page = signed_in.get(reverse("app-designer", args=[shop.pk])).content.decode()
+    assert 'data-collapsed="preview goldens"' in page
+    assert signed_in.post(url, {"sections": "preview,sidebar"}).status_code == 400
+    assert UserSettings.objects.get(user=user).collapsed == ["preview", "goldens"]
+    assert signed_in.post(url, {"sections": ""}).status_code == 204
+    assert UserSettings.objects.get(user=user).collapsed == []

@@ -321,3 +321,48 @@ def test_the_state_table_breaks_names_only_at_dots_and_underscores(
         text = name["text"]
         for at in name["breaks"]:
             assert text[at] == "." or text[at - 1] == "_", (text, text[:at], text[at:])
+
+
+# ------------ 11. the right pane's sections fold, remembered for the user
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_folding_the_right_panes_sections_brings_the_conversation_up_and_is_remembered(
+    session_page, live_server, shop_app, user, language
+):
+    from agents.models import UserSettings
+
+    page = _in_language(session_page, live_server, language, 1280, 800)
+    page.goto(f"{live_server.url}/apps/{shop_app.pk}/")
+    title = page.locator("#conversation-title")
+    expect(page.locator("#conversation-panel .timeline")).to_be_visible()
+    before = title.bounding_box()
+    assert before
+    for section in ("preview", "problems", "goldens"):
+        with page.expect_response(lambda r: r.url.endswith("/accounts/collapsed")) as saved:
+            page.locator(f'.pane-fold[data-fold="{section}"]').click()
+        assert saved.value.status == 204
+    expect(page.locator("#compiled")).to_be_hidden()
+    expect(page.locator("#diagnostics")).to_be_hidden()
+    after = title.bounding_box()
+    # The conversation moves up by the folded sections, its first turn into the window.
+    assert after and after["y"] < before["y"] - 150, (before, after)
+    turn = page.locator("#conversation-panel .turn").first.bounding_box()
+    assert turn and turn["y"] + 40 <= 800, turn
+    assert UserSettings.objects.get(user=user).collapsed == ["preview", "problems", "goldens"]
+    _shot(page, f"folded-{language}")
+    # Remembered: the next visit opens them folded, the buttons say so.
+    page.reload()
+    expect(page.locator("#conversation-panel .timeline")).to_be_visible()
+    expect(page.locator("#compiled")).to_be_hidden()
+    expect(page.locator('.pane-fold[data-fold="goldens"]')).to_have_attribute(
+        "aria-expanded", "false"
+    )
+    expect(page.locator('.pane-fold[data-fold="conversation"]')).to_have_attribute(
+        "aria-expanded", "true"
+    )
+    box = title.bounding_box()
+    assert box and abs(box["y"] - after["y"]) < 2, (box, after)
+    # Unfolding one brings it back.
+    page.locator('.pane-fold[data-fold="problems"]').click()
+    expect(page.locator("#diagnostics")).to_be_visible()
