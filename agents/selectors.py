@@ -15,12 +15,12 @@ from django.utils.translation import gettext as _
 from agents.core.spec import AppSpec, ScenarioSpec
 from agents.models import (
     JOB_ACTIVE,
-    JOB_FINISHED,
     Agent,
     AgentApp,
     AppShare,
     AuditEvent,
     Job,
+    JobStatus,
     Scenario,
     Tool,
     Variable,
@@ -252,10 +252,11 @@ def app_has_rubrics(app: AgentApp) -> bool:
 
 
 def latest_run_all(app: AgentApp) -> Job | None:
-    """The app's latest finished Run all (whoever ran it; an ``evaluate_app`` job of the
-    whole app, not one of the parts ``manage.py evaluate`` splits it into), or None."""
+    """The app's latest Run all that finished with its results (whoever ran it; an
+    ``evaluate_app`` job of the whole app that succeeded, not one of the parts
+    ``manage.py evaluate`` splits it into), or None."""
     return (
-        Job.objects.filter(app=app, kind="evaluate_app", status__in=JOB_FINISHED)
+        Job.objects.filter(app=app, kind="evaluate_app", status=JobStatus.SUCCEEDED)
         .exclude(params__has_key="scenarios")
         .select_related("owner")
         .order_by("-finished_at", "-created_at")

@@ -157,9 +157,11 @@ def app_designer(request: HttpRequest, app_id: int) -> HttpResponse:
     if running is not None:  # back on the page while Run all runs: its progress again
         context["run_all"] = run_all_context(app, running)
     elif (last := selectors.latest_run_all(app)) is not None:
-        # After a reload: the app's latest Run all, as it ended (issue 33, item 9). It is
-        # not run again when the app changes (Run all does that once pressed).
-        context["run_all"] = {**run_all_context(app, last), "restored": True}
+        # After a reload: the app's latest Run all, as it ended (issue 33, item 9), when it
+        # has its summary. It is not run again when the app changes (Run all does that).
+        restored = run_all_context(app, last)
+        if restored["summary"]:
+            context["run_all"] = {**restored, "restored": True}
     return render(request, DESIGNER, context)
 
 
