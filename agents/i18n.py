@@ -224,17 +224,21 @@ def decimal_comma() -> bool:
 
 
 def shown_value(value: Any) -> str:
-    """A value where a person reads it (the sidebar, the editor's autocomplete): a Number in
-    the reader's form (`1,5` in French and German), anything else as the compiled prompt
-    writes it (`render_value`; a list's numbers keep the point, as a list is typed)."""
+    """A value where a person reads it (the sidebar, the state table): a Yes/No as the word
+    of the reader's language (Yes/No, Oui/Non, Ja/Nein), a Number in the reader's form
+    (`1,5` in French and German), anything else as the compiled prompt writes it
+    (`render_value`: a list or an object is JSON, its numbers keep the point, as JSON is
+    typed). Data views (JSON, the exported files) never use it."""
     from agents.core.render import render_value
     from agents.core.types import is_number
 
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return str(_("Yes") if value else _("No"))
     if is_number(value) and decimal_comma():
-        text = repr(value) if isinstance(value, float) else str(value)
-        return text.replace(".", ",")
+        # As the prompt writes it (`39`, not `39.0`: `render_value`), with the reader's comma.
+        return render_value(value).replace(".", ",")
     return render_value(value)
 
 

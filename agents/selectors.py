@@ -20,6 +20,7 @@ from agents.models import (
     AppShare,
     AuditEvent,
     Job,
+    JobStatus,
     Scenario,
     Tool,
     Variable,
@@ -228,6 +229,39 @@ def app_needs_model_evaluations(app: AgentApp) -> list[tuple[str, str]]:
 
     carry = AgentApp.objects.filter(pk=app.pk).values_list("cx", flat=True).first() or {}
     return needs_model_evaluations(AppSpec(name=app.name, cx=carry))
+
+
+def app_has_rubrics(app: AgentApp) -> bool:
+    """Whether a live Run all of the app judges rubrics: one of its CX evaluations of the
+    scenario kind has a rubric (the judge picker acts only then)."""
+    import json
+
+    from agents.core.cx.evaluations import needs_model_evaluations
+    from agents.core.user_sim import read_scenario
+
+    carry = AgentApp.objects.filter(pk=app.pk).values_list("cx", flat=True).first() or {}
+    files = carry.get("files") if isinstance(carry, dict) else None
+    for _name, path in needs_model_evaluations(AppSpec(name=app.name, cx=carry)):
+        try:
+            scenario = read_scenario(json.loads(files[path]), path)
+        except (ValueError, TypeError, KeyError, RecursionError):
+            continue
+        if scenario is not None and scenario.rubrics:
+            return True
+    return False
+
+
+def latest_run_all(app: AgentApp) -> Job | None:
+    """The app's latest Run all that finished with its results (whoever ran it; an
+    ``evaluate_app`` job of the whole app that succeeded, not one of the parts
+    ``manage.py evaluate`` splits it into), or None."""
+    return (
+        Job.objects.filter(app=app, kind="evaluate_app", status=JobStatus.SUCCEEDED)
+        .exclude(params__has_key="scenarios")
+        .select_related("owner")
+        .order_by("-finished_at", "-created_at")
+        .first()
+    )
 
 
 def active_run_all(user: AbstractBaseUser, app: AgentApp) -> Job | None:

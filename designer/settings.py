@@ -346,23 +346,26 @@ IMPORT_MAX_YAML_BYTES = int(
 # 202); smaller ones import in the request. 0: every import is a job.
 IMPORT_JOB_MIN_BYTES = int(os.environ.get("IMPORT_JOB_MIN_BYTES") or 256 * 1024)
 
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").upper()
+# The HTTP clients' request lines ("HTTP Request: POST https://…") at DEBUG only: a line per
+# model call buries a CI log (`manage.py evaluate --model`), and a base_url may carry
+# credentials. LOG_LEVEL=DEBUG shows them.
+HTTP_CLIENT_LOG_LEVEL = "DEBUG" if LOG_LEVEL == "DEBUG" else "WARNING"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     # Every line with URL credentials and bearer tokens masked (agents/llm/masking.py).
     "filters": {"redact": {"()": "agents.llm.masking.RedactCredentials"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact"]}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         # Refused saves, imports, sandbox start and code-runner failures: what an operator needs.
-        "agents": {"level": os.environ.get("LOG_LEVEL", "INFO"), "propagate": True},
+        "agents": {"level": LOG_LEVEL, "propagate": True},
         # Django's own default config gives "django" a console handler of its own: without
         # this, every line it logs (the reloader's banner, request errors) printed twice.
         "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
-        # The HTTP clients' request lines ("HTTP Request: POST https://…") at DEBUG only: a
-        # line per model call buries a CI log, and a base_url may carry credentials.
-        "httpx": {"level": "WARNING"},
-        "httpcore": {"level": "WARNING"},
+        "httpx": {"level": HTTP_CLIENT_LOG_LEVEL},
+        "httpcore": {"level": HTTP_CLIENT_LOG_LEVEL},
     },
 }
 

@@ -117,6 +117,7 @@ urlpatterns = [
     path("accounts/api-token", accounts.api_token, name="api-token"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/language", accounts.set_language, name="set-language"),
+    path("accounts/collapsed", accounts.set_collapsed, name="set-collapsed"),
     # The front end's translated strings (designer.js, the editor bundle): a script URL, so
     # the CSP (no inline script) holds; pages add ?l=<language> so a browser caches each apart.
     path("jsi18n/", JavaScriptCatalog.as_view(domain="djangojs"), name="javascript-catalog"),

@@ -296,5 +296,11 @@ def test_history_shows_what_changed_field_by_field_not_raw_json(client, user):
         html,
         re.S,
     )
-    assert ("instructions", "Brand new.") in [(f, after) for f, _, after in rows]
+    assert ("name", "Buy a product") in [(f, after) for f, _, after in rows]
+    # Instructions of several lines are a line diff (issue 33, item 7), not two whole texts.
+    lines = re.search(
+        r'<tr class="history-lines"><td><code>instructions</code>(.*?)</tr>', html, re.S
+    )
+    assert lines and '<div class="dl dl-added"' in lines.group(1)
+    assert "Brand new.</span></div>" in lines.group(1)
     assert "&quot;instructions&quot;: " not in html  # no JSON dump

@@ -852,6 +852,6 @@ def test_a_simulated_users_verdicts_read_in_german_through_the_api(
     messages = {r["kind"]: r["message"] for r in simulated["results"]}
     assert messages == {
         "call": "Der Agent hat LookupBalance aufgerufen.",
-        "rubric": "der Richter hat es nicht beurteilt",
+        "rubric": "das Bewertungsmodell hat es nicht bewertet",
     }
     assert "i18n" not in json.dumps(body)

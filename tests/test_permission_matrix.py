@@ -73,7 +73,14 @@ PUBLIC = {
     "set-language",
     "javascript-catalog",
 }
-SIGNED_IN = {"app-list", "app-create", "app-import", "api-token", "model-list"}  # not about one app
+SIGNED_IN = {  # not about one app
+    "app-list",
+    "app-create",
+    "app-import",
+    "api-token",
+    "model-list",
+    "set-collapsed",
+}
 VIEW_ACTIONS = {  # POSTs that only read: previews, simulations, examples, copies, diffs
     "agent-preview",
     "agent-simulate",

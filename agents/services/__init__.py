@@ -10,7 +10,13 @@ runs by use case (`live_jobs`, `live_runs`, `live_replays`, `live_recording`,
 `common` holds refusals, locking and the audit record (docs/architecture.md).
 """
 
-from agents.services.accounts import api_token_create, api_token_revoke, user_language_set
+from agents.services.accounts import (
+    api_token_create,
+    api_token_revoke,
+    user_collapsed,
+    user_collapsed_set,
+    user_language_set,
+)
 from agents.services.agents import (
     agent_create,
     agent_delete,
@@ -103,6 +109,8 @@ __all__ = [
     "tool_problems",
     "tool_rename",
     "tool_update",
+    "user_collapsed",
+    "user_collapsed_set",
     "user_language_set",
     "variable_create",
     "variable_delete",

@@ -24,6 +24,38 @@ def api_token_create(*, user: Actor) -> Token:
 
 
 @transaction.atomic
+def user_collapsed_set(*, user: Actor, sections: list[str]) -> list[str]:
+    """Remember which of the designer's right-pane sections `user` folded (any of
+    `PANE_SECTIONS`, in that order; others are refused)."""
+    from agents.models import UserSettings
+    from agents.models.users import PANE_SECTIONS
+
+    unknown = [s for s in sections if s not in PANE_SECTIONS]
+    if unknown:
+        raise ServiceError(
+            [
+                error(
+                    "sections",
+                    Message("Choose among %(sections)s.", sections=", ".join(PANE_SECTIONS)),
+                )
+            ]
+        )
+    kept = [s for s in PANE_SECTIONS if s in sections]
+    UserSettings.objects.update_or_create(user=user, defaults={"collapsed": kept})
+    return kept
+
+
+def user_collapsed(user: Actor) -> list[str]:
+    """The right-pane sections `user` folded ([] for none, or no settings yet)."""
+    from agents.models import UserSettings
+
+    if user is None or not user.pk:
+        return []
+    found = UserSettings.objects.filter(user=user).values_list("collapsed", flat=True).first()
+    return list(found) if isinstance(found, list) else []
+
+
+@transaction.atomic
 def user_language_set(*, user: Actor, language: str) -> None:
     """Remember the language `user` chose ("" forgets it: Accept-Language decides again)."""
     from agents.models import UserSettings

@@ -56,6 +56,18 @@ def shown(value: Any) -> str:
     return i18n.shown_value(value)
 
 
+_NAME_BREAK = re.compile(r"(?=\.)|(?<=_)")
+
+
+@register.filter
+def name_breaks(name: Any) -> str:
+    """A dotted or snake_case name (`$context.project_id`) with a line-break opportunity
+    before each dot and after each underscore (escaped, `<wbr>`): a narrow column breaks it
+    there, never mid-word (`$context.projec` / `t_id`)."""
+    parts = _NAME_BREAK.split(str(name))
+    return mark_safe("<wbr>".join(escape(p) for p in parts if p))
+
+
 @register.filter
 def get_item(mapping: Any, key: str) -> Any:
     return mapping.get(key) if mapping else None
@@ -126,6 +138,14 @@ def cx_kept(agent: Any) -> list[tuple[str, str]]:
     return kept_summary(agent.cx, tools)
 
 
+@register.simple_tag
+def app_imported(app: Any) -> bool:
+    """Whether an import made `app` (the header then links its import report)."""
+    from agents.selectors import app_was_imported
+
+    return app_was_imported(app)
+
+
 @register.filter
 def values_placeholder(app: Any) -> str:
     """A JSON object placeholder naming this app's own variables (the forms' own)."""
@@ -157,24 +177,35 @@ def _history_text(value: Any, present: bool) -> str:
 
 @register.filter
 def history_changes(event: Any) -> dict[str, Any]:
-    """What a history event changed, field by field: `rows` of (field, before, after) for
-    the fields that differ (nested objects by dotted path, "—" where a side has none) and
-    how many more were left out (`more`)."""
+    """What a history event changed, field by field: `rows` of (field, before, after, diff)
+    for the fields that differ (nested objects by dotted path, "—" where a side has none;
+    `diff` a line diff, `agents.core.diff.line_diff`, where a side is text of several lines,
+    such as instructions or code, else None) and how many more were left out (`more`). An
+    event that changed nothing (a save of the same values) has no rows."""
+    from agents.core.diff import line_diff
+
     before: dict[str, Any] = {}
     after: dict[str, Any] = {}
     if event.before is not None:
         _flat(event.before, "", before)
     if event.after is not None:
         _flat(event.after, "", after)
-    rows = [
-        (
-            key,
-            _history_text(before.get(key), key in before),
-            _history_text(after.get(key), key in after),
-        )
-        for key in dict.fromkeys([*before, *after])
-        if before.get(key, ...) != after.get(key, ...)
-    ]
+    rows = []
+    for key in dict.fromkeys([*before, *after]):
+        old, new = before.get(key, ...), after.get(key, ...)
+        if old == new:
+            continue
+        old_text = _history_text(before.get(key), key in before)
+        new_text = _history_text(after.get(key), key in after)
+        texts = [v for v in (old, new) if isinstance(v, str)]
+        multi_line = texts and any("\n" in v for v in texts)
+        if multi_line and all(isinstance(v, str) or v is ... or v is None for v in (old, new)):
+            diff = line_diff(
+                old if isinstance(old, str) else "", new if isinstance(new, str) else ""
+            )
+        else:
+            diff = None
+        rows.append((key, old_text, new_text, diff))
     return {"rows": rows[:_HISTORY_ROWS], "more": max(0, len(rows) - _HISTORY_ROWS)}
 
 

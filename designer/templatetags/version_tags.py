@@ -10,6 +10,7 @@ from __future__ import annotations
 from django import template
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext
 
 from agents.core.diff import TextDiff
 
@@ -22,12 +23,13 @@ _SIGNS = {"added": "+", "removed": "\u2212", "same": " "}  # a minus sign, as wi
 def line_diff_rows(diff: TextDiff) -> SafeString:
     """The rows of `diff` for a `.line-diff` box: line numbers before and after, sign, text."""
     rows = []
+    gap = escape(gettext("⋯ unchanged lines"))
     for line in diff.lines:
         if line.kind == "gap":
             rows.append(
                 '<div class="dl dl-gap" role="row"><span class="dl-no" role="cell"></span>'
                 '<span class="dl-no" role="cell"></span>'
-                '<span class="dl-text" role="cell">⋯ unchanged lines</span></div>'
+                '<span class="dl-text" role="cell">' + gap + "</span></div>"
             )
             continue
         before = "" if line.before_line is None else line.before_line

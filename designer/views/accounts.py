@@ -16,6 +16,7 @@ from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
 
 from agents import i18n, services
+from agents.services.common import ServiceError
 
 
 @never_cache  # the page shows a new key once: no browser or proxy may keep a copy
@@ -43,6 +44,19 @@ def api_token(request: HttpRequest) -> HttpResponse:
             status=400,
         )
     return render(request, "agents/api_token.html", {"token": token})
+
+
+@login_required
+@require_http_methods(["POST"])
+def set_collapsed(request: HttpRequest) -> HttpResponse:
+    """The designer's fold buttons: POST sections=preview,goldens (the right pane's sections
+    folded, remembered for the user on every app and browser). 204; 400 on an unknown one."""
+    sections = [s for s in request.POST.get("sections", "").split(",") if s]
+    try:
+        services.user_collapsed_set(user=request.user, sections=sections)
+    except ServiceError as exc:
+        return HttpResponseBadRequest(str(exc))
+    return HttpResponse(status=204)
 
 
 @require_http_methods(["POST"])

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.utils.translation import gettext_lazy as _
 
-from agents import services
+from agents import i18n, selectors, services
 from agents.core.evaluate import ExpectationResult, ScenarioEvaluation
 from agents.core.render import render_value
 from agents.core.simulate import ModelCall, SimulationResult
@@ -76,6 +76,12 @@ class ExpectView:
     @property
     def actual_text(self) -> str:
         return _pretty(self.result.actual)
+
+
+def _state_text(value: Any) -> str:
+    """A state table's value in the reader's form (`Oui`, `1,5`: `i18n.shown_value`); an
+    unset one as the prompt writes it (`null`)."""
+    return render_value(value) if value is None else i18n.shown_value(value)
 
 
 def _interleave(events: list[Any], expectations: list[ExpectationResult]) -> list[Any]:
@@ -316,6 +322,7 @@ class Conversation:
     model: str = ""  # the picker's choice ("" = scripted)
     judge: str = ""  # the judge picker's (a live Run all's rubrics; "" = the run's model)
     default_model: str = ""  # the app's default model (AppModelDefault), "" for none
+    judged: bool = False  # whether a live Run all judges rubrics here (the judge picker shows)
     live: LiveView | None = None
     last_live: LiveRun | None = None
     last_live_priced: bool | None = None
@@ -369,6 +376,7 @@ def build_conversation(
     conversation.judge = str(params.get("judge", "") or "")
     if conversation.models:  # no model configured: no default to mark, no query
         conversation.default_model = live_models.app_model_default(app)
+        conversation.judged = selectors.app_has_rubrics(app)
     if scenario is None:
         return conversation
     calls: list[dict[str, Any]] = []
@@ -442,13 +450,10 @@ def build_conversation(
                     [r for r in evaluation.results if r.turn == turn.index],
                 ),
                 state=[
-                    StateRow(k, render_value(v), k in turn.changed)
+                    StateRow(k, _state_text(v), k in turn.changed)
                     for k, v in turn.state_after.items()
                 ],
-                builtins={
-                    k: v if isinstance(v, str) else render_value(v)
-                    for k, v in turn.builtins.items()
-                },
+                builtins={k: _state_text(v) for k, v in turn.builtins.items()},
                 http=list(turn.http),
                 warnings=list(turn.warnings),
                 tokens_used=turn.tokens_used,

@@ -16,7 +16,7 @@ from django.utils.translation import get_language
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
-from agents import selectors
+from agents import selectors, services
 from agents.models import (
     Agent,
     AgentApp,
@@ -152,10 +152,16 @@ def app_designer(request: HttpRequest, app_id: int) -> HttpResponse:
         token = get_token(request)
         for pane, key in keys.items():
             context[pane.replace("-", "_")] = mark_safe(panes[key].replace(CSRF_SLOT, token))
-    context["imported"] = selectors.app_was_imported(app)
+    context["collapsed"] = services.user_collapsed(request.user)
     running = selectors.active_run_all(request.user, app)
     if running is not None:  # back on the page while Run all runs: its progress again
         context["run_all"] = run_all_context(app, running)
+    elif (last := selectors.latest_run_all(app)) is not None:
+        # After a reload: the app's latest Run all, as it ended (issue 33, item 9), when it
+        # has its summary. It is not run again when the app changes (Run all does that).
+        restored = run_all_context(app, last)
+        if restored["summary"]:
+            context["run_all"] = {**restored, "restored": True}
     return render(request, DESIGNER, context)
 
 

@@ -479,5 +479,45 @@
     render();
   }
 
+  // ------------------------------------------------------------ Make default: where it acts
+
+  // *Make default* shows only while the picked model is not already the app's default
+  // (issue 33, item 12): the picker changes on the page, the panel is not swapped.
+  document.addEventListener("change", (e) => {
+    if (e.target.id !== "model-picker") return;
+    const button = document.getElementById("make-default-model");
+    if (button) button.hidden = e.target.value === (button.dataset.defaultModel || "");
+  });
+
+  // ------------------------------------------------------------ the right pane's folds
+
+  // A fold button folds its section (issue 33, item 11): the pane's data-collapsed lists the
+  // folded sections, the CSS hides them (also once htmx swaps a section in again), and the
+  // list is remembered for the user (POST accounts/collapsed).
+  function syncFolds(root) {
+    const pane = document.querySelector(".pane-preview[data-collapsed]");
+    if (!pane) return;
+    const folded = pane.dataset.collapsed.split(" ");
+    (root || document).querySelectorAll(".pane-fold").forEach((button) => {
+      button.setAttribute("aria-expanded", folded.includes(button.dataset.fold) ? "false" : "true");
+    });
+  }
+  document.addEventListener("click", (e) => {
+    const button = e.target.closest(".pane-fold");
+    if (!button) return;
+    e.preventDefault();
+    const pane = document.querySelector(".pane-preview[data-collapsed]");
+    if (!pane) return;
+    const folded = new Set(pane.dataset.collapsed.split(" ").filter(Boolean));
+    if (folded.has(button.dataset.fold)) folded.delete(button.dataset.fold); else folded.add(button.dataset.fold);
+    pane.dataset.collapsed = [...folded].join(" ");
+    syncFolds();
+    const token = document.querySelector("[name=csrfmiddlewaretoken]");
+    const body = new URLSearchParams({ sections: [...folded].join(",") });
+    fetch(pane.dataset.collapseUrl, { method: "POST", body, headers: { "X-CSRFToken": token ? token.value : "" } });
+  });
+  document.body.addEventListener("htmx:afterSettle", (e) => syncFolds(e.target));
+  syncFolds();
+
   initForms(document);
 })();

@@ -167,7 +167,7 @@ def test_the_timeline_shows_the_request_a_before_model_callback_changed(
         box = row.bounding_box()
         assert box["x"] + box["width"] <= pane["x"] + pane["width"] + 1
     assert detail.bounding_box()["height"] < 250
-    judge = page.locator("#judge-picker")
-    expect(judge).to_have_value("")
-    expect(judge.locator("option").first).to_have_text("Judge: the run's model")
-    assert judge.bounding_box()["x"] > page.locator("#model-picker").bounding_box()["x"]
+    # No rubric to judge in this app: no judge picker (issue 33, item 12; beside the model
+    # picker where rubrics exist: tests/test_live_judge.py).
+    expect(page.locator("#model-picker")).to_be_visible()
+    expect(page.locator("#judge-picker")).to_have_count(0)
