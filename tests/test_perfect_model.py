@@ -1,0 +1,91 @@
+"""Google's CX goldens live against a perfect model (tests/perfect_model.py, issue 30).
+
+bella_notte (cxas-scrapi 1.10.0 sdist), imported as published, its 28 goldens run live
+against a loopback server that answers every model request with exactly the golden's
+calls (and the routing the host's instructions ask for), in the OpenAI and the Gemini
+protocols. The verdicts are counted independently of Statecraft's summary: a golden
+passes when every expectation result is passed and the run ended without an error.
+"""
+
+# ruff: noqa: F811 - the fixtures imported from other test modules
+from __future__ import annotations
+
+import pytest
+
+from agents.models import Scenario
+from agents.services.live_runs import run_live
+from tests.cx_corpus import cx_corpus  # noqa: F401 - the fixture
+from tests.llm_server import configure_models
+from tests.perfect_model import perfect_server
+
+pytestmark = pytest.mark.django_db
+
+CLOCK = "2026-06-01T12:00:00"
+
+
+def _import_bella(user, root):
+    from agents.core.cx.app import zip_bytes
+    from agents.services import exchange
+    from tests.cx_tree import folder_files
+
+    files = folder_files(root / "examples" / "bella_notte")
+    app, kind, _ = exchange.app_import_file(owner=user, data=zip_bytes(files))
+    assert kind == "cx"
+    Scenario.objects.filter(agent__app=app).update(now=CLOCK)
+    return app
+
+
+def run_goldens(app, model, names=None):
+    verdicts = {}
+    for scenario in (
+        Scenario.objects.filter(agent__app=app).select_related("agent").order_by("name")
+    ):
+        if names and scenario.name not in names:
+            continue
+        model.play(scenario.name)
+        outcome = run_live(app=app, agent=scenario.agent, scenario=scenario, model="perfect")
+        ok = (
+            not outcome.error
+            and outcome.evaluation.results
+            and all(r.status == "passed" for r in outcome.evaluation.results)
+        )
+        verdicts[scenario.name] = (bool(ok), outcome)
+    return verdicts
+
+
+@pytest.mark.parametrize("kind", ["openai", "gemini"])
+def test_bella_notte_passes_live_against_a_perfect_model(
+    kind,
+    user,
+    cx_corpus,
+    monkeypatch,
+    settings,
+):
+    settings.SIMULATION_MAX_SECONDS = 300
+    settings.LIVE_MAX_SECONDS = 600
+    settings.LIVE_MAX_TOKENS = 10_000_000
+    folder = cx_corpus / "examples" / "bella_notte"
+    server, model = perfect_server(folder)
+    try:
+        configure_models(monkeypatch, {"perfect": {"server": server, "kind": kind}})
+        app = _import_bella(user, cx_corpus)
+        verdicts = run_goldens(app, model)
+    finally:
+        server.close()
+    assert len(verdicts) == 28
+    failing = {}
+    for name, (ok, outcome) in verdicts.items():
+        if not ok:
+            failing[name] = (
+                outcome.error
+                or [
+                    (r.turn, r.line, str(r.message))
+                    for r in outcome.evaluation.results
+                    if r.status != "passed"
+                ][:3]
+            )
+    passed = sum(ok for ok, _ in verdicts.values())
+    print(f"\n{kind}: {passed}/28 passed")
+    for name, why in failing.items():
+        print("FAIL", name, why)
+    assert passed >= 26, failing
