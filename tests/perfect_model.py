@@ -33,7 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.llm_server import ModelServer, Reply, Seen, gemini_call, gemini_text, openai_text
+from tests.llm_server import (
+    ModelServer,
+    Reply,
+    Seen,
+    gemini_call,
+    gemini_text,
+    openai_call,
+    openai_text,
+)
 
 NEUTRAL = "Thank you, noted."
 TRANSFER_TOOL = "transfer_to_agent"
@@ -132,6 +140,7 @@ class Conversation:
     items: list[tuple[str, Any]]  # ("user", text) | ("call", name) | ("reply", text)
     tools: dict[str, set[str]]  # declared function -> its parameter names
     gemini: bool
+    system: str = ""
 
     @property
     def user_texts(self) -> list[str]:
@@ -180,7 +189,12 @@ def read_request(seen: Seen) -> Conversation:
             function = tool.get("function") or {}
             params = (function.get("parameters") or {}).get("properties") or {}
             tools[function.get("name")] = set(params)
-        return Conversation(items, tools, gemini=False)
+        system = "\n".join(
+            m["content"]
+            for m in body.get("messages") or ()
+            if m.get("role") == "system" and isinstance(m.get("content"), str)
+        )
+        return Conversation(items, tools, gemini=False, system=system)
     for content in body.get("contents") or ():
         for part in content.get("parts") or ():
             call = part.get("functionCall") or part.get("function_call")
@@ -195,9 +209,18 @@ def read_request(seen: Seen) -> Conversation:
         for declaration in (
             tool.get("functionDeclarations") or tool.get("function_declarations") or ()
         ):
-            params = (declaration.get("parameters") or {}).get("properties") or {}
-            tools[declaration.get("name")] = set(params)
-    return Conversation(items, tools, gemini=True)
+            schema = (
+                declaration.get("parameters")
+                or declaration.get("parametersJsonSchema")
+                or declaration.get("parameters_json_schema")
+                or {}
+            )
+            tools[declaration.get("name")] = set(schema.get("properties") or {})
+    instruction = body.get("systemInstruction") or body.get("system_instruction") or {}
+    system = "\n".join(
+        p.get("text", "") for p in instruction.get("parts") or () if isinstance(p, dict)
+    )
+    return Conversation(items, tools, gemini=True, system=system)
 
 
 # --------------------------------------------------------------------------- the model
@@ -215,12 +238,27 @@ class PerfectModel:
         app = json.loads((self.folder / "app.json").read_text())
         self.root = str(app.get("rootAgent") or "")
         self.agent_tools: dict[str, set[str]] = {}
+        self.agent_folders: dict[str, Path] = {}
         for path in sorted(self.folder.glob("agents/*/*.json")):
             data = json.loads(path.read_text())
             self.agent_tools[str(data.get("displayName") or path.stem)] = set(
                 data.get("tools") or ()
             )
+            self.agent_folders[str(data.get("displayName") or path.stem)] = path.parent
         self.learned = self.learn_parameters()
+        # Each agent's signature: the longest line of its instructions' first lines that
+        # has no variable (what the compiled system instruction keeps verbatim).
+        self.signatures: dict[str, str] = {}
+        for agent in self.agent_tools:
+            for name in ("instruction.txt", "instruction.md"):
+                path = self.agent_folders[agent] / name
+                if path.exists():
+                    lines = [
+                        line.strip()
+                        for line in path.read_text().splitlines()[:12]
+                        if "{" not in line and len(line.strip()) > 20
+                    ]
+                    self.signatures[agent] = max(lines, key=len, default="")
         # The routing calls the root's instructions ask for: value -> (tool, argument).
         self.routes: dict[str, tuple[str, str]] = {}
         for name in ("instruction.txt", "instruction.md"):
@@ -252,22 +290,27 @@ class PerfectModel:
         for later in golden.turns[golden.turns.index(turn) + 1 :]:
             for key, value in _leaves(later.variables).items():
                 leaves.setdefault(key, value)
-        args: dict[str, Any] = {}
         params = set(params) | {p for (t, p) in self.learned if t == tool}
-        for param in sorted(params):
+
+        def value_of(param: str) -> tuple[bool, Any]:
             key = param if param in leaves else self.learned.get((tool, param))
             if key is None or key not in leaves:
                 key = next((k for k in leaves if param in k or k in param), None)
-            if key is not None and key in leaves:
-                args[param] = leaves[key]
-        if not args:
-            # The note names what the call sets (``Check_SetSpecialRequests_Called``):
-            # the parameter of that name gets what the user said.
-            index = next(i for i, (t, a) in enumerate(turn.calls) if t == tool and a is None)
-            note = re.sub(r"(?<!^)(?=[A-Z])", "_", turn.notes.get(index, "")).lower()
-            for param in sorted(params, key=len, reverse=True):
-                if param in note:
-                    return {param: turn.text}
+            return (True, leaves[key]) if key is not None and key in leaves else (False, None)
+
+        # The note names what the call sets (``Check_SetSpecialRequests_Called``): that
+        # parameter alone, with the value the state shows, else what the user said.
+        index = next(i for i, (t, a) in enumerate(turn.calls) if t == tool and a is None)
+        note = re.sub(r"(?<!^)(?=[A-Z])", "_", turn.notes.get(index, "")).lower()
+        for param in sorted(params, key=len, reverse=True):
+            if param in note:
+                found, value = value_of(param)
+                return {param: value if found else turn.text}
+        args: dict[str, Any] = {}
+        for param in sorted(params):
+            found, value = value_of(param)
+            if found:
+                args[param] = value
         return args
 
     def play(self, name: str | None) -> None:
@@ -321,8 +364,12 @@ class PerfectModel:
         )
 
     def current_agent(self, conversation: Conversation) -> str | None:
-        """The agent answering: the root when it has every declared tool (a callback may
+        """The agent answering: the one whose instructions' signature line the system
+        instruction holds; else the root when it has every declared tool (a callback may
         declare only some), else the agent that has most of them."""
+        for agent, line in self.signatures.items():
+            if line and line in conversation.system:
+                return agent
         declared = set(conversation.tools) - {TRANSFER_TOOL}
         if declared <= self.agent_tools.get(self.root, set()):
             return self.root
@@ -369,10 +416,14 @@ class PerfectModel:
             if route is not None:
                 return "call", route
         if wanted:
-            tool, args = wanted[0]
-            if args is None:
-                args = self.arguments(golden, turn, tool, conversation.tools.get(tool, set()))
-            return "call", (tool, args)
+            # Every call of the turn still to make, in one answer (parallel function
+            # calls, as a model that follows "call ALL setters in the SAME response" does).
+            calls = []
+            for tool, args in wanted:
+                if args is None:
+                    args = self.arguments(golden, turn, tool, conversation.tools.get(tool, set()))
+                calls.append((tool, args))
+            return "calls", calls
         return "text", turn.response or NEUTRAL
 
     def answer(self, seen: Seen) -> Reply:
@@ -387,13 +438,35 @@ class PerfectModel:
             if conversation.gemini:
                 return gemini_call(name, args)
             return _openai_call(name, args)
+        if kind == "calls":
+            return _gemini_calls(value) if conversation.gemini else _openai_calls(value)
         return gemini_text(value) if conversation.gemini else openai_text(value)
 
 
 def _openai_call(name: str, args: dict[str, Any]) -> Reply:
-    from tests.llm_server import openai_call
-
     return openai_call(name, args)
+
+
+def _openai_calls(calls: list[tuple[str, dict[str, Any]]]) -> Reply:
+    reply = openai_call(*calls[0])
+    message = reply.body["choices"][0]["message"]
+    message["tool_calls"] = [
+        {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args)},
+        }
+        for i, (name, args) in enumerate(calls)
+    ]
+    return reply
+
+
+def _gemini_calls(calls: list[tuple[str, dict[str, Any]]]) -> Reply:
+    reply = gemini_call(*calls[0])
+    reply.body["candidates"][0]["content"]["parts"] = [
+        {"functionCall": {"name": name, "args": args}} for name, args in calls
+    ]
+    return reply
 
 
 def perfect_server(folder: Path) -> tuple[ModelServer, PerfectModel]:
