@@ -295,3 +295,39 @@ def test_the_designer_replays_the_good_recording_after_a_failed_run(
     html = page.content.decode()
     assert f'"replay": "{good.pk}"' in html and f'"replay": "{bad.pk}"' not in html
     assert f"replays live run {good.pk}" in html
+
+
+# --------------------------------------------------------------------------- 7. determinism
+
+PICK_CODE = '''import random
+
+
+def Pick(topic: str = "any") -> dict:
+    """Picks an acknowledgement at random, as bella_notte's engine does."""
+    word = random.choice([f"ack-{i}" for i in range(1000)])
+    context.state["ack"] = word
+    return {"ack": word, "n": random.randint(0, 10**9)}
+'''
+
+
+def test_record_then_replay_of_code_that_draws_from_random_reports_no_drift(
+    server, models_env, user
+):
+    """Code drawing from `random` during a live run draws the same in its replay (the
+    call is seeded from what it receives): an unchanged app replays without drift."""
+    from agents.services.live_replays import replay_live
+
+    models_env()
+    app = services.app_create(owner=user, name="Random acks")
+    services.variable_create(app=app, name="ack", type="text")
+    tool = services.tool_create(app=app, name="Pick", kind="python", python_code=PICK_CODE)
+    root = services.agent_update(agent=app.agents.get(is_root=True), tools=[tool])
+    scenario = services.scenario_save(
+        agent=root, name="Ack", steps_script="user: Hi\nexpect call: Pick\n"
+    )
+    server.script(openai_call("Pick", {"topic": "hello"}), openai_text("Done."))
+    live = run_live(app=app, agent=root, scenario=scenario, model="loop")
+    assert live.error == "" and live.result.final_state["ack"].startswith("ack-")
+    replay = replay_live(run=live.run)
+    assert replay.drift == []
+    assert replay.result.final_state["ack"] == live.result.final_state["ack"]
