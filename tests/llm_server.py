@@ -92,6 +92,9 @@ class ModelServer:
     # The real services' function-call protocol checks (`wire_error`); the 400s refused.
     strict: bool = True
     refused: list[Reply] = field(default_factory=list)
+    # Answers every model request from what it received instead of the script (a
+    # "perfect model", tests/perfect_model.py).
+    answer: Callable[[Seen], Reply] | None = None
 
     def __post_init__(self) -> None:
         self.release = threading.Event()
@@ -128,6 +131,8 @@ class ModelServer:
                         if refusal is not None:
                             server.refused.append(refusal)
                             reply = refusal
+                        elif server.answer is not None:
+                            reply = server.answer(seen)
                         else:
                             reply = server.next_reply()
                 if reply.stall:

@@ -353,6 +353,8 @@ def _wanted(scenario: ScenarioSpec) -> list[_Wanted]:
             else:
                 out.append(_Wanted(index, turn, "call", line, "", step.tool, dict(step.args)))
         elif step.kind is StepKind.AGENT:
+            if not step.text.strip():
+                continue  # the model's reply, whatever its text: a golden specifies none
             out.append(_Wanted(index, turn, "agent", f"agent: {step.text}", "", text=step.text))
         elif step.kind is StepKind.EXPECT and step.expectation is not None:
             e = step.expectation
@@ -364,6 +366,8 @@ def _wanted(scenario: ScenarioSpec) -> list[_Wanted]:
                 out.append(_Wanted(index, turn, "transfer", line, e.note, tool=e.agent))
             elif e.kind is ExpectKind.AGENT:
                 text = str(e.value or "")
+                if not text.strip():
+                    continue  # an empty agentResponse specifies no reply
                 out.append(_Wanted(index, turn, "agent", line, e.note, text=text))
     return out
 

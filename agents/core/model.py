@@ -76,6 +76,8 @@ ERROR_KINDS: dict[str, str] = {
     "connection": "the endpoint could not be reached",
     "bad_request": "the endpoint rejected the request (4xx)",
     "bad_answer": "the endpoint's answer could not be read",
+    "malformed": "the endpoint answered with a body that is not the protocol's (HTML, cut "
+    "JSON, no candidates)",
     "config": "the model is not configured (unknown name, missing key)",
     "cap": "the run reached a cap (model calls, tokens or time)",
     "replay": "the recording has no answer for this call",
@@ -107,7 +109,7 @@ def answer_size(parts: Any) -> int:
 # The errors that end a whole live run, not only its turn: the next turn would ask the
 # same refused key, the same exhausted quota, the same broken configuration again, or the
 # run was cancelled (docs/designer/live-runs.md).
-RUN_ENDING_ERRORS = frozenset({"auth", "quota", "config", "cancelled"})
+RUN_ENDING_ERRORS = frozenset({"auth", "quota", "config", "cancelled", "malformed"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -209,6 +209,11 @@ class GeminiClient(ProtocolClient):
                         )
                     elif part.text and not part.thought:
                         text.append(part.text)
+        if not any(response.candidates for response in responses):
+            # A 200 without a candidate (and no block reason): not an answer.
+            raise self.bounds.malformed("no candidates") or Failure(
+                "malformed", Message("the endpoint answered without a candidate")
+            )
         if finish in _REFUSED:
             raise Failure(
                 "refused", Message("the model stopped for %(reason)s", reason=finish.lower())

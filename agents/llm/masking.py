@@ -16,6 +16,16 @@ from agents.core.diagnostics import Message
 
 TextSink = Callable[[str], None]
 
+# A key shorter than this is never used to mask: local OpenAI-compatible servers are often
+# given `x`, `EMPTY` or `ollama`, and masking every `x` would rewrite ordinary text.
+MIN_MASKED_KEY = 8
+
+
+def maskable(key: str) -> str:
+    """`key` when it is long enough to be masked (``MIN_MASKED_KEY``), else ""."""
+    return key if key and len(key) >= MIN_MASKED_KEY else ""
+
+
 _ECHOED = re.compile(r"(?i)(\bBearer\s+|x-goog-api-key[\"']?\s*[:=]\s*[\"']?)[^\s\"',;]+")
 # Streamed text is shown up to its last word, which waits for the next piece: a key (or a
 # Bearer token) split across pieces is masked whole before any of it is shown. A word
@@ -27,6 +37,7 @@ _LAST_WORD = re.compile(r"\S*\Z")
 def mask_message(text: str, key: str) -> str:
     """`text` with every occurrence of `key` masked; a `Message` stays one (its parameters
     masked), so it is still shown in the reader's language."""
+    key = maskable(key)
     if not key or key not in text:
         return text
     if isinstance(text, Message):
@@ -42,6 +53,7 @@ def mask_message(text: str, key: str) -> str:
 def mask_secrets(value: Any, key: str) -> Any:
     """`value` (a text, or arguments: dicts, lists, strings) with the key and any
     ``Bearer …`` / ``x-goog-api-key: …`` echo masked as ``***``."""
+    key = maskable(key)
     if isinstance(value, str):
         if key and key in value:
             value = value.replace(key, "***")
@@ -73,7 +85,7 @@ class MaskedSink:
 
     def __init__(self, sink: TextSink, key: str):
         self.sink = sink
-        self.key = key
+        self.key = maskable(key)
         self.text = ""
         self.shown = 0
 

@@ -143,7 +143,9 @@ class OpenAIClient(ProtocolClient):
             return self._streamed(kwargs)
         completion = self.client.chat.completions.create(**kwargs)
         if not completion.choices:
-            raise Failure("bad_answer", Message("the endpoint answered without a choice"))
+            raise self.bounds.malformed("no choice") or Failure(
+                "malformed", Message("the endpoint answered without a choice")
+            )
         choice = completion.choices[0]
         message = choice.message
         if getattr(message, "refusal", None):

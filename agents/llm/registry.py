@@ -82,10 +82,12 @@ class Client:
                 answer = self.impl.send(request)
                 if answer_size(answer.parts) > self.impl.max_answer_bytes:
                     raise too_large(self.impl.max_answer_bytes)
+                if not self._protocol_body():
+                    raise self.impl.bounds.malformed() or Failure("malformed", "")
             except Failure as failure:
                 return self._failed(failure, attempt)
             except Exception as exc:  # the SDK's: classify, maybe retry
-                failure = failure_in(exc) or self.impl.classify(exc)
+                failure = failure_in(exc) or self._malformed(exc) or self.impl.classify(exc)
                 if failure.retry and self.policy.may_retry(attempt, failure.retry_after):
                     stop = wait(
                         self.policy.delay(attempt, failure.retry_after),
@@ -116,6 +118,23 @@ class Client:
                 model=answer.model,
                 finish=answer.finish,
             )
+
+    def _protocol_body(self) -> bool:
+        """Whether the successful answer just read came as the protocol's JSON (or its
+        event stream), not an HTML page or plain text."""
+        bounds = self.impl.bounds
+        if not 200 <= bounds.status < 300:
+            return True
+        kind = bounds.content_type.split(";")[0].strip().lower()
+        return kind.endswith("json") or kind == "text/event-stream"
+
+    def _malformed(self, exc: Exception) -> Failure | None:
+        """An SDK that could not read a successful answer (not JSON, cut JSON, fields
+        missing): ``malformed``, naming the HTTP status and content type."""
+        bounds = self.impl.bounds
+        if not 200 <= bounds.status < 300:
+            return None
+        return bounds.malformed(f"{type(exc).__name__}: {str(exc)[:120]}")
 
     def _failed(self, failure: Failure, attempt: int) -> ModelAnswer:
         message = mask_message(failure.message, self.endpoint.api_key)

@@ -20,6 +20,7 @@ from urllib.request import getproxies, proxy_bypass
 
 import httpx
 
+from agents.core.diagnostics import Message
 from agents.core.model import call_watch
 from agents.llm.errors import Failure, timeout, too_large
 
@@ -48,6 +49,29 @@ class AnswerBounds:
         self.started = self.clock()
         self.read = 0  # bytes on the wire
         self.answered = 0  # bytes of text and arguments
+        # The last HTTP answer's status and content type (a `malformed` error names them).
+        self.status = 0
+        self.content_type = ""
+
+    def seen(self, status: int, content_type: str) -> None:
+        self.status = status
+        self.content_type = content_type
+
+    def malformed(self, why: str = "") -> Failure | None:
+        """The ``malformed`` failure of a successful HTTP answer whose body is not the
+        protocol's (an HTML page, cut JSON, no candidates): None for another status."""
+        if not 200 <= self.status < 300:
+            return None
+        return Failure(
+            "malformed",
+            Message(
+                "the endpoint answered HTTP %(status)s (%(content_type)s) with a body that is "
+                "not the protocol's answer%(why)s",
+                status=self.status,
+                content_type=self.content_type.split(";")[0].strip() or "no content type",
+                why=f": {why}" if why else "",
+            ),
+        )
 
     def check(self, read: int = 0, answered: int = 0) -> None:
         """Between chunks: raises the `Failure` that ends the call past a bound."""
@@ -84,12 +108,20 @@ class WatchedTransport(httpx.BaseTransport):
     """An httpx transport whose answers are read through `check` (bytes read so far),
     which raises a `Failure` to end the call (the SDK closes the response)."""
 
-    def __init__(self, check: Callable[[int], None], proxy: str | None = None):
+    def __init__(
+        self,
+        check: Callable[[int], None],
+        proxy: str | None = None,
+        seen: Callable[[int, str], None] | None = None,
+    ):
         self.inner = httpx.HTTPTransport(proxy=proxy)
         self.check = check
+        self.seen = seen
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         response = self.inner.handle_request(request)
+        if self.seen is not None:
+            self.seen(response.status_code, response.headers.get("content-type", ""))
         response.stream = _WatchedStream(response.stream, self.check)
         return response
 
@@ -109,7 +141,7 @@ def proxy_for(base_url: str) -> str | None:
 def watched_client(bounds: AnswerBounds, base_url: str, seconds: float) -> httpx.Client:
     """The httpx client an SDK is given: every answer read within `bounds`."""
     return httpx.Client(
-        transport=WatchedTransport(bounds.check, proxy_for(base_url)),
+        transport=WatchedTransport(bounds.check, proxy_for(base_url), bounds.seen),
         timeout=httpx.Timeout(seconds),
         follow_redirects=True,
     )

@@ -55,8 +55,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import json
 import os
+import random
 import resource
 import signal
 import sys
@@ -493,6 +495,17 @@ def resolve_tools(request):
     return None
 
 
+def seed_random(request, state_data):
+    """`random` seeded from what the call receives (its kind, function, arguments and the
+    session state): the same call on the same state draws the same values, so a replay
+    of an unchanged app gives back what its live run drew (no drift), and a verdict does
+    not depend on chance. A call process is forked per call (Python reseeds `random` in
+    a fork from the system's entropy), so nothing carries from one call to the next."""
+    given = [request.get("kind"), request.get("entry"), request.get("args"), state_data]
+    text = json.dumps(given, sort_keys=True, default=repr, ensure_ascii=True)
+    random.seed(int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big"))
+
+
 def call_result(sandbox, request, limits, protections):
     """Run one call (in the call process); return its answer as JSON bytes."""
     state_data = dict(request.get("state") or {})
@@ -502,6 +515,7 @@ def call_result(sandbox, request, limits, protections):
     now = context_values.pop(CLOCK_KEY, None)
     if isinstance(now, str) and now:
         freeze_clock(sandbox, now)
+    seed_random(request, state_data)
     # The values as given, to find the ones the code changed in place (below).
     given = {name: _canonical(value) for name, value in state_data.items()}
     cap = limits["max_output_bytes"]

@@ -120,3 +120,15 @@ def live_run_record(
         ran_by_name=actor.get_username() if actor is not None and actor.pk else "",
     )
     return dataclasses.replace(outcome, run=run)
+
+
+def replayable_recording(scenario: Scenario) -> LiveRun | None:
+    """The recording a replay of `scenario` uses (*Replay*, ``evaluate --replay``): its
+    latest **successful** live run — one that ended without a model error (a wrong key,
+    a model down, a timeout, a malformed answer, a cap, a Cancel). A failed run is kept
+    and shown, but never replaces the good recording. None when there is none."""
+    return (
+        LiveRun.objects.filter(scenario=scenario, mode="live", error="")
+        .order_by("-created_at", "-id")
+        .first()
+    )

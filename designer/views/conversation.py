@@ -22,7 +22,7 @@ from agents.core.render import render_value
 from agents.core.simulate import ModelCall, SimulationResult
 from agents.llm.endpoints import price_of
 from agents.models import Agent, AgentApp, LiveRun, Scenario
-from agents.services import live_models, live_runs
+from agents.services import live_models, live_recording, live_runs
 from agents.services.common import ServiceError
 
 
@@ -326,6 +326,7 @@ class Conversation:
     live: LiveView | None = None
     last_live: LiveRun | None = None
     last_live_priced: bool | None = None
+    replayable: LiveRun | None = None
 
 
 def _recording(run: LiveRun | None, params: Mapping[str, Any]) -> LiveRun | None:
@@ -417,6 +418,8 @@ def build_conversation(
     )
     if conversation.last_live is not None:
         conversation.last_live_priced = model_priced(conversation.last_live.model_name)
+        # Replay replays the latest successful recording, never a failed run.
+        conversation.replayable = live_recording.replayable_recording(scenario)
     conversation.evaluation = evaluation
     use_mocks = scenario_spec.use_mocks
     conversation.result = result

@@ -12,6 +12,7 @@ from agents.core.render import render_value
 from agents.core.simulation.results import TRANSFER_TOOL, Event
 from agents.core.simulation.state import RunState
 from agents.core.simulation.values import AUTHORED, MAX_CONTENTS
+from agents.core.spec import ScenarioSpec
 from agents.core.tokens import estimate_tokens
 
 
@@ -119,6 +120,9 @@ def cx_events(events: list[Event], agent: str) -> list[dict[str, Any]]:
     return out
 
 
+DEFAULT_TOKEN_BUDGET = ScenarioSpec.__dataclass_fields__["token_budget"].default
+
+
 class Window(RunState):
     """The history window of a run."""
 
@@ -135,7 +139,10 @@ class Window(RunState):
         (``contents[-1]``)."""
         contents: list[dict[str, Any]] = []
         updates: list[bool] = []
-        for event in self.events[self.window_start :][-MAX_CONTENTS:]:
+        window = self.events[self.window_start :]
+        if not self.whole_history:
+            window = window[-MAX_CONTENTS:]
+        for event in window:
             if event.kind == "state_update" and not state_updates:
                 continue
             content = content_of(event, self.agent.name)
@@ -143,6 +150,13 @@ class Window(RunState):
                 contents.append(content)
                 updates.append(event.kind == "state_update")
         return function_call_order(contents, updates)
+
+    @property
+    def whole_history(self) -> bool:
+        """A live run sends the whole conversation, as ADK and CX do: no token window
+        unless the scenario sets a budget of its own (not the default), no cut at
+        ``MAX_CONTENTS``. Offline, the window slides at the scenario's budget."""
+        return self.model is not None and self.scenario.token_budget == DEFAULT_TOKEN_BUDGET
 
     def code_context(self) -> dict[str, Any]:
         """What code's ``context`` holds: the built-ins, the agent's name and the session's
@@ -170,7 +184,11 @@ class Window(RunState):
         for event in self.events[self.turn_start_event :]:
             self.window_tokens += event.tokens
         dropped: list[int] = []
-        while self.window_start < len(self.events) and self.window_tokens > self.available:
+        while (
+            not self.whole_history
+            and self.window_start < len(self.events)
+            and self.window_tokens > self.available
+        ):
             event = self.events[self.window_start]
             if event.model_visible:
                 self.dropped_at[event.index] = turn
@@ -178,7 +196,7 @@ class Window(RunState):
             self.window_tokens -= event.tokens
             self.window_start += 1
         warnings: list[Diagnostic] = []
-        if self.available < 0 and not self.budget_warned:
+        if self.available < 0 and not self.budget_warned and not self.whole_history:
             self.budget_warned = True
             warnings.append(
                 Diagnostic(

@@ -316,6 +316,7 @@ class Command(LocalizedCommand):
         (each a ``live_run`` job, ``live_jobs.live_run_submit``, run here)."""
         from agents.models import LiveRun
         from agents.services import live_jobs
+        from agents.services.live_recording import replayable_recording
 
         cases: list[JUnitCase] = []
         counts = {"passed": 0, "failed": 0, "drifted": 0, "not recorded": 0}
@@ -323,15 +324,18 @@ class Command(LocalizedCommand):
             _loaded, pairs = evaluation.app_scenarios(app)
             for agent, scenario in pairs:
                 where = f"{app.name} / {agent.display_name} / {scenario.name}"
-                recording = (
-                    LiveRun.objects.filter(scenario=scenario, mode="live")
-                    .order_by("-created_at", "-id")
-                    .first()
-                )
+                recording = replayable_recording(scenario)
                 if recording is None:
                     counts["not recorded"] += 1
+                    failed_only = LiveRun.objects.filter(scenario=scenario, mode="live").exists()
                     self.stdout.write(
-                        f"----   {where}  (" + _("no live recording: run --model once") + ")"
+                        f"----   {where}  ("
+                        + (
+                            _("no successful live recording: every live run failed")
+                            if failed_only
+                            else _("no live recording: run --model once")
+                        )
+                        + ")"
                     )
                     continue
                 started = time.monotonic()
@@ -355,12 +359,13 @@ class Command(LocalizedCommand):
                 self.stdout.write(
                     f"{label:<5}  {where}  ("
                     + _(
-                        "replay of live run %(run)s, %(model)s: %(passed)s passed, "
-                        "%(failed)s failed"
+                        "replay of live run %(run)s (%(model)s, %(date)s, the latest "
+                        "successful one): %(passed)s passed, %(failed)s failed"
                     )
                     % {
                         "run": recording.pk,
                         "model": recording.model_name,
+                        "date": recording.created_at.strftime("%Y-%m-%d %H:%M"),
                         "passed": evaluation_.passed,
                         "failed": evaluation_.failed,
                     }
