@@ -127,7 +127,7 @@ def test_add_one_variable_of_each_type(signed_in_page: Page, live_server, user):
     form.locator(".toggle").get_by_text("Yes", exact=True).click()
     expect(form.locator("input[type=radio][value=yes]")).to_be_checked()
     submit_new_variable(page, form)
-    expect_variable(page, "vip", "Yes/No", "true")
+    expect_variable(page, "vip", "Yes/No", "Yes")  # the reader's form (issue 33, item 4)
 
     # A schema first, as raw JSON, through the Schemas "+" form
     page.get_by_role("link", name="Add a schema").click()
