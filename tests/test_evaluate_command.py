@@ -116,6 +116,7 @@ def test_the_api_evaluates_an_app_and_one_scenario(signed_in, user, shop, run_jo
         "needs_model": 0,
         "no_expectations": 0,
         "stopped": 0,
+        "flaky": 0,
     }
     golden = next(s for s in body["scenarios"] if s["name"] == "Buy a product")
     assert [(r["kind"], r["status"]) for r in golden["results"]] == [

@@ -483,6 +483,7 @@ def test_a_live_run_all_runs_the_cx_scenario_evaluations_with_the_judges_reasons
         "needs_model": 0,
         "no_expectations": 0,
         "stopped": 0,
+        "flaky": 0,
     }
     page = signed_in.get(reverse("app-run-all-job", args=[app.pk, job.pk]), headers=HX)
     text = page.content.decode()

@@ -283,7 +283,7 @@ def test_re_record_uses_the_recordings_model_whatever_the_picker_says(
         headers=HX,
     )
     assert run_jobs() == 1
-    job = Job.objects.get()
+    job = Job.objects.get(parent=None)
     panel = signed_in.get(f"/apps/{app.pk}/agents/{agent.pk}/live-jobs/{job.pk}", headers=HX)
     text = panel.content.decode()
     assert replayed.status_code == 200 and 'id="rerecord-live"' in text, text
@@ -332,7 +332,7 @@ def test_a_live_run_all_summary_shows_the_badge_tokens_and_cost(
     response = signed_in.post(f"/apps/{app.pk}/run-all", {"model": "loop"}, headers=HX)
     assert response.status_code == 200
     assert run_jobs() == 1
-    job = Job.objects.get()
+    job = Job.objects.get(parent=None)
     done = signed_in.get(f"/apps/{app.pk}/run-all/{job.pk}", headers=HX).content.decode()
     assert 'id="run-all-live"' in done and "live · loop" in done, done
     # 20+11 in, 7+5 out (the loopback server's usage); gpt-4o-mini's price.

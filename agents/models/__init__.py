@@ -8,6 +8,7 @@ from agents.models.agents import Agent, Callback, CallbackKind
 from agents.models.app import AgentApp, AppShare, ShareRole
 from agents.models.audit import AuditEvent
 from agents.models.base import TimestampedModel, instructions_hash
+from agents.models.evaluations import EvaluationRun
 from agents.models.jobs import JOB_ACTIVE, JOB_FINISHED, Job, JobItem, JobStatus, WorkerHeartbeat
 from agents.models.live import AppModelDefault, EndpointKind, LiveRun, LiveRunMode, ModelEndpoint
 from agents.models.ratelimit import RateLimitCount
@@ -45,6 +46,7 @@ __all__ = [
     "CallbackKind",
     "Channel",
     "EndpointKind",
+    "EvaluationRun",
     "Job",
     "JobItem",
     "JobStatus",

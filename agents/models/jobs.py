@@ -96,6 +96,16 @@ class Job(models.Model):
     # When it was (last) put on the queue: the reaper enqueues again a job queued longer
     # than JOBS_REQUEUE_SECONDS whose queue entry is gone.
     queued_at = models.DateTimeField(null=True, blank=True, verbose_name=_("queued at"))
+    # A piece of a fanned-out job (a Run all's golden x repetition x model x version): run
+    # by any worker, gathered by its parent (``agents.services.evaluation_runs``).
+    parent = models.ForeignKey(
+        "self",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="pieces",
+        verbose_name=_("parent job"),
+    )
 
     class Meta:
         verbose_name = _("job")

@@ -26,6 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents import selectors
+from agents.core.diagnostics import Message
 from agents.core.evaluate import (
     ScenarioEvaluation,
     allows_extra_calls,
@@ -37,8 +38,8 @@ from agents.core.simulate import SimulationResult
 from agents.core.spec import ScenarioSpec
 from agents.i18n import with_i18n
 from agents.models import JOB_ACTIVE, Agent, AgentApp, Job, Scenario, ScenarioResult
-from agents.services import jobs
-from agents.services.common import Actor
+from agents.services import ServiceError, jobs
+from agents.services.common import Actor, error
 from agents.services.live_models import checked_judge, live_rights_check, resolve_model
 from agents.services.sandbox_door import (
     SLOTS,
@@ -318,7 +319,7 @@ def run_data(run: ScenarioRun) -> dict:
         "stopped": evaluation.stopped,
         "results": [with_i18n(asdict(r), "message", "differences") for r in evaluation.results],
         "diagnostics": [with_i18n(d.to_dict(), "message") for d in run.result.diagnostics],
-        **({"live": _live_data(run.live)} if run.live is not None else {}),
+        **({"live": live_figures(run.live)} if run.live is not None else {}),
     }
 
 
@@ -343,11 +344,11 @@ def user_scenario_data(done: Any) -> dict:
         "ended_by": done.ended_by,
         "results": [with_i18n(asdict(r), "message", "differences") for r in evaluation.results],
         "diagnostics": [with_i18n(d.to_dict(), "message") for d in outcome.result.diagnostics],
-        "live": _live_data(outcome),
+        "live": live_figures(outcome),
     }
 
 
-def _live_data(live: Any) -> dict:
+def live_figures(live: Any) -> dict:
     """A live run's figures (``live_runs.LiveOutcome``): model, calls, tokens, cost."""
     tokens_in, tokens_out = live.tokens
     return {
@@ -376,6 +377,10 @@ def run_all_submit(
     scenarios: list[int] | None = None,
     user_scenarios: bool = True,
     enqueue: bool = True,
+    models: list[str] | None = None,
+    versions: list[str] | None = None,
+    repeat: int = 1,
+    threshold: float = 1.0,
 ) -> Job:
     """Run all: every scenario of the app as an ``evaluate_app`` job, offline, or live with
     `model` (and `judge`, the model that judges the rubrics of the CX evaluations of the
@@ -391,14 +396,21 @@ def run_all_submit(
     ``manage.py evaluate`` splits the app into jobs it runs itself: `scenarios` (their ids)
     each, `user_scenarios` (the live CX evaluations of the scenario kind) in one of them,
     `enqueue` False."""
-    if model or judge:
+    models = [m for m in (models or []) if m]
+    if model and model not in models:
+        models.insert(0, model)
+    model = models[0] if models else None
+    if models or judge:
         live_rights_check(actor=actor, app=app)
-    if model:
-        resolve_model(app, model)
+    for name in models:
+        resolve_model(app, name, field="models" if len(models) > 1 else "model")
     judge = checked_judge(app, model, judge)
     params: dict[str, Any] = {"model": model} if model else {}
     if judge:
         params["judge"] = judge
+    params.update(experiment_params(app, models, versions, repeat, threshold))
+    if not enqueue:
+        params["enqueue_pieces"] = False  # manage.py evaluate runs the pieces itself
     if scenarios is not None:
         params["scenarios"] = list(scenarios)
         params["user_scenarios"] = user_scenarios
@@ -413,6 +425,67 @@ def run_all_submit(
         return jobs.job_submit(
             kind="evaluate_app", owner=actor, app=app, params=params, enqueue=enqueue
         )
+
+
+def experiment_params(
+    app: AgentApp,
+    models: list[str],
+    versions: list[str] | None,
+    repeat: int,
+    threshold: float,
+) -> dict[str, Any]:
+    """A Run all's experiment (``evaluation_runs``): the models (more than one), the
+    versions (numbers or labels; "" or "current" the working copy), the repetitions and the
+    pass threshold, each checked with an error naming the field and the fix."""
+    from agents.services import versions as versions_service
+    from agents.services.evaluation_runs import max_repeat
+
+    params: dict[str, Any] = {}
+    if len(models) > 1:
+        params["models"] = models
+    wanted = [str(v).strip() for v in (versions or []) if str(v).strip()]
+    wanted = ["" if v.lower() in ("current", "working", "working-copy") else v for v in wanted]
+    for version in wanted:
+        if version:
+            if version.isdigit():
+                versions_service.version_for_app(app, number=int(version))
+            else:
+                versions_service.version_for_app(app, label=version)
+    if wanted and wanted != [""]:
+        params["versions"] = list(dict.fromkeys(wanted))
+    top = max_repeat()
+    if not isinstance(repeat, int) or isinstance(repeat, bool) or not 1 <= repeat <= top:
+        raise ServiceError(
+            [
+                error(
+                    "repeat",
+                    Message(
+                        "repeat must be a whole number from 1 to %(top)s "
+                        "(EVALUATION_MAX_REPEAT), not %(value)s.",
+                        top=top,
+                        value=repeat,
+                    ),
+                )
+            ]
+        )
+    if repeat > 1:
+        params["repeat"] = repeat
+    if not isinstance(threshold, int | float) or not 0 <= float(threshold) <= 1:
+        raise ServiceError(
+            [
+                error(
+                    "threshold",
+                    Message(
+                        "threshold is the pass rate a golden needs, from 0 to 1 (0.8: 4 runs "
+                        "in 5), not %(value)s.",
+                        value=threshold,
+                    ),
+                )
+            ]
+        )
+    if float(threshold) != 1.0:
+        params["threshold"] = float(threshold)
+    return params
 
 
 def scenario_evaluate_submit(

@@ -22,13 +22,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 
 from agents.core.run_data import evaluation_data, result_data
 from agents.i18n import with_i18n
 from agents.models import AppVersion
-from agents.services import evaluation, jobs, versions
+from agents.services import evaluation, evaluation_runs, jobs, versions
 from agents.services.jobs import JobContext, register
 from agents.services.live_jobs import RUN_ITEM
 
@@ -43,49 +42,64 @@ def _register(name: str, run: Callable[[JobContext], Any], label: Any) -> None:
     register(name, run=lent, label=label)
 
 
-def _evaluate(ctx: JobContext, only: set[int] | None) -> dict[str, Any]:
+def _evaluate(ctx: JobContext, only: set[int] | None, *, history: bool) -> dict[str, Any]:
+    """Run all (or one scenario): one piece per golden x repetition x model x version, each
+    a child job any worker runs (``evaluation_runs``); the first column's first repetition
+    of each golden is an item as it ends (the page's rows, the goldens' badges); the whole
+    matrix is gathered at the end, and kept as an ``EvaluationRun`` with `history`."""
     job = ctx.job
-    loaded, pairs = evaluation.app_scenarios(job.app)
+    _, pairs = evaluation.app_scenarios(job.app)
     if only is not None:
         pairs = [(a, s) for a, s in pairs if s.pk in only]
-    record = bool(job.params.get("record", True))
-    model = job.params.get("model") or None  # a live run against that model (issue 21)
-    done = ctx.done_keys()
-    ctx.progress(done=len(done), total=len(pairs))
-    runner = ctx.runner
-    for position, (agent, scenario) in enumerate(pairs):
-        key = f"scenario:{scenario.pk}"
-        if key in done:
-            continue
-        ctx.check()
-        ctx.progress(current=f"{agent.display_name} / {scenario.name}")
-        started = time.monotonic()
-        run = evaluation.scenario_run(
-            app=loaded,
-            agent=agent,
-            scenario=scenario,
-            runner=runner,
-            model=model,
-            actor=job.owner,
-            should_stop=ctx.stop_now if model else None,
+    columns = evaluation_runs.columns_of(job.params)
+    model = columns[0].model or None  # a live run: its CX evaluations of the scenario kind
+    pieces = evaluation_runs.plan(job, pairs)
+    by_key = {p.key: p for p in pieces}
+    if history:
+        evaluation_runs.run_started(job)
+    outcomes: dict[str, dict[str, Any]] = {}
+
+    def finished(child: Any) -> None:
+        key = child.params.get("piece")
+        outcome = evaluation_runs.piece_outcome(child)
+        outcomes[key] = outcome
+        evaluation_runs.count_usage(ctx, outcome)
+        piece = by_key.get(key)
+        if piece is not None and piece.primary:
+            ctx.item(piece.key, outcome, position=piece.position)
+
+    threshold = float(job.params.get("threshold", 1.0))
+    try:
+        children = evaluation_runs.spawn(ctx, pieces)
+        ctx.progress(done=0, total=len(pieces))
+        live = any(c.model for c in columns)
+        evaluation_runs.fan_out(
+            ctx,
+            children,
+            threads=evaluation_runs.threads_for(live),
+            on_finished=finished,
         )
-        data = {**evaluation.run_data(run), "seconds": round(time.monotonic() - started, 3)}
-        if ctx.cancelled:  # stopped mid-scenario: that outcome is not the scenario's
-            break
-        with transaction.atomic():
-            if ctx.item(key, data, position=position) and record:
-                evaluation.scenario_result_record(
-                    scenario=scenario,
-                    evaluation=run.evaluation,
-                    app_revision=loaded.revision,
-                    actor=job.owner,
-                )
-        done.add(key)
-        ctx.progress(done=len(done))
-    if model and (only is None or job.params.get("user_scenarios")):
-        _simulated_users(ctx, model, runner, done, first=len(pairs))
-    ctx.check()
-    return evaluation.summary_data(ctx.items())
+        if model and (only is None or job.params.get("user_scenarios")):
+            with ctx.lending():  # the parent's own runner, only for these
+                _simulated_users(ctx, model, ctx.runner, ctx.done_keys(), first=len(pieces))
+        ctx.check()
+    except jobs.JobStopped as stop:
+        matrix = evaluation_runs.matrix_of(list(outcomes.values()), columns, threshold)
+        if history:
+            evaluation_runs.run_finished(job, stop.status, matrix)
+        raise
+    except Exception:
+        if history:
+            matrix = evaluation_runs.matrix_of(list(outcomes.values()), columns, threshold)
+            evaluation_runs.run_finished(job, "failed", matrix)
+        raise
+    matrix = evaluation_runs.matrix_of(list(outcomes.values()), columns, threshold)
+    result = evaluation.summary_data(ctx.items())
+    evaluation_runs.annotate(result, matrix)
+    if history:
+        run = evaluation_runs.run_finished(job, "succeeded", matrix)
+        result["evaluation_run"] = run.pk if run is not None else None
+    return result
 
 
 def _simulated_users(
@@ -127,11 +141,11 @@ def _simulated_users(
 
 def evaluate_app(ctx: JobContext) -> dict[str, Any]:
     wanted = ctx.job.params.get("scenarios")
-    return _evaluate(ctx, None if wanted is None else {int(pk) for pk in wanted})
+    return _evaluate(ctx, None if wanted is None else {int(pk) for pk in wanted}, history=True)
 
 
 def evaluate_scenario(ctx: JobContext) -> dict[str, Any]:
-    result = _evaluate(ctx, {int(ctx.job.params["scenario"])})
+    result = _evaluate(ctx, {int(ctx.job.params["scenario"])}, history=False)
     return result["scenarios"][0] if result["scenarios"] else result
 
 
@@ -164,8 +178,11 @@ def import_app(ctx: JobContext) -> dict[str, Any]:
     return exchange.app_import_job_run(ctx)
 
 
-_register("evaluate_app", evaluate_app, _("Run all"))
-_register("evaluate_scenario", evaluate_scenario, _("Evaluate a scenario"))
+# A Run all lends no runner while its pieces run (each piece, a job, lends its own): a warm
+# sandbox session held by the parent would be one the pieces cannot reuse.
+register("evaluate_app", run=evaluate_app, label=_("Run all"))
+register("evaluate_scenario", run=evaluate_scenario, label=_("Evaluate a scenario"))
+_register(evaluation_runs.PIECE_KIND, evaluation_runs.piece_run, _("Run all: one golden"))
 _register("version_diff", version_diff, _("Version diff: scenario results"))
 _register("import_app", import_app, _("Import an app"))
 

@@ -239,7 +239,10 @@ def job_submit(
                 )
                 if found is not None:
                     return found
-            active = Job.objects.filter(owner=user, status__in=JOB_ACTIVE).count()
+            # A Run all's pieces (its child jobs) count as their parent, once.
+            active = Job.objects.filter(
+                owner=user, status__in=JOB_ACTIVE, parent__isnull=True
+            ).count()
             limit = int(setting("JOBS_MAX_ACTIVE_PER_USER"))
             if active >= limit:
                 raise JobLimitError(active, limit)
@@ -252,7 +255,7 @@ def job_submit(
             queued_at=timezone.now(),
         )
         if enqueue:
-            transaction.on_commit(lambda: _enqueue(job.pk))
+            transaction.on_commit(lambda: job_enqueue(job.pk))
     return job
 
 
@@ -263,7 +266,7 @@ def run_job(job_id: str) -> None:
     job_run(job_id)
 
 
-def _enqueue(job_id: Any, *, delay: float = 0.0) -> bool:
+def job_enqueue(job_id: Any, *, delay: float = 0.0) -> bool:
     """Put the job's id on the queue (after `delay` seconds where the backend can defer)
     and record the queue's id. A queue that refuses (Redis down) leaves the job queued
     without a task id: `jobs_reap` enqueues it again once the queue is back."""
@@ -293,7 +296,21 @@ def job_cancel(*, job: Job) -> Job:
         error=Message("Cancelled before it ran."),
     ):
         Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(cancel_requested=True)
+    pieces_cancel(job)
     return Job.objects.get(pk=job.pk)
+
+
+def pieces_cancel(job: Job) -> None:
+    """Cancel a fanned-out job's unfinished pieces (``evaluation_runs``): the queued at
+    once, the running at their next call."""
+    pieces = Job.objects.filter(parent=job)
+    pieces.filter(status=JobStatus.QUEUED).update(
+        status=JobStatus.CANCELLED,
+        finished_at=timezone.now(),
+        current="",
+        error=Message("Cancelled."),
+    )
+    pieces.filter(status=JobStatus.RUNNING).update(cancel_requested=True)
 
 
 # ---------------------------------------------------------------- the worker's side
@@ -618,7 +635,7 @@ def _after_transient(job: Job, ctx: JobContext, problem: str) -> Job:
         )
         if moved:
             logger.warning("job %s: queued again in %g s", job.pk, delay)
-            _enqueue(job.pk, delay=delay)
+            job_enqueue(job.pk, delay=delay)
     else:
         message = Message(_FAILED[problem], attempt=job.attempts, max_attempts=max_attempts)
         status = JobStatus.CANCELLED if ctx.cancelled else JobStatus.FAILED
@@ -717,7 +734,7 @@ def jobs_recover(jobs: Iterable[Job] | None = None) -> list[Job]:
             }
             if lost.update(status=JobStatus.QUEUED, **again):
                 logger.warning("job %s: %s; queued again", job.pk, why)
-                transaction.on_commit(lambda pk=job.pk: _enqueue(pk))
+                transaction.on_commit(lambda pk=job.pk: job_enqueue(pk))
                 touched.append(job)
         else:
             status = JobStatus.CANCELLED if job.cancel_requested else JobStatus.FAILED
@@ -762,7 +779,7 @@ def jobs_reap() -> list[Job]:
         if job.task_id and _queue_has(job.task_id):
             continue
         again = Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED, task_id=job.task_id)
-        if again.update(task_id="", queued_at=timezone.now()) and _enqueue(job.pk):
+        if again.update(task_id="", queued_at=timezone.now()) and job_enqueue(job.pk):
             logger.warning(
                 "job %s: its queue entry %s is gone; enqueued again", job.pk, job.task_id or "-"
             )

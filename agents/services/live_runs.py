@@ -155,7 +155,51 @@ def run_live(
     scenario_spec = scenario.to_spec(app_id=f"apps/{app.pk}")
     if use_mocks is not None:
         scenario_spec = replace(scenario_spec, use_mocks=use_mocks)
-    endpoint, temperature = resolve_model(app, model, agent_cx=agent.cx)
+    return run_live_specs(
+        app=app,
+        spec=spec,
+        scenario_spec=scenario_spec,
+        scenario=scenario,
+        agent_name=agent.display_name,
+        agent_cx=agent.cx,
+        model=model,
+        actor=actor,
+        on_text=on_text,
+        on_call=on_call,
+        caps=caps,
+        clock=clock,
+        sleeper=sleeper,
+        stream=stream,
+        record=record and instructions is None,
+        runner=runner,
+        should_stop=should_stop,
+    )
+
+
+def run_live_specs(
+    *,
+    app: AgentApp,
+    spec: Any,
+    scenario_spec: ScenarioSpec,
+    scenario: Scenario | None,
+    agent_name: str,
+    agent_cx: Any = None,
+    model: str | None = None,
+    actor: Actor = None,
+    on_text: Callable[[str], None] | None = None,
+    on_call: Callable[[ModelAnswer], None] | None = None,
+    caps: Caps | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleeper: Callable[[float], None] = time.sleep,
+    stream: bool = False,
+    record: bool = True,
+    runner: BoundedRunner | None = None,
+    should_stop: Callable[[], str] | None = None,
+) -> LiveOutcome:
+    """`run_live` of specs already read: the app's working copy, or a saved version's
+    (an experiment's column, ``evaluation_runs``; `scenario` None: the run is recorded
+    without a scenario row)."""
+    endpoint, temperature = resolve_model(app, model, agent_cx=agent_cx)
     strategy = with_temperature(
         model_strategy(endpoint, stream=stream, on_text=on_text, sleeper=sleeper), temperature
     )
@@ -166,14 +210,14 @@ def run_live(
         spec=spec,
         scenario_spec=scenario_spec,
         scenario=scenario,
-        agent_name=agent.display_name,
+        agent_name=agent_name,
         model_name=endpoint.name,
         strategy=strategy,
         actor=actor,
         on_call=on_call,
         caps=caps,
         clock=clock,
-        record=record and instructions is None,
+        record=record,
         runner=runner,
         should_stop=should_stop,
     )
