@@ -122,6 +122,43 @@ class EvaluateIn(ModelIn):
         ),
     )
 
+    models = serializers.ListField(
+        child=serializers.CharField(max_length=rules.MODEL_NAME_MAX_LENGTH),
+        required=False,
+        max_length=8,
+        help_text=gettext_lazy(
+            "An experiment across models: each golden runs live with every one (a column "
+            "each in the run's matrix); `model`, if given, is the first."
+        ),
+    )
+    versions = serializers.ListField(
+        child=serializers.CharField(max_length=64),
+        required=False,
+        max_length=8,
+        help_text=gettext_lazy(
+            "An experiment across versions: version numbers or labels (`current`: the working "
+            "copy); a version's column runs the goldens saved in it."
+        ),
+    )
+    repeat = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=100,
+        help_text=gettext_lazy(
+            "Run each golden this many times (at most EVALUATION_MAX_REPEAT): its pass "
+            "rate, and flaky when some runs passed and others failed."
+        ),
+    )
+    threshold = serializers.FloatField(
+        required=False,
+        min_value=0.0,
+        max_value=1.0,
+        help_text=gettext_lazy(
+            "The pass rate a golden needs (default 1: every run); `result.ok` is false when "
+            "a golden of any column is below it."
+        ),
+    )
+
 
 class HeaderOut(serializers.Serializer):
     name = serializers.CharField()
@@ -486,5 +523,9 @@ class AppEvaluateView(ApiView):
             actor=request.user,
             model=data.get("model") or None,
             judge=data.get("judge") or None,
+            models=data.get("models") or None,
+            versions=data.get("versions") or None,
+            repeat=data.get("repeat") or 1,
+            threshold=data.get("threshold", 1.0),
         )
         return accepted(request, job)

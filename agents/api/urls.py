@@ -12,7 +12,7 @@ from django.urls import path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
-from agents.api import actions, job_views, live_views, version_views, views
+from agents.api import actions, evaluation_views, job_views, live_views, version_views, views
 
 app_name = "api"
 
@@ -71,6 +71,26 @@ urlpatterns = [
         app + "live-runs/<id:run_id>/golden",
         live_views.LiveRunGoldenView.as_view(),
         name="live-run-golden",
+    ),
+    path(
+        app + "evaluation-runs",
+        evaluation_views.EvaluationRunListView.as_view(),
+        name="evaluation-run-list",
+    ),
+    path(
+        app + "evaluation-runs/<id:run_id>",
+        evaluation_views.EvaluationRunDetailView.as_view(),
+        name="evaluation-run-detail",
+    ),
+    path(
+        app + "evaluation-runs/<id:run_id>/matrix.csv",
+        evaluation_views.EvaluationRunCsvView.as_view(),
+        name="evaluation-run-csv",
+    ),
+    path(
+        app + "evaluation-runs/<id:run_id>/compare",
+        evaluation_views.EvaluationRunCompareView.as_view(),
+        name="evaluation-run-compare",
     ),
     path("jobs/<uuid:job_id>/", job_views.JobDetailView.as_view(), name="job-detail"),
     path("jobs/<uuid:job_id>/cancel", job_views.JobCancelView.as_view(), name="job-cancel"),

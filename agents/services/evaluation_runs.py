@@ -263,10 +263,12 @@ def fan_out(
 
     def gather() -> bool:
         ended = Job.objects.filter(pk__in=ids, status__in=JOB_FINISHED).exclude(pk__in=seen)
+        before = len(seen)
         for child in ended.order_by("queued_at", "pk"):
             seen.add(child.pk)
             on_finished(child)
-        ctx.progress(done=len(seen))
+        if len(seen) != before:
+            ctx.progress(done=len(seen))
         return len(seen) >= len(ids)
 
     pool = None
@@ -338,13 +340,15 @@ def piece_run(ctx: JobContext) -> dict[str, Any]:
             should_stop=ctx.stop_now if model else None,
         )
         data = evaluation.run_data(run)
-        if params.get("record") and not ctx.cancelled:
-            evaluation.scenario_result_record(
-                scenario=scenario,
-                evaluation=run.evaluation,
-                app_revision=loaded.revision,
-                actor=job.owner,
-            )
+        # The golden's badge, once: a piece run again after its worker died writes none.
+        with transaction.atomic():
+            if ctx.item("recorded", {}) and params.get("record") and not ctx.cancelled:
+                evaluation.scenario_result_record(
+                    scenario=scenario,
+                    evaluation=run.evaluation,
+                    app_revision=loaded.revision,
+                    actor=job.owner,
+                )
     else:
         data = _version_piece(ctx, params, model)
     return {

@@ -1,0 +1,128 @@
+"""The history of an app's evaluation runs (``agents.services.evaluation_runs``).
+
+``POST /api/apps/{id}/evaluate`` starts one (with `models`, `versions`, `repeat`,
+`threshold` for an experiment); these views read what it kept: the list, one run with its
+matrix (JSON), the matrix as CSV, and the goldens whose verdict differs between two columns.
+"""
+
+from __future__ import annotations
+
+from django.http import Http404, HttpResponse
+from django.utils.translation import gettext_lazy as _
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agents.api.base import ERRORS, READ_ERRORS, ApiView
+from agents.models import EvaluationRun
+from agents.services import evaluation_runs
+
+
+class EvaluationRunOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    job = serializers.CharField(allow_null=True, help_text=_("The job's id (GET /api/jobs/ID/)."))
+    owner = serializers.CharField(allow_null=True)
+    status = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    app_revision = serializers.IntegerField()
+    models = serializers.ListField(child=serializers.CharField(), help_text=_("'' offline."))
+    versions = serializers.ListField(
+        child=serializers.CharField(), help_text=_("'' the working copy.")
+    )
+    repeat = serializers.IntegerField()
+    threshold = serializers.FloatField()
+    totals = serializers.JSONField(
+        help_text=_("goldens, pass_rate (first column), passed, failed, flaky, tokens.")
+    )
+    cost = serializers.FloatField()
+
+
+class EvaluationRunDetailOut(EvaluationRunOut):
+    matrix = serializers.JSONField(
+        help_text=_(
+            "{columns: [{key, model, version}], rows: [{golden, agent_name, name, cells: "
+            "{column key: {runs, passed, judged, pass_rate, flaky, status, below_threshold, "
+            "first_failure, cost, tokens_in, tokens_out, latency_p50, latency_p95}}}], "
+            "totals: {column key: ...}, threshold}"
+        )
+    )
+
+
+class ChangeOut(serializers.Serializer):
+    golden = serializers.CharField()
+    a = serializers.CharField()
+    b = serializers.CharField()
+    a_pass_rate = serializers.FloatField(allow_null=True)
+    b_pass_rate = serializers.FloatField(allow_null=True)
+    a_first_failure = serializers.JSONField(allow_null=True)
+    b_first_failure = serializers.JSONField(allow_null=True)
+
+
+class EvaluationRunView(ApiView):
+    queryset = EvaluationRun.objects.none()
+    pagination_class = None
+
+    def load_run(self) -> EvaluationRun:
+        app = self.load_app()
+        try:
+            return evaluation_runs.run_for_app(app, self.kwargs["run_id"])
+        except EvaluationRun.DoesNotExist:
+            raise Http404("No such evaluation run for this app.") from None
+
+
+class EvaluationRunListView(EvaluationRunView):
+    @extend_schema(
+        tags=["evaluation runs"],
+        summary=_("The app's evaluation runs, newest first (the history)"),
+        responses={200: EvaluationRunOut(many=True), **READ_ERRORS},
+    )
+    def get(self, request: Request, app_id: int) -> Response:
+        app = self.load_app()
+        runs = evaluation_runs.run_list(app)[:200]
+        return Response([evaluation_runs.run_data(r, matrix=False) for r in runs])
+
+
+class EvaluationRunDetailView(EvaluationRunView):
+    @extend_schema(
+        tags=["evaluation runs"],
+        summary=_("One evaluation run with its matrix (goldens x (model, version))"),
+        responses={200: EvaluationRunDetailOut, **READ_ERRORS},
+    )
+    def get(self, request: Request, app_id: int, run_id: int) -> Response:
+        return Response(evaluation_runs.run_data(self.load_run()))
+
+
+class EvaluationRunCsvView(EvaluationRunView):
+    @extend_schema(
+        tags=["evaluation runs"],
+        summary=_("The run's matrix as CSV: one line per (golden, model, version)"),
+        responses={200: OpenApiResponse(OpenApiTypes.STR), **READ_ERRORS},
+    )
+    def get(self, request: Request, app_id: int, run_id: int) -> HttpResponse:
+        run = self.load_run()
+        response = HttpResponse(
+            evaluation_runs.matrix_csv(run.matrix), content_type="text/csv; charset=utf-8"
+        )
+        name = f"evaluation-run-{run.pk}.csv"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+
+
+class EvaluationRunCompareView(EvaluationRunView):
+    @extend_schema(
+        tags=["evaluation runs"],
+        summary=_("The goldens whose verdict differs between two columns, and why"),
+        parameters=[
+            OpenApiParameter("a", str, required=True, description=_("A column key.")),
+            OpenApiParameter("b", str, required=True, description=_("Another column key.")),
+        ],
+        responses={200: ChangeOut(many=True), 400: ERRORS[400], **READ_ERRORS},
+    )
+    def get(self, request: Request, app_id: int, run_id: int) -> Response:
+        run = self.load_run()
+        a = str(request.query_params.get("a", ""))
+        b = str(request.query_params.get("b", ""))
+        return Response(evaluation_runs.compare(run.matrix, a, b))

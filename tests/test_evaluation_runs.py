@@ -1,0 +1,261 @@
+"""Evaluation at scale (issue 31): a Run all fans out into one job per golden x repetition x
+model x version, gathered into an evaluation run with its matrix, kept as the app's history.
+
+Models are real HTTP servers on loopback (tests/llm_server.py) answering from what they
+receive; jobs run as a worker runs them (``run_jobs``), or in real worker processes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from agents import services
+from agents.models import EvaluationRun, Job, JobItem, ScenarioResult
+from agents.services import evaluation, evaluation_runs, jobs, versions
+from agents.services.jobs import JobContext
+from tests.llm_server import ModelServer, Reply, configure_models, openai_call, openai_text
+from tests.test_live_runs import bank_app  # noqa: F401
+from tests.workers import slow_app
+
+pytestmark = pytest.mark.django_db
+
+RIGHT = "Your balance is 1,250 EUR."
+
+
+def _opens(seen) -> bool:
+    """The first request of a conversation: nothing but the system and the user's turn."""
+    roles = [m.get("role") for m in (seen.body or {}).get("messages", [])]
+    return "tool" not in roles and "assistant" not in roles
+
+
+def right_in(runs: set[int]) -> ModelServer:
+    """A model that calls LookupBalance (as the golden expects) in the conversations whose
+    number (0, 1, ...) is in `runs`, and answers without calling it in the others."""
+    server = ModelServer()
+    count = [-1]
+
+    def answer(seen) -> Reply:
+        if _opens(seen):
+            count[0] += 1
+            if count[0] not in runs:
+                return openai_text("I cannot look that up.")
+            return openai_call("LookupBalance", {"account_id": "primary"})
+        return openai_text(RIGHT)
+
+    server.answer = answer
+    return server
+
+
+@pytest.fixture
+def api(user):
+    client = APIClient()
+    client.force_login(user)
+    return client
+
+
+def _finished(api, response, run_jobs):
+    assert response.status_code == 202, response.content
+    run_jobs()
+    body = api.get(response["Location"]).json()
+    assert body["status"] == "succeeded", body["error"]
+    return body["result"]
+
+
+def test_a_golden_right_three_times_in_five_is_flaky_at_60_percent(
+    monkeypatch,
+    bank_app,  # noqa: F811
+    api,
+    run_jobs,
+):
+    app, _, scenario = bank_app
+    server = right_in({0, 2, 4})
+    try:
+        configure_models(monkeypatch, {"loop": {"server": server}})
+        url = reverse("api:app-evaluate", args=[app.pk])
+        result = _finished(
+            api, api.post(url, {"model": "loop", "repeat": 5}, format="json"), run_jobs
+        )
+    finally:
+        server.close()
+    (golden,) = [s for s in result["scenarios"] if s["scenario"] == scenario.pk]
+    assert golden["repetitions"] == ["passed", "failed", "passed", "failed", "passed"]
+    assert (golden["pass_rate"], golden["flaky"]) == (0.6, True)
+    assert result["summary"]["flaky"] == 1 and result["ok"] is False
+    cell = result["matrix"]["rows"][0]["cells"]["loop@current"]
+    assert cell["status"] == "flaky" and cell["first_failing_repetition"] == 1
+    assert cell["first_failure"]["kind"] == "call"
+    # Each repetition is a live run of its own, one click away.
+    assert len(cell["live_runs"]) == 5 and all(cell["live_runs"])
+
+
+def test_a_pass_threshold_of_60_percent_passes_that_golden(
+    monkeypatch,
+    bank_app,  # noqa: F811
+    api,
+    run_jobs,
+):
+    app, _, _ = bank_app
+    server = right_in({0, 2, 4})
+    try:
+        configure_models(monkeypatch, {"loop": {"server": server}})
+        url = reverse("api:app-evaluate", args=[app.pk])
+        body = {"model": "loop", "repeat": 5, "threshold": 0.6}
+        result = _finished(api, api.post(url, body, format="json"), run_jobs)
+    finally:
+        server.close()
+    assert result["ok"] is True and result["summary"]["flaky"] == 1
+
+
+def test_two_models_by_two_versions_make_a_matrix_with_its_csv_and_comparison(
+    monkeypatch,
+    bank_app,  # noqa: F811
+    api,
+    user,
+    run_jobs,
+):
+    app, agent, _ = bank_app
+    versions.version_create(app=app, name="first", user=user)
+    services.scenario_save(
+        agent=agent,
+        name="Balance again",
+        steps_script="user: My balance, please.\nexpect call: LookupBalance\n",
+    )
+    good, bad = right_in(set(range(100))), right_in(set())
+    try:
+        configure_models(monkeypatch, {"good": {"server": good}, "bad": {"server": bad}})
+        url = reverse("api:app-evaluate", args=[app.pk])
+        body = {"models": ["good", "bad"], "versions": ["1", "current"]}
+        result = _finished(api, api.post(url, body, format="json"), run_jobs)
+    finally:
+        good.close()
+        bad.close()
+    matrix = result["matrix"]
+    keys = [c["key"] for c in matrix["columns"]]
+    assert keys == ["good@1", "bad@1", "good@current", "bad@current"]
+    cells = {row["name"]: row["cells"] for row in matrix["rows"]}
+    assert set(cells["Balance live"]) == set(keys)
+    assert set(cells["Balance again"]) == {"good@current", "bad@current"}  # not in version 1
+    assert [cells["Balance live"][k]["status"] for k in keys] == ["passed", "failed"] * 2
+    assert matrix["totals"]["good@current"]["pass_rate"] == 1.0
+    assert matrix["totals"]["bad@current"]["pass_rate"] == 0.0
+    assert matrix["totals"]["good@current"]["tokens_in"] > 0
+
+    run = EvaluationRun.objects.get(app=app)
+    assert run.models_used == ["good", "bad"] and run.versions == ["1", ""]
+    detail = api.get(reverse("api:evaluation-run-detail", args=[app.pk, run.pk])).json()
+    assert detail["matrix"]["columns"] == matrix["columns"]
+
+    text = api.get(reverse("api:evaluation-run-csv", args=[app.pk, run.pk])).content.decode()
+    lines = list(csv.DictReader(io.StringIO(text)))
+    assert len(lines) == 6  # 2 goldens x 2 models in the working copy, 1 x 2 in version 1
+    bad_line = next(x for x in lines if x["model"] == "bad" and x["version"] == "1")
+    assert (bad_line["scenario"], bad_line["status"], bad_line["pass_rate"]) == (
+        "Balance live",
+        "failed",
+        "0.0",
+    )
+
+    compare = reverse("api:evaluation-run-compare", args=[app.pk, run.pk])
+    changed = api.get(compare, {"a": "good@current", "b": "bad@current"}).json()
+    assert sorted(c["golden"] for c in changed) == [
+        "banking_agent / Balance again",
+        "banking_agent / Balance live",
+    ]
+    assert changed[0]["a"] == "passed" and changed[0]["b_first_failure"]["kind"] == "call"
+    refused = api.get(compare, {"a": "good@current", "b": "nope"})
+    assert refused.status_code == 400 and "nope" in refused.content.decode()
+
+
+def test_a_repeat_over_the_limit_is_refused_naming_the_field(api, bank, settings):
+    settings.EVALUATION_MAX_REPEAT = 5
+    response = api.post(reverse("api:app-evaluate", args=[bank.pk]), {"repeat": 6}, format="json")
+    assert response.status_code == 400
+    assert "repeat" in response.content.decode() and "EVALUATION_MAX_REPEAT" in (
+        response.content.decode()
+    )
+    assert not Job.objects.exists()
+
+
+def test_an_unknown_version_is_refused_naming_it(api, bank):
+    response = api.post(
+        reverse("api:app-evaluate", args=[bank.pk]), {"versions": ["7"]}, format="json"
+    )
+    assert response.status_code == 400 and "no version 7" in response.content.decode()
+
+
+def test_cancelling_a_run_all_cancels_every_queued_piece(user, bank):
+    slow_app(bank, 3)
+    parent = evaluation.run_all_submit(app=bank, actor=user, repeat=2, enqueue=False)
+    _, pairs = evaluation.app_scenarios(bank)
+    evaluation_runs.spawn(JobContext(parent, "test"), evaluation_runs.plan(parent, pairs))
+    assert Job.objects.filter(parent=parent, status="queued").count() == 2 * len(pairs)
+    jobs.job_cancel(job=parent)
+    assert set(Job.objects.filter(parent=parent).values_list("status", flat=True)) == {"cancelled"}
+
+
+def test_pieces_count_once_against_the_users_job_limit(api, bank, settings, run_jobs):
+    settings.JOBS_MAX_ACTIVE_PER_USER = 2
+    slow_app(bank, 2)
+    url = reverse("api:app-evaluate", args=[bank.pk])
+    assert api.post(url, {"repeat": 3}, format="json").status_code == 202
+    parent = Job.objects.get(parent=None)
+    _, pairs = evaluation.app_scenarios(bank)
+    evaluation_runs.spawn(JobContext(parent, "test"), evaluation_runs.plan(parent, pairs))
+    assert Job.objects.filter(status="queued").count() > 2  # its pieces are queued too
+    scenario = bank.agents.get().scenarios.first()
+    agent = bank.agents.get()
+    one = reverse("api:scenario-evaluate", args=[bank.pk, agent.pk, scenario.pk])
+    assert api.post(one).status_code == 202  # the second of two jobs, not the eighth
+
+
+def test_the_history_lists_runs_newest_first_and_prunes_the_oldest(api, bank, settings, run_jobs):
+    settings.EVALUATION_RUNS_KEPT = 2
+    url = reverse("api:app-evaluate", args=[bank.pk])
+    for _ in range(3):
+        _finished(api, api.post(url), run_jobs)
+    listed = api.get(reverse("api:evaluation-run-list", args=[bank.pk])).json()
+    assert len(listed) == 2 and listed[0]["id"] > listed[1]["id"]
+    assert listed[0]["totals"]["goldens"] == bank.agents.get().scenarios.count()
+    assert listed[0]["status"] == "succeeded" and "matrix" not in listed[0]
+
+
+def test_another_users_run_reads_404(api, bank, other_user, run_jobs):
+    _finished(api, api.post(reverse("api:app-evaluate", args=[bank.pk])), run_jobs)
+    run = EvaluationRun.objects.get()
+    stranger = APIClient()
+    stranger.force_login(other_user)
+    url = reverse("api:evaluation-run-detail", args=[bank.pk, run.pk])
+    assert stranger.get(url).status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.xdist_group("workers")
+def test_two_workers_share_a_run_all_and_a_killed_one_loses_nothing(workers, user, bank):
+    """Two real workers on the database queue: the pieces run on both; one SIGKILLed mid-run
+    has its pieces queued again and run once; every golden is counted once."""
+    total = slow_app(bank, 6, calls=3)
+    pair = [workers(), workers()]
+    job = evaluation.run_all_submit(app=bank, actor=user)
+    for worker in pair:  # each runs pieces: the parent's worker in its threads, the other
+        worker.wait_for("(evaluate_piece) started by")  # from the queue
+    job.refresh_from_db()
+    parents = [w for w in pair if job.worker.endswith(f":{w.proc.pid}")]
+    (keeper,) = parents
+    (other,) = [w for w in pair if w is not keeper]
+    other.kill()  # mid-piece: the parent's worker queues its piece again and runs it
+    keeper.wait_for(f"job {job.pk} (evaluate_app) succeeded")
+    job.refresh_from_db()
+    assert job.status == "succeeded" and job.progress_done == total
+    pieces = Job.objects.filter(parent=job)
+    assert pieces.count() == total and set(pieces.values_list("status", flat=True)) == {"succeeded"}
+    # The piece the killed worker was running ran again here, once.
+    assert sorted(p.attempts for p in pieces)[-1] == 2
+    keys = list(JobItem.objects.filter(job=job).values_list("key", flat=True))
+    assert len(keys) == total == len(set(keys))
+    assert ScenarioResult.objects.filter(scenario__agent__app=bank).count() == total
+    assert len(job.result["scenarios"]) == total
