@@ -259,3 +259,53 @@ def test_two_workers_share_a_run_all_and_a_killed_one_loses_nothing(workers, use
     assert len(keys) == total == len(set(keys))
     assert ScenarioResult.objects.filter(scenario__agent__app=bank).count() == total
     assert len(job.result["scenarios"]) == total
+
+
+def test_evaluate_writes_one_junit_case_per_golden_model_and_version_and_exits_1(
+    monkeypatch,
+    bank_app,  # noqa: F811
+    user,
+    tmp_path,
+):
+    import xml.etree.ElementTree as ET
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    app, _, _ = bank_app
+    versions.version_create(app=app, name="first", user=user)
+    good, flaky = right_in(set(range(100))), right_in({1})
+    out = io.StringIO()
+    junit = tmp_path / "out.xml"
+    try:
+        configure_models(monkeypatch, {"good": {"server": good}, "flaky": {"server": flaky}})
+        with pytest.raises(CommandError) as stopped:
+            call_command(
+                "evaluate",
+                str(app.pk),
+                "--model=good,flaky",
+                "--version=1,current",
+                "--repeat=2",
+                "--threshold=0.5",
+                f"--junit={junit}",
+                stdout=out,
+            )
+    finally:
+        good.close()
+        flaky.close()
+    assert stopped.value.returncode == 1
+    assert "1 golden is below the pass threshold of 0.5." in str(stopped.value)
+    cases = ET.parse(junit).getroot().findall(".//testcase")
+    names = sorted(c.get("name") for c in cases)
+    assert names == [
+        "Balance live [flaky@1]",
+        "Balance live [flaky@current]",
+        "Balance live [good@1]",
+        "Balance live [good@current]",
+    ]
+    failing = [c.get("name") for c in cases if c.find("failure") is not None]
+    # flaky's conversations in turn: version 1 wrong then right (50 %: at the threshold),
+    # the working copy wrong twice (0 %: below it).
+    assert failing == ["Balance live [flaky@current]"]
+    text = out.getvalue()
+    assert "FLAKY" in text and "[flaky@1]" in text and "TOTAL" in text

@@ -76,7 +76,7 @@ def _evaluate(ctx: JobContext, only: set[int] | None, *, history: bool) -> dict[
         evaluation_runs.fan_out(
             ctx,
             children,
-            threads=evaluation_runs.threads_for(live),
+            threads=int(job.params.get("threads") or evaluation_runs.threads_for(live)),
             on_finished=finished,
         )
         if model and (only is None or job.params.get("user_scenarios")):

@@ -158,6 +158,10 @@ class Command(LocalizedCommand):
     # of every view was a third of the command's start (docs/benchmarks/evaluate.md).
     requires_system_checks = ["models", "sandbox", "translation", "caches"]
 
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        # `--version V` names the app's versions to evaluate (not Django's own version).
+        return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
+
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("apps", nargs="*", help="app ids or exact names (default: all)")
         parser.add_argument("--junit", metavar="FILE", help="write JUnit XML to FILE")
@@ -168,7 +172,8 @@ class Command(LocalizedCommand):
             "--model",
             metavar="NAME",
             help="run the goldens live against this configured model (STATECRAFT_MODELS or "
-            "the admin's endpoints); each run is recorded for replay",
+            "the admin's endpoints; several: a,b — a column each); each run is recorded for "
+            "replay",
         )
         parser.add_argument(
             "--replay",
@@ -177,9 +182,159 @@ class Command(LocalizedCommand):
             "on a failed expectation or when a request drifted from the recording",
         )
         parser.add_argument(
+            "--version",
+            metavar="V[,V...]",
+            help="evaluate these saved versions (numbers or labels; 'current': the working "
+            "copy): a column each in the run's matrix",
+        )
+        parser.add_argument(
+            "--repeat",
+            type=int,
+            default=1,
+            metavar="N",
+            help="run each golden N times: its pass rate, flaky when some runs failed",
+        )
+        parser.add_argument(
+            "--threshold",
+            type=float,
+            default=1.0,
+            metavar="RATE",
+            help="the pass rate a golden needs in each (model, version), from 0 to 1 "
+            "(default 1: every run); exit 1 when one is below it",
+        )
+        parser.add_argument(
             "--judge",
             metavar="NAME",
             help="the model that judges the rubrics of CX scenario evaluations (default: --model)",
+        )
+
+    def experiment(
+        self,
+        apps: list[AgentApp],
+        models: list[str],
+        versions: list[str],
+        repeat: int,
+        threshold: float,
+        judge: str | None,
+        threads: int,
+        options: dict[str, Any],
+    ) -> None:
+        """Every golden x repetition x model x version of each app as one evaluation run
+        (``evaluation_runs``), run here with `threads` pieces at once; one line and one
+        JUnit test case per (golden, model, version); exit 1 when one is below the pass
+        threshold."""
+        from agents.services import evaluation_runs
+
+        planned: list[tuple[AgentApp, Job]] = []
+        for app in apps:  # every refusal (an unknown model, version, repeat) before any run
+            try:
+                job = evaluation.run_all_submit(
+                    app=app,
+                    actor=None,
+                    models=models,
+                    judge=judge,
+                    versions=versions,
+                    repeat=repeat,
+                    threshold=threshold,
+                    enqueue=False,
+                )
+            except ServiceError as exc:
+                raise CommandError(exc.localized(), returncode=2) from exc
+            if threads > 1:
+                job.params["threads"] = threads
+                job.save(update_fields=["params"])
+            planned.append((app, job))
+        cases: list[JUnitCase] = []
+        below = 0
+        for app, job in planned:
+            job = jobs.job_run(str(job.pk)) or Job.objects.get(pk=job.pk)
+            if job.status != "succeeded" or not isinstance(job.result, dict):
+                self.stderr.write(
+                    f"ERROR  {app.name}: "
+                    + _("the job ended %(status)s: %(error)s")
+                    % {"status": job.status, "error": job.error}
+                )
+                below += 1
+                continue
+            matrix = job.result.get("matrix") or {}
+            outcomes = [
+                evaluation_runs.piece_outcome(child)
+                for child in Job.objects.filter(parent=job).order_by("queued_at", "pk")
+            ]
+            for row in matrix.get("rows", []):
+                for column in matrix.get("columns", []):
+                    cell = row["cells"].get(column["key"])
+                    if cell is None:
+                        continue
+                    below += cell["below_threshold"]
+                    self.report_cell(app, row, column, cell, outcomes, cases)
+            for key, total in (matrix.get("totals") or {}).items():
+                rate = total["pass_rate"]
+                self.stdout.write(
+                    f"TOTAL  {app.name} [{key}]  "
+                    + _("pass rate %(rate)s, %(flaky)s flaky, p50 %(p50)s s, p95 %(p95)s s")
+                    % {
+                        "rate": "-" if rate is None else f"{rate:.0%}",
+                        "flaky": total["flaky"],
+                        "p50": total["latency_p50"],
+                        "p95": total["latency_p95"],
+                    }
+                    + (f", ${total['cost']:.4f}" if total["cost"] else "")
+                )
+        _write_junit(options, cases)
+        if below:
+            raise CommandError(
+                ngettext(
+                    "%(count)s golden is below the pass threshold of %(threshold)s.",
+                    "%(count)s goldens are below the pass threshold of %(threshold)s.",
+                    below,
+                )
+                % {"count": below, "threshold": f"{threshold:g}"},
+                returncode=1,
+            )
+
+    def report_cell(
+        self,
+        app: AgentApp,
+        row: dict[str, Any],
+        column: dict[str, Any],
+        cell: dict[str, Any],
+        outcomes: list[dict[str, Any]],
+        cases: list[JUnitCase],
+    ) -> None:
+        """One (golden, model, version): its marks and pass rate, and a JUnit case judged
+        by the threshold (the first failing run when below it, else the first passing)."""
+        mine = [
+            o
+            for o in outcomes
+            if o.get("golden") == row["golden"] and o.get("column") == column["key"]
+        ]
+        mine.sort(key=lambda o: o.get("repetition", 0))
+        wanted = "failed" if cell["below_threshold"] else "passed"
+        shown = next((o for o in mine if o.get("status") == wanted), mine[0] if mine else None)
+        label = {"passed": "PASS ", "failed": "FAIL ", "flaky": "FLAKY"}.get(
+            cell["status"], cell["status"].upper()[:5].ljust(5)
+        )
+        rate = cell["pass_rate"]
+        marks = "".join({"passed": "+", "failed": "x"}.get(r, "?") for r in cell["runs"])
+        self.stdout.write(
+            f"{label}  {app.name} / {row['golden']}  [{column['key']}]  {marks}  "
+            + ("-" if rate is None else f"{cell['passed']}/{cell['judged']} ({rate:.0%})")
+        )
+        if shown is None:
+            return
+        evaluation_ = _evaluation(shown)
+        if cell["below_threshold"] and evaluation_.status not in ("failed", "stopped"):
+            evaluation_ = dataclasses.replace(evaluation_, status="failed")
+        cases.append(
+            JUnitCase(
+                suite=app.name,
+                classname=f"{app.name}.{row['agent_name']}",
+                name=f"{row['name']} [{column['key']}]",
+                evaluation=evaluation_,
+                seconds=float(shown.get("seconds") or 0.0),
+                errors=(str(shown["error"]),) if shown.get("error") else (),
+            )
         )
 
     def find_apps(self, wanted: list[str]) -> list[AgentApp]:
@@ -245,6 +400,13 @@ class Command(LocalizedCommand):
             self.replay(apps, options)
             return
         judge = str(options.get("judge") or "") or None
+        models = [m.strip() for m in (model or "").split(",") if m.strip()]
+        versions = [v.strip() for v in str(options.get("version") or "").split(",") if v.strip()]
+        repeat = int(options.get("repeat") or 1)  # type: ignore[call-overload]
+        threshold = float(options.get("threshold", 1.0))  # type: ignore[arg-type]
+        if len(models) > 1 or versions or repeat != 1 or threshold != 1.0:
+            self.experiment(apps, models, versions, repeat, threshold, judge, parallel, options)
+            return
         if model or judge:
             from agents.services.live_models import checked_judge, resolve_model
 
