@@ -7,7 +7,7 @@ from django.views.i18n import JavaScriptCatalog
 
 from agents.signin import SignInForm
 from designer import admin_shortcut, views
-from designer.views import accounts, exchange, jobs, versions
+from designer.views import accounts, evaluations, exchange, jobs, versions
 
 app_patterns = [
     path("", views.app_designer, name="app-designer"),
@@ -18,6 +18,14 @@ app_patterns = [
     path("run-all", jobs.app_run_all, name="app-run-all"),
     path("run-all/<uuid:job_id>", jobs.run_all_status, name="app-run-all-job"),
     path("run-all/<uuid:job_id>/cancel", jobs.run_all_cancel, name="app-run-all-cancel"),
+    path("evaluations/", evaluations.app_evaluations, name="app-evaluations"),
+    path("evaluations/new", evaluations.evaluation_start, name="evaluation-start"),
+    path("evaluations/<int:run_id>", evaluations.evaluation_run, name="evaluation-run"),
+    path(
+        "evaluations/<int:run_id>/export",
+        evaluations.evaluation_run_export,
+        name="evaluation-run-export",
+    ),
     path("export", exchange.app_export, name="app-export"),
     path("import-report", exchange.app_import_report, name="app-import-report"),
     path("export/native", exchange.app_export_native, name="app-export-native"),

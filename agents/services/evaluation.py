@@ -37,7 +37,15 @@ from agents.core.evaluate import (
 from agents.core.simulate import SimulationResult
 from agents.core.spec import ScenarioSpec
 from agents.i18n import with_i18n
-from agents.models import JOB_ACTIVE, Agent, AgentApp, Job, Scenario, ScenarioResult
+from agents.models import (
+    JOB_ACTIVE,
+    Agent,
+    AgentApp,
+    EvaluationRun,
+    Job,
+    Scenario,
+    ScenarioResult,
+)
 from agents.services import ServiceError, jobs
 from agents.services.common import Actor, error
 from agents.services.live_models import checked_judge, live_rights_check, resolve_model
@@ -422,9 +430,14 @@ def run_all_submit(
             )
             for old in unfinished:
                 jobs.job_cancel(job=old)
-        return jobs.job_submit(
+        job = jobs.job_submit(
             kind="evaluate_app", owner=actor, app=app, params=params, enqueue=enqueue
         )
+        if scenarios is None:  # a whole Run all: a row of the app's history from now on
+            from agents.services.evaluation_runs import run_fields
+
+            EvaluationRun.objects.get_or_create(job=job, defaults=run_fields(job))
+        return job
 
 
 def experiment_params(

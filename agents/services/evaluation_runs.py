@@ -669,22 +669,28 @@ def matrix_csv(matrix: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- the history
 
 
-def run_started(job: Job) -> EvaluationRun:
-    """The history row of a Run all (written when its job starts; once per job)."""
+def run_fields(job: Job) -> dict[str, Any]:
+    """What the history row of a Run all says of it before it ran."""
     params = job.params
-    run, _ = EvaluationRun.objects.get_or_create(
-        job=job,
-        defaults={
-            "app_id": job.app_id,
-            "owner_id": job.owner_id,
-            "status": JobStatus.RUNNING,
-            "app_revision": int(params.get("app_revision") or 0),
-            "models_used": list(params.get("models") or [params.get("model") or OFFLINE]),
-            "versions": [str(v) for v in (params.get("versions") or [WORKING_COPY])],
-            "repeat": max(1, int(params.get("repeat") or 1)),
-            "threshold": float(params.get("threshold", 1.0)),
-        },
-    )
+    return {
+        "app_id": job.app_id,
+        "owner_id": job.owner_id,
+        "status": job.status,
+        "app_revision": int(params.get("app_revision") or 0),
+        "models_used": list(params.get("models") or [params.get("model") or OFFLINE]),
+        "versions": [str(v) for v in (params.get("versions") or [WORKING_COPY])],
+        "repeat": max(1, int(params.get("repeat") or 1)),
+        "threshold": float(params.get("threshold", 1.0)),
+    }
+
+
+def run_started(job: Job) -> EvaluationRun:
+    """The history row of a Run all (written when it is submitted, or here; once per job),
+    now running."""
+    run, _ = EvaluationRun.objects.get_or_create(job=job, defaults=run_fields(job))
+    if run.status != JobStatus.RUNNING:
+        run.status = JobStatus.RUNNING
+        run.save(update_fields=["status"])
     return run
 
 

@@ -141,7 +141,10 @@ def _simulated_users(
 
 def evaluate_app(ctx: JobContext) -> dict[str, Any]:
     wanted = ctx.job.params.get("scenarios")
-    return _evaluate(ctx, None if wanted is None else {int(pk) for pk in wanted}, history=True)
+    # A part of a Run all (`manage.py evaluate --jobs N` splits one) is no run of its own.
+    return _evaluate(
+        ctx, None if wanted is None else {int(pk) for pk in wanted}, history=wanted is None
+    )
 
 
 def evaluate_scenario(ctx: JobContext) -> dict[str, Any]:

@@ -1,0 +1,149 @@
+"""Charts drawn by the server as SVG (no script, no CDN): the pass rate of an app's
+evaluation runs over time, one line per model, the versions marked under their runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
+
+# Colour-blind-safe (Okabe-Ito), readable on white; a model keeps its colour in the legend.
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+WIDTH, HEIGHT = 760, 220
+LEFT, RIGHT, TOP, BOTTOM = 44, 16, 14, 44
+
+
+@dataclass(frozen=True)
+class Point:
+    run: int  # index of the run, oldest first
+    rate: float
+    label: str  # what the point's tooltip says
+
+
+def pass_rate_series(runs: list[Any]) -> tuple[list[str], dict[str, list[Point]], list[str]]:
+    """From runs (newest first, as listed): the x labels (oldest first: date and version),
+    one series per model (its columns' pass rate in each run it is in), and the version
+    of each run."""
+    ordered = list(reversed(runs))
+    series: dict[str, list[Point]] = {}
+    labels, marks = [], []
+    for index, run in enumerate(ordered):
+        matrix = run.matrix or {}
+        versions = sorted({c["version"] for c in matrix.get("columns", [])})
+        mark = ", ".join(("v" + v if v.isdigit() else v) if v else "" for v in versions).strip(", ")
+        marks.append(mark)
+        labels.append(f"{run.created_at:%d %b}")
+        for column in matrix.get("columns", []):
+            total = (matrix.get("totals") or {}).get(column["key"]) or {}
+            rate = total.get("pass_rate")
+            if rate is None:
+                continue
+            model = column["model"] or _("scripted")
+            name = model if not column["version"] else f"{model} @ {column['version']}"
+            tip = _("%(name)s, %(date)s: %(rate)s passed") % {
+                "name": name,
+                "date": f"{run.created_at:%Y-%m-%d %H:%M}",
+                "rate": f"{rate:.0%}",
+            }
+            series.setdefault(name, []).append(Point(index, float(rate), tip))
+    return labels, series, marks
+
+
+def pass_rate_svg(runs: list[Any]) -> SafeString:
+    """The pass rate over the runs (newest first as given; drawn oldest to newest)."""
+    labels, series, marks = pass_rate_series(runs)
+    title = _("Pass rate over evaluation runs")
+    if not labels:
+        return mark_safe("")  # noqa: S308 - nothing to draw
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    count = len(labels)
+
+    def x(i: int) -> float:
+        return LEFT + (plot_w * (i + 0.5) / count)
+
+    def y(rate: float) -> float:
+        return TOP + plot_h * (1 - rate)
+
+    parts = [
+        format_html(
+            '<svg class="chart" viewBox="0 0 {} {}" role="img" aria-labelledby="chart-title">'
+            '<title id="chart-title">{}</title>',
+            WIDTH,
+            HEIGHT,
+            title,
+        )
+    ]
+    for rate in (0, 0.25, 0.5, 0.75, 1):
+        parts.append(
+            format_html(
+                '<line class="grid" x1="{}" x2="{}" y1="{}" y2="{}"/>'
+                '<text class="axis" x="{}" y="{}" text-anchor="end">{}</text>',
+                LEFT,
+                WIDTH - RIGHT,
+                f"{y(rate):.1f}",
+                f"{y(rate):.1f}",
+                LEFT - 6,
+                f"{y(rate) + 4:.1f}",
+                f"{rate:.0%}",
+            )
+        )
+    step = max(1, count // 12)
+    for i, label in enumerate(labels):
+        if i % step and i != count - 1 and not marks[i]:
+            continue
+        parts.append(
+            format_html(
+                '<text class="axis" x="{}" y="{}" text-anchor="middle">{}</text>',
+                f"{x(i):.1f}",
+                HEIGHT - BOTTOM + 16,
+                label,
+            )
+        )
+        if marks[i]:
+            parts.append(
+                format_html(
+                    '<text class="version-mark" x="{}" y="{}" text-anchor="middle">{}</text>',
+                    f"{x(i):.1f}",
+                    HEIGHT - BOTTOM + 32,
+                    marks[i],
+                )
+            )
+    for n, (name, points) in enumerate(sorted(series.items())):
+        colour = PALETTE[n % len(PALETTE)]
+        coords = " ".join(f"{x(p.run):.1f},{y(p.rate):.1f}" for p in points)
+        if len(points) > 1:
+            parts.append(
+                format_html('<polyline class="series" points="{}" stroke="{}"/>', coords, colour)
+            )
+        for p in points:
+            parts.append(
+                format_html(
+                    '<circle class="point" cx="{}" cy="{}" r="4" fill="{}"><title>{}</title>'
+                    "</circle>",
+                    f"{x(p.run):.1f}",
+                    f"{y(p.rate):.1f}",
+                    colour,
+                    p.label,
+                )
+            )
+    parts.append(mark_safe("</svg>"))  # noqa: S308 - a constant
+    legend = [
+        format_html(
+            '<li><svg class="swatch" viewBox="0 0 10 10" aria-hidden="true">'
+            '<rect width="10" height="10" rx="2" fill="{}"/></svg>{}</li>',
+            PALETTE[n % len(PALETTE)],
+            escape(name),
+        )
+        for n, name in enumerate(sorted(series))
+    ]
+    parts.append(
+        format_html(
+            '<ul class="chart-legend" aria-label="{}">{}</ul>',
+            _("Models"),
+            mark_safe("".join(legend)),  # noqa: S308 - each item escaped above
+        )
+    )
+    return mark_safe("".join(parts))  # noqa: S308 - each part built by format_html

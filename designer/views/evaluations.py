@@ -1,0 +1,170 @@
+"""The Evaluations page of an app (issue 31): its evaluation runs as a history with a chart
+of the pass rate, each golden's last results as a strip of marks, a form to start an
+experiment (models x versions, repetitions, a pass threshold), and one run's matrix with the
+comparison of two of its columns and its exports."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+
+from agents import selectors
+from agents.models import JOB_ACTIVE, AgentApp, EvaluationRun
+from agents.services import ServiceError, evaluation, evaluation_runs, jobs, live_models, versions
+from agents.services.live_models import LiveNotAllowed
+from designer.charts import pass_rate_svg
+
+PAGE = "agents/app_evaluations.html"
+RUN_PAGE = "agents/evaluation_run.html"
+HISTORY_SHOWN = 30
+
+
+def _runs_context(app: AgentApp, access: Any, **extra: Any) -> dict[str, Any]:
+    runs = list(evaluation_runs.run_list(app).defer(None)[:HISTORY_SHOWN])
+    return {
+        "app": app,
+        "access": access,
+        "runs": runs,
+        "chart": pass_rate_svg(runs),
+        "strips": evaluation_runs.golden_strips(runs),
+        "active": any(r.status in JOB_ACTIVE for r in runs),
+        "models": live_models.model_names(),
+        "versions": list(versions.version_list(app)),
+        "max_repeat": evaluation_runs.max_repeat(),
+        "errors": {},
+        "typed": {"repeat": 1, "threshold": 100, "models": [], "versions": [""]},
+        **extra,
+    }
+
+
+@login_required
+@require_GET
+def app_evaluations(request: HttpRequest, app_id: int) -> HttpResponse:
+    app, access = selectors.app_for_user(request.user, app_id)
+    context = _runs_context(app, access)
+    if request.htmx:
+        return render(request, f"{PAGE}#runs-panel", context)
+    return render(request, PAGE, context)
+
+
+def _typed(request: HttpRequest) -> dict[str, Any]:
+    return {
+        "models": [m for m in request.POST.getlist("models") if m],
+        "versions": request.POST.getlist("versions") or [""],
+        "repeat": request.POST.get("repeat", "1"),
+        "threshold": request.POST.get("threshold", "100"),
+    }
+
+
+@login_required
+@require_POST
+def evaluation_start(request: HttpRequest, app_id: int) -> HttpResponse:
+    """Start an experiment: Run all across the chosen models and versions, repeated."""
+    app, access = selectors.app_for_user(request.user, app_id, edit=True)
+    typed = _typed(request)
+    errors: dict[str, list[str]] = {}
+    try:
+        repeat = int(typed["repeat"])
+    except ValueError:
+        repeat = 0
+    try:
+        threshold = float(typed["threshold"]) / 100
+    except ValueError:
+        threshold = -1.0
+    try:
+        job = evaluation.run_all_submit(
+            app=app,
+            actor=request.user,
+            models=typed["models"],
+            versions=[v or "current" for v in typed["versions"]],
+            repeat=repeat,
+            threshold=threshold,
+        )
+    except LiveNotAllowed as exc:
+        errors = {"models": [exc.localized()]}
+    except ServiceError as exc:
+        errors = exc.field_errors()
+    except jobs.JobLimitError as exc:
+        errors = {"__all__": [exc.localized()]}
+    if errors:
+        context = _runs_context(
+            app, access, errors=errors, typed=typed, general_errors=errors.get("__all__", [])
+        )
+        return render(request, PAGE, context, status=400)
+    run, _created = EvaluationRun.objects.get_or_create(
+        job=job, defaults=evaluation_runs.run_fields(job)
+    )
+    return redirect("evaluation-run", app.pk, run.pk)
+
+
+def _run(app: AgentApp, run_id: int) -> EvaluationRun:
+    try:
+        return evaluation_runs.run_for_app(app, run_id)
+    except EvaluationRun.DoesNotExist:
+        raise Http404(_("No such evaluation run for this app.")) from None
+
+
+@login_required
+@require_GET
+def evaluation_run(request: HttpRequest, app_id: int, run_id: int) -> HttpResponse:
+    """One run: its matrix (goldens x columns), the totals, and a comparison of two
+    columns (`a`, `b`)."""
+    app, access = selectors.app_for_user(request.user, app_id)
+    run = _run(app, run_id)
+    matrix = run.matrix or {}
+    columns = matrix.get("columns") or []
+    keys = [c["key"] for c in columns]
+    a = request.GET.get("a") or (keys[0] if keys else "")
+    b = request.GET.get("b") or (keys[1] if len(keys) > 1 else "")
+    changed, compare_error = [], ""
+    if a and b and a != b:
+        try:
+            changed = evaluation_runs.compare(matrix, a, b)
+        except ServiceError as exc:
+            compare_error = exc.localized()
+    job = run.job
+    context = {
+        "app": app,
+        "access": access,
+        "run": run,
+        "job": job,
+        "active": run.status in JOB_ACTIVE,
+        "progress": (job.progress_done, job.progress_total) if job else (0, 0),
+        "columns": columns,
+        "rows": [
+            {**row, "line": [row["cells"].get(k) for k in keys]} for row in matrix.get("rows", [])
+        ],
+        "totals": [(matrix.get("totals") or {}).get(k) for k in keys],
+        "a": a,
+        "b": b,
+        "changed": changed,
+        "compare_error": compare_error,
+    }
+    if request.htmx:
+        return render(request, f"{RUN_PAGE}#run-panel", context)
+    return render(request, RUN_PAGE, context)
+
+
+@login_required
+@require_GET
+def evaluation_run_export(request: HttpRequest, app_id: int, run_id: int) -> HttpResponse:
+    """The run's matrix as CSV (``?format=csv``, the default) or JSON."""
+    app, _access = selectors.app_for_user(request.user, app_id)
+    run = _run(app, run_id)
+    if request.GET.get("format") == "json":
+        body = json.dumps(evaluation_runs.run_data(run), default=str, indent=2)
+        response = HttpResponse(body, content_type="application/json")
+        name = f"evaluation-run-{run.pk}.json"
+    else:
+        response = HttpResponse(
+            evaluation_runs.matrix_csv(run.matrix), content_type="text/csv; charset=utf-8"
+        )
+        name = f"evaluation-run-{run.pk}.csv"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response

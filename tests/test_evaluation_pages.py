@@ -1,0 +1,99 @@
+"""The Evaluations page and a run's matrix (issue 31), through the real URL conf."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from agents import services
+from agents.models import EvaluationRun
+from agents.services import evaluation
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def client_for():
+    def make(user) -> Client:
+        client = Client()
+        client.force_login(user)
+        return client
+
+    return make
+
+
+def _runs(bank, user, run_jobs, count: int = 2) -> list[EvaluationRun]:
+    for _ in range(count):
+        evaluation.run_all_submit(app=bank, actor=user, repeat=2)
+        run_jobs()
+    return list(EvaluationRun.objects.filter(app=bank))
+
+
+def test_the_history_draws_the_pass_rate_chart_and_each_goldens_strip(
+    bank, user, run_jobs, client_for
+):
+    runs = _runs(bank, user, run_jobs)
+    page = client_for(user).get(reverse("app-evaluations", args=[bank.pk]))
+    text = page.content.decode()
+    assert page.status_code == 200
+    assert '<svg class="chart"' in text and text.count('<circle class="point"') == len(runs)
+    assert "<polyline" in text  # two runs: a line between them
+    golden = bank.agents.get().scenarios.first().name
+    assert golden in text and text.count("mark mark-passed") >= len(runs)
+    assert reverse("evaluation-run", args=[bank.pk, runs[0].pk]) in text
+
+
+def test_a_runs_page_shows_its_matrix_and_exports_it(bank, user, run_jobs, client_for):
+    (run,) = _runs(bank, user, run_jobs, 1)
+    client = client_for(user)
+    page = client.get(reverse("evaluation-run", args=[bank.pk, run.pk])).content.decode()
+    assert 'class="table matrix-table"' in page and "offline@current" not in page
+    assert page.count('class="mark mark-passed"') >= 2  # two repetitions of a golden
+    csv = client.get(reverse("evaluation-run-export", args=[bank.pk, run.pk]), {"format": "csv"})
+    assert csv["Content-Type"].startswith("text/csv") and b"golden,agent,scenario" in csv.content
+    data = client.get(reverse("evaluation-run-export", args=[bank.pk, run.pk]), {"format": "json"})
+    assert data.json()["repeat"] == 2
+
+
+def test_an_experiment_with_a_wrong_repeat_names_the_field_and_keeps_the_form(
+    bank, user, client_for, settings
+):
+    settings.EVALUATION_MAX_REPEAT = 4
+    page = client_for(user).post(
+        reverse("evaluation-start", args=[bank.pk]), {"repeat": "9", "threshold": "80"}
+    )
+    text = page.content.decode()
+    assert page.status_code == 400 and "repeat must be a whole number from 1 to 4" in text
+    assert 'value="9"' in text and 'value="80"' in text  # what was typed is kept
+    assert not EvaluationRun.objects.exists()
+
+
+def test_an_experiment_starts_and_opens_its_run(bank, user, client_for):
+    response = client_for(user).post(
+        reverse("evaluation-start", args=[bank.pk]),
+        {"repeat": "3", "threshold": "100", "versions": [""]},
+    )
+    run = EvaluationRun.objects.get(app=bank)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("evaluation-run", args=[bank.pk, run.pk])
+    assert run.repeat == 3 and run.status == "queued"
+
+
+def test_a_viewer_reads_the_history_but_cannot_start_one(
+    bank, user, other_user, run_jobs, client_for
+):
+    _runs(bank, user, run_jobs, 1)
+    services.app_share(app=bank, user=other_user, role="viewer", actor=user)
+    viewer = client_for(other_user)
+    page = viewer.get(reverse("app-evaluations", args=[bank.pk])).content.decode()
+    assert '<svg class="chart"' in page and "New experiment" not in page
+    refused = viewer.post(reverse("evaluation-start", args=[bank.pk]), {"repeat": "1"})
+    assert refused.status_code in (403, 404)
+
+
+def test_a_stranger_reads_404(bank, user, other_user, run_jobs, client_for):
+    (run,) = _runs(bank, user, run_jobs, 1)
+    stranger = client_for(other_user)
+    assert stranger.get(reverse("evaluation-run", args=[bank.pk, run.pk])).status_code == 404
+    assert stranger.get(reverse("app-evaluations", args=[bank.pk])).status_code == 404
