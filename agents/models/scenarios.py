@@ -124,6 +124,18 @@ class Scenario(TimestampedModel):
         help_text=_("What a CX import kept verbatim (CX fields Statecraft does not edit)."),
         verbose_name=_("cx"),
     )
+    # The recording Replay and `evaluate --replay` use (services.live_pins): None = the
+    # latest successful live run. A pinned run that is deleted unpins (SET_NULL).
+    pinned_run = models.ForeignKey(
+        "agents.LiveRun",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="+",
+        help_text=_("The live run replays use; empty: the latest successful one."),
+        verbose_name=_("pinned recording"),
+    )
 
     class Meta:
         verbose_name = _("scenario")
