@@ -30,7 +30,7 @@ Fingerprints and drift
 instruction, contents, tools; not the call's index). ``request_changes(old, new)`` says
 in words what differs between two requests (the first difference of the system
 instruction, of each tool's declaration and of the history, each with its field path —
-``contents[3].parts[0].text › state.sm.pending.guest_name`` — and the two values around
+``contents[3].parts[0].text > state.sm.pending.guest_name`` — and the two values around
 it: ``agents.core.request_diff``; tools added/removed) — the replay's drift report.
 """
 
@@ -39,14 +39,13 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents.core.diagnostics import Message, message_data, message_from_data
-from agents.core.request_diff import first_difference
+from agents.core.request_diff import first_difference, prefix_length
 from agents.core.spec import AgentSpec, AppSpec, ToolKind, ToolSpec
 
 __all__ = [
@@ -405,7 +404,7 @@ def request_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]
     after = str(new.get("system_instruction") or "")
     found = first_difference(before, after, "system_instruction")
     if found is not None:
-        line = before[: len(os.path.commonprefix([before, after]))].count("\n") + 1
+        line = before[: prefix_length(before, after)].count("\n") + 1
         changes.append(
             Message(
                 "%(path)s, instructions line %(line)s: %(before)s → %(after)s",

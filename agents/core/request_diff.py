@@ -9,18 +9,17 @@ on each side, ``…`` where it is cut), ``None`` for a side that has nothing the
 
 A ``<state_update>name: value</state_update>`` block of a text (how the runtime shows the
 model a variable) whose value is JSON is read as the state: the path goes on into it
-(``contents[3].parts[0].text › state.sm.pending.guest_name``), so a drift in a large state
+(``contents[3].parts[0].text > state.sm.pending.guest_name``), so a drift in a large state
 object names the key that changed, not the first 100 characters they share.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Difference", "first_difference"]
+__all__ = ["Difference", "first_difference", "prefix_length"]
 
 WINDOW_CHARS = 40
 VALUE_CHARS = 120
@@ -65,14 +64,22 @@ def _state_value(block: str) -> tuple[str, Any] | None:
         return None
 
 
+def prefix_length(a: str, b: str) -> int:
+    """How many characters `a` and `b` share from their start."""
+    for index, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return index
+    return min(len(a), len(b))
+
+
 def _text_difference(old: str, new: str, path: str) -> Difference:
-    at = len(os.path.commonprefix([old, new]))
+    at = prefix_length(old, new)
     old_block, new_block = _state_block(old, at), _state_block(new, at)
     if old_block and new_block and old_block[0] == new_block[0]:
         before = _state_value(old[old_block[0] : old_block[1]])
         after = _state_value(new[new_block[0] : new_block[1]])
         if before and after and before[0] == after[0] and before[1] != after[1]:
-            inner = first_difference(before[1], after[1], f"{path} › state.{before[0]}")
+            inner = first_difference(before[1], after[1], f"{path} > state.{before[0]}")
             if inner is not None:
                 return inner
     return Difference(path, _around(old, at), _around(new, at))

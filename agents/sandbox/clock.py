@@ -16,8 +16,9 @@ def freeze_clock(sandbox, now):
     ``datetime.date.today()``, ``datetime.datetime.now()``/``today()``/``utcnow()``,
     ``time.time()``/``time_ns()``, ``time.localtime()``/``gmtime()``/``ctime()``/
     ``asctime()``/``strftime(format)`` without a time, and the interval clocks
-    (``monotonic``, ``perf_counter``, ``process_time``, ``thread_time`` and their ``_ns``). Only the call process's module proxies change (it is a
-    fork of its own), so the host and other calls keep the real clock. The clock stands
+    (``monotonic``, ``perf_counter``, ``process_time``, ``thread_time`` and their
+    ``_ns``). Only the call process's module proxies change (it is a fork of its own),
+    so the host and other calls keep the real clock. The clock stands
     still during the call: the simulation is deterministic."""
     import datetime as real
 
