@@ -77,6 +77,7 @@ __all__ = [
     "TASK_ID_MAX_LENGTH",
     "TOKEN_BUDGET_MAX",
     "TOOL_KIND_MAX_LENGTH",
+    "TOOL_NAME_MAX_LENGTH",
     "URL_MAX_LENGTH",
     "USERNAME_MAX_LENGTH",
     "VARIABLE_TYPE_MAX_LENGTH",
@@ -105,7 +106,10 @@ CODES: dict[str, str] = codes.section("rules")
 # and the API's serializers' max_length/max_value, the native format's JSON Schema
 # (maxLength/maximum, built from these) and the checks below all read them from here.
 
-NAME_MAX_LENGTH = 64  # variables, schemas, tools
+NAME_MAX_LENGTH = 64  # variables, schemas
+# Tools: CX names a toolset's operation `<toolset>_<operationId>` (70 characters and more in
+# published apps: code calls `tools.<name>`, instructions `{@TOOL: name}`); kept whole.
+TOOL_NAME_MAX_LENGTH = 200
 APP_NAME_MAX_LENGTH = 200
 DISPLAY_NAME_MAX_LENGTH = 200  # agents
 SCENARIO_NAME_MAX_LENGTH = 200
@@ -198,14 +202,20 @@ def _error(code: str, field: str, message: str, subject: str | None = None) -> D
     return Diagnostic(code, E, message, field=field, subject=subject)
 
 
-def name_problems(name: str, field: str = "name", subject: str | None = None) -> list[Diagnostic]:
-    """A variable, schema or tool name: required, at most 64 characters, an identifier."""
+def name_problems(
+    name: str,
+    field: str = "name",
+    subject: str | None = None,
+    max_length: int = NAME_MAX_LENGTH,
+) -> list[Diagnostic]:
+    """A variable, schema or tool name: required, at most `max_length` characters (64; a
+    tool's ``TOOL_NAME_MAX_LENGTH``), an identifier."""
     if not name:
         return [_error("SC003", field, Message("Name is required."), subject)]
-    if len(name) > NAME_MAX_LENGTH:
+    if len(name) > max_length:
         message = Message(
             "Name is too long: at most %(name_max_length)s characters.",
-            name_max_length=NAME_MAX_LENGTH,
+            name_max_length=max_length,
         )
         return [_error("SC003", field, message, subject)]
     if not _NAME_RE.fullmatch(name):
@@ -540,7 +550,9 @@ def _check_tools(app: AppSpec) -> Iterable[Diagnostic]:
         )
     for tool in app.tools:
         base = f"tools.{tool.name}"
-        yield from _at(name_problems(tool.name), f"{base}.name", tool.name)
+        yield from _at(
+            name_problems(tool.name, max_length=TOOL_NAME_MAX_LENGTH), f"{base}.name", tool.name
+        )
         if tool.kind is ToolKind.PYTHON:
             yield from _at(
                 python_problems(tool.python_code, "python_code"),

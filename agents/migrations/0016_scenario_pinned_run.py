@@ -21,4 +21,14 @@ class Migration(migrations.Migration):
             name='pinned_run',
             field=models.ForeignKey(blank=True, editable=False, help_text='The live run replays use; empty: the latest successful one.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='agents.liverun', verbose_name='pinned recording'),
         ),
+        migrations.AlterField(
+            model_name='scenariostep',
+            name='tool',
+            field=models.CharField(blank=True, help_text="Tool call: the tool's name.", max_length=200, verbose_name='tool'),
+        ),
+        migrations.AlterField(
+            model_name='tool',
+            name='name',
+            field=models.CharField(max_length=200, verbose_name='name'),
+        ),
     ]
