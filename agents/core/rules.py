@@ -43,6 +43,7 @@ __all__ = [
     "CODES",
     "DISPLAY_NAME_MAX_LENGTH",
     "ENDPOINT_KIND_MAX_LENGTH",
+    "END_SESSION",
     "EXPECTATION_NOTE_MAX_LENGTH",
     "JOB_CURRENT_MAX_LENGTH",
     "JOB_ITEM_KEY_MAX_LENGTH",
@@ -167,6 +168,7 @@ CHANNELS = ("web", "api", "telephony")
 # name in an agent's tools (cxas-scrapi's linter: LintContext.platform_tools). Their
 # description and the arguments CX's runtime passes (callback_libs.Part.from_end_session,
 # from_customized_response).
+END_SESSION = "end_session"  # the platform tool that ends the conversation
 PLATFORM_TOOLS: Mapping[str, str] = {
     "end_session": (
         "Ends the session (CX platform tool). Arguments: reason (text), session_escalated "
