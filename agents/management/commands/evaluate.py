@@ -10,7 +10,7 @@ the CX evaluations of the scenario kind with a simulated user (``--judge`` for r
 Exit status: 0 when no expectation failed (those that need a model do not fail a run),
 1 when one failed, 2 when an APP names no app (or --model no configured model), 3 when
 none failed but a time limit stopped a scenario (``STOP``: not judged; docs/benchmarks).
-``--replay`` replays each scenario's latest live recording offline instead (no model,
+``--replay`` replays each scenario's pinned recording offline instead (no model,
 milliseconds: the CI way, docs/designer/replay.md); a request that drifted from its
 recording fails the run like a failed expectation (exit 1), a scenario never recorded is
 listed and does not.
@@ -173,8 +173,9 @@ class Command(LocalizedCommand):
         parser.add_argument(
             "--replay",
             action="store_true",
-            help="replay each scenario's latest live recording offline (no model): fails "
-            "on a failed expectation or when a request drifted from the recording",
+            help="replay each scenario's pinned recording offline (no model; the pinned live "
+            "run, else the latest successful one): fails on a failed expectation or when a "
+            "request drifted from the recording",
         )
         parser.add_argument(
             "--judge",
