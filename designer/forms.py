@@ -213,11 +213,11 @@ def _first_field(
     )
 
 
-def _name_field(*, placeholder: str) -> forms.CharField:
+def _name_field(*, placeholder: str, max_length: int = rules.NAME_MAX_LENGTH) -> forms.CharField:
     """The name of a variable or tool: an identifier."""
     return _first_field(
         _("Name"),
-        max_length=rules.NAME_MAX_LENGTH,
+        max_length=max_length,
         attrs={"class": "mono", "placeholder": placeholder},
     )
 
@@ -491,7 +491,7 @@ class ToolForm(InstanceForm):
     """A tool shown from its instance (`ToolForm(instance=tool, app=app)`), its JSON fields
     indented; `line` and `column` open its code there (a problem's "line 3:5")."""
 
-    name = _name_field(placeholder="LookupBalance")
+    name = _name_field(placeholder="LookupBalance", max_length=rules.TOOL_NAME_MAX_LENGTH)
     kind = forms.ChoiceField(
         choices=ToolKind.choices,
         initial=ToolKind.PYTHON,

@@ -88,6 +88,11 @@ app_patterns = [
         views.live_run_golden,
         name="live-run-golden",
     ),
+    path(
+        "agents/<int:agent_id>/scenarios/<int:scenario_id>/pin",
+        views.scenario_pin,
+        name="scenario-pin",
+    ),
     path("agents/<int:agent_id>/callbacks/new", views.callback_new, name="callback-new"),
     path(
         "agents/<int:agent_id>/callbacks/<int:callback_id>/edit",

@@ -296,7 +296,7 @@ def test_a_replay_groups_identical_drift_and_names_the_run_it_replayed(
     drift = html[start : html.index("</ul>", start)]
     # One line for the one change (four lines before, one a call).
     assert drift.count("<li>") == 1
-    assert "calls 1\u20134 (turns 0\u20133): <code>instructions line 1" in drift
+    assert "calls 1\u20134 (turns 0\u20133): <code>system_instruction, instructions line 1" in drift
     from django.utils import formats
 
     when = formats.date_format(recorded.created_at, "SHORT_DATETIME_FORMAT")

@@ -629,7 +629,7 @@ def test_a_live_goldens_verdicts_and_a_replays_drift_read_in_the_language(
     replay = client.get(queued["Location"], HTTP_ACCEPT_LANGUAGE="fr").json()["result"]
     (drift,) = replay["drift"]
     assert drift["call"] == 0
-    assert drift["changes"][0].startswith("instructions ligne 4 : "), drift
+    assert drift["changes"][0].startswith("system_instruction, instructions ligne 4 : "), drift
     (verdict,) = [r for r in replay["results"] if r["kind"] == "call"]
     assert verdict["message"] == "Le modèle n'a pas appelé LookupBalance au tour 0."
 

@@ -40,6 +40,7 @@ from agents.services import exchange
 # The schema's bounds, by path in NATIVE_SCHEMA, and the constant of the rule set each is.
 SCHEMA_LIMITS = {
     ("$defs", "name", "maxLength"): rules.NAME_MAX_LENGTH,
+    ("$defs", "toolName", "maxLength"): rules.TOOL_NAME_MAX_LENGTH,
     ("$defs", "app", "properties", "name", "maxLength"): rules.APP_NAME_MAX_LENGTH,
     ("$defs", "agent", "properties", "name", "maxLength"): rules.DISPLAY_NAME_MAX_LENGTH,
     ("$defs", "agent", "properties", "children", "items", "maxLength"): (
@@ -70,7 +71,7 @@ COLUMNS = [
     (AgentApp, "name", io.AppIn, rules.APP_NAME_MAX_LENGTH),
     (Variable, "name", None, rules.NAME_MAX_LENGTH),
     (Schema, "name", None, rules.NAME_MAX_LENGTH),
-    (Tool, "name", None, rules.NAME_MAX_LENGTH),
+    (Tool, "name", None, rules.TOOL_NAME_MAX_LENGTH),
     (Tool, "mcp_url", io.ToolIn, rules.URL_MAX_LENGTH),
     (Agent, "display_name", io.AgentIn, rules.DISPLAY_NAME_MAX_LENGTH),
     (Scenario, "name", io.ScenarioIn, rules.SCENARIO_NAME_MAX_LENGTH),
@@ -80,7 +81,7 @@ COLUMNS = [
     (Scenario, "location", io.ScenarioIn, rules.LOCATION_MAX_LENGTH),
     (Scenario, "now", io.ScenarioIn, rules.NOW_MAX_LENGTH),
     (ScenarioStep, "event", None, rules.STEP_EVENT_MAX_LENGTH),
-    (ScenarioStep, "tool", None, rules.NAME_MAX_LENGTH),
+    (ScenarioStep, "tool", None, rules.TOOL_NAME_MAX_LENGTH),
     # The columns around an app: choices, who did it, jobs and live runs.
     (Variable, "type", None, rules.VARIABLE_TYPE_MAX_LENGTH),
     (Variable, "item_type", None, rules.VARIABLE_TYPE_MAX_LENGTH),
@@ -113,6 +114,7 @@ COLUMNS = [
     (LiveRun, "status", None, rules.RESULT_STATUS_MAX_LENGTH),
     (LiveRun, "error", None, rules.MODEL_ERROR_MAX_LENGTH),
     (LiveRun, "ran_by_name", None, rules.USERNAME_MAX_LENGTH),
+    (LiveRun, "now", None, rules.NOW_MAX_LENGTH),
 ]
 
 MODELS_DIR = Path(agents.models.__file__).resolve().parent

@@ -219,6 +219,12 @@ def test_the_designer_runs_live_shows_cost_and_replays_without_drift(
     drifted = live_job(signed_in, run_jobs, app, agent, {"scenario": scenario.pk, "replay": run.pk})
     text = drifted.content.decode()
     assert "drift at call 1" in text and "instructions line 3" in text
+    # The call where it drifted is marked in the timeline, with the field path and values.
+    marked = text[text.index('id="first-drift"') :]
+    marked = marked[: marked.index("</li>")]
+    assert "drift-mark" in marked and "model call 1:" in marked
+    assert "system_instruction, instructions line 3:" in marked and "Please" in marked
+    assert text.count('class="event event-') > text.count(" drifted")  # not every event
 
 
 def test_the_designer_saves_a_live_run_as_a_golden(

@@ -331,3 +331,96 @@ def test_record_then_replay_of_code_that_draws_from_random_reports_no_drift(
     replay = replay_live(run=live.run)
     assert replay.drift == []
     assert replay.result.final_state["ack"] == live.result.final_state["ack"]
+
+
+# --------------------------------------------------------------------------- 5. pins
+
+
+def test_a_pinned_recording_is_what_every_replay_uses_and_a_failed_run_moves_nothing(
+    server,
+    monkeypatch,
+    bank_app,
+    client,
+):
+    """Two good live runs: by default the latest is the recording. The designer pins the
+    first through the API: ``evaluate --replay`` and the designer's Replay use it and say
+    so; a failed run after it moves nothing, and cannot itself be pinned (400 naming the
+    field); the designer's Pin control unpins."""
+    configure_models(monkeypatch, {"loop": {"server": server}})
+    app, agent, scenario = bank_app
+    server.script(openai_call("LookupBalance", {}), openai_text("Your balance is 1,250 EUR."))
+    first = run_live(app=app, agent=agent, scenario=scenario, model="loop").run
+    server.script(openai_call("LookupBalance", {}), openai_text("Your balance is 1,250 EUR."))
+    second = run_live(app=app, agent=agent, scenario=scenario, model="loop").run
+    client.force_login(app.owner)
+    url = f"/api/apps/{app.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/recording"
+    body = client.get(url).json()
+    assert body["recording"]["id"] == second.pk and body["pinned"] is False
+    assert [r["id"] for r in body["runs"]] == [second.pk, first.pk]
+    assert body["runs"][0]["model"] == "loop" and body["runs"][0]["status"] == "passed"
+    answer = client.put(url, {"pinned_run": first.pk}, content_type="application/json")
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["recording"]["id"] == first.pk and answer.json()["pinned"] is True
+    scenario_url = f"/api/apps/{app.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/"
+    assert client.get(scenario_url).json()["pinned_run"] == first.pk
+    # A failed run later (a wrong key): the pin stays, and the failed run cannot be pinned.
+    server.script(openai_error(401, "Incorrect API key provided"))
+    bad = run_live(app=app, agent=agent, scenario=scenario, model="loop").run
+    assert bad.error == "auth"
+    refused = client.put(url, {"pinned_run": bad.pk}, content_type="application/json")
+    assert refused.status_code == 400
+    problem = refused.json()["diagnostics"][0]
+    assert problem["field"] == "pinned_run" and "auth" in problem["message"]
+    seen = len(server.seen)
+    out = io.StringIO()
+    call_command("evaluate", str(app.pk), "--replay", stdout=out)
+    text = out.getvalue()
+    assert f"(replay of live run {first.pk} (loop, " in text and ", pinned):" in text, text
+    assert len(server.seen) == seen
+    # The designer: Replay targets the pinned run, the list offers the runs (the failed
+    # one disabled), and its Pin control unpins (the latest successful one again).
+    simulate = f"/apps/{app.pk}/agents/{agent.pk}/simulate"
+    html = client.get(simulate, {"scenario": scenario.pk}, headers={"HX-Request": "true"})
+    html = html.content.decode()
+    assert f'"replay": "{first.pk}"' in html and f"replays live run {first.pk}" in html
+    assert f'<option value="{first.pk}" selected>' in html
+    assert f'<option value="{bad.pk}" disabled>' in html
+    pin = f"/apps/{app.pk}/agents/{agent.pk}/scenarios/{scenario.pk}/pin"
+    page = client.post(pin, {"pinned_run": ""}, headers={"HX-Request": "true"})
+    assert page.status_code == 200
+    assert f'"replay": "{second.pk}"' in page.content.decode()
+    scenario.refresh_from_db()
+    assert scenario.pinned_run is None
+
+
+def test_a_replay_reads_the_clock_its_live_run_read(server, models_env, user):
+    """A scenario without a clock: the live run records the moment it ran with, and its
+    replay gives the code that moment (no drift although the real clock moved on)."""
+    from agents.services.live_replays import replay_live
+
+    models_env()
+    code = (
+        "import datetime\n"
+        "import uuid\n\n\n"
+        "def Stamp(topic: str = 'any') -> dict:\n"
+        "    now = datetime.datetime.now().isoformat()\n"
+        "    context.state['stamp'] = now\n"
+        "    return {'at': now, 'id': str(uuid.uuid4())}\n"
+    )
+    app = services.app_create(owner=user, name="Clock")
+    services.variable_create(app=app, name="stamp", type="text")
+    tool = services.tool_create(app=app, name="Stamp", kind="python", python_code=code)
+    root = services.agent_update(agent=app.agents.get(is_root=True), tools=[tool])
+    scenario = services.scenario_save(
+        agent=root, name="Stamp", steps_script="user: Hi\nexpect call: Stamp\n"
+    )
+    assert scenario.now == ""
+    server.script(openai_call("Stamp", {"topic": "x"}), openai_text("Done."))
+    live = run_live(app=app, agent=root, scenario=scenario, model="loop")
+    assert live.run.now and live.result.final_state["stamp"] == live.run.now[:19]
+    LiveRun.objects.filter(pk=live.run.pk).update(now="2020-01-02T03:04:05+00:00")
+    live.run.refresh_from_db()
+    replay = replay_live(run=live.run)
+    # The recorded moment is what the replay's code read (here one set in the past).
+    assert replay.result.final_state["stamp"] == "2020-01-02T03:04:05"
+    assert replay.run.now == "2020-01-02T03:04:05+00:00"

@@ -360,8 +360,10 @@ def test_record_replay_then_an_instruction_change_drifts_at_the_right_call(
     app.refresh_from_db()
     drifted = replay_live(run=live.run)
     assert [d["call"] for d in drifted.drift] == [0, 1]
-    assert drifted.drift[0]["changes"][0].startswith("instructions line 3:")
-    assert "Never hide" in drifted.drift[0]["changes"][0]
+    change = drifted.drift[0]["changes"][0]
+    # The field path, the line, and the two values around the first differing character.
+    assert change.startswith("system_instruction, instructions line 3: ")
+    assert "'…" in change and "Always share" in change and "Never hide" in change
 
 
 def test_drift_in_the_history_names_the_second_call(server, models_env, bank_app, user):
@@ -376,7 +378,10 @@ def test_drift_in_the_history_names_the_second_call(server, models_env, bank_app
     app.refresh_from_db()
     drifted = replay_live(run=live.run)
     assert [d["call"] for d in drifted.drift] == [1]
-    assert any("history content" in c for c in drifted.drift[0]["changes"])
+    change = next(c for c in drifted.drift[0]["changes"] if "history content" in c)
+    # Named by its path, with the two values around the difference (1250 → 990).
+    assert change.startswith("history content 3, contents[2].parts[0].function_response")
+    assert "1250" in change and "990" in change, change
 
 
 def test_save_as_golden_turns_a_live_run_into_a_scenario_that_replays(

@@ -29,8 +29,8 @@ from agents.api.base import (
 from agents.api.throttles import SimulateThrottle, with_default_throttles
 from agents.core import rules
 from agents.core.diagnostics import Message
-from agents.models import LiveRun
-from agents.services import live_goldens, live_jobs, live_models
+from agents.models import LiveRun, Scenario
+from agents.services import live_goldens, live_jobs, live_models, live_pins
 from agents.services.common import ServiceError, error
 from agents.services.live_replays import recording_of
 
@@ -137,6 +137,90 @@ class LiveRunGoldenView(LiveRunView):
         scenario = live_goldens.live_run_save_golden(run=run, actor=request.user, name=data["name"])
         scenario = scenario_queryset().get(pk=scenario.pk)
         return Response(self.output(io.ScenarioOut, scenario), status=status.HTTP_201_CREATED)
+
+
+class RecordingRunOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    model = serializers.CharField(source="model_name")
+    created_at = serializers.DateTimeField()
+    status = serializers.CharField(help_text=_("The verdict: passed, failed, needs_model, none."))
+    error = serializers.CharField(help_text=_("The model error that ended the run; empty: none."))
+
+
+class PinIn(serializers.Serializer):
+    pinned_run = serializers.IntegerField(
+        allow_null=True,
+        min_value=1,
+        help_text=_(
+            "The live run of this scenario its replays use (one that ended without a model "
+            "error); null unpins: the latest successful live run."
+        ),
+    )
+
+
+class RecordingOut(serializers.Serializer):
+    pinned_run = serializers.IntegerField(
+        allow_null=True, help_text=_("The run the designer pinned; null: none pinned.")
+    )
+    recording = RecordingRunOut(
+        allow_null=True,
+        help_text=_(
+            "The run Replay, Run all with replay and evaluate --replay use: the pinned one, "
+            "else the latest successful live run; null: none."
+        ),
+    )
+    pinned = serializers.BooleanField(help_text=_("Whether `recording` is pinned."))
+    runs = RecordingRunOut(many=True, help_text=_("The scenario's live runs, newest first."))
+
+
+class ScenarioRecordingView(ApiView):
+    """The recording a scenario's replays use, and its pin."""
+
+    queryset = LiveRun.objects.none()
+
+    def load_scenario(self, *, edit: bool = False) -> Scenario:
+        app = self.load_app(edit=edit)
+        agent = self.load_agent(app)
+        return get_object_or_404(Scenario, agent=agent, pk=self.kwargs["scenario_id"])
+
+    def body(self, scenario: Scenario) -> dict[str, Any]:
+        chosen = live_pins.pinned_recording(scenario)
+        runs = live_pins.scenario_recordings(scenario)
+        return {
+            "pinned_run": scenario.pinned_run_id,
+            "recording": RecordingRunOut(chosen.run).data if chosen else None,
+            "pinned": bool(chosen and chosen.pinned),
+            "runs": RecordingRunOut(runs, many=True).data,
+        }
+
+    @extend_schema(
+        description=_(
+            "The recording the scenario's replays use (the pinned live run, else the latest "
+            "successful one) and its live runs to pin from."
+        ),
+        tags=["actions"],
+        operation_id="apps_agents_scenarios_recording",
+        responses={200: RecordingOut, **READ_ERRORS},
+    )
+    def get(self, request: Request, app_id: int, agent_id: int, scenario_id: int) -> Response:
+        return Response(self.body(self.load_scenario()))
+
+    @extend_schema(
+        description=_(
+            "Pin a live run of the scenario as the recording its replays use (a failed run "
+            "cannot be pinned); null unpins. Editors only."
+        ),
+        tags=["actions"],
+        operation_id="apps_agents_scenarios_recording_pin",
+        summary=_("Pin the recording the scenario's replays use"),
+        request=PinIn,
+        responses={200: RecordingOut, **ERRORS},
+    )
+    def put(self, request: Request, app_id: int, agent_id: int, scenario_id: int) -> Response:
+        scenario = self.load_scenario(edit=True)
+        data = self.valid(PinIn)
+        live_pins.scenario_pin_run(scenario=scenario, run=data["pinned_run"], actor=request.user)
+        return Response(self.body(scenario))
 
 
 class AppModelView(ApiView):

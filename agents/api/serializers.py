@@ -475,6 +475,7 @@ class ScenarioOut(serializers.ModelSerializer):
             "now",
             "token_budget",
             "use_mocks",
+            "pinned_run",
             "version",
             "created_at",
             "updated_at",

@@ -59,6 +59,11 @@ urlpatterns = [
     path(agent + "compile", actions.AgentCompileView.as_view(), name="agent-compile"),
     path(scenario + "simulate", actions.ScenarioSimulateView.as_view(), name="scenario-simulate"),
     path(scenario + "evaluate", actions.ScenarioEvaluateView.as_view(), name="scenario-evaluate"),
+    path(
+        scenario + "recording",
+        live_views.ScenarioRecordingView.as_view(),
+        name="scenario-recording",
+    ),
     *router.urls,
     path("models", live_views.ModelListView.as_view(), name="model-list"),
     path(app + "model", live_views.AppModelView.as_view(), name="app-model"),

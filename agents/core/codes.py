@@ -148,6 +148,7 @@ SECTIONS: dict[str, dict[str, str]] = {
         "SC420": "A before_model callback answered with text: the turn's later scripted answers are not used (ADK's turn ends with that answer).",
         "SC421": "A live model call failed (auth, quota, timeout, refused content, malformed arguments, a cap…): the turn ends.",
         "SC422": "A scripted call names a tool a before_model callback hid from the model for that call: it runs offline (ADK's tool table keeps it), but a live model would not be offered it.",
+        "SC423": "CX's end_session ran: the conversation ends there (no further model call; the turn's later scripted answers and the later turns are not run).",
     },
     "http": {
         "SC430": "An OpenAPI tool has no usable operation: the request cannot be shown.",

@@ -28,8 +28,10 @@ Fingerprints and drift
 ----------------------
 ``fingerprint(request)`` is the SHA-256 of the request's canonical JSON (system
 instruction, contents, tools; not the call's index). ``request_changes(old, new)`` says
-in words what differs between two requests (the first differing instruction line, tools
-added/removed/changed, the first differing history content) — the replay's drift report.
+in words what differs between two requests (the first difference of the system
+instruction, of each tool's declaration and of the history, each with its field path —
+``contents[3].parts[0].text > state.sm.pending.guest_name`` — and the two values around
+it: ``agents.core.request_diff``; tools added/removed) — the replay's drift report.
 """
 
 from __future__ import annotations
@@ -37,12 +39,13 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents.core.diagnostics import Message, message_data, message_from_data
+from agents.core.request_diff import first_difference, prefix_length
 from agents.core.spec import AgentSpec, AppSpec, ToolKind, ToolSpec
 
 __all__ = [
@@ -377,15 +380,17 @@ def fingerprint(request: ModelRequest | Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical(data).encode("utf-8")).hexdigest()
 
 
-def _short(text: str, limit: int = 100) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 _NONE = Message("(none)")  # no line, no content: one side of a change
 
 
+def _side(value: str | None) -> Any:
+    return _NONE if value is None else repr(value)
+
+
 def request_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """What differs between two requests (as ``ModelRequest.as_json``), in words."""
+    """What differs between two requests (as ``ModelRequest.as_json``), in words: each
+    part's first difference with its field path and the two values around it
+    (``agents.core.request_diff``)."""
     changes: list[str] = []
     if old.get("agent") != new.get("agent"):
         changes.append(
@@ -395,44 +400,54 @@ def request_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]
                 after=repr(new.get("agent")),
             )
         )
-    before = str(old.get("system_instruction") or "").splitlines()
-    after = str(new.get("system_instruction") or "").splitlines()
-    if before != after:
-        for number in range(max(len(before), len(after))):
-            a = before[number] if number < len(before) else None
-            b = after[number] if number < len(after) else None
-            if a != b:
-                changes.append(
-                    Message(
-                        "instructions line %(line)s: %(before)s → %(after)s",
-                        line=number + 1,
-                        before=repr(_short(a)) if a is not None else _NONE,
-                        after=repr(_short(b)) if b is not None else _NONE,
-                    )
-                )
-                break
-    old_tools = {t.get("name"): t for t in old.get("tools") or [] if isinstance(t, Mapping)}
-    new_tools = {t.get("name"): t for t in new.get("tools") or [] if isinstance(t, Mapping)}
+    before = str(old.get("system_instruction") or "")
+    after = str(new.get("system_instruction") or "")
+    found = first_difference(before, after, "system_instruction")
+    if found is not None:
+        line = before[: prefix_length(before, after)].count("\n") + 1
+        changes.append(
+            Message(
+                "%(path)s, instructions line %(line)s: %(before)s → %(after)s",
+                path=found.path,
+                line=line,
+                before=_side(found.before),
+                after=_side(found.after),
+            )
+        )
+    old_list = [t for t in old.get("tools") or [] if isinstance(t, Mapping)]
+    new_list = [t for t in new.get("tools") or [] if isinstance(t, Mapping)]
+    old_tools = {t.get("name"): t for t in old_list}
+    new_tools = {t.get("name"): t for t in new_list}
     for name in new_tools.keys() - old_tools.keys():
         changes.append(Message("tool %(name)s added", name=name))
     for name in old_tools.keys() - new_tools.keys():
         changes.append(Message("tool %(name)s removed", name=name))
-    for name in sorted(old_tools.keys() & new_tools.keys(), key=str):
-        if canonical(old_tools[name]) != canonical(new_tools[name]):
-            changes.append(Message("tool %(name)s's declaration changed", name=name))
-    a_contents: Sequence[Any] = old.get("contents") or []
-    b_contents: Sequence[Any] = new.get("contents") or []
-    for number in range(max(len(a_contents), len(b_contents))):
-        a = a_contents[number] if number < len(a_contents) else None
-        b = b_contents[number] if number < len(b_contents) else None
-        if canonical(a) != canonical(b):
-            changes.append(
-                Message(
-                    "history content %(number)s: %(before)s → %(after)s",
-                    number=number + 1,
-                    before=_short(canonical(a)) if a else _NONE,
-                    after=_short(canonical(b)) if b else _NONE,
-                )
+    for index, tool in enumerate(new_list):
+        name = tool.get("name")
+        if name not in old_tools or canonical(old_tools[name]) == canonical(tool):
+            continue
+        found = first_difference(dict(old_tools[name]), dict(tool), f"tools[{index}]")
+        changes.append(
+            Message(
+                "tool %(name)s's declaration changed at %(path)s: %(before)s → %(after)s",
+                name=name,
+                path=found.path if found else f"tools[{index}]",
+                before=_side(found.before if found else None),
+                after=_side(found.after if found else None),
             )
-            break
+        )
+    a_contents = list(old.get("contents") or [])
+    b_contents = list(new.get("contents") or [])
+    found = first_difference(a_contents, b_contents, "contents")
+    if found is not None:
+        number = int(found.path[len("contents[") :].split("]", 1)[0]) + 1
+        changes.append(
+            Message(
+                "history content %(number)s, %(path)s: %(before)s → %(after)s",
+                number=number,
+                path=found.path,
+                before=_NONE if found.before is None else found.before,
+                after=_NONE if found.after is None else found.after,
+            )
+        )
     return changes

@@ -43,6 +43,7 @@ __all__ = [
     "CODES",
     "DISPLAY_NAME_MAX_LENGTH",
     "ENDPOINT_KIND_MAX_LENGTH",
+    "END_SESSION",
     "EXPECTATION_NOTE_MAX_LENGTH",
     "JOB_CURRENT_MAX_LENGTH",
     "JOB_ITEM_KEY_MAX_LENGTH",
@@ -77,6 +78,7 @@ __all__ = [
     "TASK_ID_MAX_LENGTH",
     "TOKEN_BUDGET_MAX",
     "TOOL_KIND_MAX_LENGTH",
+    "TOOL_NAME_MAX_LENGTH",
     "URL_MAX_LENGTH",
     "USERNAME_MAX_LENGTH",
     "VARIABLE_TYPE_MAX_LENGTH",
@@ -105,7 +107,10 @@ CODES: dict[str, str] = codes.section("rules")
 # and the API's serializers' max_length/max_value, the native format's JSON Schema
 # (maxLength/maximum, built from these) and the checks below all read them from here.
 
-NAME_MAX_LENGTH = 64  # variables, schemas, tools
+NAME_MAX_LENGTH = 64  # variables, schemas
+# Tools: CX names a toolset's operation `<toolset>_<operationId>` (70 characters and more in
+# published apps: code calls `tools.<name>`, instructions `{@TOOL: name}`); kept whole.
+TOOL_NAME_MAX_LENGTH = 200
 APP_NAME_MAX_LENGTH = 200
 DISPLAY_NAME_MAX_LENGTH = 200  # agents
 SCENARIO_NAME_MAX_LENGTH = 200
@@ -163,6 +168,7 @@ CHANNELS = ("web", "api", "telephony")
 # name in an agent's tools (cxas-scrapi's linter: LintContext.platform_tools). Their
 # description and the arguments CX's runtime passes (callback_libs.Part.from_end_session,
 # from_customized_response).
+END_SESSION = "end_session"  # the platform tool that ends the conversation
 PLATFORM_TOOLS: Mapping[str, str] = {
     "end_session": (
         "Ends the session (CX platform tool). Arguments: reason (text), session_escalated "
@@ -198,14 +204,20 @@ def _error(code: str, field: str, message: str, subject: str | None = None) -> D
     return Diagnostic(code, E, message, field=field, subject=subject)
 
 
-def name_problems(name: str, field: str = "name", subject: str | None = None) -> list[Diagnostic]:
-    """A variable, schema or tool name: required, at most 64 characters, an identifier."""
+def name_problems(
+    name: str,
+    field: str = "name",
+    subject: str | None = None,
+    max_length: int = NAME_MAX_LENGTH,
+) -> list[Diagnostic]:
+    """A variable, schema or tool name: required, at most `max_length` characters (64; a
+    tool's ``TOOL_NAME_MAX_LENGTH``), an identifier."""
     if not name:
         return [_error("SC003", field, Message("Name is required."), subject)]
-    if len(name) > NAME_MAX_LENGTH:
+    if len(name) > max_length:
         message = Message(
             "Name is too long: at most %(name_max_length)s characters.",
-            name_max_length=NAME_MAX_LENGTH,
+            name_max_length=max_length,
         )
         return [_error("SC003", field, message, subject)]
     if not _NAME_RE.fullmatch(name):
@@ -540,7 +552,9 @@ def _check_tools(app: AppSpec) -> Iterable[Diagnostic]:
         )
     for tool in app.tools:
         base = f"tools.{tool.name}"
-        yield from _at(name_problems(tool.name), f"{base}.name", tool.name)
+        yield from _at(
+            name_problems(tool.name, max_length=TOOL_NAME_MAX_LENGTH), f"{base}.name", tool.name
+        )
         if tool.kind is ToolKind.PYTHON:
             yield from _at(
                 python_problems(tool.python_code, "python_code"),

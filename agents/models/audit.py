@@ -49,6 +49,7 @@ ACTION_LABELS = {
     "scenario.create": pgettext_lazy("history action", "scenario.create"),
     "scenario.update": pgettext_lazy("history action", "scenario.update"),
     "scenario.delete": pgettext_lazy("history action", "scenario.delete"),
+    "scenario.pin": pgettext_lazy("history action", "scenario.pin"),
     "share.set": pgettext_lazy("history action", "share.set"),
     "share.remove": pgettext_lazy("history action", "share.remove"),
     "version.create": pgettext_lazy("history action", "version.create"),

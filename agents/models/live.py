@@ -14,6 +14,7 @@ from agents.core.rules import (
     MODEL_ERROR_MAX_LENGTH,
     MODEL_ID_MAX_LENGTH,
     MODEL_NAME_MAX_LENGTH,
+    NOW_MAX_LENGTH,
     PROJECT_ID_MAX_LENGTH,
     RESULT_STATUS_MAX_LENGTH,
     SCENARIO_NAME_MAX_LENGTH,
@@ -167,6 +168,13 @@ class LiveRun(models.Model):
         blank=True,
         help_text=_("A named model error, if any."),
         verbose_name=_("error"),
+    )
+    now = models.CharField(
+        max_length=NOW_MAX_LENGTH,
+        blank=True,
+        default="",
+        help_text=_("The session clock the run's code read (ISO date-time); a replay reads it."),
+        verbose_name=_("now"),
     )
     calls = OrderedJSONField(default=list, blank=True, verbose_name=_("calls"))
     drift = OrderedJSONField(default=list, blank=True, verbose_name=_("drift"))

@@ -15,7 +15,6 @@ from agents.core.rules import (
     CHANNEL_MAX_LENGTH,
     LOCATION_MAX_LENGTH,
     MODALITY_MAX_LENGTH,
-    NAME_MAX_LENGTH,
     NOW_MAX_LENGTH,
     PROJECT_ID_MAX_LENGTH,
     PROJECT_NUMBER_MAX_LENGTH,
@@ -25,6 +24,7 @@ from agents.core.rules import (
     SESSION_ID_MAX_LENGTH,
     STEP_EVENT_MAX_LENGTH,
     STEP_KIND_MAX_LENGTH,
+    TOOL_NAME_MAX_LENGTH,
     USERNAME_MAX_LENGTH,
 )
 from agents.fields import OrderedJSONField
@@ -124,6 +124,18 @@ class Scenario(TimestampedModel):
         help_text=_("What a CX import kept verbatim (CX fields Statecraft does not edit)."),
         verbose_name=_("cx"),
     )
+    # The recording Replay and `evaluate --replay` use (services.live_pins): None = the
+    # latest successful live run. A pinned run that is deleted unpins (SET_NULL).
+    pinned_run = models.ForeignKey(
+        "agents.LiveRun",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="+",
+        help_text=_("The live run replays use; empty: the latest successful one."),
+        verbose_name=_("pinned recording"),
+    )
 
     class Meta:
         verbose_name = _("scenario")
@@ -178,7 +190,7 @@ class ScenarioStep(TimestampedModel):
         blank=True, help_text=_("User or agent message."), verbose_name=_("text")
     )
     tool = models.CharField(
-        max_length=NAME_MAX_LENGTH,
+        max_length=TOOL_NAME_MAX_LENGTH,
         blank=True,
         help_text=_("Tool call: the tool's name."),
         verbose_name=_("tool"),

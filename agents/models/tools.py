@@ -7,9 +7,9 @@ from django.utils.translation import gettext_lazy as _
 
 from agents.core import spec
 from agents.core.rules import (
-    NAME_MAX_LENGTH,
     NAME_PATTERN,
     TOOL_KIND_MAX_LENGTH,
+    TOOL_NAME_MAX_LENGTH,
 )
 from agents.fields import OrderedJSONField
 from agents.models.app import AgentApp
@@ -27,7 +27,7 @@ class Tool(TimestampedModel):
     app = models.ForeignKey(
         AgentApp, on_delete=models.CASCADE, related_name="tools", verbose_name=_("app")
     )
-    name = models.CharField(max_length=NAME_MAX_LENGTH, verbose_name=_("name"))
+    name = models.CharField(max_length=TOOL_NAME_MAX_LENGTH, verbose_name=_("name"))
     kind = models.CharField(
         max_length=TOOL_KIND_MAX_LENGTH,
         choices=ToolKind.choices,

@@ -14,8 +14,11 @@ CLOCK_KEY = "__session_now__"
 def freeze_clock(sandbox, now):
     """Make the code's clock read `now` (an ISO date-time; without an offset, UTC):
     ``datetime.date.today()``, ``datetime.datetime.now()``/``today()``/``utcnow()``,
-    ``time.time()``/``time_ns()``. Only the call process's module proxies change (it is a
-    fork of its own), so the host and other calls keep the real clock. The clock stands
+    ``time.time()``/``time_ns()``, ``time.localtime()``/``gmtime()``/``ctime()``/
+    ``asctime()``/``strftime(format)`` without a time, and the interval clocks
+    (``monotonic``, ``perf_counter``, ``process_time``, ``thread_time`` and their
+    ``_ns``). Only the call process's module proxies change (it is a fork of its own),
+    so the host and other calls keep the real clock. The clock stands
     still during the call: the simulation is deterministic."""
     import datetime as real
 
@@ -56,5 +59,34 @@ def freeze_clock(sandbox, now):
     modules["datetime"] = proxy("datetime", attributes)
     attributes = dict(modules["time"].__dict__)
     attributes.pop("_SandboxModule__name", None)
-    attributes.update(time=lambda: stamp, time_ns=lambda: int(stamp * 1_000_000_000))
+    import time as real_time
+
+    nanoseconds = int(stamp * 1_000_000_000)
+    wall_struct = real_time.gmtime(wall.replace(tzinfo=real.UTC).timestamp())
+    utc_struct = real_time.gmtime(stamp)
+
+    def now_or(default):
+        return lambda t=None: default if t is None else real_time.gmtime(t)
+
+    def strftime(format, t=None):
+        return real_time.strftime(format, wall_struct if t is None else t)
+
+    def asctime(t=None):
+        return real_time.asctime(wall_struct if t is None else t)
+
+    def ctime(secs=None):
+        return real_time.asctime(wall_struct if secs is None else real_time.gmtime(secs))
+
+    attributes.update(
+        time=lambda: stamp,
+        time_ns=lambda: nanoseconds,
+        localtime=now_or(wall_struct),
+        gmtime=now_or(utc_struct),
+        strftime=strftime,
+        asctime=asctime,
+        ctime=ctime,
+    )
+    for name in ("monotonic", "perf_counter", "process_time", "thread_time"):
+        attributes[name] = lambda: stamp
+        attributes[f"{name}_ns"] = lambda: nanoseconds
     modules["time"] = proxy("time", attributes)

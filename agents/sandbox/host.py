@@ -40,7 +40,7 @@ from agents.sandbox.limits import (
     check_tools,
     failed,
 )
-from agents.sandbox.oneshot import CHILD_ENV, RUNNER, exited, reap, shutdown
+from agents.sandbox.oneshot import CHILD_ENV, CHILD_FLAGS, RUNNER, exited, reap, shutdown
 from agents.sandbox.protocol import MAX_HEADER_BYTES, frame
 
 __all__ = [
@@ -323,7 +323,7 @@ class SandboxSession:
             if self.use_jail
             else None
         )
-        argv = command.argv if command else [sys.executable, "-I", "-S", "-B", str(self._script)]
+        argv = command.argv if command else [sys.executable, *CHILD_FLAGS, str(self._script)]
         try:
             proc = subprocess.Popen(
                 argv,

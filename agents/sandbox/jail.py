@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from agents.sandbox.oneshot import CHILD_ENV, CHILD_FLAGS
+
 # The session child's call processes run as SANDBOX_UID_BASE + (host pid of the session)
 # when the server is root: outside every range Debian gives to accounts and containers'
 # subordinate ids (100000-165535 by default), and + pid_max (2**22) stays below 2**31
@@ -432,7 +434,7 @@ def _base_argv(bwrap: str, *, user_namespace: bool) -> list[str]:
         "--die-with-parent",
         "--new-session",
         "--clearenv",
-        *("--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LC_ALL", "C.UTF-8"),
+        *(arg for name, value in CHILD_ENV.items() for arg in ("--setenv", name, value)),
         *("--hostname", "sandbox"),
     ]
     if user_namespace:
@@ -478,7 +480,7 @@ def jail_command(script: Path, packages: Sequence[str], host_pid: int) -> JailCo
         os.close(write_fd)
         argv += ["--seccomp", str(read_fd)]
         pass_fds.append(read_fd)
-    argv += [str(_interpreter()), "-I", "-S", "-B", f"{SANDBOX_DIR}/{script.name}"]
+    argv += [str(_interpreter()), *CHILD_FLAGS, f"{SANDBOX_DIR}/{script.name}"]
     sandbox_uid = SANDBOX_UID_BASE + host_pid if is_root else None
     if not is_root:
         protections.append("unique_uid")  # mapped through the user namespace

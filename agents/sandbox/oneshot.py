@@ -29,9 +29,20 @@ RUNNER = Path(__file__).with_name("runner.py")
 # as /sandbox): a copy of the runner elsewhere needs them all beside it.
 CHILD_FILES = (
     *("runner.py", "call_context.py", "policy.py", "guards.py", "process.py"),
-    *("protocol.py", "clock.py", "cx_objects.py"),
+    *("protocol.py", "clock.py", "chance.py", "cx_objects.py"),
 )
-CHILD_ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
+# The child's environment, whole (nothing of the server's). PYTHONHASHSEED fixes how
+# Python salts `hash()` of text: the order a set of strings iterates in (CX code builds
+# lists and dicts from sets) and `hash()` itself are then the same in every session child,
+# on every machine, so a replay of an unchanged app gives what its live run gave
+# (docs/designer/replay.md). The salt only guards against flooding a dict with colliding
+# keys, which the call's CPU and wall-time caps bound anyway.
+CHILD_ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0"}
+# The interpreter's flags: ``-I`` (isolated) would ignore PYTHONHASHSEED, so its parts
+# that matter are given one by one: no script directory and no user site on sys.path
+# (``-P``, ``-s``), no site module (``-S``), no .pyc written (``-B``). The environment is
+# the child's own (CHILD_ENV), so ignoring PYTHON* variables (``-E``) adds nothing.
+CHILD_FLAGS = ("-P", "-s", "-S", "-B")
 
 
 def shutdown(proc: subprocess.Popen[bytes], workdir: str) -> None:
@@ -54,7 +65,7 @@ def run_child(request: bytes, deadline_s: float, max_stdout: int, script: Path =
     proc: subprocess.Popen[bytes] | None = None
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-B", str(script)],
+            [sys.executable, *CHILD_FLAGS, str(script)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

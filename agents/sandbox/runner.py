@@ -2,9 +2,11 @@
 
 This file is executed as a *script* by :mod:`agents.sandbox.host`::
 
-    python -I -S -B /path/to/runner.py
+    python -P -s -S -B /path/to/runner.py
 
-``-I`` ignores every ``PYTHON*`` environment variable and the user site, ``-S`` skips
+with an environment of its own (``oneshot.CHILD_ENV``: ``PATH``, ``LC_ALL`` and a fixed
+``PYTHONHASHSEED``, so sets of text iterate alike in every session child). ``-P`` and
+``-s`` keep the script's directory and the user site off ``sys.path``, ``-S`` skips
 ``site`` (no ``.pth`` hooks, no site-packages), ``-B`` writes no byte code.  The parent passes
 the directory that holds ``RestrictedPython`` in its first frame and the child appends that
 single directory to ``sys.path``.  Nothing here imports Django or any other part of the project.
@@ -64,7 +66,7 @@ import signal
 import sys
 import time
 
-# The modules beside this script (the jail shows them in /sandbox): ``-I`` leaves the
+# The modules beside this script (the jail shows them in /sandbox): ``-P`` leaves the
 # script's directory off sys.path.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -80,6 +82,7 @@ from call_context import (
     State,
     to_json_value,
 )
+from chance import seed_chance
 from clock import CLOCK_KEY, freeze_clock
 from guards import Sandbox
 from policy import CURRENT_CONTEXT, WITHHELD_BUILTINS
@@ -516,6 +519,7 @@ def call_result(sandbox, request, limits, protections):
     if isinstance(now, str) and now:
         freeze_clock(sandbox, now)
     seed_random(request, state_data)
+    seed_chance(sandbox)
     # The values as given, to find the ones the code changed in place (below).
     given = {name: _canonical(value) for name, value in state_data.items()}
     cap = limits["max_output_bytes"]

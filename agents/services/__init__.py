@@ -6,7 +6,8 @@ Modules by entity: `apps`, `schemas`, `variables`, `tools`, `agents` (and callba
 `scenarios`; the computed actions `preview` (preview an agent), `sandbox_door` (simulate a
 scenario: the one door to the sandbox) and `evaluation` (check goldens, Run all); the live
 runs by use case (`live_jobs`, `live_runs`, `live_replays`, `live_recording`,
-`live_goldens`, `live_user_scenarios`, `live_models`); `jobs` and `job_kinds` (long work);
+`live_goldens`, `live_user_scenarios`, `live_models`, `live_pins`: the recording a scenario's
+replays use); `jobs` and `job_kinds` (long work);
 `common` holds refusals, locking and the audit record (docs/architecture.md).
 """
 

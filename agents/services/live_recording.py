@@ -99,6 +99,7 @@ def live_run_record(
         mode="replay" if replay_of is not None else "live",
         replay_of=replay_of,
         script=format_script(outcome.spec.steps),
+        now=outcome.spec.session.now,
         status=outcome.evaluation.status,
         error=outcome.error,
         calls=calls,

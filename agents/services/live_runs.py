@@ -35,6 +35,7 @@ from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 
 from agents import selectors
 from agents.core.diagnostics import Message
@@ -223,6 +224,20 @@ def run_live_specs(
     )
 
 
+def with_session_clock(spec: ScenarioSpec, replay_of: LiveRun | None) -> ScenarioSpec:
+    """The scenario with the clock its code reads: the scenario's own when it sets one;
+    else, in a replay, the moment its recording ran with (``LiveRun.now``) and, live, the
+    moment the run starts (UTC, to the second; recorded with the run). The clock stands
+    still during the run, so a replay reads what the live run read (docs/designer/replay.md)."""
+    if spec.session.now:
+        return spec
+    if replay_of is not None:
+        now = replay_of.now  # "" for a recording made before runs kept their clock
+    else:
+        now = timezone.now().replace(microsecond=0).isoformat()
+    return replace(spec, session=replace(spec.session, now=now)) if now else spec
+
+
 def run_scenario(
     *,
     app: AgentApp,
@@ -245,6 +260,7 @@ def run_scenario(
     model, or the recording of `replay_of`: a ``Replayer``), within the run's caps; the
     expectations checked against what it did; recorded with `record`."""
     caps = caps or live_caps()
+    scenario_spec = with_session_clock(scenario_spec, replay_of)
     inner = strategy
     if on_call is not None:  # each answer as it comes (a job shows the run's figures so far)
 

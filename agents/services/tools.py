@@ -30,7 +30,7 @@ from agents.services.common import (
 
 
 def tool_problems(tool: Tool) -> list[Diagnostic]:
-    diagnostics = rules.name_problems(tool.name)
+    diagnostics = rules.name_problems(tool.name, max_length=rules.TOOL_NAME_MAX_LENGTH)
     diagnostics += unique(Tool, tool, what="tool")
     if tool.kind not in ToolKind.values:
         diagnostics.append(
@@ -163,7 +163,10 @@ def tool_rename(
     check_version(tool, expected_version)
     old = tool.name
     tool.name = new_name
-    raise_if(rules.name_problems(new_name) + unique(Tool, tool, what="tool"))
+    raise_if(
+        rules.name_problems(new_name, max_length=rules.TOOL_NAME_MAX_LENGTH)
+        + unique(Tool, tool, what="tool")
+    )
     if tool.python_code:
         tool.python_code = re.sub(
             r"^(\s*def\s+)" + re.escape(old) + r"(\s*\()",

@@ -22,6 +22,7 @@ from designer.views.scenarios import (
     scenario_delete,
     scenario_edit,
     scenario_new,
+    scenario_pin,
 )
 from designer.views.schemas import schema_delete, schema_edit, schema_example, schema_new
 from designer.views.site import favicon, healthz
@@ -58,6 +59,7 @@ __all__ = [
     "scenario_delete",
     "scenario_edit",
     "scenario_new",
+    "scenario_pin",
     "schema_delete",
     "schema_edit",
     "schema_example",

@@ -22,7 +22,7 @@ from agents.core.render import render_value
 from agents.core.simulate import ModelCall, SimulationResult
 from agents.llm.endpoints import price_of
 from agents.models import Agent, AgentApp, LiveRun, Scenario
-from agents.services import live_models, live_recording, live_runs
+from agents.services import live_models, live_pins, live_runs
 from agents.services.common import ServiceError
 
 
@@ -213,8 +213,14 @@ class TurnView:
 class LiveEvent:
     """An event of a live run, with its model call's tokens and cost for the timeline."""
 
-    def __init__(self, event: Any, call: Mapping[str, Any] | None):
+    def __init__(
+        self, event: Any, call: Mapping[str, Any] | None, drift: Mapping[str, Any] | None = None
+    ):
         self._event = event
+        # A replay's drift at this model call (on its first event): what changed in the
+        # request, field path first; `first_drift` marks where the replay first drifted.
+        self.drift_changes = list((drift or {}).get("changes") or ())
+        self.first_drift = False
         answer = (call or {}).get("answer") or {}
         self.call_tokens = (
             f"{answer.get('tokens_in', 0)}+{answer.get('tokens_out', 0)} tok"
@@ -327,6 +333,8 @@ class Conversation:
     last_live: LiveRun | None = None
     last_live_priced: bool | None = None
     replayable: LiveRun | None = None
+    pin: live_pins.PinnedRecording | None = None  # the recording replays use, and how chosen
+    recordings: list[LiveRun] = field(default_factory=list)  # live runs to pin from
 
 
 def _recording(run: LiveRun | None, params: Mapping[str, Any]) -> LiveRun | None:
@@ -418,8 +426,11 @@ def build_conversation(
     )
     if conversation.last_live is not None:
         conversation.last_live_priced = model_priced(conversation.last_live.model_name)
-        # Replay replays the latest successful recording, never a failed run.
-        conversation.replayable = live_recording.replayable_recording(scenario)
+        # Replay replays the pinned recording: the designer's pin, else the latest
+        # successful live run, never a failed run.
+        conversation.pin = live_pins.pinned_recording(scenario)
+        conversation.replayable = conversation.pin.run if conversation.pin else None
+        conversation.recordings = live_pins.scenario_recordings(scenario)
     conversation.evaluation = evaluation
     use_mocks = scenario_spec.use_mocks
     conversation.result = result
@@ -429,13 +440,18 @@ def build_conversation(
     events: Any = result.events
     if outcome is not None:
         shown: set[int] = set()  # a call's tokens and cost on its first event only
+        drifts = {int(d.get("call", -1)): d for d in outcome.drift if int(d.get("turn", 0)) >= 0}
         live_events = []
         for e in result.events:
-            call = None
+            call, drift = None, None
             if e.model_call is not None and e.model_call < len(calls) and e.model_call not in shown:
                 shown.add(e.model_call)
                 call = calls[e.model_call]
-            live_events.append(LiveEvent(e, call))
+                drift = drifts.get(e.model_call)
+            live_events.append(LiveEvent(e, call, drift))
+        marked = next((e for e in live_events if e.drift_changes), None)
+        if marked is not None:
+            marked.first_drift = True
         events = live_events
     changes: dict[int, list[RequestChangeView]] = {}
     for call in result.model_calls:

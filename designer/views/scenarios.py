@@ -18,7 +18,7 @@ from agents.core.diagnostics import Diagnostic, Message
 from agents.i18n import localize
 from agents.models import Agent, AgentApp, LiveRun, Scenario
 from agents.ratelimit import rate_limited
-from agents.services import jobs, live_goldens, live_jobs, live_models
+from agents.services import jobs, live_goldens, live_jobs, live_models, live_pins
 from agents.services.common import error
 from designer.forms import ScenarioForm
 from designer.views import conversation
@@ -148,6 +148,33 @@ def live_run_golden(request: HttpRequest, app_id: int, agent_id: int, run_id: in
     response = _conversation(request, app, access, agent, {"scenario": str(scenario.pk)})
     response["HX-Trigger"] = "scenarios-changed"
     return response
+
+
+@login_required
+@require_POST
+def scenario_pin(
+    request: HttpRequest, app_id: int, agent_id: int, scenario_id: int
+) -> HttpResponse:
+    """Pin the live run `pinned_run` (empty: unpin) as the recording the scenario's replays
+    use (``live_pins.scenario_pin_run``); the conversation shows the scenario again."""
+    app, agent, access = selectors.agent_for_user(
+        request.user, app_id, agent_id, with_scenarios=True
+    )
+    if not access.can_edit:
+        return HttpResponse(_("You may view this app but not change it."), status=403)
+    scenario = agent.scenarios.filter(pk=scenario_id).first()
+    if scenario is None:
+        return HttpResponse(_("No such scenario."), status=404)
+    wanted = str(request.POST.get("pinned_run", "") or "").strip()
+    params = {"scenario": str(scenario.pk)}
+    try:
+        live_pins.scenario_pin_run(scenario=scenario, run=wanted or None, actor=request.user)
+    except services.ServiceError as exc:
+        return _conversation(request, app, access, agent, params, refusal=list(exc.diagnostics))
+    app, agent, access = selectors.agent_for_user(
+        request.user, app_id, agent_id, with_scenarios=True
+    )
+    return _conversation(request, app, access, agent, params)
 
 
 @login_required

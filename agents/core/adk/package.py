@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from agents.core import codes
+from agents.core import codes, rules
 from agents.core.adk.evalsets import evalset_files
 from agents.core.adk.names import agent_names, identifier, package_name
 from agents.core.diagnostics import Diagnostic, Message, Severity
@@ -236,6 +236,11 @@ def _agent_py(
             lines.append(
                 f"{var} = APP.fixed_tool({tool.name!r}, {tool.description!r}, "
                 f"response={tool.mock.response!r}, state={dict(tool.mock.state)!r})"
+            )
+        elif tool.kind is ToolKind.PLATFORM and tool.name == rules.END_SESSION:
+            lines.append(
+                f"{var} = APP.fixed_tool({tool.name!r}, {tool.description!r}, response={{}}, "
+                "ends_session=True)"
             )
         else:
             lines.append(

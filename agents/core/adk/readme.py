@@ -51,7 +51,9 @@ differently, and what the adapter does about it:
   clock.
 - **Mocks**: a tool without code runs its Statecraft mock (its state writes and response);
   a Python tool with code always runs its code. A CX platform tool (`end_session`…)
-  answers `{}`. OpenAPI and MCP tools make real HTTP calls, named as CX calls them: an
+  answers `{}`; `end_session` also ends the invocation (ADK calls the model no more), as
+  CX ends the conversation — a later message to the same session starts a new one.
+  OpenAPI and MCP tools make real HTTP calls, named as CX calls them: an
   OpenAPI tool is ADK's `RestApiTool` of its operation under the tool's name (not the
   snake_case of its operationId), its `x-ces-session-context` parameters hidden from the
   model and filled from the session (left out without a value); ADK refuses private and

@@ -101,7 +101,7 @@ class _Toolset:
             if tool.cx.get("operation") == tool_id:
                 return tool
         base = re.sub(r"[^A-Za-z0-9_]+", "_", f"{self.name}_{tool_id}").strip("_")
-        base = (f"op_{base}" if base[:1].isdigit() else base)[: rules.NAME_MAX_LENGTH - 4]
+        base = (f"op_{base}" if base[:1].isdigit() else base)[: rules.TOOL_NAME_MAX_LENGTH - 4]
         name, n = base, 2
         while name in self.taken:
             name, n = f"{base}_{n}", n + 1
@@ -231,7 +231,7 @@ def _toolset_operations(
             base = re.sub(r"[^A-Za-z0-9_]+", "_", f"{folder}_{operation_id}").strip("_")
             if base[0].isdigit():
                 base = f"op_{base}"
-            base = base[: rules.NAME_MAX_LENGTH - 4]
+            base = base[: rules.TOOL_NAME_MAX_LENGTH - 4]
             name, n = base, 2
             while name in taken:
                 name, n = f"{base}_{n}", n + 1
@@ -280,7 +280,7 @@ def _read_tool(state: _Import, path: str, folder: str, data: Mapping[str, Any]) 
         name, name_field = display.strip(), "displayName"
     else:
         name, name_field = folder, ""
-    if rules.name_problems(name):
+    if rules.name_problems(name, max_length=rules.TOOL_NAME_MAX_LENGTH):
         state.note(
             "SC609",
             E,

@@ -62,6 +62,15 @@ NATIVE_SCHEMA: dict[str, Any] = {
             "pattern": NAME_PATTERN,
             "maxLength": NAME_MAX_LENGTH,
         },
+        "toolName": {
+            "description": (
+                "A tool's name: letters, digits and underscores, not starting with a digit "
+                "(a CX toolset's operation is named `<toolset>_<operationId>`, kept whole)."
+            ),
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "maxLength": rules.TOOL_NAME_MAX_LENGTH,
+        },
         "json": {"description": "Any JSON value."},
         "cx": {
             "description": (
@@ -130,7 +139,7 @@ NATIVE_SCHEMA: dict[str, Any] = {
             "required": ["name", "kind"],
             "additionalProperties": False,
             "properties": {
-                "name": {"$ref": "#/$defs/name"},
+                "name": {"$ref": "#/$defs/toolName"},
                 "kind": {"enum": [k.value for k in ToolKind]},
                 "description": _text(),
                 "python_code": _text(),
@@ -172,7 +181,7 @@ NATIVE_SCHEMA: dict[str, Any] = {
                 "description": _text(),
                 "is_root": {"type": "boolean"},
                 "instructions": _text(),
-                "tools": {"type": "array", "items": {"$ref": "#/$defs/name"}},
+                "tools": {"type": "array", "items": {"$ref": "#/$defs/toolName"}},
                 "children": {
                     "type": "array",
                     "items": _text(rules.DISPLAY_NAME_MAX_LENGTH, min_length=1),
@@ -229,7 +238,7 @@ NATIVE_SCHEMA: dict[str, Any] = {
             "properties": {
                 "kind": {"enum": [k.value for k in StepKind]},
                 "text": _text(),
-                "tool": {"$ref": "#/$defs/name"},
+                "tool": {"$ref": "#/$defs/toolName"},
                 "args": {"type": "object"},
                 "callback": {"enum": [k.value for k in CallbackKind]},
                 "variables": {
@@ -260,7 +269,7 @@ NATIVE_SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "properties": {
                 "kind": {"enum": [k.value for k in ExpectKind]},
-                "tool": {"$ref": "#/$defs/name"},
+                "tool": {"$ref": "#/$defs/toolName"},
                 "agent": _text(rules.DISPLAY_NAME_MAX_LENGTH, min_length=1),
                 "value": {},
                 "note": _text(rules.EXPECTATION_NOTE_MAX_LENGTH),

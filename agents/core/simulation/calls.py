@@ -11,6 +11,7 @@ from agents.core.compile import compile_instructions
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.http import HttpRequest, mcp_request, openapi_request
 from agents.core.render import render_value
+from agents.core.rules import END_SESSION
 from agents.core.simulation.callbacks import Callbacks
 from agents.core.simulation.results import TRANSFER_TOOL, CodeCall
 from agents.core.simulation.values import Writer, copy_tree, response_parts, static_names_of
@@ -104,6 +105,9 @@ class FunctionCalls(Callbacks):
         )
         if target is not None and not skipped:
             self.transfer(target)
+        ends = tool is not None and tool.kind is ToolKind.PLATFORM and name == END_SESSION
+        if ends and not skipped and self.session_ended is None:
+            self.session_ended = self.turn  # CX ends the conversation after this call
         return True
 
     def transfer_target(self, args: dict[str, Any]) -> AgentSpec | None:

@@ -71,9 +71,14 @@ class ModelCalls(FunctionCalls):
         if self.model_done is not None:
             self.unused_answers += 1
             return
+        if self.session_ended is not None:
+            self.skipped_after_end += 1  # CX's end_session ended the conversation
+            return
         for _ in range(MAX_UNSCRIPTED_CALLS):
             reached_model = self.model_call(scripted)
             if reached_model or self.turn_ended is not None or self.turn_answered is not None:
+                return
+            if self.session_ended is not None:
                 return
             if not self.loop_pending:
                 self.model_done = "before_model_callback"
@@ -123,6 +128,8 @@ class ModelCalls(FunctionCalls):
             return
         self.step_index = user_step
         while self.turn_ended is None and self.turn_answered is None:
+            if self.session_ended is not None:
+                break  # CX's end_session ended the conversation: no further model call
             before = len(self.model_calls)
             self.model_call(None)
             if len(self.model_calls) == before:
@@ -338,7 +345,7 @@ class ModelCalls(FunctionCalls):
                 note = ()
         # ADK calls the model again after the function responses (`scripted_answer`,
         # `finish_model_loop`); a call that could not be made (SC404/405/417) ends it.
-        self.loop_pending = ran_calls and self.turn_ended is None
+        self.loop_pending = ran_calls and self.turn_ended is None and self.session_ended is None
         return reached_model
 
     def finish_model_loop(self) -> None:

@@ -128,6 +128,22 @@ class Run(ModelCalls):
                     subject=self.agent.name,
                 )
             )
+        if self.session_ended == self.turn:
+            self.diagnostics.append(
+                Diagnostic(
+                    "SC423",
+                    Severity.INFO,
+                    Message(
+                        "end_session ran in turn %(turn)s: CX ends the conversation there; "
+                        "the model was not called again, and %(skipped)s later scripted "
+                        "answer(s) of the turn and %(turns)s later turn(s) were not run.",
+                        turn=self.turn,
+                        skipped=self.skipped_after_end,
+                        turns=self.turns_after_end,
+                    ),
+                    subject=self.agent.name,
+                )
+            )
         if self.turn_answered is not None:
             if self.skipped_steps:
                 self.diagnostics.append(
@@ -242,14 +258,21 @@ class Run(ModelCalls):
             )
         )
         live_step: int | None = None  # a live run: the USER step of the turn
-        for index, step in enumerate(self.scenario.steps):
+        steps = self.scenario.steps
+        for index, step in enumerate(steps):
             if self.turn < 0 or step.kind is StepKind.USER:
                 if self.turn >= 0:
                     self.live_turn(live_step)
+                    if self.session_ended is not None:
+                        self.turns_after_end = sum(
+                            1 for s in steps[index:] if s.kind is StepKind.USER
+                        )
                     self.end_turn()
                     if self.live_stopped:
                         self.live_run_stopped()
                         break
+                    if self.session_ended is not None:
+                        break  # CX's end_session ended the conversation
                 self.step_index = index
                 live_step = index if step.kind is StepKind.USER else None
                 self.start_turn(step)

@@ -100,6 +100,11 @@ class RunState:
         self.stopped: tuple[int, str] | None = None
         # Set when a before_agent callback answered: the rest of the turn does not run.
         self.turn_answered: str | None = None
+        # The turn in which CX's end_session ran: the model is not called again, the rest
+        # of that turn's steps and the later turns do not run (CX ends the conversation).
+        self.session_ended: int | None = None
+        self.skipped_after_end = 0
+        self.turns_after_end = 0
         self.undeclared_warned: set[tuple[str, str]] = set()
         self.skipped_steps = 0
         # ADK's loop: the last model call's answer had a function call, so the model is

@@ -10,7 +10,7 @@ the CX evaluations of the scenario kind with a simulated user (``--judge`` for r
 Exit status: 0 when no expectation failed (those that need a model do not fail a run),
 1 when one failed, 2 when an APP names no app (or --model no configured model), 3 when
 none failed but a time limit stopped a scenario (``STOP``: not judged; docs/benchmarks).
-``--replay`` replays each scenario's latest live recording offline instead (no model,
+``--replay`` replays each scenario's pinned recording offline instead (no model,
 milliseconds: the CI way, docs/designer/replay.md); a request that drifted from its
 recording fails the run like a failed expectation (exit 1), a scenario never recorded is
 listed and does not.
@@ -178,8 +178,9 @@ class Command(LocalizedCommand):
         parser.add_argument(
             "--replay",
             action="store_true",
-            help="replay each scenario's latest live recording offline (no model): fails "
-            "on a failed expectation or when a request drifted from the recording",
+            help="replay each scenario's pinned recording offline (no model; the pinned live "
+            "run, else the latest successful one): fails on a failed expectation or when a "
+            "request drifted from the recording",
         )
         parser.add_argument(
             "--version",
@@ -474,11 +475,13 @@ class Command(LocalizedCommand):
         _exit_if_failed(summary["failed"], summary.get("stopped", 0))
 
     def replay(self, apps: list[AgentApp], options: dict) -> None:
-        """`--replay`: every scenario's latest live run, replayed with its recorded answers
-        (each a ``live_run`` job, ``live_jobs.live_run_submit``, run here)."""
+        """`--replay`: every scenario's pinned recording (``live_pins.pinned_recording``:
+        the run the designer pinned, else its latest successful live run), replayed with
+        its recorded answers (each a ``live_run`` job, ``live_jobs.live_run_submit``, run
+        here); each line says which run it replayed and how it was chosen."""
         from agents.models import LiveRun
         from agents.services import live_jobs
-        from agents.services.live_recording import replayable_recording
+        from agents.services.live_pins import pinned_recording
 
         cases: list[JUnitCase] = []
         counts = {"passed": 0, "failed": 0, "drifted": 0, "not recorded": 0}
@@ -486,8 +489,8 @@ class Command(LocalizedCommand):
             _loaded, pairs = evaluation.app_scenarios(app)
             for agent, scenario in pairs:
                 where = f"{app.name} / {agent.display_name} / {scenario.name}"
-                recording = replayable_recording(scenario)
-                if recording is None:
+                chosen = pinned_recording(scenario)
+                if chosen is None:
                     counts["not recorded"] += 1
                     failed_only = LiveRun.objects.filter(scenario=scenario, mode="live").exists()
                     self.stdout.write(
@@ -500,6 +503,7 @@ class Command(LocalizedCommand):
                         + ")"
                     )
                     continue
+                recording = chosen.run
                 started = time.monotonic()
                 job = live_jobs.live_run_submit(
                     app=app, agent=agent, actor=None, replay=recording, enqueue=False
@@ -521,10 +525,11 @@ class Command(LocalizedCommand):
                 self.stdout.write(
                     f"{label:<5}  {where}  ("
                     + _(
-                        "replay of live run %(run)s (%(model)s, %(date)s, the latest "
-                        "successful one): %(passed)s passed, %(failed)s failed"
+                        "replay of live run %(run)s (%(model)s, %(date)s, %(how)s): "
+                        "%(passed)s passed, %(failed)s failed"
                     )
                     % {
+                        "how": chosen.how,
                         "run": recording.pk,
                         "model": recording.model_name,
                         "date": recording.created_at.strftime("%Y-%m-%d %H:%M"),

@@ -639,15 +639,24 @@ class App:
         return FunctionTool(run)
 
     def fixed_tool(
-        self, name: str, description: str, response: Any = None, state: dict | None = None
+        self,
+        name: str,
+        description: str,
+        response: Any = None,
+        state: dict | None = None,
+        ends_session: bool = False,
     ) -> FunctionTool:
         """A tool without code: its mock (state writes, response), or a CX platform tool
-        (``end_session``…) that answers ``{}``."""
+        (``end_session``…) that answers ``{}``. `ends_session` (CX's ``end_session``):
+        the invocation ends after the call, as CX ends the conversation — ADK calls the
+        model no more (``end_invocation``)."""
         writes = dict(state or {})
 
         def run(tool_context: ToolContext, **kwargs: Any) -> Any:
             for key, value in writes.items():
                 tool_context.state[key] = copy.deepcopy(value)
+            if ends_session:
+                tool_context._invocation_context.end_invocation = True
             return copy.deepcopy(response)
 
         run.__name__ = name
