@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0015_usersettings_collapsed'),
+        ('agents', '0016_evaluation_runs'),
     ]
 
     operations = [
