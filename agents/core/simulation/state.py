@@ -251,7 +251,11 @@ class RunState:
         removed: tuple[str, ...],
         *,
         keep_undeclared: bool = False,
+        plain: bool = False,
     ) -> None:
+        """Apply `writes` (and report each). `plain`: the runner vouches the values are
+        JSON data of the exact types without a float (``CodeResult.plain``): the walks
+        that would find nothing are skipped, the outcome is the same."""
         for name, value in writes:
             variable = self.variables.get(name)
             if variable is None and keep_undeclared:
@@ -292,7 +296,7 @@ class RunState:
                 continue
             if value is not None:
                 problems = validate_value(
-                    value, variable, self.schemas, field=f"steps.{self.step_index}"
+                    value, variable, self.schemas, field=f"steps.{self.step_index}", plain=plain
                 )
                 if problems:
                     self.step_error(
@@ -318,7 +322,7 @@ class RunState:
                 self.state[name] = value
             self.add_event(
                 "state_update",
-                state_update_text(name, value),
+                state_update_text(name, value, plain=plain),
                 source=writer.source,
                 variable=name,
                 value=value,
