@@ -43,10 +43,12 @@ def answer_depth(data: bytes) -> int:
 
 def loads_answer(data: bytes) -> tuple[Any, bool]:
     """Parse the child's answer (no NaN/Infinity, at most MAX_ANSWER_DEPTH levels deep),
-    and say whether it holds no number with a fraction or an exponent (no float): then
-    every value in it is JSON data of the exact types (what ``json.loads`` builds: dicts
-    with text keys, lists, text, ints, booleans, None) with no float, which the
-    simulation need not walk again to know (``CodeResult.plain``)."""
+    and say whether its values hold no float: no number with a fraction or an exponent
+    but its own ``duration_ms``. Then every value in it is JSON data of the exact types
+    (what ``json.loads`` builds: dicts with text keys, lists, text, ints, booleans, None)
+    with no float, which the simulation need not walk again to know
+    (``CodeResult.plain``). Every float of the text is counted, so a child that lies
+    (a float elsewhere) only makes the answer not plain."""
     if answer_depth(data) > MAX_ANSWER_DEPTH:
         raise UntrustedAnswer("the sandbox answer is nested too deeply")
     floats: list[str] = []
@@ -59,7 +61,8 @@ def loads_answer(data: bytes) -> tuple[Any, bool]:
         value = json.loads(data, parse_constant=refuse_constant, parse_float=parse_float)
     except RecursionError as exc:  # pragma: no cover - the depth scan comes first
         raise UntrustedAnswer("the sandbox answer is nested too deeply") from exc
-    return value, not floats
+    timing = isinstance(value, dict) and type(value.get("duration_ms")) is float
+    return value, len(floats) == (1 if timing else 0)
 
 
 STATE_KEY_MAX_LENGTH = 256  # the sandbox's own rule (call_context.state_key)
