@@ -35,6 +35,9 @@ Protocol (a *session*): frames in both directions, each a one-line JSON header
         "stdout": "...", "stdout_truncated": bool, "undeclared": [...], "protections": [...],
         "error": null | {"kind", "message", "line", "traceback"}, "duration_ms": ...}
 
+   (no ``"state"`` when the request says ``"state_back": false``: a simulation reads the
+   writes, the in-place changes among them, never that copy of the whole state).
+
    Every call starts from a copy of the pristine session child, so nothing one call does
    (module state such as ``decimal.setcontext``, user classes, garbage with finalizers...)
    can reach a later call.
