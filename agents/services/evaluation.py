@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -178,6 +179,7 @@ def _explain_failures(
 # golden it explains; building every scenario's spec each time cost more than the lookup.
 _LISTED: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 _LISTED_MAX = 16
+_LISTED_LOCK = threading.Lock()
 
 
 def _app_listed_calls(app: AgentApp) -> tuple[Any, ...]:
@@ -193,9 +195,10 @@ def _app_listed_calls(app: AgentApp) -> tuple[Any, ...]:
         found = listed_calls(
             s.to_spec(app_id=f"apps/{app.pk}") for s in others.select_related("agent")
         )
-        if len(_LISTED) >= _LISTED_MAX:
-            _LISTED.pop(next(iter(_LISTED)))
-        _LISTED[key] = found
+        with _LISTED_LOCK:  # `evaluate --jobs N` runs its jobs in threads
+            while len(_LISTED) >= _LISTED_MAX:
+                _LISTED.pop(next(iter(_LISTED)))
+            _LISTED[key] = found
     return found
 
 
