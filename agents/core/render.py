@@ -82,8 +82,10 @@ def _has_float(value: Any) -> bool:
     return False
 
 
-def render_value(value: Any) -> str:
-    """The text a value becomes in a prompt or a ``<state_update>`` event. Never raises."""
+def render_value(value: Any, *, float_free: bool = False) -> str:
+    """The text a value becomes in a prompt or a ``<state_update>`` event. Never raises.
+    `float_free`: the caller knows no float is anywhere in `value` (a sandbox answer
+    parsed without one), so it is not walked to find one."""
     value_type = type(value)
     if value_type is str:
         return value
@@ -105,7 +107,7 @@ def render_value(value: Any) -> str:
         return _render_float(float(value))
     if isinstance(value, dict | list | tuple):
         try:
-            if _has_float(value):
+            if not float_free and _has_float(value):
                 value = _normalize(value)
             return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
         except (TypeError, ValueError, RecursionError):

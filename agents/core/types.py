@@ -147,13 +147,16 @@ def validate_value(
     schemas: Mapping[str, dict[str, Any]],
     *,
     field: str | None = None,
+    plain: bool = False,
 ) -> tuple[Diagnostic, ...]:
     """Check a typed value against its variable's type and schema.
 
     `None` means "no value" and is always fine. Validation uses draft 2020-12
     with format checking on; remote ``$ref`` are never fetched. Each problem
     names where it is in words (``customer.age: -3 is less than the minimum
-    of 0``). `field` defaults to ``variables.<name>.default``.
+    of 0``). `field` defaults to ``variables.<name>.default``. `plain`: the caller
+    knows `value` is JSON data of the exact types (a sandbox answer parsed without a
+    float, ``CodeResult.plain``), so it is not walked to find out.
     """
     if value is None:
         return ()
@@ -179,7 +182,7 @@ def validate_value(
         else:
             message = Message("%(name)s: a custom object needs a schema", name=name)
         found.append(diagnostic("SC206", message))
-    not_json = _not_json_reason(value)
+    not_json = None if plain else _not_json_reason(value)
     if not_json:
         return (
             *found,

@@ -41,14 +41,28 @@ def answer_depth(data: bytes) -> int:
     return max(accumulate(steps, initial=0))
 
 
-def loads_untrusted(data: bytes) -> Any:
-    """Parse the child's answer: no NaN/Infinity, at most MAX_ANSWER_DEPTH levels deep."""
+def loads_answer(data: bytes) -> tuple[Any, bool]:
+    """Parse the child's answer (no NaN/Infinity, at most MAX_ANSWER_DEPTH levels deep),
+    and say whether its values hold no float: no number with a fraction or an exponent
+    but its own ``duration_ms``. Then every value in it is JSON data of the exact types
+    (what ``json.loads`` builds: dicts with text keys, lists, text, ints, booleans, None)
+    with no float, which the simulation need not walk again to know
+    (``CodeResult.plain``). Every float of the text is counted, so a child that lies
+    (a float elsewhere) only makes the answer not plain."""
     if answer_depth(data) > MAX_ANSWER_DEPTH:
         raise UntrustedAnswer("the sandbox answer is nested too deeply")
+    floats: list[str] = []
+
+    def parse_float(text: str) -> float:
+        floats.append(text)
+        return float(text)
+
     try:
-        return json.loads(data, parse_constant=refuse_constant)
+        value = json.loads(data, parse_constant=refuse_constant, parse_float=parse_float)
     except RecursionError as exc:  # pragma: no cover - the depth scan comes first
         raise UntrustedAnswer("the sandbox answer is nested too deeply") from exc
+    timing = isinstance(value, dict) and type(value.get("duration_ms")) is float
+    return value, len(floats) == (1 if timing else 0)
 
 
 STATE_KEY_MAX_LENGTH = 256  # the sandbox's own rule (call_context.state_key)
@@ -111,7 +125,11 @@ def check_answer_shape(raw: dict[str, Any]) -> str | None:
     return None
 
 
-def result_from_raw(raw: dict[str, Any], given: dict[str, Any], started: float) -> SandboxResult:
+def result_from_raw(
+    raw: dict[str, Any], given: dict[str, Any], started: float, *, plain: bool = False
+) -> SandboxResult:
+    """The answer as a result; `plain`: the answer held no float (:func:`loads_answer`).
+    An answer without ``state`` (the caller did not ask for it back) leaves `given`."""
     wrong = check_answer_shape(raw)
     if wrong is not None:
         error = SandboxError("internal", f"the sandbox answered an unexpected {wrong!r}")
@@ -144,6 +162,7 @@ def result_from_raw(raw: dict[str, Any], given: dict[str, Any], started: float) 
             tool_calls=tuple((c[0], c[1]) for c in raw.get("tool_calls") or ()),
             args=raw.get("args"),
             request=raw.get("request"),
+            plain=plain,
         )
     except (AttributeError, IndexError, TypeError, KeyError):
         error = SandboxError("internal", "the sandbox returned an unreadable answer")

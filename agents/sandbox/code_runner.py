@@ -146,6 +146,7 @@ def to_code_result(result: host.SandboxResult) -> CodeResult:
         args=result.args,
         request=result.request,
         stopped=wall_clock_stop(error),
+        plain=result.plain,
     )
 
 
@@ -181,22 +182,32 @@ def sandbox_runner(
             if cached is not None:
                 _RESULTS.move_to_end(key)
                 return cached[0]
-        execute = session.run if session is not None else host.run_code
-        outcome = to_code_result(
-            execute(
+        context_values = (
+            {**call.context_values, CLOCK_KEY: call.now} if call.now else call.context_values
+        )
+        if session is not None:
+            # The simulation reads the writes, never the state after the call: not sent back.
+            answer = session.run(
                 call.code,
                 entry=call.entry,
                 kind=call.kind,
                 args=call.args,
                 state=call.state,
-                context_values=(
-                    {**call.context_values, CLOCK_KEY: call.now}
-                    if call.now
-                    else call.context_values
-                ),
+                context_values=context_values,
+                tools=call.tools,
+                state_back=False,
+            )
+        else:
+            answer = host.run_code(
+                call.code,
+                entry=call.entry,
+                kind=call.kind,
+                args=call.args,
+                state=call.state,
+                context_values=context_values,
                 tools=call.tools,
             )
-        )
+        outcome = to_code_result(answer)
         if memoise and not outcome.stopped:  # a stop is the machine's, not the code's
             _remember(key, outcome)
         return outcome

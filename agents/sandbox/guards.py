@@ -278,8 +278,10 @@ class Sandbox:
 
     def guarded_getattr(self, obj, name, *default):
         # type(name) is str: a str subclass could answer startswith/__eq__/__hash__ as it
-        # likes; from here on only the exact text counts.
-        name = exact_name(name, "attribute names")
+        # likes; from here on only the exact text counts. (An exact str is its own exact
+        # text: the call is skipped for it, the guard's most frequent case.)
+        if type(name) is not str:
+            name = exact_name(name, "attribute names")
         if (
             str.startswith(name, "_")
             and name not in READABLE_DUNDERS

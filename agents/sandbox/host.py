@@ -27,7 +27,7 @@ from agents.sandbox.answers import (
     MAX_STDERR_BYTES,
     UntrustedAnswer,
     crash_error,
-    loads_untrusted,
+    loads_answer,
     result_from_raw,
 )
 from agents.sandbox.limits import (
@@ -221,14 +221,17 @@ class SandboxSession:
         variables_declared: Sequence[str] | None = None,
         context_values: Mapping[str, Any] | None = None,
         tools: Mapping[str, str] | None = None,
+        state_back: bool = True,
     ) -> SandboxResult:
         """Run one tool or callback, as :func:`run_code` does, in this session.
 
         *tools* maps the app's Python tools to their code: ``tools.<name>(args)`` in the
         code runs that tool in the same call process (CX's way for one tool to use another).
 
-        *context_values* are merged over the session's.  Never raises for anything the code
-        does.
+        *context_values* are merged over the session's.  With ``state_back=False`` the
+        answer does not carry the whole state after the call (the simulation reads the
+        writes, in-place changes included, and never that copy): the result's ``state``
+        is then the state given.  Never raises for anything the code does.
         """
         started = time.perf_counter()
         given = dict(state or {})
@@ -245,6 +248,8 @@ class SandboxSession:
             "context_values": {**self.context_values, **(context_values or {})},
             "tools": dict(tools or {}),
         }
+        if not state_back:
+            request["state_back"] = False
         # The app's tools are the same for every call of a run (bella_notte's are ~175 KB):
         # sent once per session child, then by their digest (the child keeps them).
         digest = tools_digest(request["tools"]) if request["tools"] else ""
@@ -298,7 +303,7 @@ class SandboxSession:
             )
             return failed(error, given, started)
         try:
-            raw = loads_untrusted(answer)
+            raw, plain = loads_answer(answer)
             if not isinstance(raw, dict):
                 raise ValueError("not an object")
         except UntrustedAnswer as exc:
@@ -310,7 +315,7 @@ class SandboxSession:
                 given,
                 started,
             )
-        return result_from_raw(raw, given, started)
+        return result_from_raw(raw, given, started, plain=plain)
 
     # -- the child process
 

@@ -91,6 +91,9 @@ class SandboxResult:
     # A model callback's ``llm_request`` changes (``system_instruction``, ``hidden_tools``)
     # when it made any; None otherwise.
     request: dict[str, Any] | None = None
+    # The answer held no float: its values are JSON data of the exact types, float-free
+    # (``answers.loads_answer``).
+    plain: bool = False
 
 
 @dataclass(frozen=True)

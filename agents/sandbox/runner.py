@@ -37,6 +37,9 @@ Protocol (a *session*): frames in both directions, each a one-line JSON header
         "stdout": "...", "stdout_truncated": bool, "undeclared": [...], "protections": [...],
         "error": null | {"kind", "message", "line", "traceback"}, "duration_ms": ...}
 
+   (no ``"state"`` when the request says ``"state_back": false``: a simulation reads the
+   writes, the in-place changes among them, never that copy of the whole state).
+
    Every call starts from a copy of the pristine session child, so nothing one call does
    (module state such as ``decimal.setcontext``, user classes, garbage with finalizers...)
    can reach a later call.
@@ -498,15 +501,32 @@ def resolve_tools(request):
     return None
 
 
-def seed_random(request, state_data):
+def seed_random(request, state_data, canonical=None):
     """`random` seeded from what the call receives (its kind, function, arguments and the
     session state): the same call on the same state draws the same values, so a replay
     of an unchanged app gives back what its live run drew (no drift), and a verdict does
     not depend on chance. A call process is forked per call (Python reseeds `random` in
-    a fork from the system's entropy), so nothing carries from one call to the next."""
-    given = [request.get("kind"), request.get("entry"), request.get("args"), state_data]
-    text = json.dumps(given, sort_keys=True, default=repr, ensure_ascii=True)
+    a fork from the system's entropy), so nothing carries from one call to the next.
+
+    *canonical* maps each state name to its value's :func:`_canonical` text, already made
+    for the in-place writes: the text hashed is then put together from them, the same
+    bytes as the whole list encoded at once (``_seed_text``), without encoding the state
+    a second time."""
+    head = [request.get("kind"), request.get("entry"), request.get("args")]
+    if canonical is None or any(type(name) is not str for name in state_data):
+        text = json.dumps([*head, state_data], sort_keys=True, default=repr, ensure_ascii=True)
+    else:
+        text = _seed_text(head, canonical)
     random.seed(int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big"))
+
+
+def _seed_text(head, canonical):
+    """``json.dumps([*head, state], sort_keys=True, default=repr)`` from the state's values
+    already encoded so (*canonical*: name -> text): the list's and the dict's separators
+    and the keys in sorted order, as the encoder writes them."""
+    items = ", ".join(f"{json.dumps(name)}: {canonical[name]}" for name in sorted(canonical))
+    first = json.dumps(head, sort_keys=True, default=repr, ensure_ascii=True)
+    return f"{first[:-1]}, {{{items}}}]"
 
 
 def call_result(sandbox, request, limits, protections):
@@ -518,16 +538,20 @@ def call_result(sandbox, request, limits, protections):
     now = context_values.pop(CLOCK_KEY, None)
     if isinstance(now, str) and now:
         freeze_clock(sandbox, now)
-    seed_random(request, state_data)
-    seed_chance(sandbox)
-    # The values as given, to find the ones the code changed in place (below).
+    # The values as given, to find the ones the code changed in place (below), and the
+    # random seed's text.
     given = {name: _canonical(value) for name, value in state_data.items()}
+    seed_random(request, state_data, given)
+    seed_chance(sandbox)
     cap = limits["max_output_bytes"]
     try:
         result = run_call(sandbox, request, state_data, declared, context_values, limits)
         result["state"] = final_state(state_data)
         if result.get("ok"):
             add_in_place_writes(result, given)
+        if request.get("state_back") is False:
+            # The caller reads the writes (the in-place ones included), not this copy.
+            del result["state"]
         result["protections"] = protections
         # ensure_ascii (the default): a lone surrogate ("\ud800") in a user string must not
         # make the encoding fail.

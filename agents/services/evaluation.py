@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -163,8 +164,7 @@ def _explain_failures(
     leaves out explains (``agents.core.evaluate.explain_failures``), trying the calls the
     app's goldens list, on the batch's sandbox or one of its own."""
     simulated = with_instructions(app_spec, agent.display_name, instructions)
-    others = Scenario.objects.filter(agent__app=app).select_related("agent").order_by("pk")
-    examples = listed_calls(s.to_spec(app_id=f"apps/{app.pk}") for s in others)
+    examples = _app_listed_calls(app)
 
     def explain(on: BoundedRunner) -> ScenarioEvaluation:
         return explain_failures(
@@ -181,6 +181,34 @@ def _explain_failures(
         return explain(runner)
     with SLOTS.hold(), batch_runner() as own:
         return explain(own)
+
+
+# The calls an app's goldens list (`listed_calls`), by what decides them: the app's
+# revision (every write bumps it) and each scenario's version. A Run all asks once per
+# golden it explains; building every scenario's spec each time cost more than the lookup.
+_LISTED: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_LISTED_MAX = 16
+_LISTED_LOCK = threading.Lock()
+
+
+def _app_listed_calls(app: AgentApp) -> tuple[Any, ...]:
+    others = Scenario.objects.filter(agent__app=app).order_by("pk")
+    key = (
+        app.pk,
+        app.revision,
+        app.created_at.timestamp(),
+        tuple(others.values_list("pk", "version")),
+    )
+    found = _LISTED.get(key)
+    if found is None:
+        found = listed_calls(
+            s.to_spec(app_id=f"apps/{app.pk}") for s in others.select_related("agent")
+        )
+        with _LISTED_LOCK:  # `evaluate --jobs N` runs its jobs in threads
+            while len(_LISTED) >= _LISTED_MAX:
+                _LISTED.pop(next(iter(_LISTED)))
+            _LISTED[key] = found
+    return found
 
 
 @transaction.atomic

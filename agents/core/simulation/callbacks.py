@@ -105,7 +105,13 @@ class Callbacks(Window):
                 # after_agent callback of this turn runs.
                 self.turn_ended = writer.label
             return None
-        self.apply_writes(writer, tuple(result.writes), tuple(result.removed), keep_undeclared=True)
+        self.apply_writes(
+            writer,
+            tuple(result.writes),
+            tuple(result.removed),
+            keep_undeclared=True,
+            plain=result.plain,
+        )
         return result
 
     def run_callbacks(self, kind: CallbackKind, args: Mapping[str, Any]) -> tuple[bool, Any]:

@@ -85,6 +85,10 @@ class CodeResult:
     # did: the call was not run or was cut, not by anything the code did, so what follows
     # is not the scenario's outcome (``SimulationResult.stopped``).
     stopped: str = ""
+    # The runner vouches that every value here (writes, return value) is JSON data of the
+    # exact types without a float (the sandbox's answer held none): the simulation then
+    # skips the walks that would find nothing to say (``apply_writes``).
+    plain: bool = False
 
 
 CodeRunner = Callable[[CodeCall], CodeResult]

@@ -256,7 +256,11 @@ class RunState:
         removed: tuple[str, ...],
         *,
         keep_undeclared: bool = False,
+        plain: bool = False,
     ) -> None:
+        """Apply `writes` (and report each). `plain`: the runner vouches the values are
+        JSON data of the exact types without a float (``CodeResult.plain``): the walks
+        that would find nothing are skipped, the outcome is the same."""
         for name, value in writes:
             variable = self.variables.get(name)
             if variable is None and keep_undeclared:
@@ -297,7 +301,7 @@ class RunState:
                 continue
             if value is not None:
                 problems = validate_value(
-                    value, variable, self.schemas, field=f"steps.{self.step_index}"
+                    value, variable, self.schemas, field=f"steps.{self.step_index}", plain=plain
                 )
                 if problems:
                     self.step_error(
@@ -323,7 +327,7 @@ class RunState:
                 self.state[name] = value
             self.add_event(
                 "state_update",
-                state_update_text(name, value),
+                state_update_text(name, value, plain=plain),
                 source=writer.source,
                 variable=name,
                 value=value,
@@ -331,8 +335,13 @@ class RunState:
 
     def begin_scope(self) -> tuple[int, dict[str, Any]]:
         """Where the writes of a model call or a tool call start: ADK commits them with the
-        call's event (the model's answer, the tool's response), so all or none."""
-        return len(self.events), copy_tree(self.state)
+        call's event (the model's answer, the tool's response), so all or none.
+
+        The state's values are never changed in place (a write replaces a value; code gets
+        a copy unless its runner only reads, ``code_input``; `turn_start_state` relies on
+        the same), so the dict is copied, not each value: the deep copy of a 50 KB state
+        at every model and tool call was pure cost."""
+        return len(self.events), dict(self.state)
 
     def roll_back(self, scope: tuple[int, dict[str, Any]], what: str) -> None:
         """Code raised inside `what`: its event never exists in the runtime, so the writes

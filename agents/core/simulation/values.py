@@ -79,8 +79,9 @@ def valid_now(text: str) -> bool:
     return 1 <= month <= 12 and 1 <= day <= days[month - 1]
 
 
-def state_update_text(name: str, value: Any) -> str:
-    return f"<state_update>{name}: {render_value(value)}</state_update>"
+def state_update_text(name: str, value: Any, *, plain: bool = False) -> str:
+    """`plain`: `value` is known to hold no float (``CodeResult.plain``)."""
+    return f"<state_update>{name}: {render_value(value, float_free=plain)}</state_update>"
 
 
 def ordered_callbacks(
