@@ -9,6 +9,7 @@ requests in flight at once, which thread's request came when — is the proof.
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import replace
 
@@ -227,28 +228,21 @@ def test_tokens_per_minute_wait_until_enough_tokens_leave_the_window(server):
 
 def test_statecraft_models_limits_are_parsed_and_refused_naming_the_field():
     base = {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:1/v1"}
-    parsed = parse_models(
-        '{"a": %s}'
-        % str({**base, "max_concurrent": 3, "requests_per_minute": 60, "tokens_per_minute": 9000})
-        .replace("'", '"')
-        .replace("True", "true"),
-        {},
-    )["a"]
-    assert (parsed.max_concurrent, parsed.requests_per_minute, parsed.tokens_per_minute) == (
-        3,
-        60,
-        9000,
-    )
-    defaults = parse_models('{"a": %s}' % str(base).replace("'", '"'), {})["a"]
-    assert (defaults.max_concurrent, defaults.requests_per_minute) == (8, None)
+
+    def parsed(**entry) -> Endpoint:
+        return parse_models(json.dumps({"a": {**base, **entry}}), {})["a"]
+
+    given = parsed(max_concurrent=3, requests_per_minute=60, tokens_per_minute=9000)
+    limits = (given.max_concurrent, given.requests_per_minute, given.tokens_per_minute)
+    assert limits == (3, 60, 9000)
+    assert (parsed().max_concurrent, parsed().requests_per_minute) == (8, None)
     for field, value, words in [
         ("max_concurrent", -1, "write a whole number from 0 to 1000 (got -1)"),
         ("requests_per_minute", 0, "write a whole number from 1 to 1000000 (got 0)"),
-        ("tokens_per_minute", '"lots"', 'write a whole number from 1 to 1000000000 (got "lots")'),
+        ("tokens_per_minute", "lots", 'write a whole number from 1 to 1000000000 (got "lots")'),
     ]:
-        text = '{"a": %s}' % str(base).replace("'", '"').replace("}", f', "{field}": {value}}}')
         with pytest.raises(ConfigError) as caught:
-            parse_models(text, {})
+            parsed(**{field: value})
         assert str(caught.value.message) == f"STATECRAFT_MODELS.a.{field}: {words}."
 
 
@@ -285,8 +279,6 @@ def test_the_admin_sets_the_limits_and_refuses_bad_ones_on_their_field(client, s
 
 @pytest.mark.django_db
 def test_the_api_shows_each_models_limits(user, server, monkeypatch):
-    import json
-
     monkeypatch.setenv(KEY_ENV, KEY)
     monkeypatch.setenv(
         "STATECRAFT_MODELS",

@@ -18,8 +18,9 @@ attempt, default 60), ``max_retries`` (on 429/5xx/connection errors, default 3),
 ``temperature``, ``price_in`` / ``price_out`` (USD per million tokens, overriding the
 price table), ``label``, and the limits of ``agents.llm.limits``: ``max_concurrent``
 (requests in flight at once per process, default 8, 0 for no limit),
-``requests_per_minute`` and ``tokens_per_minute`` (default: none). Anything else is an error naming the field, so a typo is caught
-at start (``agents.checks``) rather than at the first run.
+``requests_per_minute`` and ``tokens_per_minute`` (default: none). Anything else is an
+error naming the field, so a typo is caught at start (``agents.checks``) rather than at
+the first run.
 """
 
 from __future__ import annotations

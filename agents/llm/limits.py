@@ -17,7 +17,7 @@ every thread that calls it — several goldens run at once in one worker — and
   and every caller's next request waits for it, not only the one that got the 429.
 
 The concurrency and per-minute limits count in the process: with W worker processes, an
-endpoint sees at most W × ``max_concurrent`` requests at once (docs/operations: divide the
+endpoint sees at most W times ``max_concurrent`` requests at once (docs/operations: divide the
 provider's quota by the workers). The *not before* time lives in the cache (``CACHES``):
 with Redis (``CACHE_URL``), one 429 slows every worker on every machine (one cache read
 per attempt, against a model call's seconds); with the per-process cache, the threads of
@@ -30,6 +30,7 @@ for is returned and the call ends with it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import threading
@@ -114,10 +115,9 @@ class EndpointGate:
             self.not_before = max(self.not_before, target)
         cache = _shared()
         if cache is not None:
-            try:
+            # Redis away: this process's threads still share it.
+            with contextlib.suppress(Exception):
                 cache.set(self.cache_key, target, timeout=math.ceil(seconds) + 1)
-            except Exception:  # Redis away: this process's threads still share it
-                pass
         logger.info("model endpoint %s asked for %.1f s: every caller waits", self.key, seconds)
         return target
 
