@@ -93,10 +93,18 @@ class Command(BaseCommand):
 
         threading.Thread(target=keep_going, name="jobs-keeper", daemon=True).start()
         backend = settings.TASKS_BACKEND
+        waker: wakeup.Waker | None = None
+        if backend != "rq":
+            # A queued job wakes it at once (LISTEN/NOTIFY on PostgreSQL, a local socket
+            # otherwise; listening before it says it is up); the interval is the fallback.
+            try:
+                waker = wakeup.Waker()
+                wakeup.install(waker)
+            except Exception as exc:  # the database away: it looks at its interval only
+                logger.warning("worker %s: no wake-ups (%s); looks every interval", name, exc)
         self.stdout.write(f"worker {jobs.this_worker()} on the {backend} queue", ending="\n")
         self.stdout.flush()
         connections.close_all()  # each job opens its own (agents.rq_worker, db_worker)
-        waker: wakeup.Waker | None = None
         try:
             if backend == "rq":
                 # Jobs in this process, not a forked horse each: the pool stays warm.
@@ -117,11 +125,6 @@ class Command(BaseCommand):
                 ]
                 if options["batch"]:
                     db_args.append("--batch")
-                # A queued job wakes it at once (LISTEN/NOTIFY on PostgreSQL, a local
-                # socket otherwise); the interval is only the fallback.
-                waker = wakeup.Waker()
-                wakeup.install(waker)
-                connection.close()  # the waker's look at the database: each job opens its own
                 # SIGTERM/SIGINT: the db worker finishes the job it runs, then exits.
                 signal.signal(signal.SIGTERM, signal.default_int_handler)
                 call_command("db_worker", *db_args, verbosity=int(options["verbosity"]))
