@@ -143,7 +143,7 @@ def main() -> None:
         ARRIVED.append(time.perf_counter())
         time.sleep(args.delay)
 
-    server.hold = hold
+    server.before_answer = hold
     workdir = tempfile.mkdtemp(prefix="statecraft-first-token-")
     models = {
         "loop": {

@@ -97,7 +97,7 @@ class ModelServer:
     answer: Callable[[Seen], Reply] | None = None
     # Called with each model request before it is answered, outside the server's lock
     # (hold a request there while the test counts what is in flight).
-    hold: Callable[[Seen], None] | None = None
+    before_answer: Callable[[Seen], None] | None = None
 
     def __post_init__(self) -> None:
         self.release = threading.Event()
@@ -131,8 +131,8 @@ class ModelServer:
                     with server.lock:
                         server.in_flight += 1
                         server.most_in_flight = max(server.most_in_flight, server.in_flight)
-                    if server.hold is not None:
-                        server.hold(seen)
+                    if server.before_answer is not None:
+                        server.before_answer(seen)
                 self.respond(seen, route)
 
             def respond(self, seen: Seen, route: Callable[[Seen], Reply] | None) -> None:

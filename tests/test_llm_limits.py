@@ -102,7 +102,7 @@ def test_threads_never_have_more_requests_in_flight_than_the_endpoints_limit(ser
             full = min(calls, (index // limit + 1) * limit)
             assert batch.wait_for(lambda: arrived[0] >= full, timeout=30)
 
-    server.hold = hold
+    server.before_answer = hold
     endpoint = endpoint_of(server, max_concurrent=limit)
     answers = in_threads(calls, lambda i: client_for(endpoint)(request_from(f"golden {i}")))
 
@@ -116,7 +116,7 @@ def test_without_a_limit_every_thread_is_in_flight_at_once(server):
     server.script(openai_text("ok"))
     server.repeat_last = True
     all_in = threading.Barrier(calls, timeout=30)
-    server.hold = lambda seen: all_in.wait()
+    server.before_answer = lambda seen: all_in.wait()
     endpoint = endpoint_of(server, max_concurrent=0)
     in_threads(calls, lambda i: client_for(endpoint)(request_from(f"golden {i}")))
     assert server.most_in_flight == calls
