@@ -135,8 +135,8 @@ class Client:
         """One HTTP request of the call, counted in the endpoint's gate until its answer
         is read (its place freed before any wait for a retry)."""
         spent = 0
-        self.impl.begin()
         try:
+            self.impl.begin()
             answer = self.impl.send(request)
             spent = answer.tokens_in + answer.tokens_out
             if answer_size(answer.parts) > self.impl.max_answer_bytes:
