@@ -238,6 +238,9 @@ class ModelEndpointForm(forms.ModelForm):
             "max_retries",
             "price_in",
             "price_out",
+            "max_concurrent",
+            "requests_per_minute",
+            "tokens_per_minute",
             "enabled",
         )
         help_texts = {

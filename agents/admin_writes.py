@@ -183,6 +183,7 @@ DELETE: Mapping[type[Model], Callable[..., None]] = {
     Agent: lambda obj, actor: services.agent_delete(agent=obj, actor=actor),
     Callback: lambda obj, actor: services.callback_delete(callback=obj, actor=actor),
     Scenario: lambda obj, actor: services.scenario_delete(scenario=obj, actor=actor),
+    AppShare: lambda obj, actor: services.app_unshare(app=obj.app, user=obj.user, actor=actor),
 }
 
 

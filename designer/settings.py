@@ -439,5 +439,9 @@ JOBS_RETRY_BACKOFF_SECONDS = float(os.environ.get("JOBS_RETRY_BACKOFF_SECONDS", 
 JOBS_DB_RETRY_SECONDS = float(os.environ.get("JOBS_DB_RETRY_SECONDS", "30"))
 # Queued longer than this, a job's page says why it waits (no worker seen, or all busy).
 JOBS_PICKUP_SECONDS = float(os.environ.get("JOBS_PICKUP_SECONDS", "10"))
+# Where the database queue's workers of this machine keep the sockets a queued job wakes
+# them by (agents/wakeup.py; PostgreSQL uses LISTEN/NOTIFY instead). Empty: a folder per
+# database under the system's temporary folder.
+JOBS_WAKE_DIR = os.environ.get("JOBS_WAKE_DIR", "")
 # Warm sandbox sessions a worker keeps between jobs (each serves one user; 0: none).
 SANDBOX_POOL_SIZE = int(os.environ.get("SANDBOX_POOL_SIZE", "2"))

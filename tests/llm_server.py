@@ -95,10 +95,16 @@ class ModelServer:
     # Answers every model request from what it received instead of the script (a
     # "perfect model", tests/perfect_model.py).
     answer: Callable[[Seen], Reply] | None = None
+    # Called with each model request before it is answered, outside the server's lock
+    # (hold a request there while the test counts what is in flight).
+    before_answer: Callable[[Seen], None] | None = None
 
     def __post_init__(self) -> None:
         self.release = threading.Event()
         self.lock = threading.Lock()
+        # Model requests being answered now, and the most there were at once.
+        self.in_flight = 0
+        self.most_in_flight = 0
         # A drip's progress: chunks sent, set after the fifth (`dripping`), and set when
         # the client closed the stream (`hung_up`, the write failed).
         self.dripped = 0
@@ -121,7 +127,20 @@ class ModelServer:
                     body = raw.decode("utf-8", "replace")
                 seen = Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 route = server.routes.get(self.path.split("?")[0])
+                if route is None:
+                    with server.lock:
+                        server.in_flight += 1
+                        server.most_in_flight = max(server.most_in_flight, server.in_flight)
+                    if server.before_answer is not None:
+                        server.before_answer(seen)
+                self.respond(seen, route)
+
+            def respond(self, seen: Seen, route: Callable[[Seen], Reply] | None) -> None:
                 with server.lock:
+                    if route is None:
+                        # Answered from here on: out of flight before the client can read
+                        # the answer (and send its next request).
+                        server.in_flight -= 1
                     if route is not None:
                         server.routed.append(seen)
                         reply = route(seen)

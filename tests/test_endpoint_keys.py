@@ -47,6 +47,7 @@ def _form(url: str, **extra: str) -> dict[str, str]:
         "base_url": url,
         "timeout": "5",
         "max_retries": "0",
+        "max_concurrent": "8",
         "enabled": "on",
         **extra,
     }

@@ -48,6 +48,9 @@ def test_the_api_lists_models_without_keys(signed_in, configured):
             "label": "loop",
             "source": "env",
             "has_key": True,
+            "max_concurrent": 8,
+            "requests_per_minute": None,
+            "tokens_per_minute": None,
         }
     ]
 
@@ -276,6 +279,7 @@ def test_a_model_key_never_appears_anywhere(
             "base_url": f"{configured.url}/v1",
             "timeout": "5",
             "max_retries": "0",
+            "max_concurrent": "8",
             "enabled": "on",
             "api_key": ADMIN_KEY,
         },

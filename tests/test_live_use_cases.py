@@ -99,6 +99,25 @@ def test_a_finished_live_job_is_drawn_from_what_it_stored(
     assert "changed since" not in html
 
 
+def test_the_live_fragment_asks_often_until_the_models_first_text_shows(
+    loop,
+    bank_app,  # noqa: F811
+    user,
+):
+    """The first streamed token is what the designer waits to see: the fragment asks for
+    itself every 100 ms until the job holds text (or a call), then every 500 ms."""
+    app, agent, scenario = bank_app
+    client = _client(user)
+    url = reverse("agent-simulate", args=[app.pk, agent.pk])
+    queued = client.post(url, {"scenario": scenario.pk, "model": "loop", "live": "1"}, headers=HX)
+    assert 'hx-trigger="load delay:100ms"' in queued.content.decode()
+    job = Job.objects.get(kind="live_run")
+    Job.objects.filter(pk=job.pk).update(status="running", current="Your bal")
+    page = client.get(reverse("live-job", args=[app.pk, agent.pk, job.pk]), headers=HX)
+    html = page.content.decode()
+    assert "Your bal" in html and 'hx-trigger="load delay:500ms"' in html
+
+
 # ---------------------------------------------------------------- refusals first
 
 

@@ -270,6 +270,7 @@ def _admin_form(**fields):
         "location": "",
         "timeout": "5",
         "max_retries": "0",
+        "max_concurrent": "8",
         "enabled": "on",
         "api_key": "",
     }

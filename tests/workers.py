@@ -47,9 +47,9 @@ def test_database_url() -> str:
 class Worker:
     """`manage.py worker` in its own process, on the test database."""
 
-    def __init__(self, **env: str) -> None:
+    def __init__(self, interval: float = 0.05, **env: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "manage.py", "worker", "--interval=0.05"],
+            [sys.executable, "manage.py", "worker", f"--interval={interval}"],
             cwd=ROOT,
             env={
                 **os.environ,

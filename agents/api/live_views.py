@@ -49,6 +49,15 @@ class ModelEndpointOut(serializers.Serializer):
     label = serializers.CharField()
     source = serializers.CharField(help_text=_("env (STATECRAFT_MODELS) or admin."))
     has_key = serializers.BooleanField(help_text=_("Whether a key is configured (never the key)."))
+    max_concurrent = serializers.IntegerField(
+        help_text=_("Requests in flight at once per worker process (0: no limit).")
+    )
+    requests_per_minute = serializers.IntegerField(
+        allow_null=True, help_text=_("Requests started per minute per worker process, or null.")
+    )
+    tokens_per_minute = serializers.IntegerField(
+        allow_null=True, help_text=_("Tokens answered per minute per worker process, or null.")
+    )
 
 
 class ModelListView(ApiView):

@@ -59,7 +59,10 @@ __all__ = [
     "MODALITY_MAX_LENGTH",
     "MODEL_ERROR_MAX_LENGTH",
     "MODEL_ID_MAX_LENGTH",
+    "MODEL_MAX_CONCURRENT_DEFAULT",
+    "MODEL_MAX_CONCURRENT_LIMIT",
     "MODEL_NAME_MAX_LENGTH",
+    "MODEL_PER_MINUTE_LIMITS",
     "NAME_MAX_LENGTH",
     "NAME_PATTERN",
     "NAME_PATTERN_JSON",
@@ -127,6 +130,11 @@ EXPECTATION_NOTE_MAX_LENGTH = 500
 # (the scenario's PositiveIntegerField is a 32-bit integer on PostgreSQL).
 TOKEN_BUDGET_MAX = 2**31 - 1
 MODEL_NAME_MAX_LENGTH = 60  # a configured model endpoint's name (STATECRAFT_MODELS)
+# A model endpoint's limits (agents.llm.limits): requests in flight at once per worker
+# process (0: no limit), and the highest per-minute limits an operator may write.
+MODEL_MAX_CONCURRENT_DEFAULT = 8
+MODEL_MAX_CONCURRENT_LIMIT = 1000
+MODEL_PER_MINUTE_LIMITS = {"requests_per_minute": 1_000_000, "tokens_per_minute": 1_000_000_000}
 MAX_ID = 2**63 - 1  # the largest primary key a database can hold (PostgreSQL bigint)
 LABEL_PATTERN = r"\A[a-z0-9][a-z0-9_.-]*\Z"  # a version label; the whole text (not "$": "v1\n")
 LABEL_MAX_LENGTH = 64

@@ -16,8 +16,11 @@ application-default login`` or the metadata server; or, with ``api_key_env`` and
 project, Vertex AI express mode with an API key), ``timeout`` (seconds per
 attempt, default 60), ``max_retries`` (on 429/5xx/connection errors, default 3),
 ``temperature``, ``price_in`` / ``price_out`` (USD per million tokens, overriding the
-price table), ``label``. Anything else is an error naming the field, so a typo is caught
-at start (``agents.checks``) rather than at the first run.
+price table), ``label``, and the limits of ``agents.llm.limits``: ``max_concurrent``
+(requests in flight at once per process, default 8, 0 for no limit),
+``requests_per_minute`` and ``tokens_per_minute`` (default: none). Anything else is an
+error naming the field, so a typo is caught at start (``agents.checks``) rather than at
+the first run.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.core import rules
 from agents.core.diagnostics import Message
 from agents.core.form_text import explain_json_error
 
@@ -48,8 +52,15 @@ FIELDS = frozenset(
         "price_in",
         "price_out",
         "label",
+        "max_concurrent",
+        "requests_per_minute",
+        "tokens_per_minute",
     }
 )
+# The limits' bounds (``agents.llm.limits``): the admin's fields validate with the same.
+DEFAULT_MAX_CONCURRENT = rules.MODEL_MAX_CONCURRENT_DEFAULT
+MAX_CONCURRENT_LIMIT = rules.MODEL_MAX_CONCURRENT_LIMIT
+PER_MINUTE_LIMITS = rules.MODEL_PER_MINUTE_LIMITS
 
 
 @dataclass(frozen=True)
@@ -73,6 +84,9 @@ class Endpoint:
     price_in: float | None = None
     price_out: float | None = None
     label: str = ""
+    max_concurrent: int = DEFAULT_MAX_CONCURRENT  # 0: no limit
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
     source: str = "env"  # env | admin
 
     @property
@@ -90,6 +104,9 @@ class Endpoint:
             "label": self.label or self.name,
             "source": self.source,
             "has_key": bool(self.api_key) or self.vertex,
+            "max_concurrent": self.max_concurrent,
+            "requests_per_minute": self.requests_per_minute,
+            "tokens_per_minute": self.tokens_per_minute,
         }
 
 
@@ -137,6 +154,37 @@ def _number(where: str, value: Any, *, minimum: float = 0.0) -> float:
             )
         )
     return float(value)
+
+
+def _whole(where: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(
+            Message(
+                "%(where)s: write a whole number from %(low)s to %(high)s (got %(value)s).",
+                where=where,
+                low=low,
+                high=high,
+                value=json.dumps(value),
+            )
+        )
+    return value
+
+
+def parse_limits(where: str, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """An entry's ``max_concurrent``, ``requests_per_minute`` and ``tokens_per_minute``
+    (absent or null per-minute limits: none); ConfigError naming the field."""
+    out: dict[str, Any] = {
+        "max_concurrent": _whole(
+            f"{where}.max_concurrent",
+            entry.get("max_concurrent", DEFAULT_MAX_CONCURRENT),
+            0,
+            MAX_CONCURRENT_LIMIT,
+        )
+    }
+    for key, high in PER_MINUTE_LIMITS.items():
+        value = entry.get(key)
+        out[key] = None if value is None else _whole(f"{where}.{key}", value, 1, high)
+    return out
 
 
 def parse_models(text: str, environ: Mapping[str, str]) -> dict[str, Endpoint]:
@@ -284,6 +332,7 @@ def parse_models(text: str, environ: Mapping[str, str]) -> dict[str, Endpoint]:
             price_in=prices.get("price_in"),
             price_out=prices.get("price_out"),
             label=entry.get("label", ""),
+            **parse_limits(where, entry),
         )
     return out
 

@@ -14,6 +14,9 @@ with a ``ProtocolClient`` subclass (``agents.llm.protocol``), a line here (or
 
 Around the protocol, the `Client` keeps what every provider shares:
 
+- **limits** (``agents.llm.limits``): the endpoint's ``max_concurrent``,
+  ``requests_per_minute`` and ``tokens_per_minute``, per process across its threads, and
+  the *not before* time a 429 sets for every caller of the endpoint;
 - **retries** (``agents.llm.retries``): the OpenAI SDK's policy, ``Retry-After`` honoured,
   jitter, attempts counted exactly in ``ModelAnswer.retries``;
 - **bounds of one answer** (``agents.llm.transport``): the call's timeout as a total, the
@@ -37,6 +40,7 @@ from agents.core.diagnostics import Message
 from agents.core.model import ModelAnswer, ModelRequest, ModelStrategy, answer_size, call_watch
 from agents.llm.endpoints import Endpoint, cost_of
 from agents.llm.errors import Failure, failure_in, too_large
+from agents.llm.limits import gate_for, limits_of
 from agents.llm.masking import TextSink, mask_message, masked_parts
 from agents.llm.protocol import ProtocolClient
 from agents.llm.retries import INITIAL_DELAY, RetryPolicy, Sleeper, wait
@@ -71,29 +75,37 @@ class Client:
         self.endpoint = impl.endpoint
         self.policy = policy
         self.sleeper = sleeper
+        self.clock = impl.bounds.clock
+        self.gate = gate_for(self.endpoint)
+        self.limits = limits_of(self.endpoint)
+        # The endpoint's "not before" times this client already waited for (its own 429's).
+        self.waited: set[float] = set()
         self.retries = 0  # over all calls
 
     def __call__(self, request: ModelRequest) -> ModelAnswer:
         endpoint = self.endpoint
         attempt = 0
         while True:
-            self.impl.begin()
+            stop = self.gate.enter(
+                self.limits,
+                sleeper=self.sleeper,
+                clock=self.clock,
+                watch=call_watch.get(),
+                waited=self.waited,
+            )
+            if stop:
+                return self._failed(Failure(stop[0], stop[1]), attempt)
             try:
-                answer = self.impl.send(request)
-                if answer_size(answer.parts) > self.impl.max_answer_bytes:
-                    raise too_large(self.impl.max_answer_bytes)
-                if not self._protocol_body():
-                    raise self.impl.bounds.malformed() or Failure("malformed", "")
+                answer = self._attempt(request)
             except Failure as failure:
                 return self._failed(failure, attempt)
             except Exception as exc:  # the SDK's: classify, maybe retry
                 failure = failure_in(exc) or self._malformed(exc) or self.impl.classify(exc)
                 if failure.retry and self.policy.may_retry(attempt, failure.retry_after):
-                    stop = wait(
-                        self.policy.delay(attempt, failure.retry_after),
-                        self.sleeper,
-                        call_watch.get(),
-                    )
+                    delay = self.policy.delay(attempt, failure.retry_after)
+                    if failure.kind == "quota":  # a 429: every caller of the endpoint waits
+                        self.waited.add(self.gate.back_off(delay))
+                    stop = wait(delay, self.sleeper, call_watch.get())
                     if stop:
                         return self._failed(Failure(stop[0], stop[1]), attempt)
                     attempt += 1
@@ -118,6 +130,22 @@ class Client:
                 model=answer.model,
                 finish=answer.finish,
             )
+
+    def _attempt(self, request: ModelRequest) -> ModelAnswer:
+        """One HTTP request of the call, counted in the endpoint's gate until its answer
+        is read (its place freed before any wait for a retry)."""
+        spent = 0
+        try:
+            self.impl.begin()
+            answer = self.impl.send(request)
+            spent = answer.tokens_in + answer.tokens_out
+            if answer_size(answer.parts) > self.impl.max_answer_bytes:
+                raise too_large(self.impl.max_answer_bytes)
+            if not self._protocol_body():
+                raise self.impl.bounds.malformed() or Failure("malformed", "")
+            return answer
+        finally:
+            self.gate.leave(spent or self.impl.answered // 4, self.clock)
 
     def _protocol_body(self) -> bool:
         """Whether the successful answer just read came as the protocol's JSON (or its

@@ -7,12 +7,15 @@ of the bytes read; the text and arguments of an answer are capped at `max_answer
 (``LIVE_MAX_ANSWER_BYTES``). Past any of them it raises the `Failure` that ends the call
 (``timeout``, ``cancelled`` or ``too_large``); the SDK closes the stream.
 
-The transport keeps the environment's proxy (``HTTPS_PROXY``/``NO_PROXY``) the SDKs' own
-clients would use: a transport given to httpx turns httpx's own lookup off.
+Every client shares one TLS context (`shared_ssl_context`: the certificates are loaded once
+per process). The transport keeps the environment's proxy (``HTTPS_PROXY``/``NO_PROXY``)
+the SDKs' own clients would use: a transport given to httpx turns httpx's own lookup off.
 """
 
 from __future__ import annotations
 
+import ssl
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -114,7 +117,7 @@ class WatchedTransport(httpx.BaseTransport):
         proxy: str | None = None,
         seen: Callable[[int, str], None] | None = None,
     ):
-        self.inner = httpx.HTTPTransport(proxy=proxy)
+        self.inner = httpx.HTTPTransport(verify=shared_ssl_context(), proxy=proxy)
         self.check = check
         self.seen = seen
 
@@ -127,6 +130,22 @@ class WatchedTransport(httpx.BaseTransport):
 
     def close(self) -> None:
         self.inner.close()
+
+
+_ssl_context: ssl.SSLContext | None = None
+_ssl_lock = threading.Lock()
+
+
+def shared_ssl_context() -> ssl.SSLContext:
+    """The verifying TLS context of every model client of the process (httpx's default:
+    the certifi bundle, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``). Loading the certificates
+    takes tens of milliseconds: once per process, not once per run (a live run's first
+    token waited for it). A context is safe to share between threads."""
+    global _ssl_context
+    with _ssl_lock:
+        if _ssl_context is None:
+            _ssl_context = httpx.create_ssl_context()
+        return _ssl_context
 
 
 def proxy_for(base_url: str) -> str | None:

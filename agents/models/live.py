@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -13,7 +14,10 @@ from agents.core.rules import (
     LOCATION_MAX_LENGTH,
     MODEL_ERROR_MAX_LENGTH,
     MODEL_ID_MAX_LENGTH,
+    MODEL_MAX_CONCURRENT_DEFAULT,
+    MODEL_MAX_CONCURRENT_LIMIT,
     MODEL_NAME_MAX_LENGTH,
+    MODEL_PER_MINUTE_LIMITS,
     NOW_MAX_LENGTH,
     PROJECT_ID_MAX_LENGTH,
     RESULT_STATUS_MAX_LENGTH,
@@ -79,6 +83,49 @@ class ModelEndpoint(TimestampedModel):
         blank=True,
         help_text=_("USD per million output tokens."),
         verbose_name=_("price out"),
+    )
+    max_concurrent = models.PositiveSmallIntegerField(
+        default=MODEL_MAX_CONCURRENT_DEFAULT,
+        validators=[
+            MaxValueValidator(
+                MODEL_MAX_CONCURRENT_LIMIT,
+                message=_("At most %(limit_value)s requests at once; 0 for no limit."),
+            )
+        ],
+        help_text=_("Requests to this model in flight at once, per worker process (0: no limit)."),
+        verbose_name=_("max concurrent requests"),
+    )
+    requests_per_minute = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[
+            MinValueValidator(
+                1, message=_("Write at least 1 request a minute, or leave it empty for no limit.")
+            ),
+            MaxValueValidator(
+                MODEL_PER_MINUTE_LIMITS["requests_per_minute"],
+                message=_("At most %(limit_value)s requests a minute; leave it empty for none."),
+            ),
+        ],
+        help_text=_("Requests started per minute, per worker process (empty: no limit)."),
+        verbose_name=_("requests per minute"),
+    )
+    tokens_per_minute = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[
+            MinValueValidator(
+                1, message=_("Write at least 1 token a minute, or leave it empty for no limit.")
+            ),
+            MaxValueValidator(
+                MODEL_PER_MINUTE_LIMITS["tokens_per_minute"],
+                message=_("At most %(limit_value)s tokens a minute; leave it empty for none."),
+            ),
+        ],
+        help_text=_(
+            "Tokens (in and out) answered per minute, per worker process (empty: no limit)."
+        ),
+        verbose_name=_("tokens per minute"),
     )
     enabled = models.BooleanField(default=True, verbose_name=_("enabled"))
 

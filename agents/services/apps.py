@@ -16,7 +16,18 @@ from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.formats import check_app_spec
 from agents.core.script import format_script
 from agents.core.spec import AppSpec, ScenarioSpec
-from agents.models import Agent, AgentApp, AppLabel, AppShare, Schema, ShareRole, Tool, Variable
+from agents.models import (
+    JOB_ACTIVE,
+    Agent,
+    AgentApp,
+    AppLabel,
+    AppShare,
+    Job,
+    Schema,
+    ShareRole,
+    Tool,
+    Variable,
+)
 from agents.services.agents import agent_create, agent_delete, agent_update, callback_create
 from agents.services.common import (
     Actor,
@@ -30,6 +41,7 @@ from agents.services.common import (
     save,
     snapshot,
 )
+from agents.services.jobs import job_cancel
 from agents.services.scenarios import scenario_save
 from agents.services.schemas import schema_create
 from agents.services.tools import tool_create
@@ -150,7 +162,13 @@ def app_share_by_username(
 
 @app_write
 def app_unshare(*, app: AgentApp, user: Actor, actor: Actor = None) -> None:
+    """End `user`'s access to `app`: the share is removed and their jobs on the app are
+    cancelled (a queued one at once, a running one at its next step); their job results
+    on the app read as not found from then on (`jobs.job_for_user`)."""
     deleted, _ = AppShare.objects.filter(app=app, user=user).delete()
+    if app.owner_id != user.pk:
+        for job in Job.objects.filter(app=app, owner=user, status__in=JOB_ACTIVE):
+            job_cancel(job=job)
     if deleted:
         changed(
             app=app,

@@ -840,11 +840,16 @@ def queue_wait(job: Job) -> Message | None:
 
 
 def job_for_user(user: Actor, job_id: Any) -> Job:
-    """The job, when `user` submitted it; Job.DoesNotExist otherwise (operators see every
-    job in the admin). A running job whose worker is gone is recovered first."""
+    """The job, when `user` submitted it and may still see its app; Job.DoesNotExist
+    otherwise (a share removed ends the reading of its jobs; operators see every job in
+    the admin). A running job whose worker is gone is recovered first."""
+    from agents.selectors import app_access
+
     if user is None or not user.pk:
         raise Job.DoesNotExist
     job = Job.objects.select_related("app").get(pk=job_id, owner=user)
+    if job.app is not None and app_access(user, job.app) is None:
+        raise Job.DoesNotExist
     if job.status == JobStatus.RUNNING and jobs_recover([job]):
         job.refresh_from_db()
     return job

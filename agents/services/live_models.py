@@ -79,6 +79,9 @@ def admin_endpoints() -> dict[str, Endpoint]:
             max_retries=row.max_retries,
             price_in=row.price_in,
             price_out=row.price_out,
+            max_concurrent=row.max_concurrent,
+            requests_per_minute=row.requests_per_minute,
+            tokens_per_minute=row.tokens_per_minute,
             source="admin",
         )
     return out

@@ -29,6 +29,7 @@ from designer.views.page import designer_context
 from designer.views.run_all import POLL_MS, run_all_context
 
 DESIGNER = "agents/app_designer.html"
+FIRST_TEXT_POLL_MS = 100  # a live run's fragment, until the model's first text shows
 
 
 def _job(request: HttpRequest, app: AgentApp, job_id: object) -> Job:
@@ -124,7 +125,9 @@ def live_job_context(job: Job) -> dict[str, Any]:
         "cost": sum(float(c.get("cost") or 0) for c in calls),
         "priced": conversation.model_priced(model),
         "replay": bool(job.params.get("replay")),
-        "poll_ms": POLL_MS,
+        # Until the model's first text (or call) shows, the fragment asks more often: the
+        # first streamed token is what the designer waits to see.
+        "poll_ms": POLL_MS if job.current or calls else FIRST_TEXT_POLL_MS,
     }
 
 

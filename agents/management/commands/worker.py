@@ -9,7 +9,9 @@ workers seen), recovers jobs whose worker died (`jobs_recover`: queued again, or
 with the reason) and enqueues again queued jobs whose queue entry is gone (`jobs_reap`,
 after ``JOBS_REQUEUE_SECONDS``). The loop survives a database or Redis outage: each round's
 error is logged and the next round tries again. Run as many as you like, on as many
-machines as share the database (and the Redis): a job is claimed by exactly one.
+machines as share the database (and the Redis): a job is claimed by exactly one. An idle
+database-queue worker is woken when a job is queued (`agents.wakeup`), so a job starts at
+once rather than at the worker's next look at the queue.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections, connection, connections
 
+from agents import wakeup
 from agents.services import jobs, sandbox_door
 
 logger = logging.getLogger("agents.jobs")
@@ -38,7 +41,8 @@ class Command(BaseCommand):
             "--interval",
             type=float,
             default=0.2,
-            help="seconds between looks at an empty database queue (default 0.2)",
+            help="seconds between looks at an empty database queue when no queued job "
+            "woke the worker (default 0.2)",
         )
 
     def _recover(self) -> None:
@@ -89,6 +93,15 @@ class Command(BaseCommand):
 
         threading.Thread(target=keep_going, name="jobs-keeper", daemon=True).start()
         backend = settings.TASKS_BACKEND
+        waker: wakeup.Waker | None = None
+        if backend != "rq":
+            # A queued job wakes it at once (LISTEN/NOTIFY on PostgreSQL, a local socket
+            # otherwise; listening before it says it is up); the interval is the fallback.
+            try:
+                waker = wakeup.Waker()
+                wakeup.install(waker)
+            except Exception as exc:  # the database away: it looks at its interval only
+                logger.warning("worker %s: no wake-ups (%s); looks every interval", name, exc)
         self.stdout.write(f"worker {jobs.this_worker()} on the {backend} queue", ending="\n")
         self.stdout.flush()
         connections.close_all()  # each job opens its own (agents.rq_worker, db_worker)
@@ -117,6 +130,8 @@ class Command(BaseCommand):
                 call_command("db_worker", *db_args, verbosity=int(options["verbosity"]))
         finally:
             stop.set()
+            if waker is not None:
+                waker.close()
             try:
                 jobs.worker_beat(name, queue=queue, stopped=True)
             except Exception as exc:  # the database is away: the row ages out instead
