@@ -67,6 +67,12 @@ _WORDS = {
     "share": _("share"),
     "viewer": _("viewer"),
     "editor": _("editor"),
+    # An evaluation's verdicts (the Evaluations page's marks and comparisons).
+    "passed": _("passed"),
+    "failed": _("failed"),
+    "flaky": _("flaky"),
+    "absent": _("absent"),
+    "cancelled": _("cancelled"),
 }
 
 

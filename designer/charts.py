@@ -12,7 +12,7 @@ from django.utils.translation import gettext as _
 
 # Colour-blind-safe (Okabe-Ito), readable on white; a model keeps its colour in the legend.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
-WIDTH, HEIGHT = 760, 220
+WIDTH, HEIGHT = 1100, 250
 LEFT, RIGHT, TOP, BOTTOM = 44, 16, 14, 44
 
 
@@ -24,31 +24,37 @@ class Point:
 
 
 def pass_rate_series(runs: list[Any]) -> tuple[list[str], dict[str, list[Point]], list[str]]:
-    """From runs (newest first, as listed): the x labels (oldest first: date and version),
-    one series per model (its columns' pass rate in each run it is in), and the version
-    of each run."""
+    """From runs (newest first, as listed): the x labels (oldest first), one series per
+    model, and the versions of each run (marked under it). A model's point in a run is its
+    column of the run's newest version (the working copy when it is one)."""
     ordered = list(reversed(runs))
     series: dict[str, list[Point]] = {}
     labels, marks = [], []
     for index, run in enumerate(ordered):
         matrix = run.matrix or {}
-        versions = sorted({c["version"] for c in matrix.get("columns", [])})
-        mark = ", ".join(("v" + v if v.isdigit() else v) if v else "" for v in versions).strip(", ")
-        marks.append(mark)
+        columns = matrix.get("columns", [])
+        versions = list(dict.fromkeys(c["version"] for c in columns))
+        marks.append(
+            ", ".join(("v" + v if v.isdigit() else v) for v in versions if v)
+            if versions != [""]
+            else ""
+        )
         labels.append(f"{run.created_at:%d %b}")
-        for column in matrix.get("columns", []):
-            total = (matrix.get("totals") or {}).get(column["key"]) or {}
-            rate = total.get("pass_rate")
+        newest = "" if "" in versions else (versions[-1] if versions else "")
+        for column in columns:
+            if column["version"] != newest:
+                continue
+            rate = ((matrix.get("totals") or {}).get(column["key"]) or {}).get("pass_rate")
             if rate is None:
                 continue
             model = column["model"] or _("scripted")
-            name = model if not column["version"] else f"{model} @ {column['version']}"
+            version = column["version"] or _("working copy")
             tip = _("%(name)s, %(date)s: %(rate)s passed") % {
-                "name": name,
+                "name": f"{model} @ {version}",
                 "date": f"{run.created_at:%Y-%m-%d %H:%M}",
                 "rate": f"{rate:.0%}",
             }
-            series.setdefault(name, []).append(Point(index, float(rate), tip))
+            series.setdefault(model, []).append(Point(index, float(rate), tip))
     return labels, series, marks
 
 

@@ -419,6 +419,20 @@ TASKS = {"default": {"BACKEND": _TASK_BACKENDS[TASKS_BACKEND], "QUEUES": ["defau
 RQ_QUEUES = {"default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 3600}}
 # At most this many queued + running jobs per user (a 429 names the limit beyond it).
 JOBS_MAX_ACTIVE_PER_USER = int(os.environ.get("JOBS_MAX_ACTIVE_PER_USER", "4"))
+# A Run all fans out into one job per golden x repetition x model x version (its pieces,
+# agents.services.evaluation_runs): a worker runs this many pieces at once in threads,
+# scripted or live (a live piece waits on its model), beside the other workers.
+EVALUATION_THREADS = int(os.environ.get("EVALUATION_THREADS", "2"))
+EVALUATION_THREADS_LIVE = int(os.environ.get("EVALUATION_THREADS_LIVE", "8"))
+# The fair queue: a user's Run-all pieces taken from the queue while that user already has
+# this many running give their turn to another user's waiting job (0: no limit), coming
+# back after JOBS_YIELD_SECONDS.
+JOBS_MAX_RUNNING_PER_USER = int(os.environ.get("JOBS_MAX_RUNNING_PER_USER", "4"))
+JOBS_YIELD_SECONDS = float(os.environ.get("JOBS_YIELD_SECONDS", "1"))
+# An evaluation run repeats each golden at most this many times.
+EVALUATION_MAX_REPEAT = int(os.environ.get("EVALUATION_MAX_REPEAT", "20"))
+# The newest evaluation runs kept per app (the history); 0 keeps every one.
+EVALUATION_RUNS_KEPT = int(os.environ.get("EVALUATION_RUNS_KEPT", "200"))
 # A job's own caps over all its scenarios (per-simulation caps still apply to each).
 JOBS_MAX_SECONDS = float(os.environ.get("JOBS_MAX_SECONDS", "600"))
 JOBS_MAX_CODE_CALLS = int(os.environ.get("JOBS_MAX_CODE_CALLS", "20000"))

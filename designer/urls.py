@@ -20,9 +20,9 @@ app_patterns = [
     path("run-all/<uuid:job_id>/cancel", jobs.run_all_cancel, name="app-run-all-cancel"),
     path("evaluations/", evaluations.app_evaluations, name="app-evaluations"),
     path("evaluations/new", evaluations.evaluation_start, name="evaluation-start"),
-    path("evaluations/<int:run_id>", evaluations.evaluation_run, name="evaluation-run"),
+    path("evaluations/<int:evaluation_id>", evaluations.evaluation_run, name="evaluation-run"),
     path(
-        "evaluations/<int:run_id>/export",
+        "evaluations/<int:evaluation_id>/export",
         evaluations.evaluation_run_export,
         name="evaluation-run-export",
     ),

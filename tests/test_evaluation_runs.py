@@ -309,3 +309,25 @@ def test_evaluate_writes_one_junit_case_per_golden_model_and_version_and_exits_1
     assert failing == ["Balance live [flaky@current]"]
     text = out.getvalue()
     assert "FLAKY" in text and "[flaky@1]" in text and "TOTAL" in text
+
+
+def test_a_users_pieces_give_their_turn_when_another_user_waits(user, other_user, bank, settings):
+    """The fair queue: ada's piece taken from the queue while she already has the most
+    running pieces goes back on the queue if bob's job waits; it runs when nobody waits."""
+    settings.JOBS_MAX_RUNNING_PER_USER = 1
+    slow_app(bank, 2)
+    parent = evaluation.run_all_submit(app=bank, actor=user, enqueue=False)
+    _, pairs = evaluation.app_scenarios(bank)
+    first, second, *_ = evaluation_runs.spawn(
+        JobContext(parent, "test"), evaluation_runs.plan(parent, pairs)
+    )
+    Job.objects.filter(pk=first.pk).update(status="running", worker="elsewhere:1")
+    services.app_share(app=bank, user=other_user, role="editor", actor=user)
+    bobs = evaluation.run_all_submit(app=bank, actor=other_user, enqueue=False)
+    jobs.run_job.call(str(second.pk))
+    second.refresh_from_db()
+    assert second.status == "queued" and second.attempts == 0  # bob's turn first
+    jobs.job_cancel(job=bobs)
+    jobs.run_job.call(str(second.pk))
+    second.refresh_from_db()
+    assert second.status == "succeeded" and second.attempts == 1

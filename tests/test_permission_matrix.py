@@ -183,6 +183,9 @@ def _build_world():
     live_job = jobs.job_submit(
         kind="live_run", owner=user, app=bank, params=live_params, enqueue=False
     )
+    from agents.models import EvaluationRun
+
+    evaluation_run = EvaluationRun.objects.create(app=bank, owner=user, status="succeeded")
     users = {
         "stranger": stranger,
         "viewer": viewer,
@@ -205,6 +208,7 @@ def _build_world():
         "job_id": job.pk,
         "import_job_id": import_job.pk,
         "live_job_id": live_job.pk,
+        "evaluation_id": evaluation_run.pk,
     }
     return users, ids
 

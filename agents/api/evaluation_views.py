@@ -16,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.api.base import ERRORS, READ_ERRORS, ApiView
+from agents.i18n import localized_data
 from agents.models import EvaluationRun
 from agents.services import evaluation_runs
 
@@ -35,7 +36,10 @@ class EvaluationRunOut(serializers.Serializer):
     repeat = serializers.IntegerField()
     threshold = serializers.FloatField()
     totals = serializers.JSONField(
-        help_text=_("goldens, pass_rate (first column), passed, failed, flaky, tokens.")
+        help_text=_(
+            "`goldens`, `pass_rate` (first column), `passed`, `failed`, `flaky`, `tokens_in`, "
+            "`tokens_out`."
+        )
     )
     cost = serializers.FloatField()
 
@@ -43,10 +47,10 @@ class EvaluationRunOut(serializers.Serializer):
 class EvaluationRunDetailOut(EvaluationRunOut):
     matrix = serializers.JSONField(
         help_text=_(
-            "{columns: [{key, model, version}], rows: [{golden, agent_name, name, cells: "
-            "{column key: {runs, passed, judged, pass_rate, flaky, status, below_threshold, "
+            "`{columns: [{key, model, version}], rows: [{golden, agent_name, name, cells: "
+            "{KEY: {runs, passed, judged, pass_rate, flaky, status, below_threshold, "
             "first_failure, cost, tokens_in, tokens_out, latency_p50, latency_p95}}}], "
-            "totals: {column key: ...}, threshold}"
+            "totals: {KEY: ...}, threshold}` (KEY: a column's key, model@version)"
         )
     )
 
@@ -62,13 +66,15 @@ class ChangeOut(serializers.Serializer):
 
 
 class EvaluationRunView(ApiView):
+    """An app's evaluation runs: whoever may see the app reads them."""
+
     queryset = EvaluationRun.objects.none()
     pagination_class = None
 
     def load_run(self) -> EvaluationRun:
         app = self.load_app()
         try:
-            return evaluation_runs.run_for_app(app, self.kwargs["run_id"])
+            return evaluation_runs.run_for_app(app, self.kwargs["evaluation_id"])
         except EvaluationRun.DoesNotExist:
             raise Http404("No such evaluation run for this app.") from None
 
@@ -77,6 +83,10 @@ class EvaluationRunListView(EvaluationRunView):
     @extend_schema(
         tags=["evaluation runs"],
         summary=_("The app's evaluation runs, newest first (the history)"),
+        description=_(
+            "Each Run all of the app (the latest EVALUATION_RUNS_KEPT): who, when, the app "
+            "revision, models, versions, repetitions, totals and cost; without the matrix."
+        ),
         responses={200: EvaluationRunOut(many=True), **READ_ERRORS},
     )
     def get(self, request: Request, app_id: int) -> Response:
@@ -89,19 +99,29 @@ class EvaluationRunDetailView(EvaluationRunView):
     @extend_schema(
         tags=["evaluation runs"],
         summary=_("One evaluation run with its matrix (goldens x (model, version))"),
+        description=_(
+            "The run and its matrix: goldens as rows, (model, version) as columns; each cell "
+            "its repetitions' verdicts, pass rate, flakiness, first failure, cost, tokens "
+            "and latency."
+        ),
         responses={200: EvaluationRunDetailOut, **READ_ERRORS},
     )
-    def get(self, request: Request, app_id: int, run_id: int) -> Response:
-        return Response(evaluation_runs.run_data(self.load_run()))
+    def get(self, request: Request, app_id: int, evaluation_id: int) -> Response:
+        return Response(localized_data(evaluation_runs.run_data(self.load_run())))
 
 
 class EvaluationRunCsvView(EvaluationRunView):
     @extend_schema(
         tags=["evaluation runs"],
         summary=_("The run's matrix as CSV: one line per (golden, model, version)"),
+        description=_(
+            "Columns: `golden`, `agent`, `scenario`, `model`, `version`, `runs`, `passed`, "
+            "`pass_rate`, `flaky`, `status`, `cost`, `tokens_in`, `tokens_out`, "
+            "`latency_p50`, `latency_p95`, `first_failure`."
+        ),
         responses={200: OpenApiResponse(OpenApiTypes.STR), **READ_ERRORS},
     )
-    def get(self, request: Request, app_id: int, run_id: int) -> HttpResponse:
+    def get(self, request: Request, app_id: int, evaluation_id: int) -> HttpResponse:
         run = self.load_run()
         response = HttpResponse(
             evaluation_runs.matrix_csv(run.matrix), content_type="text/csv; charset=utf-8"
@@ -115,13 +135,18 @@ class EvaluationRunCompareView(EvaluationRunView):
     @extend_schema(
         tags=["evaluation runs"],
         summary=_("The goldens whose verdict differs between two columns, and why"),
+        description=_(
+            "`a` and `b` are column keys (model@version: offline for the scripted run, "
+            "current for the working copy); each changed golden with both verdicts and "
+            "the first failing expectation of each side. 400 names an unknown column."
+        ),
         parameters=[
             OpenApiParameter("a", str, required=True, description=_("A column key.")),
             OpenApiParameter("b", str, required=True, description=_("Another column key.")),
         ],
         responses={200: ChangeOut(many=True), 400: ERRORS[400], **READ_ERRORS},
     )
-    def get(self, request: Request, app_id: int, run_id: int) -> Response:
+    def get(self, request: Request, app_id: int, evaluation_id: int) -> Response:
         run = self.load_run()
         a = str(request.query_params.get("a", ""))
         b = str(request.query_params.get("b", ""))

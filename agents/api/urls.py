@@ -83,17 +83,17 @@ urlpatterns = [
         name="evaluation-run-list",
     ),
     path(
-        app + "evaluation-runs/<id:run_id>",
+        app + "evaluation-runs/<id:evaluation_id>",
         evaluation_views.EvaluationRunDetailView.as_view(),
         name="evaluation-run-detail",
     ),
     path(
-        app + "evaluation-runs/<id:run_id>/matrix.csv",
+        app + "evaluation-runs/<id:evaluation_id>/matrix.csv",
         evaluation_views.EvaluationRunCsvView.as_view(),
         name="evaluation-run-csv",
     ),
     path(
-        app + "evaluation-runs/<id:run_id>/compare",
+        app + "evaluation-runs/<id:evaluation_id>/compare",
         evaluation_views.EvaluationRunCompareView.as_view(),
         name="evaluation-run-compare",
     ),

@@ -366,7 +366,7 @@ def modality_problems(modality: str, field: str = "modality") -> list[Diagnostic
 
 def now_problems(now: str, field: str = "now") -> list[Diagnostic]:
     """The session clock: empty (the real clock) or an ISO date-time."""
-    from agents.core.simulate import valid_now
+    from agents.core.simulation.values import valid_now
 
     if not now or valid_now(now):
         return []

@@ -22,7 +22,7 @@ class Migration(migrations.Migration):
             name='EvaluationRun',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='queued', max_length=16, verbose_name='status')),
+                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='queued', max_length=12, verbose_name='status')),
                 ('app_revision', models.PositiveIntegerField(default=0, verbose_name='app revision')),
                 ('models_used', models.JSONField(blank=True, default=list, help_text="Model names ('' offline)", verbose_name='models')),
                 ('versions', models.JSONField(blank=True, default=list, help_text="Version numbers or labels ('' the working copy)", verbose_name='versions')),

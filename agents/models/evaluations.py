@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from agents.core.rules import JOB_STATUS_MAX_LENGTH
 from agents.models.app import AgentApp
 from agents.models.jobs import Job, JobStatus
 
@@ -36,7 +37,7 @@ class EvaluationRun(models.Model):
         verbose_name=_("owner"),
     )
     status = models.CharField(
-        max_length=16,
+        max_length=JOB_STATUS_MAX_LENGTH,
         choices=JobStatus.choices,
         default=JobStatus.QUEUED,
         verbose_name=_("status"),

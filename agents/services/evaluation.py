@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
@@ -47,8 +48,8 @@ from agents.models import (
     Scenario,
     ScenarioResult,
 )
-from agents.services import ServiceError, jobs
-from agents.services.common import Actor, error
+from agents.services import jobs
+from agents.services.common import Actor, ServiceError, error
 from agents.services.live_models import checked_judge, live_rights_check, resolve_model
 from agents.services.sandbox_door import (
     SLOTS,
@@ -462,10 +463,29 @@ def run_all_submit(
             kind="evaluate_app", owner=actor, app=app, params=params, enqueue=enqueue
         )
         if scenarios is None:  # a whole Run all: a row of the app's history from now on
-            from agents.services.evaluation_runs import run_fields
-
             EvaluationRun.objects.get_or_create(job=job, defaults=run_fields(job))
         return job
+
+
+def max_repeat() -> int:
+    """How many times an evaluation run may repeat each golden (``EVALUATION_MAX_REPEAT``)."""
+    return int(settings.EVALUATION_MAX_REPEAT)
+
+
+def run_fields(job: Job) -> dict[str, Any]:
+    """What the history row of a Run all (``EvaluationRun``) says of it before it ran:
+    its models ('' scripted), versions ('' the working copy), repetitions, threshold."""
+    params = job.params
+    return {
+        "app_id": job.app_id,
+        "owner_id": job.owner_id,
+        "status": job.status,
+        "app_revision": int(params.get("app_revision") or 0),
+        "models_used": list(params.get("models") or [params.get("model") or ""]),
+        "versions": [str(v) for v in (params.get("versions") or [""])],
+        "repeat": max(1, int(params.get("repeat") or 1)),
+        "threshold": float(params.get("threshold", 1.0)),
+    }
 
 
 def experiment_params(
@@ -479,7 +499,6 @@ def experiment_params(
     versions (numbers or labels; "" or "current" the working copy), the repetitions and the
     pass threshold, each checked with an error naming the field and the fix."""
     from agents.services import versions as versions_service
-    from agents.services.evaluation_runs import max_repeat
 
     params: dict[str, Any] = {}
     if len(models) > 1:

@@ -39,8 +39,9 @@ from django.utils import timezone
 from agents.core.diagnostics import Message
 from agents.i18n import recovered_message
 from agents.models import JOB_FINISHED, AgentApp, EvaluationRun, Job, JobStatus
-from agents.services import ServiceError, jobs
-from agents.services.common import error
+from agents.services import jobs
+from agents.services.common import ServiceError, error
+from agents.services.evaluation import run_fields
 from agents.services.jobs import JobContext
 
 PIECE_KIND = "evaluate_piece"
@@ -49,15 +50,11 @@ OFFLINE = ""  # a column's model: the scripted simulation
 WAIT_SECONDS = 0.25  # how often the parent looks at pieces other workers run
 
 
-def max_repeat() -> int:
-    return int(getattr(settings, "EVALUATION_MAX_REPEAT", 20))
-
-
 def threads_for(model_count: int) -> int:
     """How many pieces one worker runs at once: ``EVALUATION_THREADS_LIVE`` when a model is
     asked (pieces wait on it), else ``EVALUATION_THREADS``."""
     name = "EVALUATION_THREADS_LIVE" if model_count else "EVALUATION_THREADS"
-    return max(1, int(getattr(settings, name, 8 if model_count else 2)))
+    return max(1, int(getattr(settings, name)))
 
 
 # ---------------------------------------------------------------- the plan
@@ -300,6 +297,27 @@ def fan_out(
         raise
 
 
+def run_with_siblings(job_id: Any) -> None:
+    """A piece a worker took from the queue, with its queued siblings: up to the threads
+    of its run at once (a live piece waits on its model; one piece at a time would leave
+    the worker idle). Each is claimed as any job is: one another worker holds is skipped."""
+    row = Job.objects.filter(pk=job_id).values("parent_id", "params").first()
+    if row is None or row["parent_id"] is None or connection.in_atomic_block:
+        jobs.job_run(str(job_id))
+        return
+    parent = Job.objects.filter(pk=row["parent_id"]).values_list("params", flat=True).first()
+    live = any(c.model for c in columns_of(parent or {}))
+    threads = int((parent or {}).get("threads") or threads_for(live))
+    siblings = Job.objects.filter(parent_id=row["parent_id"], status=JobStatus.QUEUED)
+    ids = [job_id, *_queued(list(siblings.exclude(pk=job_id).values_list("pk", flat=True)))]
+    if threads <= 1 or len(ids) == 1:
+        jobs.job_run(str(job_id))
+        return
+    pool = _Pool(ids, threads, threading.Event())
+    pool.start()
+    pool.join()
+
+
 def _queued(ids: list[Any]) -> list[Any]:
     return list(
         Job.objects.filter(pk__in=ids, status=JobStatus.QUEUED)
@@ -484,6 +502,8 @@ def _first_failure(outcome: dict[str, Any]) -> dict[str, Any] | None:
                 "step": result.get("step"),
                 "kind": result.get("kind"),
                 "message": result.get("message"),
+                # How the reader's language says it (``agents.i18n.localized_data``).
+                **({"i18n": result["i18n"]} if "i18n" in result else {}),
             }
     if outcome.get("error"):
         return {"step": None, "kind": "error", "message": outcome["error"]}
@@ -669,21 +689,6 @@ def matrix_csv(matrix: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- the history
 
 
-def run_fields(job: Job) -> dict[str, Any]:
-    """What the history row of a Run all says of it before it ran."""
-    params = job.params
-    return {
-        "app_id": job.app_id,
-        "owner_id": job.owner_id,
-        "status": job.status,
-        "app_revision": int(params.get("app_revision") or 0),
-        "models_used": list(params.get("models") or [params.get("model") or OFFLINE]),
-        "versions": [str(v) for v in (params.get("versions") or [WORKING_COPY])],
-        "repeat": max(1, int(params.get("repeat") or 1)),
-        "threshold": float(params.get("threshold", 1.0)),
-    }
-
-
 def run_started(job: Job) -> EvaluationRun:
     """The history row of a Run all (written when it is submitted, or here; once per job),
     now running."""
@@ -721,7 +726,7 @@ def run_finished(job: Job, status: str, matrix: dict[str, Any]) -> EvaluationRun
 
 def prune(app_id: int) -> int:
     """Keep the newest ``EVALUATION_RUNS_KEPT`` runs of the app (0: keep all)."""
-    kept = int(getattr(settings, "EVALUATION_RUNS_KEPT", 200))
+    kept = int(settings.EVALUATION_RUNS_KEPT)
     if kept <= 0:
         return 0
     old = EvaluationRun.objects.filter(app_id=app_id).order_by("-created_at", "-pk")[kept:]

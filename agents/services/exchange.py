@@ -29,7 +29,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils.translation import pgettext
 
-from agents import selectors, services
+from agents import selectors
 from agents.core import limits
 from agents.core.adk.evalsets import scenarios_from_evalset
 from agents.core.adk.package import package_name, to_adk_files
@@ -49,8 +49,10 @@ from agents.core.script import format_script
 from agents.core.spec import AppSpec, ScenarioSpec
 from agents.i18n import recovered_message, with_i18n
 from agents.models import AgentApp, Job, JobStatus, Scenario
-from agents.services import ServiceError, jobs
-from agents.services.common import changed
+from agents.services import jobs
+from agents.services.apps import app_create_from_spec, free_name
+from agents.services.common import ServiceError, changed
+from agents.services.scenarios import scenario_save
 
 logger = logging.getLogger("agents.exchange")
 
@@ -141,7 +143,7 @@ def app_import_evalset(
                 taken.add(name)
                 session = scenario.session
                 created.append(
-                    services.scenario_save(
+                    scenario_save(
                         agent=agents[scenario.agent],
                         name=name,
                         steps_script=format_script(scenario.steps),
@@ -226,12 +228,12 @@ def app_import(
 ) -> AgentApp:
     """Create the app `spec` describes, owned by `owner`: all of it, or nothing."""
     wanted = name or spec.name
-    free = services.free_name(
+    free = free_name(
         owner.pk,
         wanted,
         lambda n: "" if n == 0 else imported_suffix(n),
     )
-    app = services.app_create_from_spec(owner=owner, spec=spec, scenarios=scenarios, name=free)
+    app = app_create_from_spec(owner=owner, spec=spec, scenarios=scenarios, name=free)
     logger.info("app %s imported by %s as %r", app.pk, owner.get_username(), app.name)
     return app
 

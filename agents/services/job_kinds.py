@@ -32,14 +32,14 @@ from agents.services.jobs import JobContext, register
 from agents.services.live_jobs import RUN_ITEM
 
 
+def _lent(ctx: JobContext, run: Callable[[JobContext], Any]) -> Any:
+    with ctx.lending():
+        return run(ctx)
+
+
 def _register(name: str, run: Callable[[JobContext], Any], label: Any) -> None:
     """Register a kind whose `run` gets its job's runner lent (`ctx.runner`)."""
-
-    def lent(ctx: JobContext) -> Any:
-        with ctx.lending():
-            return run(ctx)
-
-    register(name, run=lent, label=label)
+    register(name, run=lambda ctx: _lent(ctx, run), label=label)
 
 
 def _evaluate(ctx: JobContext, only: set[int] | None, *, history: bool) -> dict[str, Any]:
@@ -185,7 +185,12 @@ def import_app(ctx: JobContext) -> dict[str, Any]:
 # sandbox session held by the parent would be one the pieces cannot reuse.
 register("evaluate_app", run=evaluate_app, label=_("Run all"))
 register("evaluate_scenario", run=evaluate_scenario, label=_("Evaluate a scenario"))
-_register(evaluation_runs.PIECE_KIND, evaluation_runs.piece_run, _("Run all: one golden"))
+register(
+    evaluation_runs.PIECE_KIND,
+    run=lambda ctx: _lent(ctx, evaluation_runs.piece_run),
+    label=_("Run all: one golden"),
+    from_queue=evaluation_runs.run_with_siblings,
+)
 _register("version_diff", version_diff, _("Version diff: scenario results"))
 _register("import_app", import_app, _("Import an app"))
 

@@ -107,6 +107,8 @@ DEFAULTS: dict[str, float] = {
     "JOBS_RETRY_BACKOFF_SECONDS": 5.0,
     "JOBS_DB_RETRY_SECONDS": 30.0,
     "JOBS_PICKUP_SECONDS": 10.0,
+    "JOBS_MAX_RUNNING_PER_USER": 4,
+    "JOBS_YIELD_SECONDS": 1.0,
 }
 # A worker whose heartbeat is older than this is not counted as seen (/healthz, the designer).
 WORKER_SEEN_SECONDS = 60.0
@@ -132,15 +134,24 @@ class JobKind:
     name: str
     run: Callable[[JobContext], Any]
     label: str = ""  # may be lazy (gettext_lazy): shown in the reader's language
+    # How a worker runs a job of this kind it takes from the queue (default `job_run`): a
+    # Run all's piece takes its queued siblings too, several at once (evaluation_runs).
+    from_queue: Callable[[str], Any] | None = None
 
 
 KINDS: dict[str, JobKind] = {}
 
 
-def register(name: str, *, run: Callable[[JobContext], Any], label: str = "") -> JobKind:
+def register(
+    name: str,
+    *,
+    run: Callable[[JobContext], Any],
+    label: str = "",
+    from_queue: Callable[[str], Any] | None = None,
+) -> JobKind:
     """Add a kind of job (e.g. the live-model runs): `job_submit(kind=name, ...)` then runs
     `run(ctx)` in a worker. Register at import of a module that `agents.apps` loads."""
-    kind = JobKind(name, run, label or name.replace("_", " "))
+    kind = JobKind(name, run, label or name.replace("_", " "), from_queue)
     KINDS[name] = kind
     return kind
 
@@ -262,8 +273,39 @@ def job_submit(
 @task
 def run_job(job_id: str) -> None:
     """The task the queue carries (Django's Tasks framework, ``TASKS``): a job's id. The
-    job itself (kind, parameters, progress, result) lives in the database."""
+    job itself (kind, parameters, progress, result) lives in the database. A piece of one
+    user's Run all gives its turn to another user's waiting work (`yields_turn`)."""
+    if yields_turn(job_id):
+        job_enqueue(job_id, delay=float(setting("JOBS_YIELD_SECONDS")))
+        return
+    name = Job.objects.filter(pk=job_id).values_list("kind", flat=True).first()
+    kind = KINDS.get(name or "")
+    if kind is not None and kind.from_queue is not None:
+        kind.from_queue(job_id)
+        return
     job_run(job_id)
+
+
+def yields_turn(job_id: Any) -> bool:
+    """The fair queue: a piece of a fanned-out job (``Job.parent``) taken from the queue
+    while its owner already has ``JOBS_MAX_RUNNING_PER_USER`` pieces running and another
+    user's job waits is put back on the queue, so one user's thousand pieces never hold
+    every worker (per-user concurrency, yielding only when someone else waits). The parent
+    still runs its own pieces in its threads; this only bounds what the queue hands out."""
+    job = Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).values("owner_id", "parent_id")
+    row = job.first()
+    if row is None or row["parent_id"] is None or row["owner_id"] is None:
+        return False
+    limit = int(setting("JOBS_MAX_RUNNING_PER_USER"))
+    if limit <= 0:
+        return False
+    running = Job.objects.filter(
+        owner_id=row["owner_id"], status=JobStatus.RUNNING, parent__isnull=False
+    ).count()
+    if running < limit:
+        return False
+    others = Job.objects.filter(status=JobStatus.QUEUED).exclude(owner_id=row["owner_id"])
+    return others.exists()
 
 
 def job_enqueue(job_id: Any, *, delay: float = 0.0) -> bool:

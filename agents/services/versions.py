@@ -26,7 +26,6 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max, Prefetch, QuerySet
 from django.utils.translation import gettext
 
-from agents import services
 from agents.core.cx.app import to_cx_files, zip_bytes
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.diff import AppDiff, diff_apps
@@ -51,8 +50,9 @@ from agents.models import (
     Variable,
 )
 from agents.selectors import Access
-from agents.services import ServiceError, exchange
-from agents.services.common import app_write, changed
+from agents.services import exchange
+from agents.services.apps import app_update
+from agents.services.common import ServiceError, app_write, changed
 from agents.services.sandbox_door import BoundedRunner, batch_runner
 
 VERSION_NAME_MAX_LENGTH = 200
@@ -408,7 +408,7 @@ def version_restore(*, version: AppVersion, user: AbstractBaseUser) -> AgentApp:
     AuditEvent.objects.filter(app=staging).delete()
     AgentApp.objects.filter(pk=staging.pk).delete()
     AgentApp.objects.filter(pk=app.pk).update(cx=spec.cx)  # what a CX import kept, as then
-    app = services.app_update(app=app, name=spec.name, description=spec.description, actor=user)
+    app = app_update(app=app, name=spec.name, description=spec.description, actor=user)
     _record_history(
         actor=user,
         app=app,

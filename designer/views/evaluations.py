@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import selectors
+from agents.i18n import localized_data
 from agents.models import JOB_ACTIVE, AgentApp, EvaluationRun
 from agents.services import ServiceError, evaluation, evaluation_runs, jobs, live_models, versions
 from agents.services.live_models import LiveNotAllowed
@@ -36,7 +37,7 @@ def _runs_context(app: AgentApp, access: Any, **extra: Any) -> dict[str, Any]:
         "active": any(r.status in JOB_ACTIVE for r in runs),
         "models": live_models.model_names(),
         "versions": list(versions.version_list(app)),
-        "max_repeat": evaluation_runs.max_repeat(),
+        "max_repeat": evaluation.max_repeat(),
         "errors": {},
         "typed": {"repeat": 1, "threshold": 100, "models": [], "versions": [""]},
         **extra,
@@ -98,7 +99,7 @@ def evaluation_start(request: HttpRequest, app_id: int) -> HttpResponse:
         )
         return render(request, PAGE, context, status=400)
     run, _created = EvaluationRun.objects.get_or_create(
-        job=job, defaults=evaluation_runs.run_fields(job)
+        job=job, defaults=evaluation.run_fields(job)
     )
     return redirect("evaluation-run", app.pk, run.pk)
 
@@ -112,12 +113,12 @@ def _run(app: AgentApp, run_id: int) -> EvaluationRun:
 
 @login_required
 @require_GET
-def evaluation_run(request: HttpRequest, app_id: int, run_id: int) -> HttpResponse:
+def evaluation_run(request: HttpRequest, app_id: int, evaluation_id: int) -> HttpResponse:
     """One run: its matrix (goldens x columns), the totals, and a comparison of two
     columns (`a`, `b`)."""
     app, access = selectors.app_for_user(request.user, app_id)
-    run = _run(app, run_id)
-    matrix = run.matrix or {}
+    run = _run(app, evaluation_id)
+    matrix = localized_data(run.matrix or {})  # the failures in the reader's language
     columns = matrix.get("columns") or []
     keys = [c["key"] for c in columns]
     a = request.GET.get("a") or (keys[0] if keys else "")
@@ -153,10 +154,10 @@ def evaluation_run(request: HttpRequest, app_id: int, run_id: int) -> HttpRespon
 
 @login_required
 @require_GET
-def evaluation_run_export(request: HttpRequest, app_id: int, run_id: int) -> HttpResponse:
+def evaluation_run_export(request: HttpRequest, app_id: int, evaluation_id: int) -> HttpResponse:
     """The run's matrix as CSV (``?format=csv``, the default) or JSON."""
     app, _access = selectors.app_for_user(request.user, app_id)
-    run = _run(app, run_id)
+    run = _run(app, evaluation_id)
     if request.GET.get("format") == "json":
         body = json.dumps(evaluation_runs.run_data(run), default=str, indent=2)
         response = HttpResponse(body, content_type="application/json")
