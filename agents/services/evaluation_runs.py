@@ -258,14 +258,23 @@ def fan_out(
     seen: set[Any] = set()
     woken = threading.Event()
 
+    shown = [""]
+
     def gather() -> bool:
         ended = Job.objects.filter(pk__in=ids, status__in=JOB_FINISHED).exclude(pk__in=seen)
         before = len(seen)
         for child in ended.order_by("queued_at", "pk"):
             seen.add(child.pk)
             on_finished(child)
-        if len(seen) != before:
-            ctx.progress(done=len(seen))
+        # What runs now (the page's "running agent / scenario"): the first running piece.
+        running = Job.objects.filter(pk__in=ids, status=JobStatus.RUNNING).order_by(
+            "queued_at", "pk"
+        )
+        params = running.values_list("params", flat=True).first() or {}
+        current = str(params.get("golden") or "")
+        if len(seen) != before or current != shown[0]:
+            shown[0] = current
+            ctx.progress(done=len(seen), current=current)
         return len(seen) >= len(ids)
 
     pool = None
