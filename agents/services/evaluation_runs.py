@@ -380,11 +380,7 @@ def piece_run(ctx: JobContext) -> dict[str, Any]:
         data = _version_piece(ctx, params, model)
     return {
         **data,
-        "golden": params.get("golden"),
-        "column": params.get("column"),
-        "model": params.get("model") or "",
-        "version": params.get("version") or "",
-        "repetition": params.get("repetition", 0),
+        **_where(params),
         "seconds": round(time.monotonic() - started, 3),
         # What it spent: its parent counts its pieces' spending against the job's caps.
         "usage": {
@@ -392,6 +388,17 @@ def piece_run(ctx: JobContext) -> dict[str, Any]:
             "model_calls": ctx.caps.model_calls,
             "tokens": ctx.caps.tokens,
         },
+    }
+
+
+def _where(params: dict[str, Any]) -> dict[str, Any]:
+    """Where a piece's outcome stands in the matrix: its golden, column and repetition."""
+    return {
+        "golden": params.get("golden"),
+        "column": params.get("column"),
+        "model": params.get("model") or "",
+        "version": params.get("version") or "",
+        "repetition": params.get("repetition", 0),
     }
 
 
@@ -477,11 +484,7 @@ def piece_outcome(child: Job) -> dict[str, Any]:
     reason = recovered_message(child.error) or child.status
     return {
         **_gone(params),
-        "golden": params.get("golden"),
-        "column": params.get("column"),
-        "model": params.get("model") or "",
-        "version": params.get("version") or "",
-        "repetition": params.get("repetition", 0),
+        **_where(params),
         "status": "cancelled" if child.status == JobStatus.CANCELLED else "error",
         "error": str(reason),
         **(
