@@ -22,7 +22,6 @@ The first column's first repetition of each golden is the Run all of before (the
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import csv
 import io
 import statistics
@@ -189,9 +188,12 @@ def spawn(ctx: JobContext, pieces: list[Piece]) -> list[Job]:
 
 
 def _run_one(job_id: Any) -> None:
-    """A piece run here, in a context of its own: a thread of the pool, or the parent's
-    thread outside the runner the parent's job lends (a piece is a job: it lends its own)."""
-    contextvars.Context().run(jobs.job_run, str(job_id))
+    """A piece run here: a thread of the pool, or the parent's thread (a Run all lends no
+    runner while its pieces run: each piece, a job, lends its own). Not in a fresh
+    ``contextvars.Context``: where an event loop runs in the thread (Playwright's sync API),
+    Django keeps the thread's database connection in a context variable, and a fresh
+    context would open a second connection that waits on the first's transaction."""
+    jobs.job_run(str(job_id))
 
 
 class _Pool:
