@@ -28,7 +28,7 @@ import threading
 import time
 import urllib.request
 
-from web_server import PY, ROOT, sign_in, start_gunicorn, wait_until_up
+from web_server import PY, ROOT, env_for, sign_in, start_gunicorn, wait_until_up
 
 sys.path.insert(0, str(ROOT))
 from tests.llm_server import ModelServer, openai_call, openai_text
@@ -123,19 +123,6 @@ def p99(values: list[float]) -> float:
     if len(values) < 2:
         return values[0] if values else float("nan")
     return statistics.quantiles(values, n=100, method="inclusive")[98]
-
-
-def env_for(workdir: str, extra: dict[str, str]) -> dict[str, str]:
-    return {
-        **os.environ,
-        "DEBUG": "true",
-        "DATABASE_URL": os.environ.get("DATABASE_URL", f"sqlite:///{workdir}/db.sqlite3"),
-        "RATE_LIMITS": "simulate=100000/m",
-        "JOBS_MAX_ACTIVE_PER_USER": "100",
-        "DJANGO_SETTINGS_MODULE": "designer.settings",
-        "PYTHONPATH": str(ROOT),
-        **extra,
-    }
 
 
 def live(args) -> None:

@@ -36,7 +36,7 @@ import urllib.parse
 import urllib.request
 from datetime import datetime
 
-from web_server import PY, ROOT, sign_in, start_gunicorn, wait_until_up
+from web_server import PY, ROOT, env_for, sign_in, start_gunicorn, wait_until_up
 
 sys.path.insert(0, str(ROOT))
 from tests.llm_server import ModelServer, openai_stream_text
@@ -153,17 +153,7 @@ def main() -> None:
             "api_key_env": "BENCH_KEY",
         }
     }
-    env = {
-        **os.environ,
-        "DEBUG": "true",
-        "DATABASE_URL": os.environ.get("DATABASE_URL", f"sqlite:///{workdir}/db.sqlite3"),
-        "RATE_LIMITS": "simulate=100000/m",
-        "JOBS_MAX_ACTIVE_PER_USER": "100",
-        "DJANGO_SETTINGS_MODULE": "designer.settings",
-        "PYTHONPATH": str(ROOT),
-        "STATECRAFT_MODELS": json.dumps(models),
-        "BENCH_KEY": KEY,
-    }
+    env = env_for(workdir, {"STATECRAFT_MODELS": json.dumps(models), "BENCH_KEY": KEY})
     manage = [PY, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "--no-input"], env=env, check=True, capture_output=True)
     subprocess.run([*manage, "load_demo"], env=env, check=True, capture_output=True)

@@ -8,6 +8,7 @@ Not a bench itself; the benches import it as a sibling module (`python bench/x.p
 from __future__ import annotations
 
 import http.cookiejar
+import os
 import re
 import subprocess
 import sys
@@ -33,6 +34,21 @@ def start_gunicorn(env: dict[str, str], port: int) -> subprocess.Popen:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+
+
+def env_for(workdir: str, extra: dict[str, str]) -> dict[str, str]:
+    """The environment of a bench's server and workers: DEBUG, a throwaway SQLite in
+    `workdir` unless DATABASE_URL names one, limits out of the way, and `extra`."""
+    return {
+        **os.environ,
+        "DEBUG": "true",
+        "DATABASE_URL": os.environ.get("DATABASE_URL", f"sqlite:///{workdir}/db.sqlite3"),
+        "RATE_LIMITS": "simulate=100000/m",
+        "JOBS_MAX_ACTIVE_PER_USER": "100",
+        "DJANGO_SETTINGS_MODULE": "designer.settings",
+        "PYTHONPATH": str(ROOT),
+        **extra,
+    }
 
 
 def wait_until_up(base: str, tries: int = 200) -> None:
