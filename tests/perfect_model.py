@@ -14,7 +14,9 @@ every request it answers), from the conversation the request carries:
   another agent's relayed as ``<context>[Agent] called tool `name` …</context>``);
 - the answer is the golden turn's next expected ``toolCall`` not yet made, with exactly the
   golden's arguments (a call the golden lists without arguments gets those of the tool's
-  declared parameters that the turn's ``updatedVariables`` name: what the user said), in
+  declared parameters that the goldens' ``updatedVariables`` name, else what a model makes
+  of the user's words: ``understand``; a listed call also gets a date the user gave, and
+  what the user said after its values for its one free-text parameter: ``_and_the_rest``), in
   the golden's order; when the agent answering is the app's root agent and the golden is
   played by another agent (its ``agentTransfer`` target, else the owner of its first tool
   the root does not have), first the routing call the root's instructions ask for
@@ -116,6 +118,70 @@ def read_goldens(folder: Path) -> list[Golden]:
             turns.append(turn_)
         out.append(Golden(str(data.get("displayName") or path.parent.name), turns))
     return out
+
+
+_MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
+_TIME = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?", re.IGNORECASE)
+
+
+def understand(param: str, text: str, year: int) -> Any:
+    """What a model makes of the user's words for a parameter the golden gives no value
+    for, as the tools' descriptions ask: a date as YYYY-MM-DD ("July 4th"), a time as HH:MM
+    on the 24-hour clock ("6 PM", "8:30" at a dinner table is evening), else the words as-is."""
+    lowered = text.lower()
+    if "date" in param:
+        for number, month in enumerate(_MONTHS, start=1):
+            found = re.search(rf"\b{month}\s+(\d{{1,2}})", lowered)
+            if found:
+                return f"{year}-{number:02d}-{int(found.group(1)):02d}"
+    if param == "time" or param.endswith("_time"):
+        found = _TIME.search(lowered)
+        if found:
+            hour, minute = int(found.group(1)), int(found.group(2) or 0)
+            period = (found.group(3) or "").replace(".", "")
+            if (period == "pm" and hour < 12) or (not period and 1 <= hour <= 11):
+                hour += 12
+            if period == "am" and hour == 12:
+                hour = 0
+            return f"{hour:02d}:{minute:02d}"
+    return text
+
+
+_NOT_FREE_TEXT = ("date", "time", "size", "phone", "flow", "agent", "count", "number")
+
+
+def _and_the_rest(text: str, args: dict[str, Any], params: set[str], year: int) -> dict[str, Any]:
+    """A listed call's arguments, plus what else the user said that the tool takes and the
+    golden leaves out — a date ("a table for 4 on June 20th"), or what follows the listed
+    values ("It's Lee, and we'd like a booth") for the tool's one free-text parameter: what
+    a model passes that reads "call it whenever the guest mentions their name OR special
+    requests". The golden's own arguments are never changed."""
+    for param in sorted(params - set(args)):
+        if "date" in param and (value := understand(param, text, year)) != text:
+            args[param] = value
+    free = [p for p in params - set(args) if not any(word in p for word in _NOT_FREE_TEXT)]
+    lowered, end = text.lower(), -1
+    for value in args.values():
+        at = lowered.find(str(value).lower())
+        if at >= 0:
+            end = max(end, at + len(str(value)))
+    rest = text[end:].strip(" ,.") if end >= 0 else ""
+    if len(free) == 1 and rest.lower().startswith("and ") and len(rest.split()) >= 3:
+        args[free[0]] = rest[4:].strip()
+    return args
 
 
 def _leaves(value: Any, out: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -246,6 +312,13 @@ class PerfectModel:
             )
             self.agent_folders[str(data.get("displayName") or path.stem)] = path.parent
         self.learned = self.learn_parameters()
+        # The year the goldens' dates are in (what "July 4th" means to this app's goldens).
+        years: list[str] = []
+        for golden in self.goldens:
+            for turn in golden.turns:
+                for _tool, args in turn.calls:
+                    years += re.findall(r"\b(20\d\d)-\d\d-\d\d\b", json.dumps(args or {}))
+        self.year = int(max(set(years), key=years.count)) if years else 2026
         # Each agent's signature: the longest line of its instructions' first lines that
         # has no variable (what the compiled system instruction keeps verbatim).
         self.signatures: dict[str, str] = {}
@@ -305,7 +378,7 @@ class PerfectModel:
         for param in sorted(params, key=len, reverse=True):
             if param in note:
                 found, value = value_of(param)
-                return {param: value if found else turn.text}
+                return {param: value if found else understand(param, turn.text, self.year)}
         args: dict[str, Any] = {}
         for param in sorted(params):
             found, value = value_of(param)
@@ -420,8 +493,11 @@ class PerfectModel:
             # calls, as a model that follows "call ALL setters in the SAME response" does).
             calls = []
             for tool, args in wanted:
+                params = conversation.tools.get(tool, set())
                 if args is None:
-                    args = self.arguments(golden, turn, tool, conversation.tools.get(tool, set()))
+                    args = self.arguments(golden, turn, tool, params)
+                else:
+                    args = _and_the_rest(turn.text, dict(args), params, self.year)
                 calls.append((tool, args))
             return "calls", calls
         return "text", turn.response or NEUTRAL
