@@ -104,7 +104,7 @@ class FunctionCalls(Callbacks):
             label=f"{name} → {render_value(response)}",
         )
         if target is not None and not skipped:
-            self.transfer(target)
+            self.transfer_after_calls = target  # after the answer's other calls, as ADK
         ends = tool is not None and tool.kind is ToolKind.PLATFORM and name == END_SESSION
         if ends and not skipped and self.session_ended is None:
             self.session_ended = self.turn  # CX ends the conversation after this call

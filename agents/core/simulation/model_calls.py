@@ -17,7 +17,7 @@ from agents.core.model import (
     transfer_note,
 )
 from agents.core.simulation.calls import FunctionCalls
-from agents.core.simulation.results import TRANSFER_TOOL, ModelCall
+from agents.core.simulation.results import ModelCall
 from agents.core.simulation.values import (
     MAX_UNSCRIPTED_CALLS,
     copy_tree,
@@ -132,22 +132,13 @@ class ModelCalls(FunctionCalls):
                 break  # CX's end_session ended the conversation: no further model call
             before = len(self.model_calls)
             self.model_call(None)
-            if len(self.model_calls) == before:
+            # No answer, an answer without a function call, or a call that got no response
+            # (a tool the agent does not have, SC404/SC405, or one that raised: ADK's
+            # invocation ends there) ends the turn's loop.
+            if len(self.model_calls) == before or not self.loop_pending:
                 break
-            calls = [
-                p["function_call"]
-                for p in self.model_calls[-1].answer
-                if isinstance(p.get("function_call"), dict)
-            ]
-            if not calls:
-                break
-            # A tool the agent does not have (SC404/SC405, reported by the call) ends the
-            # turn, as ADK raises for a function it cannot find.
-            if any(
-                c.get("name") != TRANSFER_TOOL and c.get("name") not in self.agent.tools
-                for c in calls
-            ):
-                break
+        # The live loop ends here: the end of the turn asks no scripted answer of it.
+        self.loop_pending = False
 
     def ask_model(
         self,
@@ -308,7 +299,7 @@ class ModelCalls(FunctionCalls):
         # ADK yields the answer (its text) before it runs the answer's function calls.
         texts = [p for p in answer if not isinstance(p.get("function_call"), dict)]
         calls = [p for p in answer if isinstance(p.get("function_call"), dict)]
-        ran_calls = False
+        answered: list[bool] = []  # per function call: whether it got a response
         for part in texts + calls:
             if self.turn_ended is not None:
                 break
@@ -316,7 +307,7 @@ class ModelCalls(FunctionCalls):
             if isinstance(call, dict):
                 name = call.get("name")
                 args = call.get("args")
-                ran_calls = (
+                answered.append(
                     self.run_function_call(
                         name if isinstance(name, str) else "",
                         dict(args) if isinstance(args, dict) else {},
@@ -324,7 +315,6 @@ class ModelCalls(FunctionCalls):
                         instructions_changed=note,
                         replaced_by=replaced_by,
                     )
-                    or ran_calls
                 )
                 note = ()
             elif isinstance(part.get("text"), str):
@@ -343,9 +333,19 @@ class ModelCalls(FunctionCalls):
                     instructions_changed=note,
                 )
                 note = ()
+        target, self.transfer_after_calls = self.transfer_after_calls, None
+        if target is not None and self.turn_ended is None:
+            self.transfer(target)
         # ADK calls the model again after the function responses (`scripted_answer`,
-        # `finish_model_loop`); a call that could not be made (SC404/405/417) ends it.
-        self.loop_pending = ran_calls and self.turn_ended is None and self.session_ended is None
+        # `finish_model_loop`); a call that could not be made or raised (SC404/405/417, a
+        # tool's error) ends it, as it ends ADK's invocation: the model is never sent a
+        # call without its response (a provider answers that with 400).
+        self.loop_pending = (
+            bool(answered)
+            and all(answered)
+            and self.turn_ended is None
+            and self.session_ended is None
+        )
         return reached_model
 
     def finish_model_loop(self) -> None:

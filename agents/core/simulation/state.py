@@ -110,6 +110,9 @@ class RunState:
         # ADK's loop: the last model call's answer had a function call, so the model is
         # called again (the next scripted answer, or one past the script at the turn end).
         self.loop_pending = False
+        # ADK runs every function call of one answer with the calling agent's tools, then
+        # transfers (the merged response's ``transfer_to_agent``): the target waits here.
+        self.transfer_after_calls: AgentSpec | None = None
         # Set when a before_model callback answered with text alone: ADK's loop ends there,
         # so the turn's later scripted answers are not used (counted in `unused_answers`).
         self.model_done: str | None = None
