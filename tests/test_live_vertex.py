@@ -398,3 +398,56 @@ def test_vertex_express_mode_with_a_key_google_refuses_is_an_auth_error(
     assert outcome.error == "auth"
     message = outcome.calls[0]["answer"]["message"]
     assert "refused the API key from VERTEX_KEY" in message and KEY not in message
+
+
+# --------------------------------------------------------------------------- the access token
+# Issue 30: the access token google-auth obtains for Vertex AI is a secret like a key. Echoed
+# by the model (in text, a function's name, an argument's name and value) or by an error
+# body, it appears in no stored row and no log line.
+
+ECHO_TOKEN = "ya29_loopbackAccessTokenForMasking"
+
+
+def _stored_and_logged(caplog) -> str:
+    from django.core import serializers
+
+    from agents.models import AuditEvent, LiveRun
+
+    rows = [*LiveRun.objects.all(), *AuditEvent.objects.all()]
+    return serializers.serialize("json", rows) + "\n".join(r.getMessage() for r in caplog.records)
+
+
+def test_a_vertex_access_token_the_model_echoes_is_masked_everywhere(
+    server, vertex, bank_app, caplog
+):
+    vertex(project="proj-x", location="europe-west4")
+    vertex.credentials(GoogleTokenEndpoint(token=ECHO_TOKEN))
+    app, agent, scenario = bank_app
+    echo = gemini_call(f"tool_{ECHO_TOKEN}", {ECHO_TOKEN: f"value {ECHO_TOKEN}"})
+    echo.body["candidates"][0]["content"]["parts"].insert(0, {"text": f"I hold {ECHO_TOKEN}."})
+    server.script(echo, gemini_text("Done."))
+    caplog.set_level("DEBUG")
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="vx")
+    assert server.seen[0].headers["authorization"] == f"Bearer {ECHO_TOKEN}"
+    shown = json.dumps(
+        [[str(e.label), str(e.text), e.source, e.value] for e in outcome.result.events]
+        + [str(d.message) for d in outcome.result.diagnostics],
+        default=str,
+    )
+    assert "***" in shown
+    assert ECHO_TOKEN not in shown + _stored_and_logged(caplog)
+
+
+def test_a_vertex_error_body_echoing_the_access_token_is_masked(server, vertex, bank_app, caplog):
+    vertex(project="proj-x", location="europe-west4")
+    vertex.credentials(GoogleTokenEndpoint(token=ECHO_TOKEN))
+    app, agent, scenario = bank_app
+    server.script(gemini_error(400, f"Request with token {ECHO_TOKEN} is invalid."))
+    caplog.set_level("DEBUG")
+    outcome = run_live(app=app, agent=agent, scenario=scenario, model="vx")
+    assert outcome.error == "bad_request"
+    said = json.dumps(
+        [str(d.message) for d in outcome.result.diagnostics] + outcome.calls, default=str
+    )
+    assert "Request with token ***" in said
+    assert ECHO_TOKEN not in said + _stored_and_logged(caplog)

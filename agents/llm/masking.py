@@ -1,5 +1,8 @@
-"""Secrets out of what a model call shows: the endpoint's key, and whatever follows
-``Bearer`` or ``x-goog-api-key``, masked as ``***`` in text, arguments and messages.
+"""Secrets out of what a model call shows: the endpoint's key, every credential the call
+put on the wire (the access token google-auth obtains for Vertex AI, read from the request's
+``Authorization`` header: ``agents.llm.transport``), and whatever follows ``Bearer`` or
+``x-goog-api-key``, masked as ``***`` in text, function and argument names, argument values
+and messages.
 
 The streamed text is masked as it arrives (`MaskedSink`): a key split across pieces is
 masked whole before any of it is shown.
@@ -9,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from agents.core.diagnostics import Message
@@ -26,6 +29,22 @@ def maskable(key: str) -> str:
     return key if key and len(key) >= MIN_MASKED_KEY else ""
 
 
+Secrets = str | Iterable[str]
+
+
+def _keys(secrets: Secrets) -> tuple[str, ...]:
+    """The secrets that mask, longest first (a token that holds a key is masked whole)."""
+    given = [secrets] if isinstance(secrets, str) else list(secrets or ())
+    return tuple(sorted({k for k in map(maskable, given) if k}, key=len, reverse=True))
+
+
+def _replace(text: str, keys: tuple[str, ...]) -> str:
+    for key in keys:
+        if key in text:
+            text = text.replace(key, "***")
+    return text
+
+
 _ECHOED = re.compile(r"(?i)(\bBearer\s+|x-goog-api-key[\"']?\s*[:=]\s*[\"']?)[^\s\"',;]+")
 # Streamed text is shown up to its last word, which waits for the next piece: a key (or a
 # Bearer token) split across pieces is masked whole before any of it is shown. A word
@@ -34,46 +53,51 @@ HOLD_BACK = 256
 _LAST_WORD = re.compile(r"\S*\Z")
 
 
-def mask_message(text: str, key: str) -> str:
-    """`text` with every occurrence of `key` masked; a `Message` stays one (its parameters
-    masked), so it is still shown in the reader's language."""
-    key = maskable(key)
-    if not key or key not in text:
+def mask_message(text: str, key: Secrets) -> str:
+    """`text` with every occurrence of the secrets masked; a `Message` stays one (its
+    parameters masked), so it is still shown in the reader's language."""
+    keys = _keys(key)
+    if not any(k in text for k in keys):
         return text
     if isinstance(text, Message):
         params = {
-            name: mask_message(value if isinstance(value, str) else str(value), key)
+            name: mask_message(value if isinstance(value, str) else str(value), keys)
             for name, value in text.params.items()
         }
         masked = Message(text.template, **params)
-        return masked if key not in masked else str(masked).replace(key, "***")
-    return text.replace(key, "***")
+        return masked if not any(k in masked for k in keys) else _replace(str(masked), keys)
+    return _replace(text, keys)
 
 
-def mask_secrets(value: Any, key: str) -> Any:
-    """`value` (a text, or arguments: dicts, lists, strings) with the key and any
-    ``Bearer …`` / ``x-goog-api-key: …`` echo masked as ``***``."""
-    key = maskable(key)
+def mask_secrets(value: Any, key: Secrets) -> Any:
+    """`value` (a text, or arguments: dicts, lists, strings) with the secrets and any
+    ``Bearer …`` / ``x-goog-api-key: …`` echo masked as ``***``, in keys as in values."""
+    keys = key if isinstance(key, tuple) else _keys(key)
     if isinstance(value, str):
-        if key and key in value:
-            value = value.replace(key, "***")
+        value = _replace(value, keys)
         return _ECHOED.sub(lambda m: m.group(1) + "***", value) if value else value
     if isinstance(value, dict):
-        return {k: mask_secrets(v, key) for k, v in value.items()}
+        return {mask_secrets(k, keys): mask_secrets(v, keys) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [mask_secrets(v, key) for v in value]
+        return [mask_secrets(v, keys) for v in value]
     return value
 
 
-def masked_parts(parts: tuple[dict[str, Any], ...], key: str) -> tuple[dict[str, Any], ...]:
+def masked_parts(parts: tuple[dict[str, Any], ...], key: Secrets) -> tuple[dict[str, Any], ...]:
+    keys = _keys(key)
     out = []
     for part in parts:
         part = dict(part)
         if isinstance(part.get("text"), str):
-            part["text"] = mask_secrets(part["text"], key)
+            part["text"] = mask_secrets(part["text"], keys)
         call = part.get("function_call")
         if isinstance(call, dict):
-            part["function_call"] = {**call, "args": mask_secrets(call.get("args") or {}, key)}
+            name = call.get("name")
+            part["function_call"] = {
+                **call,
+                "name": mask_secrets(name, keys) if isinstance(name, str) else name,
+                "args": mask_secrets(call.get("args") or {}, keys),
+            }
         out.append(part)
     return tuple(out)
 
@@ -83,9 +107,10 @@ class MaskedSink:
     a token may be only partly there) kept until more text comes or the answer ends
     (`flush`); a word longer than the key and `HOLD_BACK` is shown but for that tail."""
 
-    def __init__(self, sink: TextSink, key: str):
+    def __init__(self, sink: TextSink, key: Secrets | Callable[[], Secrets]):
         self.sink = sink
-        self.key = maskable(key)
+        # The secrets, read at each piece: a token the request carried is known by then.
+        self.secrets = key if callable(key) else (lambda: key)
         self.text = ""
         self.shown = 0
 
@@ -97,11 +122,12 @@ class MaskedSink:
         self._show(final=True)
 
     def _show(self, *, final: bool) -> None:
-        masked = mask_secrets(self.text, self.key)
+        keys = _keys(self.secrets())
+        masked = mask_secrets(self.text, keys)
         upto = len(masked)
         if not final:
             tail = len(_LAST_WORD.search(masked).group())  # the trailing run of non-spaces
-            upto -= min(tail, len(self.key) + HOLD_BACK)
+            upto -= min(tail, max(map(len, keys), default=0) + HOLD_BACK)
         if upto > self.shown:
             self.sink(masked[self.shown : upto])
             self.shown = upto

@@ -64,7 +64,12 @@ class ProtocolClient:
     def begin(self) -> None:
         """A new attempt: its clock, its bytes, its masked text sink."""
         self.bounds.begin()
-        self.sink = MaskedSink(self.on_text, self.endpoint.api_key) if self.on_text else None
+        self.sink = MaskedSink(self.on_text, self.secrets) if self.on_text else None
+
+    def secrets(self) -> tuple[str, ...]:
+        """What masks this client's answers and errors: the endpoint's key and every
+        credential its requests carried (``AnswerBounds.sent``)."""
+        return (self.endpoint.api_key or "", *self.bounds.credentials)
 
     def check(self, read: int = 0, answered: int = 0) -> None:
         self.bounds.check(read, answered)

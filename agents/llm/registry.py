@@ -122,7 +122,7 @@ class Client:
                 attempt,
             )
             return ModelAnswer(
-                parts=masked_parts(answer.parts, endpoint.api_key),
+                parts=masked_parts(answer.parts, self.impl.secrets()),
                 tokens_in=answer.tokens_in,
                 tokens_out=answer.tokens_out,
                 cost=cost,
@@ -165,7 +165,7 @@ class Client:
         return bounds.malformed(f"{type(exc).__name__}: {str(exc)[:120]}")
 
     def _failed(self, failure: Failure, attempt: int) -> ModelAnswer:
-        message = mask_message(failure.message, self.endpoint.api_key)
+        message = mask_message(failure.message, self.impl.secrets())
         if attempt == 1:
             message = Message("%(message)s (after 1 retry)", message=message)
         elif attempt:

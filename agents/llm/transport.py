@@ -46,7 +46,18 @@ class AnswerBounds:
         self.seconds = seconds
         self.max_answer_bytes = max_answer_bytes
         self.clock = clock
+        # Every credential a request of this client carried (masked like the key).
+        self.credentials: set[str] = set()
         self.begin()
+
+    def sent(self, headers: httpx.Headers) -> None:
+        """A request leaves: the credentials in its headers join `credentials` (the access
+        token google-auth obtained for Vertex AI, a key the SDK put in a header)."""
+        for name in ("authorization", "x-goog-api-key", "api-key", "x-api-key"):
+            value = headers.get(name, "")
+            token = value.split(None, 1)[1] if value.lower().startswith("bearer ") else value
+            if token.strip():
+                self.credentials.add(token.strip())
 
     def begin(self) -> None:
         self.started = self.clock()
@@ -116,12 +127,16 @@ class WatchedTransport(httpx.BaseTransport):
         check: Callable[[int], None],
         proxy: str | None = None,
         seen: Callable[[int, str], None] | None = None,
+        sent: Callable[[httpx.Headers], None] | None = None,
     ):
         self.inner = httpx.HTTPTransport(verify=shared_ssl_context(), proxy=proxy)
         self.check = check
         self.seen = seen
+        self.sent = sent
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if self.sent is not None:
+            self.sent(request.headers)
         response = self.inner.handle_request(request)
         if self.seen is not None:
             self.seen(response.status_code, response.headers.get("content-type", ""))
@@ -160,7 +175,7 @@ def proxy_for(base_url: str) -> str | None:
 def watched_client(bounds: AnswerBounds, base_url: str, seconds: float) -> httpx.Client:
     """The httpx client an SDK is given: every answer read within `bounds`."""
     return httpx.Client(
-        transport=WatchedTransport(bounds.check, proxy_for(base_url), bounds.seen),
+        transport=WatchedTransport(bounds.check, proxy_for(base_url), bounds.seen, bounds.sent),
         timeout=httpx.Timeout(seconds),
         follow_redirects=True,
     )
