@@ -6,6 +6,8 @@
   Both take `model` (a configured model's name): the scenarios then run live.
 * ``version_diff``: the version diff's scenario results (the page shows the rest at once).
 * ``import_app``: a large upload's import (`agents.services.exchange.app_import_submit`).
+* ``import_evalset``: a large ADK evalset's cases as scenarios of an app
+  (`agents.services.exchange.app_import_evalset_submit`).
 
 * ``live_run``: one scenario live, or a replay of a recorded run (``live_jobs``).
 
@@ -181,6 +183,12 @@ def import_app(ctx: JobContext) -> dict[str, Any]:
     return exchange.app_import_job_run(ctx)
 
 
+def import_evalset(ctx: JobContext) -> dict[str, Any]:
+    from agents.services import exchange
+
+    return exchange.app_import_evalset_job_run(ctx)
+
+
 # A Run all lends no runner while its pieces run (each piece, a job, lends its own): a warm
 # sandbox session held by the parent would be one the pieces cannot reuse.
 register("evaluate_app", run=evaluate_app, label=_("Run all"))
@@ -193,6 +201,7 @@ register(
 )
 _register("version_diff", version_diff, _("Version diff: scenario results"))
 _register("import_app", import_app, _("Import an app"))
+_register("import_evalset", import_evalset, _("Import an ADK evalset"))
 
 
 # ---------------------------------------------------------------- live_run (issue 21)
