@@ -71,6 +71,14 @@ def _evaluate(ctx: JobContext, only: set[int] | None, *, history: bool) -> dict[
             ctx.item(piece.key, outcome, position=piece.position)
 
     threshold = float(job.params.get("threshold", 1.0))
+
+    def gathered() -> dict[str, Any]:
+        """The matrix of the pieces so far, with the app revisions they ran at."""
+        matrix = evaluation_runs.matrix_of(list(outcomes.values()), columns, threshold)
+        started = job.params.get("app_revision")
+        matrix["revisions"] = evaluation_runs.revisions_of(outcomes.values(), started)
+        return matrix
+
     try:
         children = evaluation_runs.spawn(ctx, pieces)
         ctx.progress(done=0, total=len(pieces))
@@ -86,16 +94,16 @@ def _evaluate(ctx: JobContext, only: set[int] | None, *, history: bool) -> dict[
                 _simulated_users(ctx, model, ctx.runner, ctx.done_keys(), first=len(pieces))
         ctx.check()
     except jobs.JobStopped as stop:
-        matrix = evaluation_runs.matrix_of(list(outcomes.values()), columns, threshold)
+        matrix = gathered()
         if history:
             evaluation_runs.run_finished(job, stop.status, matrix)
         raise
     except Exception:
         if history:
-            matrix = evaluation_runs.matrix_of(list(outcomes.values()), columns, threshold)
+            matrix = gathered()
             evaluation_runs.run_finished(job, "failed", matrix)
         raise
-    matrix = evaluation_runs.matrix_of(list(outcomes.values()), columns, threshold)
+    matrix = gathered()
     result = evaluation.summary_data(ctx.items())
     evaluation_runs.annotate(result, matrix)
     if history:
