@@ -12,7 +12,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from agents.models import Job, Scenario
+from agents import services
+from agents.models import AppShare, Job, Scenario
 
 pytestmark = pytest.mark.django_db
 
@@ -121,3 +122,30 @@ def test_the_designer_refuses_an_evalset_over_the_case_limit_and_creates_nothing
     assert response.status_code == 400
     assert "IMPORT_MAX_OBJECTS" in response.content.decode()
     assert _scenarios(bank) == before and not Job.objects.exists()
+
+
+def test_an_evalset_job_of_an_editor_whose_share_was_revoked_meanwhile_creates_nothing(
+    bank, user, other_user, settings, run_jobs
+):
+    settings.IMPORT_EVALSET_JOB_MIN_CASES = 5
+    services.app_share(app=bank, user=other_user, role="editor", actor=user)
+    editor = APIClient()
+    editor.force_login(other_user)
+    url = reverse("api:app-import-evalset", args=[bank.pk])
+    response = editor.post(url, {"file": _upload(_evalset(5))}, format="multipart")
+    assert response.status_code == 202, response.content
+    before = _scenarios(bank)
+    services.app_unshare(app=bank, user=other_user, actor=user)
+    run_jobs()
+    job = Job.objects.get(kind="import_evalset")
+    assert job.status in ("cancelled", "failed"), job.status  # unsharing cancels it
+    assert _scenarios(bank) == before
+    # And a job that a worker had already taken finds the right gone when it starts.
+    services.app_share(app=bank, user=other_user, role="editor", actor=user)
+    response = editor.post(url, {"file": _upload(_evalset(5))}, format="multipart")
+    assert response.status_code == 202, response.content
+    AppShare.objects.filter(app=bank, user=other_user).delete()  # as a race leaves it
+    run_jobs()
+    job = Job.objects.filter(kind="import_evalset").latest("created_at")
+    assert job.status == "failed" and "no longer edit" in job.error
+    assert _scenarios(bank) == before

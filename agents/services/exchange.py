@@ -207,6 +207,15 @@ def app_import_evalset_job_run(ctx: jobs.JobContext) -> dict[str, Any]:
     params = job.params
     filename = params.get("filename") or "evalset.json"
     ctx.progress(done=0, total=1, current=jobs.PROGRESS_READING % {"file": filename})
+    access = selectors.app_access(job.owner, job.app) if job.owner is not None else None
+    if access is None or not access.can_edit:  # the share revoked while it waited
+        Job.objects.filter(pk=job.pk).update(
+            params={k: v for k, v in params.items() if k != "document"}
+        )
+        raise jobs.JobStopped(
+            JobStatus.FAILED,
+            Message("%(file)s: not imported: you may no longer edit this app.", file=filename),
+        )
     try:
         created, notes = app_import_evalset(
             app=job.app, actor=job.owner, data=params.get("document") or "", filename=filename
