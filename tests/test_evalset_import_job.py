@@ -149,3 +149,19 @@ def test_an_evalset_job_of_an_editor_whose_share_was_revoked_meanwhile_creates_n
     job = Job.objects.filter(kind="import_evalset").latest("created_at")
     assert job.status == "failed" and "no longer edit" in job.error
     assert _scenarios(bank) == before
+
+
+def test_the_polled_fragment_of_an_evalset_job_moves_then_sends_the_page_on(
+    signed_in, bank, settings, run_jobs
+):
+    settings.IMPORT_EVALSET_JOB_MIN_CASES = 5
+    signed_in.post(reverse("app-import-evalset", args=[bank.pk]), {"evalset": _upload(_evalset(5))})
+    job = Job.objects.get(kind="import_evalset")
+    follow = reverse("app-import-evalset-job", args=[bank.pk, job.pk])
+    fragment = signed_in.get(follow, headers={"HX-Request": "true"})
+    assert fragment.status_code == 200
+    text = fragment.content.decode()
+    assert 'id="evalset-job"' in text and "hx-get" in text and "<html" not in text
+    run_jobs()
+    done = signed_in.get(follow, headers={"HX-Request": "true"})
+    assert (done.status_code, done["HX-Redirect"]) == (204, follow)

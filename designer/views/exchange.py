@@ -211,18 +211,15 @@ def app_import_evalset_job(
         response = HttpResponse(status=204)
         response["HX-Redirect"] = request.get_full_path()
         return response
+    followed = {"job": job, "filename": filename, "active": not finished, "poll_ms": POLL_MS}
+    if request.htmx:  # the polled fragment: no export built for it
+        context = {"app": app, "access": access, "evalset_job": followed}
+        return render(request, f"{TEMPLATE}#evalset-job", context)
     result = localized_data(job.result or {})
     if job.status == JobStatus.SUCCEEDED:
         count = len(result.get("scenarios") or [])
         return _evalset_imported(request, app, filename, count, [])
-    extra: dict[str, Any] = {
-        "evalset_job": {
-            "job": job,
-            "filename": filename,
-            "active": not finished,
-            "poll_ms": POLL_MS,
-        }
-    }
+    extra: dict[str, Any] = {"evalset_job": followed}
     if result.get("diagnostics"):  # refused: every problem, as the synchronous import
         extra["evalset_rows"] = [
             {**row, "message": strip_prefix(str(row.get("message", "")), f"{filename}: ")}
@@ -233,10 +230,7 @@ def app_import_evalset_job(
             "file": filename,
             "why": localize(recovered_message(job.error)) if job.error else job.status,
         }
-    context = _export_context(app, access, **extra)
-    if request.htmx:
-        return render(request, f"{TEMPLATE}#evalset-job", context)
-    return render(request, TEMPLATE, context)
+    return render(request, TEMPLATE, _export_context(app, access, **extra))
 
 
 @login_required
