@@ -5,6 +5,8 @@ and the apps' default models; registered when `agents.admin` is imported (autodi
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin
 from django.db.models import Model, QuerySet
@@ -300,6 +302,29 @@ class ModelEndpointAdmin(admin.ModelAdmin):
     search_fields = ("name", "model")
     fields = (*ModelEndpointForm.Meta.fields, "api_key", "remove_key", "key_set")
     readonly_fields = ("key_set",)
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> Any:
+        """The list, with the environment's endpoints (``STATECRAFT_MODELS``) above it,
+        read-only and marked as such; a bad value is its message, never a 500."""
+        from agents.llm.endpoints import ConfigError
+        from agents.services.live_models import env_endpoints
+
+        context: dict[str, Any] = dict(extra_context or {})
+        try:
+            found = env_endpoints()
+        except ConfigError as exc:
+            context["env_endpoints_error"] = localize(exc.message)
+            found = {}
+        admin_names = set(ModelEndpoint.objects.values_list("name", flat=True))
+        context["env_endpoints"] = [
+            {
+                **endpoint.describe(),
+                "api_key_env": endpoint.api_key_env,
+                "shadows": name in admin_names,
+            }
+            for name, endpoint in sorted(found.items())
+        ]
+        return super().changelist_view(request, extra_context=context)
 
     @admin.display(description=_("base url"), ordering="base_url")
     def url_shown(self, obj: ModelEndpoint) -> str:

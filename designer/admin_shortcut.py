@@ -7,12 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.contenttypes import views as contenttype_views
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 from django.http import Http404, HttpRequest, HttpResponse
 
 
 def shortcut(request: HttpRequest, content_type_id: Any, object_id: Any) -> HttpResponse:
     try:
-        return contenttype_views.shortcut(request, content_type_id, object_id)
+        # In a savepoint: the failed query of a table-less model leaves the request's
+        # transaction usable (PostgreSQL aborts the whole transaction otherwise).
+        with transaction.atomic():
+            return contenttype_views.shortcut(request, content_type_id, object_id)
     except (DatabaseError, AttributeError, ValueError, TypeError) as exc:
         raise Http404("No page for this object.") from exc

@@ -345,6 +345,8 @@ IMPORT_MAX_YAML_BYTES = int(
 # An upload of at least this many bytes imports as a job (a progress page; the API answers
 # 202); smaller ones import in the request. 0: every import is a job.
 IMPORT_JOB_MIN_BYTES = int(os.environ.get("IMPORT_JOB_MIN_BYTES") or 256 * 1024)
+# An ADK evalset of at least this many eval cases (one scenario each) imports as a job too.
+IMPORT_EVALSET_JOB_MIN_CASES = int(os.environ.get("IMPORT_EVALSET_JOB_MIN_CASES") or 100)
 
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").upper()
 # The HTTP clients' request lines ("HTTP Request: POST https://…") at DEBUG only: a line per

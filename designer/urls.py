@@ -32,6 +32,11 @@ app_patterns = [
     path("export/cx", exchange.app_export_cx, name="app-export-cx"),
     path("export/adk", exchange.app_export_adk, name="app-export-adk"),
     path("import-evalset", exchange.app_import_evalset, name="app-import-evalset"),
+    path(
+        "import-evalset/jobs/<uuid:import_job_id>",
+        exchange.app_import_evalset_job,
+        name="app-import-evalset-job",
+    ),
     path("versions/", versions.app_versions, name="app-versions"),
     path("versions/new", versions.version_create, name="version-create"),
     path("versions/diff", versions.version_diff, name="version-diff"),

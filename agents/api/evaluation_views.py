@@ -42,6 +42,14 @@ class EvaluationRunOut(serializers.Serializer):
         )
     )
     cost = serializers.FloatField()
+    revisions = serializers.JSONField(
+        allow_null=True,
+        help_text=_(
+            "The app revisions its goldens ran at: `{started, mixed, by_revision: [{revision, "
+            "goldens}]}`; `mixed` is true when a run retried after an edit judged its goldens "
+            "at more than one revision (null for a run gathered before this was recorded)."
+        ),
+    )
 
 
 class EvaluationRunDetailOut(EvaluationRunOut):

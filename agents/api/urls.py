@@ -49,6 +49,7 @@ router.register(agent + "scenarios", views.ScenarioViewSet, basename="scenario")
 
 urlpatterns = [
     path("apps/import", views.AppImportView.as_view(), name="app-import"),
+    path(app + "import-evalset", views.AppImportEvalsetView.as_view(), name="app-import-evalset"),
     path(app + "lint", actions.AppLintView.as_view(), name="app-lint"),
     path(app + "evaluate", actions.AppEvaluateView.as_view(), name="app-evaluate"),
     path(

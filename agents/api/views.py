@@ -279,6 +279,95 @@ class AppImportView(ApiView):
         return Response(body, status=status.HTTP_201_CREATED, headers={"Location": location})
 
 
+class EvalsetImportIn(serializers.Serializer):
+    file = serializers.FileField(help_text=gettext_lazy("An ADK evalset (.evalset.json)."))
+
+
+class ImportedScenarioOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class EvalsetImportOut(serializers.Serializer):
+    """201: `app`, `scenarios` and `report`; 400: `detail`, `diagnostics` and `report`."""
+
+    app = ImportedAppOut(required=False)
+    scenarios = ImportedScenarioOut(many=True, required=False)
+    detail = serializers.CharField(required=False)
+    diagnostics = DiagnosticOut(many=True, required=False)
+    report = ImportReportOut()
+
+
+class AppImportEvalsetView(ApiView):
+    """Add an ADK evalset's eval cases to an app you may edit, as scenarios of its root agent."""
+
+    queryset = AgentApp.objects.none()
+    parser_classes = [MultiPartParser, FormParser]
+    throttle_classes = with_default_throttles(ImportThrottle)
+
+    @extend_schema(
+        tags=["apps"],
+        summary=gettext_lazy("Add an ADK evalset's eval cases as scenarios, with the report"),
+        description=gettext_lazy(
+            "Multipart form: `file` (required). All of it or nothing. An evalset holds at "
+            "most IMPORT_MAX_OBJECTS eval cases (400 naming `eval_cases`, nothing created). "
+            "From IMPORT_JOB_MIN_BYTES bytes or IMPORT_EVALSET_JOB_MIN_CASES eval cases it "
+            "imports as a job: 202 with the job's `url`; the succeeded job's `result` is this "
+            "body (`app`, `scenarios`, `report`), a refused one fails with "
+            "`result.diagnostics` and `result.report`."
+        ),
+        request={"multipart/form-data": EvalsetImportIn},
+        responses={
+            **ERRORS,
+            201: EvalsetImportOut,
+            400: EvalsetImportOut,
+            **JOB_ACCEPTED,
+        },
+    )
+    def post(self, request: Request, app_id: int) -> Response:
+        app = self.load_app(edit=True)
+        upload = request.FILES.get("file")
+        if upload is None:
+            return _import_refused(
+                "upload", input_error("file", Message("Send the evalset in the `file` field."))
+            )
+        if upload.size > MAX_IMPORT_BYTES:
+            message = Message(
+                "The file is over %(max_import_bytes)s MB.",
+                max_import_bytes=MAX_IMPORT_BYTES // (1024 * 1024),
+            )
+            return _import_refused(upload.name or "upload", input_error("file", message))
+        filename = upload.name or "evalset.json"
+        data = upload.read()
+        try:
+            if exchange.evalset_as_job(data):  # a large evalset: 202 with the job
+                job = exchange.app_import_evalset_submit(
+                    app=app, actor=request.user, data=data, filename=filename
+                )
+                return accepted(request, job)
+            created, notes = exchange.app_import_evalset(
+                app=app, actor=request.user, data=data, filename=filename
+            )
+        except jobs.JobLimitError as exc:
+            raise exceptions.Throttled(detail=exc.localized()) from exc
+        except exchange.ImportRefused as exc:
+            body = {
+                "detail": _("%(file)s: not imported; nothing was created.") % {"file": filename},
+                "diagnostics": diagnostic_dicts(exc.diagnostics),
+                "report": localized_report(
+                    exchange.import_report("native", exc.diagnostics, filename)
+                ),
+            }
+            return Response(body, status=status.HTTP_400_BAD_REQUEST)
+        location = reverse("api:app-detail", args=[app.pk])
+        body = {
+            "app": {"id": app.pk, "name": app.name, "url": location},
+            "scenarios": [{"id": s.pk, "name": s.name} for s in created],
+            "report": localized_report(exchange.import_report("native", notes, filename)),
+        }
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
 def _import_refused(filename: str, diagnostic: Diagnostic) -> Response:
     """A 400 of the import with the body its schema documents (`report` included)."""
     body = {

@@ -78,6 +78,35 @@ def native_document_problems(
     return tuple(problems)
 
 
+def evalset_case_count(doc: Any) -> int:
+    """How many eval cases an ADK evalset (parsed JSON) holds (0 when it holds no list)."""
+    if not isinstance(doc, dict):
+        return 0
+    cases = doc.get("eval_cases", doc.get("evalCases"))
+    return len(cases) if isinstance(cases, list) else 0
+
+
+def evalset_problems(doc: Any, *, max_objects: int = DEFAULT_MAX_OBJECTS) -> tuple[Diagnostic, ...]:
+    """An evalset import's limit: each eval case becomes a scenario, an object as a native
+    import's, so one evalset holds at most ``IMPORT_MAX_OBJECTS`` cases."""
+    count = evalset_case_count(doc)
+    if count <= max_objects:
+        return ()
+    return (
+        Diagnostic(
+            "SC502",
+            Severity.ERROR,
+            Message(
+                "the evalset holds %(count)s eval cases (one scenario each); one import "
+                "takes at most %(limit)s (setting IMPORT_MAX_OBJECTS): split the evalset",
+                count=format(count, ","),
+                limit=format(max_objects, ","),
+            ),
+            field="eval_cases",
+        ),
+    )
+
+
 def app_spec_problems(
     spec: AppSpec,
     scenarios: Iterable[ScenarioSpec] = (),

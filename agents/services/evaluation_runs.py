@@ -369,6 +369,9 @@ def piece_run(ctx: JobContext) -> dict[str, Any]:
             should_stop=ctx.stop_now if model else None,
         )
         data = evaluation.run_data(run)
+        # The revision it ran at: a Run all retried after an edit may gather pieces of two
+        # (``revisions_of``: the job and its run then say "mixed").
+        data["app_revision"] = loaded.revision
         # The golden's badge, once: a piece run again after its worker died writes none.
         with transaction.atomic():
             if ctx.item("recorded", {}) and params.get("record") and not ctx.cancelled:
@@ -607,6 +610,35 @@ def matrix_of(
     }
 
 
+def revisions_of(outcomes: Iterable[dict[str, Any]], started: Any) -> dict[str, Any]:
+    """The app revisions a Run all's working-copy pieces ran at, each with its goldens.
+
+    A piece loads the app when it runs and its outcome is stored once (its job's result),
+    so a Run all stopped part way (its worker killed), the app edited, then retried
+    gathers the pieces already done at the old revision and runs the rest at the new one.
+    Rather than hide it (or run every piece again, which an edit during the retry would
+    mix again), the run says so: `mixed` when the goldens ran at more than one revision,
+    `by_revision` which ran at which. A saved version's column is one revision by nature.
+    """
+    seen: dict[int, set[str]] = {}
+    for outcome in outcomes:
+        revision = outcome.get("app_revision")
+        if revision is None or outcome.get("version"):
+            continue
+        golden = outcome.get("golden") or golden_name(
+            outcome.get("agent_name") or "", outcome.get("name") or ""
+        )
+        seen.setdefault(int(revision), set()).add(golden)
+    return {
+        "started": int(started) if started is not None else None,
+        "mixed": len(seen) > 1,
+        "by_revision": [
+            {"revision": revision, "goldens": sorted(goldens)}
+            for revision, goldens in sorted(seen.items())
+        ],
+    }
+
+
 def compare(matrix: dict[str, Any], a: str, b: str) -> list[dict[str, Any]]:
     """The goldens whose verdict differs between columns `a` and `b`, and why (each side's
     first failing expectation)."""
@@ -730,6 +762,8 @@ def run_finished(job: Job, status: str, matrix: dict[str, Any]) -> EvaluationRun
         "flaky": sum(t.get("flaky", 0) for t in totals.values()),
         "tokens_in": sum(t.get("tokens_in", 0) for t in totals.values()),
         "tokens_out": sum(t.get("tokens_out", 0) for t in totals.values()),
+        # The revisions its goldens ran at (`revisions_of`): "mixed" after a retried run.
+        "revisions": matrix.get("revisions"),
     }
     run.cost = round(sum(t.get("cost", 0.0) for t in totals.values()), 6)
     run.finished_at = timezone.now()
@@ -777,6 +811,8 @@ def run_data(run: EvaluationRun, *, matrix: bool = True) -> dict[str, Any]:
         "threshold": run.threshold,
         "totals": run.totals,
         "cost": run.cost,
+        # Whether its goldens ran at more than one app revision, and which at which.
+        "revisions": (run.totals or {}).get("revisions"),
     }
     if matrix:
         data["matrix"] = run.matrix
@@ -822,6 +858,8 @@ def annotate(result: dict[str, Any], matrix: dict[str, Any]) -> None:
         scenario["pass_rate"] = cell["pass_rate"]
         scenario["flaky"] = cell["flaky"]
         several = several or len(cell["runs"]) > 1
+    if matrix.get("revisions") is not None:
+        result["revisions"] = matrix["revisions"]
     below = sum(t.get("below_threshold", 0) for t in matrix.get("totals", {}).values())
     result["summary"]["flaky"] = sum(t.get("flaky", 0) for t in matrix.get("totals", {}).values())
     result["ok"] = bool(result.get("ok")) and below == 0

@@ -125,7 +125,11 @@ def app_import_evalset(
 ) -> tuple[list[Scenario], tuple[Diagnostic, ...]]:
     """Add an ADK evalset's eval cases to `app` as scenarios of its root agent (all of them
     or none; a name the agent already uses gets " (imported)"). Refused with
-    `ImportRefused` when the file is not an evalset; returns the scenarios and the notes."""
+    `ImportRefused` when the file is not an evalset or holds more eval cases than
+    ``IMPORT_MAX_OBJECTS``; returns the scenarios and the notes."""
+    over = evalset_precheck(data)[0]
+    if over:
+        raise ImportRefused("native", over)
     spec, existing = app_export_specs(app)
     scenarios, diagnostics = scenarios_from_evalset(data, spec, filename)
     if has_errors(diagnostics):
@@ -156,6 +160,94 @@ def app_import_evalset(
     except ServiceError as exc:
         raise ImportRefused("native", exc.diagnostics) from exc
     return created, diagnostics
+
+
+def evalset_precheck(data: bytes | str) -> tuple[tuple[Diagnostic, ...], int]:
+    """The evalset's case limit (``IMPORT_MAX_OBJECTS``), checked before any scenario is
+    built, and how many eval cases it holds (0 when it does not parse: reading it says why)."""
+    try:
+        doc = limits.loads_json(data)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return (), 0
+    return (
+        limits.evalset_problems(doc, max_objects=settings.IMPORT_MAX_OBJECTS),
+        limits.evalset_case_count(doc),
+    )
+
+
+def evalset_as_job(data: bytes) -> bool:
+    """An evalset imports as a job from ``IMPORT_JOB_MIN_BYTES`` bytes or
+    ``IMPORT_EVALSET_JOB_MIN_CASES`` eval cases (each case is a scenario written)."""
+    if import_as_job(data):
+        return True
+    cases = evalset_precheck(data)[1]
+    return cases >= int(getattr(settings, "IMPORT_EVALSET_JOB_MIN_CASES", 100))
+
+
+def app_import_evalset_submit(
+    *, app: AgentApp, actor: AbstractBaseUser, data: bytes, filename: str = "evalset.json"
+) -> Job:
+    """Queue an evalset's import into `app` as a job (kind ``import_evalset``) run as
+    `actor`. The case limit is checked first, in the request (`ImportRefused`, nothing
+    queued); the text travels in the row and is dropped once the job has read it. Over
+    the per-user job limit: `jobs.JobLimitError`."""
+    over = evalset_precheck(data)[0]
+    if over:
+        raise ImportRefused("native", over)
+    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+    params = {"filename": filename, "size": len(data), "document": text}
+    return jobs.job_submit(kind="import_evalset", owner=actor, app=app, params=params)
+
+
+def app_import_evalset_job_run(ctx: jobs.JobContext) -> dict[str, Any]:
+    """The ``import_evalset`` job: `app_import_evalset` as the job's owner. The result
+    names the app, the scenarios made and carries the report (as ``import_app``'s); a
+    refusal fails the job with every problem in its result, and nothing is created."""
+    job = ctx.job
+    params = job.params
+    filename = params.get("filename") or "evalset.json"
+    ctx.progress(done=0, total=1, current=jobs.PROGRESS_READING % {"file": filename})
+    access = selectors.app_access(job.owner, job.app) if job.owner is not None else None
+    if access is None or not access.can_edit:  # the share revoked while it waited
+        Job.objects.filter(pk=job.pk).update(
+            params={k: v for k, v in params.items() if k != "document"}
+        )
+        raise jobs.JobStopped(
+            JobStatus.FAILED,
+            Message("%(file)s: not imported: you may no longer edit this app.", file=filename),
+        )
+    try:
+        created, notes = app_import_evalset(
+            app=job.app, actor=job.owner, data=params.get("document") or "", filename=filename
+        )
+    except ImportRefused as exc:
+        detail = Message("%(file)s: not imported; nothing was created.", file=filename)
+        refused = {
+            "app": {"id": job.app_id, "url": reverse("api:app-detail", args=[job.app_id])},
+            "kind": "evalset",
+            "detail": detail,
+            "scenarios": [],
+            "diagnostics": [with_i18n(d.to_dict(), "message") for d in exc.diagnostics],
+            "report": _report_with_i18n(import_report("native", exc.diagnostics, filename)),
+            "i18n": {"detail": message_data(detail)},
+        }
+        raise jobs.JobStopped(JobStatus.FAILED, refused["detail"], result=refused) from exc
+    finally:
+        kept = {k: v for k, v in params.items() if k != "document"}
+        Job.objects.filter(pk=job.pk).update(params=kept)
+    ctx.progress(done=1, current="")
+    return {
+        "app": {
+            "id": job.app_id,
+            "name": job.app.name,
+            "url": reverse("api:app-detail", args=[job.app_id]),
+        },
+        "kind": "evalset",
+        "scenarios": [{"id": s.pk, "name": s.name} for s in created],
+        "warnings": sum(d.severity is Severity.WARNING for d in notes),
+        "diagnostics": len(notes),
+        "report": _report_with_i18n(import_report("native", notes, filename)),
+    }
 
 
 # ---------------------------------------------------------------- reading an upload

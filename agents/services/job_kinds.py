@@ -6,6 +6,8 @@
   Both take `model` (a configured model's name): the scenarios then run live.
 * ``version_diff``: the version diff's scenario results (the page shows the rest at once).
 * ``import_app``: a large upload's import (`agents.services.exchange.app_import_submit`).
+* ``import_evalset``: a large ADK evalset's cases as scenarios of an app
+  (`agents.services.exchange.app_import_evalset_submit`).
 
 * ``live_run``: one scenario live, or a replay of a recorded run (``live_jobs``).
 
@@ -69,6 +71,14 @@ def _evaluate(ctx: JobContext, only: set[int] | None, *, history: bool) -> dict[
             ctx.item(piece.key, outcome, position=piece.position)
 
     threshold = float(job.params.get("threshold", 1.0))
+
+    def gathered() -> dict[str, Any]:
+        """The matrix of the pieces so far, with the app revisions they ran at."""
+        matrix = evaluation_runs.matrix_of(list(outcomes.values()), columns, threshold)
+        started = job.params.get("app_revision")
+        matrix["revisions"] = evaluation_runs.revisions_of(outcomes.values(), started)
+        return matrix
+
     try:
         children = evaluation_runs.spawn(ctx, pieces)
         ctx.progress(done=0, total=len(pieces))
@@ -84,16 +94,16 @@ def _evaluate(ctx: JobContext, only: set[int] | None, *, history: bool) -> dict[
                 _simulated_users(ctx, model, ctx.runner, ctx.done_keys(), first=len(pieces))
         ctx.check()
     except jobs.JobStopped as stop:
-        matrix = evaluation_runs.matrix_of(list(outcomes.values()), columns, threshold)
+        matrix = gathered()
         if history:
             evaluation_runs.run_finished(job, stop.status, matrix)
         raise
     except Exception:
         if history:
-            matrix = evaluation_runs.matrix_of(list(outcomes.values()), columns, threshold)
+            matrix = gathered()
             evaluation_runs.run_finished(job, "failed", matrix)
         raise
-    matrix = evaluation_runs.matrix_of(list(outcomes.values()), columns, threshold)
+    matrix = gathered()
     result = evaluation.summary_data(ctx.items())
     evaluation_runs.annotate(result, matrix)
     if history:
@@ -181,6 +191,12 @@ def import_app(ctx: JobContext) -> dict[str, Any]:
     return exchange.app_import_job_run(ctx)
 
 
+def import_evalset(ctx: JobContext) -> dict[str, Any]:
+    from agents.services import exchange
+
+    return exchange.app_import_evalset_job_run(ctx)
+
+
 # A Run all lends no runner while its pieces run (each piece, a job, lends its own): a warm
 # sandbox session held by the parent would be one the pieces cannot reuse.
 register("evaluate_app", run=evaluate_app, label=_("Run all"))
@@ -193,6 +209,7 @@ register(
 )
 _register("version_diff", version_diff, _("Version diff: scenario results"))
 _register("import_app", import_app, _("Import an app"))
+_register("import_evalset", import_evalset, _("Import an ADK evalset"))
 
 
 # ---------------------------------------------------------------- live_run (issue 21)

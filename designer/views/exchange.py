@@ -155,24 +155,82 @@ def app_import_evalset(request: HttpRequest, app_id: int) -> HttpResponse:
         context = _export_context(app, access, evalset_error=problem)
         return render(request, TEMPLATE, context, status=400)
     filename = upload.name or "evalset.json"
+    data = upload.read()
     try:
+        if exchange.evalset_as_job(data):  # a large evalset: a job, and its progress at once
+            job = exchange.app_import_evalset_submit(
+                app=app, actor=request.user, data=data, filename=filename
+            )
+            return redirect("app-import-evalset-job", app_id=app.pk, import_job_id=job.pk)
         created, notes = exchange.app_import_evalset(
-            app=app, actor=request.user, data=upload.read(), filename=filename
+            app=app, actor=request.user, data=data, filename=filename
         )
+    except jobs.JobLimitError as exc:
+        context = _export_context(app, access, evalset_error=exc.localized())
+        return render(request, TEMPLATE, context, status=429)
     except exchange.ImportRefused as exc:
         rows = _rows(exc.diagnostics, filename)
         context = _export_context(app, access, evalset_rows=rows)
         return render(request, TEMPLATE, context, status=400)
+    return _evalset_imported(request, app, filename, len(created), notes)
+
+
+def _evalset_imported(
+    request: HttpRequest, app: AgentApp, filename: str, count: int, notes: Sequence[Any]
+) -> HttpResponse:
+    """Where an evalset's import ends: the designer, with what it added."""
     summary = ngettext(
         "Added %(count)s scenario from %(file)s.",
         "Added %(count)s scenarios from %(file)s.",
-        len(created),
-    ) % {"count": len(created), "file": filename}
+        count,
+    ) % {"count": count, "file": filename}
     warnings = [d for d in notes if d.severity is not Severity.INFO]
     if warnings:
         summary += " " + " ".join(localize(d.message) for d in warnings[:3])
     messages.success(request, summary)
     return redirect("app-designer", app_id=app.pk)
+
+
+@login_required
+@require_GET
+def app_import_evalset_job(
+    request: HttpRequest, app_id: int, import_job_id: object
+) -> HttpResponse:
+    """A large evalset's import job: its progress on the export page (polled while it
+    runs), then where the synchronous import ends: the designer, or every problem."""
+    app, access = selectors.app_for_user(request.user, app_id, edit=True)
+    try:
+        job = jobs.job_for_user(request.user, import_job_id)
+    except Job.DoesNotExist:
+        raise Http404("No such import of yours.") from None
+    if job.kind != "import_evalset" or job.app_id != app.pk:
+        raise Http404("No such import of yours.")
+    filename = job.params.get("filename") or "evalset.json"
+    finished = jobs.is_finished(job)
+    if finished and request.htmx:  # the whole page, once: the designer, or the refusal
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = request.get_full_path()
+        return response
+    followed = {"job": job, "filename": filename, "active": not finished, "poll_ms": POLL_MS}
+    if request.htmx:  # the polled fragment: no export built for it
+        context = {"app": app, "access": access, "evalset_job": followed}
+        return render(request, f"{TEMPLATE}#evalset-job", context)
+    result = localized_data(job.result or {})
+    if job.status == JobStatus.SUCCEEDED:
+        count = len(result.get("scenarios") or [])
+        return _evalset_imported(request, app, filename, count, [])
+    extra: dict[str, Any] = {"evalset_job": followed}
+    if result.get("diagnostics"):  # refused: every problem, as the synchronous import
+        extra["evalset_rows"] = [
+            {**row, "message": strip_prefix(str(row.get("message", "")), f"{filename}: ")}
+            for row in result["diagnostics"]
+        ]
+    elif finished:
+        extra["evalset_error"] = _("%(file)s was not imported: %(why)s.") % {
+            "file": filename,
+            "why": localize(recovered_message(job.error)) if job.error else job.status,
+        }
+    return render(request, TEMPLATE, _export_context(app, access, **extra))
 
 
 @login_required

@@ -48,9 +48,13 @@ def run_all_context(app: AgentApp, job: Job) -> dict[str, Any]:
             "tokens_out": sum(int(x.get("tokens_out") or 0) for x in lives),
             "cost": sum(float(x.get("cost") or 0) for x in lives),
         }
+    # A retried Run all whose goldens ran at more than one app revision says which at which.
+    revisions = (data["result"] or {}).get("revisions") if finished else None
+    mixed = revisions["by_revision"] if revisions and revisions.get("mixed") else []
     return {
         "job": job,
         "live": live,
+        "mixed": mixed,
         "rows": rows,
         "done": job.progress_done,
         "total": job.progress_total,
