@@ -142,13 +142,31 @@ class Window(RunState):
         window = self.events[self.window_start :]
         if not self.whole_history:
             window = window[-MAX_CONTENTS:]
+        # ADK's contents: the function calls of one answer are one model content, their
+        # responses one content after it (the model call's index -> where they are).
+        calls_at: dict[int, int] = {}
+        responses_at: dict[int, int] = {}
+        group: int | None = None  # the answer the last function call came from
         for event in window:
             if event.kind == "state_update" and not state_updates:
                 continue
             content = content_of(event, self.agent.name)
-            if content is not None:
-                contents.append(content)
-                updates.append(event.kind == "state_update")
+            if content is None:
+                continue
+            if event.kind == "tool_call" and _count(content, "function_call"):
+                group = event.model_call
+                if group is not None and group in calls_at:
+                    contents[calls_at[group]]["parts"].extend(content["parts"])
+                    continue
+                if group is not None:
+                    calls_at[group] = len(contents)
+            elif event.kind == "tool_response" and group is not None:
+                if group in responses_at:
+                    contents[responses_at[group]]["parts"].extend(content["parts"])
+                    continue
+                responses_at[group] = len(contents)
+            contents.append(content)
+            updates.append(event.kind == "state_update")
         return function_call_order(contents, updates)
 
     @property
