@@ -393,6 +393,25 @@ def test_a_pinned_recording_is_what_every_replay_uses_and_a_failed_run_moves_not
     assert scenario.pinned_run is None
 
 
+def test_a_version_restore_keeps_the_pinned_recording(server, monkeypatch, bank_app):
+    """The pin is the designer's choice of recording, not part of a version: restoring a
+    version keeps the scenario's pin (before, the restored scenario came back unpinned)."""
+    from agents.services import live_pins, versions
+
+    configure_models(monkeypatch, {"loop": {"server": server}})
+    app, agent, scenario = bank_app
+    runs = []
+    for _ in range(2):
+        server.script(openai_call("LookupBalance", {}), openai_text("Your balance is 1,250 EUR."))
+        runs.append(run_live(app=app, agent=agent, scenario=scenario, model="loop").run)
+    live_pins.scenario_pin_run(scenario=scenario, run=runs[0].pk, actor=app.owner)
+    version = versions.version_create(app=app, user=app.owner, name="Pinned")
+    services.agent_update(agent=agent, instructions="Changed after the version.")
+    versions.version_restore(version=version, user=app.owner)
+    scenario.refresh_from_db()
+    assert scenario.pinned_run_id == runs[0].pk
+
+
 def test_a_replay_reads_the_clock_its_live_run_read(server, models_env, user):
     """A scenario without a clock: the live run records the moment it ran with, and its
     replay gives the code that moment (no drift although the real clock moved on)."""

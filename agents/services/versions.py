@@ -361,6 +361,16 @@ def _ids_to_keep(
     return kept_agents, kept_scenarios, live_runs
 
 
+def _pins_of(scenarios: Mapping[int, int]) -> dict[int, int]:
+    """{old scenario id: its pinned recording} for the scenarios a restore keeps: the pin is
+    the designer's choice of recording, not part of a version, so a restore keeps it."""
+    return dict(
+        Scenario.objects.filter(
+            pk__in=list(scenarios.values()), pinned_run__isnull=False
+        ).values_list("pk", "pinned_run_id")
+    )
+
+
 def _take_old_ids(
     agents: Mapping[int, int], scenarios: Mapping[int, int], live_runs: Mapping[int, list[int]]
 ) -> None:
@@ -397,6 +407,7 @@ def version_restore(*, version: AppVersion, user: AbstractBaseUser) -> AgentApp:
         owner=app.owner, spec=spec, scenarios=scenarios, name=f"{spec.name} (restoring)"
     )
     kept_agents, kept_scenarios, live_runs = _ids_to_keep(app, staging)
+    pins = _pins_of(kept_scenarios)
     # Variables protect their schema; remove them first (as app_delete does).
     Variable.objects.filter(app=app).delete()
     for model in (Agent, Tool, Schema):
@@ -404,6 +415,8 @@ def version_restore(*, version: AppVersion, user: AbstractBaseUser) -> AgentApp:
     for model in (Schema, Variable, Tool, Agent):  # callbacks and scenarios follow their agent
         model.objects.filter(app=staging).update(app=app)
     _take_old_ids(kept_agents, kept_scenarios, live_runs)
+    for scenario, run in pins.items():
+        Scenario.objects.filter(pk=scenario).update(pinned_run_id=run)
     # The staging app's own history (its import, object by object) is not the app's.
     AuditEvent.objects.filter(app=staging).delete()
     AgentApp.objects.filter(pk=staging.pk).delete()
