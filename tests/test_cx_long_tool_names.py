@@ -122,3 +122,22 @@ def test_long_names_resolve_in_the_simulation_and_both_exports(user):
     text = "\n".join(v.decode("utf-8", "replace") for v in adk.values())
     assert f"tools.{LONG_PY}(" in text and f"def {LONG_PY}(" in text
     assert LONG_OP in text
+
+
+def test_an_operation_name_past_the_limit_is_said_with_both_names():
+    """A CX name longer than Statecraft's tool name limit (196 with room for a suffix) is
+    imported shorter, and the import report says so naming both (before: cut silently)."""
+    operation = "x" * 230
+    data = files()
+    data["toolsets/Banking_Service/open_api_toolset/open_api_schema.yaml"] = SCHEMA.replace(
+        OPERATION, operation
+    ).encode()
+    root = json.loads(data["agents/Root/Root.json"])
+    root["toolsets"] = [{"toolset": "Banking_Service"}]
+    data["agents/Root/Root.json"] = json.dumps(root).encode()
+    spec, diagnostics = from_cx_files(data)
+    assert spec is not None, diagnostics
+    cut = [d for d in diagnostics if d.code == "SC609" and operation in str(d.message)]
+    assert len(cut) == 1 and cut[0].severity.value == "warning", diagnostics
+    imported = next(t for t in spec.tools if t.kind is ToolKind.OPENAPI)
+    assert imported.name in str(cut[0].message) and len(imported.name) == 196

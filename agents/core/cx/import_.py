@@ -14,7 +14,7 @@ from agents.core import rules
 from agents.core.cx import evaluations
 from agents.core.cx.fields import FIELDS
 from agents.core.cx.import_state import _Import
-from agents.core.cx.import_tools import _read_tools, _read_toolsets, _ToolRefs
+from agents.core.cx.import_tools import _read_tools, _read_toolsets, _ToolRefs, note_cut_name
 from agents.core.cx.layout import _CALLBACK_FIELDS, INFO, E, W, _dotted, _last_segment, _note
 from agents.core.cx.schema_to_cx import CX_TYPES
 from agents.core.cx.variables import variable_from_cx_schema
@@ -546,7 +546,10 @@ def _read_agent(
         wanted = entry.get("toolIds")
         for tool_id in wanted if toolset.mcp is not None and isinstance(wanted, list) else ():
             if isinstance(tool_id, str) and tool_id:
-                toolset.mcp_tool(tool_id)
+                before = len(toolset.tools)
+                made = toolset.mcp_tool(tool_id)
+                if made is not None and len(toolset.tools) > before:
+                    note_cut_name(state, path, made)  # said once, when the tool is made
         for tool in toolset.tools:
             if isinstance(wanted, list) and wanted and tool.cx["operation"] not in wanted:
                 continue

@@ -121,6 +121,29 @@ class _Toolset:
         return tool
 
 
+def note_cut_name(state: _Import, path: str, tool: ToolSpec) -> None:
+    """A toolset tool whose CX name (``<toolset>_<operation>``) is longer than Statecraft's
+    limit is imported under a shorter name: said as a warning naming both, never silently
+    (code and ``{@TOOL: …}`` that use the full name do not find it)."""
+    full = f"{tool.cx.get('toolset')}_{tool.cx.get('operation')}"
+    if len(full) <= rules.TOOL_NAME_MAX_LENGTH - 4:
+        return
+    state.note(
+        "SC609",
+        W,
+        path,
+        "",
+        Message(
+            "the tool %(full)s (%(count)s characters) is imported as %(name)s: names are at "
+            "most %(limit)s characters here, so code and instructions must call it %(name)s",
+            full=full,
+            count=len(full),
+            name=tool.name,
+            limit=rules.TOOL_NAME_MAX_LENGTH - 4,
+        ),
+    )
+
+
 _HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
@@ -171,6 +194,8 @@ def _read_toolsets(state: _Import, taken: set[str]) -> dict[str, _Toolset]:
         if document is None:
             continue
         toolset.tools = _toolset_operations(folder, document, taken)
+        for tool in toolset.tools:
+            note_cut_name(state, path, tool)
         names = ", ".join(t.name for t in toolset.tools) or "none"
         state.note(
             "SC607",
