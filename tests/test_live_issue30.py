@@ -31,6 +31,7 @@ from agents.models import LiveRun
 from agents.services.live_recording import replayable_recording
 from agents.services.live_runs import run_live
 from tests.llm_server import (
+    KEY,
     Reply,
     configure_models,
     openai_call,
@@ -180,6 +181,41 @@ def test_a_one_letter_key_changes_no_tool_argument(server, monkeypatch, bank_app
     response = next(e for e in outcome.result.events if e.kind == "tool_response")
     assert response.value["account_id"] == "checking-key"
     assert "***" not in json.dumps(outcome.run.calls)
+
+
+ECHO = '''
+def echo(note: str) -> dict:
+    """Keep a note."""
+    context.state["note_length"] = len(note)
+    return {"length": len(note)}
+'''
+
+
+def test_a_key_the_model_echoes_reaches_the_tool_whole_and_is_masked_where_stored(
+    server, models_env, user
+):
+    """Masked only where shown or stored, never in what runs: the model echoes the
+    endpoint's key into a tool's argument; the tool gets the model's own text (its length
+    says so), while the stored run, its timeline and its verdicts hold only ``***``."""
+    from agents.models import LiveRun
+
+    models_env()
+    app = services.app_create(owner=user, name="Echo")
+    services.variable_create(app=app, name="note_length", type="number")
+    root = app.agents.get(is_root=True)
+    tool = services.tool_create(app=app, name="echo", kind="python", python_code=ECHO)
+    root = services.agent_update(agent=root, tools=[tool])
+    scenario = services.scenario_save(agent=root, name="Echo", steps_script="user: note it\n")
+    said = f"my key is {KEY}"
+    server.script(openai_call("echo", {"note": said}), openai_text(f"Noted: {KEY}"))
+    outcome = run_live(app=app, agent=root, scenario=scenario, model="loop")
+    assert outcome.error == ""
+    response = next(e for e in outcome.result.events if e.kind == "tool_response")
+    assert response.value == {"length": len(said)}  # the tool got the key, not ***
+    stored = json.dumps(list(LiveRun.objects.filter(pk=outcome.run.pk).values()), default=str)
+    assert "my key is ***" in stored and KEY not in stored
+    shown = json.dumps([[str(e.label), str(e.text), e.value] for e in outcome.result.events])
+    assert KEY not in shown
 
 
 def test_a_key_shorter_than_eight_characters_is_never_used_to_mask():

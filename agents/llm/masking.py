@@ -10,6 +10,8 @@ masked whole before any of it is shown.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import logging
 import re
 from collections.abc import Callable, Iterable
@@ -72,14 +74,17 @@ def mask_message(text: str, key: Secrets) -> str:
 def mask_secrets(value: Any, key: Secrets) -> Any:
     """`value` (a text, or arguments: dicts, lists, strings) with the secrets and any
     ``Bearer …`` / ``x-goog-api-key: …`` echo masked as ``***``, in keys as in values."""
-    keys = key if isinstance(key, tuple) else _keys(key)
+    return _masked(value, _keys(key))
+
+
+def _masked(value: Any, keys: tuple[str, ...]) -> Any:
     if isinstance(value, str):
         value = _replace(value, keys)
         return _ECHOED.sub(lambda m: m.group(1) + "***", value) if value else value
     if isinstance(value, dict):
-        return {mask_secrets(k, keys): mask_secrets(v, keys) for k, v in value.items()}
+        return {_masked(k, keys): _masked(v, keys) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [mask_secrets(v, keys) for v in value]
+        return [_masked(v, keys) for v in value]
     return value
 
 
@@ -100,6 +105,52 @@ def masked_parts(parts: tuple[dict[str, Any], ...], key: Secrets) -> tuple[dict[
             }
         out.append(part)
     return tuple(out)
+
+
+def has_secret(value: Any, key: Secrets) -> bool:
+    """Whether a secret of `key` occurs in `value` (texts, names and values, any depth)."""
+    keys = _keys(key)
+    return bool(keys) and _holds(value, keys)
+
+
+def _holds(value: Any, keys: tuple[str, ...]) -> bool:
+    if isinstance(value, str):
+        return any(k in value for k in keys)
+    if isinstance(value, dict):
+        return any(_holds(k, keys) or _holds(v, keys) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_holds(v, keys) for v in value)
+    return False
+
+
+def masked_tree(value: Any, key: Secrets) -> Any:
+    """`value` with the secrets masked wherever a text holds them: in `Message`s (kept
+    translatable), strings, dict keys and values, lists, tuples and dataclasses (a live
+    run's result and verdicts, masked once the run is over: what is stored and shown)."""
+    return _masked_tree(value, _keys(key))
+
+
+def _masked_tree(value: Any, keys: tuple[str, ...]) -> Any:
+    if isinstance(value, enum.Enum):  # a kind or a severity: a name, never a secret
+        return value
+    if isinstance(value, Message):
+        return mask_message(value, keys)
+    if isinstance(value, str):
+        return _masked(value, keys)
+    if isinstance(value, dict):
+        return {_masked_tree(k, keys): _masked_tree(v, keys) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked_tree(v, keys) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_masked_tree(v, keys) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {
+            f.name: _masked_tree(getattr(value, f.name), keys)
+            for f in dataclasses.fields(value)
+            if f.init
+        }
+        return dataclasses.replace(value, **changes)
+    return value
 
 
 class MaskedSink:

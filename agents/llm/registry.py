@@ -70,8 +70,18 @@ class Client:
     """A ``ModelStrategy`` over one endpoint's protocol client, with retries and named
     errors (see the module docstring)."""
 
-    def __init__(self, impl: ProtocolClient, *, policy: RetryPolicy, sleeper: Sleeper):
+    def __init__(
+        self,
+        impl: ProtocolClient,
+        *,
+        policy: RetryPolicy,
+        sleeper: Sleeper,
+        mask_answers: bool = True,
+    ):
         self.impl = impl
+        # False: the answer's parts are the model's own (what runs: a live run masks what it
+        # stores and shows once it is over); its secrets go along in ``extra["secrets"]``.
+        self.mask_answers = mask_answers
         self.endpoint = impl.endpoint
         self.policy = policy
         self.sleeper = sleeper
@@ -121,8 +131,10 @@ class Client:
                 answer.tokens_out,
                 attempt,
             )
+            secrets = self.impl.secrets()
             return ModelAnswer(
-                parts=masked_parts(answer.parts, self.impl.secrets()),
+                parts=masked_parts(answer.parts, secrets) if self.mask_answers else answer.parts,
+                extra={} if self.mask_answers else {"secrets": secrets},
                 tokens_in=answer.tokens_in,
                 tokens_out=answer.tokens_out,
                 cost=cost,
@@ -191,10 +203,17 @@ def client_for(
     sleeper: Sleeper = time.sleep,
     backoff: float = INITIAL_DELAY,
     max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
+    mask_answers: bool = True,
     **options: Any,
 ) -> ModelStrategy:
-    """The strategy that asks `endpoint` (see the module docstring)."""
+    """The strategy that asks `endpoint` (see the module docstring); `mask_answers` False
+    leaves the answers' parts as the model wrote them (see `Client`)."""
     impl = protocol_class(endpoint.kind)(
         endpoint, stream=stream, on_text=on_text, max_answer_bytes=max_answer_bytes, **options
     )
-    return Client(impl, policy=RetryPolicy(endpoint.max_retries, backoff=backoff), sleeper=sleeper)
+    return Client(
+        impl,
+        policy=RetryPolicy(endpoint.max_retries, backoff=backoff),
+        sleeper=sleeper,
+        mask_answers=mask_answers,
+    )

@@ -44,6 +44,7 @@ from agents.core.model import ModelAnswer, ModelRequest, ModelStrategy
 from agents.core.spec import ScenarioSpec
 from agents.i18n import with_i18n
 from agents.llm.endpoints import Endpoint
+from agents.llm.masking import has_secret, masked_tree
 from agents.llm.registry import client_for
 from agents.models import Agent, AgentApp, LiveRun, Scenario
 from agents.services.common import Actor
@@ -71,10 +72,17 @@ def _config_failure(message: str) -> ModelStrategy:
 
 
 def model_strategy(
-    endpoint: Endpoint, *, stream: bool = False, on_text: Any = None, sleeper: Any = time.sleep
+    endpoint: Endpoint,
+    *,
+    stream: bool = False,
+    on_text: Any = None,
+    sleeper: Any = time.sleep,
+    mask_answers: bool = True,
 ) -> ModelStrategy:
     """The strategy that asks `endpoint`; one that answers the error ``config`` when the
-    endpoint cannot be used (its key unreadable or missing, no Google credentials)."""
+    endpoint cannot be used (its key unreadable or missing, no Google credentials).
+    `mask_answers` False: the answers as the model wrote them (``run_scenario`` masks the
+    run once it is over)."""
     if endpoint.key_unreadable:
         return _config_failure(
             Message(
@@ -94,6 +102,7 @@ def model_strategy(
             on_text=on_text,
             sleeper=sleeper,
             max_answer_bytes=int(getattr(settings, "LIVE_MAX_ANSWER_BYTES", 256 * 1024)),
+            mask_answers=mask_answers,
         )
     except Exception as exc:  # e.g. Vertex AI without Google credentials on this machine
         return _config_failure(
@@ -202,7 +211,10 @@ def run_live_specs(
     without a scenario row)."""
     endpoint, temperature = resolve_model(app, model, agent_cx=agent_cx)
     strategy = with_temperature(
-        model_strategy(endpoint, stream=stream, on_text=on_text, sleeper=sleeper), temperature
+        model_strategy(
+            endpoint, stream=stream, on_text=on_text, sleeper=sleeper, mask_answers=False
+        ),
+        temperature,
     )
     if runner is not None:  # a job's: its model calls and tokens count against its caps
         strategy = runner.metered(strategy)
@@ -261,13 +273,17 @@ def run_scenario(
     expectations checked against what it did; recorded with `record`."""
     caps = caps or live_caps()
     scenario_spec = with_session_clock(scenario_spec, replay_of)
-    inner = strategy
-    if on_call is not None:  # each answer as it comes (a job shows the run's figures so far)
+    # The secrets of the answers (a key, the access token a request carried): the run's
+    # tools get the model's own arguments and its expectations compare them; what is
+    # stored and shown is masked once the run is over (`masked_tree`).
+    secrets: set[str] = set()
 
-        def inner(request: ModelRequest) -> ModelAnswer:
-            answer = strategy(request)
+    def inner(request: ModelRequest) -> ModelAnswer:
+        answer = strategy(request)
+        secrets.update(answer.extra.get("secrets") or ())
+        if on_call is not None:  # each answer as it comes (a job shows the run's figures)
             on_call(answer)
-            return answer
+        return answer
 
     recorder = Recorder(inner)
     capped = Capped(recorder, caps, clock, should_stop=should_stop)
@@ -297,6 +313,8 @@ def run_scenario(
         failed = "cap"
     if not failed and any(d.code in ("SC404", "SC405") for d in result.diagnostics):
         failed = "unknown_tool"  # the model called a tool the agent does not have
+    if secrets and has_secret(calls, tuple(secrets)):
+        result, evaluation, calls = masked_tree((result, evaluation, calls), tuple(secrets))
     outcome = LiveOutcome(None, scenario_spec, result, evaluation, calls, drift, model_name, failed)
     if not record:
         return outcome
