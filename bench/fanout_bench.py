@@ -125,6 +125,37 @@ def p99(values: list[float]) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[98]
 
 
+TIMELINE = """
+from agents.models import Job
+parent = Job.objects.filter(kind="evaluate_app").latest("created_at")
+t0 = parent.created_at
+pieces = list(Job.objects.filter(parent=parent).order_by("started_at"))
+def s(t):
+    return f"{(t - t0).total_seconds():.2f}" if t else "-"
+by = {}
+for p in pieces:
+    by.setdefault(p.worker, []).append(p)
+print(f"  timeline (s after the POST's job was created): parent started {s(parent.started_at)},"
+      f" ended {s(parent.finished_at)}")
+for worker, mine in sorted(by.items()):
+    last = max(p.finished_at for p in mine)
+    print(f"    {worker}: {len(mine)} pieces, first started {s(mine[0].started_at)},"
+          f" last started {s(mine[-1].started_at)}, last ended {s(last)}")
+"""
+
+
+def timeline(env: dict[str, str]) -> str:
+    """Where the wall time went: when the parent and each worker's pieces started and ended."""
+    out = subprocess.run(
+        [PY, str(ROOT / "manage.py"), "shell", "-c", TIMELINE],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return out.stdout.rstrip() or out.stderr.strip()[-500:]
+
+
 def live(args) -> None:
     server = ModelServer(strict=False)
     asked = [0]
@@ -171,6 +202,7 @@ def live(args) -> None:
         print(f"  wall {wall:.2f} s; sequential (sum of the delays) {sequential:.2f} s")
         print(f"  ratio {wall / sequential:.3f}x  (acceptance: <= 0.2x)")
         print(f"  /healthz p99 {p99(seen) * 1000:.0f} ms over {len(seen)} reads (< 1 s)")
+        print(timeline(env))
     finally:
         for proc in procs:
             proc.terminate()

@@ -258,3 +258,27 @@ def test_jobs_n_runs_the_scenarios_in_parallel_jobs_with_the_same_report(tmp_pat
     assert "2 passed, 0 failed, 0 need a model, 3 without expectations" in outputs[1]
     # One job per chunk of each app: 1 + 1 with --jobs 1, then 1 (shop) + 3 (bank).
     assert Job.objects.filter(kind="evaluate_app", owner=None, status="succeeded").count() == 6
+
+
+def test_evaluate_keeps_one_warm_sandbox_session_for_its_goldens(bank, caplog):
+    """Each golden is a piece with a batch of its own: the command keeps warm sessions
+    for its run (as a worker does), so the goldens after the first start none."""
+    from agents.services import sandbox_door
+
+    agent = bank.agents.get()
+    for name in ("Second balance", "Third balance"):
+        services.scenario_save(
+            agent=agent,
+            name=name,
+            steps_script='user: hi\ntool: LookupBalance {"account_id": "x"}',
+        )
+    caplog.set_level("INFO", logger="agents.simulation")
+    call_command("evaluate", str(bank.pk), stdout=io.StringIO())
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("sandbox pool")]
+    pieces = Job.objects.filter(kind="evaluate_piece").count()
+    assert pieces == 3
+    assert (
+        said[-1]
+        == f"sandbox pool: reused a warm session for command (1 started, {pieces - 1} reused)"
+    )
+    assert sandbox_door._POOL is None  # the command's pool ends with it

@@ -331,3 +331,26 @@ def test_a_users_pieces_give_their_turn_when_another_user_waits(user, other_user
     jobs.run_job.call(str(second.pk))
     second.refresh_from_db()
     assert second.status == "succeeded" and second.attempts == 1
+
+
+def test_a_worker_takes_the_slowest_goldens_of_the_last_run_all_first(user, bank):
+    """Longest first, so a worker's threads end together: by each golden's seconds in the
+    app's last Run all; a golden that run did not have goes first, by its steps."""
+    slow_app(bank, 2, calls=1)
+    _, pairs = evaluation.app_scenarios(bank)
+    steps = {s.pk: len(s.steps.all()) for _, s in pairs}
+    last = evaluation.run_all_submit(app=bank, actor=user, enqueue=False)
+    children = evaluation_runs.spawn(JobContext(last, "test"), evaluation_runs.plan(last, pairs))
+    seconds = {"Slow 0": 0.5, "Slow 1": 3.0}  # the demo's own golden: not in that run
+    for child in children:
+        name = child.params["name"]
+        if name in seconds:
+            Job.objects.filter(pk=child.pk).update(
+                status="succeeded", result={"seconds": seconds[name]}
+            )
+    now = evaluation.run_all_submit(app=bank, actor=user, enqueue=False)
+    pieces = evaluation_runs.spawn(JobContext(now, "test"), evaluation_runs.plan(now, pairs))
+    order = evaluation_runs.longest_first(now, pieces, steps)
+    names = [Job.objects.get(pk=pk).params["name"] for pk in order]
+    demo = bank.agents.get().scenarios.exclude(name__startswith="Slow").get().name
+    assert names == [demo, "Slow 1", "Slow 0"]

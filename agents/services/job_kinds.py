@@ -83,11 +83,13 @@ def _evaluate(ctx: JobContext, only: set[int] | None, *, history: bool) -> dict[
         children = evaluation_runs.spawn(ctx, pieces)
         ctx.progress(done=0, total=len(pieces))
         live = any(c.model for c in columns)
+        steps = {s.pk: len(s.steps.all()) for _, s in pairs}
         evaluation_runs.fan_out(
             ctx,
             children,
             threads=int(job.params.get("threads") or evaluation_runs.threads_for(live)),
             on_finished=finished,
+            order=evaluation_runs.longest_first(job, children, steps),
         )
         if model and (only is None or job.params.get("user_scenarios")):
             with ctx.lending():  # the parent's own runner, only for these

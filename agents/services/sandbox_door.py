@@ -371,6 +371,22 @@ def use_session_pool(size: int) -> SessionPool | None:
     return _POOL
 
 
+@contextlib.contextmanager
+def session_pool(size: int) -> Iterator[SessionPool | None]:
+    """Warm sessions kept while the block runs, as a worker keeps them (a command's jobs:
+    ``manage.py evaluate`` runs one piece per golden, each a batch of its own that would
+    otherwise start a sandbox session and kill it), all closed when it ends; the pool of
+    before (if any) is put back."""
+    global _POOL
+    before, _POOL = _POOL, (SessionPool(size) if size > 0 else None)
+    try:
+        yield _POOL
+    finally:
+        if _POOL is not None:
+            _POOL.clear()
+        _POOL = before
+
+
 # The runner a job lends its kind (`job_runner`), while it is lent in this thread: nothing
 # there opens another (a kind cannot escape its job's caps and cancel hook).
 _JOB_RUNNER: ContextVar[BoundedRunner | None] = ContextVar("job_runner", default=None)
