@@ -288,14 +288,15 @@ class ImportedScenarioOut(serializers.Serializer):
     name = serializers.CharField()
 
 
-class EvalsetImportOut(serializers.Serializer):
+@extend_schema_serializer(
+    description=gettext_lazy(
+        "201: `app`, `scenarios` and `report`; 400: `detail`, `diagnostics` and `report`."
+    )
+)
+class EvalsetImportOut(ImportOut):
     """201: `app`, `scenarios` and `report`; 400: `detail`, `diagnostics` and `report`."""
 
-    app = ImportedAppOut(required=False)
     scenarios = ImportedScenarioOut(many=True, required=False)
-    detail = serializers.CharField(required=False)
-    diagnostics = DiagnosticOut(many=True, required=False)
-    report = ImportReportOut()
 
 
 class AppImportEvalsetView(ApiView):
