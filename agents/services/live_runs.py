@@ -139,7 +139,7 @@ def run_live(
     instructions: str | None = None,
     use_mocks: bool | None = None,
     on_text: Callable[[str], None] | None = None,
-    on_call: Callable[[ModelAnswer], None] | None = None,
+    on_call: Callable[[ModelAnswer | None, ModelRequest], None] | None = None,
     caps: Caps | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleeper: Callable[[float], None] = time.sleep,
@@ -188,7 +188,7 @@ def run_live_specs(
     model: str | None = None,
     actor: Actor = None,
     on_text: Callable[[str], None] | None = None,
-    on_call: Callable[[ModelAnswer], None] | None = None,
+    on_call: Callable[[ModelAnswer | None, ModelRequest], None] | None = None,
     caps: Caps | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleeper: Callable[[float], None] = time.sleep,
@@ -251,7 +251,7 @@ def run_scenario(
     record: bool,
     runner: BoundedRunner | None,
     replay_of: LiveRun | None = None,
-    on_call: Callable[[ModelAnswer], None] | None = None,
+    on_call: Callable[[ModelAnswer | None, ModelRequest], None] | None = None,
     caps: Caps | None = None,
     clock: Callable[[], float] = time.monotonic,
     should_stop: Callable[[], str] | None = None,
@@ -265,8 +265,9 @@ def run_scenario(
     if on_call is not None:  # each answer as it comes (a job shows the run's figures so far)
 
         def inner(request: ModelRequest) -> ModelAnswer:
+            on_call(None, request)  # the call begins
             answer = strategy(request)
-            on_call(answer)
+            on_call(answer, request)
             return answer
 
     recorder = Recorder(inner)

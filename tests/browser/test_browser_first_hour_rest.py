@@ -1,0 +1,90 @@
+"""Browser tests of issue 33's remaining visual items, in Chromium at 1280 px in English,
+French and German: bounding boxes, not only the text. Each fails on the code before its
+fix."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.llm_server import Reply, configure_models, openai_stream_call, openai_stream_text
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-first-hour")]
+LANGUAGES = ["en", "fr", "de"]
+
+BOX = """(el) => { const r = el.getBoundingClientRect();
+    return {x: r.x, y: r.y, width: r.width, height: r.height, right: r.right,
+            bottom: r.bottom}; }"""
+
+
+def _in_language(page: Page, live_server, language: str, width: int = 1280) -> Page:
+    from django.conf import settings
+
+    page.context.add_cookies(
+        [{"name": settings.LANGUAGE_COOKIE_NAME, "value": language, "url": live_server.url}]
+    )
+    page.set_viewport_size({"width": width, "height": 900})
+    return page
+
+
+# ------------ 2. streamed turns each on their own line in the live panel
+
+TWO_TURNS = """user: What is my balance?
+expect call: LookupBalance
+user: Thanks. Anything else?
+user: Bye.
+"""
+FIRST = "Your balance is now 1,250.0 EUR."
+SECOND = "Done: I looked it up for you."
+
+
+@pytest.fixture
+def live_bank(user, monkeypatch, server):
+    from agents import services
+    from agents.demo import load_demo
+
+    configure_models(monkeypatch, {"mini": {"server": server, "model": "gpt-4o-mini"}})
+    app = next(a for a in load_demo(user) if a.name == "Bank demo")
+    services.scenario_save(agent=app.agents.get(), name="Two turns", steps_script=TWO_TURNS)
+    return app
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_streamed_turns_each_stand_on_their_own_line(
+    open_designer, live_bank, server, workers, live_server, language
+):
+    workers()
+    server.script(
+        openai_stream_call("LookupBalance", '{"account_id": "primary"}'),
+        openai_stream_text("Your balance is ", "now 1,250.0 EUR."),
+        openai_stream_text("Done: I looked ", "it up for you."),
+        Reply(stall=True),  # the third turn holds: the panel is still the live one
+    )
+    page: Page = open_designer(live_bank)
+    _in_language(page, live_server, language)
+    page.reload()
+    panel = page.locator("#conversation-panel")
+    panel.locator("select[name=scenario]").select_option(label="Two turns")
+    expect(panel.locator(".event-user .msg").first).to_have_text("What is my balance?")
+    page.wait_for_load_state("networkidle")
+    panel.locator("#model-picker").select_option("mini")
+    panel.locator("#run-live").click()
+    timeline = page.locator("#live-timeline")
+    expect(timeline.locator(".event-agent .msg")).to_have_count(2, timeout=30_000)
+    expect(timeline.locator(".event-user .msg")).to_have_count(3)
+    rows = timeline.locator(".live-turn").evaluate_all(
+        f"""(rows) => rows.map((li) => ({{text: li.querySelector('.msg').textContent,
+            who: ({BOX})(li.querySelector('.who')), msg: ({BOX})(li.querySelector('.msg')),
+            row: ({BOX})(li)}}))"""
+    )
+    texts = [r["text"] for r in rows]
+    assert texts == ["What is my balance?", FIRST, "Thanks. Anything else?", SECOND, "Bye."]
+    for before, after in itertools.pairwise(rows):
+        assert after["row"]["y"] >= before["row"]["bottom"] - 0.5, (before, after)
+    for r in rows:  # the speaker beside its words, on the words' first line
+        assert r["who"]["right"] <= r["msg"]["x"] and abs(r["who"]["y"] - r["msg"]["y"]) < 8, r
+    page.screenshot(path=f"tests/artifacts/first-hour-live-turns-{language}.png")
+    assert page.js_errors == []
+    server.release.set()
