@@ -96,3 +96,38 @@ def test_a_live_tool_step_reads_as_the_script_in_junit(loop_model, tool_golden, 
     text = (failure.get("message") or "") + (failure.text or "")
     assert TOOL_STEP in text, text
     assert "{'account_id'" not in text
+
+
+# ------------ 5. the round trip through a CX ZIP says what it changes
+
+
+def test_the_cx_round_trip_says_tool_steps_and_scripted_replies_change(signed_in, user, bank):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from agents.models import AgentApp
+
+    agent = bank.agents.get()
+    services.scenario_save(
+        agent=agent,
+        scenario=agent.scenarios.get(),
+        name="Balance question",
+        steps_script='user: What is my balance?\ntool: LookupBalance {"account_id": "primary"}\n'
+        "agent: It is 1,250 EUR.\n",
+    )
+    export = signed_in.get(reverse("app-export", args=[bank.pk])).content.decode()
+    assert "1 `tool:` step(s) are exported as toolCall expectations" in export.replace(
+        "&#x27;", "'"
+    ).replace("<code>", "`").replace("</code>", "`")
+    assert "imported back, each is an empty" in export
+    data = signed_in.get(reverse("app-export-cx", args=[bank.pk])).getvalue()
+    response = signed_in.post(
+        reverse("app-import"), {"file": SimpleUploadedFile("bank.zip", data)}, follow=True
+    )
+    imported = AgentApp.objects.get(owner=user, name="Bank demo (imported)")
+    script = services.scenario_script(imported.agents.get().scenarios.get())
+    assert 'expect call: LookupBalance {"account_id": "primary"}' in script
+    assert "agent: " in script and "It is 1,250" not in script
+    report = response.content.decode()
+    assert "SC612" in report
+    assert "toolCall expectation(s) read" in report
+    assert "end with an empty" in report

@@ -198,6 +198,7 @@ SECTIONS: dict[str, dict[str, str]] = {
         "SC609": "A CX name is not a valid Statecraft name.",
         "SC610": "Goldens start at the root agent, as CX starts every conversation (a note).",
         "SC611": "A toolset is a Terraform template: its ${var} placeholders are kept verbatim.",
+        "SC612": "What the goldens' steps read as in the scenario script after an import (a note).",
         "SC620": "A Statecraft feature CX Agent Studio has no place for is not exported.",
         "SC621": "A mock is exported as the tool's fake-mode code block (fake mode as imported).",
         "SC622": "A CX variable needs a description; this one has none.",
