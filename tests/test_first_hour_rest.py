@@ -131,3 +131,92 @@ def test_the_cx_round_trip_says_tool_steps_and_scripted_replies_change(signed_in
     assert "SC612" in report
     assert "toolCall expectation(s) read" in report
     assert "end with an empty" in report
+
+
+# ------------ 6. diagnostics for what the runtime would not read
+
+
+@pytest.mark.parametrize(
+    "written", ["{prénom}", "{名前}", '{{"><img src=x>}}', "{{prénom}}", "{{名前}}"]
+)
+def test_a_brace_group_the_runtime_reads_as_text_is_a_warning(written):
+    from agents.core.parse import parse
+
+    codes = [d.code for d in parse(f"Hello {written}, welcome.").diagnostics]
+    assert codes == ["SC104"], codes
+
+
+@pytest.mark.parametrize("written", ['Answer {"total": 1}', "{name}", "{a b}", "{{ name }}"])
+def test_json_names_and_spaced_words_in_braces_stay_quiet(written):
+    from agents.core.parse import parse
+
+    assert [d.code for d in parse(written).diagnostics] == []
+
+
+def test_the_designer_says_why_in_the_readers_language(client, user, shop):
+    agent = shop.agents.get()
+    services.agent_update(agent=agent, instructions="Greet {prénom} and {{\"><img src=x>}}.")
+    client.force_login(user)
+    client.cookies["django_language"] = "fr"
+    html = client.get(reverse("app-designer", args=[shop.pk])).content.decode()
+    assert "SC104" in html
+    assert "a variable name uses only" not in html and "markup and quotes" not in html
+    assert "<img src=x>" not in html  # shown as text, escaped
+
+
+@pytest.mark.parametrize("name", ["名前", "😀", "🛒"])
+def test_a_name_with_no_latin_letter_is_offered_no_useless_fix(name):
+    from agents.core import rules
+
+    [problem] = rules.name_problems(name)
+    assert "for example" not in problem.message and "_)" not in problem.message
+    assert rules.suggested_name("prénom") == "prenom"  # a useful fix is still offered
+
+
+# ------------ 8. the admin shows data, not Python
+
+
+@pytest.fixture
+def live_run(loop_model, bank_app):  # noqa: F811
+    from agents.services.live_runs import run_live
+
+    app, agent, scenario = bank_app
+    loop_model.replies.clear()
+    loop_model.script(openai_call("LookupBalance", {}), openai_text("It is 1,250 EUR."))
+    return run_live(app=app, agent=agent, scenario=scenario, model="loop").run
+
+
+def test_the_admins_live_run_shows_its_evaluation_and_calls_as_json(client, staff, live_run):
+    client.force_login(staff)
+    url = reverse("admin:agents_liverun_change", args=[live_run.pk])
+    html = client.get(url).content.decode()
+    assert '<pre class="admin-json"' in html
+    assert "&#x27;step&#x27;:" not in html and "None" not in html  # no Python repr
+    assert "&quot;step&quot;: 1" in html  # indented JSON, escaped
+    assert "&quot;tokens_in&quot;:" in html
+
+
+def test_the_admins_audit_event_shows_after_as_json(client, staff, user, shop):
+    from agents.models import AuditEvent
+
+    services.variable_create(actor=user, app=shop, name="vip", type="boolean", default=False)
+    event = AuditEvent.objects.filter(action="variable.create").latest("created_at")
+    client.force_login(staff)
+    html = client.get(reverse("admin:agents_auditevent_change", args=[event.pk])).content.decode()
+    assert "&quot;default&quot;: false" in html
+    assert "False" not in html.split('id="content"')[-1]
+
+
+def test_the_admins_live_run_list_loads_no_recording(client, staff, live_run):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(staff)
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(reverse("admin:agents_liverun_changelist"))
+    assert response.status_code == 200 and live_run.scenario_name in response.content.decode()
+    listing = [q["sql"] for q in queries.captured_queries if '"agents_liverun"."mode"' in q["sql"]]
+    assert listing
+    for sql in listing:
+        for column in ("calls", "timeline", "evaluation", "final_state", "cx"):
+            assert f'."{column}"' not in sql, (column, sql)
