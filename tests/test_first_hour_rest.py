@@ -155,7 +155,7 @@ def test_json_names_and_spaced_words_in_braces_stay_quiet(written):
 
 def test_the_designer_says_why_in_the_readers_language(client, user, shop):
     agent = shop.agents.get()
-    services.agent_update(agent=agent, instructions="Greet {prénom} and {{\"><img src=x>}}.")
+    services.agent_update(agent=agent, instructions='Greet {prénom} and {{"><img src=x>}}.')
     client.force_login(user)
     client.cookies["django_language"] = "fr"
     html = client.get(reverse("app-designer", args=[shop.pk])).content.decode()
@@ -220,3 +220,62 @@ def test_the_admins_live_run_list_loads_no_recording(client, staff, live_run):
     for sql in listing:
         for column in ("calls", "timeline", "evaluation", "final_state", "cx"):
             assert f'."{column}"' not in sql, (column, sql)
+
+
+# ------------ 10. what the runtime would do, at the right severity
+
+
+@pytest.fixture
+def routed_app(user):
+    """A root agent without the tool its sub-agent has; a golden calls it in the root's turn
+    (as real CX goldens list the call and leave the routing to the model)."""
+    from agents.demo import LOOKUP_BALANCE_CODE
+
+    app = services.app_create(owner=user, name="Routed")
+    services.variable_create(app=app, name="current_account_balance", type="number")
+    tool = services.tool_create(
+        app=app, name="LookupBalance", kind="python", python_code=LOOKUP_BALANCE_CODE
+    )
+    teller = services.agent_create(app=app, display_name="Teller", tools=[tool])
+    root = app.agents.get(is_root=True)
+    services.agent_update(agent=root, display_name="Host", children=[teller])
+    services.scenario_save(
+        agent=root,
+        name="Balance",
+        steps_script='user: My balance?\nexpect call: LookupBalance {"account_id": "main"}\n',
+    )
+    return app, root
+
+
+def test_a_scripted_call_of_another_agents_tool_is_a_warning_saying_what_cx_does(
+    signed_in, routed_app
+):
+    app, root = routed_app
+    url = reverse("agent-simulate", args=[app.pk, root.pk])
+    html = signed_in.get(url, headers=HX).content.decode()
+    assert "⚠ warning" in html and "✕ error" not in html
+    assert "would transfer to Teller before calling it" in html
+    # The expectation still says why the call was not made (its own row).
+    assert "The call of LookupBalance failed: tool LookupBalance is not attached" in html
+
+
+def test_an_event_kind_the_page_does_not_know_is_not_an_error():
+    row = _timeline_row({"kind": "handoff", "label": "to billing", "text": ""})
+    assert "✕ error" not in row and "to billing" in row
+
+
+def _timeline_row(event: dict) -> str:
+    """The designer's timeline row of one event (its template's branch for the kind)."""
+    import re
+    from pathlib import Path
+
+    template = Path("templates/agents/app_designer.html").read_text()
+    start = template.index('{% if e.kind == "user" %}')
+    end = template.index(
+        "{% endif %}", template.index('{% else %}<span class="who">{% translate "ⓘ event"')
+    )
+    from django.template import Context, Template
+
+    source = "{% load i18n designer_tags %}" + template[start : end + len("{% endif %}")]
+    html = Template(source).render(Context({"e": event, "turn": {"dropped": ()}}))
+    return re.sub(r"\s+", " ", html)
