@@ -156,8 +156,10 @@ def test_json_names_and_spaced_words_in_braces_stay_quiet(written):
 def test_the_designer_says_why_in_the_readers_language(client, user, shop):
     agent = shop.agents.get()
     services.agent_update(agent=agent, instructions='Greet {prénom} and {{"><img src=x>}}.')
+    from django.conf import settings
+
     client.force_login(user)
-    client.cookies["django_language"] = "fr"
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "fr"
     html = client.get(reverse("app-designer", args=[shop.pk])).content.decode()
     assert "SC104" in html
     assert "a variable name uses only" not in html and "markup and quotes" not in html
@@ -279,3 +281,25 @@ def _timeline_row(event: dict) -> str:
     source = "{% load i18n designer_tags %}" + template[start : end + len("{% endif %}")]
     html = Template(source).render(Context({"e": event, "turn": {"dropped": ()}}))
     return re.sub(r"\s+", " ", html)
+
+
+# ------------ 3 (the rest). the SDK's "Connection error." in the reader's language
+
+
+def test_a_refused_connection_reads_in_the_readers_language(monkeypatch, server, bank_app):  # noqa: F811
+    from django.utils import translation
+
+    from agents.i18n import localize
+    from agents.services.live_runs import run_live
+
+    configure_models(monkeypatch, {"gone": {"server": server, "model": "gpt-4o-mini"}})
+    server.close()  # nothing listens on its port any more: the connection is refused
+    app, agent, scenario = bank_app
+    outcome = run_live(
+        app=app, agent=agent, scenario=scenario, model="gone", record=False, sleeper=lambda _: None
+    )
+    assert outcome.error == "connection"
+    message = next(c["answer"]["message"] for c in outcome.calls if c["answer"]["error"])
+    with translation.override("fr"):
+        shown = localize(message)
+    assert "Connection error" not in shown and "connexion" in shown, shown
