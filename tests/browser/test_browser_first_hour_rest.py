@@ -88,3 +88,46 @@ def test_streamed_turns_each_stand_on_their_own_line(
     page.screenshot(path=f"tests/artifacts/first-hour-live-turns-{language}.png")
     assert page.js_errors == []
     server.release.set()
+
+
+# ------------ 11 (the rest). the preview header whole with the tool form open
+
+
+@pytest.fixture
+def shop_app(user):
+    from agents.demo import load_demo
+
+    return next(a for a in load_demo(user) if a.name == "Shopping assistant")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_preview_header_is_whole_with_the_tool_form_open(
+    session_page, live_server, shop_app, language
+):
+    page = _in_language(session_page, live_server, language)
+    page.goto(f"{live_server.url}/apps/{shop_app.pk}/")
+    page.locator("#tool-list a.btn-icon[hx-get*='/edit']").first.click()
+    expect(page.locator("#tool-list form")).to_be_visible()
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=f"tests/artifacts/first-hour-tool-form-{language}.png")
+    row = page.locator("#preview-controls .control-row")
+    boxes = row.evaluate(
+        f"""(row) => {{
+            const pane = row.closest('aside, section, .pane') || row.parentElement;
+            const parts = [...row.children].flatMap((el) => [el, ...el.querySelectorAll('select')]);
+            return {{row: ({BOX})(row), pane: ({BOX})(pane), vw: window.innerWidth,
+                     parts: parts.map((el) => ({{box: ({BOX})(el), text: el.textContent.trim(),
+                        cut: el.scrollWidth > el.clientWidth + 1}}))}}; }}"""
+    )
+    right = min(boxes["row"]["right"], boxes["vw"])
+    for part in boxes["parts"]:
+        assert part["box"]["right"] <= right + 0.5, part
+        assert not part["cut"], part
+    # The goldens' buttons too (Evaluations, Run all) stay inside the pane, whole.
+    buttons = page.locator("#run-all .run-all-actions .btn").evaluate_all(
+        f"(els) => els.map((el) => ({{box: ({BOX})(el), lines: el.getClientRects().length,"
+        " cut: el.scrollWidth > el.clientWidth + 1}))"
+    )
+    for button in buttons:
+        assert button["box"]["right"] <= right + 0.5 and not button["cut"], button
