@@ -130,7 +130,11 @@ SECTIONS: dict[str, dict[str, str]] = {
         "SC402": "A session value is given for a variable the app does not declare: ignored.",
         "SC403": "A session value does not fit its variable's type or schema: ignored.",
         "SC404": "A step calls a tool the app does not have.",
-        "SC405": "A step calls a tool that is not attached to the agent.",
+        "SC405": (
+            "A step calls a tool that is not attached to the agent (a warning when another "
+            "agent has it and the call is scripted, as a golden lists it: CX's model would "
+            "transfer there first; an error when a model makes it)."
+        ),
         "SC406": "A Python tool or callback cannot run: code execution is not available (add a mock).",
         "SC407": "An OpenAPI/MCP tool without a mock: its response is unknown (null).",
         "SC408": "A tool's mock wrote an undeclared variable (ignored: an error); code's write of one is kept in the session state, as the runtime keeps it (a note).",
