@@ -190,8 +190,9 @@ def _classify_braces(raw: str) -> Lexeme:
     head = content.split(":", 1)[0].strip().upper() if ":" in content else ""
     if head in _REFERENCE_KINDS:
         return _wrong(raw, _suggest_reference(content))
-    if _LOOKS_LIKE_NAME.fullmatch(content):
-        # `{prénom}`, `{名前}`: meant as a variable, but the runtime reads it as text.
+    if raw[1:-1] == content and not content.isascii() and _LOOKS_LIKE_NAME.fullmatch(content):
+        # `{prénom}`, `{名前}`: meant as a variable, but the runtime reads it as text (an
+        # ASCII `{a.b}` or a spaced `{ prénom }` is prose, and stays quiet).
         message = Message(
             "`%(snippet)s` is not a reference (%(why)s); it stays as written.",
             snippet=_snippet(raw),
