@@ -5,6 +5,8 @@ fix."""
 from __future__ import annotations
 
 import itertools
+import os
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -13,6 +15,8 @@ from tests.llm_server import Reply, configure_models, openai_stream_call, openai
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-first-hour")]
 LANGUAGES = ["en", "fr", "de"]
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 
 BOX = """(el) => { const r = el.getBoundingClientRect();
     return {x: r.x, y: r.y, width: r.width, height: r.height, right: r.right,
@@ -85,7 +89,13 @@ def test_streamed_turns_each_stand_on_their_own_line(
         assert after["row"]["y"] >= before["row"]["bottom"] - 0.5, (before, after)
     for r in rows:  # the speaker beside its words, on the words' first line
         assert r["who"]["right"] <= r["msg"]["x"] and abs(r["who"]["y"] - r["msg"]["y"]) < 8, r
-    page.screenshot(path=f"tests/artifacts/first-hour-live-turns-{language}.png")
+    # The docs' picture of a live run (docs/screenshots/designer-live-*.png) is rewritten
+    # only on request (UPDATE_SCREENSHOTS=1), else left in tests/artifacts.
+    folder = SHOTS if os.environ.get("UPDATE_SCREENSHOTS") else ARTIFACTS
+    folder.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.locator("#conversation-panel").evaluate("(el) => el.scrollIntoView()")
+    page.screenshot(path=str(folder / f"designer-live-{language}.png"))
     assert page.js_errors == []
     server.release.set()
 
