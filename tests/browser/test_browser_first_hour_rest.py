@@ -141,3 +141,34 @@ def test_the_preview_header_is_whole_with_the_tool_form_open(
     )
     for button in buttons:
         assert button["box"]["right"] <= right + 0.5 and not button["cut"], button
+
+
+# ------------ 1/11. the summary's badges on one line at 1280 ("1 braucht ein Modell")
+
+BADGES_SCRIPT = """user: I'd like the blue running shoes, two pairs please.
+tool: AddToCart {"product_id": "shoe-blue-42", "quantity": 2}
+expect response: AddToCart {"quantity": 2, "cart_total": 39}
+expect state [Check_Wrong_Total]: {"cart_total": 40}
+expect agent: Done — two pairs are in your cart.
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_summary_badges_share_one_line_at_1280(session_page, live_server, shop_app, language):
+    from agents import services
+
+    root = shop_app.agents.get(is_root=True)
+    services.scenario_save(
+        agent=root, scenario=root.scenarios.get(), name="Buy", steps_script=BADGES_SCRIPT
+    )
+    page = _in_language(session_page, live_server, language)
+    page.goto(f"{live_server.url}/apps/{shop_app.pk}/")
+    summary = page.locator("#golden-summary")
+    expect(summary.locator(".badge-needs_model")).to_have_count(1)
+    badges = summary.locator(".badge").evaluate_all(
+        f"(els) => els.map((el) => ({{box: ({BOX})(el), text: el.textContent,"
+        " lines: el.getClientRects().length}))"
+    )
+    assert len({round(b["box"]["y"]) for b in badges}) == 1, badges
+    assert all(b["lines"] == 1 for b in badges), badges
