@@ -5,12 +5,14 @@ and the apps' default models; registered when `agents.admin` is imported (autodi
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
 from django.contrib import admin
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from agents.core.formats import dumps_native
@@ -30,6 +32,20 @@ from agents.models.audit import object_name_shown
 from agents.services import versions
 
 # ---------------------------------------------------------------- versions and labels
+
+
+def json_shown(value: Any) -> str:
+    """A JSON column as readable JSON (indented, the reader's characters kept), escaped: the
+    admin's own rendering of a read-only JSON field is Python's repr (`{'a': None}`)."""
+    if value in (None, "", [], {}):
+        return "-"
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    return format_html('<pre class="admin-json" tabindex="0">{}</pre>', text)
+
+
+def _changelist(request: HttpRequest) -> bool:
+    match = request.resolver_match
+    return bool(match and match.url_name and match.url_name.endswith("changelist"))
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -163,10 +179,22 @@ class AuditEventAdmin(ReadOnlyAdmin):
         "action",
         "object_type",
         "object_name",
-        "before",
-        "after",
+        "before_shown",
+        "after_shown",
     )
     fields = readonly_fields
+
+    @admin.display(description=_("before"))
+    def before_shown(self, event: AuditEvent) -> str:
+        return json_shown(event.before)
+
+    @admin.display(description=_("after"))
+    def after_shown(self, event: AuditEvent) -> str:
+        return json_shown(event.after)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AuditEvent]:
+        queryset = super().get_queryset(request)  # the list shows neither side of a change
+        return queryset.defer("before", "after") if _changelist(request) else queryset
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False  # append-only, for superusers too
@@ -345,6 +373,10 @@ class ModelEndpointAdmin(admin.ModelAdmin):
         endpoint_save(endpoint=obj, api_key=key)  # type: ignore[arg-type]
 
 
+LIVE_RUN_BIG = ("script", "calls", "drift", "evaluation", "timeline", "final_state", "diagnostics")
+APP_BIG = ("app__cx", "app__description")
+
+
 @admin.register(LiveRun)
 class LiveRunAdmin(ReadOnlyAdmin):
     """Every live run and replay: model calls, tokens, cost, drift."""
@@ -383,11 +415,32 @@ class LiveRunAdmin(ReadOnlyAdmin):
         "ran_by_name",
         "created_at",
         "script",
-        "drift",
-        "evaluation",
-        "calls",
+        "drift_shown",
+        "evaluation_shown",
+        "calls_shown",
     )
     readonly_fields = fields
+
+    @admin.display(description=_("drift"))
+    def drift_shown(self, run: LiveRun) -> str:
+        return json_shown(run.drift)
+
+    @admin.display(description=_("evaluation"))
+    def evaluation_shown(self, run: LiveRun) -> str:
+        return json_shown(run.evaluation)
+
+    @admin.display(description=_("calls"))
+    def calls_shown(self, run: LiveRun) -> str:
+        return json_shown(run.calls)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[LiveRun]:
+        # The list loaded every run's recording (each call's whole request: the system
+        # instruction and the history), its timeline and state, and each app's CX JSON:
+        # megabytes for a page of 100 rows. It shows none of them.
+        queryset = super().get_queryset(request)
+        if not _changelist(request):
+            return queryset
+        return queryset.select_related("app").defer(*LIVE_RUN_BIG, *APP_BIG)
 
 
 class AppModelDefaultForm(forms.ModelForm):

@@ -195,7 +195,9 @@ def test_the_live_job_streams_text_and_counts_calls_while_it_runs(
     run_jobs()
     html = seen[0]
     assert "2 model calls so far" in html and "15+6 tok" in html and "9+4 tok" in html
-    assert 'id="live-text"' in html and "It is 1,250 EUR." in html
+    # Each call's words on their own line (the user's turn before them).
+    assert '<span class="msg">It is 1,250 EUR.</span>' in html
+    assert html.index("What is") < html.index("15+6 tok") < html.index("It is 1,250 EUR.")
 
 
 def test_the_designer_runs_live_shows_cost_and_replays_without_drift(

@@ -130,7 +130,11 @@ SECTIONS: dict[str, dict[str, str]] = {
         "SC402": "A session value is given for a variable the app does not declare: ignored.",
         "SC403": "A session value does not fit its variable's type or schema: ignored.",
         "SC404": "A step calls a tool the app does not have.",
-        "SC405": "A step calls a tool that is not attached to the agent.",
+        "SC405": (
+            "A step calls a tool that is not attached to the agent (a warning when another "
+            "agent has it and the call is scripted, as a golden lists it: CX's model would "
+            "transfer there first; an error when a model makes it)."
+        ),
         "SC406": "A Python tool or callback cannot run: code execution is not available (add a mock).",
         "SC407": "An OpenAPI/MCP tool without a mock: its response is unknown (null).",
         "SC408": "A tool's mock wrote an undeclared variable (ignored: an error); code's write of one is kept in the session state, as the runtime keeps it (a note).",
@@ -198,6 +202,7 @@ SECTIONS: dict[str, dict[str, str]] = {
         "SC609": "A CX name is not a valid Statecraft name.",
         "SC610": "Goldens start at the root agent, as CX starts every conversation (a note).",
         "SC611": "A toolset is a Terraform template: its ${var} placeholders are kept verbatim.",
+        "SC612": "What the goldens' steps read as in the scenario script after an import (a note).",
         "SC620": "A Statecraft feature CX Agent Studio has no place for is not exported.",
         "SC621": "A mock is exported as the tool's fake-mode code block (fake mode as imported).",
         "SC622": "A CX variable needs a description; this one has none.",

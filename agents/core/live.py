@@ -70,7 +70,7 @@ from agents.core.model import (
     fingerprint,
     request_changes,
 )
-from agents.core.script import format_expectation
+from agents.core.script import format_expectation, format_script
 from agents.core.simulate import SimulationResult
 from agents.core.spec import ExpectKind, ScenarioSpec, StepKind
 
@@ -346,7 +346,7 @@ def _wanted(scenario: ScenarioSpec) -> list[_Wanted]:
     for index, step in enumerate(scenario.steps):
         turn = turns[index]
         if step.kind is StepKind.TOOL:
-            line = f"tool: {step.tool} {step.args}" if step.args else f"tool: {step.tool}"
+            line = format_script([step])  # as the script writes it (JSON, not a Python dict)
             if step.tool == TRANSFER_TOOL:
                 name = str(step.args.get("agent_name", ""))
                 out.append(_Wanted(index, turn, "transfer", line, "", tool=name))

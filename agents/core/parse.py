@@ -85,6 +85,8 @@ _ALMOST_REFERENCE = re.compile(r"@?\s*([A-Za-z]+)\s*(:?)\s*(.*)", re.DOTALL)
 # `名前`), or quoted text.
 _LOOKS_LIKE_NAME = re.compile(r"[^\W\d]\w*(?:\.\w+)*")
 _QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'", re.DOTALL)
+# HTML or quotes inside `{{…}}` (`{{"><img src=x>}}`): never a name, shown as text.
+_MARKUP = re.compile(r"[<>\"']")
 _TAG_KEYWORD = re.compile(r"([A-Za-z_]*:?)(.*)", re.DOTALL)
 _REFERENCE_KINDS = {"TOOL": TokenKind.TOOL, "AGENT": TokenKind.AGENT}
 _SNIPPET = 60
@@ -151,15 +153,17 @@ def _classify_braces(raw: str) -> Lexeme:
             return Lexeme(TokenKind.STATIC, content, tuple(content.split(".")))
         if content.startswith("@"):
             return _wrong(
-                raw, _suggest_reference(content) or None, ": `@` references use one brace"
+                raw, _suggest_reference(content) or None, Message(": `@` references use one brace")
             )
         suggestion = _suggest_reference(content) if ":" in content else None
         if suggestion:
             return _wrong(raw, suggestion)
         if _LOOKS_LIKE_NAME.fullmatch(content):
-            why = "a variable name uses only ASCII letters, digits and `_`"
+            why = Message("a variable name uses only ASCII letters, digits and `_`")
         elif _QUOTED.fullmatch(content):
-            why = "quoted text is not a variable name"
+            why = Message("quoted text is not a variable name")
+        elif _MARKUP.search(content):
+            why = Message("markup and quotes are not a variable name")
         else:
             return Lexeme(TokenKind.TEXT)
         message = Message(
@@ -179,11 +183,22 @@ def _classify_braces(raw: str) -> Lexeme:
         if suggestion:
             return _wrong(raw, suggestion)
         return _wrong(
-            raw, None, ": only `{@TOOL: tool_name}` and `{@AGENT: Agent Name}` start with `@`"
+            raw,
+            None,
+            Message(": only `{@TOOL: tool_name}` and `{@AGENT: Agent Name}` start with `@`"),
         )
     head = content.split(":", 1)[0].strip().upper() if ":" in content else ""
     if head in _REFERENCE_KINDS:
         return _wrong(raw, _suggest_reference(content))
+    if raw[1:-1] == content and not content.isascii() and _LOOKS_LIKE_NAME.fullmatch(content):
+        # `{prénom}`, `{名前}`: meant as a variable, but the runtime reads it as text (an
+        # ASCII `{a.b}` or a spaced `{ prénom }` is prose, and stays quiet).
+        message = Message(
+            "`%(snippet)s` is not a reference (%(why)s); it stays as written.",
+            snippet=_snippet(raw),
+            why=Message("a variable name uses only ASCII letters, digits and `_`"),
+        )
+        return Lexeme(TokenKind.TEXT, problem=Problem("SC104", Severity.WARNING, message))
     return Lexeme(TokenKind.TEXT)
 
 

@@ -229,11 +229,19 @@ def name_problems(
         )
         return [_error("SC003", field, message, subject)]
     if not _NAME_RE.fullmatch(name):
+        suggestion = suggested_name(name)
+        if not suggestion:  # `名前`: no letter of it is a-z; `_` would be no help
+            message = Message(
+                "'%(name)s' is not a valid name: use unaccented letters a-z, digits and "
+                "underscores, not starting with a digit.",
+                name=name,
+            )
+            return [_error("SC003", field, message, subject)]
         message = Message(
             "'%(name)s' is not a valid name: use unaccented letters a-z, digits and "
             "underscores, not starting with a digit (for example %(suggestion)s).",
             name=name,
-            suggestion=suggested_name(name),
+            suggestion=suggestion,
         )
         return [_error("SC003", field, message, subject)]
     return []
@@ -241,9 +249,12 @@ def name_problems(
 
 def suggested_name(given: str) -> str:
     """A valid name close to `given`: accents dropped (``prix_nuitée`` → ``prix_nuitee``),
-    every other character a name cannot hold an ``_`` (runs as one), ``_`` before a digit."""
+    every other character a name cannot hold an ``_`` (runs as one), ``_`` before a digit;
+    "" when no letter or digit of it is left (``名前``, an emoji): no fix worth offering."""
     plain = unicodedata.normalize("NFKD", given).encode("ascii", "ignore").decode()
-    fixed = re.sub(r"[^A-Za-z0-9_]+", "_", plain).strip("_") or "_"
+    fixed = re.sub(r"[^A-Za-z0-9_]+", "_", plain).strip("_")
+    if not re.search(r"[A-Za-z0-9]", fixed):
+        return ""
     if fixed[0].isdigit():
         fixed = "_" + fixed
     return fixed[:NAME_MAX_LENGTH]

@@ -71,7 +71,33 @@ def timeout(name: str, seconds: float) -> Message:
 
 
 def unreachable(name: str, exc: Any) -> Message:
-    return Message("%(name)s could not be reached: %(error)s", name=name, error=str(exc))
+    return Message("%(name)s could not be reached: %(error)s", name=name, error=sdk_words(exc))
+
+
+def _causes(exc: Any) -> list[BaseException]:
+    out: list[BaseException] = []
+    cause = exc.__cause__ if isinstance(exc, BaseException) else None
+    while cause is not None and len(out) < 5:
+        out.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    return out
+
+
+def sdk_words(exc: Any) -> str:
+    """An SDK's own sentence for a failed connection, in the reader's language (the OpenAI
+    SDK says "Connection error." for every refused, reset or unresolved connection, and
+    "Request timed out."); what it does not say is the cause's text, as it came."""
+    text = str(exc)
+    if text == "Connection error.":
+        causes = " ".join(str(c) for c in _causes(exc))
+        if "refused" in causes.lower():
+            return Message("the connection was refused (nothing listens at that address)")
+        if "name or service not known" in causes.lower() or "getaddrinfo" in causes.lower():
+            return Message("the host name could not be resolved")
+        return Message("the connection failed")
+    if text == "Request timed out.":
+        return Message("the request timed out")
+    return text
 
 
 def server(name: str, code: Any, detail: str) -> Message:

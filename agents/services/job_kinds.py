@@ -217,6 +217,23 @@ _register("import_evalset", import_evalset, _("Import an ADK evalset"))
 # ---------------------------------------------------------------- live_run (issue 21)
 
 TEXT_EVERY_SECONDS = 0.2  # the streamed text is written to the job's row at most this often
+LIVE_TEXT_CHARS = 300  # the end of a call's text the live panel shows
+
+
+def answer_text(answer: Any) -> str:
+    """The text parts of a model's answer (a replay streams nothing)."""
+    return "".join(p["text"] for p in answer.parts if isinstance(p.get("text"), str))
+
+
+def user_words(request: Any) -> str:
+    """What the user said in the turn of `request`: the text of its last user content."""
+    for content in reversed(request.contents):
+        if content.get("role") == "user":
+            parts = content.get("parts") or []
+            words = "".join(p["text"] for p in parts if isinstance(p.get("text"), str))
+            if words:
+                return words
+    return ""
 
 
 def live_run(ctx: JobContext) -> dict[str, Any]:
@@ -237,28 +254,40 @@ def live_run(ctx: JobContext) -> dict[str, Any]:
     scenario = Scenario.objects.get(pk=int(params["scenario"]), agent=agent)
     instructions = params.get("instructions")
     use_mocks = params.get("use_mocks")
-    text: list[str] = []
+    text: list[str] = []  # the text streamed by the model call running now
     written = [float("-inf")]
     calls = [0]
+    turns: list[int] = []  # the turns whose user's words are already shown
 
     def on_text(piece: str) -> None:
         text.append(piece)
         now = ctx.clock()
         if now - written[0] >= TEXT_EVERY_SECONDS:
             written[0] = now
-            ctx.progress(current="".join(text)[-300:])
+            ctx.progress(current="".join(text)[-LIVE_TEXT_CHARS:])
 
-    def on_call(answer: Any) -> None:
+    def on_call(answer: Any, request: Any) -> None:
+        # Each call keeps its own words, and a new turn the user's as it begins: the live
+        # panel shows each turn and each speaker on its own line, as the timeline does.
+        if answer is None:  # the call begins
+            if request.turn not in turns:
+                turns.append(request.turn)
+                words = user_words(request)[-LIVE_TEXT_CHARS:]
+                ctx.item(f"turn:{request.turn}", {"user": words}, position=calls[0])
+            return
+        said = "".join(text) or answer_text(answer)
+        text.clear()
         data = {
             "tokens_in": answer.tokens_in,
             "tokens_out": answer.tokens_out,
             "cost": answer.cost,
             "error": answer.error,
+            "agent": request.agent,
+            "text": said[-LIVE_TEXT_CHARS:],
         }
         ctx.item(f"call:{calls[0]}", data, position=calls[0])
         calls[0] += 1
-        reply = "".join(text)[-300:]
-        ctx.progress(done=calls[0], current=reply if reply else None)
+        ctx.progress(done=calls[0], current="")
 
     ctx.progress(done=0, total=0, current="")
     # A Cancel is checked before every model call and every tool call (a fresh read of the

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from agents import selectors
 from agents.core.live import Replayer
-from agents.core.model import ModelAnswer
+from agents.core.model import ModelAnswer, ModelRequest
 from agents.core.script import parse_script
 from agents.core.spec import ScenarioSpec
 from agents.models import AgentApp, LiveRun
@@ -39,7 +39,7 @@ def replay_live(
     instructions: str | None = None,
     record: bool = True,
     use_mocks: bool | None = None,
-    on_call: Callable[[ModelAnswer], None] | None = None,
+    on_call: Callable[[ModelAnswer | None, ModelRequest], None] | None = None,
     should_stop: Callable[[], str] | None = None,
     runner: BoundedRunner | None = None,
 ) -> LiveOutcome:

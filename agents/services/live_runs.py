@@ -148,7 +148,7 @@ def run_live(
     instructions: str | None = None,
     use_mocks: bool | None = None,
     on_text: Callable[[str], None] | None = None,
-    on_call: Callable[[ModelAnswer], None] | None = None,
+    on_call: Callable[[ModelAnswer | None, ModelRequest], None] | None = None,
     caps: Caps | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleeper: Callable[[float], None] = time.sleep,
@@ -197,7 +197,7 @@ def run_live_specs(
     model: str | None = None,
     actor: Actor = None,
     on_text: Callable[[str], None] | None = None,
-    on_call: Callable[[ModelAnswer], None] | None = None,
+    on_call: Callable[[ModelAnswer | None, ModelRequest], None] | None = None,
     caps: Caps | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleeper: Callable[[float], None] = time.sleep,
@@ -263,7 +263,7 @@ def run_scenario(
     record: bool,
     runner: BoundedRunner | None,
     replay_of: LiveRun | None = None,
-    on_call: Callable[[ModelAnswer], None] | None = None,
+    on_call: Callable[[ModelAnswer | None, ModelRequest], None] | None = None,
     caps: Caps | None = None,
     clock: Callable[[], float] = time.monotonic,
     should_stop: Callable[[], str] | None = None,
@@ -279,10 +279,12 @@ def run_scenario(
     secrets: set[str] = set()
 
     def inner(request: ModelRequest) -> ModelAnswer:
+        if on_call is not None:  # each call as it begins and ends (a job shows the run so far)
+            on_call(None, request)
         answer = strategy(request)
         secrets.update(answer.extra.get("secrets") or ())
-        if on_call is not None:  # each answer as it comes (a job shows the run's figures)
-            on_call(answer)
+        if on_call is not None:
+            on_call(answer, request)
         return answer
 
     recorder = Recorder(inner)

@@ -13,6 +13,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext
 
 from agents.core.diff import TextDiff
+from agents.i18n import word
 
 register = template.Library()
 
@@ -34,11 +35,12 @@ def line_diff_rows(diff: TextDiff) -> SafeString:
             continue
         before = "" if line.before_line is None else line.before_line
         after = "" if line.after_line is None else line.after_line
+        kind = escape(word(line.kind))  # the sign's name, read out in the reader's language
         rows.append(
             f'<div class="dl dl-{line.kind}" role="row">'
             f'<span class="dl-no" role="cell">{before}</span>'
             f'<span class="dl-no" role="cell">{after}</span>'
-            f'<span class="dl-text" role="cell"><span class="dl-sign" aria-label="{line.kind}">'
+            f'<span class="dl-text" role="cell"><span class="dl-sign" aria-label="{kind}">'
             f"{_SIGNS[line.kind]}</span>{escape(line.text)}</span></div>"
         )
     return mark_safe("".join(rows))  # every text above is escaped

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
@@ -110,8 +111,18 @@ def _live_job(request: HttpRequest, app: AgentApp, agent_id: int, job_id: object
 def live_job_context(job: Job) -> dict[str, Any]:
     """What the polling live fragment shows: the model's text so far, its calls with their
     tokens and cost, the totals."""
-    items = JobItem.objects.filter(job=job, key__startswith="call:").order_by("position")
-    calls = [item.data for item in items]
+    # A turn's user words (``turn:N``, stored as its first call begins) before its calls.
+    items = JobItem.objects.filter(
+        Q(key__startswith="call:") | Q(key__startswith="turn:"), job=job
+    ).order_by("position", "-key")
+    lines: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    for item in items:
+        if item.key.startswith("turn:"):
+            lines.append({"user": item.data.get("user", "")})
+        else:
+            calls.append(item.data)
+            lines.append({"call": item.data, "number": len(calls)})
     model = str(job.params.get("model") or "")
     if not model and job.params.get("replay"):
         recorded = LiveRun.objects.filter(pk=job.params["replay"], app_id=job.app_id).first()
@@ -120,6 +131,7 @@ def live_job_context(job: Job) -> dict[str, Any]:
         "job": job,
         "text": job.current,
         "calls": calls,
+        "lines": lines,
         "tokens_in": sum(c.get("tokens_in", 0) for c in calls),
         "tokens_out": sum(c.get("tokens_out", 0) for c in calls),
         "cost": sum(float(c.get("cost") or 0) for c in calls),

@@ -36,6 +36,14 @@ FUNCTION_WORDS = {
     "yet", "none", "add", "edit", "save", "delete", "which", "what", "who", "into", "only",
     "each", "every", "there", "their", "been", "were", "would", "could", "should", "does",
     "its", "our", "here", "than", "then", "them", "they", "these", "those", "open", "show",
+    # Common words of a user interface that are no French or German word (issue 33: any
+    # English word left, not only the catalog's).
+    "run", "runs", "cancel", "close", "hide", "error", "errors", "warning", "warnings",
+    "passed", "failed", "loading", "back", "next", "previous", "yes", "more", "less", "new",
+    "copy", "download", "upload", "search", "settings", "history", "view", "when", "where",
+    "how", "why", "not", "can", "may", "must", "about", "before", "because", "between",
+    "without", "connection", "needs", "model", "call", "calls", "result", "results", "step",
+    "steps", "turn", "turns", "reply", "request", "answer", "unknown", "empty",
 }  # fmt: skip
 # Words both English and a word (or a name) of the product in that language.
 SHARED = {
@@ -114,12 +122,23 @@ def _user_data(user) -> list[str]:
                 texts |= {render_value(variable.default), json.dumps(variable.default)}
         for agent in app.agents.all():
             texts |= {agent.display_name, agent.description, *agent.instructions.splitlines()}
+    from agents import services
+
     for scenario in Scenario.objects.all():
         texts.add(scenario.name)
         texts |= {step.text for step in scenario.steps.all()}
+        for line in services.scenario_script(scenario).splitlines():  # expectations' values
+            texts.add(line.split(":", 1)[-1].strip())
     texts |= {v.name for v in AppVersion.objects.all()} | {v.note for v in AppVersion.objects.all()}
     texts |= {label.name for label in AppLabel.objects.all()}
     return sorted((t for t in texts if t and t.strip()), key=len, reverse=True)
+
+
+# Names and the script's own words are code, not English: `$context.turn_index`, `.turn_`
+# (a name broken at its dots and underscores), `before_model #0`, `expect call:`.
+IDENTIFIER = re.compile(
+    r"[$.]?\w*(?:[._]\w*)+|\b(?:expect \w+|user|agent|tool|mock|variables|event):"
+)
 
 
 def _english_left(page: Page, words: set[str], user_data: list[str]) -> list[str]:
@@ -127,6 +146,7 @@ def _english_left(page: Page, words: set[str], user_data: list[str]) -> list[str
     for text in page.evaluate(CRAWL_JS):
         for data in user_data:
             text = text.replace(data, " ")
+        text = IDENTIFIER.sub(" ", text)
         hits = {w for w in WORD.findall(text) if w.lower() in words or w in FUNCTION_WORDS}
         if hits:
             found.append(f"{sorted(hits)} in {text[:120]!r}")
@@ -164,7 +184,52 @@ def world(user, staff):
         actor=user,
         description="Rules changed after the first version.",
     )
-    return {"shop": shop, "imported": imported}
+    # A live run recorded (the admin's live run page), and a scenario run with every badge
+    # kind (passed, failed, needs a model) for the docs' screenshots.
+    from agents.models import LiveRun
+
+    LiveRun.objects.create(
+        app=bank,
+        scenario=bank.agents.get().scenarios.first(),
+        scenario_name="Balance question",
+        agent_name="banking_agent",
+        model_name="gpt-4o-mini",
+        mode="live",
+        status="passed",
+        model_calls=2,
+        tokens_in=24,
+        tokens_out=10,
+        cost=0.0000096,
+        ran_by=user,
+        ran_by_name="ada",
+        evaluation=[{"step": 1, "kind": "call", "status": "passed", "actual": None}],
+        calls=[{"answer": {"parts": [{"text": "Your balance is 1,250 EUR."}], "error": ""}}],
+    )
+    root = shop.agents.get(is_root=True)
+    services.scenario_save(
+        agent=root, scenario=root.scenarios.get(), name="Buy a product", steps_script=BADGES
+    )
+    return {"shop": shop, "imported": imported, "bank": bank}
+
+
+BADGES = """user: I'd like the blue running shoes, two pairs please.
+tool: AddToCart {"product_id": "shoe-blue-42", "quantity": 2}
+expect response: AddToCart {"quantity": 2, "cart_total": 39}
+expect state [Check_Wrong_Total]: {"cart_total": 40}
+expect agent: Done — two pairs are in your cart.
+user: And one more pair.
+expect call: AddToCart
+agent: Three pairs now.
+"""
+SHOTS = DOCS / "screenshots"
+
+
+def _shot(page: Page, name: str, language: str) -> None:
+    """A 1280 x 800 picture of the page for the docs (docs/screenshots/NAME-LANGUAGE.png)."""
+    SHOTS.mkdir(exist_ok=True)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.screenshot(path=str(SHOTS / f"{name}-{language}.png"))
+    page.set_viewport_size({"width": 1280, "height": 900})
 
 
 def _switch(page: Page, code: str) -> None:
@@ -179,15 +244,19 @@ def _settle_designer(page: Page) -> None:
     )
 
 
-@pytest.mark.parametrize("language", ["fr", "de"])
+@pytest.mark.parametrize("language", ["en", "fr", "de"])
 def test_the_designer_admin_and_their_pages_read_entirely_in_the_language(
     page: Page, live_server, user, staff, world, language
 ):
+    """French and German: no English word left; English: the same crawl takes the docs'
+    screenshots (designer, History, the admin's live run) in the three languages."""
     from django.contrib.auth import get_user_model
 
+    from agents.models import LiveRun
+
     get_user_model().objects.filter(pk=staff.pk).update(username="operator")
-    words = _english_words(language)
-    assert {"save", "delete", "history"} <= words  # the check can see English
+    words = _english_words(language) if language != "en" else set()
+    assert language == "en" or {"save", "delete", "history"} <= words  # it can see English
     shop, imported = world["shop"], world["imported"]
     base = live_server.url
     page.set_viewport_size({"width": 1280, "height": 900})
@@ -209,17 +278,27 @@ def test_the_designer_admin_and_their_pages_read_entirely_in_the_language(
         "history": f"{base}/apps/{shop.pk}/history",
         "share": f"{base}/apps/{shop.pk}/share",
         "api token": f"{base}/accounts/api-token",
+        "evaluations": f"{base}/apps/{shop.pk}/evaluations",
+        "delete": f"{base}/apps/{shop.pk}/delete",
     }
     left: dict[str, list[str]] = {}
     user_data = _user_data(user)
+    english = language == "en"
     for name, url in pages.items():
         page.goto(url)
         if name == "designer":
             _settle_designer(page)
-            page.screenshot(path=str(DOCS / f"designer-{language}-1280.png"))
-        if name == "versions":
+            if not english:
+                page.screenshot(path=str(DOCS / f"designer-{language}-1280.png"))
+            panel = page.locator("#conversation-panel")
+            expect(panel.locator(".event-expect .badge-needs_model").first).to_be_visible()
+            panel.scroll_into_view_if_needed()
+            _shot(page, "designer-badges", language)
+        if name == "versions" and not english:
             page.screenshot(path=str(DOCS / f"versions-{language}-1280.png"))
-        if found := _english_left(page, words, user_data):
+        if name == "history":
+            _shot(page, "history", language)
+        if not english and (found := _english_left(page, words, user_data)):
             left[name] = found
 
     # The admin, as the operator (their own choice of language, then Django's admin).
@@ -238,9 +317,19 @@ def test_the_designer_admin_and_their_pages_read_entirely_in_the_language(
         "admin versions": f"{base}/admin/agents/appversion/",
         "admin jobs": f"{base}/admin/agents/job/",
         "admin endpoint": f"{base}/admin/agents/modelendpoint/add/",
+        "admin live runs": f"{base}/admin/agents/liverun/",
+        "admin live run": f"{base}/admin/agents/liverun/{LiveRun.objects.get().pk}/change/",
+        "admin results": f"{base}/admin/agents/scenarioresult/",
     }.items():
         page.goto(url)
-        if found := _english_left(page, words, user_data):
+        if name == "admin live run":  # its evaluation and calls, shown as JSON
+            page.locator(".field-evaluation_shown").scroll_into_view_if_needed()
+            page.evaluate("() => window.scrollBy(0, 200)")
+            SHOTS.mkdir(exist_ok=True)
+            page.set_viewport_size({"width": 1280, "height": 800})
+            page.screenshot(path=str(SHOTS / f"admin-live-run-{language}.png"))
+            page.set_viewport_size({"width": 1280, "height": 900})
+        if not english and (found := _english_left(page, words, user_data)):
             left[name] = found
         if name == "admin history":
             # At 1280 px the object's name wraps in its column, never clipped.

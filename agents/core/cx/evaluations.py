@@ -202,8 +202,23 @@ def export_problems(scenario: ScenarioSpec) -> list[Diagnostic]:
                 Message(
                     "%(scripted)s scripted agent message(s) are not exported (a "
                     "golden has the model reply; write `expect agent:` to have CX "
-                    "check a reply)",
+                    "check a reply): imported back, each is an empty `agent:` line",
                     scripted=scripted,
+                ),
+            )
+        )
+    tools = sum(1 for s in scenario.steps if s.kind is StepKind.TOOL)
+    if tools:
+        found.append(
+            _note(
+                "SC620",
+                INFO,
+                file,
+                where,
+                Message(
+                    "%(tools)s `tool:` step(s) are exported as toolCall expectations (CX "
+                    "has no scripted call): imported back, each reads `expect call:`",
+                    tools=tools,
                 ),
             )
         )

@@ -24,8 +24,10 @@ from agents.core.spec import (
     AgentSpec,
     AppSpec,
     CallbackSpec,
+    ExpectKind,
     ScenarioSpec,
     SchemaSpec,
+    StepKind,
     ToolKind,
     ToolSpec,
     VariableSpec,
@@ -217,7 +219,39 @@ def read_cx_files(
             name=root.name,
         )
         state.note("SC610", INFO, state.app_path, "rootAgent", message)
+    _note_golden_steps(state, scenarios)
     return app, tuple(scenarios), tuple(state.found)
+
+
+def _note_golden_steps(state: _Import, scenarios: list[ScenarioSpec]) -> None:
+    """One note of what the goldens read as in the script (SC612): a round trip through CX
+    changes a `tool:` step to `expect call:` and a scripted reply to an empty `agent:`."""
+    calls = replies = 0
+    for scenario in scenarios:
+        for step in scenario.steps:
+            if step.kind is StepKind.AGENT and not step.text:
+                replies += 1
+            elif (
+                step.kind is StepKind.EXPECT
+                and step.expectation is not None
+                and step.expectation.kind is ExpectKind.CALL
+            ):
+                calls += 1
+    if calls:
+        message = Message(
+            "%(calls)s toolCall expectation(s) read `expect call:` (a golden has no "
+            "scripted call: a `tool:` step exported from Statecraft comes back so)",
+            calls=calls,
+        )
+        state.note("SC612", INFO, "evaluations/", "golden.turns", message)
+    if replies:
+        message = Message(
+            "%(replies)s turn(s) without an agentResponse end with an empty `agent:` line "
+            "(the model replies there, its text not checked; a scripted agent message "
+            "exported from Statecraft comes back so)",
+            replies=replies,
+        )
+        state.note("SC612", INFO, "evaluations/", "golden.turns", message)
 
 
 def _read_goldens(state: _Import) -> list[tuple[str, dict[str, Any]]]:

@@ -75,6 +75,12 @@ def _structure_problem(error: Any) -> str:
     if error.validator == "pattern" and error.validator_value == NAME_PATTERN:
         given = error.instance if isinstance(error.instance, str) else str(error.instance)
         fixed = rules.suggested_name(given)
+        if not fixed:
+            return Message(
+                "%(given)s is not a valid name: use only unaccented letters a-z, digits and "
+                "underscores, not starting with a digit",
+                given=quoted(given),
+            )
         return Message(
             "%(given)s is not a valid name: use only unaccented letters a-z, digits and "
             "underscores, not starting with a digit (for example %(fixed)s)",

@@ -47,6 +47,28 @@ class FunctionCalls(Callbacks):
                 subject=name,
             )
             return False
+        owners = [a.name for a in self.app.agents if name in a.tools] if tool else []
+        if tool is not None and name not in self.agent.tools and self.model is None and owners:
+            # A scripted call (a golden's toolCall in a turn the root agent answers): CX
+            # never offers the tool to this agent's model, which would transfer to the
+            # agent that has it first. Not an error of the app: the script leaves the
+            # routing to the model (a live run shows it).
+            self.step_error(
+                "SC405",
+                Message(
+                    "tool %(tool)s is not attached to agent %(agent)s (%(owners)s has it): "
+                    "in CX its model would transfer to %(owner)s before calling it; the "
+                    "scripted call is skipped (a live run shows the routing).",
+                    agent=self.agent.name,
+                    tool=name,
+                    owners=", ".join(owners),
+                    owner=owners[0],
+                ),
+                source=name,
+                subject=name,
+                severity=Severity.WARNING,
+            )
+            return False
         if tool is not None and name not in self.agent.tools:
             self.step_error(
                 "SC405",
