@@ -35,6 +35,8 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
+from agents.core.defaults import DEFAULTS
+
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([smhd])\s*$")
 _UNIT_WORDS = {
@@ -104,7 +106,7 @@ def rate_for(scope: str) -> Rate:
 
 def client_address(request: HttpRequest) -> str:
     """The client's address: REMOTE_ADDR, or X-Forwarded-For behind NUM_PROXIES proxies."""
-    proxies = getattr(settings, "NUM_PROXIES", 0) or 0
+    proxies = getattr(settings, "NUM_PROXIES", DEFAULTS["NUM_PROXIES"]) or 0
     forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
     if proxies and forwarded:
         hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]

@@ -24,6 +24,8 @@ from django.conf import settings
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.redis import RedisCache
 
+from agents.core.defaults import DEFAULTS
+
 logger = logging.getLogger("designer.cache")
 
 
@@ -46,7 +48,7 @@ class ForgivingRedisCache(RedisCache):
         with self._lock:
             first = self.available
             self._down_until = time.monotonic() + float(
-                getattr(settings, "CACHE_RETRY_SECONDS", 5.0)
+                getattr(settings, "CACHE_RETRY_SECONDS", DEFAULTS["CACHE_RETRY_SECONDS"])
             )
         if first:
             logger.warning("cache: Redis is unreachable (%s); serving without it", exc)

@@ -10,7 +10,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 from django.utils.translation import gettext_lazy
 
-from agents.core import limits as import_limits
+from agents.core.defaults import from_env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # The built documentation site (`make docs`), served at /docs/.
@@ -109,7 +109,7 @@ WSGI_APPLICATION = "designer.wsgi.application"
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
-        conn_max_age=int(os.environ.get("CONN_MAX_AGE", "60")),
+        conn_max_age=from_env("CONN_MAX_AGE", os.environ),
         conn_health_checks=True,
     )
 }
@@ -136,7 +136,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 CACHE_URL = os.environ.get("CACHE_URL", "")
 # After a failed call the cache leaves Redis alone this long (one failed connection per
 # process and interval during an outage, not one per cache call).
-CACHE_RETRY_SECONDS = float(os.environ.get("CACHE_RETRY_SECONDS", "5"))
+CACHE_RETRY_SECONDS = from_env("CACHE_RETRY_SECONDS", os.environ)
 if CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
     from redis.backoff import NoBackoff
     from redis.retry import Retry
@@ -165,10 +165,10 @@ else:
     }
     SESSION_ENGINE = "django.contrib.sessions.backends.db"
     RATE_LIMIT_STORE = "database"
-APP_SPEC_CACHE_SECONDS = int(os.environ.get("APP_SPEC_CACHE_SECONDS", "3600"))
+APP_SPEC_CACHE_SECONDS = from_env("APP_SPEC_CACHE_SECONDS", os.environ)
 # The designer page's side and editor panes, rendered once per app revision (0: never
 # cached, every view renders them; the tests' default, whose ORM writes bump no revision).
-DESIGNER_PANE_CACHE_SECONDS = int(os.environ.get("DESIGNER_PANE_CACHE_SECONDS", "3600"))
+DESIGNER_PANE_CACHE_SECONDS = from_env("DESIGNER_PANE_CACHE_SECONDS", os.environ)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -214,7 +214,7 @@ STORAGES = {
 
 # Requests through this many reverse proxies: the client address is then read from
 # X-Forwarded-For (per-address sign-in throttling and anonymous API throttling use it).
-NUM_PROXIES = int(os.environ.get("NUM_PROXIES", "0"))
+NUM_PROXIES = from_env("NUM_PROXIES", os.environ)
 
 
 def rate_limits(defaults: dict[str, str]) -> dict[str, str]:
@@ -335,18 +335,14 @@ SECURE_CSP = {
 
 # Limits of one import (native file or CX ZIP); an import over them is refused, naming them.
 # The defaults live with the check (agents/core/limits.py).
-IMPORT_MAX_OBJECTS = int(os.environ.get("IMPORT_MAX_OBJECTS") or import_limits.DEFAULT_MAX_OBJECTS)
-IMPORT_MAX_INSTRUCTIONS_BYTES = int(
-    os.environ.get("IMPORT_MAX_INSTRUCTIONS_BYTES") or import_limits.DEFAULT_MAX_INSTRUCTIONS_BYTES
-)
-IMPORT_MAX_YAML_BYTES = int(
-    os.environ.get("IMPORT_MAX_YAML_BYTES") or import_limits.DEFAULT_MAX_YAML_BYTES
-)
+IMPORT_MAX_OBJECTS = from_env("IMPORT_MAX_OBJECTS", os.environ)
+IMPORT_MAX_INSTRUCTIONS_BYTES = from_env("IMPORT_MAX_INSTRUCTIONS_BYTES", os.environ)
+IMPORT_MAX_YAML_BYTES = from_env("IMPORT_MAX_YAML_BYTES", os.environ)
 # An upload of at least this many bytes imports as a job (a progress page; the API answers
 # 202); smaller ones import in the request. 0: every import is a job.
-IMPORT_JOB_MIN_BYTES = int(os.environ.get("IMPORT_JOB_MIN_BYTES") or 256 * 1024)
+IMPORT_JOB_MIN_BYTES = from_env("IMPORT_JOB_MIN_BYTES", os.environ)
 # An ADK evalset of at least this many eval cases (one scenario each) imports as a job too.
-IMPORT_EVALSET_JOB_MIN_CASES = int(os.environ.get("IMPORT_EVALSET_JOB_MIN_CASES") or 100)
+IMPORT_EVALSET_JOB_MIN_CASES = from_env("IMPORT_EVALSET_JOB_MIN_CASES", os.environ)
 
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").upper()
 # The HTTP clients' request lines ("HTTP Request: POST https://…") at DEBUG only: a line per
@@ -382,24 +378,24 @@ SANDBOX_REQUIRED_PROTECTIONS = env_list(
     else "pid_namespace,network_namespace,mount_namespace,readonly_minimal_root,"
     "unique_uid,no_new_privs,seccomp",
 )
-SIMULATION_MAX_STEPS = int(os.environ.get("SIMULATION_MAX_STEPS", "300"))
-SIMULATION_MAX_CODE_CALLS = int(os.environ.get("SIMULATION_MAX_CODE_CALLS", "300"))
-SIMULATION_MAX_SECONDS = float(os.environ.get("SIMULATION_MAX_SECONDS", "10"))  # of CPU
-SIMULATION_MAX_WALL_SECONDS = float(os.environ.get("SIMULATION_MAX_WALL_SECONDS", "20"))
+SIMULATION_MAX_STEPS = from_env("SIMULATION_MAX_STEPS", os.environ)
+SIMULATION_MAX_CODE_CALLS = from_env("SIMULATION_MAX_CODE_CALLS", os.environ)
+SIMULATION_MAX_SECONDS = from_env("SIMULATION_MAX_SECONDS", os.environ)  # of CPU
+SIMULATION_MAX_WALL_SECONDS = from_env("SIMULATION_MAX_WALL_SECONDS", os.environ)
 # Simulations at once per web process (the designer's, the API's simulate): keep it below
 # gunicorn's --threads (4) so /healthz and the pages always find a thread; 0: no cap.
-SIMULATION_MAX_CONCURRENT = int(os.environ.get("SIMULATION_MAX_CONCURRENT", "2"))
+SIMULATION_MAX_CONCURRENT = from_env("SIMULATION_MAX_CONCURRENT", os.environ)
 
 # Live models (docs/designer/live-models.md). STATECRAFT_MODELS is read from the environment
 # when a run starts (agents/services/live_models.py) and checked at start (statecraft.E010);
 # MODEL_KEYS_SECRET, when set, derives the key that encrypts the admin's stored API keys
 # (else SECRET_KEY does). Caps of one live run:
 MODEL_KEYS_SECRET = os.environ.get("MODEL_KEYS_SECRET", "")
-LIVE_MAX_MODEL_CALLS = int(os.environ.get("LIVE_MAX_MODEL_CALLS", "40"))
-LIVE_MAX_CALLS_PER_TURN = int(os.environ.get("LIVE_MAX_CALLS_PER_TURN", "10"))
-LIVE_MAX_TOKENS = int(os.environ.get("LIVE_MAX_TOKENS", "200000"))
-LIVE_MAX_SECONDS = float(os.environ.get("LIVE_MAX_SECONDS", "120"))
-LIVE_MAX_ANSWER_BYTES = int(os.environ.get("LIVE_MAX_ANSWER_BYTES", "262144"))
+LIVE_MAX_MODEL_CALLS = from_env("LIVE_MAX_MODEL_CALLS", os.environ)
+LIVE_MAX_CALLS_PER_TURN = from_env("LIVE_MAX_CALLS_PER_TURN", os.environ)
+LIVE_MAX_TOKENS = from_env("LIVE_MAX_TOKENS", os.environ)
+LIVE_MAX_SECONDS = from_env("LIVE_MAX_SECONDS", os.environ)
+LIVE_MAX_ANSWER_BYTES = from_env("LIVE_MAX_ANSWER_BYTES", os.environ)
 # Jobs (docs/operations/jobs.md): long work runs in worker processes through Django's Tasks
 # framework.
 # TASKS_BACKEND=database (default): a queue in the app's own database (django-tasks-db), no
@@ -420,44 +416,44 @@ if TASKS_BACKEND not in _TASK_BACKENDS:
 TASKS = {"default": {"BACKEND": _TASK_BACKENDS[TASKS_BACKEND], "QUEUES": ["default"]}}
 RQ_QUEUES = {"default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 3600}}
 # At most this many queued + running jobs per user (a 429 names the limit beyond it).
-JOBS_MAX_ACTIVE_PER_USER = int(os.environ.get("JOBS_MAX_ACTIVE_PER_USER", "4"))
+JOBS_MAX_ACTIVE_PER_USER = from_env("JOBS_MAX_ACTIVE_PER_USER", os.environ)
 # A Run all fans out into one job per golden x repetition x model x version (its pieces,
 # agents.services.evaluation_runs): a worker runs this many pieces at once in threads,
 # scripted or live (a live piece waits on its model), beside the other workers.
-EVALUATION_THREADS = int(os.environ.get("EVALUATION_THREADS", "2"))
-EVALUATION_THREADS_LIVE = int(os.environ.get("EVALUATION_THREADS_LIVE", "8"))
+EVALUATION_THREADS = from_env("EVALUATION_THREADS", os.environ)
+EVALUATION_THREADS_LIVE = from_env("EVALUATION_THREADS_LIVE", os.environ)
 # The fair queue: a user's Run-all pieces taken from the queue while that user already has
 # this many running give their turn to another user's waiting job (0: no limit), coming
 # back after JOBS_YIELD_SECONDS.
-JOBS_MAX_RUNNING_PER_USER = int(os.environ.get("JOBS_MAX_RUNNING_PER_USER", "4"))
-JOBS_YIELD_SECONDS = float(os.environ.get("JOBS_YIELD_SECONDS", "1"))
+JOBS_MAX_RUNNING_PER_USER = from_env("JOBS_MAX_RUNNING_PER_USER", os.environ)
+JOBS_YIELD_SECONDS = from_env("JOBS_YIELD_SECONDS", os.environ)
 # An evaluation run repeats each golden at most this many times.
-EVALUATION_MAX_REPEAT = int(os.environ.get("EVALUATION_MAX_REPEAT", "20"))
+EVALUATION_MAX_REPEAT = from_env("EVALUATION_MAX_REPEAT", os.environ)
 # The newest evaluation runs kept per app (the history); 0 keeps every one.
-EVALUATION_RUNS_KEPT = int(os.environ.get("EVALUATION_RUNS_KEPT", "200"))
+EVALUATION_RUNS_KEPT = from_env("EVALUATION_RUNS_KEPT", os.environ)
 # A job's own caps over all its scenarios (per-simulation caps still apply to each).
-JOBS_MAX_SECONDS = float(os.environ.get("JOBS_MAX_SECONDS", "600"))
-JOBS_MAX_CODE_CALLS = int(os.environ.get("JOBS_MAX_CODE_CALLS", "20000"))
-JOBS_MAX_MODEL_CALLS = int(os.environ.get("JOBS_MAX_MODEL_CALLS", "1000"))
-JOBS_MAX_TOKENS = int(os.environ.get("JOBS_MAX_TOKENS", "2000000"))
+JOBS_MAX_SECONDS = from_env("JOBS_MAX_SECONDS", os.environ)
+JOBS_MAX_CODE_CALLS = from_env("JOBS_MAX_CODE_CALLS", os.environ)
+JOBS_MAX_MODEL_CALLS = from_env("JOBS_MAX_MODEL_CALLS", os.environ)
+JOBS_MAX_TOKENS = from_env("JOBS_MAX_TOKENS", os.environ)
 # A running job whose worker sent no heartbeat for this long is taken as lost: it is queued
 # again (up to JOBS_MAX_ATTEMPTS runs in all) or marked failed with the reason.
-JOBS_HEARTBEAT_SECONDS = float(os.environ.get("JOBS_HEARTBEAT_SECONDS", "5"))
-JOBS_STALE_SECONDS = float(os.environ.get("JOBS_STALE_SECONDS", "60"))
-JOBS_MAX_ATTEMPTS = int(os.environ.get("JOBS_MAX_ATTEMPTS", "2"))
+JOBS_HEARTBEAT_SECONDS = from_env("JOBS_HEARTBEAT_SECONDS", os.environ)
+JOBS_STALE_SECONDS = from_env("JOBS_STALE_SECONDS", os.environ)
+JOBS_MAX_ATTEMPTS = from_env("JOBS_MAX_ATTEMPTS", os.environ)
 # A queued job whose queue entry is gone (Redis restarted without its data, a task the
 # queue failed) is enqueued again by a worker's reaper after this long.
-JOBS_REQUEUE_SECONDS = float(os.environ.get("JOBS_REQUEUE_SECONDS", "60"))
+JOBS_REQUEUE_SECONDS = from_env("JOBS_REQUEUE_SECONDS", os.environ)
 # A transient error (database or Redis away, disk full, lock timeout) queues the job again
 # after this long, doubling with each attempt (up to JOBS_MAX_ATTEMPTS runs in all).
-JOBS_RETRY_BACKOFF_SECONDS = float(os.environ.get("JOBS_RETRY_BACKOFF_SECONDS", "5"))
+JOBS_RETRY_BACKOFF_SECONDS = from_env("JOBS_RETRY_BACKOFF_SECONDS", os.environ)
 # How long a worker retries a claim or a job's final write while the database is away.
-JOBS_DB_RETRY_SECONDS = float(os.environ.get("JOBS_DB_RETRY_SECONDS", "30"))
+JOBS_DB_RETRY_SECONDS = from_env("JOBS_DB_RETRY_SECONDS", os.environ)
 # Queued longer than this, a job's page says why it waits (no worker seen, or all busy).
-JOBS_PICKUP_SECONDS = float(os.environ.get("JOBS_PICKUP_SECONDS", "10"))
+JOBS_PICKUP_SECONDS = from_env("JOBS_PICKUP_SECONDS", os.environ)
 # Where the database queue's workers of this machine keep the sockets a queued job wakes
 # them by (agents/wakeup.py; PostgreSQL uses LISTEN/NOTIFY instead). Empty: a folder per
 # database under the system's temporary folder.
 JOBS_WAKE_DIR = os.environ.get("JOBS_WAKE_DIR", "")
 # Warm sandbox sessions a worker keeps between jobs (each serves one user; 0: none).
-SANDBOX_POOL_SIZE = int(os.environ.get("SANDBOX_POOL_SIZE", "2"))
+SANDBOX_POOL_SIZE = from_env("SANDBOX_POOL_SIZE", os.environ)

@@ -11,12 +11,13 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from agents.core.defaults import DEFAULTS
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.spec import AppSpec, ScenarioSpec
 
-DEFAULT_MAX_OBJECTS = 1000
-DEFAULT_MAX_INSTRUCTIONS_BYTES = 2 * 1024 * 1024
-DEFAULT_MAX_YAML_BYTES = 512 * 1024
+DEFAULT_MAX_OBJECTS: int = DEFAULTS["IMPORT_MAX_OBJECTS"]
+DEFAULT_MAX_INSTRUCTIONS_BYTES: int = DEFAULTS["IMPORT_MAX_INSTRUCTIONS_BYTES"]
+DEFAULT_MAX_YAML_BYTES: int = DEFAULTS["IMPORT_MAX_YAML_BYTES"]
 
 
 def _too_many(count: int, limit: int) -> Diagnostic:

@@ -52,6 +52,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from agents.core.defaults import DEFAULTS
 from agents.core.diagnostics import Message, message_data
 from agents.core.evaluate import (
     ExpectationResult,
@@ -91,10 +92,10 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Caps:
-    max_calls: int = 40
-    max_calls_per_turn: int = 10
-    max_tokens: int = 200_000
-    max_seconds: float = 120.0
+    max_calls: int = DEFAULTS["LIVE_MAX_MODEL_CALLS"]
+    max_calls_per_turn: int = DEFAULTS["LIVE_MAX_CALLS_PER_TURN"]
+    max_tokens: int = DEFAULTS["LIVE_MAX_TOKENS"]
+    max_seconds: float = DEFAULTS["LIVE_MAX_SECONDS"]
 
 
 # How often a Cancel is asked while an answer streams in (a read of the job's row).

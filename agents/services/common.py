@@ -15,11 +15,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import F, ForeignKey, Model, UniqueConstraint
 
 from agents.core import rules
+from agents.core.defaults import DEFAULTS
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.rename import RenameKind, rename_references
 from agents.i18n import localize
@@ -62,6 +64,11 @@ class StaleObjectError(ServiceError):
     def __init__(self, diagnostics: Any, current_version: int | None = None) -> None:
         super().__init__(diagnostics)
         self.current_version = current_version
+
+
+def setting(name: str) -> Any:
+    """The operator setting `name`, else its one default (``agents.core.defaults``)."""
+    return getattr(settings, name, DEFAULTS[name])
 
 
 def error(field: str, message: str, code: str = "SC001") -> Diagnostic:

@@ -51,7 +51,7 @@ from agents.i18n import recovered_message, with_i18n
 from agents.models import AgentApp, Job, JobStatus, Scenario
 from agents.services import jobs
 from agents.services.apps import app_create_from_spec, free_name
-from agents.services.common import ServiceError, changed
+from agents.services.common import ServiceError, changed, setting
 from agents.services.scenarios import scenario_save
 
 logger = logging.getLogger("agents.exchange")
@@ -181,7 +181,7 @@ def evalset_as_job(data: bytes) -> bool:
     if import_as_job(data):
         return True
     cases = evalset_precheck(data)[1]
-    return cases >= int(getattr(settings, "IMPORT_EVALSET_JOB_MIN_CASES", 100))
+    return cases >= int(setting("IMPORT_EVALSET_JOB_MIN_CASES"))
 
 
 def app_import_evalset_submit(
@@ -453,7 +453,7 @@ def _stored_report(report: dict[str, Any]) -> dict[str, Any]:
 
 def import_job_min_bytes() -> int:
     """Uploads of at least this many bytes import as a job (0: every upload does)."""
-    return int(getattr(settings, "IMPORT_JOB_MIN_BYTES", 256 * 1024))
+    return int(setting("IMPORT_JOB_MIN_BYTES"))
 
 
 def import_as_job(data: bytes) -> bool:

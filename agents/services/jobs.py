@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import (
     IntegrityError,
@@ -69,7 +68,7 @@ from agents.models import (
     JobStatus,
     WorkerHeartbeat,
 )
-from agents.services.common import Actor
+from agents.services.common import Actor, setting
 from agents.services.sandbox_door import BoundedRunner, JobCaps, job_runner
 
 logger = logging.getLogger("agents.jobs")
@@ -94,30 +93,10 @@ def shown_current(text: str) -> str:
     return text
 
 
-DEFAULTS: dict[str, float] = {
-    "JOBS_MAX_ACTIVE_PER_USER": 4,
-    "JOBS_MAX_SECONDS": 600.0,
-    "JOBS_MAX_CODE_CALLS": 20000,
-    "JOBS_MAX_MODEL_CALLS": 1000,
-    "JOBS_MAX_TOKENS": 2_000_000,
-    "JOBS_HEARTBEAT_SECONDS": 5.0,
-    "JOBS_STALE_SECONDS": 60.0,
-    "JOBS_MAX_ATTEMPTS": 2,
-    "JOBS_REQUEUE_SECONDS": 60.0,
-    "JOBS_RETRY_BACKOFF_SECONDS": 5.0,
-    "JOBS_DB_RETRY_SECONDS": 30.0,
-    "JOBS_PICKUP_SECONDS": 10.0,
-    "JOBS_MAX_RUNNING_PER_USER": 4,
-    "JOBS_YIELD_SECONDS": 1.0,
-}
 # A worker whose heartbeat is older than this is not counted as seen (/healthz, the designer).
 WORKER_SEEN_SECONDS = 60.0
 # How often a running job reads its row for a cancel request (and writes its heartbeat).
 CANCEL_POLL_SECONDS = 0.25
-
-
-def setting(name: str) -> float:
-    return getattr(settings, name, DEFAULTS[name])
 
 
 def this_worker() -> str:
@@ -207,7 +186,7 @@ class JobStopped(Exception):
 
 def default_caps() -> dict[str, Any]:
     return {
-        "max_steps": int(getattr(settings, "SIMULATION_MAX_STEPS", 300)),
+        "max_steps": int(setting("SIMULATION_MAX_STEPS")),
         "max_code_calls": int(setting("JOBS_MAX_CODE_CALLS")),
         "max_seconds": float(setting("JOBS_MAX_SECONDS")),
         "max_model_calls": int(setting("JOBS_MAX_MODEL_CALLS")),

@@ -34,7 +34,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 
 from agents import selectors
@@ -47,7 +46,7 @@ from agents.llm.endpoints import Endpoint
 from agents.llm.masking import has_secret, masked_tree
 from agents.llm.registry import client_for
 from agents.models import Agent, AgentApp, LiveRun, Scenario
-from agents.services.common import Actor
+from agents.services.common import Actor, setting
 from agents.services.live_models import resolve_model, with_temperature
 from agents.services.live_recording import LiveOutcome, live_run_record
 from agents.services.sandbox_door import BoundedRunner, simulate_bounded, with_instructions
@@ -57,10 +56,10 @@ __all__ = ["LiveOutcome", "live_caps", "model_strategy", "run_live", "run_scenar
 
 def live_caps() -> Caps:
     return Caps(
-        max_calls=int(getattr(settings, "LIVE_MAX_MODEL_CALLS", 40)),
-        max_calls_per_turn=int(getattr(settings, "LIVE_MAX_CALLS_PER_TURN", 10)),
-        max_tokens=int(getattr(settings, "LIVE_MAX_TOKENS", 200_000)),
-        max_seconds=float(getattr(settings, "LIVE_MAX_SECONDS", 120.0)),
+        max_calls=int(setting("LIVE_MAX_MODEL_CALLS")),
+        max_calls_per_turn=int(setting("LIVE_MAX_CALLS_PER_TURN")),
+        max_tokens=int(setting("LIVE_MAX_TOKENS")),
+        max_seconds=float(setting("LIVE_MAX_SECONDS")),
     )
 
 
@@ -101,7 +100,7 @@ def model_strategy(
             stream=stream,
             on_text=on_text,
             sleeper=sleeper,
-            max_answer_bytes=int(getattr(settings, "LIVE_MAX_ANSWER_BYTES", 256 * 1024)),
+            max_answer_bytes=int(setting("LIVE_MAX_ANSWER_BYTES")),
             mask_answers=mask_answers,
         )
     except Exception as exc:  # e.g. Vertex AI without Google credentials on this machine

@@ -48,20 +48,13 @@ from agents.core.spec import AppSpec, ScenarioSpec
 from agents.models import Agent, AgentApp, Scenario
 from agents.sandbox import host, jail
 from agents.sandbox.code_runner import sandbox_runner
+from agents.services.common import setting
 
 logger = logging.getLogger("agents.simulation")
 
-DEFAULTS = {
-    "SIMULATION_MAX_STEPS": 300,
-    "SIMULATION_MAX_CODE_CALLS": 300,
-    "SIMULATION_MAX_SECONDS": 10.0,
-    "SIMULATION_MAX_WALL_SECONDS": 20.0,
-    "SIMULATION_MAX_CONCURRENT": 2,
-}
-
 
 def limit(name: str) -> float:
-    return getattr(settings, name, DEFAULTS[name])
+    return setting(name)
 
 
 @cache

@@ -37,7 +37,7 @@ from agents.i18n import localize, localized_data
 from agents.management.language import LocalizedCommand
 from agents.models import AgentApp, Job
 from agents.services import evaluation, jobs, sandbox_door
-from agents.services.common import ServiceError
+from agents.services.common import ServiceError, setting
 
 _LABEL = {
     "passed": "PASS",
@@ -396,7 +396,7 @@ class Command(LocalizedCommand):
         # the start of one (~0.3 s: the jail, Python, the app's tools sent again).
         parallel = max(1, int(options["jobs"]))  # type: ignore[call-overload]
         size = max(
-            int(getattr(settings, "SANDBOX_POOL_SIZE", 2)),
+            int(setting("SANDBOX_POOL_SIZE")),
             parallel * max(int(settings.EVALUATION_THREADS), 1),
         )
         with sandbox_door.session_pool(size):

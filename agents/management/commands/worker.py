@@ -80,7 +80,7 @@ class Command(BaseCommand):
     def handle(self, *args: object, **options: object) -> None:
         # Warm sandbox sessions kept between jobs, one user's at a time each
         # (docs/operations/jobs.md).
-        sandbox_door.use_session_pool(int(getattr(settings, "SANDBOX_POOL_SIZE", 2)))
+        sandbox_door.use_session_pool(int(jobs.setting("SANDBOX_POOL_SIZE")))
         name, queue = jobs.this_worker(), settings.TASKS_BACKEND
         clock: dict[str, float] = {}
         self._round(name, queue, clock)
