@@ -104,6 +104,7 @@ JOB_ROUTES = {
     "app-run-all-job",
     "app-run-all-cancel",
     "app-import-job",
+    "app-import-evalset-job",
     "version-diff-scenarios",
     "live-job",
     "live-job-cancel",
@@ -179,6 +180,9 @@ def _build_world():
     import_job = jobs.job_submit(
         kind="import_app", owner=user, params={"filename": "x.json"}, enqueue=False
     )
+    evalset_job = jobs.job_submit(
+        kind="import_evalset", owner=user, app=bank, params={"filename": "e.json"}, enqueue=False
+    )
     live_params = {"agent": agent.pk, "scenario": scenario.pk, "model": "recorded"}
     live_job = jobs.job_submit(
         kind="live_run", owner=user, app=bank, params=live_params, enqueue=False
@@ -207,6 +211,7 @@ def _build_world():
         "run_id": live_run.pk,
         "job_id": job.pk,
         "import_job_id": import_job.pk,
+        "evalset_job_id": evalset_job.pk,
         "live_job_id": live_job.pk,
         "evaluation_id": evaluation_run.pk,
     }
@@ -227,6 +232,8 @@ def world(django_db_setup, django_db_blocker):
 def _url(route: Route, ids: dict) -> str:
     def fill(match: re.Match) -> str:
         name = match.group(2)
+        if name == "import_job_id" and route.name == "app-import-evalset-job":
+            return str(ids["evalset_job_id"])
         if name == "name" and "labels/" in route.pattern:
             return ids["label"]
         if route.api and name == "name":

@@ -198,13 +198,15 @@ def app_import_evalset_job(
 ) -> HttpResponse:
     """A large evalset's import job: its progress on the export page (polled while it
     runs), then where the synchronous import ends: the designer, or every problem."""
-    app, access = selectors.app_for_user(request.user, app_id, edit=True)
+    # A job is its submitter's alone (404 to anyone else, as every job page), then the app's
+    # edit rights.
     try:
         job = jobs.job_for_user(request.user, import_job_id)
     except Job.DoesNotExist:
         raise Http404("No such import of yours.") from None
-    if job.kind != "import_evalset" or job.app_id != app.pk:
+    if job.kind != "import_evalset" or job.app_id != app_id:
         raise Http404("No such import of yours.")
+    app, access = selectors.app_for_user(request.user, app_id, edit=True)
     filename = job.params.get("filename") or "evalset.json"
     finished = jobs.is_finished(job)
     if finished and request.htmx:  # the whole page, once: the designer, or the refusal
