@@ -79,16 +79,26 @@ def prepare(env: dict[str, str], goldens: int, calls: int, offline: bool) -> int
 
 
 def workers(env: dict[str, str], count: int) -> list[subprocess.Popen]:
-    return [
+    """`count` workers, returned once each says it is up (a deployment's workers are
+    running before the Run all comes; their start is not the Run all's time)."""
+    procs = [
         subprocess.Popen(
             [PY, str(ROOT / "manage.py"), "worker"],
             cwd=ROOT,
             env=env,
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            text=True,
         )
         for _ in range(count)
     ]
+    for proc in procs:
+        line = proc.stdout.readline()
+        if " on the " not in line:
+            raise RuntimeError(f"a worker did not start: {line!r}")
+        # Its stdout read on, so it never blocks on a full pipe.
+        threading.Thread(target=proc.stdout.read, daemon=True).start()
+    return procs
 
 
 def run_all(opener, jar, base: str, app: int, body: dict) -> tuple[float, dict]:
@@ -141,6 +151,12 @@ for worker, mine in sorted(by.items()):
     last = max(p.finished_at for p in mine)
     print(f"    {worker}: {len(mine)} pieces, first started {s(mine[0].started_at)},"
           f" last started {s(mine[-1].started_at)}, last ended {s(last)}")
+    spans = sorted((p.finished_at - p.started_at).total_seconds() for p in mine)
+    most = max(
+        sum(1 for q in mine if q.started_at <= p.started_at < q.finished_at) for p in mine
+    )
+    print(f"      a piece's wall time: median {spans[len(spans) // 2]:.2f} s,"
+          f" max {spans[-1]:.2f} s; at most {most} at once")
 """
 
 

@@ -88,7 +88,8 @@ def page_first_token(opener, jar, base: str, app: int, agent: int, scenario: int
         seen = _as_the_page_polls(opener, base, page, start)
     while not AS_THE_PAGE:
         data = json.loads(opener.open(f"{base}/api/jobs/{job}/").read())
-        if data["current"]:
+        said = [i.get("text") for i in (data.get("result") or {}).get("scenarios") or []]
+        if data["current"] or any(said):  # the text streaming now, or a finished call's
             elapsed = time.perf_counter() - start
             break
         if data["status"] not in ("queued", "running"):

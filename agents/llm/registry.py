@@ -30,6 +30,7 @@ Around the protocol, the `Client` keeps what every provider shares:
 
 from __future__ import annotations
 
+import importlib
 import logging
 import time
 from typing import Any
@@ -64,6 +65,27 @@ def protocol_class(kind: str) -> type[ProtocolClient]:
     if kind not in PROTOCOLS:
         raise ValueError(Message("no model protocol is registered for %(kind)s", kind=kind))
     return import_string(PROTOCOLS[kind])
+
+
+# What each protocol imports at its first call: the SDKs, ~1 s of CPU for openai's types.
+SDK_MODULES: dict[str, tuple[str, ...]] = {
+    "openai": ("openai",),
+    "gemini": ("google.genai", "google.genai.types"),
+}
+
+
+def warm_sdks() -> None:
+    """Import every registered protocol and its SDK now. A worker does it as it starts (in a
+    thread): otherwise its first live job pays the import, and every piece of a fanned-out
+    Run all its threads run waits on the import lock meanwhile. A missing SDK is logged,
+    never raised (its protocol names it at its first call)."""
+    for kind, path in list(PROTOCOLS.items()):
+        try:
+            import_string(path)
+            for module in SDK_MODULES.get(kind, ()):
+                importlib.import_module(module)
+        except Exception as exc:  # an SDK not installed, a broken plug-in
+            logger.warning("model protocol %s: not imported ahead (%s)", kind, exc)
 
 
 class Client:

@@ -39,7 +39,7 @@ from django.utils import timezone
 from agents.core.diagnostics import Message
 from agents.i18n import recovered_message
 from agents.models import JOB_FINISHED, AgentApp, EvaluationRun, Job, JobStatus, Scenario
-from agents.services import jobs
+from agents.services import jobs, sandbox_door
 from agents.services.common import ServiceError, error
 from agents.services.evaluation import run_fields
 from agents.services.jobs import JobContext
@@ -227,6 +227,9 @@ class _Pool:
             self._woken.set()
 
     def start(self) -> None:
+        # A warm sandbox session for each thread while they run (the pool's own size else).
+        self._widened = sandbox_door.sessions_for_threads(len(self._threads))
+        self._widened.__enter__()
         for thread in self._threads:
             thread.start()
 
@@ -238,8 +241,13 @@ class _Pool:
             self._todo.clear()
 
     def join(self) -> None:
-        for thread in self._threads:
-            thread.join()
+        try:
+            for thread in self._threads:
+                thread.join()
+        finally:
+            widened, self._widened = getattr(self, "_widened", None), None
+            if widened is not None:
+                widened.__exit__(None, None, None)
         if self.failures:
             raise self.failures[0]
 

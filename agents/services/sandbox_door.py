@@ -312,11 +312,33 @@ class SessionPool:
     another user's (inside a session every code call is a fresh forked process anyway)."""
 
     def __init__(self, size: int) -> None:
-        self.size = size
+        self.base = size
+        self._widths: list[int] = []  # the threads of the fan-outs running in this process
         self._free: list[tuple[str, host.SandboxSession]] = []
         self._lock = threading.Lock()
         self.started = 0  # sessions created
         self.reused = 0  # batches served by a warm session
+
+    @property
+    def size(self) -> int:
+        """How many free sessions are kept: the setting's, or while a fan-out runs `n`
+        pieces at once in this process, `n` (each piece a batch of its own: without them
+        each thread past the setting's size would start a session and see it killed)."""
+        return max(self.base, *self._widths) if self._widths else self.base
+
+    @contextlib.contextmanager
+    def widened(self, threads: int) -> Iterator[None]:
+        with self._lock:
+            self._widths.append(threads)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._widths.remove(threads)
+                extra = self._free[: max(0, len(self._free) - self.size)]
+                del self._free[: len(extra)]
+            for _, old in extra:
+                old.close()
 
     def borrow(self, owner: str) -> host.SandboxSession:
         with self._lock:
@@ -362,6 +384,18 @@ def use_session_pool(size: int) -> SessionPool | None:
         _POOL.clear()
     _POOL = SessionPool(size) if size > 0 else None
     return _POOL
+
+
+@contextlib.contextmanager
+def sessions_for_threads(threads: int) -> Iterator[None]:
+    """While `threads` threads of this process run pieces of a fan-out, the warm pool (if
+    any) keeps a session for each of them; back to its size afterwards."""
+    pool = _POOL
+    if pool is None:
+        yield
+        return
+    with pool.widened(threads):
+        yield
 
 
 @contextlib.contextmanager

@@ -228,7 +228,7 @@ class Run(ModelCalls):
             TurnResult(
                 index=turn,
                 events=tuple(range(self.turn_start_event, len(self.events))),
-                state_after=copy_tree(self.state),
+                state_after=dict(self.state),  # values shared: never changed in place
                 changed=tuple(changed),
                 builtins=self.builtins(),
                 model_input=visible,

@@ -367,8 +367,7 @@ class Command(LocalizedCommand):
         the scenario kind when the run is live."""
         planned = []
         for app in apps:
-            _loaded, pairs = evaluation.app_scenarios(app)
-            ids = [s.pk for _, s in pairs]
+            ids = evaluation.app_scenario_ids(app)
             chunks = [ids[i::parallel] for i in range(parallel)] if parallel > 1 else [ids]
             planned.append(
                 (

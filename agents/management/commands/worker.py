@@ -27,6 +27,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections, connection, connections
 
 from agents import wakeup
+from agents.llm import registry
 from agents.services import jobs, sandbox_door
 
 logger = logging.getLogger("agents.jobs")
@@ -34,6 +35,10 @@ logger = logging.getLogger("agents.jobs")
 
 class Command(BaseCommand):
     help = "Run a worker for jobs (Run all, evaluate, version diffs) in the foreground."
+    # The checks of what a worker uses, not the URL configuration's: importing every view
+    # and the API's schema was ~2.5 s of CPU at each worker's start, spent while its first
+    # jobs ran (a job that needs a URL imports it then).
+    requires_system_checks = ["models", "sandbox", "translation", "caches"]
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--batch", action="store_true", help="run the queued jobs, then exit")
@@ -81,6 +86,8 @@ class Command(BaseCommand):
         # Warm sandbox sessions kept between jobs, one user's at a time each
         # (docs/operations/jobs.md).
         sandbox_door.use_session_pool(int(jobs.setting("SANDBOX_POOL_SIZE")))
+        # The model SDKs imported while the worker starts, not by its first live job.
+        threading.Thread(target=registry.warm_sdks, name="warm-sdks", daemon=True).start()
         name, queue = jobs.this_worker(), settings.TASKS_BACKEND
         clock: dict[str, float] = {}
         self._round(name, queue, clock)
