@@ -422,6 +422,7 @@ JOBS_MAX_ACTIVE_PER_USER = from_env("JOBS_MAX_ACTIVE_PER_USER", os.environ)
 # scripted or live (a live piece waits on its model), beside the other workers.
 EVALUATION_THREADS = from_env("EVALUATION_THREADS", os.environ)
 EVALUATION_THREADS_LIVE = from_env("EVALUATION_THREADS_LIVE", os.environ)
+EVALUATION_EXPLAIN_AT_ONCE = from_env("EVALUATION_EXPLAIN_AT_ONCE", os.environ)
 # The fair queue: a user's Run-all pieces taken from the queue while that user already has
 # this many running give their turn to another user's waiting job (0: no limit), coming
 # back after JOBS_YIELD_SECONDS.

@@ -58,6 +58,7 @@ DEFAULTS: dict[str, Any] = {
     # Evaluation runs
     "EVALUATION_THREADS": 2,
     "EVALUATION_THREADS_LIVE": 8,
+    "EVALUATION_EXPLAIN_AT_ONCE": 2,
     "EVALUATION_MAX_REPEAT": 20,
     "EVALUATION_RUNS_KEPT": 200,
 }

@@ -694,6 +694,8 @@ def explain_failures(
     examples: Iterable[ListedCall] = (),
     budget: int = 24,
     extra_calls_allowed: bool | None = None,
+    resimulate_many: Callable[[list[ScenarioSpec]], list[SimulationResult]] | None = None,
+    trials_at_once: int = 1,
 ) -> ScenarioEvaluation:
     """For a golden that lists only some calls (``extraToolCallBehavior: ALLOW``): which of
     its failed checks a call it leaves out explains, with the evidence.
@@ -706,7 +708,12 @@ def explain_failures(
     calls found for earlier failures (greedy, at most `budget` simulations). A check that
     passes so is **needs a model**: "a live model may make the calls this golden leaves
     out", naming the calls and the golden that lists them; one no such call explains stays
-    **failed**. Pure given `resimulate` (the simulation of a scenario)."""
+    **failed**. Pure given `resimulate` (the simulation of a scenario).
+
+    `trials_at_once` trials may be simulated together (`resimulate_many`: the simulations
+    of several scenarios, in order, e.g. on two sandbox sessions): they are still read in
+    order and the first that explains wins, so the outcome is the one-at-a-time search's;
+    a trial after it was simulated for nothing."""
     if extra_calls_allowed is None:
         extra_calls_allowed = allows_extra_calls(app, scenario)
     failing = [
@@ -753,7 +760,7 @@ def explain_failures(
             break
         target = open_[0]
         agents = _agent_at_turns(probed, probed_result)
-        found = False
+        plan: list[tuple[int, ListedCall]] = []  # the trials for this target, in order
         for turn in range(target.turn + 1):
             agent = app.agent(agents.get(turn, probed.agent))
             if agent is None:
@@ -766,16 +773,28 @@ def explain_failures(
                 and no_parameter_arguments(app, t) is not None
                 and not any(c.tool == t for c in candidates)
             ]
-            for call in candidates:
-                if runs >= budget:
-                    break
+            plan += [(turn, call) for call in candidates]
+        plan = plan[: max(0, budget - runs)]
+        width = max(1, trials_at_once)
+        found = False
+        for start in range(0, len(plan), width):
+            batch = []
+            for turn, call in plan[start : start + width]:
                 trial, at = _insert_call(probed, turn, call)
-                runs += 1
                 trial_index = {o: (i + 1 if i >= at else i) for o, i in index.items()}
                 # The target's turn decides the trial: a run is causal, so the trial is
                 # simulated through that turn only, and in full only when it explains it.
                 partial = _through_turn(trial, step_turns(trial)[trial_index[target.step]])
-                trial_result = resimulate(partial)
+                batch.append((turn, call, trial, trial_index, partial))
+            partials = [entry[4] for entry in batch]
+            if len(batch) > 1 and resimulate_many is not None:
+                simulated = resimulate_many(partials)
+            else:
+                simulated = [resimulate(partial) for partial in partials]
+            for (turn, call, trial, trial_index, partial), trial_result in zip(
+                batch, simulated, strict=True
+            ):
+                runs += 1
                 outcomes = raw(partial, trial_result)
                 now = outcomes.get(trial_index[target.step])
                 if now is not None and now.status == "stopped":
@@ -794,7 +813,7 @@ def explain_failures(
                     added.append((turn, call))
                     found = True
                     break
-            if found or runs >= budget:
+            if found:
                 break
         if not found:
             gave_up.add(target.step)

@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 import re
+import threading
 from collections import OrderedDict
 
 from agents.core.diagnostics import Message
@@ -27,13 +28,17 @@ CACHE_SIZE = 512
 # entry larger than an eighth of it is not kept at all.
 CACHE_MAX_BYTES = 16 * 1024 * 1024
 _RESULTS: OrderedDict[str, tuple[CodeResult, int]] = OrderedDict()
+# Simulations of one process run in threads (a Run all's pieces, the explanation search's
+# trials): the memo's reads and writes hold this.
+_RESULTS_LOCK = threading.Lock()
 _cache_bytes = 0
 
 
 def clear_cache() -> None:
     global _cache_bytes
-    _RESULTS.clear()
-    _cache_bytes = 0
+    with _RESULTS_LOCK:
+        _RESULTS.clear()
+        _cache_bytes = 0
 
 
 def cache_bytes() -> int:
@@ -49,14 +54,15 @@ def _remember(key: str, outcome: CodeResult) -> None:
     )
     if size > CACHE_MAX_BYTES // 8:
         return
-    previous = _RESULTS.pop(key, None)
-    if previous is not None:
-        _cache_bytes -= previous[1]
-    _RESULTS[key] = (outcome, size)
-    _cache_bytes += size
-    while _RESULTS and (len(_RESULTS) > CACHE_SIZE or _cache_bytes > CACHE_MAX_BYTES):
-        _, (_, evicted) = _RESULTS.popitem(last=False)
-        _cache_bytes -= evicted
+    with _RESULTS_LOCK:
+        previous = _RESULTS.pop(key, None)
+        if previous is not None:
+            _cache_bytes -= previous[1]
+        _RESULTS[key] = (outcome, size)
+        _cache_bytes += size
+        while _RESULTS and (len(_RESULTS) > CACHE_SIZE or _cache_bytes > CACHE_MAX_BYTES):
+            _, (_, evicted) = _RESULTS.popitem(last=False)
+            _cache_bytes -= evicted
 
 
 def _one_line(text: str) -> str:
@@ -178,9 +184,11 @@ def sandbox_runner(
             )
             key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
             del text
-            cached = _RESULTS.get(key)
+            with _RESULTS_LOCK:
+                cached = _RESULTS.get(key)
+                if cached is not None:
+                    _RESULTS.move_to_end(key)
             if cached is not None:
-                _RESULTS.move_to_end(key)
                 return cached[0]
         context_values = (
             {**call.context_values, CLOCK_KEY: call.now} if call.now else call.context_values

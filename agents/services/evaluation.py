@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -55,6 +56,7 @@ from agents.services.sandbox_door import (
     SLOTS,
     BoundedRunner,
     batch_runner,
+    sibling_runner,
     simulate_bounded,
     simulate_scenario,
     with_instructions,
@@ -166,17 +168,39 @@ def _explain_failures(
     app's goldens list, on the batch's sandbox or one of its own."""
     simulated = with_instructions(app_spec, agent.display_name, instructions)
     examples = _app_listed_calls(app)
+    width = max(1, int(jobs.setting("EVALUATION_EXPLAIN_AT_ONCE")))
 
     def explain(on: BoundedRunner) -> ScenarioEvaluation:
-        return explain_failures(
-            simulated,
-            spec,
-            result,
-            evaluation,
-            lambda s: simulate_bounded(simulated, s, runner=on),
-            examples=examples,
-            extra_calls_allowed=True,
-        )
+        # Trials at once (`EVALUATION_EXPLAIN_AT_ONCE`): the first on `on`, each other on a
+        # sibling runner in a thread of its own; started at the first batch of two.
+        with contextlib.ExitStack() as stack:
+            siblings: list[BoundedRunner] = []
+            pool: list[ThreadPoolExecutor] = []
+
+            def many(specs: list[ScenarioSpec]) -> list[SimulationResult]:
+                if not pool:
+                    pool.append(stack.enter_context(ThreadPoolExecutor(width - 1)))
+                    siblings.extend(
+                        stack.enter_context(sibling_runner(on)) for _ in range(width - 1)
+                    )
+                others = [
+                    pool[0].submit(simulate_bounded, simulated, s, runner=r)
+                    for s, r in zip(specs[1:], siblings, strict=False)
+                ]
+                first = simulate_bounded(simulated, specs[0], runner=on)
+                return [first, *(f.result() for f in others)]
+
+            return explain_failures(
+                simulated,
+                spec,
+                result,
+                evaluation,
+                lambda s: simulate_bounded(simulated, s, runner=on),
+                examples=examples,
+                extra_calls_allowed=True,
+                resimulate_many=many,
+                trials_at_once=width,
+            )
 
     if runner is not None:
         return explain(runner)

@@ -476,6 +476,35 @@ def batch_runner(
 
 
 @contextlib.contextmanager
+def sibling_runner(runner: BoundedRunner) -> Iterator[BoundedRunner]:
+    """A runner beside `runner`, for work that runs next to it in another thread (the
+    explanation search's trials): a sandbox session of its own, started at its first code
+    call and killed at the end, under `runner`'s bounds (the job's caps and its cancel
+    hook: a job still lends every runner its work uses). The hook itself is asked in
+    `runner`'s thread only (a job's reads its row: the database stays with that thread):
+    the sibling stops with the reason it last gave."""
+    given = runner.should_stop
+    if given is None:
+        with host.open_session() as session:
+            yield BoundedRunner(session, caps=runner.caps)
+        return
+    reason = [""]
+
+    def asked() -> str:
+        said = given()
+        if said:
+            reason[0] = said
+        return said
+
+    runner.should_stop = asked
+    try:
+        with host.open_session() as session:
+            yield BoundedRunner(session, caps=runner.caps, should_stop=lambda: reason[0])
+    finally:
+        runner.should_stop = given
+
+
+@contextlib.contextmanager
 def job_runner(
     *, caps: JobCaps, should_stop: Callable[[], str], owner: str
 ) -> Iterator[BoundedRunner]:

@@ -235,3 +235,44 @@ def test_the_name_alone_golden_given_its_arguments_passes(bella_app) -> None:
     assert outcome.status == PASSED, [
         (r.note, r.status, r.turn) for r in outcome.results if r.status != PASSED
     ]
+
+
+def test_trials_simulated_together_give_the_one_at_a_time_verdicts(bella_app) -> None:
+    """The explanation search may simulate several trials at once (``trials_at_once``, two
+    sandbox sessions in the service): read in order, the first that explains wins, so every
+    check's status and message are the one-at-a-time search's, explained or not."""
+    app, scenarios = bella_app
+    routed_scenarios = tuple(routed(app, s) for s in scenarios)
+    examples = listed_calls(routed_scenarios)
+    batches: list[int] = []
+    with open_session(limits=Limits(wall_time_s=10, cpu_time_s=10)) as session:
+        runner = sandbox_runner(session)
+
+        def resimulate(scenario: ScenarioSpec):
+            return simulate(app, scenario, run_code=runner)
+
+        def many(specs: list[ScenarioSpec]):
+            batches.append(len(specs))
+            return [resimulate(s) for s in specs]
+
+        for scenario in routed_scenarios:
+            result = resimulate(scenario)
+            evaluation = evaluate(scenario, result, app)
+            alone = explain_failures(
+                app, scenario, result, evaluation, resimulate, examples=examples
+            )
+            for width in (2, 3):
+                together = explain_failures(
+                    app,
+                    scenario,
+                    result,
+                    evaluation,
+                    resimulate,
+                    examples=examples,
+                    resimulate_many=many,
+                    trials_at_once=width,
+                )
+                assert [(r.status, str(r.message)) for r in together.results] == [
+                    (r.status, str(r.message)) for r in alone.results
+                ], (scenario.name, width)
+    assert batches and max(batches) == 3  # trials were simulated together
