@@ -254,7 +254,7 @@ class Command(LocalizedCommand):
                 self.stderr.write(
                     f"ERROR  {app.name}: "
                     + _("the job ended %(status)s: %(error)s")
-                    % {"status": job.status, "error": job.error}
+                    % {"status": job.status, "error": localize(job.error_message)}
                 )
                 below += 1
                 continue
@@ -448,7 +448,7 @@ class Command(LocalizedCommand):
                     self.stderr.write(
                         f"ERROR  {app.name}: "
                         + _("the job ended %(status)s: %(error)s")
-                        % {"status": job.status, "error": job.error}
+                        % {"status": job.status, "error": localize(job.error_message)}
                     )
             scenarios = [s for job in done for s in (job.result or {}).get("scenarios", [])]
             order = {
@@ -528,7 +528,7 @@ class Command(LocalizedCommand):
                     self.stderr.write(
                         f"ERROR  {where}: "
                         + _("the job ended %(status)s: %(error)s")
-                        % {"status": job.status, "error": job.error}
+                        % {"status": job.status, "error": localize(job.error_message)}
                     )
                     continue
                 evaluation_ = outcome.evaluation
