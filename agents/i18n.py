@@ -10,11 +10,7 @@ taken the language cookie or the request's Accept-Language.
 
 from __future__ import annotations
 
-import functools
-import gettext
-import re
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -142,86 +138,6 @@ def localized_data(data: Any) -> Any:
             elif name in data:
                 out[name] = localize(message_from_data(stored, str(english)))
     return out
-
-
-# ---------------------------------------------------------------- messages stored as English
-
-_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
-
-
-@functools.cache
-def _msgids() -> tuple[str, ...]:
-    """The English msgids of our catalog (the same in every language's)."""
-    path = Path(settings.LOCALE_PATHS[0]) / "fr" / "LC_MESSAGES" / "django.mo"
-    try:
-        with path.open("rb") as handle:
-            keys = gettext.GNUTranslations(handle)._catalog  # type: ignore[attr-defined]
-    except OSError:
-        return ()
-    return tuple(k for k in keys if isinstance(k, str) and k and "\x04" not in k)
-
-
-@functools.cache
-def _plain() -> frozenset[str]:
-    """The msgids without parameters: a stored text equal to one is that message."""
-    return frozenset(k for k in _msgids() if "%" not in k)
-
-
-@functools.cache
-def _templates() -> tuple[tuple[str, re.Pattern[str], int], ...]:
-    """Every message template of the catalog with placeholders, as a pattern that reads its
-    parameters back out of the English text; the most specific (most literal text) first."""
-    found = []
-    for key in _msgids():
-        if "%(" not in key:
-            continue
-        pattern, seen, position, literal = [], set(), 0, 0
-        for match in _PLACEHOLDER.finditer(key):
-            pattern.append(re.escape(key[position : match.start()]))
-            literal += match.start() - position
-            name = match.group(1)
-            if name is None:
-                pattern.append("%")
-            elif name in seen:
-                pattern.append(f"(?P={name})")
-            else:
-                pattern.append(f"(?P<{name}>.+?)")
-                seen.add(name)
-            position = match.end()
-        pattern.append(re.escape(key[position:]))
-        literal += len(key) - position
-        found.append((key, re.compile("".join(pattern), re.S), literal))
-    return tuple(sorted(found, key=lambda t: -t[2]))
-
-
-def recovered_message(text: str) -> str:
-    """The `Message` an English `text` was made from, when one template of the catalog reads
-    it back exactly (and no other as specific does; its own words most of the text); else
-    `text` as it is. For reports stored before their templates were kept: the parameters
-    come back as the text they were (names, values), so a name is never translated."""
-    if isinstance(text, Message) or not isinstance(text, str) or not text:
-        return text
-    if text in _plain():
-        return Message(text)
-    # A template's own words must be most of the text: a short one (`%(done)s of %(total)s`)
-    # reads any sentence with an "of" in it back, wrongly.
-    least = max(12, 0.4 * len(text))
-    best: list[Message] = []
-    best_literal = 0
-    for template, pattern, literal in _templates():
-        if literal < least or (best and literal < best_literal):
-            break
-        match = pattern.fullmatch(text)
-        if match is None:
-            continue
-        try:
-            candidate = Message(template, **match.groupdict())
-        except (KeyError, ValueError, TypeError):
-            continue
-        if candidate == text:
-            best.append(candidate)
-            best_literal = literal
-    return best[0] if len(best) == 1 else text
 
 
 def decimal_comma() -> bool:

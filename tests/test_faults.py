@@ -256,7 +256,8 @@ def test_transient_errors_are_named_in_the_users_language_without_internals():
     from django.db import OperationalError
     from django.utils import translation
 
-    from agents.i18n import localize, recovered_message
+    from agents.i18n import localize
+    from agents.models import Job, message_columns
 
     disk = OperationalError('could not extend file "pg_tblspc/16384/PG_16/1/2": No space left')
     assert jobs.transient_problem(disk) == jobs.PROBLEM_DISK
@@ -265,11 +266,12 @@ def test_transient_errors_are_named_in_the_users_language_without_internals():
     assert jobs.transient_problem(ValueError("a bug")) is None
     from agents.core.diagnostics import Message
 
-    stored = str(Message(jobs._FAILED[jobs.PROBLEM_DISK], attempt=2, max_attempts=2))
-    assert "pg_tblspc" not in stored
+    failed = Message(jobs._FAILED[jobs.PROBLEM_DISK], attempt=2, max_attempts=2)
+    stored = Job(**message_columns("error", failed))
+    assert "pg_tblspc" not in stored.error
     with translation.override("fr"):
-        shown = localize(recovered_message(stored))
-    assert shown != stored and "JOBS_MAX_ATTEMPTS" in shown
+        shown = localize(stored.error_message)
+    assert shown != stored.error and "JOBS_MAX_ATTEMPTS" in shown
 
 
 def test_run_all_says_when_queued_work_waits_with_no_worker(settings, signed_in, user, bank):
@@ -293,7 +295,7 @@ def test_a_transient_error_retries_the_job_with_backoff_then_fails_naming_the_pr
     from django.db import OperationalError
     from django.utils import translation
 
-    from agents.i18n import localize, recovered_message
+    from agents.i18n import localize
 
     settings.JOBS_RETRY_BACKOFF_SECONDS = 0
     settings.JOBS_MAX_ATTEMPTS = 2
@@ -314,7 +316,7 @@ def test_a_transient_error_retries_the_job_with_backoff_then_fails_naming_the_pr
         assert first.status == JobStatus.QUEUED and first.attempts == 1
         assert "disk was full" in first.error and "pg_tblspc" not in first.error
         with translation.override("de"):
-            assert "Festplatte" in localize(recovered_message(first.error))
+            assert "Festplatte" in localize(first.error_message)
         second = jobs.job_run(str(job.pk), worker="test:1")
         assert second.status == JobStatus.FAILED and second.attempts == 2
         assert "JOBS_MAX_ATTEMPTS" in second.error and "pg_tblspc" not in second.error

@@ -8,12 +8,14 @@ import io
 import json
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from rest_framework.test import APIClient
 
+from agents.core.diagnostics import Message, message_data
 from tests.test_live_runs import bank_app  # noqa: F401  (a fixture: the live bank app)
 
 # What the schema may say in English in every language: names of things, not sentences.
@@ -266,16 +268,18 @@ def test_the_sandboxs_own_limits_read_in_the_language(language, words):
 
 
 @pytest.mark.django_db
-def test_an_import_report_stored_before_its_templates_reads_in_french_where_it_can(signed_in, shop):
-    """Reports stored before the templates were kept hold English only: a message one
-    template of the catalog reads back exactly is shown in French (its values as stored);
-    the others stay English, and the page says why."""
+def test_an_import_report_stored_before_its_templates_is_shown_as_stored(signed_in, shop):
+    """Reports stored before the templates were kept hold English only: each message is
+    shown as it was written (no reading back against the catalog: a name in it is never
+    taken for a word), and the page says why; a row with its template reads in French."""
     from agents.models import AuditEvent
 
-    recognised = (
-        "the ZIP also has other/app.json; app.json is read and other/app.json kept as it is"
+    old = "the ZIP also has other/app.json; app.json is read and other/app.json kept as it is"
+    kept = Message(
+        "the ZIP also has %(other)s; %(app_path)s is read and %(other)s kept as it is",
+        other="other/app.json",
+        app_path="app.json",
     )
-    unknown = "a message no template of this version makes"
     report = {
         "kind": "cx",
         "file": "old.zip",
@@ -285,8 +289,14 @@ def test_an_import_report_stored_before_its_templates_reads_in_french_where_it_c
                 "file": "app.json",
                 "kept_whole": False,
                 "diagnostics": [
-                    {"severity": "warning", "code": "SC604", "field": "", "message": recognised},
-                    {"severity": "warning", "code": "SC606", "field": "", "message": unknown},
+                    {"severity": "warning", "code": "SC604", "field": "", "message": old},
+                    {
+                        "severity": "warning",
+                        "code": "SC604",
+                        "field": "",
+                        "message": str(kept),
+                        "i18n": message_data(kept),
+                    },
                 ],
             }
         ],
@@ -297,29 +307,30 @@ def test_an_import_report_stored_before_its_templates_reads_in_french_where_it_c
     )
     url = f"/apps/{shop.pk}/import-report"
     french = signed_in.get(url, HTTP_ACCEPT_LANGUAGE="fr").content.decode()
+    assert old in french  # as stored
     assert (
         "le ZIP contient aussi other/app.json ; app.json est lu et other/app.json conservé"
         in french
     )
-    assert unknown in french
     assert 'data-stored-in-english="1"' in french and "1 message est affiché en anglais" in french
-    english = signed_in.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
-    assert recognised in english and "data-stored-in-english" not in english
 
 
-def test_a_name_in_an_old_message_is_never_translated():
-    """`recovered_message` gives the parameters back as they were written: a variable named
-    like a word of the catalog (`name`, `Text`) stays its name."""
-    from django.utils import translation
+def test_the_reverse_translation_is_gone():
+    """Messages are stored as their template and parameters, never read back from English
+    with the catalog's templates as patterns (issue 29): no such helper comes back."""
+    import agents.i18n
+    from agents.services import jobs
 
-    from agents.i18n import localize, recovered_message
-
-    text = "the ZIP also has Text; name is read and Text kept as it is"
-    message = recovered_message(text)
-    assert message == text and message.template.startswith("the ZIP also has")
-    with translation.override("de"):
-        assert "Text" in localize(message) and "name" in localize(message)
-    assert recovered_message("not a template at all") == "not a template at all"
+    for module in (agents.i18n, jobs):
+        for name in ("recovered_message", "_templates", "_msgids", "_plain", "shown_current"):
+            assert not hasattr(module, name), f"{module.__name__}.{name} is back"
+    root = Path(__file__).resolve().parent.parent
+    for where in ("agents", "designer"):
+        for path in (root / where).rglob("*.py"):
+            text = path.read_text(encoding="utf-8")
+            assert "recovered_message" not in text, path
+            for reading in ("GNUTranslations", "._catalog"):
+                assert reading not in text, f"{path} reads the catalog back ({reading})"
 
 
 # ---------------------------------------------------------------- jobs: results and limits
@@ -676,15 +687,19 @@ def test_a_value_path_and_a_jobs_progress_read_in_the_language(language, path, p
 
     from agents.core.types import path_in_words
     from agents.i18n import localize
-    from agents.services.jobs import shown_current
+    from agents.models import Job, message_columns
+    from agents.services.jobs import PROGRESS_READING
 
     words = path_in_words("orders", [1, "total"])
     assert words == "orders item 2.total"  # the English, as the core writes it
+    reading = Job(**message_columns("current", Message(PROGRESS_READING, file="shop.json")))
+    name = Job(**message_columns("current", "Shop / Buy a product"))
+    assert reading.current == "reading shop.json"  # the English, beside its template
     with translation.override(language):
         assert localize(words) == path
         assert localize(path_in_words(None, [])) in {"valeur", "Wert"}
-        assert shown_current("reading shop.json") == progress
-        assert shown_current("Shop / Buy a product") == "Shop / Buy a product"  # names: data
+        assert localize(reading.current_message) == progress
+        assert localize(name.current_message) == "Shop / Buy a product"  # names: data
 
 
 @pytest.mark.django_db

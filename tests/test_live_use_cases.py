@@ -253,6 +253,15 @@ def test_the_job_caps_on_model_calls_and_tokens_stop_a_live_run_all(
     assert "The job reached its cap of 1 model calls (JOBS_MAX_MODEL_CALLS)" in job.error
     (row,) = job.result["scenarios"]
     assert row["live"]["error"] == "cap"
+    # Stored as its template: each reader of the job reads the cap in their language.
+    api = APIClient()
+    api.force_login(user)
+    read = {
+        language: api.get(f"/api/jobs/{job.pk}/", headers={"accept-language": language}).json()
+        for language in ("fr", "de")
+    }
+    assert "La tâche a atteint sa limite de 1 appels du modèle" in read["fr"]["error"]
+    assert "Der Job hat seine Obergrenze von 1 Modellaufrufen erreicht" in read["de"]["error"]
 
 
 def test_a_job_kind_cannot_open_a_runner_of_its_own(user, bank):

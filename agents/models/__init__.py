@@ -9,7 +9,15 @@ from agents.models.app import AgentApp, AppShare, ShareRole
 from agents.models.audit import AuditEvent
 from agents.models.base import TimestampedModel, instructions_hash
 from agents.models.evaluations import EvaluationRun
-from agents.models.jobs import JOB_ACTIVE, JOB_FINISHED, Job, JobItem, JobStatus, WorkerHeartbeat
+from agents.models.jobs import (
+    JOB_ACTIVE,
+    JOB_FINISHED,
+    Job,
+    JobItem,
+    JobStatus,
+    WorkerHeartbeat,
+    message_columns,
+)
 from agents.models.live import AppModelDefault, EndpointKind, LiveRun, LiveRunMode, ModelEndpoint
 from agents.models.ratelimit import RateLimitCount
 from agents.models.scenarios import (
@@ -72,4 +80,5 @@ __all__ = [
     "expectation_from_json",
     "expectation_to_json",
     "instructions_hash",
+    "message_columns",
 ]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from agents.core.diagnostics import Message, message_data, message_from_data
 from agents.core.rules import (
     JOB_CURRENT_MAX_LENGTH,
     JOB_ITEM_KEY_MAX_LENGTH,
@@ -73,8 +75,17 @@ class Job(models.Model):
     current = models.CharField(
         max_length=JOB_CURRENT_MAX_LENGTH, blank=True, verbose_name=_("current")
     )
+    # A message (`current`, `error`) is stored as its English text and as its template and
+    # parameters (`*_data`, `message_data`), shown in the reader's language when read
+    # (`current_message`, `error_message`). A row written before the data: as stored.
+    current_data = models.JSONField(
+        null=True, blank=True, verbose_name=_("current (template and parameters)")
+    )
     result = models.JSONField(null=True, blank=True, verbose_name=_("result"))
     error = models.TextField(blank=True, verbose_name=_("error"))
+    error_data = models.JSONField(
+        null=True, blank=True, verbose_name=_("error (template and parameters)")
+    )
     attempts = models.PositiveSmallIntegerField(default=0, verbose_name=_("attempts"))
     cancel_requested = models.BooleanField(default=False, verbose_name=_("cancel requested"))
     worker = models.CharField(
@@ -120,6 +131,31 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.id} ({self.status})"
+
+    @property
+    def error_message(self) -> str:
+        """The error as the `Message` it was (render it with `agents.i18n.localize`); a
+        row stored without its template: the text as stored."""
+        return message_from_data(self.error_data, self.error) if self.error_data else self.error
+
+    @property
+    def current_message(self) -> str:
+        """What the job is doing now as the `Message` it was (or the text: data, such as a
+        scenario's name or the model's text so far)."""
+        if self.current_data:
+            return message_from_data(self.current_data, self.current)
+        return self.current
+
+
+def message_columns(field: str, message: Any, max_length: int | None = None) -> dict[str, Any]:
+    """The columns that store `message` in a job's `field` (``error``, ``current``): its
+    English text (cut to `max_length`) and, for a `Message`, its template and parameters
+    (``<field>_data``; None for plain text)."""
+    text = str(message or "")
+    return {
+        field: text[:max_length] if max_length else text,
+        f"{field}_data": message_data(message) if isinstance(message, Message) else None,
+    }
 
 
 class JobItem(models.Model):

@@ -37,7 +37,6 @@ from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from agents.core.diagnostics import Message
-from agents.i18n import recovered_message
 from agents.models import JOB_FINISHED, AgentApp, EvaluationRun, Job, JobStatus, Scenario
 from agents.services import jobs, sandbox_door
 from agents.services.common import ServiceError, error
@@ -537,7 +536,7 @@ def piece_outcome(child: Job) -> dict[str, Any]:
     if child.status == JobStatus.SUCCEEDED and isinstance(child.result, dict):
         return child.result
     params = child.params
-    reason = recovered_message(child.error) or child.status
+    reason = child.error_message or child.status
     return {
         **_gone(params),
         **_where(params),

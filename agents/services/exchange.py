@@ -47,7 +47,7 @@ from agents.core.formats import from_native, loads_native, to_native
 from agents.core.lint import lint_app
 from agents.core.script import format_script
 from agents.core.spec import AppSpec, ScenarioSpec
-from agents.i18n import recovered_message, with_i18n
+from agents.i18n import with_i18n
 from agents.models import AgentApp, Job, JobStatus, Scenario
 from agents.services import jobs
 from agents.services.apps import app_create_from_spec, free_name
@@ -206,7 +206,7 @@ def app_import_evalset_job_run(ctx: jobs.JobContext) -> dict[str, Any]:
     job = ctx.job
     params = job.params
     filename = params.get("filename") or "evalset.json"
-    ctx.progress(done=0, total=1, current=jobs.PROGRESS_READING % {"file": filename})
+    ctx.progress(done=0, total=1, current=Message(jobs.PROGRESS_READING, file=filename))
     access = selectors.app_access(job.owner, job.app) if job.owner is not None else None
     if access is None or not access.can_edit:  # the share revoked while it waited
         Job.objects.filter(pk=job.pk).update(
@@ -425,15 +425,13 @@ def app_import_report(app: AgentApp) -> dict[str, Any] | None:
     report = event.after
     if not isinstance(report, dict):
         return report
-    english = 0  # rows stored before their templates were kept, and not recognised
+    english = 0  # rows stored before their templates were kept: shown as stored
     for group in report.get("files", []):
         for row in group.get("diagnostics", []):
             stored = row.pop("i18n", None)
             if stored is not None:
                 row["message"] = message_from_data(stored, row.get("message", ""))
-            elif isinstance(row.get("message"), str):
-                row["message"] = recovered_message(row["message"])
-                english += not isinstance(row["message"], Message)
+            english += not isinstance(row.get("message"), Message)
     report["stored_in_english"] = english
     return report
 
@@ -506,7 +504,7 @@ def app_import_job_run(ctx: jobs.JobContext) -> dict[str, Any]:
     job = ctx.job
     params = job.params
     filename = params.get("filename") or "upload"
-    ctx.progress(done=0, total=1, current=jobs.PROGRESS_READING % {"file": filename})
+    ctx.progress(done=0, total=1, current=Message(jobs.PROGRESS_READING, file=filename))
     try:
         if "document" in params:  # a native text, parsed by the request (app_import_submit)
             read = read_native_document(json.loads(params["document"]))

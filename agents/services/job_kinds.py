@@ -26,6 +26,7 @@ from typing import Any
 
 from django.utils.translation import gettext_lazy as _
 
+from agents.core.diagnostics import Message
 from agents.core.run_data import evaluation_data, result_data
 from agents.i18n import with_i18n
 from agents.models import AppVersion
@@ -172,7 +173,7 @@ def _side(app: Any, number: int | None) -> versions.DiffSide:
 def version_diff(ctx: JobContext) -> dict[str, Any]:
     params = ctx.job.params
     app = ctx.job.app
-    ctx.progress(done=0, total=1, current=jobs.PROGRESS_DIFF)
+    ctx.progress(done=0, total=1, current=Message(jobs.PROGRESS_DIFF))
     diff = versions.app_diff(
         app,
         _side(app, params.get("before")),

@@ -6,7 +6,10 @@ Tasks framework (``run_job`` below; the backend is ``TASKS_BACKEND``: the databa
 queue by default, RQ on Redis to spread workers over machines). A worker calls `job_run`,
 which claims the job (one conditional UPDATE: a job never runs twice at once), runs its
 kind's function and stores the outcome. The row is the truth the page and the API read:
-status, progress, the current piece, the result, the error.
+status, progress, the current piece, the result, the error; the queue agrees with it (a
+job that ends failed fails its task, `JobFailed`). Messages (the error, the current piece)
+are stored as their template and parameters beside the English (`Job.error_data`,
+`Job.current_data`) and shown in the reader's language when read.
 
 Job kinds are pluggable: `register(name, run=...)` adds one; `run(ctx)` gets a
 `JobContext` (the job, its caps, the bounded-runner stop hook, progress, idempotent items)
@@ -27,30 +30,22 @@ and the job is queued again after a backoff (``JOBS_RETRY_BACKOFF_SECONDS``, dou
 to ``JOBS_MAX_ATTEMPTS``; what the user reads names the kind of problem in their language,
 never the raw error (host names, internal paths). The claim and the final write of a job
 are retried on a database error (`db_retry`).
+
+This module is the entry point every caller imports from; the concerns beside it live in
+`job_context` (what a kind runs with: `JobContext`, `JobStopped`), `job_faults` (transient
+errors, `db_retry`) and `job_workers` (the workers seen), re-exported here.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import re
-import socket
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import (
-    IntegrityError,
-    InterfaceError,
-    OperationalError,
-    connection,
-    models,
-    transaction,
-)
+from django.db import models, transaction
 from django.db.models import F
 from django.tasks import task
 from django.utils import timezone
@@ -58,7 +53,7 @@ from django.utils.translation import gettext_noop
 
 from agents.core import rules
 from agents.core.diagnostics import Message
-from agents.i18n import localize, localized_data, recovered_message
+from agents.i18n import localize, localized_data
 from agents.models import (
     JOB_ACTIVE,
     JOB_FINISHED,
@@ -66,41 +61,45 @@ from agents.models import (
     Job,
     JobItem,
     JobStatus,
-    WorkerHeartbeat,
+    message_columns,
 )
 from agents.services.common import Actor, setting
-from agents.services.sandbox_door import BoundedRunner, JobCaps, job_runner
+
+# The job's own concerns, one module each; imported from here by every caller.
+from agents.services.job_context import (  # noqa: F401
+    CANCEL_POLL_SECONDS,
+    JobContext,
+    JobStopped,
+    partial_result,
+)
+from agents.services.job_faults import (  # noqa: F401
+    _FAILED,
+    _RETRIED,
+    PROBLEM_CONNECTION,
+    PROBLEM_DATABASE,
+    PROBLEM_DISK,
+    PROBLEM_LOCK,
+    PROBLEM_QUEUE,
+    db_retry,
+    transient_problem,
+)
+from agents.services.job_workers import (  # noqa: F401
+    WORKER_SEEN_SECONDS,
+    _worker_gone,
+    forget_old_workers,
+    queue_wait,
+    this_worker,
+    worker_beat,
+    workers_seen,
+)
 
 logger = logging.getLogger("agents.jobs")
 
-# The words a job's own progress text (`current`) is made of: it is stored as English (a
-# short text column, read by the API and the page), and shown in the reader's language by
-# `shown_current`. Anything else there is data (a scenario's name, the model's text so far).
+# The words a job's own progress text (`current`) is made of: stored as a `Message` (its
+# English text and its template, `Job.current_data`), shown in the reader's language.
+# Anything else there is data (a scenario's name, the model's text so far).
 PROGRESS_READING = gettext_noop("reading %(file)s")
 PROGRESS_DIFF = gettext_noop("simulating the scenarios of both sides")
-_PROGRESS = tuple(
-    (template, re.compile(re.escape(template).replace(re.escape("%(file)s"), "(?P<file>.+)"), re.S))
-    for template in (PROGRESS_READING, PROGRESS_DIFF)
-)
-
-
-def shown_current(text: str) -> str:
-    """A job's `current` in the reader's language when a job's own words wrote it."""
-    for template, pattern in _PROGRESS:
-        match = pattern.fullmatch(text or "")
-        if match is not None:
-            return localize(Message(template, **match.groupdict()))
-    return text
-
-
-# A worker whose heartbeat is older than this is not counted as seen (/healthz, the designer).
-WORKER_SEEN_SECONDS = 60.0
-# How often a running job reads its row for a cancel request (and writes its heartbeat).
-CANCEL_POLL_SECONDS = 0.25
-
-
-def this_worker() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 # ---------------------------------------------------------------- kinds
@@ -171,16 +170,6 @@ class JobLimitError(Exception):
         return localize(self.message)
 
 
-class JobStopped(Exception):
-    """Raised inside a job's run: cancelled, or past one of the job's own caps."""
-
-    def __init__(self, status: str, reason: str, result: Any = None) -> None:
-        self.status = status
-        self.reason = reason
-        self.result = result  # what the job's result says of it (a refused import's report)
-        super().__init__(reason)
-
-
 # ---------------------------------------------------------------- submit, cancel
 
 
@@ -249,11 +238,28 @@ def job_submit(
     return job
 
 
+class JobFailed(Exception):
+    """Raised by the queue's task (`run_job`) once the job's row says failed, so the queue's
+    own status says it too (django-tasks' ``FAILED``, RQ's failed registry): the job, its
+    kind and its reason, in English for the operator (the row keeps it for every reader)."""
+
+    def __init__(self, job: Job) -> None:
+        self.job_id = str(job.pk)
+        self.reason = job.error
+        super().__init__(f"job {job.pk} ({job.kind}) failed: {job.error}")
+
+
 @task
 def run_job(job_id: str) -> None:
     """The task the queue carries (Django's Tasks framework, ``TASKS``): a job's id. The
     job itself (kind, parameters, progress, result) lives in the database. A piece of one
-    user's Run all gives its turn to another user's waiting work (`yields_turn`)."""
+    user's Run all gives its turn to another user's waiting work (`yields_turn`).
+
+    One truth per job: when the row ends failed, the task raises `JobFailed` after the row
+    is recorded, so the queue marks the task failed too (a worker goes on to the next, as
+    after any task's error). Succeeded and cancelled jobs end the task successfully (a
+    Cancel is what the user asked; the queue has no cancelled state), and so does an
+    attempt queued again after a transient error (its retry is a new task)."""
     if yields_turn(job_id):
         job_enqueue(job_id, delay=float(setting("JOBS_YIELD_SECONDS")))
         return
@@ -261,8 +267,19 @@ def run_job(job_id: str) -> None:
     kind = KINDS.get(name or "")
     if kind is not None and kind.from_queue is not None:
         kind.from_queue(job_id)
-        return
-    job_run(job_id)
+    else:
+        job_run(job_id)
+    raise_if_failed(job_id)
+
+
+def raise_if_failed(job_id: Any) -> None:
+    """`JobFailed` when the job's row says failed (read after the run: the run of this task,
+    or of the worker that took it with its siblings before this task came)."""
+    job = db_retry(
+        lambda: Job.objects.filter(pk=job_id).only("pk", "kind", "status", "error").first()
+    )
+    if job is not None and job.status == JobStatus.FAILED:
+        raise JobFailed(job)
 
 
 def yields_turn(job_id: Any) -> bool:
@@ -313,8 +330,8 @@ def job_cancel(*, job: Job) -> Job:
     if not queued.update(
         status=JobStatus.CANCELLED,
         finished_at=now,
-        current="",
-        error=Message("Cancelled before it ran."),
+        **message_columns("current", ""),
+        **message_columns("error", Message("Cancelled before it ran.")),
     ):
         Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(cancel_requested=True)
     pieces_cancel(job)
@@ -328,171 +345,10 @@ def pieces_cancel(job: Job) -> None:
     pieces.filter(status=JobStatus.QUEUED).update(
         status=JobStatus.CANCELLED,
         finished_at=timezone.now(),
-        current="",
-        error=Message("Cancelled."),
+        **message_columns("current", ""),
+        **message_columns("error", Message("Cancelled.")),
     )
     pieces.filter(status=JobStatus.RUNNING).update(cancel_requested=True)
-
-
-# ---------------------------------------------------------------- the worker's side
-
-
-class JobContext:
-    """What a kind's `run` gets: its job, caps, progress, items, the stop hook, and the
-    bounded runner its simulations run on (`runner`, lent by `lending` for the whole run:
-    the job's caps and cancel hook on every code call and model call; a kind cannot open
-    a runner of its own, ``sandbox_door.OwnRunnerRefused``)."""
-
-    def __init__(self, job: Job, worker: str, clock: Callable[[], float] = time.monotonic):
-        self.job = job
-        self.worker = worker
-        self.clock = clock
-        caps = job.caps or {}
-        self.caps = JobCaps(
-            max_code_calls=caps.get("max_code_calls"),
-            max_seconds=caps.get("max_seconds"),
-            max_model_calls=caps.get("max_model_calls"),
-            max_tokens=caps.get("max_tokens"),
-            started=clock(),
-        )
-        self.cancelled = False
-        # A live run asks for a Cancel before every model and tool call (`stop_now`), not
-        # every ``CANCEL_POLL_SECONDS`` (a model's answer takes seconds: one small query).
-        self.every_call = False
-        self._runner: BoundedRunner | None = None
-        self._polled = float("-inf")
-        self._beat = clock()
-
-    # The runner ---------------------------------------------------------------
-
-    @property
-    def owner(self) -> str:
-        """Whose run it is, for the warm session pool (a session never serves two users)."""
-        return f"user:{self.job.owner_id}" if self.job.owner_id else "command"
-
-    @contextlib.contextmanager
-    def lending(self) -> Iterator[JobContext]:
-        """While the kind runs: its bounded runner (`runner`), with the job's caps and
-        cancel hook (`cancel_hook`)."""
-        with job_runner(caps=self.caps, should_stop=self.cancel_hook, owner=self.owner) as lent:
-            self._runner = lent
-            try:
-                yield self
-            finally:
-                self._runner = None
-
-    @property
-    def runner(self) -> BoundedRunner:
-        """The bounded runner the job lends its kind (see `lending`)."""
-        if self._runner is None:
-            raise RuntimeError("a job's runner is lent while its kind runs (JobContext.lending)")
-        return self._runner
-
-    def cancel_hook(self) -> str:
-        """What the runner asks before each code call and model call: `stop_now` for a live
-        run (`every_call`), else `should_stop`."""
-        return self.stop_now() if self.every_call else self.should_stop()
-
-    # Progress and heartbeat -------------------------------------------------
-
-    def _mine(self) -> Any:
-        return Job.objects.filter(pk=self.job.pk, status=JobStatus.RUNNING, worker=self.worker)
-
-    def progress(
-        self, *, done: int | None = None, total: int | None = None, current: str | None = None
-    ) -> None:
-        fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
-        if done is not None:
-            fields["progress_done"] = self.job.progress_done = done
-            of = total if total is not None else self.job.progress_total
-            logger.info("job %s: %s of %s done", self.job.pk, done, of)
-        if total is not None:
-            fields["progress_total"] = self.job.progress_total = total
-        if current is not None:
-            fields["current"] = self.job.current = current[: rules.JOB_CURRENT_MAX_LENGTH]
-        self._mine().update(**fields)
-        self._beat = self.clock()
-
-    def should_stop(self) -> str:
-        """ "" to go on; else why to stop (the bounded runner refuses the call with it)."""
-        now = self.clock()
-        if self.cancelled:
-            return Message("the job was cancelled")
-        if now - self._polled >= CANCEL_POLL_SECONDS:
-            self._polled = now
-            row = Job.objects.filter(pk=self.job.pk).values("cancel_requested", "status").first()
-            if row is None or row["cancel_requested"] or row["status"] != JobStatus.RUNNING:
-                self.cancelled = True
-                return Message("the job was cancelled")
-        if now - self._beat >= float(setting("JOBS_HEARTBEAT_SECONDS")):
-            self._mine().update(heartbeat_at=timezone.now())
-            self._beat = now
-        return ""
-
-    def stop_now(self) -> str:
-        """`should_stop` reading the row every time, not every ``CANCEL_POLL_SECONDS``: the
-        check before each model call and tool call of a live run (one small query beside a
-        model's seconds), so a Cancel stops it at the end of the current call."""
-        self._polled = float("-inf")
-        return self.should_stop()
-
-    def check(self) -> None:
-        """Between pieces: stop when cancelled or past one of the job's caps (its time, its
-        code calls, its model calls and tokens)."""
-        self._polled = float("-inf")
-        if self.should_stop():
-            raise JobStopped(JobStatus.CANCELLED, "Cancelled.")
-        caps = self.caps
-        reason = ""
-        if caps.max_seconds is not None and self.clock() - caps.started >= caps.max_seconds:
-            reason = Message(
-                "The job reached its time cap of %(seconds)s s (JOBS_MAX_SECONDS)",
-                seconds=f"{caps.max_seconds:g}",
-            )
-        elif caps.max_code_calls is not None and caps.code_calls >= caps.max_code_calls:
-            reason = Message(
-                "The job reached its cap of %(count)s code calls (JOBS_MAX_CODE_CALLS)",
-                count=caps.max_code_calls,
-            )
-        elif caps.max_model_calls is not None and caps.model_calls >= caps.max_model_calls:
-            reason = Message(
-                "The job reached its cap of %(count)s model calls (JOBS_MAX_MODEL_CALLS)",
-                count=caps.max_model_calls,
-            )
-        elif caps.max_tokens is not None and caps.tokens >= caps.max_tokens:
-            reason = Message(
-                "The job reached its cap of %(count)s tokens (JOBS_MAX_TOKENS)",
-                count=caps.max_tokens,
-            )
-        if not reason:
-            return
-        done, total = self.job.progress_done, self.job.progress_total
-        if total:  # a job of pieces (scenarios): how far it got
-            reason = Message(
-                "%(reason)s after %(done)s of %(total)s.", reason=reason, done=done, total=total
-            )
-        else:
-            reason = Message("%(reason)s.", reason=reason)
-        raise JobStopped(JobStatus.FAILED, reason)
-
-    # Items ------------------------------------------------------------------
-
-    def done_keys(self) -> set[str]:
-        return set(JobItem.objects.filter(job=self.job).values_list("key", flat=True))
-
-    def item(self, key: str, data: Any, *, position: int = 0) -> bool:
-        """Store one finished piece, once per (job, key); False when it was already stored
-        (a retried job): the caller then writes nothing else for it. Call inside the
-        transaction that writes the piece's own rows, so both or neither are stored."""
-        try:
-            with transaction.atomic():
-                JobItem.objects.create(job=self.job, key=key, data=data, position=position)
-        except IntegrityError:
-            return False
-        return True
-
-    def items(self) -> list[Any]:
-        return [item.data for item in JobItem.objects.filter(job=self.job)]
 
 
 def job_run(job_id: str, *, worker: str | None = None) -> Job | None:
@@ -508,7 +364,7 @@ def job_run(job_id: str, *, worker: str | None = None) -> Job | None:
             attempts=F("attempts") + 1,
             started_at=now,
             heartbeat_at=now,
-            error="",
+            **message_columns("error", ""),
         )
 
     if not db_retry(claim, what=f"job {job_id}: claim"):
@@ -529,13 +385,17 @@ def job_run(job_id: str, *, worker: str | None = None) -> Job | None:
             logger.warning("job %s (%s): a transient error: %r", job.pk, job.kind, exc)
             return _after_transient(job, ctx, problem)
         logger.exception("job %s (%s) failed", job.pk, job.kind)
-        status, error = JobStatus.FAILED, f"{type(exc).__name__}: {exc}"
+        status, error = JobStatus.FAILED, failure_message(exc)
     if result is None and status != JobStatus.SUCCEEDED:
         result = db_retry(lambda: partial_result(job, ctx))
     finished = timezone.now()
     db_retry(
         lambda: ctx._mine().update(
-            status=status, result=result, error=error, finished_at=finished, current=""
+            status=status,
+            result=result,
+            finished_at=finished,
+            **message_columns("error", error),
+            **message_columns("current", ""),
         ),
         what=f"job {job.pk}: its outcome",
     )
@@ -544,102 +404,11 @@ def job_run(job_id: str, *, worker: str | None = None) -> Job | None:
     return job
 
 
-# ---------------------------------------------------------------- transient errors
-
-# What the user reads of a transient problem (the raw error, with its host names and paths,
-# stays in the worker's log): one sentence per kind of problem, retried or failed.
-PROBLEM_DATABASE, PROBLEM_QUEUE, PROBLEM_DISK, PROBLEM_LOCK = "database", "redis", "disk", "lock"
-PROBLEM_CONNECTION = "connection"
-_RETRIED = {
-    PROBLEM_DATABASE: gettext_noop(
-        "Attempt %(attempt)s stopped: the database was unavailable. Retried in %(seconds)s s."
-    ),
-    PROBLEM_QUEUE: gettext_noop(
-        "Attempt %(attempt)s stopped: Redis was unavailable. Retried in %(seconds)s s."
-    ),
-    PROBLEM_DISK: gettext_noop(
-        "Attempt %(attempt)s stopped: the server's disk was full. Retried in %(seconds)s s."
-    ),
-    PROBLEM_LOCK: gettext_noop(
-        "Attempt %(attempt)s stopped: a database lock wait timed out. Retried in %(seconds)s s."
-    ),
-    PROBLEM_CONNECTION: gettext_noop(
-        "Attempt %(attempt)s stopped: a service it needs was unreachable. Retried in %(seconds)s s."
-    ),
-}
-_FAILED = {
-    PROBLEM_DATABASE: gettext_noop(
-        "The job failed: the database was unavailable on attempt %(attempt)s of "
-        "%(max_attempts)s (JOBS_MAX_ATTEMPTS). The scenarios it finished are kept; run it "
-        "again for the rest."
-    ),
-    PROBLEM_QUEUE: gettext_noop(
-        "The job failed: Redis was unavailable on attempt %(attempt)s of %(max_attempts)s "
-        "(JOBS_MAX_ATTEMPTS). The scenarios it finished are kept; run it again for the rest."
-    ),
-    PROBLEM_DISK: gettext_noop(
-        "The job failed: the server's disk was full on attempt %(attempt)s of "
-        "%(max_attempts)s (JOBS_MAX_ATTEMPTS). The scenarios it finished are kept; run it "
-        "again for the rest."
-    ),
-    PROBLEM_LOCK: gettext_noop(
-        "The job failed: a database lock wait timed out on attempt %(attempt)s of "
-        "%(max_attempts)s (JOBS_MAX_ATTEMPTS). The scenarios it finished are kept; run it "
-        "again for the rest."
-    ),
-    PROBLEM_CONNECTION: gettext_noop(
-        "The job failed: a service it needs was unreachable on attempt %(attempt)s of "
-        "%(max_attempts)s (JOBS_MAX_ATTEMPTS). The scenarios it finished are kept; run it "
-        "again for the rest."
-    ),
-}
-_DISK_FULL = ("no space left on device", "disk full", "could not extend file")
-_LOCK_TIMEOUT = ("lock timeout", "lock_timeout", "canceling statement due to lock timeout")
-
-
-def transient_problem(exc: BaseException) -> str | None:
-    """What kind of transient problem `exc` is (one of the PROBLEM_* keys), or None when it
-    is the job's own failure. Transient: the database or Redis unreachable or restarting, a
-    full disk, a lock timeout, a deadlock, a refused connection (causes included)."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        text = str(exc).lower()
-        if (isinstance(exc, OSError) and exc.errno == 28) or any(w in text for w in _DISK_FULL):
-            return PROBLEM_DISK
-        if any(w in text for w in _LOCK_TIMEOUT) or "deadlock" in text:
-            return PROBLEM_LOCK
-        if isinstance(exc, InterfaceError) or (
-            isinstance(exc, OperationalError) and _database_away(exc)
-        ):
-            return PROBLEM_DATABASE
-        module = type(exc).__module__
-        if module.startswith("redis"):
-            return PROBLEM_QUEUE
-        psycopg_error = module.startswith("psycopg") and type(exc).__name__ == "OperationalError"
-        if psycopg_error and _database_away(exc):
-            return PROBLEM_DATABASE
-        if isinstance(exc, ConnectionError):
-            return PROBLEM_CONNECTION
-        exc = exc.__cause__ or exc.__context__
-    return None
-
-
-# SQLSTATE classes of a database that is away or busy, not of a wrong query: connection
-# exceptions (08), insufficient resources (53: disk full, too many connections), operator
-# intervention (57: shutting down, starting up, statement cancelled), transaction rollback
-# (40: deadlock, serialization), lock not available (55P03).
-_AWAY_CLASSES = ("08", "53", "57", "40")
-# SQLite says what is wrong with the query in an OperationalError too: not transient.
-_QUERY_FAULTS = ("no such table", "no such column", "has no column", "syntax error")
-
-
-def _database_away(exc: BaseException) -> bool:
-    cause = exc.__cause__ if exc.__cause__ is not None else exc
-    code = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
-    if code:
-        return code[:2] in _AWAY_CLASSES or code == "55P03"
-    return not any(fault in str(exc).lower() for fault in _QUERY_FAULTS)
+def failure_message(exc: BaseException) -> str:
+    """What a job that raised `exc` says: the error's class and its message (a `Message`
+    the raiser wrote is kept, so it reads in the reader's language; other text is data)."""
+    reason = exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Message) else str(exc)
+    return Message("%(error)s: %(reason)s", error=type(exc).__name__, reason=reason)
 
 
 def _after_transient(job: Job, ctx: JobContext, problem: str) -> Job:
@@ -649,9 +418,10 @@ def _after_transient(job: Job, ctx: JobContext, problem: str) -> Job:
     if job.attempts < max_attempts and not ctx.cancelled:
         delay = float(setting("JOBS_RETRY_BACKOFF_SECONDS")) * 2 ** (job.attempts - 1)
         message = Message(_RETRIED[problem], attempt=job.attempts, seconds=f"{delay:g}")
-        fields = {"status": JobStatus.QUEUED, "worker": "", "current": "", "task_id": ""}
+        fields = {"status": JobStatus.QUEUED, "worker": "", "task_id": ""}
+        fields |= message_columns("current", "") | message_columns("error", message)
         moved = db_retry(
-            lambda: ctx._mine().update(**fields, error=message, queued_at=timezone.now()),
+            lambda: ctx._mine().update(**fields, queued_at=timezone.now()),
             what=f"job {job.pk}: queue again",
         )
         if moved:
@@ -665,9 +435,9 @@ def _after_transient(job: Job, ctx: JobContext, problem: str) -> Job:
             lambda: ctx._mine().update(
                 status=status,
                 result=result,
-                error=message,
                 finished_at=timezone.now(),
-                current="",
+                **message_columns("error", message),
+                **message_columns("current", ""),
             ),
             what=f"job {job.pk}: its outcome",
         )
@@ -676,50 +446,7 @@ def _after_transient(job: Job, ctx: JobContext, problem: str) -> Job:
     return job
 
 
-def db_retry[T](
-    action: Callable[[], T], *, what: str = "", sleep: Callable[[float], None] = time.sleep
-) -> T:
-    """Run `action`; on a database error (connection lost, the database restarting) close
-    the connection and try again with a backoff (0.2 s, doubling, at most 5 s apart) for
-    up to ``JOBS_DB_RETRY_SECONDS``, then raise. Never inside a transaction (the whole
-    transaction is lost with the connection): there it raises at once."""
-    budget = float(setting("JOBS_DB_RETRY_SECONDS"))
-    waited, delay = 0.0, 0.2
-    while True:
-        try:
-            return action()
-        except (OperationalError, InterfaceError) as exc:
-            query_fault = isinstance(exc, OperationalError) and not _database_away(exc)
-            if connection.in_atomic_block or waited >= budget or query_fault:
-                raise
-            logger.warning("%s: a database error (%s); retried in %.1f s", what or "db", exc, delay)
-            with contextlib.suppress(Exception):
-                connection.close()
-            sleep(delay)
-            waited += delay
-            delay = min(delay * 2, 5.0)
-
-
-def partial_result(job: Job, ctx: JobContext) -> Any:
-    items = ctx.items()
-    return {"scenarios": items} if items else None
-
-
 # ---------------------------------------------------------------- recovery
-
-
-def _worker_gone(worker: str) -> bool:
-    """True when `worker` ran on this host and its process is gone."""
-    host, _, pid = worker.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
 
 
 def jobs_recover(jobs: Iterable[Job] | None = None) -> list[Job]:
@@ -747,11 +474,11 @@ def jobs_recover(jobs: Iterable[Job] | None = None) -> list[Job]:
                 attempt=job.attempts,
             )
             again = {
-                "current": "",
                 "worker": "",
-                "error": retried,
                 "task_id": "",
                 "queued_at": timezone.now(),
+                **message_columns("current", ""),
+                **message_columns("error", retried),
             }
             if lost.update(status=JobStatus.QUEUED, **again):
                 logger.warning("job %s: %s; queued again", job.pk, why)
@@ -767,7 +494,8 @@ def jobs_recover(jobs: Iterable[Job] | None = None) -> list[Job]:
                 attempt=job.attempts,
                 max_attempts=max_attempts,
             )
-            if lost.update(status=status, current="", finished_at=timezone.now(), error=message):
+            ended = message_columns("current", "") | message_columns("error", message)
+            if lost.update(status=status, finished_at=timezone.now(), **ended):
                 logger.warning("job %s: %s; marked %s", job.pk, why, status)
                 touched.append(job)
     return touched
@@ -808,55 +536,6 @@ def jobs_reap() -> list[Job]:
     return touched
 
 
-# ---------------------------------------------------------------- workers seen
-
-
-def worker_beat(worker: str, *, queue: str = "", stopped: bool = False) -> None:
-    """Write the worker's heartbeat row (`manage.py worker`, at start, every
-    ``JOBS_HEARTBEAT_SECONDS`` and at exit with `stopped`)."""
-    now = timezone.now()
-    updated = WorkerHeartbeat.objects.filter(worker=worker).update(seen_at=now, stopped=stopped)
-    if not updated:
-        WorkerHeartbeat.objects.update_or_create(
-            worker=worker,
-            defaults={"queue": queue, "started_at": now, "seen_at": now, "stopped": stopped},
-        )
-
-
-def workers_seen(seconds: float = WORKER_SEEN_SECONDS) -> list[WorkerHeartbeat]:
-    """The workers whose heartbeat is at most `seconds` old and that did not say they stopped."""
-    since = timezone.now() - timedelta(seconds=seconds)
-    return list(WorkerHeartbeat.objects.filter(seen_at__gte=since, stopped=False))
-
-
-def forget_old_workers(days: float = 7) -> int:
-    """Delete heartbeat rows older than `days` (workers long gone)."""
-    since = timezone.now() - timedelta(days=days)
-    return WorkerHeartbeat.objects.filter(seen_at__lt=since).delete()[0]
-
-
-def queue_wait(job: Job) -> Message | None:
-    """What the designer says of a job that has waited in the queue longer than a worker
-    takes to pick it up (``JOBS_PICKUP_SECONDS``): no worker seen (with the fix), or every
-    worker busy. None while it is not late (or not queued)."""
-    if job.status != JobStatus.QUEUED:
-        return None
-    since = job.queued_at or job.created_at
-    waited = (timezone.now() - since).total_seconds()
-    if waited < float(setting("JOBS_PICKUP_SECONDS")):
-        return None
-    if not workers_seen():
-        return Message(
-            "Waiting for %(seconds)s s: no job worker is running. Start one (make worker, or "
-            "manage.py worker under a supervisor) and this job runs.",
-            seconds=int(waited),
-        )
-    return Message(
-        "Waiting for %(seconds)s s: every job worker is busy; this job runs when one is free.",
-        seconds=int(waited),
-    )
-
-
 # ---------------------------------------------------------------- reads
 
 
@@ -889,9 +568,9 @@ def job_data(job: Job, *, url: str = "") -> dict[str, Any]:
         "url": url,
         "status": job.status,
         "progress": {"done": job.progress_done, "total": job.progress_total},
-        "current": shown_current(job.current),
-        "result": localized_data(result),  # messages in the reader's language
-        "error": localize(recovered_message(job.error)),  # stored English, shown translated
+        "current": localize(job.current_message),  # in the reader's language
+        "result": localized_data(result),
+        "error": localize(job.error_message),
         "attempts": job.attempts,
         "caps": job.caps,
         "created_at": job.created_at,

@@ -17,7 +17,8 @@ from agents import i18n
 from agents.core import rules
 from agents.core.cx.carry import kept_summary
 from agents.core.render import render_value
-from agents.i18n import localize, recovered_message
+from agents.i18n import localize
+from agents.models import Job
 
 register = template.Library()
 
@@ -97,10 +98,13 @@ def localized(message: Any) -> str:
 
 
 @register.filter
-def stored_message(text: Any) -> str:
-    """A message stored as its English text (a job's error) in the reader's language when a
-    template of the catalog reads it back (`agents.i18n.recovered_message`); else as stored."""
-    return localize(recovered_message(text)) if isinstance(text, str) else localize(text)
+def stored_message(value: Any) -> str:
+    """A stored message in the reader's language: a job's error (given the `Job`: its
+    `error_message`, kept as its template and parameters) or a `Message`; a row stored
+    before its template was kept, as stored."""
+    if isinstance(value, Job):
+        value = value.error_message
+    return localize(value)
 
 
 @register.filter

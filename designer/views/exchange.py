@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from agents import selectors
 from agents.core.diagnostics import Diagnostic, Severity, strip_prefix
 from agents.core.formats import dumps_native
-from agents.i18n import localize, localized_data, recovered_message
+from agents.i18n import localize, localized_data
 from agents.models import AgentApp, Job, JobStatus
 from agents.ratelimit import rate_limited
 from agents.services import exchange, jobs
@@ -230,7 +230,7 @@ def app_import_evalset_job(
     elif finished:
         extra["evalset_error"] = _("%(file)s was not imported: %(why)s.") % {
             "file": filename,
-            "why": localize(recovered_message(job.error)) if job.error else job.status,
+            "why": localize(job.error_message) if job.error else job.status,
         }
     return render(request, TEMPLATE, _export_context(app, access, **extra))
 
@@ -337,7 +337,7 @@ def app_import_job(request: HttpRequest, import_job_id: object) -> HttpResponse:
     elif finished:
         context["file_error"] = _("%(file)s was not imported: %(why)s.") % {
             "file": filename,
-            "why": localize(recovered_message(job.error)) if job.error else job.status,
+            "why": localize(job.error_message) if job.error else job.status,
         }
     if request.htmx:
         return render(request, f"{TEMPLATE}#import-job", context)

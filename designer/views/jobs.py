@@ -159,7 +159,7 @@ def render_live_job(
     outcome = live_jobs.live_job_outcome(job)
     panel = conversation.build_conversation(app, agent, params, outcome=outcome)
     if outcome is None or job.status != JobStatus.SUCCEEDED:
-        why = Message("Cancelled.") if job.status == JobStatus.CANCELLED else job.error
+        why = Message("Cancelled.") if job.status == JobStatus.CANCELLED else job.error_message
         stopped = Message("The live run stopped: %(why)s", why=why)
         panel.diagnostics.insert(0, error("live", stopped, "SC482"))
     context["conversation"] = panel

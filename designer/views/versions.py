@@ -363,7 +363,7 @@ def _scenario_context(job: Job) -> dict[str, Any]:
         "scenarios": scenarios,
         "changed": [s for s in scenarios or () if s["change"] != "same"],
         "active": not finished,
-        "error": job.error if finished and job.status != "succeeded" else "",
+        "error": job.error_message if finished and job.status != "succeeded" else "",
         "poll_ms": 500,
     }
 

@@ -254,7 +254,7 @@ class Command(LocalizedCommand):
                 self.stderr.write(
                     f"ERROR  {app.name}: "
                     + _("the job ended %(status)s: %(error)s")
-                    % {"status": job.status, "error": job.error}
+                    % {"status": job.status, "error": localize(job.error_message)}
                 )
                 below += 1
                 continue
@@ -447,7 +447,7 @@ class Command(LocalizedCommand):
                     self.stderr.write(
                         f"ERROR  {app.name}: "
                         + _("the job ended %(status)s: %(error)s")
-                        % {"status": job.status, "error": job.error}
+                        % {"status": job.status, "error": localize(job.error_message)}
                     )
             scenarios = [s for job in done for s in (job.result or {}).get("scenarios", [])]
             order = {
@@ -527,7 +527,7 @@ class Command(LocalizedCommand):
                     self.stderr.write(
                         f"ERROR  {where}: "
                         + _("the job ended %(status)s: %(error)s")
-                        % {"status": job.status, "error": job.error}
+                        % {"status": job.status, "error": localize(job.error_message)}
                     )
                     continue
                 evaluation_ = outcome.evaluation
