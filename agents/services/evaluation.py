@@ -30,13 +30,8 @@ from django.utils import timezone
 
 from agents import selectors
 from agents.core.diagnostics import Message
-from agents.core.evaluate import (
-    ScenarioEvaluation,
-    allows_extra_calls,
-    evaluate,
-    explain_failures,
-    listed_calls,
-)
+from agents.core.evaluate import ScenarioEvaluation, allows_extra_calls, evaluate
+from agents.core.explain import explain_failures, listed_calls
 from agents.core.simulate import SimulationResult
 from agents.core.spec import ScenarioSpec
 from agents.i18n import with_i18n
@@ -164,7 +159,7 @@ def _explain_failures(
     runner: BoundedRunner | None,
 ) -> ScenarioEvaluation:
     """A golden that lists only some calls and failed offline: which failures a call it
-    leaves out explains (``agents.core.evaluate.explain_failures``), trying the calls the
+    leaves out explains (``agents.core.explain.explain_failures``), trying the calls the
     app's goldens list, on the batch's sandbox or one of its own."""
     simulated = with_instructions(app_spec, agent.display_name, instructions)
     examples = _app_listed_calls(app)

@@ -212,7 +212,7 @@ def test_a_scenario_without_expectations_has_no_status() -> None:
 def test_junit_xml_has_a_failure_per_failed_scenario_and_skips_the_others() -> None:
     import xml.etree.ElementTree as ET
 
-    from agents.core.evaluate import JUnitCase, junit_xml
+    from agents.core.junit import JUnitCase, junit_xml
 
     failed = check('user: x\ntool: AddItem {"price": 2}\nexpect state [T]: {"cart_total": 3}\n')
     passed = check('user: x\ntool: AddItem {"price": 2}\nexpect state: {"cart_total": 2}\n')

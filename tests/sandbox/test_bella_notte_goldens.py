@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from agents.core.cx.app import read_cx_files
-from agents.core.evaluate import ScenarioEvaluation, evaluate, explain_failures, listed_calls
+from agents.core.evaluate import ScenarioEvaluation, evaluate
+from agents.core.explain import explain_failures, listed_calls
 from agents.core.simulate import simulate
 from agents.core.spec import (
     AppSpec,

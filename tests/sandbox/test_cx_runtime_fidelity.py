@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from agents.core.cx.app import read_cx_files, to_cx_files
-from agents.core.evaluate import evaluate, explain_failures, listed_calls
+from agents.core.evaluate import evaluate
+from agents.core.explain import explain_failures, listed_calls
 from agents.core.lint import lint_app
 from agents.core.simulate import SimulationResult, simulate
 from agents.core.spec import AppSpec, ScenarioSpec, ToolKind

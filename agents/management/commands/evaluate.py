@@ -32,7 +32,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext, npgettext
 
 from agents import selectors
-from agents.core.evaluate import ExpectationResult, JUnitCase, ScenarioEvaluation, junit_xml
+from agents.core.evaluate import ExpectationResult, ScenarioEvaluation
+from agents.core.junit import JUnitCase, junit_xml
 from agents.i18n import localize, localized_data
 from agents.management.language import LocalizedCommand
 from agents.models import AgentApp, Job
