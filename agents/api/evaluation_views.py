@@ -1,4 +1,4 @@
-"""The history of an app's evaluation runs (``agents.services.evaluation_runs``).
+"""The history of an app's evaluation runs (``agents.services.evaluation_history``).
 
 ``POST /api/apps/{id}/evaluate`` starts one (with `models`, `versions`, `repeat`,
 `threshold` for an experiment); these views read what it kept: the list, one run with its
@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from agents.api.base import ERRORS, READ_ERRORS, ApiView
 from agents.i18n import localized_data
 from agents.models import EvaluationRun
-from agents.services import evaluation_runs
+from agents.services import evaluation_history, evaluation_matrix
 
 
 class EvaluationRunOut(serializers.Serializer):
@@ -82,7 +82,7 @@ class EvaluationRunView(ApiView):
     def load_run(self) -> EvaluationRun:
         app = self.load_app()
         try:
-            return evaluation_runs.run_for_app(app, self.kwargs["evaluation_id"])
+            return evaluation_history.run_for_app(app, self.kwargs["evaluation_id"])
         except EvaluationRun.DoesNotExist:
             raise Http404("No such evaluation run for this app.") from None
 
@@ -99,8 +99,8 @@ class EvaluationRunListView(EvaluationRunView):
     )
     def get(self, request: Request, app_id: int) -> Response:
         app = self.load_app()
-        runs = evaluation_runs.run_list(app)[:200]
-        return Response([evaluation_runs.run_data(r, matrix=False) for r in runs])
+        runs = evaluation_history.run_list(app)[:200]
+        return Response([evaluation_history.run_data(r, matrix=False) for r in runs])
 
 
 class EvaluationRunDetailView(EvaluationRunView):
@@ -115,7 +115,7 @@ class EvaluationRunDetailView(EvaluationRunView):
         responses={200: EvaluationRunDetailOut, **READ_ERRORS},
     )
     def get(self, request: Request, app_id: int, evaluation_id: int) -> Response:
-        return Response(localized_data(evaluation_runs.run_data(self.load_run())))
+        return Response(localized_data(evaluation_history.run_data(self.load_run())))
 
 
 class EvaluationRunCsvView(EvaluationRunView):
@@ -132,7 +132,7 @@ class EvaluationRunCsvView(EvaluationRunView):
     def get(self, request: Request, app_id: int, evaluation_id: int) -> HttpResponse:
         run = self.load_run()
         response = HttpResponse(
-            evaluation_runs.matrix_csv(run.matrix), content_type="text/csv; charset=utf-8"
+            evaluation_matrix.matrix_csv(run.matrix), content_type="text/csv; charset=utf-8"
         )
         name = f"evaluation-run-{run.pk}.csv"
         response["Content-Disposition"] = f'attachment; filename="{name}"'
@@ -158,4 +158,4 @@ class EvaluationRunCompareView(EvaluationRunView):
         run = self.load_run()
         a = str(request.query_params.get("a", ""))
         b = str(request.query_params.get("b", ""))
-        return Response(evaluation_runs.compare(run.matrix, a, b))
+        return Response(evaluation_matrix.compare(run.matrix, a, b))

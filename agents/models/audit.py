@@ -72,7 +72,7 @@ def object_name_shown(name: str) -> str:
     return f"{found['agent']} / {found['kind']} #{found['order']}"
 
 
-# An operator's write in the admin (`agents.admin_writes.record`): `<model>.admin_<verb>`.
+# An operator's write in the admin (`agents.admin.writes.record`): `<model>.admin_<verb>`.
 ADMIN_ACTION_LABELS = {
     "add": pgettext_lazy("history action", "%(object)s added in the admin"),
     "change": pgettext_lazy("history action", "%(object)s changed in the admin"),

@@ -30,7 +30,14 @@ from agents.core.diagnostics import Message
 from agents.core.run_data import evaluation_data, result_data
 from agents.i18n import with_i18n
 from agents.models import AppVersion
-from agents.services import evaluation, evaluation_runs, jobs, versions
+from agents.services import (
+    evaluation,
+    evaluation_history,
+    evaluation_matrix,
+    evaluation_runs,
+    jobs,
+    versions,
+)
 from agents.services.jobs import JobContext, register
 from agents.services.live_jobs import RUN_ITEM
 
@@ -59,7 +66,7 @@ def _evaluate(ctx: JobContext, only: set[int] | None, *, history: bool) -> dict[
     pieces = evaluation_runs.plan(job, pairs)
     by_key = {p.key: p for p in pieces}
     if history:
-        evaluation_runs.run_started(job)
+        evaluation_history.run_started(job)
     outcomes: dict[str, dict[str, Any]] = {}
 
     def finished(child: Any) -> None:
@@ -75,9 +82,9 @@ def _evaluate(ctx: JobContext, only: set[int] | None, *, history: bool) -> dict[
 
     def gathered() -> dict[str, Any]:
         """The matrix of the pieces so far, with the app revisions they ran at."""
-        matrix = evaluation_runs.matrix_of(list(outcomes.values()), columns, threshold)
+        matrix = evaluation_matrix.matrix_of(list(outcomes.values()), columns, threshold)
         started = job.params.get("app_revision")
-        matrix["revisions"] = evaluation_runs.revisions_of(outcomes.values(), started)
+        matrix["revisions"] = evaluation_matrix.revisions_of(outcomes.values(), started)
         return matrix
 
     try:
@@ -99,18 +106,18 @@ def _evaluate(ctx: JobContext, only: set[int] | None, *, history: bool) -> dict[
     except jobs.JobStopped as stop:
         matrix = gathered()
         if history:
-            evaluation_runs.run_finished(job, stop.status, matrix)
+            evaluation_history.run_finished(job, stop.status, matrix)
         raise
     except Exception:
         if history:
             matrix = gathered()
-            evaluation_runs.run_finished(job, "failed", matrix)
+            evaluation_history.run_finished(job, "failed", matrix)
         raise
     matrix = gathered()
     result = evaluation.summary_data(ctx.items())
-    evaluation_runs.annotate(result, matrix)
+    evaluation_matrix.annotate(result, matrix)
     if history:
-        run = evaluation_runs.run_finished(job, "succeeded", matrix)
+        run = evaluation_history.run_finished(job, "succeeded", matrix)
         result["evaluation_run"] = run.pk if run is not None else None
     return result
 

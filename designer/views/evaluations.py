@@ -17,7 +17,15 @@ from django.views.decorators.http import require_GET, require_POST
 from agents import selectors
 from agents.i18n import localized_data
 from agents.models import JOB_ACTIVE, AgentApp, EvaluationRun
-from agents.services import ServiceError, evaluation, evaluation_runs, jobs, live_models, versions
+from agents.services import (
+    ServiceError,
+    evaluation,
+    evaluation_history,
+    evaluation_matrix,
+    jobs,
+    live_models,
+    versions,
+)
 from agents.services.live_models import LiveNotAllowed
 from designer.charts import pass_rate_svg
 
@@ -27,13 +35,13 @@ HISTORY_SHOWN = 30
 
 
 def _runs_context(app: AgentApp, access: Any, **extra: Any) -> dict[str, Any]:
-    runs = list(evaluation_runs.run_list(app).defer(None)[:HISTORY_SHOWN])
+    runs = list(evaluation_history.run_list(app).defer(None)[:HISTORY_SHOWN])
     return {
         "app": app,
         "access": access,
         "runs": runs,
         "chart": pass_rate_svg(runs),
-        "strips": evaluation_runs.golden_strips(runs),
+        "strips": evaluation_history.golden_strips(runs),
         "active": any(r.status in JOB_ACTIVE for r in runs),
         "models": live_models.model_names(),
         "versions": list(versions.version_list(app)),
@@ -106,7 +114,7 @@ def evaluation_start(request: HttpRequest, app_id: int) -> HttpResponse:
 
 def _run(app: AgentApp, run_id: int) -> EvaluationRun:
     try:
-        return evaluation_runs.run_for_app(app, run_id)
+        return evaluation_history.run_for_app(app, run_id)
     except EvaluationRun.DoesNotExist:
         raise Http404(_("No such evaluation run for this app.")) from None
 
@@ -126,7 +134,7 @@ def evaluation_run(request: HttpRequest, app_id: int, evaluation_id: int) -> Htt
     changed, compare_error = [], ""
     if a and b and a != b:
         try:
-            changed = evaluation_runs.compare(matrix, a, b)
+            changed = evaluation_matrix.compare(matrix, a, b)
         except ServiceError as exc:
             compare_error = exc.localized()
     job = run.job
@@ -159,12 +167,12 @@ def evaluation_run_export(request: HttpRequest, app_id: int, evaluation_id: int)
     app, _access = selectors.app_for_user(request.user, app_id)
     run = _run(app, evaluation_id)
     if request.GET.get("format") == "json":
-        body = json.dumps(evaluation_runs.run_data(run), default=str, indent=2)
+        body = json.dumps(evaluation_history.run_data(run), default=str, indent=2)
         response = HttpResponse(body, content_type="application/json")
         name = f"evaluation-run-{run.pk}.json"
     else:
         response = HttpResponse(
-            evaluation_runs.matrix_csv(run.matrix), content_type="text/csv; charset=utf-8"
+            evaluation_matrix.matrix_csv(run.matrix), content_type="text/csv; charset=utf-8"
         )
         name = f"evaluation-run-{run.pk}.csv"
     response["Content-Disposition"] = f'attachment; filename="{name}"'

@@ -11,7 +11,8 @@ Layout (paths relative to the output folder)::
     <package>/tools/<T>.py             each Python tool's code, unchanged
     <package>/tools/<T>.openapi.json   each OpenAPI tool's document
     <package>/callbacks/<A>/<kind>_01.py   each callback's code, unchanged, in run order
-    <package>/statecraft_runtime/      the runtime adapter (``shipped/runtime.py``), CX's
+    <package>/statecraft_runtime/      the runtime adapter (``shipped/*.py``: ``runtime.py``
+                                       and the modules it imports), CX's
                                        callback objects and Statecraft's instruction compiler
     <package>/evals/<S>.evalset.json   each scenario with expectations, as an ADK evalset
     <package>/evals/test_config.json   the criteria (``agents.core.adk.evalsets``)
@@ -66,7 +67,8 @@ def _runtime_files(prefix: str) -> dict[str, bytes]:
         text = re.sub(r"^from agents\.core import (\w+)$", r"from . import \1", text, flags=re.M)
         out[f"{prefix}/{name}.py"] = text.encode("utf-8")
     out[f"{prefix}/cx_objects.py"] = CX_OBJECTS.read_bytes()
-    out[f"{prefix}/runtime.py"] = (SHIPPED / "runtime.py").read_bytes()
+    for path in sorted(SHIPPED.glob("*.py")):  # runtime.py and the modules it imports
+        out[f"{prefix}/{path.name}"] = path.read_bytes()
     out[f"{prefix}/__init__.py"] = (
         b'"""Statecraft\'s runtime adapter for ADK (see runtime.py)."""\n'
     )

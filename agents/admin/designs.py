@@ -1,4 +1,5 @@
-"""The operators' admin site: every model, with inlines, search, filters and constant queries."""
+"""The admin of the design objects: every model of an app, with inlines, search, filters and
+constant queries (the records' admins: ``agents.admin.records``)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from django.utils import formats
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from agents import admin_writes, services
-from agents.admin_writes import EXPECTED_VERSION, PARENT_FIELD, record
+from agents import services
+from agents.admin import writes
+from agents.admin.writes import EXPECTED_VERSION, PARENT_FIELD, record
 from agents.i18n import localize
 from agents.models import (
     Agent,
@@ -113,7 +115,7 @@ def checked_form(model_: type, checker) -> type[forms.ModelForm]:  # type: ignor
 
 
 class VersionedAdmin(admin.ModelAdmin):
-    """Adds, changes and deletes go through the services (agents/admin_writes.py): a new
+    """Adds, changes and deletes go through the services (agents/admin/writes.py): a new
     object is the service's create, a rename rewrites references, a stale form is refused,
     the history records who did it."""
 
@@ -140,7 +142,7 @@ class VersionedAdmin(admin.ModelAdmin):
         return kwargs
 
     def save_model(self, request: HttpRequest, obj, form, change) -> None:  # type: ignore[no-untyped-def]
-        write = admin_writes.save_changed if change else admin_writes.save_new
+        write = writes.save_changed if change else writes.save_new
         if write(request, obj, form):
             return
         if change:
@@ -149,25 +151,25 @@ class VersionedAdmin(admin.ModelAdmin):
         record(request, obj, "change" if change else "add")
 
     def save_related(self, request: HttpRequest, form, formsets, change) -> None:  # type: ignore[no-untyped-def]
-        if self.model in admin_writes.UPDATE:  # the service set the links
+        if self.model in writes.UPDATE:  # the service set the links
             for formset in formsets:
                 self.save_formset(request, form, formset, change=change)
             return
         super().save_related(request, form, formsets, change)
 
     def save_formset(self, request: HttpRequest, form, formset, change) -> None:  # type: ignore[no-untyped-def]
-        if admin_writes.save_formset(request, formset):
+        if writes.save_formset(request, formset):
             return
         super().save_formset(request, form, formset, change)
         if formset.has_changed():
             record(request, form.instance, "change")
 
     def delete_model(self, request: HttpRequest, obj) -> None:  # type: ignore[no-untyped-def]
-        admin_writes.delete(request, obj)
+        writes.delete(request, obj)
 
     def delete_queryset(self, request: HttpRequest, queryset) -> None:  # type: ignore[no-untyped-def]
         for obj in queryset:
-            admin_writes.delete(request, obj)
+            writes.delete(request, obj)
 
     def _refused(self, request: HttpRequest, view: Callable[[], HttpResponse]) -> HttpResponse:
         """A service's refusal (a save raced by another, a root agent deleted) shown as an
@@ -445,6 +447,3 @@ class ScenarioStepAdmin(VersionedAdmin):
     search_fields = ("text", "tool", "scenario__name")
     autocomplete_fields = ("scenario",)
 
-
-# The records' admins (versions, audit, results, live models, jobs): agents/admin_records.py.
-from agents import admin_records  # noqa: E402, F401

@@ -1,7 +1,7 @@
 """The admin's writes, through the services: a new object is the service's create (its
 name rules, uniqueness and limits, its history entry, the app's revision), a change the
 service's update (a rename rewrites references, a stale form is refused, the history
-records it), a delete the service's delete. agents/admin.py calls these from save_model,
+records it), a delete the service's delete. agents/admin/designs.py calls these from save_model,
 save_formset and delete_model; objects without a service (scenario steps, a share's
 change) are saved as the admin always did, and recorded in the history."""
 
