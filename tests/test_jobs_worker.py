@@ -31,7 +31,7 @@ def test_a_worker_process_runs_the_job_and_reports_progress(workers, api, bank):
     total = slow_app(bank, 2)
     location = api.post(reverse("api:app-evaluate", args=[bank.pk]))["Location"]
     job_id = location.rstrip("/").rsplit("/", 1)[-1]
-    worker.wait_for(f"job {job_id}: 1 of {total} done")
+    worker.wait_for_progress(job_id, total)
     worker.wait_for(f"job {job_id} (evaluate_app) succeeded")
     body = api.get(location).json()
     assert body["status"] == "succeeded"
@@ -43,7 +43,7 @@ def test_a_worker_killed_mid_job_is_retried_without_duplicates(workers, user, ba
     total = slow_app(bank, 4)
     first = workers()
     job = jobs.job_submit(kind="evaluate_app", owner=user, app=bank)
-    first.wait_for(f"job {job.pk}: 1 of {total} done")
+    first.wait_for_progress(job.pk, total)
     first.kill()
     assert Job.objects.get(pk=job.pk).status == "running"  # as the dead worker left it
     second = workers()
@@ -59,7 +59,7 @@ def test_a_job_whose_worker_died_too_often_fails_with_the_reason(workers, user, 
     total = slow_app(bank, 6)
     first = workers()
     job = jobs.job_submit(kind="evaluate_app", owner=user, app=bank)
-    first.wait_for(f"job {job.pk}: 1 of {total} done")
+    first.wait_for_progress(job.pk, total)
     first.kill()
     second = workers(JOBS_MAX_ATTEMPTS="1")
     second.wait_for(f"recovered job {job.pk}")
@@ -74,7 +74,7 @@ def test_cancel_stops_a_running_job(workers, api, bank):
     total = slow_app(bank, 4)
     location = api.post(reverse("api:app-evaluate", args=[bank.pk]))["Location"]
     job_id = location.rstrip("/").rsplit("/", 1)[-1]
-    worker.wait_for(f"job {job_id}: 1 of {total} done")
+    worker.wait_for_progress(job_id, total)
     assert api.post(location + "cancel").status_code == 200
     worker.wait_for(f"job {job_id} (evaluate_app) cancelled")
     body = api.get(location).json()
@@ -106,7 +106,7 @@ def test_an_rq_worker_killed_mid_job_is_recovered_without_duplicates(rq_queue, w
     total = slow_app(bank, 4)
     first = workers(TASKS_BACKEND="rq", REDIS_URL=REDIS_URL)
     job = jobs.job_submit(kind="evaluate_app", owner=user, app=bank)
-    first.wait_for(f"job {job.pk}: 1 of {total} done")
+    first.wait_for_progress(job.pk, total)
     first.kill()
     assert Job.objects.get(pk=job.pk).status == "running"  # as the dead worker left it
     second = workers(TASKS_BACKEND="rq", REDIS_URL=REDIS_URL)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -67,6 +68,15 @@ class Worker:
         self.cursor = 0  # lines before it were matched by an earlier wait
         self._partial = b""  # the start of a line not ended yet
         self._eof = False
+
+    def wait_for_progress(self, job_id: object, total: int, timeout: float = 240) -> str:
+        """The first line saying some of the job's `total` pieces are done: the pieces of a
+        worker's threads may end together, so the count can go from 0 to 2 at once."""
+        pattern = re.compile(rf"job {job_id}: [1-9][0-9]* of {total} done")
+        while True:
+            line = self.wait_for(f"job {job_id}: ", timeout)
+            if pattern.search(line):
+                return line
 
     def wait_for(self, text: str, timeout: float = 240) -> str:
         """The next line containing `text`; fails with all output at the deadline.
