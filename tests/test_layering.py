@@ -25,6 +25,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "agents.sandbox",
         "agents.api",
         "designer",
+        "server",
     ),
     "agents/sandbox": (
         "django",
@@ -34,6 +35,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "agents.selectors",
         "agents.api",
         "designer",
+        "server",
     ),
     "agents/models": (
         "agents.services",
@@ -41,12 +43,15 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "agents.api",
         "designer",
         "rest_framework",
+        "server",
     ),
-    "agents/selectors.py": ("agents.services", "agents.api", "designer", "rest_framework"),
-    "agents/services": ("agents.api", "designer", "agents.admin"),
+    "agents/selectors.py": ("agents.services", "agents.api", "designer", "rest_framework", "server"),
+    "agents/services": ("agents.api", "designer", "agents.admin", "server"),
     # Export and import: a use case like the others, which knows no web framework.
     "agents/services/exchange.py": ("agents.api", "designer", "rest_framework"),
     "agents/api": ("designer",),
+    # The processes' concerns (rate limits, sign-in, the workers): below both web adapters.
+    "server": ("agents.api", "designer"),
 }
 
 
@@ -144,7 +149,7 @@ SANDBOX_DOORS = {"agents/services/sandbox_door.py", "agents/checks.py"}
 def test_only_the_simulation_service_imports_the_sandbox():
     offenders = sorted(
         str(path.relative_to(ROOT))
-        for where in ("agents", "designer")
+        for where in ("agents", "designer", "server")
         for path in _modules(where)
         if not path.is_relative_to(ROOT / "agents" / "sandbox")
         and str(path.relative_to(ROOT)) not in SANDBOX_DOORS
@@ -194,7 +199,7 @@ def test_no_import_cycle_anywhere_in_the_product():
     (inside functions) included: each import names the longest module it can mean."""
     paths = [
         p
-        for where in ("agents", "designer")
+        for where in ("agents", "designer", "server")
         for p in _modules(where)
         if not p.is_relative_to(ROOT / "agents" / "core" / "adk" / "shipped")
     ]

@@ -7,11 +7,12 @@ from django.core.cache import cache
 from django.core.management import call_command
 from django.urls import reverse
 
-from agents import checks, ratelimit, services
+from agents import checks, services
 from agents.core.simulate import CodeCall
 from agents.sandbox import Limits, host
 from agents.sandbox import code_runner as memo
 from agents.services import sandbox_door as simulation_bounds
+from server import ratelimit
 
 pytestmark = pytest.mark.django_db
 HX = {"HX-Request": "true"}
