@@ -45,7 +45,13 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "rest_framework",
         "server",
     ),
-    "agents/selectors.py": ("agents.services", "agents.api", "designer", "rest_framework", "server"),
+    "agents/selectors.py": (
+        "agents.services",
+        "agents.api",
+        "designer",
+        "rest_framework",
+        "server",
+    ),
     "agents/services": ("agents.api", "designer", "agents.admin", "server"),
     # Export and import: a use case like the others, which knows no web framework.
     "agents/services/exchange.py": ("agents.api", "designer", "rest_framework"),
@@ -141,12 +147,13 @@ def test_views_and_api_write_only_through_services():
     assert not offenders, offenders
 
 
-# The one door (docs/architecture.md): only the simulation service opens the sandbox, and
-# the system check reads the host's protections. Batch callers borrow its bounded runner.
+# The one door (docs/architecture.md): only the sandbox door (services/sandbox_door.py)
+# opens the sandbox, and the system check reads the host's protections. Batch callers
+# borrow its bounded runner.
 SANDBOX_DOORS = {"agents/services/sandbox_door.py", "agents/checks.py"}
 
 
-def test_only_the_simulation_service_imports_the_sandbox():
+def test_only_the_sandbox_door_imports_the_sandbox():
     offenders = sorted(
         str(path.relative_to(ROOT))
         for where in ("agents", "designer", "server")

@@ -446,4 +446,3 @@ class ScenarioStepAdmin(VersionedAdmin):
     list_filter = ("kind",)
     search_fields = ("text", "tool", "scenario__name")
     autocomplete_fields = ("scenario",)
-
