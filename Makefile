@@ -169,7 +169,7 @@ TEST_WORKERS ?= 3
 # worker, gunicorn worker, sandbox session) would compile ~430 modules again (~0.3 s of
 # CPU each). Python still reads .pyc files it may not write, and recompiles a stale one.
 bytecode:
-	@$(PY) -m compileall -q -j 0 agents designer tests bench manage.py >/dev/null
+	@$(PY) -m compileall -q -j 0 agents designer server tests bench manage.py >/dev/null
 
 test-only: bytecode
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
@@ -207,4 +207,4 @@ messages: $(TEST_STAMP)
 
 clean:
 	rm -rf $(VENV) staticfiles site
-	find agents designer tests bench -name __pycache__ -prune -exec rm -rf {} +
+	find agents designer server tests bench -name __pycache__ -prune -exec rm -rf {} +

@@ -16,10 +16,3 @@ class AgentsConfig(AppConfig):
         from agents.services import job_kinds  # noqa: F401 - registers the built-in job kinds
 
         user_logged_in.connect(remember_on_sign_in, dispatch_uid="statecraft-user-language")
-
-        from django.tasks.signals import task_enqueued
-
-        from agents.wakeup import wake_workers
-
-        # A queued job wakes the idle database-queue workers (agents/wakeup.py).
-        task_enqueued.connect(wake_workers, dispatch_uid="statecraft-wake-workers")

@@ -61,6 +61,9 @@ INSTALLED_APPS = [
     "django_rq",
     "agents",
     "designer",
+    # The processes' concerns around the domain (rate limits, sign-in throttling, the
+    # workers' RQ class and wake-up): server/, below both web adapters.
+    "server",
 ]
 
 MIDDLEWARE = [
@@ -81,7 +84,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # A simulation over SIMULATION_MAX_CONCURRENT in this process: a 429 naming the limit.
-    "agents.ratelimit.SimulationsBusyMiddleware",
+    "server.ratelimit.SimulationsBusyMiddleware",
     # The database restarting, a deadlock, a lock timeout: a 503 with Retry-After, not a 500.
     "designer.errors.TransientErrorMiddleware",
 ]
@@ -128,10 +131,10 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # per-process cache is never stale): per process by default; `CACHE_URL=redis://host:6379/0`
 # shares one Redis among the workers. What must be the same on every worker never lives in
 # a per-process cache: without Redis, sessions are rows of the database (signing out ends a
-# session on every worker) and rate-limit counts are rows too (agents/ratelimit.py: one
+# session on every worker) and rate-limit counts are rows too (server/ratelimit.py: one
 # atomic UPDATE per request); with Redis, sessions are read from Redis (written through to
 # the database) and counts are Redis INCRs. Redis away is not an outage
-# (docs/operations/production.md): the cache answers as an empty one (designer/cache.py),
+# (docs/operations/production.md): the cache answers as an empty one (server/cache.py),
 # sessions are read from their rows, rate limits count in the database meanwhile.
 CACHE_URL = os.environ.get("CACHE_URL", "")
 # After a failed call the cache leaves Redis alone this long (one failed connection per
@@ -143,7 +146,7 @@ if CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
 
     CACHES = {
         "default": {
-            "BACKEND": "designer.cache.ForgivingRedisCache",
+            "BACKEND": "server.cache.ForgivingRedisCache",
             "LOCATION": CACHE_URL,
             # Seconds, not redis-py's default retries with backoff (up to ~7 s a call).
             "OPTIONS": {
@@ -178,7 +181,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 # Sign-in goes through a backend that counts failed passwords per account and per address.
-AUTHENTICATION_BACKENDS = ["agents.signin.ThrottledModelBackend"]
+AUTHENTICATION_BACKENDS = ["server.signin.ThrottledModelBackend"]
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "app-list"
@@ -231,7 +234,7 @@ def rate_limits(defaults: dict[str, str]) -> dict[str, str]:
     return rates
 
 
-# Requests per user (per address when signed out) and window; see agents/ratelimit.py.
+# Requests per user (per address when signed out) and window; see server/ratelimit.py.
 RATE_LIMITS = rate_limits(
     {
         "signin-account": "5/15m",  # failed passwords for one username
@@ -453,7 +456,7 @@ JOBS_DB_RETRY_SECONDS = from_env("JOBS_DB_RETRY_SECONDS", os.environ)
 # Queued longer than this, a job's page says why it waits (no worker seen, or all busy).
 JOBS_PICKUP_SECONDS = from_env("JOBS_PICKUP_SECONDS", os.environ)
 # Where the database queue's workers of this machine keep the sockets a queued job wakes
-# them by (agents/wakeup.py; PostgreSQL uses LISTEN/NOTIFY instead). Empty: a folder per
+# them by (server/wakeup.py; PostgreSQL uses LISTEN/NOTIFY instead). Empty: a folder per
 # database under the system's temporary folder.
 JOBS_WAKE_DIR = os.environ.get("JOBS_WAKE_DIR", "")
 # Warm sandbox sessions a worker keeps between jobs (each serves one user; 0: none).

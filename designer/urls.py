@@ -5,9 +5,9 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.i18n import JavaScriptCatalog
 
-from agents.signin import SignInForm
 from designer import admin_shortcut, views
 from designer.views import accounts, evaluations, exchange, jobs, versions
+from server.signin import SignInForm
 
 app_patterns = [
     path("", views.app_designer, name="app-designer"),

@@ -53,7 +53,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(autouse=True)
 def _empty_cache():
     """Each test starts and ends with an empty cache: cached app specs (ids and revisions
-    repeat after a rollback). Rate-limit counts are database rows (agents/ratelimit.py):
+    repeat after a rollback). Rate-limit counts are database rows (server/ratelimit.py):
     each test's transaction takes them away."""
     from django.core.cache import cache
 

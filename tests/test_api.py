@@ -689,7 +689,7 @@ def _count(client, method, path, data=None) -> int:
 
 def _reads(captured) -> list[dict]:
     """The queries that read the app: not the rate-limit counts (one upsert per scope the
-    request is counted in, agents/ratelimit.py, when no Redis is configured)."""
+    request is counted in, server/ratelimit.py, when no Redis is configured)."""
     return [q for q in captured.captured_queries if "agents_ratelimitcount" not in q["sql"]]
 
 

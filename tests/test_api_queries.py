@@ -14,7 +14,7 @@ from agents import services
 pytestmark = pytest.mark.django_db
 
 # The session, the user, the agent with its app; then one count per rate-limit scope the
-# request is counted in (agents/ratelimit.py keeps them in the database without Redis).
+# request is counted in (server/ratelimit.py keeps them in the database without Redis).
 COMPILE_QUERIES = 3 + 2
 
 

@@ -17,7 +17,7 @@ from agents.services.common import setting
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCT = [
     path
-    for folder in ("agents", "designer")
+    for folder in ("agents", "designer", "server")
     for path in sorted((ROOT / folder).rglob("*.py"))
     if "migrations" not in path.parts
 ]

@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FIRST_PARTY = {"agents", "designer", "tests"}
+FIRST_PARTY = {"agents", "designer", "server", "tests"}
 
 # Code that runs somewhere other than the app, with the extra that holds its dependencies:
 # the ADK runtime shipped inside an exported ADK package (its requirements.txt names
@@ -124,7 +124,7 @@ def undeclared_imports(files: list[Path], root: Path = ROOT) -> list[str]:
 def product_files() -> list[Path]:
     return sorted(
         p
-        for folder in ("agents", "designer")
+        for folder in ("agents", "designer", "server")
         for p in (ROOT / folder).rglob("*.py")
         if "migrations" not in p.parts
     )

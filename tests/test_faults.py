@@ -31,7 +31,7 @@ def _redis_cache(settings, url: str) -> None:
 
     settings.CACHES = {
         "default": {
-            "BACKEND": "designer.cache.ForgivingRedisCache",
+            "BACKEND": "server.cache.ForgivingRedisCache",
             "LOCATION": url,
             "OPTIONS": {
                 "socket_connect_timeout": 1.0,
@@ -112,8 +112,8 @@ def test_redis_stopped_mid_traffic_no_500_and_healthz_says_what_is_down(
 
 
 def test_rate_limits_count_in_the_database_while_redis_is_away(settings, redis_server, user):
-    from agents import ratelimit
     from agents.models import RateLimitCount
+    from server import ratelimit
 
     _redis_cache(settings, redis_server.url(0))
     settings.RATE_LIMITS = {**settings.RATE_LIMITS, "api-user": "2/h"}

@@ -16,8 +16,9 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from agents import ratelimit, services
+from agents import services
 from agents.models import AgentApp, Tool, Variable
+from server import ratelimit
 
 pytestmark = pytest.mark.django_db
 

@@ -101,7 +101,7 @@ def test_an_rq_worker_runs_the_job_from_redis(rq_queue, workers, api, bank):
 
 
 def test_an_rq_worker_killed_mid_job_is_recovered_without_duplicates(rq_queue, workers, user, bank):
-    """RQ's warm worker runs the job in its own process (agents.rq_worker): SIGKILLed, the
+    """RQ's warm worker runs the job in its own process (server.rq_worker): SIGKILLed, the
     job's worker pid is gone, and the next worker queues it again on Redis and finishes it."""
     total = slow_app(bank, 4)
     first = workers(TASKS_BACKEND="rq", REDIS_URL=REDIS_URL)

@@ -25,6 +25,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "agents.sandbox",
         "agents.api",
         "designer",
+        "server",
     ),
     "agents/sandbox": (
         "django",
@@ -34,6 +35,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "agents.selectors",
         "agents.api",
         "designer",
+        "server",
     ),
     "agents/models": (
         "agents.services",
@@ -41,12 +43,21 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "agents.api",
         "designer",
         "rest_framework",
+        "server",
     ),
-    "agents/selectors.py": ("agents.services", "agents.api", "designer", "rest_framework"),
-    "agents/services": ("agents.api", "designer", "agents.admin"),
+    "agents/selectors.py": (
+        "agents.services",
+        "agents.api",
+        "designer",
+        "rest_framework",
+        "server",
+    ),
+    "agents/services": ("agents.api", "designer", "agents.admin", "server"),
     # Export and import: a use case like the others, which knows no web framework.
     "agents/services/exchange.py": ("agents.api", "designer", "rest_framework"),
     "agents/api": ("designer",),
+    # The processes' concerns (rate limits, sign-in, the workers): below both web adapters.
+    "server": ("agents.api", "designer"),
 }
 
 
@@ -136,15 +147,16 @@ def test_views_and_api_write_only_through_services():
     assert not offenders, offenders
 
 
-# The one door (docs/architecture.md): only the simulation service opens the sandbox, and
-# the system check reads the host's protections. Batch callers borrow its bounded runner.
+# The one door (docs/architecture.md): only the sandbox door (services/sandbox_door.py)
+# opens the sandbox, and the system check reads the host's protections. Batch callers
+# borrow its bounded runner.
 SANDBOX_DOORS = {"agents/services/sandbox_door.py", "agents/checks.py"}
 
 
-def test_only_the_simulation_service_imports_the_sandbox():
+def test_only_the_sandbox_door_imports_the_sandbox():
     offenders = sorted(
         str(path.relative_to(ROOT))
-        for where in ("agents", "designer")
+        for where in ("agents", "designer", "server")
         for path in _modules(where)
         if not path.is_relative_to(ROOT / "agents" / "sandbox")
         and str(path.relative_to(ROOT)) not in SANDBOX_DOORS
@@ -194,7 +206,7 @@ def test_no_import_cycle_anywhere_in_the_product():
     (inside functions) included: each import names the longest module it can mean."""
     paths = [
         p
-        for where in ("agents", "designer")
+        for where in ("agents", "designer", "server")
         for p in _modules(where)
         if not p.is_relative_to(ROOT / "agents" / "core" / "adk" / "shipped")
     ]

@@ -212,8 +212,8 @@ def test_an_apps_revision_is_not_editable_in_the_admin(client, staff, bank):
 def test_counts_live_in_the_database_and_ended_windows_are_purged(monkeypatch):
     from django.core.management import call_command
 
-    from agents import ratelimit
     from agents.models import RateLimitCount
+    from server import ratelimit
 
     moment = [1_000_000.0]
     monkeypatch.setattr(ratelimit, "now", lambda: moment[0])
@@ -226,7 +226,7 @@ def test_counts_live_in_the_database_and_ended_windows_are_purged(monkeypatch):
 
 
 def test_a_wrong_api_token_counts_as_an_anonymous_request(settings):
-    from agents import ratelimit
+    from server import ratelimit
 
     settings.RATE_LIMITS = {**ratelimit.settings.RATE_LIMITS, "api-anon": "2/h"}
     client = APIClient(HTTP_AUTHORIZATION="Token not-a-token")

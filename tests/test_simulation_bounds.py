@@ -7,11 +7,12 @@ from django.core.cache import cache
 from django.core.management import call_command
 from django.urls import reverse
 
-from agents import checks, ratelimit, services
+from agents import checks, services
 from agents.core.simulate import CodeCall
 from agents.sandbox import Limits, host
 from agents.sandbox import code_runner as memo
-from agents.services import sandbox_door as simulation_bounds
+from agents.services import sandbox_door
+from server import ratelimit
 
 pytestmark = pytest.mark.django_db
 HX = {"HX-Request": "true"}
@@ -64,7 +65,7 @@ def test_code_calls_are_capped(bank, settings):
     agent = bank.agents.get()
     script = "\n".join(f'tool: LookupBalance {{"account_id": "{i}"}}' for i in range(5))
     scenario = services.scenario_save(agent=agent, name="Many", steps_script=script)
-    result = simulation_bounds.simulate_bounded(
+    result = sandbox_door.simulate_bounded(
         bank.to_spec(), scenario.to_spec(app_id=f"apps/{bank.pk}")
     )
     codes = [d.code for d in result.diagnostics]
@@ -79,7 +80,7 @@ def test_steps_are_capped(bank, settings):
     scenario = services.scenario_save(
         agent=agent, name="Long", steps_script="\n".join(f"user: hello {i}" for i in range(7))
     )
-    result = simulation_bounds.simulate_bounded(
+    result = sandbox_door.simulate_bounded(
         bank.to_spec(), scenario.to_spec(app_id=f"apps/{bank.pk}")
     )
     assert result.diagnostics[0].code == "SC470"
@@ -104,18 +105,18 @@ def test_designer_simulations_are_rate_limited_per_user(signed_in, bank, setting
 
 def test_missing_required_protection_refuses_to_run_code(bank, settings, monkeypatch):
     monkeypatch.setattr(
-        simulation_bounds, "missing_protections", lambda: {"seccomp": "libseccomp is missing"}
+        sandbox_door, "missing_protections", lambda: {"seccomp": "libseccomp is missing"}
     )
     settings.SANDBOX_REQUIRED_PROTECTIONS = ["seccomp"]
     agent = bank.agents.get()
-    result = simulation_bounds.simulate_bounded(
+    result = sandbox_door.simulate_bounded(
         bank.to_spec(), agent.scenarios.get().to_spec(app_id=f"apps/{bank.pk}")
     )
     first = result.diagnostics[0]
     assert first.code == "SC471"
     assert "seccomp (libseccomp is missing)" in first.message
     assert not any(e.kind == "tool_response" for e in result.events)
-    monkeypatch.setattr(checks, "missing_protections", simulation_bounds.missing_protections)
+    monkeypatch.setattr(checks, "missing_protections", sandbox_door.missing_protections)
     (warning,) = checks.sandbox_protections()
     assert warning.id == "statecraft.W001" and "'seccomp'" in warning.msg
     assert "Simulations will not run Python code" in warning.msg
@@ -123,7 +124,7 @@ def test_missing_required_protection_refuses_to_run_code(bank, settings, monkeyp
 
 def test_the_system_check_is_clean_on_this_machine_and_names_unknown_protections(settings):
     call_command("check")  # raises on an error; this machine gives every protection
-    assert simulation_bounds.missing_protections() == {}
+    assert sandbox_door.missing_protections() == {}
     settings.SANDBOX_REQUIRED_PROTECTIONS = ["seccomp", "magic"]
     errors = [m for m in checks.sandbox_protections() if m.id == "statecraft.E001"]
     assert len(errors) == 1 and "'magic'" in errors[0].msg
@@ -225,7 +226,7 @@ def test_a_callback_calls_a_tool_of_the_app_in_a_simulation(bank):
         ),
     )
     scenario = services.scenario_save(agent=agent, name="Cx", steps_script="user: hi\nagent: Hello")
-    result = simulation_bounds.simulate_bounded(
+    result = sandbox_door.simulate_bounded(
         bank.to_spec(), scenario.to_spec(app_id=f"apps/{bank.pk}")
     )
     assert not [d for d in result.diagnostics if d.severity == "error"], result.diagnostics

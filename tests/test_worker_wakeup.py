@@ -1,4 +1,4 @@
-"""A queued job wakes an idle worker of the database queue (agents/wakeup.py; issue 31: a
+"""A queued job wakes an idle worker of the database queue (server/wakeup.py; issue 31: a
 live run's first streamed token no longer waits for the worker's next look at the queue).
 
 The worker is started with an interval of an hour: a job it runs after its first look
@@ -13,7 +13,7 @@ from django.db import connection
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from agents import wakeup
+from server import wakeup
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.xdist_group("workers")]
 

@@ -31,13 +31,13 @@ from agents.models import (
     Variable,
 )
 from agents.services.common import ServiceError, StaleObjectError, check_version
-from agents.signin import AdminSignInForm
+from server.signin import AdminSignInForm
 
 READONLY = ("created_at", "updated_at", "version")
 REFUSAL = "_statecraft_admin_refusal"  # the request's attribute: a save the services refused
 
 admin.site.site_header = _("Statecraft operations")
-admin.site.login_form = AdminSignInForm  # failed passwords are throttled (agents/signin.py)
+admin.site.login_form = AdminSignInForm  # failed passwords are throttled (server/signin.py)
 admin.site.site_title = _("Statecraft admin")
 admin.site.index_title = _("Apps, variables, schemas, tools, agents and scenarios")
 
@@ -446,4 +446,3 @@ class ScenarioStepAdmin(VersionedAdmin):
     list_filter = ("kind",)
     search_fields = ("text", "tool", "scenario__name")
     autocomplete_fields = ("scenario",)
-

@@ -100,7 +100,7 @@ class EvaluationRunListView(EvaluationRunView):
     def get(self, request: Request, app_id: int) -> Response:
         app = self.load_app()
         runs = evaluation_history.run_list(app)[:200]
-        return Response([evaluation_history.run_data(r, matrix=False) for r in runs])
+        return Response([evaluation_history.history_data(r, matrix=False) for r in runs])
 
 
 class EvaluationRunDetailView(EvaluationRunView):
@@ -115,7 +115,7 @@ class EvaluationRunDetailView(EvaluationRunView):
         responses={200: EvaluationRunDetailOut, **READ_ERRORS},
     )
     def get(self, request: Request, app_id: int, evaluation_id: int) -> Response:
-        return Response(localized_data(evaluation_history.run_data(self.load_run())))
+        return Response(localized_data(evaluation_history.history_data(self.load_run())))
 
 
 class EvaluationRunCsvView(EvaluationRunView):

@@ -58,20 +58,6 @@ class ScenarioEvaluationOut(serializers.Serializer):
     )
 
 
-class EvaluationSummaryOut(serializers.Serializer):
-    passed = serializers.IntegerField()
-    failed = serializers.IntegerField()
-    needs_model = serializers.IntegerField()
-    stopped = serializers.IntegerField(required=False)
-    no_expectations = serializers.IntegerField()
-
-
-class AppEvaluationOut(serializers.Serializer):
-    ok = serializers.BooleanField(help_text=_("No expectation failed."))
-    summary = EvaluationSummaryOut()
-    scenarios = ScenarioEvaluationOut(many=True)
-
-
 class JobProgressOut(serializers.Serializer):
     done = serializers.IntegerField()
     total = serializers.IntegerField()

@@ -1,4 +1,4 @@
-"""DRF throttle classes over agents/ratelimit.py: every API request, and the expensive ones."""
+"""DRF throttle classes over server/ratelimit.py: every API request, and the expensive ones."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle
 
-from agents import ratelimit
+from server import ratelimit
 
 
 class ScopedThrottle(BaseThrottle):

@@ -9,7 +9,7 @@ from agents.core.rules import RATE_LIMIT_KEY_MAX_LENGTH
 
 
 class RateLimitCount(models.Model):
-    """One window's count of one scope and requester (agents/ratelimit.py), when no Redis is
+    """One window's count of one scope and requester (server/ratelimit.py), when no Redis is
     configured: every gunicorn worker counts in the same row (an atomic UPDATE), so a limit
     holds across workers. `expires_at` is ratelimit.now() seconds; old rows are purged."""
 

@@ -3,7 +3,7 @@
 Written when a Run all is submitted or starts (``run_started``), finished with its totals
 and matrix (``run_finished``, the matrix from ``evaluation_matrix``), pruned to the newest
 ``EVALUATION_RUNS_KEPT``; read by the designer's history page and the API
-(``run_list``, ``run_for_app``, ``run_data``, ``golden_strips``).
+(``run_list``, ``run_for_app``, ``history_data``, ``golden_strips``).
 """
 
 from __future__ import annotations
@@ -80,7 +80,9 @@ def run_for_app(app: AgentApp, run_id: Any) -> EvaluationRun:
     raise EvaluationRun.DoesNotExist("No such evaluation run for this app.")
 
 
-def run_data(run: EvaluationRun, *, matrix: bool = True) -> dict[str, Any]:
+def history_data(run: EvaluationRun, *, matrix: bool = True) -> dict[str, Any]:
+    """A history row as JSON (the API's and the download's; `matrix` False: without its
+    matrix). Not ``evaluation.run_data``, a scenario run's outcome."""
     data: dict[str, Any] = {
         "id": run.pk,
         "job": str(run.job_id) if run.job_id else None,

@@ -21,7 +21,7 @@ every simulation it runs is bounded the same way:
   designer's and the API's, in a web request): one more is refused at once
   (`SimulationsBusy`, a 429), so they never hold every gunicorn thread.
 
-How often a user may simulate is the rate limiter's (`agents/ratelimit.py`, scope
+How often a user may simulate is the rate limiter's (`server/ratelimit.py`, scope
 ``simulate``, shared by the designer and the API; a job is rate-limited when it is
 submitted, and the number of a user's queued and running jobs is capped by
 ``JOBS_MAX_ACTIVE_PER_USER``).
@@ -525,7 +525,7 @@ class SimulationsBusy(Exception):
     """This process already runs ``SIMULATION_MAX_CONCURRENT`` simulations of its own (in
     web requests): a new one is refused at once rather than waiting for a thread, so the
     process keeps threads for every other request (``/healthz``, the pages). The web tier
-    answers 429 with this message (``agents.ratelimit.SimulationsBusyMiddleware``, the
+    answers 429 with this message (``server.ratelimit.SimulationsBusyMiddleware``, the
     API's simulate)."""
 
     retry_after = 2

@@ -167,7 +167,7 @@ def evaluation_run_export(request: HttpRequest, app_id: int, evaluation_id: int)
     app, _access = selectors.app_for_user(request.user, app_id)
     run = _run(app, evaluation_id)
     if request.GET.get("format") == "json":
-        body = json.dumps(evaluation_history.run_data(run), default=str, indent=2)
+        body = json.dumps(evaluation_history.history_data(run), default=str, indent=2)
         response = HttpResponse(body, content_type="application/json")
         name = f"evaluation-run-{run.pk}.json"
     else:

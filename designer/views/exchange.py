@@ -20,8 +20,8 @@ from agents.core.diagnostics import Diagnostic, Severity, strip_prefix
 from agents.core.formats import dumps_native
 from agents.i18n import localize, localized_data
 from agents.models import AgentApp, Job, JobStatus
-from agents.ratelimit import rate_limited
 from agents.services import exchange, jobs
+from server.ratelimit import rate_limited
 
 TEMPLATE = "agents/app_import.html"
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024

@@ -21,13 +21,13 @@ from django.views.decorators.http import require_GET, require_POST
 from agents import selectors
 from agents.core.diagnostics import Message
 from agents.models import JOB_ACTIVE, AgentApp, Job, JobItem, JobStatus, LiveRun
-from agents.ratelimit import rate_limited
 from agents.services import evaluation, jobs, live_jobs, live_models
 from agents.services.common import ServiceError, error
 from designer.views import conversation
 from designer.views.common import loaded_app
 from designer.views.page import designer_context
 from designer.views.run_all import POLL_MS, run_all_context
+from server.ratelimit import rate_limited
 
 DESIGNER = "agents/app_designer.html"
 FIRST_TEXT_POLL_MS = 100  # a live run's fragment, until the model's first text shows

@@ -23,10 +23,10 @@ from agents.models import (
     Channel,
     Modality,
 )
-from agents.ratelimit import rate_limited
 from designer.views import preview as preview_builder
 from designer.views.common import DESIGNER, int_or_none, loaded_app, stale_edit
 from designer.views.run_all import run_all_context
+from server.ratelimit import rate_limited
 
 
 def designer_context(

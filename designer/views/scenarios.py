@@ -17,7 +17,6 @@ from agents import selectors, services
 from agents.core.diagnostics import Diagnostic, Message
 from agents.i18n import localize
 from agents.models import Agent, AgentApp, LiveRun, Scenario
-from agents.ratelimit import rate_limited
 from agents.services import jobs, live_goldens, live_jobs, live_models, live_pins
 from agents.services.common import error
 from designer.forms import ScenarioForm
@@ -25,6 +24,7 @@ from designer.views import conversation
 from designer.views import jobs as job_views
 from designer.views import preview as preview_builder
 from designer.views.common import DESIGNER, agent_of, inline_form, loaded_app, stale_edit
+from server.ratelimit import rate_limited
 
 
 def _conversation(

@@ -22,7 +22,6 @@ from agents.models import (
     AgentApp,
     Schema,
 )
-from agents.ratelimit import rate_limited
 from designer.forms import (
     SchemaForm,
 )
@@ -33,6 +32,7 @@ from designer.views.common import (
     loaded_app,
     updated_list,
 )
+from server.ratelimit import rate_limited
 
 
 def _schema_context(

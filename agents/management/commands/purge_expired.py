@@ -7,8 +7,8 @@ from typing import Any
 from django.core.management import call_command
 from django.utils.translation import ngettext
 
-from agents import ratelimit
 from agents.management.language import LocalizedCommand
+from server import ratelimit
 
 
 class Command(LocalizedCommand):

@@ -2,7 +2,7 @@
 
 The worker of the configured backend (``TASKS_BACKEND``): the database queue's
 ``db_worker`` loop, or an RQ worker on Redis (``REDIS_URL``) that runs each job in its own
-process (`agents.rq_worker.WarmWorker`); either keeps warm sandbox sessions between jobs.
+process (`server.rq_worker.WarmWorker`); either keeps warm sandbox sessions between jobs.
 Before taking work, and then in a loop of its own, it writes its heartbeat
 (`WorkerHeartbeat`, every ``JOBS_HEARTBEAT_SECONDS``: `/healthz` and the admin show the
 workers seen), recovers jobs whose worker died (`jobs_recover`: queued again, or failed
@@ -10,7 +10,7 @@ with the reason) and enqueues again queued jobs whose queue entry is gone (`jobs
 after ``JOBS_REQUEUE_SECONDS``). The loop survives a database or Redis outage: each round's
 error is logged and the next round tries again. Run as many as you like, on as many
 machines as share the database (and the Redis): a job is claimed by exactly one. An idle
-database-queue worker is woken when a job is queued (`agents.wakeup`), so a job starts at
+database-queue worker is woken when a job is queued (`server.wakeup`), so a job starts at
 once rather than at the worker's next look at the queue.
 """
 
@@ -26,9 +26,9 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections, connection, connections
 
-from agents import wakeup
 from agents.llm import registry
 from agents.services import jobs, sandbox_door
+from server import wakeup
 
 logger = logging.getLogger("agents.jobs")
 
@@ -111,12 +111,12 @@ class Command(BaseCommand):
                 logger.warning("worker %s: no wake-ups (%s); looks every interval", name, exc)
         self.stdout.write(f"worker {jobs.this_worker()} on the {backend} queue", ending="\n")
         self.stdout.flush()
-        connections.close_all()  # each job opens its own (agents.rq_worker, db_worker)
+        connections.close_all()  # each job opens its own (server.rq_worker, db_worker)
         try:
             if backend == "rq":
                 # Jobs in this process, not a forked horse each: the pool stays warm.
                 rq_args = ["default", "--job-class", "django_tasks_rq.backend.Job"]
-                rq_args += ["--worker-class", "agents.rq_worker.WarmWorker"]
+                rq_args += ["--worker-class", "server.rq_worker.WarmWorker"]
                 # A retry after a transient error is deferred: the scheduler moves it back
                 # to the queue when its time comes.
                 rq_args.append("--with-scheduler")

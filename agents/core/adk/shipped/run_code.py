@@ -20,9 +20,6 @@ from typing import Any
 from . import cx_objects as cx
 from .context import _CURRENT, CONTEXT, CONTEXT_PARAMS, CxContext, same_value
 
-if typing.TYPE_CHECKING:
-    from .runtime import App
-
 _LOADED: contextvars.ContextVar[dict[str, Callable[..., Any]] | None] = contextvars.ContextVar(
     "statecraft_loaded", default=None
 )
@@ -34,7 +31,9 @@ class _Code:
     globals do not outlive the call; a tool called through ``tools.<name>()`` during the
     call is executed once for that call."""
 
-    def __init__(self, app: App, path: str, entry: str) -> None:
+    def __init__(self, app: Any, path: str, entry: str) -> None:
+        # `app`: the runtime's App (its folder and its `tools` proxy); not imported, so the
+        # runtime imports this module and never the other way round.
         self.app = app
         self.path = path
         self.entry = entry

@@ -55,7 +55,7 @@ _WHAT = {
 
 
 def now() -> float:
-    """The clock of every window (tests monkeypatch `agents.ratelimit.now`)."""
+    """The clock of every window (tests monkeypatch `server.ratelimit.now`)."""
     return time.time()
 
 
@@ -201,9 +201,9 @@ def hit(scope: str, who: str, rate: Rate | None = None) -> Verdict:
 
 
 def _cache_outage(exc: Exception) -> bool:
-    """The cache's Redis unreachable (designer.cache.CacheUnavailable, or redis' own
+    """The cache's Redis unreachable (server.cache.CacheUnavailable, or redis' own
     connection and timeout errors from a plain RedisCache)."""
-    from designer.cache import CacheUnavailable, _is_outage
+    from server.cache import CacheUnavailable, _is_outage
 
     return isinstance(exc, CacheUnavailable) or _is_outage(exc)
 

@@ -20,7 +20,7 @@ from django.http import HttpRequest
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from agents import ratelimit
+from server import ratelimit
 
 ACCOUNT = "signin-account"
 ADDRESS = "signin-address"

@@ -9,7 +9,7 @@ not ask Redis again for ``CACHE_RETRY_SECONDS`` (5 s), so an outage costs one fa
 connection per process and interval, not one per cache call.
 
 Two calls stay strict, for the callers that must know: `incr` (the rate limiter counts in
-the database while Redis is away, agents/ratelimit.py) and `ping` (`/healthz`).
+the database while Redis is away, server/ratelimit.py) and `ping` (`/healthz`).
 """
 
 from __future__ import annotations
