@@ -85,3 +85,33 @@ def test_example_value_of_a_schema_comes_from_the_server(open_designer, trip_app
     expect(box).to_be_visible()
     expect(box.locator("pre")).to_contain_text('"name":')
     expect(box.locator("pre")).to_contain_text('"age":')
+
+
+@pytest.fixture
+def shop_app(user):
+    from agents.demo import load_demo
+
+    return next(a for a in load_demo(user) if a.name == "Shopping assistant")
+
+
+def test_a_second_change_in_flight_aborts_nothing_and_the_newest_answer_shows(
+    open_designer, shop_app
+):
+    """A double-click on "mocks" asks the conversation twice while the first answer is on
+    its way: nothing is aborted (htmx would log it as an error), the first answer is not
+    swapped over the second change, and the panel shows the box as the second click left it."""
+    page = open_designer(shop_app)
+    page.evaluate(
+        """() => { window.aborts = 0; window.answers = 0;
+            document.body.addEventListener("htmx:sendAbort", () => { window.aborts += 1; });
+            document.body.addEventListener("htmx:afterRequest", (e) => {
+              if (e.detail.pathInfo.requestPath.includes("/simulate")) window.answers += 1;
+            }); }"""
+    )
+    mocks = page.locator("#conversation-controls").get_by_label("mocks")
+    expect(mocks).not_to_be_checked()
+    mocks.dblclick()
+    page.wait_for_function("() => window.answers >= 2")
+    page.wait_for_load_state("networkidle")
+    expect(page.locator("#conversation-controls").get_by_label("mocks")).not_to_be_checked()
+    assert page.evaluate("() => window.aborts") == 0
