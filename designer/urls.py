@@ -65,6 +65,7 @@ app_patterns = [
     path("variables/<int:variable_id>/edit", views.variable_edit, name="variable-edit"),
     path("variables/<int:variable_id>/delete", views.variable_delete, name="variable-delete"),
     path("variables/<int:variable_id>/usage", views.variable_usage, name="variable-usage"),
+    path("variables/usage-counts", views.variable_usage_counts, name="variable-usage-counts"),
     path("schemas/new", views.schema_new, name="schema-new"),
     path("schemas/example", views.schema_example, name="schema-example"),
     path("schemas/<int:schema_id>/edit", views.schema_edit, name="schema-edit"),
@@ -77,6 +78,7 @@ app_patterns = [
     path("agents/<int:agent_id>/delete", views.agent_delete, name="agent-delete"),
     path("agents/<int:agent_id>/instructions", views.agent_instructions, name="agent-instructions"),
     path("agents/<int:agent_id>/preview", views.agent_preview, name="agent-preview"),
+    path("agents/<int:agent_id>/tools-line", views.agent_tools_line, name="agent-tools-line"),
     path("agents/<int:agent_id>/simulate", views.agent_simulate, name="agent-simulate"),
     path(
         "agents/<int:agent_id>/live-jobs/<uuid:live_job_id>",

@@ -15,7 +15,12 @@ from designer.views.apps import (
 )
 from designer.views.callbacks import callback_delete, callback_edit, callback_new
 from designer.views.instructions import agent_instructions
-from designer.views.page import agent_preview, app_designer
+from designer.views.page import (
+    agent_preview,
+    agent_tools_line,
+    app_designer,
+    variable_usage_counts,
+)
 from designer.views.scenarios import (
     agent_simulate,
     live_run_golden,
@@ -43,6 +48,7 @@ __all__ = [
     "agent_new",
     "agent_preview",
     "agent_simulate",
+    "agent_tools_line",
     "app_create",
     "app_delete",
     "app_designer",
@@ -73,4 +79,5 @@ __all__ = [
     "variable_edit",
     "variable_new",
     "variable_usage",
+    "variable_usage_counts",
 ]

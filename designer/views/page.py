@@ -78,7 +78,6 @@ LIST_FRAGMENTS = {
     "tool-list",
     "agent-list",
     "callback-list",
-    "agent-tools",
 }
 
 
@@ -184,4 +183,33 @@ def agent_preview(request: HttpRequest, app_id: int, agent_id: int) -> HttpRespo
         request,
         f"{DESIGNER}#preview-panel",
         {"app": app, "agent": agent, "preview": preview, "access": access},
+    )
+
+
+# The regions that follow every change on the page: each asks again on the `app-changed`
+# event (sent by every save: `common.announce_change`) with htmx, and swaps what it shows.
+
+
+@login_required
+@require_GET
+def variable_usage_counts(request: HttpRequest, app_id: int) -> HttpResponse:
+    """The usage count of each variable row the page shows (`?shown=<id>`, repeated), each
+    an out-of-band swap into its row's count: the rows themselves (and a form opened in
+    one) are not replaced. Read rights, as the page."""
+    app, _access = selectors.app_for_user(request.user, app_id)
+    shown = {int_or_none(value) for value in request.GET.getlist("shown")}
+    variables = [v for v in app.variables.all() if v.pk in shown]
+    usage = preview_builder.usage_by_variable(app) if variables else {}
+    return render(
+        request, f"{DESIGNER}#usage-counts", {"app": app, "variables": variables, "usage": usage}
+    )
+
+
+@login_required
+@require_GET
+def agent_tools_line(request: HttpRequest, app_id: int, agent_id: int) -> HttpResponse:
+    """The agent's "Tools:" line (its tools and sub-agents) under its name. Read rights."""
+    app, agent, access = selectors.agent_for_user(request.user, app_id, agent_id)
+    return render(
+        request, f"{DESIGNER}#agent-tools", {"app": app, "agent": agent, "access": access}
     )

@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404
+from django.shortcuts import get_object_or_404, render
 from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
@@ -26,6 +26,7 @@ from designer.forms import (
     SchemaForm,
 )
 from designer.views.common import (
+    DESIGNER,
     agent_param,
     fragment_or_redirect,
     inline_form,
@@ -123,11 +124,17 @@ def schema_delete(request: HttpRequest, app_id: int, schema_id: int) -> HttpResp
 @require_POST
 @rate_limited("example", "example values")
 def schema_example(request: HttpRequest, app_id: int) -> HttpResponse:
-    """An example value generated from the schema being edited (JSON in, JSON out)."""
+    """An example value generated from the schema being edited: JSON in, JSON out; for
+    htmx (the schema form's "Example value") the box that shows it."""
     selectors.app_for_user(request.user, app_id)
     try:
         schema = limits.loads_json(request.POST.get("json_schema", ""))
     except json.JSONDecodeError as exc:
         error = capfirst(localize(json_error_message(exc)))
-        return JsonResponse({"error": error})
-    return JsonResponse({"example": example_value(schema)})
+        answer: dict[str, Any] = {"error": error}
+    else:
+        answer = {"example": example_value(schema)}
+    if request.htmx:
+        shown = answer.get("error") or json.dumps(answer["example"], indent=2, ensure_ascii=False)
+        return render(request, f"{DESIGNER}#example-box", {"example": shown})
+    return JsonResponse(answer)

@@ -3,14 +3,34 @@
 (function () {
   "use strict";
 
-  // A request replaced by a newer one (hx-sync "replace": a second change, a double-click) is
-  // aborted on purpose; htmx reports every abort as an error ("htmx:sendAbort, …") in the
-  // console. Only that report is left out; every other error still reaches the console.
-  const consoleError = console.error.bind(console);
-  console.error = (...args) => {
-    if (typeof args[0] === "string" && args[0].startsWith("htmx:sendAbort")) return;
-    consoleError(...args);
-  };
+  // ------------------------------------------------------------ the newest answer wins, nothing aborted
+
+  // A region asked again while its answer is on the way (typing, a second change, a
+  // double-click) shows the newest answer. hx-sync "replace" did that by aborting the request
+  // in flight, and htmx logs every abort as an error (htmx:sendAbort) in the console. These
+  // regions queue instead (hx-sync "…:queue last": the newest request waits for the one in
+  // flight; htmx:confirm fires for each one asked), and an answer overtaken by a newer
+  // request is not swapped: the request queued behind it answers instead.
+  const asked = new WeakMap(); // the hx-sync element -> how many requests were asked of it
+  function syncOf(elt) {
+    const spec = elt instanceof Element ? elt.getAttribute("hx-sync") : null;
+    if (!spec || !/:\s*queue\b/.test(spec)) return null;
+    const selector = spec.split(":")[0].trim();
+    return selector === "this" ? elt : document.querySelector(selector);
+  }
+  document.body.addEventListener("htmx:confirm", (e) => {
+    const sync = syncOf(e.detail.elt);
+    if (sync) asked.set(sync, (asked.get(sync) || 0) + 1);
+  });
+  document.body.addEventListener("htmx:beforeRequest", (e) => {
+    const sync = syncOf(e.detail.elt);
+    if (sync && e.detail.requestConfig) e.detail.requestConfig.asked = { sync, count: asked.get(sync) };
+  });
+  document.body.addEventListener("htmx:beforeSwap", (e) => {
+    const mine = e.detail.requestConfig && e.detail.requestConfig.asked;
+    if (mine && asked.get(mine.sync) > mine.count) e.detail.shouldSwap = false;
+  });
+
   // The page's language: Django's JavaScript catalog (/jsi18n/, loaded by base.html) defines
   // gettext and interpolate; without it the English text stands.
   const gettext = window.gettext || ((text) => text);
@@ -51,24 +71,23 @@
     if (pane && e.detail.target && e.detail.target.id === "preview-panel") previewScroll = pane.scrollTop;
   });
 
-  // A type change swaps the default's widget (.default-field) for the new type's: text
-  // typed into the old widget while the new one loaded goes into the new one (where both
-  // take text), not lost with the old element (a tester's default that vanished).
+  // A type change swaps the default's widget (.default-field) for the new type's, drawn by
+  // the server with the default sent. Text typed into the old widget after the request left
+  // is not in that answer: the answer is not swapped (the widget being typed in stays), and
+  // the change is sent again with the text, so the new widget comes back holding it (a
+  // tester's default that vanished). The server's HTML is swapped as sent, never rewritten;
+  // the field's id is stable, so htmx keeps the focus and the caret in it.
+  const DEFAULT_TEXT = "textarea[name=default], input[name=default]:not([type=radio])";
   document.body.addEventListener("htmx:beforeSwap", (e) => {
     const old = e.detail.target;
     if (!(old instanceof Element) || !old.classList.contains("default-field")) return;
-    const TEXT = "textarea[name=default], input[name=default]:not([type=radio])";
-    const typed = old.querySelector(TEXT);
-    const sent = e.detail.requestConfig && e.detail.requestConfig.formData;
-    if (!typed || !sent || typeof sent.get !== "function") return;
-    if (sent.get("default") === null || typed.value === sent.get("default")) return;
-    const answer = document.createElement("template");
-    answer.innerHTML = e.detail.serverResponse;
-    const field = answer.content.querySelector(TEXT);
-    if (!field) return;
-    if (field.tagName === "TEXTAREA") field.textContent = typed.value;
-    else field.setAttribute("value", typed.value);
-    e.detail.serverResponse = answer.innerHTML;
+    const typed = old.querySelector(DEFAULT_TEXT);
+    const config = e.detail.requestConfig;
+    const sent = config && config.formData;
+    if (!typed || !sent || typeof sent.get !== "function" || sent.get("default") === null) return;
+    if (typed.value === sent.get("default") || !config.elt.isConnected) return;
+    e.detail.shouldSwap = false;
+    htmx.trigger(config.elt, "change");
   });
 
   // A refusal over a rate limit (429) is not swapped by htmx: say it where the answer went.
@@ -130,54 +149,6 @@
     stepShown = true;
     step.scrollIntoView({ block: "center" });
     step.classList.add("linked-step");
-  });
-
-  // ------------------------------------------------------------ the left pane follows every save
-
-  // Usage counts and the agent's "Tools:" line come from saved data: after each change
-  // (app-changed, sent by every save), fetch them again. Variable rows are patched one by
-  // one, so a form being opened or typed in there is never replaced.
-  function fragmentUrl(fragment) {
-    const side = document.querySelector(".pane-side[data-fragments-url]");
-    if (!side) return null;
-    return side.dataset.fragmentsUrl + "?fragment=" + fragment + (side.dataset.agent ? "&agent=" + side.dataset.agent : "");
-  }
-
-  async function fetchFragment(fragment) {
-    const url = fragmentUrl(fragment);
-    if (!url) return null;
-    const response = await fetch(url, { headers: { "HX-Request": "true" } });
-    if (!response.ok) return null;
-    return new DOMParser().parseFromString(await response.text(), "text/html");
-  }
-
-  async function refreshUsage() {
-    if (!document.getElementById("variable-list")) return;
-    const fresh = await fetchFragment("variable-list");
-    if (!fresh) return;
-    fresh.querySelectorAll("#variable-list li.item[id^=variable-]").forEach((row) => {
-      const current = document.getElementById(row.id);
-      if (!current || current.classList.contains("editing")) return;
-      const sub = current.querySelector(".item-sub");
-      const next = row.querySelector(".item-sub");
-      if (sub && next && sub.innerHTML !== next.innerHTML) {
-        sub.replaceWith(document.importNode(next, true));
-        htmx.process(current);
-      }
-    });
-  }
-
-  async function refreshAgentTools() {
-    const line = document.getElementById("agent-tools");
-    if (!line) return;
-    const fresh = await fetchFragment("agent-tools");
-    const next = fresh && fresh.getElementById("agent-tools");
-    if (next && line.isConnected && line.innerHTML !== next.innerHTML) line.replaceWith(document.importNode(next, true));
-  }
-
-  document.body.addEventListener("app-changed", () => {
-    refreshUsage();
-    refreshAgentTools();
   });
 
   // ------------------------------------------------------------ filter box over the left pane
@@ -464,18 +435,6 @@
     });
     form.querySelector("[data-add-property]").addEventListener("click", () => addProperty([]));
     json.addEventListener("input", () => render());
-    form.querySelector("[data-example]").addEventListener("click", () => {
-      const body = new FormData();
-      body.append("json_schema", json.value);
-      const token = form.querySelector("[name=csrfmiddlewaretoken]").value;
-      fetch(form.dataset.exampleUrl, { method: "POST", body, headers: { "X-CSRFToken": token } })
-        .then((r) => r.json())
-        .then((data) => {
-          const box = form.querySelector(".example-box");
-          box.hidden = false;
-          box.querySelector("[data-example-out]").textContent = data.error ? data.error : JSON.stringify(data.example, null, 2);
-        });
-    });
     render();
   }
 
