@@ -9,6 +9,7 @@ The selectors check access, the services do every write.
 
 from __future__ import annotations
 
+from django.core.files.uploadedfile import UploadedFile
 from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -237,17 +238,9 @@ class AppImportView(ApiView):
         },
     )
     def post(self, request: Request) -> Response:
-        upload = request.FILES.get("file")
-        if upload is None:
-            return _import_refused(
-                "upload", input_error("file", Message("Send the app file in the `file` field."))
-            )
-        if upload.size > MAX_IMPORT_BYTES:
-            message = Message(
-                "The file is over %(max_import_bytes)s MB.",
-                max_import_bytes=MAX_IMPORT_BYTES // (1024 * 1024),
-            )
-            return _import_refused(upload.name or "upload", input_error("file", message))
+        upload, refused = _uploaded(request, Message("Send the app file in the `file` field."))
+        if refused is not None:
+            return refused
         filename = upload.name or "upload"
         name = str(request.data.get("name") or "").strip() or None
         data = upload.read()
@@ -327,17 +320,9 @@ class AppImportEvalsetView(ApiView):
     )
     def post(self, request: Request, app_id: int) -> Response:
         app = self.load_app(edit=True)
-        upload = request.FILES.get("file")
-        if upload is None:
-            return _import_refused(
-                "upload", input_error("file", Message("Send the evalset in the `file` field."))
-            )
-        if upload.size > MAX_IMPORT_BYTES:
-            message = Message(
-                "The file is over %(max_import_bytes)s MB.",
-                max_import_bytes=MAX_IMPORT_BYTES // (1024 * 1024),
-            )
-            return _import_refused(upload.name or "upload", input_error("file", message))
+        upload, refused = _uploaded(request, Message("Send the evalset in the `file` field."))
+        if refused is not None:
+            return refused
         filename = upload.name or "evalset.json"
         data = upload.read()
         try:
@@ -367,6 +352,21 @@ class AppImportEvalsetView(ApiView):
             "report": localized_report(exchange.import_report("native", notes, filename)),
         }
         return Response(body, status=status.HTTP_201_CREATED)
+
+
+def _uploaded(request: Request, missing: Message) -> tuple[UploadedFile | None, Response | None]:
+    """The request's `file` upload, or the import's 400 when it is missing (`missing` says
+    what to send) or over ``MAX_IMPORT_BYTES``."""
+    upload = request.FILES.get("file")
+    if upload is None:
+        return None, _import_refused("upload", input_error("file", missing))
+    if upload.size > MAX_IMPORT_BYTES:
+        message = Message(
+            "The file is over %(max_import_bytes)s MB.",
+            max_import_bytes=MAX_IMPORT_BYTES // (1024 * 1024),
+        )
+        return None, _import_refused(upload.name or "upload", input_error("file", message))
+    return upload, None
 
 
 def _import_refused(filename: str, diagnostic: Diagnostic) -> Response:

@@ -202,6 +202,7 @@ class _Pool:
         self._todo = list(ids)
         self._lock = threading.Lock()
         self._woken = woken
+        self._held = contextlib.ExitStack()  # the widened sandbox pool, while threads run
         self.failures: list[BaseException] = []
         self._threads = [
             threading.Thread(target=self._loop, name=f"piece-{n}", daemon=True)
@@ -225,8 +226,7 @@ class _Pool:
 
     def start(self) -> None:
         # A warm sandbox session for each thread while they run (the pool's own size else).
-        self._widened = sandbox_door.sessions_for_threads(len(self._threads))
-        self._widened.__enter__()
+        self._held.enter_context(sandbox_door.sessions_for_threads(len(self._threads)))
         for thread in self._threads:
             thread.start()
 
@@ -242,9 +242,7 @@ class _Pool:
             for thread in self._threads:
                 thread.join()
         finally:
-            widened, self._widened = getattr(self, "_widened", None), None
-            if widened is not None:
-                widened.__exit__(None, None, None)
+            self._held.close()
         if self.failures:
             raise self.failures[0]
 
