@@ -7,11 +7,14 @@ deadline), never for a fixed time.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 from rest_framework.test import APIClient
 
-from agents.models import Job, JobItem, ScenarioResult
+from agents.models import Job, JobItem, ScenarioResult, WorkerHeartbeat
 from agents.services import jobs
 from tests.workers import redis_queue, slow_app
 
@@ -27,6 +30,11 @@ def api(user):
 
 
 def test_a_worker_process_runs_the_job_and_reports_progress(workers, api, bank):
+    long_ago, lately = timezone.now() - timedelta(days=8), timezone.now() - timedelta(days=1)
+    for name, seen in (("gone:1", long_ago), ("lately:2", lately)):
+        WorkerHeartbeat.objects.create(
+            worker=name, queue="database", started_at=seen, seen_at=seen, stopped=True
+        )
     worker = workers()
     total = slow_app(bank, 2)
     location = api.post(reverse("api:app-evaluate", args=[bank.pk]))["Location"]
@@ -37,6 +45,9 @@ def test_a_worker_process_runs_the_job_and_reports_progress(workers, api, bank):
     assert body["status"] == "succeeded"
     assert body["progress"] == {"done": total, "total": total}
     assert len(body["result"]["scenarios"]) == total
+    # The worker forgot the heartbeat of a worker gone for more than a week, not the other.
+    assert not WorkerHeartbeat.objects.filter(worker__in=["gone:1"]).exists()
+    assert WorkerHeartbeat.objects.filter(worker="lately:2").exists()
 
 
 def test_a_worker_killed_mid_job_is_retried_without_duplicates(workers, user, bank):

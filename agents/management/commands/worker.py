@@ -70,6 +70,9 @@ class Command(BaseCommand):
         steps.append(("recover", self._recover, every))
         requeue = max(min(float(jobs.setting("JOBS_REQUEUE_SECONDS")) / 2, every), 0.5)
         steps.append(("reap", self._reap, requeue))
+        # Heartbeat rows of workers gone for a week (one row per worker process ever
+        # started), once an hour.
+        steps.append(("forget", jobs.forget_old_workers, 3600.0))
         for step, action, interval in steps:
             if now - clock.get(step, float("-inf")) < interval:
                 continue
