@@ -354,3 +354,38 @@ def test_a_worker_takes_the_slowest_goldens_of_the_last_run_all_first(user, bank
     names = [Job.objects.get(pk=pk).params["name"] for pk in order]
     demo = bank.agents.get().scenarios.exclude(name__startswith="Slow").get().name
     assert names == [demo, "Slow 1", "Slow 0"]
+
+
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("fr", "Le scénario a été supprimé avant son tour."),
+        ("de", "Das Szenario wurde gelöscht, bevor es an der Reihe war."),
+    ],
+)
+def test_an_error_cell_of_the_matrix_reads_in_the_readers_language(user, bank, language, words):
+    """A piece whose golden was deleted before its turn is an error cell; its reason is
+    stored with its template, so the run's page and API say it in the reader's language."""
+    from django.utils import translation
+
+    from agents.i18n import localized_data
+    from agents.models import Scenario
+    from agents.services import evaluation_matrix
+
+    parent = evaluation.run_all_submit(app=bank, actor=user, repeat=2, enqueue=False)
+    _, pairs = evaluation.app_scenarios(bank)
+    children = evaluation_runs.spawn(
+        JobContext(parent, "test"), evaluation_runs.plan(parent, pairs)
+    )
+    child = children[0]
+    Scenario.objects.filter(pk=child.params["scenario"]).delete()
+    jobs.job_run(str(child.pk))
+    child.refresh_from_db()
+    outcome = evaluation_runs.piece_outcome(child)
+    matrix = evaluation_matrix.matrix_of(
+        [outcome], evaluation_runs.columns_of(parent.params), threshold=1.0
+    )
+    with translation.override(language):
+        shown = localized_data(matrix)
+    (cell,) = shown["rows"][0]["cells"].values()
+    assert cell["first_failure"]["message"] == words

@@ -40,7 +40,13 @@ def _first_failure(outcome: dict[str, Any]) -> dict[str, Any] | None:
                 **({"i18n": result["i18n"]} if "i18n" in result else {}),
             }
     if outcome.get("error"):
-        return {"step": None, "kind": "error", "message": outcome["error"]}
+        kept = (outcome.get("i18n") or {}).get("error")
+        return {
+            "step": None,
+            "kind": "error",
+            "message": outcome["error"],
+            **({"i18n": {"message": kept}} if kept else {}),
+        }
     return None
 
 

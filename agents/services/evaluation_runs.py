@@ -36,7 +36,7 @@ from django.db import connection, transaction
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
-from agents.core.diagnostics import Message
+from agents.core.diagnostics import Message, message_data
 from agents.models import JOB_FINISHED, AgentApp, Job, JobStatus, Scenario
 from agents.services import jobs, sandbox_door
 from agents.services.jobs import JobContext
@@ -385,8 +385,8 @@ def piece_run(ctx: JobContext) -> dict[str, Any]:
     if not params.get("version"):
         loaded = job.app
         scenario = _piece_scenario(loaded, params)
-        if scenario is None:
-            return _gone(params)
+        if scenario is None:  # an error cell where the golden stood in the matrix
+            return {**_gone(params), **_where(params)}
         agent = scenario.agent
         run = evaluation.scenario_run(
             app=loaded,
@@ -465,7 +465,9 @@ def _gone(params: dict[str, Any]) -> dict[str, Any]:
         "stopped": 0,
         "results": [],
         "diagnostics": [],
-        "error": str(Message("The scenario was deleted before its turn came.")),
+        "error": Message("The scenario was deleted before its turn came."),
+        # The error in the reader's language too (``agents.i18n.localized_data``).
+        "i18n": {"error": message_data(Message("The scenario was deleted before its turn came."))},
     }
 
 
@@ -537,7 +539,8 @@ def piece_outcome(child: Job) -> dict[str, Any]:
         **_gone(params),
         **_where(params),
         "status": "cancelled" if child.status == JobStatus.CANCELLED else "error",
-        "error": str(reason),
+        "error": reason,
+        "i18n": {"error": message_data(reason)} if isinstance(reason, Message) else {},
         **(
             {k: v for k, v in child.result.items() if k in ("results", "live", "diagnostics")}
             if isinstance(child.result, dict)
