@@ -64,8 +64,21 @@ def test_an_experiment_with_a_wrong_repeat_names_the_field_and_keeps_the_form(
         reverse("evaluation-start", args=[bank.pk]), {"repeat": "9", "threshold": "80"}
     )
     text = page.content.decode()
-    assert page.status_code == 400 and "repeat must be a whole number from 1 to 4" in text
+    assert page.status_code == 400 and "Repeat: a whole number from 1 to 4, not “9”." in text
     assert 'value="9"' in text and 'value="80"' in text  # what was typed is kept
+    assert not EvaluationRun.objects.exists()
+
+
+def test_a_wrong_repeat_and_threshold_are_refused_together_as_typed(bank, user, client_for):
+    """The form asks for a percentage: its refusal speaks of one, quotes what was typed,
+    and names both fields at once."""
+    page = client_for(user).post(
+        reverse("evaluation-start", args=[bank.pk]), {"repeat": "abc", "threshold": "150"}
+    )
+    text = page.content.decode()
+    assert page.status_code == 400
+    assert "Repeat: a whole number from 1 to 20, not “abc”." in text
+    assert "Pass threshold: a percentage from 0 to 100, not “150”." in text
     assert not EvaluationRun.objects.exists()
 
 

@@ -389,3 +389,102 @@ def test_an_error_cell_of_the_matrix_reads_in_the_readers_language(user, bank, l
         shown = localized_data(matrix)
     (cell,) = shown["rows"][0]["cells"].values()
     assert cell["first_failure"]["message"] == words
+
+
+def _outcome(name: str, column: str, status: str, repetition: int = 0, seconds: float = 1.0):
+    return {
+        "golden": f"agent / {name}",
+        "agent_name": "agent",
+        "name": name,
+        "column": column,
+        "repetition": repetition,
+        "status": status,
+        "seconds": seconds,
+        "results": [],
+    }
+
+
+def test_the_csv_never_hands_a_spreadsheet_a_formula():
+    """Names come from editors: a golden, agent or model named like a formula is written as
+    text (a leading apostrophe), so opening the export runs nothing."""
+    from agents.services import evaluation_matrix
+
+    columns = [evaluation_runs.Column("=1+2", "")]
+    matrix = evaluation_matrix.matrix_of(
+        [_outcome('=HYPERLINK("http://evil","x")', "=1+2@current", "passed")], columns, 1.0
+    )
+    rows = list(csv.reader(io.StringIO(evaluation_matrix.matrix_csv(matrix))))[1:]
+    golden, _, scenario, model = rows[0][:4]
+    assert golden == 'agent / =HYPERLINK("http://evil","x")'
+    assert scenario == '\'=HYPERLINK("http://evil","x")' and model == "'=1+2"
+    for cell in rows[0]:
+        assert not cell.startswith(("=", "+", "-", "@", "|")), cell
+
+
+def test_the_matrix_rows_keep_one_order_and_unrun_pieces_take_no_time():
+    from agents.services import evaluation_matrix
+
+    columns = [evaluation_runs.Column("m", "")]
+    outcomes = [
+        _outcome("b", "m@current", "passed", seconds=2.0),
+        _outcome("a", "m@current", "passed", seconds=2.0),
+        _outcome("a", "m@current", "cancelled", repetition=1, seconds=0.0),
+    ]
+    one = evaluation_matrix.matrix_of(outcomes, columns, 1.0)
+    other = evaluation_matrix.matrix_of(list(reversed(outcomes)), columns, 1.0)
+    assert [r["name"] for r in one["rows"]] == [r["name"] for r in other["rows"]] == ["a", "b"]
+    assert one["rows"][0]["cells"]["m@current"]["latency_p50"] == 2.0
+    assert one["totals"]["m@current"]["latency_p50"] == 2.0
+
+
+def test_the_history_counts_a_golden_flaky_in_two_columns_once(user, bank):
+    from agents.services import evaluation_history, evaluation_matrix
+
+    job = evaluation.run_all_submit(app=bank, actor=user, repeat=2, enqueue=False)
+    evaluation_history.run_started(job)
+    columns = [evaluation_runs.Column("", ""), evaluation_runs.Column("", "1")]
+    outcomes = [
+        _outcome("g", column.key, status, repetition=i)
+        for column in columns
+        for i, status in enumerate(("passed", "failed"))
+    ]
+    matrix = evaluation_matrix.matrix_of(outcomes, columns, 1.0)
+    run = evaluation_history.run_finished(job, "succeeded", matrix)
+    assert sum(t["flaky"] for t in matrix["totals"].values()) == 2
+    assert run.totals["flaky"] == 1
+
+
+def test_a_model_named_twice_is_one_column(monkeypatch, bank_app, api):  # noqa: F811
+    from tests.llm_server import ModelServer
+
+    app, _, _ = bank_app
+    server = ModelServer()
+    try:
+        configure_models(monkeypatch, {"flash": {"server": server}})
+        response = api.post(
+            reverse("api:app-evaluate", args=[app.pk]),
+            {"models": ["flash", "flash"], "repeat": 2},
+            format="json",
+        )
+    finally:
+        server.close()
+    assert response.status_code == 202, response.content
+    job = Job.objects.get(parent__isnull=True, app=app)
+    assert evaluation_runs.columns_of(job.params) == [evaluation_runs.Column("flash", "")]
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "words"),
+    [
+        ({"repeat": 10**9}, "repeat", "EVALUATION_MAX_REPEAT"),
+        ({"repeat": 0}, "repeat", "EVALUATION_MAX_REPEAT"),
+        ({"threshold": 2}, "threshold", "from 0 to 1"),
+        ({"versions": ["99"]}, "versions", "no version 99"),
+    ],
+)
+def test_an_out_of_range_experiment_is_refused_the_same_way(api, bank, body, field, words):
+    response = api.post(reverse("api:app-evaluate", args=[bank.pk]), body, format="json")
+    assert response.status_code == 400
+    text = response.content.decode()
+    assert f'"{field}"' in text and words in text, text
+    assert not Job.objects.exists()

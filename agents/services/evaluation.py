@@ -45,7 +45,7 @@ from agents.models import (
     ScenarioResult,
 )
 from agents.services import jobs
-from agents.services.common import Actor, ServiceError, error
+from agents.services.common import Actor, ServiceError, error, on_field
 from agents.services.live_models import checked_judge, live_rights_check, resolve_model
 from agents.services.sandbox_door import (
     SLOTS,
@@ -462,7 +462,8 @@ def run_all_submit(
     ``manage.py evaluate`` splits the app into jobs it runs itself: `scenarios` (their ids)
     each, `user_scenarios` (the live CX evaluations of the scenario kind) in one of them,
     `enqueue` False."""
-    models = [m for m in (models or []) if m]
+    # A model named twice is one column (as a version named twice), not twice the calls.
+    models = list(dict.fromkeys(m for m in (models or []) if m))
     if model and model not in models:
         models.insert(0, model)
     model = models[0] if models else None
@@ -536,10 +537,13 @@ def experiment_params(
     wanted = ["" if v.lower() in ("current", "working", "working-copy") else v for v in wanted]
     for version in wanted:
         if version:
-            if version.isdigit():
-                versions_service.version_for_app(app, number=int(version))
-            else:
-                versions_service.version_for_app(app, label=version)
+            try:
+                if version.isdigit():
+                    versions_service.version_for_app(app, number=int(version))
+                else:
+                    versions_service.version_for_app(app, label=version)
+            except ServiceError as exc:  # the request's field is `versions`
+                raise ServiceError(on_field(exc.diagnostics, "versions")) from exc
     if wanted and wanted != [""]:
         params["versions"] = list(dict.fromkeys(wanted))
     top = max_repeat()

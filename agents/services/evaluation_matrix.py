@@ -50,6 +50,16 @@ def _first_failure(outcome: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def _ran_seconds(outcomes: Any) -> list[float]:
+    """The seconds of the pieces that ran: a piece cancelled or gone before its turn took
+    no time worth a latency figure."""
+    return [
+        float(o["seconds"])
+        for o in outcomes
+        if o.get("seconds") is not None and o.get("status") not in ("cancelled", "error")
+    ]
+
+
 def _cell(outcomes: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
     runs = [o.get("status", "error") for o in sorted(outcomes, key=lambda o: o["repetition"])]
     judged = [s for s in runs if s in ("passed", "failed", "error")]
@@ -63,7 +73,7 @@ def _cell(outcomes: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
     else:
         status = "passed" if passed == len(judged) else "failed"
     lives = [o["live"] for o in outcomes if isinstance(o.get("live"), dict)]
-    seconds = [float(o.get("seconds") or 0) for o in outcomes]
+    seconds = _ran_seconds(outcomes)
     first_bad = next(
         (o for o in sorted(outcomes, key=lambda o: o["repetition"]) if o.get("status") != "passed"),
         None,
@@ -104,12 +114,13 @@ def matrix_of(
             "name": names[golden][1],
             "cells": {key: _cell(found, threshold) for key, found in cells.items()},
         }
-        for golden, cells in rows.items()
+        # By golden (agent / name), the same order in every run of the app.
+        for golden, cells in sorted(rows.items(), key=lambda item: item[0].casefold())
     ]
     totals = {}
     for column in columns:
         cells = [r["cells"][column.key] for r in matrix_rows if column.key in r["cells"]]
-        seconds = [float(o.get("seconds") or 0) for o in outcomes if o.get("column") == column.key]
+        seconds = _ran_seconds(o for o in outcomes if o.get("column") == column.key)
         judged = sum(c["judged"] for c in cells)
         passed = sum(c["passed"] for c in cells)
         totals[column.key] = {
@@ -220,8 +231,22 @@ CSV_FIELDS = (
 )
 
 
+# A text cell a spreadsheet would read as a formula (OWASP's CSV injection): =, +, -, @,
+# a tab or a carriage return first. Names come from editors (goldens, agents, models).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "|")
+
+
+def _inert(value: Any) -> Any:
+    """`value` as a spreadsheet shows it and never runs it: a text starting like a
+    formula gets a leading apostrophe (numbers are written as numbers)."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def matrix_csv(matrix: dict[str, Any]) -> str:
-    """One line per (golden, model, version)."""
+    """One line per (golden, model, version); a text that would start a formula is
+    neutralised (`_inert`)."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(CSV_FIELDS)
@@ -232,26 +257,25 @@ def matrix_csv(matrix: dict[str, Any]) -> str:
             if cell is None:
                 continue
             failure = cell["first_failure"] or {}
-            writer.writerow(
-                [
-                    row["golden"],
-                    row["agent_name"],
-                    row["name"],
-                    column["model"] or "offline",
-                    column["version"] or "current",
-                    " ".join(cell["runs"]),
-                    cell["passed"],
-                    "" if cell["pass_rate"] is None else cell["pass_rate"],
-                    "yes" if cell["flaky"] else "no",
-                    cell["status"],
-                    cell["cost"],
-                    cell["tokens_in"],
-                    cell["tokens_out"],
-                    "" if cell["latency_p50"] is None else cell["latency_p50"],
-                    "" if cell["latency_p95"] is None else cell["latency_p95"],
-                    str(failure.get("message") or ""),
-                ]
-            )
+            line = [
+                row["golden"],
+                row["agent_name"],
+                row["name"],
+                column["model"] or "offline",
+                column["version"] or "current",
+                " ".join(cell["runs"]),
+                cell["passed"],
+                "" if cell["pass_rate"] is None else cell["pass_rate"],
+                "yes" if cell["flaky"] else "no",
+                cell["status"],
+                cell["cost"],
+                cell["tokens_in"],
+                cell["tokens_out"],
+                "" if cell["latency_p50"] is None else cell["latency_p50"],
+                "" if cell["latency_p95"] is None else cell["latency_p95"],
+                str(failure.get("message") or ""),
+            ]
+            writer.writerow([_inert(value) for value in line])
     return out.getvalue()
 
 

@@ -15,7 +15,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import selectors
-from agents.i18n import localized_data
+from agents.core.diagnostics import Message
+from agents.i18n import localize, localized_data
 from agents.models import JOB_ACTIVE, AgentApp, EvaluationRun
 from agents.services import (
     ServiceError,
@@ -71,30 +72,54 @@ def _typed(request: HttpRequest) -> dict[str, Any]:
     }
 
 
+def _form_errors(typed: dict[str, Any]) -> dict[str, list[str]]:
+    """The form's own fields, as the form asks for them (a repeat, a percentage), each
+    refusal quoting what was typed; both at once."""
+    errors: dict[str, list[str]] = {}
+    top = evaluation.max_repeat()
+    text = str(typed["repeat"]).strip()
+    if not (text.isdigit() and 1 <= int(text) <= top):
+        errors["repeat"] = [
+            localize(
+                Message(
+                    "Repeat: a whole number from 1 to %(top)s, not “%(value)s”.",
+                    top=top,
+                    value=text,
+                )
+            )
+        ]
+    text = str(typed["threshold"]).strip()
+    try:
+        percent = float(text.replace(",", "."))
+    except ValueError:
+        percent = -1.0
+    if not 0 <= percent <= 100:  # NaN too
+        errors["threshold"] = [
+            localize(
+                Message("Pass threshold: a percentage from 0 to 100, not “%(value)s”.", value=text)
+            )
+        ]
+    return errors
+
+
 @login_required
 @require_POST
 def evaluation_start(request: HttpRequest, app_id: int) -> HttpResponse:
     """Start an experiment: Run all across the chosen models and versions, repeated."""
     app, access = selectors.app_for_user(request.user, app_id, edit=True)
     typed = _typed(request)
-    errors: dict[str, list[str]] = {}
+    errors = _form_errors(typed)
+    job = None
     try:
-        repeat = int(typed["repeat"])
-    except ValueError:
-        repeat = 0
-    try:
-        threshold = float(typed["threshold"]) / 100
-    except ValueError:
-        threshold = -1.0
-    try:
-        job = evaluation.run_all_submit(
-            app=app,
-            actor=request.user,
-            models=typed["models"],
-            versions=[v or "current" for v in typed["versions"]],
-            repeat=repeat,
-            threshold=threshold,
-        )
+        if not errors:
+            job = evaluation.run_all_submit(
+                app=app,
+                actor=request.user,
+                models=typed["models"],
+                versions=[v or "current" for v in typed["versions"]],
+                repeat=int(str(typed["repeat"]).strip()),
+                threshold=float(str(typed["threshold"]).strip().replace(",", ".")) / 100,
+            )
     except LiveNotAllowed as exc:
         errors = {"models": [exc.localized()]}
     except ServiceError as exc:
@@ -106,6 +131,7 @@ def evaluation_start(request: HttpRequest, app_id: int) -> HttpResponse:
             app, access, errors=errors, typed=typed, general_errors=errors.get("__all__", [])
         )
         return render(request, PAGE, context, status=400)
+    assert job is not None  # submitted: no error
     run, _created = EvaluationRun.objects.get_or_create(
         job=job, defaults=evaluation.run_fields(job)
     )
