@@ -488,3 +488,17 @@ def test_an_out_of_range_experiment_is_refused_the_same_way(api, bank, body, fie
     text = response.content.decode()
     assert f'"{field}"' in text and words in text, text
     assert not Job.objects.exists()
+
+
+def test_a_run_all_cancelled_before_it_ran_is_cancelled_in_the_history(api, bank):
+    """Superseded by the next Run all before a worker took it: its history row does not
+    stay queued (the page would poll it forever)."""
+    url = reverse("api:app-evaluate", args=[bank.pk])
+    first = api.post(url, {"repeat": 2}, format="json")
+    second = api.post(url, {"repeat": 2}, format="json")
+    assert first.status_code == second.status_code == 202
+    runs = api.get(reverse("api:evaluation-run-list", args=[bank.pk])).json()
+    by_job = {r["job"]: r["status"] for r in runs}
+    assert Job.objects.get(pk=first.json()["id"]).status == "cancelled"
+    assert by_job[str(first.json()["id"])] == "cancelled"
+    assert by_job[str(second.json()["id"])] == "queued"

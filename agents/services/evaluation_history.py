@@ -15,7 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from agents.models import AgentApp, EvaluationRun, Job, JobStatus
+from agents.models import JOB_ACTIVE, JOB_FINISHED, AgentApp, EvaluationRun, Job, JobStatus
 from agents.services.evaluation import run_fields
 
 
@@ -73,11 +73,30 @@ def prune(app_id: int) -> int:
     return EvaluationRun.objects.filter(pk__in=ids).delete()[0]
 
 
+def settle(app: AgentApp) -> int:
+    """Runs still shown queued or running whose job has ended without finishing them (a
+    Run all cancelled or superseded before it ran, or one that failed) take the job's end:
+    its status and time. Read before the history is shown, so no run waits forever."""
+    settled = 0
+    stuck = EvaluationRun.objects.filter(app=app, status__in=JOB_ACTIVE).select_related("job")
+    for run in stuck:
+        job = run.job
+        if job is not None and job.status not in JOB_FINISHED:
+            continue
+        run.status = job.status if job is not None else JobStatus.CANCELLED
+        run.finished_at = (job.finished_at if job is not None else None) or timezone.now()
+        run.save(update_fields=["status", "finished_at"])
+        settled += 1
+    return settled
+
+
 def run_list(app: AgentApp) -> Iterable[EvaluationRun]:
+    settle(app)
     return EvaluationRun.objects.filter(app=app).select_related("owner").defer("matrix")
 
 
 def run_for_app(app: AgentApp, run_id: Any) -> EvaluationRun:
+    settle(app)
     with contextlib.suppress(ValueError, TypeError):
         found = EvaluationRun.objects.filter(app=app, pk=int(run_id)).first()
         if found is not None:
