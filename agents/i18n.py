@@ -69,6 +69,9 @@ _WORDS = {
     "flaky": _("flaky"),
     "absent": _("absent"),
     "cancelled": _("cancelled"),
+    "needs_model": _("needs a model"),
+    "stopped": _("stopped"),
+    "no_expectations": _("without expectations"),
 }
 
 

@@ -502,3 +502,17 @@ def test_a_run_all_cancelled_before_it_ran_is_cancelled_in_the_history(api, bank
     assert Job.objects.get(pk=first.json()["id"]).status == "cancelled"
     assert by_job[str(first.json()["id"])] == "cancelled"
     assert by_job[str(second.json()["id"])] == "queued"
+
+
+def test_a_missing_run_and_a_marks_verdict_read_in_german(api, bank):
+    from django.utils import translation
+
+    from agents.i18n import word
+
+    missing = api.get(
+        reverse("api:evaluation-run-detail", args=[bank.pk, 999]), HTTP_ACCEPT_LANGUAGE="de"
+    )
+    assert missing.status_code == 404
+    assert missing.json()["detail"] == "Kein solcher Bewertungslauf für diese App."
+    with translation.override("de"):
+        assert word("needs_model") == "braucht ein Modell"

@@ -8,6 +8,7 @@ matrix (JSON), the matrix as CSV, and the goldens whose verdict differs between 
 from __future__ import annotations
 
 from django.http import Http404, HttpResponse
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -84,7 +85,7 @@ class EvaluationRunView(ApiView):
         try:
             return evaluation_history.run_for_app(app, self.kwargs["evaluation_id"])
         except EvaluationRun.DoesNotExist:
-            raise Http404("No such evaluation run for this app.") from None
+            raise Http404(gettext("No such evaluation run for this app.")) from None
 
 
 class EvaluationRunListView(EvaluationRunView):
