@@ -36,7 +36,8 @@ from django.db import connection, transaction
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
-from agents.core.diagnostics import Message, message_data
+from agents.core.diagnostics import Message
+from agents.i18n import with_i18n
 from agents.models import JOB_FINISHED, AgentApp, Job, JobStatus, Scenario
 from agents.services import jobs, sandbox_door
 from agents.services.jobs import JobContext
@@ -454,6 +455,10 @@ def _where(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _gone(params: dict[str, Any]) -> dict[str, Any]:
+    return with_i18n(_gone_fields(params), "error")
+
+
+def _gone_fields(params: dict[str, Any]) -> dict[str, Any]:
     return {
         "scenario": params.get("scenario"),
         "name": params.get("name"),
@@ -465,9 +470,8 @@ def _gone(params: dict[str, Any]) -> dict[str, Any]:
         "stopped": 0,
         "results": [],
         "diagnostics": [],
+        # In the reader's language too (``with_i18n``, ``agents.i18n.localized_data``).
         "error": Message("The scenario was deleted before its turn came."),
-        # The error in the reader's language too (``agents.i18n.localized_data``).
-        "i18n": {"error": message_data(Message("The scenario was deleted before its turn came."))},
     }
 
 
@@ -535,18 +539,20 @@ def piece_outcome(child: Job) -> dict[str, Any]:
         return child.result
     params = child.params
     reason = child.error_message or child.status
-    return {
-        **_gone(params),
-        **_where(params),
-        "status": "cancelled" if child.status == JobStatus.CANCELLED else "error",
-        "error": reason,
-        "i18n": {"error": message_data(reason)} if isinstance(reason, Message) else {},
-        **(
-            {k: v for k, v in child.result.items() if k in ("results", "live", "diagnostics")}
-            if isinstance(child.result, dict)
-            else {}
-        ),
-    }
+    return with_i18n(
+        {
+            **_gone_fields(params),
+            **_where(params),
+            "status": "cancelled" if child.status == JobStatus.CANCELLED else "error",
+            "error": reason,
+            **(
+                {k: v for k, v in child.result.items() if k in ("results", "live", "diagnostics")}
+                if isinstance(child.result, dict)
+                else {}
+            ),
+        },
+        "error",
+    )
 
 
 def count_usage(ctx: JobContext, outcome: dict[str, Any]) -> None:

@@ -72,13 +72,14 @@ def _typed(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-def _form_errors(typed: dict[str, Any]) -> dict[str, list[str]]:
-    """The form's own fields, as the form asks for them (a repeat, a percentage), each
-    refusal quoting what was typed; both at once."""
+def _form_values(typed: dict[str, Any]) -> tuple[int, float, dict[str, list[str]]]:
+    """The form's repeat and threshold (a fraction) read as the form asks for them (a whole
+    number, a percentage), and its refusals, each quoting what was typed; both at once."""
     errors: dict[str, list[str]] = {}
     top = evaluation.max_repeat()
     text = str(typed["repeat"]).strip()
-    if not (text.isdigit() and 1 <= int(text) <= top):
+    repeat = int(text) if text.isdigit() else 0
+    if not 1 <= repeat <= top:
         errors["repeat"] = [
             localize(
                 Message(
@@ -99,7 +100,7 @@ def _form_errors(typed: dict[str, Any]) -> dict[str, list[str]]:
                 Message("Pass threshold: a percentage from 0 to 100, not “%(value)s”.", value=text)
             )
         ]
-    return errors
+    return repeat, percent / 100, errors
 
 
 @login_required
@@ -108,7 +109,7 @@ def evaluation_start(request: HttpRequest, app_id: int) -> HttpResponse:
     """Start an experiment: Run all across the chosen models and versions, repeated."""
     app, access = selectors.app_for_user(request.user, app_id, edit=True)
     typed = _typed(request)
-    errors = _form_errors(typed)
+    repeat, threshold, errors = _form_values(typed)
     job = None
     try:
         if not errors:
@@ -117,8 +118,8 @@ def evaluation_start(request: HttpRequest, app_id: int) -> HttpResponse:
                 actor=request.user,
                 models=typed["models"],
                 versions=[v or "current" for v in typed["versions"]],
-                repeat=int(str(typed["repeat"]).strip()),
-                threshold=float(str(typed["threshold"]).strip().replace(",", ".")) / 100,
+                repeat=repeat,
+                threshold=threshold,
             )
     except LiveNotAllowed as exc:
         errors = {"models": [exc.localized()]}
