@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +33,46 @@ CHROMIUM_ARGS = [
 VIEWPORT = {"width": 1440, "height": 900}
 
 expect.set_options(timeout=10_000)
+
+
+class _ServerRequests:
+    """The live server's requests still being handled (its threads, not the test's own
+    client): a request the page sent before it closed (the designer's simulate, a poll)
+    goes on on the server after the page is gone, and the flush's TRUNCATE must not meet
+    it (on PostgreSQL the flush then fails and the next test finds the last one's rows)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.changed = threading.Condition()
+
+    def started(self, **_kwargs) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            with self.changed:
+                self.count += 1
+
+    def finished(self, **_kwargs) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            with self.changed:
+                self.count = max(0, self.count - 1)
+                self.changed.notify_all()
+
+    def wait_until_none(self, timeout: float = 60) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: self.count == 0, timeout=timeout)
+
+
+SERVER_REQUESTS = _ServerRequests()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _count_server_requests() -> Iterator[None]:
+    from django.core.signals import request_finished, request_started
+
+    request_started.connect(SERVER_REQUESTS.started, weak=False)
+    request_finished.connect(SERVER_REQUESTS.finished, weak=False)
+    yield
+    request_started.disconnect(SERVER_REQUESTS.started)
+    request_finished.disconnect(SERVER_REQUESTS.finished)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -63,7 +104,8 @@ def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
     A test's live server (and its database) is set up before the page, so the page is
     closed, offline, before the database is flushed: a request the page still sends (an
     autosave, a poll, the editor's keepalive save on leaving) never meets the flush's
-    TRUNCATE (a deadlock on PostgreSQL)."""
+    TRUNCATE (a deadlock on PostgreSQL), and what it sent before is waited for on the
+    server."""
     if "live_server" in request.fixturenames:
         request.getfixturevalue("live_server")
     context = browser.new_context(viewport=VIEWPORT, locale="en-US")
@@ -84,6 +126,8 @@ def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
     with contextlib.suppress(Exception):
         context.set_offline(True)
     context.close()
+    # What the page sent before it closed ends on the server before the flush.
+    assert SERVER_REQUESTS.wait_until_none(), "the live server still handles a request"
 
 
 @pytest.fixture
