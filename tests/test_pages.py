@@ -21,6 +21,12 @@ def test_healthz_checks_the_database(client):
     assert body["status"] == "degraded"
 
 
+def test_healthz_answers_a_head_probe(client):
+    """Balancers that probe with HEAD get the status GET gets (it was 405)."""
+    response = client.head("/healthz")
+    assert response.status_code == 200
+
+
 def test_pages_need_sign_in(client):
     response = client.get(reverse("app-list"))
     assert response.status_code == 302

@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 logger = logging.getLogger(__name__)
 
@@ -76,13 +76,14 @@ def _workers() -> dict[str, Any]:
 
 
 @never_cache
-@require_GET
+@require_safe
 def healthz(request: HttpRequest) -> HttpResponse:
     """For load balancers and operators (docs/operations/health-and-backups.md): the
     database, the cache, the job queue, and the job workers seen in the last minute.
     503 when the app cannot serve: the database or the configured queue is down. A cache
     away or no worker seen is "degraded" (200): pages still answer. A handful of cheap
-    calls (SELECT 1, two Redis PINGs, one indexed query), never a job or a page."""
+    calls (SELECT 1, two Redis PINGs, one indexed query), never a job or a page. HEAD
+    answers as GET does, without the body (balancers that probe with HEAD)."""
     database = _database()
     body: dict[str, Any] = {
         "status": "ok",
@@ -104,7 +105,7 @@ def healthz(request: HttpRequest) -> HttpResponse:
     return JsonResponse(body)
 
 
-@require_GET
+@require_safe
 def favicon(request: HttpRequest) -> HttpResponse:
     """/favicon.ico, which browsers ask for whatever the page links: the SVG icon (resolved
     per request, so the static manifest is read only once it exists)."""
