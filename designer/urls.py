@@ -22,6 +22,11 @@ app_patterns = [
     path("evaluations/new", evaluations.evaluation_start, name="evaluation-start"),
     path("evaluations/<int:evaluation_id>", evaluations.evaluation_run, name="evaluation-run"),
     path(
+        "evaluations/<int:evaluation_id>/cancel",
+        evaluations.evaluation_run_cancel,
+        name="evaluation-run-cancel",
+    ),
+    path(
         "evaluations/<int:evaluation_id>/export",
         evaluations.evaluation_run_export,
         name="evaluation-run-export",

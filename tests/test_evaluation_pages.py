@@ -110,3 +110,42 @@ def test_a_stranger_reads_404(bank, user, other_user, run_jobs, client_for):
     stranger = client_for(other_user)
     assert stranger.get(reverse("evaluation-run", args=[bank.pk, run.pk])).status_code == 404
     assert stranger.get(reverse("app-evaluations", args=[bank.pk])).status_code == 404
+
+
+def test_a_run_going_is_cancelled_from_its_page_by_who_started_it(
+    bank, user, other_user, client_for
+):
+    """The run's page has a Cancel button while it goes: it ends the run (kept, with what
+    was done); an editor who did not start it gets 404 and the run goes on."""
+    evaluation.run_all_submit(app=bank, actor=user, repeat=2)
+    run = EvaluationRun.objects.get(app=bank)
+    page = reverse("evaluation-run", args=[bank.pk, run.pk])
+    cancel = reverse("evaluation-run-cancel", args=[bank.pk, run.pk])
+    services.app_share(app=bank, user=other_user, role="editor", actor=user)
+    editor = client_for(other_user)
+    assert cancel not in editor.get(page).content.decode()
+    assert editor.post(cancel).status_code == 404
+    owner = client_for(user)
+    assert cancel in owner.get(page).content.decode()
+    response = owner.post(cancel)
+    assert response.status_code == 302 and response["Location"] == page
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+
+
+def test_goldens_no_repetition_judged_say_why_and_are_counted_apart(user, run_jobs, client_for):
+    """A golden that needs a model (scripted, the calls that decide it left to the model)
+    says so in its cell, and the column's totals count it apart from passed and failed."""
+    from agents.core.cx.app import zip_bytes
+    from agents.services import exchange
+    from tests.sandbox.test_cx_runtime_fidelity import ROUTED, UNROUTED, WRONG, routing_files
+
+    app, _, _ = exchange.app_import_file(
+        owner=user, data=zip_bytes(routing_files(ROUTED, UNROUTED, WRONG))
+    )
+    evaluation.run_all_submit(app=app, actor=user)
+    run_jobs()
+    run = EvaluationRun.objects.get(app=app)
+    text = client_for(user).get(reverse("evaluation-run", args=[app.pk, run.pk])).content.decode()
+    assert '<span class="small muted">needs a model</span>' in text
+    assert "1 passed · 1 failed · 0 flaky" in text and "1 golden not judged" in text

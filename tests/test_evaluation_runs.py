@@ -109,6 +109,9 @@ def test_a_pass_threshold_of_60_percent_passes_that_golden(
     finally:
         server.close()
     assert result["ok"] is True and result["summary"]["flaky"] == 1
+    run = EvaluationRun.objects.get(app=app)
+    page = api.get(reverse("evaluation-run", args=[app.pk, run.pk])).content.decode()
+    assert "cell-flaky cell-meets" in page and ">meets threshold</span>" in page
 
 
 def test_two_models_by_two_versions_make_a_matrix_with_its_csv_and_comparison(
@@ -516,3 +519,47 @@ def test_a_missing_run_and_a_marks_verdict_read_in_german(api, bank):
     assert missing.json()["detail"] == "Kein solcher Bewertungslauf für diese App."
     with translation.override("de"):
         assert word("needs_model") == "braucht ein Modell"
+
+
+def test_a_runs_page_names_its_columns_and_marks_the_goldens_below_its_threshold(
+    monkeypatch,
+    bank_app,  # noqa: F811
+    api,
+    user,
+    run_jobs,
+):
+    """Under a threshold of 80 %, a golden right 3 times in 5 is below it: its cell and the
+    column's total say so. The comparison names columns as the matrix does (`good ·
+    working copy`), not by their keys (`good@current`)."""
+    app, _, _ = bank_app
+    flaky, bad = right_in({0, 2, 4}), right_in(set())
+    try:
+        configure_models(monkeypatch, {"good": {"server": flaky}, "bad": {"server": bad}})
+        url = reverse("api:app-evaluate", args=[app.pk])
+        body = {"models": ["good", "bad"], "repeat": 5, "threshold": 0.8}
+        _finished(api, api.post(url, body, format="json"), run_jobs)
+    finally:
+        flaky.close()
+        bad.close()
+    run = EvaluationRun.objects.get(app=app)
+    text = api.get(reverse("evaluation-run", args=[app.pk, run.pk])).content.decode()
+    assert text.count("cell-flaky cell-below") == 1
+    assert text.count(">below threshold</span>") == 2  # the flaky golden and the failing one
+    assert text.count("1 below the threshold") == 2
+    assert '<option value="good@current" selected>good · working copy</option>' in text
+    assert '<th scope="col">bad · working copy</th>' in text
+
+
+def test_a_cells_live_runs_are_in_the_order_of_its_repetitions():
+    """The pieces end in any order (several workers): the cell lists its live runs as its
+    marks, repetition by repetition (the page showed #4, #3, #1, #7, #6)."""
+    from agents.services.evaluation_matrix import matrix_of
+
+    column = evaluation_runs.Column("loop", "")
+    outcomes = [
+        {"golden": "a / b", "agent_name": "a", "name": "b", "column": column.key,
+         "repetition": rep, "status": status, "live": {"run": run}}
+        for rep, status, run in ((2, "passed", 4), (0, "failed", 9), (1, "passed", 1))
+    ]  # fmt: skip
+    cell = matrix_of(outcomes, [column], 1.0)["rows"][0]["cells"][column.key]
+    assert (cell["runs"], cell["live_runs"]) == (["failed", "passed", "passed"], [9, 1, 4])

@@ -61,7 +61,8 @@ def _ran_seconds(outcomes: Any) -> list[float]:
 
 
 def _cell(outcomes: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
-    runs = [o.get("status", "error") for o in sorted(outcomes, key=lambda o: o["repetition"])]
+    outcomes = sorted(outcomes, key=lambda o: o["repetition"])
+    runs = [o.get("status", "error") for o in outcomes]
     judged = [s for s in runs if s in ("passed", "failed", "error")]
     passed = runs.count("passed")
     rate = passed / len(judged) if judged else None
@@ -74,10 +75,7 @@ def _cell(outcomes: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
         status = "passed" if passed == len(judged) else "failed"
     lives = [o["live"] for o in outcomes if isinstance(o.get("live"), dict)]
     seconds = _ran_seconds(outcomes)
-    first_bad = next(
-        (o for o in sorted(outcomes, key=lambda o: o["repetition"]) if o.get("status") != "passed"),
-        None,
-    )
+    first_bad = next((o for o in outcomes if o.get("status") != "passed"), None)
     return {
         "runs": runs,
         "passed": passed,

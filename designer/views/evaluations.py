@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from agents import selectors
 from agents.core.diagnostics import Message
 from agents.i18n import localize, localized_data
-from agents.models import JOB_ACTIVE, AgentApp, EvaluationRun
+from agents.models import JOB_ACTIVE, AgentApp, EvaluationRun, Job
 from agents.services import (
     ServiceError,
     evaluation,
@@ -146,6 +146,23 @@ def _run(app: AgentApp, run_id: int) -> EvaluationRun:
         raise Http404(_("No such evaluation run for this app.")) from None
 
 
+def _column_label(column: dict[str, Any]) -> str:
+    """A column as the reader names it: `gpt-4o · v3`, `scripted · working copy` (its key,
+    `offline@current`, is the data's)."""
+    version = str(column.get("version") or "")
+    if not version:
+        version = _("working copy")
+    elif version[:1].isdigit():
+        version = f"v{version}"
+    return f"{column.get('model') or _('scripted')} · {version}"
+
+
+def _not_judged(rows: list[dict[str, Any]], key: str) -> int:
+    """A column's goldens no repetition judged (each needed a model, stopped or was
+    cancelled): the totals count them apart, not as passed or failed."""
+    return sum(1 for row in rows if (row["cells"].get(key) or {"judged": 1})["judged"] == 0)
+
+
 @login_required
 @require_GET
 def evaluation_run(request: HttpRequest, app_id: int, evaluation_id: int) -> HttpResponse:
@@ -154,8 +171,10 @@ def evaluation_run(request: HttpRequest, app_id: int, evaluation_id: int) -> Htt
     app, access = selectors.app_for_user(request.user, app_id)
     run = _run(app, evaluation_id)
     matrix = localized_data(run.matrix or {})  # the failures in the reader's language
-    columns = matrix.get("columns") or []
+    columns = [{**c, "label": _column_label(c)} for c in matrix.get("columns") or []]
     keys = [c["key"] for c in columns]
+    labels = {c["key"]: c["label"] for c in columns}
+    rows = matrix.get("rows", [])
     a = request.GET.get("a") or (keys[0] if keys else "")
     b = request.GET.get("b") or (keys[1] if len(keys) > 1 else "")
     changed, compare_error = [], ""
@@ -165,26 +184,49 @@ def evaluation_run(request: HttpRequest, app_id: int, evaluation_id: int) -> Htt
         except ServiceError as exc:
             compare_error = exc.localized()
     job = run.job
+    stored_totals = matrix.get("totals") or {}
     context = {
         "app": app,
         "access": access,
         "run": run,
         "job": job,
         "active": run.status in JOB_ACTIVE,
+        "can_cancel": job is not None and job.owner_id == request.user.pk,
         "progress": (job.progress_done, job.progress_total) if job else (0, 0),
         "columns": columns,
-        "rows": [
-            {**row, "line": [row["cells"].get(k) for k in keys]} for row in matrix.get("rows", [])
+        "rows": [{**row, "line": [row["cells"].get(k) for k in keys]} for row in rows],
+        "totals": [
+            {**stored_totals[k], "not_judged": _not_judged(rows, k)} if k in stored_totals else None
+            for k in keys
         ],
-        "totals": [(matrix.get("totals") or {}).get(k) for k in keys],
+        "partial_threshold": run.threshold < 1,
         "a": a,
         "b": b,
+        "a_label": labels.get(a, a),
+        "b_label": labels.get(b, b),
         "changed": changed,
         "compare_error": compare_error,
     }
     if request.htmx:
         return render(request, f"{RUN_PAGE}#run-panel", context)
     return render(request, RUN_PAGE, context)
+
+
+@login_required
+@require_POST
+def evaluation_run_cancel(request: HttpRequest, app_id: int, evaluation_id: int) -> HttpResponse:
+    """Cancel a run that is going (its finished pieces are kept), then show it. A run is
+    its submitter's to cancel, as its job is; one that has ended is left as it is."""
+    app, _access = selectors.app_for_user(request.user, app_id, edit=True)
+    run = _run(app, evaluation_id)
+    if run.job_id is not None and run.status in JOB_ACTIVE:
+        try:
+            job = jobs.job_for_user(request.user, run.job_id)
+        except Job.DoesNotExist:
+            raise Http404(_("Only who started this run can cancel it.")) from None
+        jobs.job_cancel(job=job)
+        evaluation_history.settle(app)
+    return redirect("evaluation-run", app.pk, run.pk)
 
 
 @login_required
