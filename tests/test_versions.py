@@ -241,6 +241,19 @@ def test_labels_through_the_page(signed_in, bank, user):
     assert not AppLabel.objects.exists()
 
 
+@pytest.mark.parametrize("name", ["3", "current", "working-copy"])
+def test_a_label_that_would_read_as_a_number_or_the_working_copy_is_refused(
+    signed_in, bank, user, name
+):
+    """An experiment's versions read 3 as version 3 and current as the working copy: a
+    label of that name could never be picked, so it is refused, saying what to name it."""
+    versions.version_create(app=bank, user=user, name="One")
+    url = reverse("label-set", args=[bank.pk])
+    bad = signed_in.post(url, {"label": name, "version": "1"}, headers={"HX-Request": "true"})
+    assert f"&#x27;{name}&#x27; names a version number or the working copy" in bad.content.decode()
+    assert not AppLabel.objects.exists()
+
+
 def test_restore_asks_then_restores(signed_in, bank, user):
     version = versions.version_create(app=bank, user=user, name="Good")
     _change_everything(bank)

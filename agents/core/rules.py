@@ -138,6 +138,9 @@ MODEL_PER_MINUTE_LIMITS = {"requests_per_minute": 1_000_000, "tokens_per_minute"
 MAX_ID = 2**63 - 1  # the largest primary key a database can hold (PostgreSQL bigint)
 LABEL_PATTERN = r"\A[a-z0-9][a-z0-9_.-]*\Z"  # a version label; the whole text (not "$": "v1\n")
 LABEL_MAX_LENGTH = 64
+# What names the working copy where a version is asked for (an experiment's columns, `manage.py
+# evaluate --version`): no label takes one of these, nor a number (version 3's name).
+WORKING_COPY_NAMES = ("current", "working", "working-copy")
 VERSION_NAME_MAX_LENGTH = 200  # a saved version's name
 JOB_KIND_MAX_LENGTH = 64
 TASK_ID_MAX_LENGTH = 64  # the task queue's id of a job

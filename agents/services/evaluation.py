@@ -29,6 +29,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents import selectors
+from agents.core import rules
 from agents.core.diagnostics import Message
 from agents.core.evaluate import ScenarioEvaluation, allows_extra_calls, evaluate
 from agents.core.explain import explain_failures, listed_calls
@@ -534,7 +535,7 @@ def experiment_params(
     if len(models) > 1:
         params["models"] = models
     wanted = [str(v).strip() for v in (versions or []) if str(v).strip()]
-    wanted = ["" if v.lower() in ("current", "working", "working-copy") else v for v in wanted]
+    wanted = ["" if v.lower() in rules.WORKING_COPY_NAMES else v for v in wanted]
     for version in wanted:
         if version:
             try:

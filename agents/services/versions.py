@@ -30,6 +30,7 @@ from agents.core.cx.app import to_cx_files, zip_bytes
 from agents.core.diagnostics import Diagnostic, Message, Severity
 from agents.core.diff import AppDiff, diff_apps
 from agents.core.formats import from_native
+from agents.core.rules import WORKING_COPY_NAMES
 from agents.core.simulation.values import joined
 from agents.core.spec import AppSpec, ScenarioSpec
 from agents.models import (
@@ -482,6 +483,21 @@ def label_problems(name: str) -> list[Diagnostic]:
                     "digits, '-', '_' and '.', starting with a letter or digit "
                     "(for example production).",
                     name=name,
+                ),
+            )
+        ]
+    if name.isdigit() or name in WORKING_COPY_NAMES:
+        # An experiment's `versions` and `--version` read 3 as version 3, current as the
+        # working copy: a label of that name could never be picked there.
+        return [
+            _error(
+                "name",
+                Message(
+                    "'%(name)s' names a version number or the working copy where a version "
+                    "is asked for: give the label a name with a letter that is not one of "
+                    "%(reserved)s (for example production or v%(name)s).",
+                    name=name,
+                    reserved=", ".join(WORKING_COPY_NAMES),
                 ),
             )
         ]
