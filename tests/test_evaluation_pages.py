@@ -56,6 +56,18 @@ def test_a_runs_page_shows_its_matrix_and_exports_it(bank, user, run_jobs, clien
     assert data.json()["repeat"] == 2
 
 
+def test_a_runs_json_download_is_what_the_api_answers(bank, user, run_jobs, client_for):
+    """The page's JSON is the API's (its dates were `2026-12-04 03:09:00+00:00` there, ISO
+    in the API)."""
+    (run,) = _runs(bank, user, run_jobs, 1)
+    client = client_for(user)
+    download = client.get(
+        reverse("evaluation-run-export", args=[bank.pk, run.pk]), {"format": "json"}
+    )
+    api = client.get(reverse("api:evaluation-run-detail", args=[bank.pk, run.pk]))
+    assert download.json() == api.json()
+
+
 def test_an_experiment_with_a_wrong_repeat_names_the_field_and_keeps_the_form(
     bank, user, client_for, settings
 ):

@@ -13,6 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
+from rest_framework.utils.encoders import JSONEncoder
 
 from agents import selectors
 from agents.core.diagnostics import Message
@@ -236,7 +237,9 @@ def evaluation_run_export(request: HttpRequest, app_id: int, evaluation_id: int)
     app, _access = selectors.app_for_user(request.user, app_id)
     run = _run(app, evaluation_id)
     if request.GET.get("format") == "json":
-        body = json.dumps(evaluation_history.history_data(run), default=str, indent=2)
+        # As `GET /api/apps/{id}/evaluation-runs/{run}` answers: its dates, the reader's words.
+        data = localized_data(evaluation_history.history_data(run))
+        body = json.dumps(data, cls=JSONEncoder, indent=2, ensure_ascii=False)
         response = HttpResponse(body, content_type="application/json")
         name = f"evaluation-run-{run.pk}.json"
     else:
