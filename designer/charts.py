@@ -3,17 +3,53 @@ evaluation runs over time, one line per model, the versions marked under their r
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
 # Colour-blind-safe (Okabe-Ito), readable on white; a model keeps its colour in the legend.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+# Lines that lie on one another (two models at the same rates) still show each: a dash of its
+# own, and every other series' points hollow.
+DASHES = ("", "7 4", "2 3", "10 3 2 3")
 WIDTH, HEIGHT = 1100, 250
 LEFT, RIGHT, TOP, BOTTOM = 44, 16, 14, 44
+
+
+def colours(names: list[str]) -> dict[str, str]:
+    """Each model's colour, from its name: the same on every page and in every chart of the
+    app (a new model does not repaint the others); the next free colour when two names meet."""
+    chosen: dict[str, str] = {}
+    used: set[int] = set()
+    for name in sorted(names):
+        slot = zlib.crc32(name.encode()) % len(PALETTE)
+        free = [(slot + step) % len(PALETTE) for step in range(len(PALETTE))]
+        slot = next((s for s in free if s not in used), slot)
+        used.add(slot)
+        chosen[name] = PALETTE[slot]
+    return chosen
+
+
+def _x_labels(times: list[Any]) -> list[str]:
+    """A run's label under the chart: its day (in the reader's language) for a day's first
+    run, its time for the next ones of that day (to the second within a minute); times only
+    when every run is of one day."""
+    local = [timezone.localtime(t) for t in times]
+    one_day = len({t.date() for t in local}) == 1
+    labels = []
+    for i, when in enumerate(local):
+        first_of_day = i == 0 or when.date() != local[i - 1].date()
+        label = date_format(when, "j N" if first_of_day and not one_day else "H:i")
+        if labels and label == labels[-1]:  # two runs in one minute
+            label = date_format(when, "H:i:s")
+        labels.append(label)
+    return labels
 
 
 @dataclass(frozen=True)
@@ -29,7 +65,7 @@ def pass_rate_series(runs: list[Any]) -> tuple[list[str], dict[str, list[Point]]
     column of the run's newest version (the working copy when it is one)."""
     ordered = list(reversed(runs))
     series: dict[str, list[Point]] = {}
-    labels, marks = [], []
+    marks = []
     for index, run in enumerate(ordered):
         matrix = run.matrix or {}
         columns = matrix.get("columns", [])
@@ -39,7 +75,6 @@ def pass_rate_series(runs: list[Any]) -> tuple[list[str], dict[str, list[Point]]
             if versions != [""]
             else ""
         )
-        labels.append(f"{run.created_at:%d %b}")
         newest = "" if "" in versions else (versions[-1] if versions else "")
         for column in columns:
             if column["version"] != newest:
@@ -51,11 +86,11 @@ def pass_rate_series(runs: list[Any]) -> tuple[list[str], dict[str, list[Point]]
             version = column["version"] or _("working copy")
             tip = _("%(name)s, %(date)s: %(rate)s passed") % {
                 "name": f"{model} @ {version}",
-                "date": f"{run.created_at:%Y-%m-%d %H:%M}",
+                "date": date_format(timezone.localtime(run.created_at), "SHORT_DATETIME_FORMAT"),
                 "rate": f"{rate:.0%}",
             }
             series.setdefault(model, []).append(Point(index, float(rate), tip))
-    return labels, series, marks
+    return _x_labels([run.created_at for run in ordered]), series, marks
 
 
 def pass_rate_svg(runs: list[Any]) -> SafeString:
@@ -117,30 +152,44 @@ def pass_rate_svg(runs: list[Any]) -> SafeString:
                     marks[i],
                 )
             )
-    for n, (_name, points) in enumerate(sorted(series.items())):
-        colour = PALETTE[n % len(PALETTE)]
+    palette = colours(list(series))
+    for n, (name, points) in enumerate(sorted(series.items())):
+        colour = palette[name]
         coords = " ".join(f"{x(p.run):.1f},{y(p.rate):.1f}" for p in points)
         if len(points) > 1:
             parts.append(
-                format_html('<polyline class="series" points="{}" stroke="{}"/>', coords, colour)
+                format_html(
+                    '<polyline class="series" points="{}" stroke="{}" stroke-dasharray="{}"/>',
+                    coords,
+                    colour,
+                    DASHES[n % len(DASHES)] or "none",
+                )
             )
+        hollow = n % 2 == 1
         for p in points:
             parts.append(
                 format_html(
-                    '<circle class="point" cx="{}" cy="{}" r="4" fill="{}"><title>{}</title>'
-                    "</circle>",
+                    '<circle class="point" cx="{}" cy="{}" r="{}" fill="{}" stroke="{}">'
+                    "<title>{}</title></circle>",
                     f"{x(p.run):.1f}",
                     f"{y(p.rate):.1f}",
+                    "3.5" if hollow else "4",
+                    "#fff" if hollow else colour,
                     colour,
                     p.label,
                 )
             )
     parts.append(mark_safe("</svg>"))
-    legend = [
+    legend = [  # each model's line and point as drawn
         format_html(
-            '<li><svg class="swatch" viewBox="0 0 10 10" aria-hidden="true">'
-            '<rect width="10" height="10" rx="2" fill="{}"/></svg>{}</li>',
-            PALETTE[n % len(PALETTE)],
+            '<li><svg class="swatch" viewBox="0 0 24 10" aria-hidden="true">'
+            '<line x1="0" y1="5" x2="24" y2="5" stroke="{}" stroke-width="2" '
+            'stroke-dasharray="{}"/><circle cx="12" cy="5" r="3" fill="{}" stroke="{}"/>'
+            "</svg>{}</li>",
+            palette[name],
+            DASHES[n % len(DASHES)] or "none",
+            "#fff" if n % 2 else palette[name],
+            palette[name],
             escape(name),
         )
         for n, name in enumerate(sorted(series))
