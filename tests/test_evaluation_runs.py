@@ -563,3 +563,16 @@ def test_a_cells_live_runs_are_in_the_order_of_its_repetitions():
     ]  # fmt: skip
     cell = matrix_of(outcomes, [column], 1.0)["rows"][0]["cells"][column.key]
     assert (cell["runs"], cell["live_runs"]) == (["failed", "passed", "passed"], [9, 1, 4])
+
+
+def test_a_run_stopped_part_way_keeps_every_golden_in_its_matrix(user, bank, settings, run_jobs):
+    """Stopped by a cap after 3 of its 8 pieces: the pieces it never ran are cancelled
+    cells of the matrix (their goldens were missing from it, as if the app had fewer)."""
+    settings.JOBS_MAX_CODE_CALLS = 2
+    goldens = slow_app(bank, 3)
+    evaluation.run_all_submit(app=bank, actor=user, repeat=2)
+    run_jobs()
+    run = EvaluationRun.objects.get(app=bank)
+    cells = [row["cells"]["offline@current"] for row in run.matrix["rows"]]
+    assert run.status == "failed" and len(cells) == goldens
+    assert sum(c["runs"].count("cancelled") for c in cells) == 5

@@ -46,6 +46,7 @@ PIECE_KIND = "evaluate_piece"
 WORKING_COPY = ""  # a column's version: the app as it is now
 OFFLINE = ""  # a column's model: the scripted simulation
 WAIT_SECONDS = 0.25  # how often the parent looks at pieces other workers run
+STOP_WAIT_SECONDS = 5.0  # after a stop, how long the parent waits for its running pieces
 
 
 def threads_for(model_count: int) -> int:
@@ -344,6 +345,20 @@ def fan_out(
         raise
 
 
+def after_stop(children: list[Job], gathered: Any, wait: float = STOP_WAIT_SECONDS) -> list[Job]:
+    """After a stop (a Cancel, a cap): the pieces not gathered yet (`gathered`: the piece
+    keys the parent has), so that each is a cell of the matrix: those the stop cancelled
+    before they ran, and those still running once they have ended (a running piece stops
+    at its next call; at most `wait` seconds: one still running then is shown cancelled).
+    What they spent is then in the run's tokens and cost."""
+    ids = [c.pk for c in children if c.params.get("piece") not in gathered]
+    deadline = time.monotonic() + wait
+    running = Job.objects.filter(pk__in=ids, status=JobStatus.RUNNING)
+    while not connection.in_atomic_block and running.exists() and time.monotonic() < deadline:
+        time.sleep(WAIT_SECONDS)
+    return list(Job.objects.filter(pk__in=ids).order_by("queued_at", "pk"))
+
+
 def run_with_siblings(job_id: Any) -> None:
     """A piece a worker took from the queue, with its queued siblings: up to the threads
     of its run at once (a live piece waits on its model; one piece at a time would leave
@@ -534,7 +549,8 @@ def _version_piece(ctx: JobContext, params: dict[str, Any], model: str | None) -
 
 
 def piece_outcome(child: Job) -> dict[str, Any]:
-    """What a finished piece gave: its result, or an error cell naming why it has none."""
+    """What a finished piece gave: its result, or an error cell naming why it has none (a
+    piece still going when its run was stopped: cancelled)."""
     if child.status == JobStatus.SUCCEEDED and isinstance(child.result, dict):
         return child.result
     params = child.params
@@ -543,7 +559,9 @@ def piece_outcome(child: Job) -> dict[str, Any]:
         {
             **_gone_fields(params),
             **_where(params),
-            "status": "cancelled" if child.status == JobStatus.CANCELLED else "error",
+            "status": "error"
+            if child.status in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+            else "cancelled",
             "error": reason,
             **(
                 {k: v for k, v in child.result.items() if k in ("results", "live", "diagnostics")}

@@ -87,6 +87,7 @@ def _evaluate(ctx: JobContext, only: set[int] | None, *, history: bool) -> dict[
         matrix["revisions"] = evaluation_matrix.revisions_of(outcomes.values(), started)
         return matrix
 
+    children: list[Any] = []
     try:
         children = evaluation_runs.spawn(ctx, pieces)
         ctx.progress(done=0, total=len(pieces))
@@ -104,6 +105,9 @@ def _evaluate(ctx: JobContext, only: set[int] | None, *, history: bool) -> dict[
                 _simulated_users(ctx, model, ctx.runner, ctx.done_keys(), first=len(pieces))
         ctx.check()
     except jobs.JobStopped as stop:
+        # Every piece a cell: those the stop cancelled, and those it found running.
+        for child in evaluation_runs.after_stop(children, outcomes):
+            outcomes[child.params.get("piece")] = evaluation_runs.piece_outcome(child)
         matrix = gathered()
         if history:
             evaluation_history.run_finished(job, stop.status, matrix)
