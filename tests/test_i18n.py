@@ -56,6 +56,18 @@ def test_translations_keep_the_placeholders(path):
 
 
 @pytest.mark.parametrize("path", CATALOGS, ids=lambda p: "/".join(p.parts[-3:]))
+def test_a_plural_has_every_form_of_its_language(path):
+    """French has 3 plural forms: a message with 2 showed English from 2 on (`msgfmt -c`
+    refuses such a catalog)."""
+    text = path.read_text(encoding="utf-8")
+    forms = int(re.search(r"nplurals=(\d+)", text).group(1))
+    short = [
+        e["msgid"] for e in parse(text)[1:] if "msgid_plural" in e and len(e["msgstr"]) != forms
+    ]
+    assert not short, f"{path}: {len(short)} plurals without {forms} forms, e.g. {short[:3]}"
+
+
+@pytest.mark.parametrize("path", CATALOGS, ids=lambda p: "/".join(p.parts[-3:]))
 def test_the_compiled_catalog_is_the_source(path):
     """The committed .mo holds exactly the .po's translations (no manual step was missed)."""
     with path.with_suffix(".mo").open("rb") as handle:
