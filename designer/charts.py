@@ -4,6 +4,7 @@ evaluation runs over time, one line per model, the versions marked under their r
 from __future__ import annotations
 
 import zlib
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,41 +16,62 @@ from django.utils.translation import gettext as _
 
 # Colour-blind-safe (Okabe-Ito), readable on white; a model keeps its colour in the legend.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
-# Lines that lie on one another (two models at the same rates) still show each: a dash of its
-# own, and every other series' points hollow.
+# Lines that lie on one another (two models at the same rates) still show each: each model its
+# dash, and its points filled or hollow.
 DASHES = ("", "7 4", "2 3", "10 3 2 3")
 WIDTH, HEIGHT = 1100, 250
 LEFT, RIGHT, TOP, BOTTOM = 44, 16, 14, 44
 
 
-def colours(names: list[str]) -> dict[str, str]:
-    """Each model's colour, from its name: the same on every page and in every chart of the
-    app (a new model does not repaint the others); the next free colour when two names meet."""
-    chosen: dict[str, str] = {}
-    used: set[int] = set()
-    for name in sorted(names):
-        slot = zlib.crc32(name.encode()) % len(PALETTE)
-        free = [(slot + step) % len(PALETTE) for step in range(len(PALETTE))]
-        slot = next((s for s in free if s not in used), slot)
-        used.add(slot)
-        chosen[name] = PALETTE[slot]
+@dataclass(frozen=True)
+class Style:
+    colour: str
+    dash: str  # SVG stroke-dasharray, "none" for a solid line
+    hollow: bool  # its points drawn as rings
+
+
+STYLES = len(DASHES) * 2
+
+
+def styles(models: list[str]) -> dict[str, Style]:
+    """Each model's colour, dash and points, from its name ("" the scripted simulation,
+    whatever the reader's language): the same in every chart, whichever other models are
+    drawn beside it. Two models of one chart that would look alike in every way (their
+    names meet in all three) are told apart by the dash of the second, by name."""
+    chosen: dict[str, Style] = {}
+    for model in sorted(models):
+        digest = zlib.crc32(model.encode())
+        colour, rest = PALETTE[digest % len(PALETTE)], digest // len(PALETTE)
+        taken = {(c.colour, c.dash, c.hollow) for c in chosen.values()}
+        for step in range(STYLES):
+            index = (rest + step) % STYLES
+            style = Style(colour, DASHES[index % len(DASHES)] or "none", index >= len(DASHES))
+            if (style.colour, style.dash, style.hollow) not in taken:
+                break
+        chosen[model] = style
     return chosen
 
 
-def _x_labels(times: list[Any]) -> list[str]:
-    """A run's label under the chart: its day (in the reader's language) for a day's first
-    run, its time for the next ones of that day (to the second within a minute); times only
-    when every run is of one day."""
+def colours(models: list[str]) -> dict[str, str]:
+    """Each model's colour (``styles``)."""
+    return {model: style.colour for model, style in styles(models).items()}
+
+
+def _x_labels(times: list[Any]) -> tuple[list[str], list[bool]]:
+    """Each run's label under the chart, and whether it is a day's first run: its day (in
+    the reader's language) for a day's first run, its time for the next ones of that day
+    (to the second when a minute has several runs); times only when every run is of one
+    day."""
     local = [timezone.localtime(t) for t in times]
     one_day = len({t.date() for t in local}) == 1
-    labels = []
+    minutes = Counter(t.strftime("%Y-%m-%d %H:%M") for t in local)
+    labels, starts = [], []
     for i, when in enumerate(local):
-        first_of_day = i == 0 or when.date() != local[i - 1].date()
-        label = date_format(when, "j N" if first_of_day and not one_day else "H:i")
-        if labels and label == labels[-1]:  # two runs in one minute
-            label = date_format(when, "H:i:s")
-        labels.append(label)
-    return labels
+        first_of_day = not one_day and (i == 0 or when.date() != local[i - 1].date())
+        shared = minutes[when.strftime("%Y-%m-%d %H:%M")] > 1
+        labels.append(date_format(when, "j N" if first_of_day else "H:i:s" if shared else "H:i"))
+        starts.append(first_of_day)
+    return labels, starts
 
 
 @dataclass(frozen=True)
@@ -59,10 +81,13 @@ class Point:
     label: str  # what the point's tooltip says
 
 
-def pass_rate_series(runs: list[Any]) -> tuple[list[str], dict[str, list[Point]], list[str]]:
+def pass_rate_series(
+    runs: list[Any],
+) -> tuple[list[str], dict[str, list[Point]], list[str], list[bool]]:
     """From runs (newest first, as listed): the x labels (oldest first), one series per
-    model, and the versions of each run (marked under it). A model's point in a run is its
-    column of the run's newest version (the working copy when it is one)."""
+    model ("" the scripted simulation), the versions of each run (marked under it), and
+    which runs are a day's first. A model's point in a run is its column of the run's
+    newest version (the working copy when it is one)."""
     ordered = list(reversed(runs))
     series: dict[str, list[Point]] = {}
     marks = []
@@ -82,20 +107,25 @@ def pass_rate_series(runs: list[Any]) -> tuple[list[str], dict[str, list[Point]]
             rate = ((matrix.get("totals") or {}).get(column["key"]) or {}).get("pass_rate")
             if rate is None:
                 continue
-            model = column["model"] or _("scripted")
+            model = column["model"] or ""
             version = column["version"] or _("working copy")
             tip = _("%(name)s, %(date)s: %(rate)s passed") % {
-                "name": f"{model} @ {version}",
+                "name": f"{_model_name(model)} @ {version}",
                 "date": date_format(timezone.localtime(run.created_at), "SHORT_DATETIME_FORMAT"),
                 "rate": f"{rate:.0%}",
             }
             series.setdefault(model, []).append(Point(index, float(rate), tip))
-    return _x_labels([run.created_at for run in ordered]), series, marks
+    labels, starts = _x_labels([run.created_at for run in ordered])
+    return labels, series, marks, starts
+
+
+def _model_name(model: str) -> str:
+    return model or _("scripted")
 
 
 def pass_rate_svg(runs: list[Any]) -> SafeString:
     """The pass rate over the runs (newest first as given; drawn oldest to newest)."""
-    labels, series, marks = pass_rate_series(runs)
+    labels, series, marks, starts = pass_rate_series(runs)
     title = _("Pass rate over evaluation runs")
     if not labels:
         return mark_safe("")
@@ -133,7 +163,7 @@ def pass_rate_svg(runs: list[Any]) -> SafeString:
         )
     step = max(1, count // 12)
     for i, label in enumerate(labels):
-        if i % step and i != count - 1 and not marks[i]:
+        if i % step and i != count - 1 and not marks[i] and not starts[i]:
             continue
         parts.append(
             format_html(
@@ -152,9 +182,11 @@ def pass_rate_svg(runs: list[Any]) -> SafeString:
                     marks[i],
                 )
             )
-    palette = colours(list(series))
-    for n, (name, points) in enumerate(sorted(series.items())):
-        colour = palette[name]
+    drawn = styles(list(series))
+    order = sorted(series, key=lambda model: _model_name(model).casefold())
+    for model in order:
+        points, style = series[model], drawn[model]
+        colour, hollow = style.colour, style.hollow
         coords = " ".join(f"{x(p.run):.1f},{y(p.rate):.1f}" for p in points)
         if len(points) > 1:
             parts.append(
@@ -162,10 +194,9 @@ def pass_rate_svg(runs: list[Any]) -> SafeString:
                     '<polyline class="series" points="{}" stroke="{}" stroke-dasharray="{}"/>',
                     coords,
                     colour,
-                    DASHES[n % len(DASHES)] or "none",
+                    style.dash,
                 )
             )
-        hollow = n % 2 == 1
         for p in points:
             parts.append(
                 format_html(
@@ -186,13 +217,13 @@ def pass_rate_svg(runs: list[Any]) -> SafeString:
             '<line x1="0" y1="5" x2="24" y2="5" stroke="{}" stroke-width="2" '
             'stroke-dasharray="{}"/><circle cx="12" cy="5" r="3" fill="{}" stroke="{}"/>'
             "</svg>{}</li>",
-            palette[name],
-            DASHES[n % len(DASHES)] or "none",
-            "#fff" if n % 2 else palette[name],
-            palette[name],
-            escape(name),
+            drawn[model].colour,
+            drawn[model].dash,
+            "#fff" if drawn[model].hollow else drawn[model].colour,
+            drawn[model].colour,
+            escape(_model_name(model)),
         )
-        for n, name in enumerate(sorted(series))
+        for model in order
     ]
     parts.append(
         format_html(
