@@ -161,3 +161,19 @@ def test_goldens_no_repetition_judged_say_why_and_are_counted_apart(user, run_jo
     text = client_for(user).get(reverse("evaluation-run", args=[app.pk, run.pk])).content.decode()
     assert '<span class="small muted">needs a model</span>' in text
     assert "1 passed · 1 failed · 0 flaky" in text and "1 golden not judged" in text
+
+
+def test_a_label_starting_with_a_digit_is_not_read_as_a_version_number(
+    bank, user, run_jobs, client_for
+):
+    """A column of the label `2fa-fix` is `2fa-fix` (it read `v2fa-fix`); of version 1, `v1`."""
+    from agents.services import versions
+
+    first = versions.version_create(app=bank, name="first", user=user)
+    versions.label_set(app=bank, version=first, name="2fa-fix", user=user)
+    evaluation.run_all_submit(app=bank, actor=user, versions=["2fa-fix", "1"])
+    run_jobs()
+    run = EvaluationRun.objects.get(app=bank)
+    text = client_for(user).get(reverse("evaluation-run", args=[bank.pk, run.pk])).content.decode()
+    assert ">scripted · 2fa-fix</option>" in text and "v2fa-fix" not in text
+    assert '<div class="muted small">v1</div>' in text

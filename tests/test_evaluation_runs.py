@@ -570,9 +570,11 @@ def test_a_run_stopped_part_way_keeps_every_golden_in_its_matrix(user, bank, set
     cells of the matrix (their goldens were missing from it, as if the app had fewer)."""
     settings.JOBS_MAX_CODE_CALLS = 2
     goldens = slow_app(bank, 3)
-    evaluation.run_all_submit(app=bank, actor=user, repeat=2)
+    job = evaluation.run_all_submit(app=bank, actor=user, repeat=2)
     run_jobs()
     run = EvaluationRun.objects.get(app=bank)
     cells = [row["cells"]["offline@current"] for row in run.matrix["rows"]]
     assert run.status == "failed" and len(cells) == goldens
     assert sum(c["runs"].count("cancelled") for c in cells) == 5
+    # The designer's Run all panel has a row for each golden too (its first repetition).
+    assert JobItem.objects.filter(job=job).count() == goldens

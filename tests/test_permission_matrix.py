@@ -92,6 +92,7 @@ VIEW_ACTIONS = {  # POSTs that only read: previews, simulations, examples, copie
     "app-evaluate",  # runs the goldens (stores the last result, changes no app content)
     "scenario-evaluate",
     "app-run-all",
+    "evaluation-run-cancel",  # its starter's, as the job's Cancel (a run without a job: no-op)
 }
 # A replay is a live run's (issue 21): like a run with a model it needs edit rights (a
 # viewer's 403), though it calls no model; it falls to "edit" below.

@@ -555,6 +555,8 @@ def piece_outcome(child: Job) -> dict[str, Any]:
         return child.result
     params = child.params
     reason = child.error_message or child.status
+    if child.status not in JOB_FINISHED:  # still going when its run was stopped (after_stop)
+        reason = Message("Still running when the run was stopped.")
     return with_i18n(
         {
             **_gone_fields(params),

@@ -107,7 +107,7 @@ def _evaluate(ctx: JobContext, only: set[int] | None, *, history: bool) -> dict[
     except jobs.JobStopped as stop:
         # Every piece a cell: those the stop cancelled, and those it found running.
         for child in evaluation_runs.after_stop(children, outcomes):
-            outcomes[child.params.get("piece")] = evaluation_runs.piece_outcome(child)
+            finished(child)  # its cell, and a golden's row on the Run all panel
         matrix = gathered()
         if history:
             evaluation_history.run_finished(job, stop.status, matrix)

@@ -494,7 +494,7 @@ def label_problems(name: str) -> list[Diagnostic]:
                 "name",
                 Message(
                     "'%(name)s' names a version number or the working copy where a version "
-                    "is asked for: give the label a name with a letter that is not one of "
+                    "is asked for: give the label a name that has a letter and is none of "
                     "%(reserved)s (for example production or v%(name)s).",
                     name=name,
                     reserved=", ".join(WORKING_COPY_NAMES),

@@ -147,15 +147,19 @@ def _run(app: AgentApp, run_id: int) -> EvaluationRun:
         raise Http404(_("No such evaluation run for this app.")) from None
 
 
+def _version_label(column: dict[str, Any]) -> str:
+    """A column's version as the reader names it: `v3` (a number), `prod` (a label, even
+    one starting with a digit: `2fa-fix`), `working copy`."""
+    version = str(column.get("version") or "")
+    if not version:
+        return _("working copy")
+    return f"v{version}" if version.isdigit() else version
+
+
 def _column_label(column: dict[str, Any]) -> str:
     """A column as the reader names it: `gpt-4o · v3`, `scripted · working copy` (its key,
     `offline@current`, is the data's)."""
-    version = str(column.get("version") or "")
-    if not version:
-        version = _("working copy")
-    elif version[:1].isdigit():
-        version = f"v{version}"
-    return f"{column.get('model') or _('scripted')} · {version}"
+    return f"{column.get('model') or _('scripted')} · {_version_label(column)}"
 
 
 def _not_judged(rows: list[dict[str, Any]], key: str) -> int:
@@ -172,7 +176,10 @@ def evaluation_run(request: HttpRequest, app_id: int, evaluation_id: int) -> Htt
     app, access = selectors.app_for_user(request.user, app_id)
     run = _run(app, evaluation_id)
     matrix = localized_data(run.matrix or {})  # the failures in the reader's language
-    columns = [{**c, "label": _column_label(c)} for c in matrix.get("columns") or []]
+    columns = [
+        {**c, "label": _column_label(c), "version_label": _version_label(c)}
+        for c in matrix.get("columns") or []
+    ]
     keys = [c["key"] for c in columns]
     labels = {c["key"]: c["label"] for c in columns}
     rows = matrix.get("rows", [])
@@ -217,8 +224,9 @@ def evaluation_run(request: HttpRequest, app_id: int, evaluation_id: int) -> Htt
 @require_POST
 def evaluation_run_cancel(request: HttpRequest, app_id: int, evaluation_id: int) -> HttpResponse:
     """Cancel a run that is going (its finished pieces are kept), then show it. A run is
-    its submitter's to cancel, as its job is; one that has ended is left as it is."""
-    app, _access = selectors.app_for_user(request.user, app_id, edit=True)
+    its submitter's to cancel, as its job is (as Run all's Cancel and the API's: whoever
+    started it may stop it, whatever their role now); one that has ended is left as it is."""
+    app, _access = selectors.app_for_user(request.user, app_id)
     run = _run(app, evaluation_id)
     if run.job_id is not None and run.status in JOB_ACTIVE:
         try:
