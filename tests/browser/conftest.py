@@ -60,6 +60,13 @@ class _ServerRequests:
         with self.changed:
             return self.changed.wait_for(lambda: self.count == 0, timeout=timeout)
 
+    def reset(self) -> None:
+        """A new test counts from 0: a request whose end was never signalled (its
+        connection reset while the server read the rest of its body) does not make every
+        later test wait."""
+        with self.changed:
+            self.count = 0
+
 
 SERVER_REQUESTS = _ServerRequests()
 
@@ -108,6 +115,7 @@ def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
     server."""
     if "live_server" in request.fixturenames:
         request.getfixturevalue("live_server")
+    SERVER_REQUESTS.reset()
     context = browser.new_context(viewport=VIEWPORT, locale="en-US")
     context.set_default_timeout(10_000)
     page = context.new_page()
